@@ -1,0 +1,1 @@
+//! simdex: an embeddable on-disk index of 64-bit simhash fingerprints.
