@@ -1,0 +1,265 @@
+//! Canonical, length-limited Huffman codes over the 65 gap symbols.
+//!
+//! This module owns the code itself: optimal code lengths under a length limit
+//! (package-merge), the canonical assignment of code words from lengths, validation of
+//! lengths read from a file, and the table-driven decoder. It knows nothing about blocks.
+//!
+//! Code words are assigned canonically: symbols sorted by (length, symbol), the first gets
+//! the all-zero word of its length, each next word is the previous plus one, shifted left
+//! when the length grows (as in DEFLATE, RFC 1951 section 3.2.2). So the lengths alone
+//! define the code, and a segment stores just the 65 lengths.
+
+use super::{SYMBOLS, MAX_CODE_LEN};
+
+/// Why a set of stored code lengths is not a usable prefix code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodeError {
+    /// A length is above [`MAX_CODE_LEN`].
+    #[error("symbol {symbol} has code length {length}, above the limit {MAX_CODE_LEN}")]
+    TooLong {
+        /// The symbol.
+        symbol: usize,
+        /// Its stored length.
+        length: u8,
+    },
+    /// The lengths violate the Kraft inequality: no prefix code has them.
+    #[error("code lengths are over-subscribed (Kraft sum {numerator}/{denominator} > 1)")]
+    OverSubscribed {
+        /// Kraft sum numerator over `2^MAX_CODE_LEN`.
+        numerator: u64,
+        /// `2^MAX_CODE_LEN`.
+        denominator: u64,
+    },
+}
+
+/// A canonical prefix code over the 65 symbols, ready to encode and decode.
+#[derive(Clone, Debug)]
+pub struct Code {
+    lengths: [u8; SYMBOLS],
+    words: [u16; SYMBOLS],
+    /// Longest length in use (0 when no symbol has a code).
+    max_len: u32,
+    /// Indexed by the next `max_len` bits: `symbol | length << 8`, or [`INVALID`].
+    table: Vec<u16>,
+}
+
+/// Decoder table entry for bit patterns that start no code word.
+pub const INVALID: u16 = u16::MAX;
+
+impl Code {
+    /// The optimal code for `freqs` with no word longer than [`MAX_CODE_LEN`] bits.
+    /// Symbols with frequency 0 get no code. A single used symbol gets a 1-bit word.
+    pub fn from_frequencies(freqs: &[u64; SYMBOLS]) -> Self {
+        let lengths = limited_lengths(freqs, MAX_CODE_LEN);
+        Self::from_lengths(&lengths).expect("package-merge yields a valid limited code")
+    }
+
+    /// Validates stored lengths (0 = symbol unused) and builds the code.
+    pub fn from_lengths(lengths: &[u8; SYMBOLS]) -> Result<Self, CodeError> {
+        let mut kraft: u64 = 0;
+        for (symbol, &length) in lengths.iter().enumerate() {
+            if u32::from(length) > MAX_CODE_LEN {
+                return Err(CodeError::TooLong { symbol, length });
+            }
+            if length > 0 {
+                kraft += 1u64 << (MAX_CODE_LEN - u32::from(length));
+            }
+        }
+        if kraft > 1u64 << MAX_CODE_LEN {
+            return Err(CodeError::OverSubscribed { numerator: kraft, denominator: 1 << MAX_CODE_LEN });
+        }
+        let max_len = lengths.iter().copied().max().unwrap_or(0) as u32;
+        let mut order: Vec<usize> = (0..SYMBOLS).filter(|&s| lengths[s] > 0).collect();
+        order.sort_by_key(|&s| (lengths[s], s));
+        let mut words = [0u16; SYMBOLS];
+        let mut word: u32 = 0;
+        let mut prev_len: u32 = 0;
+        for (i, &s) in order.iter().enumerate() {
+            let len = u32::from(lengths[s]);
+            if i > 0 {
+                word = (word + 1) << (len - prev_len);
+            } else {
+                word <<= len;
+            }
+            words[s] = word as u16;
+            prev_len = len;
+        }
+        let mut table = vec![INVALID; 1usize << max_len];
+        for &s in &order {
+            let len = u32::from(lengths[s]);
+            let first = (u32::from(words[s]) << (max_len - len)) as usize;
+            let span = 1usize << (max_len - len);
+            for e in &mut table[first..first + span] {
+                *e = s as u16 | (len as u16) << 8;
+            }
+        }
+        Ok(Self { lengths: *lengths, words, max_len, table })
+    }
+
+    /// Code length per symbol (0 = no code).
+    pub fn lengths(&self) -> &[u8; SYMBOLS] {
+        &self.lengths
+    }
+
+    /// The code word of `symbol` (right-aligned) and its length; length 0 means no code.
+    #[inline]
+    pub fn word(&self, symbol: usize) -> (u64, u32) {
+        (u64::from(self.words[symbol]), u32::from(self.lengths[symbol]))
+    }
+
+    /// Longest code word in bits.
+    #[inline]
+    pub fn max_len(&self) -> u32 {
+        self.max_len
+    }
+
+    /// Decodes from the next `max_len` bits (MSB first): `(symbol, length)`, or `None` when
+    /// they begin no code word.
+    #[inline]
+    pub fn decode(&self, peek: usize) -> Option<(usize, u32)> {
+        match self.table.get(peek) {
+            Some(&e) if e != INVALID => Some(((e & 0xff) as usize, u32::from(e >> 8))),
+            _ => None,
+        }
+    }
+}
+
+/// Optimal code lengths with no length above `limit` (package-merge, Larmore and Hirschberg
+/// 1990). Symbols of frequency 0 get length 0; a lone used symbol gets length 1.
+pub fn limited_lengths(freqs: &[u64; SYMBOLS], limit: u32) -> [u8; SYMBOLS] {
+    let mut lengths = [0u8; SYMBOLS];
+    let mut leaves: Vec<(u64, usize)> = freqs.iter().enumerate().filter(|(_, &f)| f > 0).map(|(s, &f)| (f, s)).collect();
+    match leaves.len() {
+        0 => return lengths,
+        1 => {
+            lengths[leaves[0].1] = 1;
+            return lengths;
+        }
+        _ => {}
+    }
+    leaves.sort();
+    debug_assert!(leaves.len() <= 1 << limit);
+    // A node is a weight and how many times each symbol occurs below it.
+    type Node = (u128, Vec<u8>);
+    let leaf_nodes: Vec<Node> = leaves
+        .iter()
+        .map(|&(f, s)| {
+            let mut c = vec![0u8; SYMBOLS];
+            c[s] = 1;
+            (u128::from(f), c)
+        })
+        .collect();
+    let mut list: Vec<Node> = leaf_nodes.clone();
+    for _ in 1..limit {
+        let mut packages: Vec<Node> = Vec::with_capacity(list.len() / 2);
+        for pair in list.chunks_exact(2) {
+            let mut c = pair[0].1.clone();
+            for (a, b) in c.iter_mut().zip(&pair[1].1) {
+                *a += b;
+            }
+            packages.push((pair[0].0 + pair[1].0, c));
+        }
+        // Merge leaves and packages by weight; leaves first on ties keeps it deterministic.
+        let mut merged = Vec::with_capacity(leaf_nodes.len() + packages.len());
+        let (mut i, mut j) = (0, 0);
+        while i < leaf_nodes.len() || j < packages.len() {
+            if j == packages.len() || (i < leaf_nodes.len() && leaf_nodes[i].0 <= packages[j].0) {
+                merged.push(leaf_nodes[i].clone());
+                i += 1;
+            } else {
+                merged.push(packages[j].clone());
+                j += 1;
+            }
+        }
+        list = merged;
+    }
+    for node in list.iter().take(2 * leaves.len() - 2) {
+        for (s, &c) in node.1.iter().enumerate() {
+            lengths[s] += c;
+        }
+    }
+    lengths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kraft(lengths: &[u8; SYMBOLS]) -> f64 {
+        lengths.iter().filter(|&&l| l > 0).map(|&l| 0.5f64.powi(l as i32)).sum()
+    }
+
+    fn cost(freqs: &[u64; SYMBOLS], lengths: &[u8; SYMBOLS]) -> u64 {
+        freqs.iter().zip(lengths).map(|(&f, &l)| f * u64::from(l)).sum()
+    }
+
+    /// Plain Huffman lengths (no limit) by repeatedly merging the two lightest nodes.
+    fn huffman_unlimited(freqs: &[u64; SYMBOLS]) -> [u8; SYMBOLS] {
+        let mut nodes: Vec<(u64, Vec<usize>)> =
+            freqs.iter().enumerate().filter(|(_, &f)| f > 0).map(|(s, &f)| (f, vec![s])).collect();
+        let mut lengths = [0u8; SYMBOLS];
+        while nodes.len() > 1 {
+            nodes.sort_by(|a, b| b.0.cmp(&a.0));
+            let a = nodes.pop().unwrap();
+            let b = nodes.pop().unwrap();
+            for &s in a.1.iter().chain(&b.1) {
+                lengths[s] += 1;
+            }
+            nodes.push((a.0 + b.0, [a.1, b.1].concat()));
+        }
+        lengths
+    }
+
+    #[test]
+    fn limited_equals_huffman_when_limit_is_loose() {
+        let mut freqs = [0u64; SYMBOLS];
+        for (i, f) in freqs.iter_mut().enumerate().take(20) {
+            *f = (i as u64 * 7919) % 101 + 1;
+        }
+        let a = limited_lengths(&freqs, MAX_CODE_LEN);
+        let b = huffman_unlimited(&freqs);
+        assert_eq!(cost(&freqs, &a), cost(&freqs, &b));
+        assert!((kraft(&a) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn limit_is_respected_on_geometric_frequencies() {
+        let mut freqs = [0u64; SYMBOLS];
+        for (i, f) in freqs.iter_mut().enumerate() {
+            *f = 1u64 << (63 - i.min(63));
+        }
+        let l = limited_lengths(&freqs, MAX_CODE_LEN);
+        assert!(l.iter().all(|&x| (1..=MAX_CODE_LEN as u8).contains(&x)));
+        assert!(kraft(&l) <= 1.0 + 1e-12);
+        let code = Code::from_lengths(&l).unwrap();
+        // Every symbol decodes back from its own word.
+        for s in 0..SYMBOLS {
+            let (w, len) = code.word(s);
+            let peek = (w << (code.max_len() - len)) as usize;
+            assert_eq!(code.decode(peek), Some((s, len)));
+        }
+    }
+
+    #[test]
+    fn lone_symbol_gets_one_bit_and_the_other_half_is_invalid() {
+        let mut freqs = [0u64; SYMBOLS];
+        freqs[64] = 1000;
+        let code = Code::from_frequencies(&freqs);
+        assert_eq!(code.word(64), (0, 1));
+        assert_eq!(code.decode(0), Some((64, 1)));
+        assert_eq!(code.decode(1), None);
+    }
+
+    #[test]
+    fn oversubscribed_and_too_long_are_rejected() {
+        let mut l = [0u8; SYMBOLS];
+        l[0] = 1;
+        l[1] = 1;
+        l[2] = 1;
+        assert!(matches!(Code::from_lengths(&l), Err(CodeError::OverSubscribed { .. })));
+        let mut l = [0u8; SYMBOLS];
+        l[3] = 13;
+        assert!(matches!(Code::from_lengths(&l), Err(CodeError::TooLong { symbol: 3, length: 13 })));
+    }
+}

@@ -1,0 +1,101 @@
+//! A slow, independent block decoder built on `bitvec`, used as the oracle in tests and as
+//! the baseline in the codec benchmark.
+//!
+//! It shares no decoding logic with [`super::decode_block`]: it derives the canonical code
+//! words from the lengths itself, matches them bit by bit (longest-first search over the
+//! code words of each length, with no lookup table) and rebuilds every fingerprint bit by
+//! bit with `bitvec`. Only the format constants are shared.
+
+use bitvec::prelude::*;
+
+use super::{Codec, BLOCK_BYTES, EQUAL, SYMBOLS};
+
+/// Decodes a whole block with the reference algorithm. Returns `None` on any malformation
+/// (the fast decoder reports the exact error; the oracle only needs to agree on validity).
+pub fn decode_block_reference(codec: Codec, lengths: &[u8; SYMBOLS], block: &[u8], count: u32) -> Option<Vec<u64>> {
+    if block.len() != BLOCK_BYTES || count == 0 {
+        return None;
+    }
+    let bits = block.view_bits::<Msb0>();
+    let words = canonical_words(lengths);
+    let mut out = Vec::with_capacity(count as usize);
+    let first: u64 = bits[..64].load_be();
+    out.push(first);
+    let mut pos = 64usize;
+    for _ in 1..count {
+        let prev = *out.last()?;
+        let (symbol, len) = match_word(bits, pos, lengths, &words)?;
+        pos += len;
+        if symbol == EQUAL {
+            out.push(prev);
+            continue;
+        }
+        let h = symbol;
+        if pos + h > bits.len() {
+            return None;
+        }
+        let payload = &bits[pos..pos + h];
+        pos += h;
+        let mut value = bitarr![u64, Msb0; 0; 64];
+        let prev_bits = prev.view_bits::<Msb0>().to_bitvec();
+        match codec {
+            Codec::Xor => {
+                // Bit h (from the LSB) is position 63 - h from the MSB.
+                let top = 63 - h;
+                if prev_bits[top] {
+                    return None;
+                }
+                value[..top].copy_from_bitslice(&prev_bits[..top]);
+                value.set(top, true);
+                value[top + 1..].clone_from_bitslice(payload);
+                out.push(value.load_be::<u64>());
+            }
+            Codec::Delta => {
+                let mut gap = bitarr![u64, Msb0; 0; 64];
+                gap.set(63 - h, true);
+                gap[64 - h..].clone_from_bitslice(payload);
+                out.push(prev.checked_add(gap.load_be::<u64>())?);
+            }
+        }
+    }
+    if bits[pos..].any() {
+        return None;
+    }
+    Some(out)
+}
+
+fn canonical_words(lengths: &[u8; SYMBOLS]) -> Vec<Option<BitVec<u8, Msb0>>> {
+    let mut symbols: Vec<usize> = (0..SYMBOLS).filter(|&s| lengths[s] > 0).collect();
+    symbols.sort_by_key(|&s| (lengths[s], s));
+    let mut out = vec![None; SYMBOLS];
+    let mut word: Option<u64> = None;
+    let mut prev_len = 0u8;
+    for s in symbols {
+        let len = lengths[s];
+        let w = match word {
+            None => 0,
+            Some(w) => (w + 1) << (len - prev_len),
+        };
+        let mut bv = BitVec::<u8, Msb0>::new();
+        for i in (0..len).rev() {
+            bv.push((w >> i) & 1 == 1);
+        }
+        out[s] = Some(bv);
+        word = Some(w);
+        prev_len = len;
+    }
+    out
+}
+
+fn match_word(
+    bits: &BitSlice<u8, Msb0>,
+    pos: usize,
+    lengths: &[u8; SYMBOLS],
+    words: &[Option<BitVec<u8, Msb0>>],
+) -> Option<(usize, usize)> {
+    (0..SYMBOLS).find_map(|s| {
+        let w = words[s].as_ref()?;
+        let len = lengths[s] as usize;
+        (pos + len <= bits.len() && bits[pos..pos + len] == w[..]).then_some((s, len))
+    })
+}
