@@ -3,4 +3,14 @@
 #![deny(missing_docs)]
 
 pub mod codec;
+mod error;
 pub mod plan;
+pub mod query;
+mod search;
+pub mod segment;
+mod sort;
+pub mod storage;
+
+pub use error::{Error, Location, Result};
+pub use query::{Match, QueryOptions};
+pub use segment::{build_segment, BuildOptions, Segment};

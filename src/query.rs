@@ -1,0 +1,35 @@
+//! What a query asks and what it returns, shared by segments and the engine.
+
+/// One stored fingerprint within the query distance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Match {
+    /// Hamming distance to the query.
+    pub distance: u32,
+    /// The stored fingerprint.
+    pub fingerprint: u64,
+    /// The document id stored with it, when the index keeps ids. A fingerprint stored under
+    /// several ids gives one match per id.
+    pub doc_id: Option<u64>,
+}
+
+/// How to answer a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryOptions {
+    /// Largest Hamming distance to report.
+    pub k: u32,
+    /// Answer a `k` above the design's by scanning every entry instead of refusing.
+    pub full_scan: bool,
+}
+
+impl QueryOptions {
+    /// Matches within `k`, using the tables (an error if `k` exceeds the design's).
+    pub fn within(k: u32) -> Self {
+        Self { k, full_scan: false }
+    }
+}
+
+/// Sorts matches by distance, then fingerprint, then id, and removes repeats.
+pub(crate) fn finish_matches(matches: &mut Vec<Match>) {
+    matches.sort_unstable();
+    matches.dedup();
+}

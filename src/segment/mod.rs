@@ -1,0 +1,16 @@
+//! Immutable segment files: one set of fingerprints stored as compressed permuted tables,
+//! with an optional document-id column (byte layout in `format-spec/segment.md`).
+//!
+//! This module owns the file format: [`SegmentWriter`] streams a segment out,
+//! [`build_segment`] builds one from memory, [`Segment`] opens one through mmap and answers
+//! queries, and [`verify`](verify::verify_segment) checks every byte. It does not decide
+//! which segments exist; the engine's manifest does.
+
+pub(crate) mod layout;
+mod reader;
+pub mod verify;
+mod writer;
+
+pub use layout::FORMAT_VERSION;
+pub use reader::{Segment, Table, TableEntries};
+pub use writer::{build_segment, temporary_path, BuildOptions, SegmentWriter};

@@ -1,0 +1,508 @@
+//! Reading a segment: [`Segment::open`] maps the file and checks its structure cheaply
+//! (header, design, footer, directory, table heads and block indexes, but not the blocks);
+//! queries then check the CRC of every block and id page they touch.
+
+use std::path::{Path, PathBuf};
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use super::layout::*;
+use crate::codec::{decode_block, Code, Codec, BLOCK_BYTES};
+use crate::error::{Error, Location, Result};
+use crate::plan::{Design, Permutation, TableDesign};
+use crate::query::{finish_matches, Match, QueryOptions};
+use crate::search::lower_bound;
+use crate::storage::{FileBytes, FsStorage, Storage};
+
+/// An open, immutable segment file.
+#[derive(Debug)]
+pub struct Segment {
+    path: PathBuf,
+    bytes: FileBytes,
+    design: Design,
+    entries: u64,
+    tables: Vec<Table>,
+    ids: Option<DirIds>,
+}
+
+/// One permuted table of an open segment.
+#[derive(Debug)]
+pub struct Table {
+    design: TableDesign,
+    codec: Codec,
+    code: Code,
+    dir: DirTable,
+    keys: Vec<u64>,
+    /// `ordinals[b]` is the position in the table of block `b`'s first entry; one extra
+    /// element holds the total.
+    ordinals: Vec<u64>,
+}
+
+impl Table {
+    /// The table's permutation and prefix length.
+    pub fn design(&self) -> &TableDesign {
+        &self.design
+    }
+
+    /// The gap codec.
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+
+    /// The Huffman code.
+    pub fn code(&self) -> &Code {
+        &self.code
+    }
+
+    /// Number of blocks.
+    pub fn block_count(&self) -> u64 {
+        self.dir.block_count
+    }
+
+    /// Number of entries.
+    pub fn entries(&self) -> u64 {
+        self.dir.entries
+    }
+
+    /// Block keys (the last permuted fingerprint of each block).
+    pub fn keys(&self) -> &[u64] {
+        &self.keys
+    }
+
+    /// Entries in block `b`.
+    pub fn block_entries(&self, b: u64) -> u32 {
+        (self.ordinals[b as usize + 1] - self.ordinals[b as usize]) as u32
+    }
+
+    /// Byte offset of block `b` in the file.
+    pub fn block_offset(&self, b: u64) -> u64 {
+        self.dir.blocks_offset() + b * BLOCK_BYTES as u64
+    }
+
+    /// Byte offset of the table head.
+    pub fn head_offset(&self) -> u64 {
+        self.dir.head_offset
+    }
+
+    /// Byte offset of the block index.
+    pub fn index_offset(&self) -> u64 {
+        self.dir.index_offset
+    }
+
+    pub(crate) fn dir(&self) -> &DirTable {
+        &self.dir
+    }
+
+    fn crc_offset(&self, b: u64) -> u64 {
+        self.dir.index_offset + self.dir.block_count * 10 + b * 4
+    }
+}
+
+impl Segment {
+    /// Opens the segment at `path` on the real file system.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(&FsStorage, path.as_ref())
+    }
+
+    /// Opens the segment at `path` through `storage`.
+    pub fn open_with(storage: &dyn Storage, path: &Path) -> Result<Self> {
+        let bytes = storage.read(path).map_err(|e| Error::io(path, "open", e))?;
+        Self::from_bytes(path.to_path_buf(), bytes)
+    }
+
+    /// Opens a segment held in memory; `path` is used in error messages.
+    pub fn from_bytes(path: PathBuf, bytes: FileBytes) -> Result<Self> {
+        let corrupt = |f: Fault| Error::Corrupt { path: path.clone(), offset: f.offset, location: f.location, detail: f.detail };
+        check_magic_and_version(&path, &bytes)?;
+        let (header, _) = Header::decode(&bytes).map_err(corrupt)?;
+        let design = design_from_header(&header).map_err(corrupt)?;
+        let dir = read_directory(&bytes).map_err(corrupt)?;
+        if dir.tables.len() != header.tables.len() {
+            return Err(corrupt(Fault::at(
+                bytes.len() as u64 - FOOTER_BYTES as u64,
+                format!("directory lists {} tables, header {}", dir.tables.len(), header.tables.len()),
+            )));
+        }
+        let mut tables = Vec::with_capacity(dir.tables.len());
+        for (i, (d, h)) in dir.tables.iter().zip(&header.tables).enumerate() {
+            let table = open_table(&bytes, i, d, h, design.tables()[i].clone(), dir.entries).map_err(|f| corrupt(f.in_table(i)))?;
+            tables.push(table);
+        }
+        let ids = if header.has_ids {
+            check_ids(&bytes, &dir).map_err(corrupt)?;
+            Some(dir.ids)
+        } else {
+            None
+        };
+        Ok(Segment { path, bytes, design, entries: dir.entries, tables, ids })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The design the segment was built with.
+    pub fn design(&self) -> &Design {
+        &self.design
+    }
+
+    /// Number of stored fingerprints (with repeats).
+    pub fn len(&self) -> u64 {
+        self.entries
+    }
+
+    /// True when the segment stores nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Size of the file in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// The tables, in stored order.
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    /// True when the segment stores document ids.
+    pub fn has_ids(&self) -> bool {
+        self.ids.is_some()
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub(crate) fn ids_dir(&self) -> Option<&DirIds> {
+        self.ids.as_ref()
+    }
+
+    fn corrupt(&self, offset: u64, location: Location, detail: impl Into<String>) -> Error {
+        Error::Corrupt { path: self.path.clone(), offset, location, detail: detail.into() }
+    }
+
+    /// The bytes of block `b` of table `t`, after checking them against the block's CRC.
+    pub fn block(&self, t: usize, b: u64) -> Result<&[u8]> {
+        let table = &self.tables[t];
+        let at = table.block_offset(b);
+        let loc = Location { table: Some(t), block: Some(b) };
+        let block = &self.bytes[at as usize..at as usize + BLOCK_BYTES];
+        let stored = LE::read_u32(&self.bytes[table.crc_offset(b) as usize..]);
+        let actual = crc32fast::hash(block);
+        if stored != actual {
+            return Err(self.corrupt(at, loc, format!("block checksum mismatch (stored {stored:#010x}, computed {actual:#010x})")));
+        }
+        Ok(block)
+    }
+
+    /// Decodes block `b` of table `t` (after its CRC check), calling `visit` with each
+    /// permuted entry until it returns false.
+    pub fn visit_block(&self, t: usize, b: u64, visit: impl FnMut(u64) -> bool) -> Result<()> {
+        let table = &self.tables[t];
+        let block = self.block(t, b)?;
+        decode_block(table.codec, &table.code, block, table.block_entries(b), visit)
+            .map_err(|e| self.corrupt(table.block_offset(b), Location { table: Some(t), block: Some(b) }, e.to_string()))?;
+        Ok(())
+    }
+
+    /// Every entry of table `t` in stored (permuted, sorted) order.
+    pub fn table_entries(&self, t: usize) -> TableEntries<'_> {
+        TableEntries { segment: self, table: t, block: 0, buf: Vec::new(), at: 0 }
+    }
+
+    /// All stored `(fingerprint, document id)` pairs in fingerprint order (ids are `None`
+    /// without an id column).
+    pub fn entries(&self) -> impl Iterator<Item = Result<(u64, Option<u64>)>> + '_ {
+        let mut ordinal = 0u64;
+        self.table_entries(0).map(move |r| {
+            let fp = r?;
+            let id = match self.ids {
+                Some(_) => Some(self.doc_id(ordinal)?),
+                None => None,
+            };
+            ordinal += 1;
+            Ok((fp, id))
+        })
+    }
+
+    /// The document id of table 0's entry number `ordinal` (after its page's CRC check).
+    pub fn doc_id(&self, ordinal: u64) -> Result<u64> {
+        let ids = self.ids.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no document ids".into()))?;
+        if ordinal >= self.entries {
+            return Err(Error::InvalidArgument(format!("entry {ordinal} out of range ({} entries)", self.entries)));
+        }
+        let page = ordinal / IDS_PER_PAGE;
+        let page_start = ids.ids_offset + page * IDS_PER_PAGE * 8;
+        let page_len = (self.entries - page * IDS_PER_PAGE).min(IDS_PER_PAGE) * 8;
+        let bytes = &self.bytes[page_start as usize..(page_start + page_len) as usize];
+        let stored = LE::read_u32(&self.bytes[(ids.crcs_offset + page * 4) as usize..]);
+        let actual = crc32fast::hash(bytes);
+        if stored != actual {
+            return Err(self.corrupt(page_start, Location::default(), format!("document-id page {page} checksum mismatch (stored {stored:#010x}, computed {actual:#010x})")));
+        }
+        let at = ((ordinal % IDS_PER_PAGE) * 8) as usize;
+        Ok(LE::read_u64(&bytes[at..]))
+    }
+
+    /// All stored fingerprints within `k` bits of `fingerprint`.
+    pub fn query(&self, fingerprint: u64, k: u32) -> Result<Vec<Match>> {
+        let mut out = Vec::new();
+        self.query_into(fingerprint, QueryOptions::within(k), &mut out)?;
+        Ok(out)
+    }
+
+    /// Appends the matches of one query to `out` (cleared first), each once, sorted by
+    /// distance, fingerprint and id.
+    pub fn query_into(&self, fingerprint: u64, options: QueryOptions, out: &mut Vec<Match>) -> Result<()> {
+        out.clear();
+        if options.k > self.design.k() {
+            if !options.full_scan {
+                return Err(Error::KTooLarge { requested: options.k, design_k: self.design.k() });
+            }
+            return self.scan_into(fingerprint, options.k, out);
+        }
+        let mut found: Vec<u64> = Vec::new();
+        for t in 0..self.tables.len() {
+            self.probe(t, fingerprint, options.k, &mut found)?;
+        }
+        found.sort_unstable();
+        found.dedup();
+        for fp in found {
+            let distance = (fp ^ fingerprint).count_ones();
+            if self.ids.is_some() {
+                self.ids_of(fp, |id| out.push(Match { distance, fingerprint: fp, doc_id: Some(id) }))?;
+            } else {
+                out.push(Match { distance, fingerprint: fp, doc_id: None });
+            }
+        }
+        finish_matches(out);
+        Ok(())
+    }
+
+    /// Finds the entries of table `t` sharing the query's prefix and within `k`; pushes the
+    /// matches, un-permuted, to `found`.
+    fn probe(&self, t: usize, fingerprint: u64, k: u32, found: &mut Vec<u64>) -> Result<()> {
+        let table = &self.tables[t];
+        let q = table.design.permutation.apply(fingerprint);
+        let mask = table.design.prefix_mask();
+        let (lo, hi) = (q & mask, q | !mask);
+        let mut b = lower_bound(&table.keys, lo) as u64;
+        while b < table.dir.block_count {
+            let mut past = false;
+            self.visit_block(t, b, |v| {
+                if v > hi {
+                    past = true;
+                    return false;
+                }
+                if v >= lo && (v ^ q).count_ones() <= k {
+                    found.push(table.design.permutation.invert(v));
+                }
+                true
+            })?;
+            if past || table.keys[b as usize] > hi {
+                break;
+            }
+            b += 1;
+        }
+        Ok(())
+    }
+
+    /// Calls `each` with every document id stored under fingerprint `fp` (table 0 is the
+    /// identity, and ids follow its order).
+    fn ids_of(&self, fp: u64, mut each: impl FnMut(u64)) -> Result<()> {
+        let table = &self.tables[0];
+        let mut b = lower_bound(&table.keys, fp) as u64;
+        let mut first: Option<u64> = None;
+        let mut run = 0u64;
+        while b < table.dir.block_count {
+            let mut pos = 0u64;
+            let mut past = false;
+            self.visit_block(0, b, |v| {
+                if v == fp {
+                    first.get_or_insert(table.ordinals[b as usize] + pos);
+                    run += 1;
+                } else if v > fp {
+                    past = true;
+                    return false;
+                }
+                pos += 1;
+                true
+            })?;
+            if past || table.keys[b as usize] > fp {
+                break;
+            }
+            b += 1;
+        }
+        let Some(first) = first else {
+            return Err(self.corrupt(table.dir.blocks_offset(), Location { table: Some(0), block: None }, format!("fingerprint {fp:#018x} found in a permuted table is missing from table 0")));
+        };
+        for ordinal in first..first + run {
+            each(self.doc_id(ordinal)?);
+        }
+        Ok(())
+    }
+
+    /// Exact answer for any `k` by scanning table 0.
+    fn scan_into(&self, fingerprint: u64, k: u32, out: &mut Vec<Match>) -> Result<()> {
+        let mut ordinal = 0u64;
+        let mut hits: Vec<(u64, u64)> = Vec::new();
+        for b in 0..self.tables.first().map_or(0, |t| t.dir.block_count) {
+            self.visit_block(0, b, |v| {
+                if (v ^ fingerprint).count_ones() <= k {
+                    hits.push((v, ordinal));
+                }
+                ordinal += 1;
+                true
+            })?;
+        }
+        for (fp, ordinal) in hits {
+            let doc_id = if self.ids.is_some() { Some(self.doc_id(ordinal)?) } else { None };
+            out.push(Match { distance: (fp ^ fingerprint).count_ones(), fingerprint: fp, doc_id });
+        }
+        finish_matches(out);
+        Ok(())
+    }
+}
+
+/// Iterator over one table's entries in stored order, decoding a block at a time.
+pub struct TableEntries<'s> {
+    segment: &'s Segment,
+    table: usize,
+    block: u64,
+    buf: Vec<u64>,
+    at: usize,
+}
+
+impl Iterator for TableEntries<'_> {
+    type Item = Result<u64>;
+
+    fn next(&mut self) -> Option<Result<u64>> {
+        while self.at == self.buf.len() {
+            let table = &self.segment.tables[self.table];
+            if self.block >= table.dir.block_count {
+                return None;
+            }
+            self.buf.clear();
+            self.at = 0;
+            let buf = &mut self.buf;
+            let r = self.segment.visit_block(self.table, self.block, |v| {
+                buf.push(v);
+                true
+            });
+            self.block += 1;
+            if let Err(e) = r {
+                self.block = table.dir.block_count;
+                return Some(Err(e));
+            }
+        }
+        self.at += 1;
+        Some(Ok(self.buf[self.at - 1]))
+    }
+}
+
+fn check_magic_and_version(path: &Path, bytes: &[u8]) -> Result<()> {
+    if bytes.len() < 8 || bytes[..8] != HEADER_MAGIC {
+        let shown: String = bytes.iter().take(8).flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
+        return Err(Error::NotSimdexFile {
+            path: path.to_path_buf(),
+            expected: "segment (magic SIMDXSEG)",
+            found: if bytes.is_empty() { "nothing: the file is empty".into() } else { format!("\"{shown}\"") },
+        });
+    }
+    if bytes.len() < 12 {
+        return Err(Error::Corrupt { path: path.to_path_buf(), offset: 8, location: Location::default(), detail: format!("file is only {} bytes: cut short inside the header", bytes.len()) });
+    }
+    let version = LE::read_u32(&bytes[H_VERSION..]);
+    if version != FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
+    }
+    Ok(())
+}
+
+pub(crate) fn design_from_header(header: &Header) -> Result<Design, Fault> {
+    let tables = header
+        .tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            Permutation::from_order(t.order)
+                .map(|permutation| TableDesign { permutation, prefix_bits: u32::from(t.prefix_bits) })
+                .ok_or_else(|| Fault::at(H_LEVELS as u64, format!("table {i}: stored permutation is not a permutation of 0..64")).in_table(i))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let levels: Vec<u32> = header.levels.iter().map(|&r| u32::from(r)).collect();
+    Design::from_parts(u32::from(header.k), &levels, tables).map_err(|e| Fault::at(H_K as u64, format!("stored design is invalid: {e}")))
+}
+
+pub(crate) fn read_directory(bytes: &[u8]) -> Result<Directory, Fault> {
+    let len = bytes.len() as u64;
+    if len < FOOTER_BYTES as u64 + ALIGN {
+        return Err(Fault::at(len, format!("file is only {len} bytes: too short to hold a header and a footer; it was cut short")));
+    }
+    let footer = Footer::decode(&bytes[(len - FOOTER_BYTES as u64) as usize..], len)?;
+    if footer.version != FORMAT_VERSION {
+        return Err(Fault::at(len - FOOTER_BYTES as u64 + F_VERSION as u64, format!("footer says format version {}, header says {FORMAT_VERSION}", footer.version)));
+    }
+    let dir_bytes = slice(bytes, footer.dir_offset, u64::from(footer.dir_len), "directory")?;
+    if footer.dir_offset + u64::from(footer.dir_len) != len - FOOTER_BYTES as u64 {
+        return Err(Fault::at(footer.dir_offset, "directory does not end where the footer starts"));
+    }
+    check_crc(dir_bytes, footer.dir_crc, footer.dir_offset, "directory")?;
+    Directory::decode(dir_bytes, footer.dir_offset)
+}
+
+fn open_table(bytes: &[u8], i: usize, d: &DirTable, h: &HeaderTable, design: TableDesign, entries: u64) -> Result<Table, Fault> {
+    let head = TableHead::decode(bytes, d.head_offset)?;
+    if head.index as usize != i || head.codec != h.codec || head.prefix_bits != h.prefix_bits {
+        return Err(Fault::at(d.head_offset, format!(
+            "table head (index {}, codec {}, prefix {}) disagrees with the header (index {i}, codec {}, prefix {})",
+            head.index, head.codec.name(), head.prefix_bits, h.codec.name(), h.prefix_bits
+        )));
+    }
+    let code = Code::from_lengths(&head.lengths).map_err(|e| Fault::at(d.head_offset + T_LENGTHS as u64, e.to_string()))?;
+    if d.entries != entries {
+        return Err(Fault::at(d.head_offset, format!("table holds {} entries, the segment {entries}", d.entries)));
+    }
+    let blocks_len = d.block_count.checked_mul(BLOCK_BYTES as u64).ok_or_else(|| Fault::at(d.head_offset, "block count overflows"))?;
+    slice(bytes, d.blocks_offset(), blocks_len, "blocks")?;
+    if d.index_offset != d.blocks_offset() + blocks_len {
+        return Err(Fault::at(d.index_offset, "block index does not follow the blocks"));
+    }
+    let index = slice(bytes, d.index_offset, d.block_count * INDEX_BYTES_PER_BLOCK, "block index")?;
+    check_crc(index, d.index_crc, d.index_offset, "block index")?;
+    let n = d.block_count as usize;
+    let mut keys = vec![0u64; n];
+    LE::read_u64_into(&index[..n * 8], &mut keys);
+    let mut ordinals = Vec::with_capacity(n + 1);
+    let mut total = 0u64;
+    ordinals.push(0);
+    for b in 0..n {
+        let count = u64::from(LE::read_u16(&index[n * 8 + b * 2..]));
+        if count == 0 {
+            return Err(Fault::at(d.index_offset + (n * 8 + b * 2) as u64, "block holds no entries").in_block(b as u64));
+        }
+        if b > 0 && keys[b] < keys[b - 1] {
+            return Err(Fault::at(d.index_offset + (b * 8) as u64, "block keys are not sorted").in_block(b as u64));
+        }
+        total += count;
+        ordinals.push(total);
+    }
+    if total != d.entries {
+        return Err(Fault::at(d.index_offset, format!("block counts add up to {total}, the table holds {}", d.entries)));
+    }
+    Ok(Table { design, codec: head.codec, code, dir: *d, keys, ordinals })
+}
+
+fn check_ids(bytes: &[u8], dir: &Directory) -> Result<(), Fault> {
+    let pages = dir.entries.div_ceil(IDS_PER_PAGE);
+    let ids = dir.ids;
+    slice(bytes, ids.ids_offset, dir.entries * 8, "document ids")?;
+    if ids.crcs_offset != ids.ids_offset + dir.entries * 8 {
+        return Err(Fault::at(ids.crcs_offset, "id-page checksums do not follow the ids"));
+    }
+    let crcs = slice(bytes, ids.crcs_offset, pages * 4, "id-page checksums")?;
+    check_crc(crcs, ids.crcs_crc, ids.crcs_offset, "id-page checksums")
+}

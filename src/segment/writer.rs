@@ -1,0 +1,272 @@
+//! Writing a segment: a streaming [`SegmentWriter`] (one sorted table at a time, then the
+//! document ids) and [`build_segment`], which sorts an in-memory set and drives the writer.
+//!
+//! A segment is written under `NAME.tmp`, synced, renamed to `NAME` and its directory
+//! synced, so a reader never sees a partial segment under the final name.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use super::layout::*;
+use crate::codec::{BlockEncoder, Code, Codec, SymbolHistogram, BLOCK_BYTES};
+use crate::error::{Error, Result};
+use crate::plan::Design;
+use crate::storage::{parent_dir, Storage, WriteFile};
+
+/// Streams a segment to disk. Call [`Self::write_table`] once per table in order, then
+/// [`Self::write_ids`] if the segment has ids, then [`Self::finish`]. Dropping the writer
+/// before `finish` leaves only the temporary file, which the engine removes as an orphan.
+pub struct SegmentWriter<'s> {
+    storage: &'s dyn Storage,
+    path: PathBuf,
+    tmp_path: PathBuf,
+    out: BufWriter<Box<dyn WriteFile>>,
+    offset: u64,
+    header: Header,
+    tables: Vec<DirTable>,
+    ids: Option<DirIds>,
+}
+
+/// The temporary name a segment is written under.
+pub fn temporary_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+impl<'s> SegmentWriter<'s> {
+    /// Starts a segment at `path` with `design`, one codec per table, and an id column when
+    /// `has_ids`.
+    pub fn create(storage: &'s dyn Storage, path: &Path, design: &Design, codecs: &[Codec], has_ids: bool) -> Result<Self> {
+        if codecs.len() != design.tables().len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} codecs given for {} tables",
+                codecs.len(),
+                design.tables().len()
+            )));
+        }
+        let header = Header {
+            k: design.k() as u8,
+            levels: design.levels().iter().map(|&r| r as u8).collect(),
+            has_ids,
+            tables: design
+                .tables()
+                .iter()
+                .zip(codecs)
+                .map(|(t, &codec)| HeaderTable { prefix_bits: t.prefix_bits as u8, codec, order: *t.permutation.order() })
+                .collect(),
+        };
+        let tmp_path = temporary_path(path);
+        let file = storage.create(&tmp_path).map_err(|e| Error::io(&tmp_path, "create", e))?;
+        let mut w = Self {
+            storage,
+            path: path.to_path_buf(),
+            tmp_path,
+            out: BufWriter::with_capacity(1 << 20, file),
+            offset: 0,
+            header,
+            tables: Vec::new(),
+            ids: None,
+        };
+        let bytes = w.header.encode();
+        w.put(&bytes)?;
+        Ok(w)
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out.write_all(bytes).map_err(|e| Error::io(&self.tmp_path, "write", e))?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn pad_to(&mut self, align: u64) -> Result<()> {
+        let pad = align_up(self.offset, align) - self.offset;
+        self.put(&vec![0u8; pad as usize])
+    }
+
+    /// Writes the next table from its entries, already permuted and sorted ascending, coded
+    /// with `code` (normally built by [`SymbolHistogram`] from the same sequence). Returns
+    /// the number of entries written.
+    pub fn write_table(&mut self, code: &Code, values: impl IntoIterator<Item = u64>) -> Result<u64> {
+        let index = self.tables.len();
+        let Some(spec) = self.header.tables.get(index).cloned() else {
+            return Err(Error::InvalidArgument(format!("the design has only {} tables", self.header.tables.len())));
+        };
+        self.pad_to(ALIGN)?;
+        let head_offset = self.offset;
+        let head = TableHead { index: index as u16, codec: spec.codec, prefix_bits: spec.prefix_bits, lengths: *code.lengths() };
+        self.put(&head.encode())?;
+        let mut keys: Vec<u64> = Vec::new();
+        let mut counts: Vec<u16> = Vec::new();
+        let mut crcs: Vec<u32> = Vec::new();
+        let mut entries = 0u64;
+        let mut enc = BlockEncoder::new(spec.codec, code);
+        let mut prev: Option<u64> = None;
+        for v in values {
+            if let Some(p) = prev {
+                if v < p {
+                    return Err(Error::InvalidArgument(format!("table {index}: entry {entries} ({v:#018x}) is below the previous one ({p:#018x}); tables must be sorted")));
+                }
+                if code.word(spec.codec.gap(p, v).0).1 == 0 {
+                    return Err(Error::InvalidArgument(format!("table {index}: the code has no word for the gap before entry {entries}; build the code from the same sequence")));
+                }
+            }
+            prev = Some(v);
+            entries += 1;
+            if !enc.push(v) {
+                self.emit_block(&mut enc, &mut keys, &mut counts, &mut crcs)?;
+                enc.push(v);
+            }
+        }
+        self.emit_block(&mut enc, &mut keys, &mut counts, &mut crcs)?;
+        let index_offset = self.offset;
+        let mut index_bytes = Vec::with_capacity(keys.len() * INDEX_BYTES_PER_BLOCK as usize);
+        for &k in &keys {
+            index_bytes.extend_from_slice(&k.to_le_bytes());
+        }
+        for &c in &counts {
+            index_bytes.extend_from_slice(&c.to_le_bytes());
+        }
+        for &c in &crcs {
+            index_bytes.extend_from_slice(&c.to_le_bytes());
+        }
+        let index_crc = crc32fast::hash(&index_bytes);
+        self.put(&index_bytes)?;
+        self.tables.push(DirTable { head_offset, block_count: keys.len() as u64, entries, index_offset, index_crc });
+        Ok(entries)
+    }
+
+    fn emit_block(&mut self, enc: &mut BlockEncoder<'_>, keys: &mut Vec<u64>, counts: &mut Vec<u16>, crcs: &mut Vec<u32>) -> Result<()> {
+        if let Some((block, count, key)) = enc.finish() {
+            debug_assert_eq!(block.len(), BLOCK_BYTES);
+            keys.push(key);
+            counts.push(count as u16);
+            crcs.push(crc32fast::hash(&block));
+            self.put(&block)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the document ids, in the order of table 0's entries (one per entry).
+    pub fn write_ids(&mut self, ids: impl IntoIterator<Item = u64>) -> Result<()> {
+        if !self.header.has_ids {
+            return Err(Error::InvalidArgument("the segment was created without ids".into()));
+        }
+        if self.tables.len() != self.header.tables.len() {
+            return Err(Error::InvalidArgument("write every table before the ids".into()));
+        }
+        self.pad_to(8)?;
+        let ids_offset = self.offset;
+        let mut crcs = Vec::new();
+        let mut page = Vec::with_capacity((IDS_PER_PAGE * 8) as usize);
+        let mut n = 0u64;
+        for id in ids {
+            page.extend_from_slice(&id.to_le_bytes());
+            n += 1;
+            if page.len() as u64 == IDS_PER_PAGE * 8 {
+                crcs.push(crc32fast::hash(&page));
+                self.put(&page)?;
+                page.clear();
+            }
+        }
+        if !page.is_empty() {
+            crcs.push(crc32fast::hash(&page));
+            self.put(&page)?;
+        }
+        let entries = self.tables.first().map_or(0, |t| t.entries);
+        if n != entries {
+            return Err(Error::InvalidArgument(format!("{n} ids for {entries} entries")));
+        }
+        let crcs_offset = self.offset;
+        let mut crc_bytes = vec![0u8; crcs.len() * 4];
+        LE::write_u32_into(&crcs, &mut crc_bytes);
+        self.put(&crc_bytes)?;
+        self.ids = Some(DirIds { ids_offset, crcs_offset, crcs_crc: crc32fast::hash(&crc_bytes) });
+        Ok(())
+    }
+
+    /// Writes the directory and footer, syncs, and renames the segment into place.
+    pub fn finish(mut self) -> Result<u64> {
+        if self.tables.len() != self.header.tables.len() {
+            return Err(Error::InvalidArgument(format!("{} of {} tables written", self.tables.len(), self.header.tables.len())));
+        }
+        if self.header.has_ids && self.ids.is_none() {
+            return Err(Error::InvalidArgument("the segment has ids but none were written".into()));
+        }
+        let entries = self.tables.first().map_or(0, |t| t.entries);
+        if let Some((i, t)) = self.tables.iter().enumerate().find(|(_, t)| t.entries != entries) {
+            return Err(Error::InvalidArgument(format!("table {i} has {} entries, table 0 has {entries}", t.entries)));
+        }
+        self.pad_to(8)?;
+        let dir = Directory { entries, tables: self.tables.clone(), ids: self.ids.unwrap_or_default() }.encode();
+        let footer = Footer { dir_offset: self.offset, dir_len: dir.len() as u32, dir_crc: crc32fast::hash(&dir), version: FORMAT_VERSION };
+        self.put(&dir)?;
+        self.put(&footer.encode())?;
+        let len = self.offset;
+        let tmp = self.tmp_path.clone();
+        let mut file = self.out.into_inner().map_err(|e| Error::io(&tmp, "write", e.into_error()))?;
+        file.sync().map_err(|e| Error::io(&tmp, "fsync", e))?;
+        drop(file);
+        self.storage.rename(&tmp, &self.path).map_err(|e| Error::io(&self.path, "rename", e))?;
+        let dir = parent_dir(&self.path);
+        self.storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
+        Ok(len)
+    }
+}
+
+/// How [`build_segment`] lays out a segment.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// The design; `None` asks the planner with [`Self::k`] and the entry count.
+    pub design: Option<Design>,
+    /// Distance for the planner when no design is given.
+    pub k: u32,
+    /// Gap codec for every table.
+    pub codec: Codec,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self { design: None, k: 3, codec: Codec::Xor }
+    }
+}
+
+/// Builds a segment at `path` from unsorted fingerprints and optional document ids
+/// (`ids`, when given, has one id per fingerprint). Returns the file's size in bytes.
+pub fn build_segment(storage: &dyn Storage, path: &Path, fingerprints: &[u64], ids: Option<&[u64]>, options: &BuildOptions) -> Result<u64> {
+    if let Some(ids) = ids {
+        if ids.len() != fingerprints.len() {
+            return Err(Error::InvalidArgument(format!("{} ids for {} fingerprints", ids.len(), fingerprints.len())));
+        }
+    }
+    let design = match &options.design {
+        Some(d) => d.clone(),
+        None => crate::plan::plan(&crate::plan::PlanOptions::new(fingerprints.len() as u64, options.k))?.chosen.design,
+    };
+    let codecs = vec![options.codec; design.tables().len()];
+    let mut writer = SegmentWriter::create(storage, path, &design, &codecs, ids.is_some())?;
+    // Table 0 is the identity: sort (fingerprint, id) pairs so ids follow its order.
+    let mut pairs: Vec<(u64, u64)> = match ids {
+        Some(ids) => fingerprints.iter().copied().zip(ids.iter().copied()).collect(),
+        None => Vec::new(),
+    };
+    let mut scratch: Vec<u64> = Vec::with_capacity(fingerprints.len());
+    for (t, table) in design.tables().iter().enumerate() {
+        scratch.clear();
+        if t == 0 && ids.is_some() {
+            pairs.sort_unstable();
+            scratch.extend(pairs.iter().map(|p| p.0));
+        } else {
+            scratch.extend(fingerprints.iter().map(|&x| table.permutation.apply(x)));
+            crate::sort::sort_u64(&mut scratch);
+        }
+        let code = SymbolHistogram::of_sorted(options.codec, &scratch).code();
+        writer.write_table(&code, scratch.iter().copied())?;
+    }
+    if ids.is_some() {
+        writer.write_ids(pairs.iter().map(|p| p.1))?;
+    }
+    writer.finish()
+}

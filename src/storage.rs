@@ -1,0 +1,151 @@
+//! The file operations simdex needs, behind a small trait, so that tests can run the same
+//! code against an in-memory file system that crashes, tears and drops unsynced data.
+//!
+//! [`FsStorage`] is the real file system: files are read through `memmap2`. The module owns
+//! no format knowledge; callers pass paths and bytes.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A file opened for writing.
+pub trait WriteFile: Write + Send {
+    /// Makes everything written so far durable (fsync of the data).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// The whole content of a file, shared and immutable (an mmap for files on disk).
+#[derive(Clone)]
+pub struct FileBytes(Arc<dyn Deref<Target = [u8]> + Send + Sync>);
+
+impl FileBytes {
+    /// Wraps an owned buffer.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        FileBytes(Arc::new(bytes))
+    }
+}
+
+impl Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for FileBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FileBytes({} bytes)", self.len())
+    }
+}
+
+/// File-system operations used by segments, the log and the manifest.
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// Creates `path` (truncating it if it exists) for writing.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>>;
+    /// Opens `path` for appending, creating it if missing.
+    fn append(&self, path: &Path) -> io::Result<Box<dyn WriteFile>>;
+    /// The whole content of `path`.
+    fn read(&self, path: &Path) -> io::Result<FileBytes>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Deletes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Makes the directory's entries (creations, renames, deletions) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Names of the files in `dir`.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Creates `dir` and its parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Truncates `path` to `len` bytes and syncs it.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FsStorage;
+
+struct FsFile(File);
+
+impl Write for FsFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl WriteFile for FsFile {
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+impl Storage for FsStorage {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        Ok(Box::new(FsFile(File::create(path)?)))
+    }
+
+    fn append(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        Ok(Box::new(FsFile(OpenOptions::new().create(true).append(true).open(path)?)))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<FileBytes> {
+        let file = File::open(path)?;
+        if file.metadata()?.len() == 0 {
+            return Ok(FileBytes::from_vec(Vec::new()));
+        }
+        // SAFETY: simdex never modifies a file after it is complete: segments and manifests
+        // are written under a temporary name and renamed into place, and readers map only
+        // complete files. Another process truncating or rewriting the file while it is
+        // mapped would break this (reads could fault or change); that is outside the
+        // supported use, as it is for every mmap-based store. Exercised by every test that
+        // opens a segment from disk.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(FileBytes(Arc::new(map)))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let f = OpenOptions::new().write(true).open(path)?;
+        f.set_len(len)?;
+        f.sync_all()
+    }
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}

@@ -1,0 +1,6 @@
+//! simdex's integration tests: one binary, a module per concern.
+
+mod codec;
+mod common;
+mod corruption;
+mod segment_queries;

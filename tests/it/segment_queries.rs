@@ -1,0 +1,142 @@
+//! Every query answer equals a brute-force Hamming scan, over random, clustered and
+//! duplicate-heavy sets, edge values, all designs up to k = 4 and every k up to the design's.
+
+use proptest::prelude::*;
+use simdex::plan::Design;
+use simdex::{BuildOptions, Error, QueryOptions};
+use simdex::codec::Codec;
+
+use crate::common::{brute_force, build, Rng};
+
+/// Designs worth covering, per k: the full scan, single-level and nested recipes.
+fn designs(k: u32) -> Vec<Vec<u32>> {
+    match k {
+        0 => vec![vec![], vec![1]],
+        1 => vec![vec![], vec![2], vec![4], vec![3, 2]],
+        2 => vec![vec![], vec![3], vec![4], vec![3, 3]],
+        3 => vec![vec![], vec![4], vec![5], vec![6], vec![4, 4]],
+        _ => vec![vec![], vec![5], vec![6]],
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Shape {
+    Random,
+    /// A few centers, each with many near copies sharing long prefixes.
+    Clustered,
+    /// Long runs of identical fingerprints, spanning blocks.
+    Duplicates,
+    /// 0, u64::MAX and their neighbours.
+    Edges,
+}
+
+fn generate(shape: &Shape, n: usize, seed: u64) -> Vec<u64> {
+    let mut rng = Rng(seed | 1);
+    match shape {
+        Shape::Random => (0..n).map(|_| rng.next()).collect(),
+        Shape::Clustered => {
+            let centers: Vec<u64> = (0..4).map(|_| rng.next()).collect();
+            (0..n)
+                .map(|i| {
+                    let c = centers[i % centers.len()];
+                    let flips = (rng.next() % 6) as u32;
+                    rng.flip(c, flips)
+                })
+                .collect()
+        }
+        Shape::Duplicates => {
+            let vals = [0u64, rng.next(), u64::MAX];
+            (0..n).map(|i| if i % 10 == 9 { rng.next() } else { vals[i % 3] }).collect()
+        }
+        Shape::Edges => (0..n)
+            .map(|i| match i % 4 {
+                0 => 0,
+                1 => u64::MAX,
+                2 => {
+                    let n = (rng.next() % 4) as u32;
+                    rng.flip(0, n)
+                }
+                _ => {
+                    let n = (rng.next() % 4) as u32;
+                    rng.flip(u64::MAX, n)
+                }
+            })
+            .collect(),
+    }
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    prop_oneof![Just(Shape::Random), Just(Shape::Clustered), Just(Shape::Duplicates), Just(Shape::Edges)]
+}
+
+fn size() -> impl Strategy<Value = usize> {
+    prop_oneof![Just(0usize), Just(1), 2..50usize, 200..3000usize]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    #[test]
+    fn queries_equal_brute_force(
+        shape in shape(),
+        n in size(),
+        seed in any::<u64>(),
+        design_k in 0u32..=4,
+        design_pick in any::<usize>(),
+        with_ids in any::<bool>(),
+        delta in any::<bool>(),
+    ) {
+        let fps = generate(&shape, n, seed);
+        let ids: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(7) ^ seed).collect();
+        let ids = with_ids.then_some(&ids[..]);
+        let recipes = designs(design_k);
+        let design = Design::new(design_k, &recipes[design_pick % recipes.len()]).unwrap();
+        let options = BuildOptions { design: Some(design), k: design_k, codec: if delta { Codec::Delta } else { Codec::Xor } };
+        let dir = tempfile::tempdir().unwrap();
+        let (_, seg) = build(dir.path(), "s.sdx", &fps, ids, &options);
+        prop_assert_eq!(seg.len(), n as u64);
+        let mut rng = Rng(seed ^ 0x5555);
+        let mut queries: Vec<u64> = vec![0, u64::MAX, rng.next()];
+        for i in 0..12 {
+            if let Some(&x) = fps.get((rng.next() as usize) % fps.len().max(1)) {
+                queries.push(rng.flip(x, i % (design_k + 2)));
+            }
+        }
+        for q in queries {
+            for k in 0..=design_k {
+                let got = seg.query(q, k).unwrap();
+                prop_assert_eq!(&got, &brute_force(&fps, ids, q, k), "q={:#x} k={}", q, k);
+            }
+            // Above the design's k: refused, unless a full scan is asked for.
+            let over = design_k + 2;
+            let refused = matches!(seg.query(q, over), Err(Error::KTooLarge { .. }));
+            prop_assert!(refused);
+            let mut got = Vec::new();
+            seg.query_into(q, QueryOptions { k: over, full_scan: true }, &mut got).unwrap();
+            prop_assert_eq!(got, brute_force(&fps, ids, q, over));
+        }
+    }
+}
+
+#[test]
+fn planner_designs_answer_exactly_on_a_larger_random_set() {
+    let mut rng = Rng(7);
+    let fps: Vec<u64> = (0..60_000).map(|_| rng.next()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, seg) = build(dir.path(), "s.sdx", &fps, None, &BuildOptions::default());
+    assert_eq!(seg.design().tables().len(), 4, "{}", seg.design().summary());
+    for i in 0..300 {
+        let q = rng.flip(fps[i * 97], (i % 5) as u32);
+        assert_eq!(seg.query(q, 3).unwrap(), brute_force(&fps, None, q, 3));
+    }
+}
+
+#[test]
+fn entries_iterate_in_fingerprint_order_with_their_ids() {
+    let fps = [5u64, 3, 5, u64::MAX, 0, 3];
+    let ids = [10u64, 11, 9, 12, 13, 14];
+    let dir = tempfile::tempdir().unwrap();
+    let (_, seg) = build(dir.path(), "s.sdx", &fps, Some(&ids), &BuildOptions::default());
+    let got: Vec<(u64, Option<u64>)> = seg.entries().map(|r| r.unwrap()).collect();
+    assert_eq!(got, vec![(0, Some(13)), (3, Some(11)), (3, Some(14)), (5, Some(9)), (5, Some(10)), (u64::MAX, Some(12))]);
+}
