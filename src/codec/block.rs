@@ -158,17 +158,112 @@ impl<'c> BlockEncoder<'c> {
     }
 }
 
-/// The next 128 bits at byte `byte` of `block`, zero past its end.
-#[inline]
-fn load(block: &[u8], byte: usize) -> u128 {
-    match block.get(byte..byte + 16) {
-        Some(w) => u128::from_be_bytes(w.try_into().expect("16 bytes")),
+/// The 64 bits at byte `byte` of `block` (big-endian), zero past its end.
+#[inline(always)]
+fn load(block: &[u8], byte: usize) -> u64 {
+    match block.get(byte..byte + 8) {
+        Some(w) => u64::from_be_bytes(w.try_into().expect("8 bytes")),
         None => {
-            let mut w = [0u8; 16];
+            let mut w = [0u8; 8];
             let tail = block.get(byte..).unwrap_or(&[]);
             w[..tail.len()].copy_from_slice(tail);
-            u128::from_be_bytes(w)
+            u64::from_be_bytes(w)
         }
+    }
+}
+
+/// The bits of `block` from bit `bit` on, at the top of a word: at least 57 valid bits.
+#[inline(always)]
+fn peek(block: &[u8], bit: usize) -> u64 {
+    load(block, bit / 8) << (bit % 8)
+}
+
+/// The top `h` bits of `bits` (`h <= 63`), right-aligned; shifting in two steps keeps
+/// `h = 0` well defined.
+#[inline(always)]
+fn top_bits(bits: u64, h: u32) -> u64 {
+    (bits >> 1) >> (63 - h)
+}
+
+/// Decodes a block one entry at a time. Several cursors can be advanced in turn, which
+/// lets the CPU overlap their (otherwise serial) decoding chains.
+pub struct BlockCursor<'a> {
+    codec: Codec,
+    code: &'a Code,
+    block: &'a [u8],
+    bit: usize,
+    next: u32,
+    count: u32,
+    prev: u64,
+}
+
+impl<'a> BlockCursor<'a> {
+    /// A cursor over the `count` entries of `block`.
+    pub fn new(codec: Codec, code: &'a Code, block: &'a [u8], count: u32) -> Result<Self, BlockError> {
+        if block.len() != BLOCK_BYTES {
+            return Err(BlockError::WrongSize { len: block.len() });
+        }
+        if count == 0 || count as usize > BLOCK_BITS - FIRST_BITS + 1 {
+            return Err(BlockError::BadCount { count });
+        }
+        Ok(Self { codec, code, block, bit: 0, next: 0, count, prev: 0 })
+    }
+
+    /// Bit offset where the entries decoded so far end.
+    pub fn bit(&self) -> usize {
+        self.bit
+    }
+
+    /// The next entry, `None` after the last, or the error that stops decoding.
+    #[inline(always)]
+    pub fn next_entry(&mut self) -> Option<Result<u64, BlockError>> {
+        if self.next == self.count {
+            return None;
+        }
+        let entry = self.next;
+        self.next += 1;
+        if entry == 0 {
+            self.prev = u64::from_be_bytes(self.block[..8].try_into().expect("8 bytes"));
+            self.bit = FIRST_BITS;
+            return Some(Ok(self.prev));
+        }
+        let bit = self.bit;
+        let word = peek(self.block, bit);
+        let Some((symbol, len)) = self.code.decode_word(word) else {
+            self.next = self.count;
+            return Some(Err(BlockError::BadCode { bit, entry }));
+        };
+        if symbol == EQUAL {
+            self.bit += len as usize;
+        } else {
+            let h = symbol as u32;
+            // One load holds at least 57 bits: enough for the word and a typical payload.
+            let payload = if len + h <= 57 {
+                top_bits(word << len, h)
+            } else {
+                let at = bit + len as usize;
+                let head = h.min(57);
+                top_bits(peek(self.block, at), head) << (h - head) | top_bits(peek(self.block, at + 57), h - head)
+            };
+            self.bit += (len + h) as usize;
+            match self.codec.apply(self.prev, h, payload) {
+                Some(v) => self.prev = v,
+                None => {
+                    self.next = self.count;
+                    return Some(Err(BlockError::BadGap { bit, entry, h, prev: self.prev }));
+                }
+            }
+        }
+        if self.bit > BLOCK_BITS {
+            self.next = self.count;
+            return Some(Err(BlockError::Overrun { entry, end: self.bit }));
+        }
+        Some(Ok(self.prev))
+    }
+
+    /// After the last entry: checks that the rest of the block is zero.
+    pub fn check_padding(&self) -> Result<(), BlockError> {
+        check_padding(self.block, self.bit)
     }
 }
 
@@ -185,43 +280,14 @@ pub fn decode_block(
     count: u32,
     mut visit: impl FnMut(u64) -> bool,
 ) -> Result<usize, BlockError> {
-    if block.len() != BLOCK_BYTES {
-        return Err(BlockError::WrongSize { len: block.len() });
-    }
-    if count == 0 || count as usize > BLOCK_BITS - FIRST_BITS + 1 {
-        return Err(BlockError::BadCount { count });
-    }
-    let first = u64::from_be_bytes(block[..8].try_into().expect("8 bytes"));
-    if !visit(first) {
-        return Ok(FIRST_BITS);
-    }
-    let max_len = code.max_len();
-    let mut bit = FIRST_BITS;
-    let mut prev = first;
-    for entry in 1..count {
-        let start = bit;
-        let word = load(block, bit / 8) << (bit % 8);
-        let peek = if max_len == 0 { usize::MAX } else { (word >> (128 - max_len)) as usize };
-        let (symbol, len) = code.decode(peek).ok_or(BlockError::BadCode { bit, entry })?;
-        let value = if symbol == EQUAL {
-            bit += len as usize;
-            prev
-        } else {
-            let h = symbol as u32;
-            let payload = if h == 0 { 0 } else { ((word << len) >> (128 - h)) as u64 };
-            bit += (len + h) as usize;
-            codec.apply(prev, h, payload).ok_or(BlockError::BadGap { bit: start, entry, h, prev })?
-        };
-        if bit > BLOCK_BITS {
-            return Err(BlockError::Overrun { entry, end: bit });
-        }
-        prev = value;
-        if !visit(value) {
-            return Ok(bit);
+    let mut cursor = BlockCursor::new(codec, code, block, count)?;
+    while let Some(value) = cursor.next_entry() {
+        if !visit(value?) {
+            return Ok(cursor.bit());
         }
     }
-    check_padding(block, bit)?;
-    Ok(bit)
+    cursor.check_padding()?;
+    Ok(cursor.bit())
 }
 
 fn check_padding(block: &[u8], bit: usize) -> Result<(), BlockError> {

@@ -42,10 +42,17 @@ pub struct Code {
     max_len: u32,
     /// Indexed by the next `max_len` bits: `symbol | length << 8`, or [`INVALID`].
     table: Vec<u16>,
+    /// Indexed by the next [`FAST_BITS`] bits: like `table` for code words of up to
+    /// `FAST_BITS` bits, [`LONG`] where a longer word starts. Small enough to stay in L1.
+    fast: [u16; 1 << FAST_BITS],
 }
 
 /// Decoder table entry for bit patterns that start no code word.
 pub const INVALID: u16 = u16::MAX;
+/// Fast-table entry for bit patterns that start a word longer than [`FAST_BITS`].
+const LONG: u16 = u16::MAX - 1;
+/// Bits resolved by the small first-level decoding table.
+pub const FAST_BITS: u32 = 9;
 
 impl Code {
     /// The optimal code for `freqs` with no word longer than [`MAX_CODE_LEN`] bits.
@@ -94,7 +101,27 @@ impl Code {
                 *e = s as u16 | (len as u16) << 8;
             }
         }
-        Ok(Self { lengths: *lengths, words, max_len, table })
+        let mut fast = [INVALID; 1 << FAST_BITS];
+        for (i, f) in fast.iter_mut().enumerate() {
+            // The table entry for the longest word starting with these FAST_BITS bits.
+            let e = if max_len <= FAST_BITS {
+                table[i >> (FAST_BITS - max_len)]
+            } else {
+                table[i << (max_len - FAST_BITS)]
+            };
+            *f = if e != INVALID && u32::from(e >> 8) > FAST_BITS { LONG } else { e };
+        }
+        // A pattern whose first FAST_BITS bits start no short word may still start a long
+        // one somewhere below it: send those to the full table too.
+        if max_len > FAST_BITS {
+            for (i, f) in fast.iter_mut().enumerate() {
+                let span = 1usize << (max_len - FAST_BITS);
+                if *f == INVALID && table[i * span..(i + 1) * span].iter().any(|&e| e != INVALID) {
+                    *f = LONG;
+                }
+            }
+        }
+        Ok(Self { lengths: *lengths, words, max_len, table, fast })
     }
 
     /// Code length per symbol (0 = no code).
@@ -122,6 +149,20 @@ impl Code {
             Some(&e) if e != INVALID => Some(((e & 0xff) as usize, u32::from(e >> 8))),
             _ => None,
         }
+    }
+
+    /// Decodes the code word at the top of `bits` (MSB first; at least `max_len` valid
+    /// bits): `(symbol, length)`, or `None` when they begin no code word.
+    #[inline(always)]
+    pub fn decode_word(&self, bits: u64) -> Option<(usize, u32)> {
+        let e = self.fast[(bits >> (64 - FAST_BITS)) as usize];
+        if e < LONG {
+            return Some(((e & 0xff) as usize, u32::from(e >> 8)));
+        }
+        if e == INVALID || self.max_len == 0 {
+            return None;
+        }
+        self.decode((bits >> (64 - self.max_len)) as usize)
     }
 }
 

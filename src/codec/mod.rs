@@ -19,7 +19,7 @@ mod block;
 mod huffman;
 pub mod reference;
 
-pub use block::{decode_block, encode_all, BlockEncoder, BlockError, BLOCK_BITS, BLOCK_BYTES};
+pub use block::{decode_block, encode_all, BlockCursor, BlockEncoder, BlockError, BLOCK_BITS, BLOCK_BYTES};
 pub use huffman::{limited_lengths, Code, CodeError};
 
 /// Number of gap symbols: `h` in `0..=63` plus [`EQUAL`].

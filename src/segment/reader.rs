@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use byteorder::{ByteOrder, LittleEndian as LE};
 
 use super::layout::*;
-use crate::codec::{decode_block, Code, Codec, BLOCK_BYTES};
+use crate::codec::{decode_block, BlockCursor, BlockError, Code, Codec, BLOCK_BYTES};
 use crate::error::{Error, Location, Result};
 use crate::plan::{Design, Permutation, TableDesign};
 use crate::query::{finish_matches, Match, QueryOptions};
@@ -204,7 +204,7 @@ impl Segment {
         let table = &self.tables[t];
         let block = self.block(t, b)?;
         decode_block(table.codec, &table.code, block, table.block_entries(b), visit)
-            .map_err(|e| self.corrupt(table.block_offset(b), Location { table: Some(t), block: Some(b) }, e.to_string()))?;
+            .map_err(|e| self.block_error(t, b, e))?;
         Ok(())
     }
 
@@ -265,8 +265,8 @@ impl Segment {
             return self.scan_into(fingerprint, options.k, out);
         }
         let mut found: Vec<u64> = Vec::new();
-        for t in 0..self.tables.len() {
-            self.probe(t, fingerprint, options.k, &mut found)?;
+        for group in (0..self.tables.len()).collect::<Vec<_>>().chunks(PROBE_GROUP) {
+            self.probe_group(group, fingerprint, options.k, &mut found)?;
         }
         found.sort_unstable();
         found.dedup();
@@ -282,32 +282,76 @@ impl Segment {
         Ok(())
     }
 
-    /// Finds the entries of table `t` sharing the query's prefix and within `k`; pushes the
-    /// matches, un-permuted, to `found`.
-    fn probe(&self, t: usize, fingerprint: u64, k: u32, found: &mut Vec<u64>) -> Result<()> {
-        let table = &self.tables[t];
-        let q = table.design.permutation.apply(fingerprint);
-        let mask = table.design.prefix_mask();
-        let (lo, hi) = (q & mask, q | !mask);
-        let mut b = lower_bound(&table.keys, lo) as u64;
-        while b < table.dir.block_count {
-            let mut past = false;
-            self.visit_block(t, b, |v| {
-                if v > hi {
-                    past = true;
-                    return false;
-                }
-                if v >= lo && (v ^ q).count_ones() <= k {
-                    found.push(table.design.permutation.invert(v));
-                }
-                true
-            })?;
-            if past || table.keys[b as usize] > hi {
-                break;
+    /// Finds, in each of the tables `group`, the entries sharing the query's prefix and
+    /// within `k`; pushes the matches, un-permuted, to `found`.
+    ///
+    /// Decoding a block is a serial chain (each code word's position depends on the previous
+    /// one), so the tables' probes advance in turn, one entry each: the CPU overlaps the
+    /// chains of different tables.
+    fn probe_group(&self, group: &[usize], fingerprint: u64, k: u32, found: &mut Vec<u64>) -> Result<()> {
+        let mut probes: [Option<Probe<'_>>; PROBE_GROUP] = Default::default();
+        let mut active = 0usize;
+        for &t in group {
+            let table = &self.tables[t];
+            let q = table.design.permutation.apply(fingerprint);
+            let mask = table.design.prefix_mask();
+            let (lo, hi) = (q & mask, q | !mask);
+            let block = lower_bound(&table.keys, lo) as u64;
+            if block < table.dir.block_count {
+                let cursor = self.cursor(t, block)?;
+                probes[active] = Some(Probe { table: t, q, lo, hi, block, cursor, keys: &table.keys, permutation: &table.design.permutation });
+                active += 1;
             }
-            b += 1;
+        }
+        while active > 0 {
+            let mut i = 0;
+            while i < active {
+                let p = probes[i].as_mut().expect("active probes are filled");
+                if self.step(p, k, found)? {
+                    active -= 1;
+                    probes.swap(i, active);
+                } else {
+                    i += 1;
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Advances a probe by one entry; true when it is finished.
+    #[inline(always)]
+    fn step<'s>(&'s self, p: &mut Probe<'s>, k: u32, found: &mut Vec<u64>) -> Result<bool> {
+        match p.cursor.next_entry() {
+            Some(Ok(v)) => {
+                if v >= p.lo && v <= p.hi && (v ^ p.q).count_ones() <= k {
+                    found.push(p.permutation.invert(v));
+                }
+                Ok(v > p.hi)
+            }
+            Some(Err(e)) => Err(self.block_error(p.table, p.block, e)),
+            None => {
+                // The block is done: the run goes on in the next one only if this block's
+                // key is still inside the prefix range.
+                if p.keys[p.block as usize] > p.hi || p.block + 1 == p.keys.len() as u64 {
+                    Ok(true)
+                } else {
+                    p.block += 1;
+                    p.cursor = self.cursor(p.table, p.block)?;
+                    Ok(false)
+                }
+            }
+        }
+    }
+
+    /// A cursor over block `b` of table `t`, after its CRC check.
+    fn cursor(&self, t: usize, b: u64) -> Result<BlockCursor<'_>> {
+        let table = &self.tables[t];
+        let block = self.block(t, b)?;
+        BlockCursor::new(table.codec, &table.code, block, table.block_entries(b)).map_err(|e| self.block_error(t, b, e))
+    }
+
+    fn block_error(&self, t: usize, b: u64, e: BlockError) -> Error {
+        self.corrupt(self.tables[t].block_offset(b), Location { table: Some(t), block: Some(b) }, e.to_string())
     }
 
     /// Calls `each` with every document id stored under fingerprint `fp` (table 0 is the
@@ -365,6 +409,21 @@ impl Segment {
         finish_matches(out);
         Ok(())
     }
+}
+
+/// Tables probed together by one query (see `Segment::probe_group`).
+const PROBE_GROUP: usize = 4;
+
+/// One table's probe in progress.
+struct Probe<'s> {
+    table: usize,
+    q: u64,
+    lo: u64,
+    hi: u64,
+    block: u64,
+    cursor: BlockCursor<'s>,
+    keys: &'s [u64],
+    permutation: &'s Permutation,
 }
 
 /// Iterator over one table's entries in stored order, decoding a block at a time.
