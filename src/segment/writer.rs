@@ -236,6 +236,18 @@ impl Default for BuildOptions {
 /// Builds a segment at `path` from unsorted fingerprints and optional document ids
 /// (`ids`, when given, has one id per fingerprint). Returns the file's size in bytes.
 pub fn build_segment(storage: &dyn Storage, path: &Path, fingerprints: &[u64], ids: Option<&[u64]>, options: &BuildOptions) -> Result<u64> {
+    build_segment_with_progress(storage, path, fingerprints, ids, options, &mut |_, _| {})
+}
+
+/// [`build_segment`], calling `progress(tables_done, tables)` after each table.
+pub fn build_segment_with_progress(
+    storage: &dyn Storage,
+    path: &Path,
+    fingerprints: &[u64],
+    ids: Option<&[u64]>,
+    options: &BuildOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<u64> {
     if let Some(ids) = ids {
         if ids.len() != fingerprints.len() {
             return Err(Error::InvalidArgument(format!("{} ids for {} fingerprints", ids.len(), fingerprints.len())));
@@ -264,6 +276,7 @@ pub fn build_segment(storage: &dyn Storage, path: &Path, fingerprints: &[u64], i
         }
         let code = SymbolHistogram::of_sorted(options.codec, &scratch).code();
         writer.write_table(&code, scratch.iter().copied())?;
+        progress(t + 1, design.tables().len());
     }
     if ids.is_some() {
         writer.write_ids(pairs.iter().map(|p| p.1))?;

@@ -5,6 +5,8 @@
 //! they concern; the process exits non-zero on any error.
 
 mod cmd;
+mod input;
+mod progress;
 
 use clap::Parser;
 
@@ -12,9 +14,15 @@ fn main() -> std::process::ExitCode {
     let cli = cmd::Cli::parse();
     match cmd::run(cli) {
         Ok(code) => code,
+        // A closed pipe (`simdex dump FILE | head`) is the reader's choice, not an error.
+        Err(err) if is_broken_pipe(&err) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("simdex: error: {err:#}");
             std::process::ExitCode::from(2)
         }
     }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
 }

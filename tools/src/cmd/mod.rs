@@ -3,8 +3,18 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod bench;
+mod build;
+mod dump;
+mod inspect;
+mod plan;
+mod query;
+mod verify;
+
 /// simdex: an on-disk index of 64-bit simhash fingerprints that answers
 /// "have I already stored a near-duplicate of this?"
+///
+/// Exit status: 0 on success, 1 when `verify` finds damage, 2 on any error.
 #[derive(Debug, Parser)]
 #[command(name = "simdex", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
@@ -13,8 +23,24 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    Plan(plan::Args),
+    Build(build::Args),
+    Query(query::Args),
+    Inspect(inspect::Args),
+    Verify(verify::Args),
+    Dump(dump::Args),
+    Bench(bench::Args),
+}
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {}
+    match cli.command {
+        Command::Plan(a) => plan::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Build(a) => build::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Query(a) => query::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Inspect(a) => inspect::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Verify(a) => verify::run(a),
+        Command::Dump(a) => dump::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Bench(a) => bench::run(a).map(|_| ExitCode::SUCCESS),
+    }
 }

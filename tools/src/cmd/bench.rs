@@ -1,0 +1,180 @@
+//! `simdex bench`: timed operations on real files.
+
+use anyhow::{bail, Result};
+use clap::{Args as ClapArgs, Subcommand};
+use serde_json::json;
+use simdex::{QueryOptions, Segment};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::input::{self, InputFormat};
+
+/// Time operations on an index.
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, Subcommand)]
+enum What {
+    /// Time one query at a time (single thread) and report throughput and latency.
+    ///
+    /// Runs every query of QFILE once as a warm-up (so the page cache holds the file),
+    /// then `--rounds` times timed; prints queries/s and latency mean, p50 and p99 in
+    /// microseconds.
+    ///
+    /// Example: `simdex bench query pages.sdx --input queries.txt -k 3`
+    Query(QueryArgs),
+    /// Write random fingerprints, or near copies of an existing list, for benchmarks.
+    ///
+    /// Uses a seeded xorshift generator, so the same arguments give the same file.
+    /// With `--near FILE`, each output line is a fingerprint of FILE (cycled) with
+    /// `--flips` random bits flipped.
+    ///
+    /// Example: `simdex bench generate --count 1000000 > stored.txt`
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, ClapArgs)]
+struct GenerateArgs {
+    /// How many fingerprints.
+    #[arg(long, short = 'n')]
+    count: u64,
+    /// Generator seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write near copies of this file's fingerprints instead of random ones.
+    #[arg(long)]
+    near: Option<PathBuf>,
+    /// Bits flipped in each near copy.
+    #[arg(long, default_value_t = 2)]
+    flips: u32,
+    /// Write little-endian u64s instead of text.
+    #[arg(long)]
+    binary: bool,
+    /// Append a document id (the line number) to each fingerprint.
+    #[arg(long)]
+    with_ids: bool,
+}
+
+#[derive(Debug, ClapArgs)]
+struct QueryArgs {
+    /// The segment file.
+    file: PathBuf,
+    /// The queries (same formats as `simdex build`).
+    #[arg(long, short)]
+    input: PathBuf,
+    /// Hamming distance.
+    #[arg(short, long, default_value_t = 3)]
+    k: u32,
+    /// The query file is little-endian u64s.
+    #[arg(long)]
+    binary: bool,
+    /// Timed passes over the queries.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    match args.what {
+        What::Query(a) => query(a),
+        What::Generate(a) => generate(a),
+    }
+}
+
+fn generate(args: GenerateArgs) -> Result<()> {
+    use std::io::Write;
+    let mut state = args.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let base = match &args.near {
+        Some(path) => {
+            let fps = input::read_all(path, InputFormat { binary: false, with_ids: false }, |_| {})?.fps;
+            if fps.is_empty() {
+                bail!("{}: no fingerprints to copy", path.display());
+            }
+            Some(fps)
+        }
+        None => None,
+    };
+    if args.flips > 64 {
+        bail!("--flips {}: at most 64 bits can be flipped", args.flips);
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for i in 0..args.count {
+        let fp = match &base {
+            Some(fps) => {
+                let x = fps[(i % fps.len() as u64) as usize];
+                let mut y = x;
+                while (y ^ x).count_ones() < args.flips {
+                    y ^= 1 << (next() % 64);
+                }
+                y
+            }
+            None => next(),
+        };
+        match (args.binary, args.with_ids) {
+            (true, false) => out.write_all(&fp.to_le_bytes())?,
+            (true, true) => {
+                out.write_all(&fp.to_le_bytes())?;
+                out.write_all(&i.to_le_bytes())?;
+            }
+            (false, false) => writeln!(out, "{fp:016x}")?,
+            (false, true) => writeln!(out, "{fp:016x}\t{i}")?,
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn query(args: QueryArgs) -> Result<()> {
+    let queries = input::read_all(&args.input, InputFormat { binary: args.binary, with_ids: false }, |_| {})?.fps;
+    if queries.is_empty() {
+        bail!("{}: no queries", args.input.display());
+    }
+    let seg = Segment::open(&args.file)?;
+    let options = QueryOptions::within(args.k);
+    let mut out = Vec::new();
+    let mut matches = 0u64;
+    for &q in &queries {
+        seg.query_into(q, options, &mut out)?;
+    }
+    let mut latencies = Vec::with_capacity(queries.len() * args.rounds as usize);
+    let start = Instant::now();
+    for _ in 0..args.rounds {
+        for &q in &queries {
+            let t = Instant::now();
+            seg.query_into(q, options, &mut out)?;
+            latencies.push(t.elapsed().as_nanos() as u64);
+            matches += out.len() as u64;
+        }
+    }
+    let wall = start.elapsed().as_secs_f64();
+    latencies.sort_unstable();
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let n = latencies.len();
+    let mean = latencies.iter().sum::<u64>() as f64 / n as f64 / 1000.0;
+    let p50 = us(latencies[n / 2]);
+    let p99 = us(latencies[(n * 99 / 100).min(n - 1)]);
+    let qps = n as f64 / wall;
+    if args.json {
+        println!(
+            "{}",
+            json!({"file": args.file, "entries": seg.len(), "design": seg.design().summary(), "k": args.k, "queries": n,
+                   "matches": matches, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
+        );
+    } else {
+        println!("{}: {} fingerprints, {}", args.file.display(), seg.len(), seg.design().summary());
+        println!("{n} queries (k = {}), {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! `simdex query`: near-duplicates of fingerprints in a segment.
+
+use anyhow::{bail, Result};
+use clap::Args as ClapArgs;
+use serde_json::json;
+use simdex::{QueryOptions, Segment};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use crate::input::{self, hex, InputFormat};
+
+/// Find stored fingerprints within k bits of each query.
+///
+/// Prints one line per match: `query_hex<TAB>match_hex<TAB>distance[<TAB>doc_id]`, nothing
+/// for a query without matches. Queries come from the FP arguments (16 hex digits each)
+/// and/or `--input QFILE` (same formats as `simdex build`; ids in it are ignored).
+///
+/// Example: `simdex query pages.sdx -k 3 0123456789abcdef`
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// The segment file.
+    file: PathBuf,
+    /// Fingerprints to look up (16 hex digits each).
+    fps: Vec<String>,
+    /// Largest Hamming distance to report (at most the design's k unless --full-scan).
+    #[arg(short, long, default_value_t = 3)]
+    k: u32,
+    /// A file of queries (`-` for stdin).
+    #[arg(long, short)]
+    input: Option<PathBuf>,
+    /// The query file is little-endian u64s.
+    #[arg(long, requires = "input")]
+    binary: bool,
+    /// With --binary: each query is followed by a u64 id (ignored).
+    #[arg(long, requires = "binary")]
+    with_ids: bool,
+    /// Answer a k above the design's by scanning every entry.
+    #[arg(long)]
+    full_scan: bool,
+    /// One JSON object per match instead of tab-separated lines.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let mut queries = Vec::new();
+    for (i, fp) in args.fps.iter().enumerate() {
+        queries.push(input::parse_hex(fp).map_err(|e| anyhow::anyhow!("argument {} ({fp:?}): {e}", i + 1))?);
+    }
+    if let Some(path) = &args.input {
+        queries.extend(input::read_all(path, InputFormat { binary: args.binary, with_ids: args.with_ids }, |_| {})?.fps);
+    }
+    if queries.is_empty() {
+        bail!("no queries: give fingerprints as arguments or --input QFILE");
+    }
+    let segment = Segment::open(&args.file)?;
+    let options = QueryOptions { k: args.k, full_scan: args.full_scan };
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut matches = Vec::new();
+    for q in queries {
+        segment.query_into(q, options, &mut matches)?;
+        for m in &matches {
+            if args.json {
+                writeln!(out, "{}", json!({"query": hex(q), "match": hex(m.fingerprint), "distance": m.distance, "doc_id": m.doc_id}))?;
+            } else {
+                match m.doc_id {
+                    Some(id) => writeln!(out, "{}\t{}\t{}\t{id}", hex(q), hex(m.fingerprint), m.distance)?,
+                    None => writeln!(out, "{}\t{}\t{}", hex(q), hex(m.fingerprint), m.distance)?,
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
