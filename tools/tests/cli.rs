@@ -1,0 +1,298 @@
+//! The `simdex` binary as a user runs it: every subcommand, good and bad input, exit codes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn simdex() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_simdex"))
+}
+
+fn run(args: &[&str]) -> Output {
+    simdex().args(args).output().expect("run simdex")
+}
+
+fn run_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = simdex().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(o.status.success(), "exit {:?}\nstdout: {}\nstderr: {}", o.status, stdout(o), stderr(o));
+}
+
+/// Deterministic fingerprints, the first one repeated, with ids.
+fn sample() -> Vec<(u64, u64)> {
+    let mut x = 42u64;
+    let mut v: Vec<(u64, u64)> = (0..3000u64)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x, i)
+        })
+        .collect();
+    v.push((v[0].0, 9999));
+    v
+}
+
+fn write_text(dir: &Path, data: &[(u64, u64)], ids: bool) -> PathBuf {
+    let path = dir.join(if ids { "fp_ids.txt" } else { "fp.txt" });
+    let mut s = String::new();
+    for (fp, id) in data {
+        if ids {
+            s.push_str(&format!("{fp:016x}\t{id}\n"));
+        } else {
+            s.push_str(&format!("{fp:016x}\n"));
+        }
+    }
+    std::fs::write(&path, s).unwrap();
+    path
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn build_query_dump_verify_inspect_roundtrip() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = sample();
+    let input = write_text(dir.path(), &data, true);
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&input)]));
+
+    // dump: every (fingerprint, id) in ascending order, in build's input format.
+    let dumped = stdout(&run(&["dump", p(&seg)]));
+    let mut want: Vec<(u64, u64)> = data.clone();
+    want.sort_unstable();
+    let want_text: String = want.iter().map(|(f, i)| format!("{f:016x}\t{i}\n")).collect();
+    assert_eq!(dumped, want_text);
+
+    // query: one line per match, the duplicate fingerprint gives both ids.
+    let q = format!("{:016x}", data[0].0);
+    let o = run(&["query", p(&seg), "-k", "3", &q]);
+    ok(&o);
+    assert_eq!(stdout(&o), format!("{q}\t{q}\t0\t0\n{q}\t{q}\t0\t9999\n"));
+    // A query 2 bits away finds the same entries at distance 2; a far one finds nothing.
+    let near = format!("{:016x}", data[0].0 ^ 0b101);
+    assert_eq!(stdout(&run(&["query", p(&seg), &near])).lines().count(), 2);
+    assert!(stdout(&run(&["query", p(&seg), "-k", "0", &near])).is_empty());
+
+    // query --input with the same file: every query finds at least itself.
+    let o = run(&["query", p(&seg), "-k", "0", "--input", p(&input)]);
+    ok(&o);
+    assert!(stdout(&o).lines().count() >= data.len());
+
+    let o = run(&["verify", p(&seg)]);
+    ok(&o);
+    assert!(stdout(&o).contains("ok"));
+
+    let o = run(&["inspect", p(&seg), "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["count"], data.len() as u64);
+    assert_eq!(v["file_bytes"], std::fs::metadata(&seg).unwrap().len());
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 4);
+    for t in tables {
+        assert_eq!(t["entries"], data.len() as u64);
+        assert!(t["blocks"].as_u64().unwrap() > 1);
+        assert_eq!(t["prefix_bits"], 16);
+        let blocks = t["bits_per_entry_blocks"].as_f64().unwrap();
+        let total = t["bits_per_entry_total"].as_f64().unwrap();
+        assert!(blocks > 40.0 && total > blocks && total < 70.0, "{blocks} {total}");
+        // The histogram covers every successive pair.
+        let h: u64 = t["h_histogram"].as_object().unwrap().values().map(|c| c.as_u64().unwrap()).sum();
+        assert_eq!(h, data.len() as u64 - 1);
+    }
+    let text = stdout(&run(&["inspect", p(&seg)]));
+    assert!(text.contains("histogram of h") && text.contains("code lengths"));
+}
+
+#[test]
+fn binary_input_stdin_and_delta_codec() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = sample();
+    let mut bin = Vec::new();
+    for (fp, id) in &data {
+        bin.extend_from_slice(&fp.to_le_bytes());
+        bin.extend_from_slice(&id.to_le_bytes());
+    }
+    let seg = dir.path().join("b.sdx");
+    ok(&run_stdin(&["build", "--out", p(&seg), "--binary", "--with-ids", "--codec", "delta", "-"], &bin));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&run(&["inspect", p(&seg), "--json", "--no-histogram"]))).unwrap();
+    assert_eq!(v["tables"][0]["codec"], "delta");
+    assert_eq!(v["count"], data.len() as u64);
+    let q = format!("{:016x}", data[5].0);
+    assert_eq!(stdout(&run(&["query", p(&seg), "-k", "0", &q])), format!("{q}\t{q}\t0\t5\n"));
+    // Binary queries.
+    let qfile = dir.path().join("q.bin");
+    std::fs::write(&qfile, data[5].0.to_le_bytes()).unwrap();
+    assert_eq!(stdout(&run(&["query", p(&seg), "-k", "0", "--input", p(&qfile), "--binary"])), format!("{q}\t{q}\t0\t5\n"));
+}
+
+#[test]
+fn dump_of_one_table_shows_permuted_and_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = sample();
+    let input = write_text(dir.path(), &data, false);
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), "--tables", "4", p(&input)]));
+    let out = stdout(&run(&["dump", p(&seg), "--table", "2"]));
+    let mut originals: Vec<u64> = out.lines().map(|l| u64::from_str_radix(l.split('\t').nth(1).unwrap(), 16).unwrap()).collect();
+    let permuted: Vec<u64> = out.lines().map(|l| u64::from_str_radix(l.split('\t').next().unwrap(), 16).unwrap()).collect();
+    assert!(permuted.windows(2).all(|w| w[0] <= w[1]), "table entries are sorted");
+    originals.sort_unstable();
+    let mut want: Vec<u64> = data.iter().map(|d| d.0).collect();
+    want.sort_unstable();
+    assert_eq!(originals, want);
+    let o = run(&["dump", p(&seg), "--table", "9"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--table 9"));
+}
+
+#[test]
+fn plan_reproduces_the_papers_16_table_design() {
+    let o = run(&["plan", "--count", "17179869184", "-k", "3", "--tables", "16", "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["chosen"]["tables"], 16);
+    assert!(v["chosen"]["prefix_bits"].as_array().unwrap().iter().all(|p| p == 28));
+    assert_eq!(v["chosen"]["max_candidates"], 64.0);
+    let text = stdout(&run(&["plan", "--count", "10000000"]));
+    assert!(text.contains("4 tables"), "{text}");
+    let o = run(&["plan", "--count", "1000", "--tables", "7"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("exactly 7 tables"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_query_reports_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = dir.path().join("stored.txt");
+    std::fs::write(&stored, stdout(&run(&["bench", "generate", "-n", "5000"]))).unwrap();
+    let queries = dir.path().join("queries.txt");
+    std::fs::write(&queries, stdout(&run(&["bench", "generate", "-n", "200", "--near", p(&stored), "--flips", "3"]))).unwrap();
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&stored)]));
+    let o = run(&["bench", "query", p(&seg), "--input", p(&queries), "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["queries"], 200);
+    // Every query is a 3-bit-flipped copy of a stored fingerprint: each matches it.
+    assert!(v["matches"].as_u64().unwrap() >= 200);
+    for f in ["queries_per_second", "mean_us", "p50_us", "p99_us"] {
+        assert!(v[f].as_f64().unwrap() > 0.0, "{f}");
+    }
+}
+
+#[test]
+fn bad_input_is_named_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = dir.path().join("s.sdx");
+    let cases: [(&str, &[u8], &str); 5] = [
+        ("nonhex.txt", b"0123456789abcdef\n0123456789abcdeg\n", "line 2"),
+        ("short.txt", b"0123456789abcde\n", "15 characters"),
+        ("badid.txt", b"0123456789abcdef\tx\n", "document id"),
+        ("mixed.txt", b"0123456789abcdef\t1\n0123456789abcdef\n", "line 2 has no document id"),
+        ("utf8.txt", b"\xff\xfe\n", "UTF-8"),
+    ];
+    for (name, content, needle) in cases {
+        let f = dir.path().join(name);
+        std::fs::write(&f, content).unwrap();
+        let o = run(&["build", "--out", p(&seg), p(&f)]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        let err = stderr(&o);
+        assert!(err.contains(name) && err.contains(needle), "{name}: {err}");
+    }
+    // A truncated binary input names the offset.
+    let f = dir.path().join("trunc.bin");
+    std::fs::write(&f, [0u8; 12]).unwrap();
+    let o = run(&["build", "--out", p(&seg), "--binary", p(&f)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("byte offset 8"), "{}", stderr(&o));
+    // Missing input file.
+    let o = run(&["build", "--out", p(&seg), "/nonexistent/x.txt"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/x.txt"));
+    // Query arguments are checked too.
+    let good = dir.path().join("good.txt");
+    std::fs::write(&good, b"0123456789abcdef\n").unwrap();
+    ok(&run(&["build", "--out", p(&seg), p(&good)]));
+    let o = run(&["query", p(&seg), "xyz"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("argument 1"));
+    // k above the design's.
+    let o = run(&["query", p(&seg), "-k", "5", "0123456789abcdef"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("full scan"), "{}", stderr(&o));
+    let o = run(&["query", p(&seg), "-k", "5", "--full-scan", "0123456789abcdef"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "0123456789abcdef\t0123456789abcdef\t0\n");
+    // Unknown flag.
+    assert_eq!(run(&["build", "--frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn damaged_or_foreign_files_are_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = sample();
+    let input = write_text(dir.path(), &data, true);
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&input)]));
+    let bytes = std::fs::read(&seg).unwrap();
+
+    // Not a segment.
+    let foreign = dir.path().join("foreign.sdx");
+    std::fs::write(&foreign, b"hello world, this is not an index").unwrap();
+    for cmd in ["inspect", "dump"] {
+        let o = run(&[cmd, p(&foreign)]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}");
+        assert!(stderr(&o).contains("not a simdex segment"), "{cmd}: {}", stderr(&o));
+    }
+    let o = run(&["verify", p(&foreign)]);
+    assert_eq!(o.status.code(), Some(1));
+
+    // Truncated.
+    let cut = dir.path().join("cut.sdx");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let o = run(&["query", p(&cut), "0123456789abcdef"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cut.sdx") && stderr(&o).contains("cut short"), "{}", stderr(&o));
+
+    // One flipped bit inside table 1's second block: verify names table, block and offset.
+    let v: serde_json::Value = serde_json::from_str(&stdout(&run(&["inspect", p(&seg), "--json", "--no-histogram"]))).unwrap();
+    assert_eq!(v["tables"][1]["table"], 1);
+    let flipped = dir.path().join("flipped.sdx");
+    let mut damaged = bytes.clone();
+    // Header (1024) + table 0 (head 1024, blocks, index 14 each, padding) ... find table 1
+    // through verify's own report instead of recomputing the layout here.
+    let blocks0 = v["tables"][0]["blocks"].as_u64().unwrap();
+    let table1_head = (1024 + 1024 + blocks0 * 1024 + blocks0 * 14).div_ceil(1024) * 1024;
+    let at = (table1_head + 1024 + 1024 + 100) as usize;
+    damaged[at] ^= 0x10;
+    std::fs::write(&flipped, &damaged).unwrap();
+    let o = run(&["verify", p(&flipped)]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("table 1, block 1") && out.contains(&format!("byte offset {}", at - 100)), "{out}");
+    let o = run(&["verify", p(&flipped), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["clean"], false);
+    assert_eq!(v["problems"][0]["table"], 1);
+    assert_eq!(v["problems"][0]["block"], 1);
+    // dump of table 1 reaches the damaged block and stops with an error naming it.
+    let o = run(&["dump", p(&flipped), "--table", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("table 1, block 1"), "{}", stderr(&o));
+}
