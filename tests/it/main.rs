@@ -3,4 +3,5 @@
 mod codec;
 mod common;
 mod corruption;
+mod fixtures;
 mod segment_queries;
