@@ -5,6 +5,7 @@
 //! index does (see `format-spec/block.md`). The decoder is given that count and must be
 //! told the bytes are the block's; it never reads outside them.
 
+use super::huffman::{CHANGES_PREFIX, SLOW};
 use super::{Code, Codec, EQUAL};
 
 /// Bytes in one block.
@@ -158,24 +159,20 @@ impl<'c> BlockEncoder<'c> {
     }
 }
 
-/// The 64 bits at byte `byte` of `block` (big-endian), zero past its end.
+/// The bits of `block` from bit `bit` on, at the top of a word: at least 57 valid bits,
+/// zeros past the block's end.
 #[inline(always)]
-fn load(block: &[u8], byte: usize) -> u64 {
-    match block.get(byte..byte + 8) {
-        Some(w) => u64::from_be_bytes(w.try_into().expect("8 bytes")),
-        None => {
-            let mut w = [0u8; 8];
-            let tail = block.get(byte..).unwrap_or(&[]);
-            w[..tail.len()].copy_from_slice(tail);
-            u64::from_be_bytes(w)
-        }
-    }
-}
-
-/// The bits of `block` from bit `bit` on, at the top of a word: at least 57 valid bits.
-#[inline(always)]
-fn peek(block: &[u8], bit: usize) -> u64 {
-    load(block, bit / 8) << (bit % 8)
+fn peek(block: &[u8; BLOCK_BYTES], bit: usize) -> u64 {
+    let byte = bit / 8;
+    let word = if byte <= BLOCK_BYTES - 8 {
+        u64::from_be_bytes(block[byte..byte + 8].try_into().expect("8 bytes"))
+    } else {
+        let mut w = [0u8; 8];
+        let tail = block.get(byte..).unwrap_or(&[]);
+        w[..tail.len()].copy_from_slice(tail);
+        u64::from_be_bytes(w)
+    };
+    word << (bit % 8)
 }
 
 /// The top `h` bits of `bits` (`h <= 63`), right-aligned; shifting in two steps keeps
@@ -185,85 +182,43 @@ fn top_bits(bits: u64, h: u32) -> u64 {
     (bits >> 1) >> (63 - h)
 }
 
-/// Decodes a block one entry at a time. Several cursors can be advanced in turn, which
-/// lets the CPU overlap their (otherwise serial) decoding chains.
-pub struct BlockCursor<'a> {
-    codec: Codec,
-    code: &'a Code,
-    block: &'a [u8],
-    bit: usize,
-    next: u32,
-    count: u32,
-    prev: u64,
+/// How a gap rebuilds the next entry; one implementation per [`Codec`], so the decoding
+/// loop is compiled once per codec with no dispatch inside it.
+pub(crate) trait Gaps {
+    /// True when an entry's bits above its gap symbol `h` are the previous entry's, so
+    /// that entries with a small `h` cannot change a prefix (the XOR code).
+    const KEEPS_HIGH_BITS: bool;
+
+    /// The entry after `prev` with gap symbol `h < 64` and `payload`, or `None` when no
+    /// sorted successor has this gap.
+    fn apply(prev: u64, h: u32, payload: u64) -> Option<u64>;
 }
 
-impl<'a> BlockCursor<'a> {
-    /// A cursor over the `count` entries of `block`.
-    pub fn new(codec: Codec, code: &'a Code, block: &'a [u8], count: u32) -> Result<Self, BlockError> {
-        if block.len() != BLOCK_BYTES {
-            return Err(BlockError::WrongSize { len: block.len() });
-        }
-        if count == 0 || count as usize > BLOCK_BITS - FIRST_BITS + 1 {
-            return Err(BlockError::BadCount { count });
-        }
-        Ok(Self { codec, code, block, bit: 0, next: 0, count, prev: 0 })
-    }
+/// The paper's XOR code.
+pub(crate) enum XorGaps {}
+/// The difference code.
+pub(crate) enum DeltaGaps {}
 
-    /// Bit offset where the entries decoded so far end.
-    pub fn bit(&self) -> usize {
-        self.bit
-    }
+impl Gaps for XorGaps {
+    const KEEPS_HIGH_BITS: bool = true;
 
-    /// The next entry, `None` after the last, or the error that stops decoding.
     #[inline(always)]
-    pub fn next_entry(&mut self) -> Option<Result<u64, BlockError>> {
-        if self.next == self.count {
+    fn apply(prev: u64, h: u32, payload: u64) -> Option<u64> {
+        // Above h the entries agree, bit h goes from 0 to 1, below it is the payload.
+        let high = prev >> h;
+        if high & 1 != 0 {
             return None;
         }
-        let entry = self.next;
-        self.next += 1;
-        if entry == 0 {
-            self.prev = u64::from_be_bytes(self.block[..8].try_into().expect("8 bytes"));
-            self.bit = FIRST_BITS;
-            return Some(Ok(self.prev));
-        }
-        let bit = self.bit;
-        let word = peek(self.block, bit);
-        let Some((symbol, len)) = self.code.decode_word(word) else {
-            self.next = self.count;
-            return Some(Err(BlockError::BadCode { bit, entry }));
-        };
-        if symbol == EQUAL {
-            self.bit += len as usize;
-        } else {
-            let h = symbol as u32;
-            // One load holds at least 57 bits: enough for the word and a typical payload.
-            let payload = if len + h <= 57 {
-                top_bits(word << len, h)
-            } else {
-                let at = bit + len as usize;
-                let head = h.min(57);
-                top_bits(peek(self.block, at), head) << (h - head) | top_bits(peek(self.block, at + 57), h - head)
-            };
-            self.bit += (len + h) as usize;
-            match self.codec.apply(self.prev, h, payload) {
-                Some(v) => self.prev = v,
-                None => {
-                    self.next = self.count;
-                    return Some(Err(BlockError::BadGap { bit, entry, h, prev: self.prev }));
-                }
-            }
-        }
-        if self.bit > BLOCK_BITS {
-            self.next = self.count;
-            return Some(Err(BlockError::Overrun { entry, end: self.bit }));
-        }
-        Some(Ok(self.prev))
+        Some((high | 1) << h | payload)
     }
+}
 
-    /// After the last entry: checks that the rest of the block is zero.
-    pub fn check_padding(&self) -> Result<(), BlockError> {
-        check_padding(self.block, self.bit)
+impl Gaps for DeltaGaps {
+    const KEEPS_HIGH_BITS: bool = false;
+
+    #[inline(always)]
+    fn apply(prev: u64, h: u32, payload: u64) -> Option<u64> {
+        prev.checked_add(1u64 << h | payload)
     }
 }
 
@@ -272,22 +227,204 @@ impl<'a> BlockCursor<'a> {
 ///
 /// When every entry was decoded, the padding after the last entry is checked to be zero:
 /// a decoder that stopped early (because `visit` said so) does not check it.
-#[inline]
-pub fn decode_block(
-    codec: Codec,
-    code: &Code,
-    block: &[u8],
-    count: u32,
-    mut visit: impl FnMut(u64) -> bool,
-) -> Result<usize, BlockError> {
-    let mut cursor = BlockCursor::new(codec, code, block, count)?;
-    while let Some(value) = cursor.next_entry() {
-        if !visit(value?) {
+#[inline(always)]
+pub fn decode_block(codec: Codec, code: &Code, block: &[u8], count: u32, visit: impl FnMut(u64) -> bool) -> Result<usize, BlockError> {
+    let block: &[u8; BLOCK_BYTES] = block.try_into().map_err(|_| BlockError::WrongSize { len: block.len() })?;
+    match codec {
+        Codec::Xor => decode_with::<XorGaps>(code, block, count, visit),
+        Codec::Delta => decode_with::<DeltaGaps>(code, block, count, visit),
+    }
+}
+
+#[inline(always)]
+fn decode_with<G: Gaps>(code: &Code, block: &[u8; BLOCK_BYTES], count: u32, mut visit: impl FnMut(u64) -> bool) -> Result<usize, BlockError> {
+    let mut cursor = Cursor::new(code, block, count)?;
+    if !visit(cursor.first()) {
+        return Ok(cursor.bit());
+    }
+    while cursor.remaining() > 0 {
+        let value = cursor.next::<G>()?;
+        if !visit(value) {
             return Ok(cursor.bit());
         }
     }
-    cursor.check_padding()?;
+    check_padding(block, cursor.bit())?;
     Ok(cursor.bit())
+}
+
+/// Decoding state of one block: small enough to live in registers, so a caller can advance
+/// several cursors in one loop and let the CPU overlap their serial decoding chains.
+#[derive(Clone, Copy)]
+pub(crate) struct Cursor<'a> {
+    code: &'a Code,
+    block: &'a [u8; BLOCK_BYTES],
+    bit: usize,
+    prev: u64,
+    entry: u32,
+    count: u32,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor before the first of the `count` entries of `block`.
+    #[inline(always)]
+    pub(crate) fn new(code: &'a Code, block: &'a [u8; BLOCK_BYTES], count: u32) -> Result<Self, BlockError> {
+        if count == 0 || count as usize > BLOCK_BITS - FIRST_BITS + 1 {
+            return Err(BlockError::BadCount { count });
+        }
+        Ok(Self { code, block, bit: 0, prev: 0, entry: 0, count })
+    }
+
+    /// Entries not yet decoded.
+    #[inline(always)]
+    pub(crate) fn remaining(&self) -> u32 {
+        self.count - self.entry
+    }
+
+    /// Bit offset where the entries decoded so far end.
+    #[inline(always)]
+    pub(crate) fn bit(&self) -> usize {
+        self.bit
+    }
+
+    /// The first entry, stored whole. Call once, first.
+    #[inline(always)]
+    pub(crate) fn first(&mut self) -> u64 {
+        self.entry = 1;
+        self.bit = FIRST_BITS;
+        self.prev = u64::from_be_bytes(self.block[..8].try_into().expect("8 bytes"));
+        self.prev
+    }
+
+    /// Decodes the next entry after [`Self::first`]. Call only while [`Self::remaining`]
+    /// is positive.
+    #[inline(always)]
+    pub(crate) fn next<G: Gaps>(&mut self) -> Result<u64, BlockError> {
+        self.entry += 1;
+        let word = peek(self.block, self.bit);
+        let e = self.code.fast_entry(word);
+        if e & SLOW != 0 {
+            return self.next_slow::<G>(word);
+        }
+        // The common case: a short word and a payload within the same peek.
+        let len = e & 15;
+        let h = (e >> 4) & 63;
+        let payload = (word << len) >> (64 - h);
+        let Some(value) = G::apply(self.prev, h, payload) else {
+            return Err(BlockError::BadGap { bit: self.bit, entry: self.entry - 1, h, prev: self.prev });
+        };
+        self.bit += ((e >> 12) & 127) as usize;
+        self.prev = value;
+        if self.bit > BLOCK_BITS {
+            return Err(BlockError::Overrun { entry: self.entry - 1, end: self.bit });
+        }
+        Ok(value)
+    }
+
+    /// Decodes up to the first entry `>= lo` (among those after the current one) and
+    /// returns it, or `None` when the block ends first. `low_bits` is the number of bits
+    /// below the prefix that `lo` starts (`lo`'s low `low_bits` bits are zero).
+    ///
+    /// With a code that keeps high bits (XOR), an entry whose gap symbol is below
+    /// `low_bits` leaves the prefix unchanged, so those entries are skipped without being
+    /// rebuilt: only their code word and length are read. That is most of the entries a
+    /// query passes over before its prefix run. The skipped entries' low bits are not
+    /// checked; callers have checked the block's CRC.
+    #[inline(always)]
+    pub(crate) fn seek<G: Gaps>(&mut self, lo: u64, low_bits: u32) -> Result<Option<u64>, BlockError> {
+        if !G::KEEPS_HIGH_BITS || low_bits == 0 || low_bits >= 64 {
+            while self.remaining() > 0 {
+                let v = self.next::<G>()?;
+                if v >= lo {
+                    return Ok(Some(v));
+                }
+            }
+            return Ok(None);
+        }
+        // Only the prefix of the previous entry is tracked.
+        let mut top = self.prev >> low_bits;
+        while self.remaining() > 0 {
+            let entry = self.entry;
+            self.entry += 1;
+            let bit = self.bit;
+            let word = peek(self.block, bit);
+            let e = self.code.fast_entry(word);
+            if e & (SLOW | CHANGES_PREFIX) == 0 && self.code.marks_prefix(low_bits) {
+                // A short word whose h is below the prefix: only its length matters.
+                self.bit += ((e >> 12) & 127) as usize;
+                if self.bit > BLOCK_BITS {
+                    return Err(BlockError::Overrun { entry, end: self.bit });
+                }
+                continue;
+            }
+            let (symbol, len) = if e & SLOW == 0 {
+                ((e >> 4) & 63, e & 15)
+            } else {
+                let Some((symbol, len)) = self.code.decode_word(word) else {
+                    return Err(BlockError::BadCode { bit, entry });
+                };
+                (symbol as u32, len)
+            };
+            if symbol as usize == EQUAL {
+                self.bit += len as usize;
+            } else {
+                let h = symbol;
+                self.bit += (len + h) as usize;
+                if h >= low_bits {
+                    // The prefix changes: this entry is rebuilt whole from the prefix
+                    // (bits above h) and its payload (all bits below h).
+                    let at = bit + len as usize;
+                    let head = h.min(57);
+                    let payload = top_bits(peek(self.block, at), head) << (h - head) | top_bits(peek(self.block, at + 57), h - head);
+                    let above = top >> (h - low_bits);
+                    if above & 1 != 0 {
+                        return Err(BlockError::BadGap { bit, entry, h, prev: top << low_bits });
+                    }
+                    let value = (above | 1) << h | payload;
+                    if value >= lo {
+                        if self.bit > BLOCK_BITS {
+                            return Err(BlockError::Overrun { entry, end: self.bit });
+                        }
+                        self.prev = value;
+                        return Ok(Some(value));
+                    }
+                    top = value >> low_bits;
+                }
+            }
+            if self.bit > BLOCK_BITS {
+                return Err(BlockError::Overrun { entry, end: self.bit });
+            }
+        }
+        // The block ended below lo; the caller moves on without using `prev`.
+        self.prev = top << low_bits;
+        Ok(None)
+    }
+
+    /// Every other case: long words, `EQUAL`, `h = 0`, long payloads, bad codes.
+    #[cold]
+    #[inline(never)]
+    fn next_slow<G: Gaps>(&mut self, word: u64) -> Result<u64, BlockError> {
+        let (bit, entry) = (self.bit, self.entry - 1);
+        let Some((symbol, len)) = self.code.decode_word(word) else {
+            return Err(BlockError::BadCode { bit, entry });
+        };
+        if symbol == EQUAL {
+            self.bit += len as usize;
+        } else {
+            let h = symbol as u32;
+            let at = bit + len as usize;
+            let head = h.min(57);
+            let payload = top_bits(peek(self.block, at), head) << (h - head) | top_bits(peek(self.block, at + 57), h - head);
+            let Some(value) = G::apply(self.prev, h, payload) else {
+                return Err(BlockError::BadGap { bit, entry, h, prev: self.prev });
+            };
+            self.bit += (len + h) as usize;
+            self.prev = value;
+        }
+        if self.bit > BLOCK_BITS {
+            return Err(BlockError::Overrun { entry, end: self.bit });
+        }
+        Ok(self.prev)
+    }
 }
 
 fn check_padding(block: &[u8], bit: usize) -> Result<(), BlockError> {

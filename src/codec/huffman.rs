@@ -42,10 +42,25 @@ pub struct Code {
     max_len: u32,
     /// Indexed by the next `max_len` bits: `symbol | length << 8`, or [`INVALID`].
     table: Vec<u16>,
-    /// Indexed by the next [`FAST_BITS`] bits: like `table` for code words of up to
-    /// `FAST_BITS` bits, [`LONG`] where a longer word starts. Small enough to stay in L1.
-    fast: [u16; 1 << FAST_BITS],
+    /// Indexed by the next [`FAST_BITS`] bits: a packed [`FastEntry`] for code words of
+    /// up to `FAST_BITS` bits whose payload fits the decoder's common case, or [`SLOW`].
+    /// 2 KB: stays in L1.
+    fast: [u32; 1 << FAST_BITS],
+    /// The `low_bits` the fast table's [`CHANGES_PREFIX`] flags were set for (0: none).
+    marked_low_bits: u32,
 }
+
+/// A decoded code word in the fast table: `len | h << 4 | (len + h) << 12`, or [`SLOW`].
+pub type FastEntry = u32;
+/// Fast-table marker: decode this word with [`Code::decode_word`] (the word is longer than
+/// [`FAST_BITS`], or is `EQUAL`, `h = 0`, or has a payload too long for one 57-bit peek).
+pub const SLOW: FastEntry = 1 << 31;
+/// Fast-table flag set by [`Code::mark_prefix_changes`]: the word's `h` is at least the
+/// table's number of low (non-prefix) bits, so with the XOR code the entry changes the
+/// prefix.
+pub const CHANGES_PREFIX: FastEntry = 1 << 30;
+/// Longest word plus payload the fast path decodes from one peek.
+pub const FAST_SPAN: u32 = 57;
 
 /// Decoder table entry for bit patterns that start no code word.
 pub const INVALID: u16 = u16::MAX;
@@ -121,7 +136,15 @@ impl Code {
                 }
             }
         }
-        Ok(Self { lengths: *lengths, words, max_len, table, fast })
+        let fast = fast.map(|e| {
+            let (symbol, len) = ((e & 0xff) as u32, u32::from(e >> 8));
+            if e >= LONG || symbol == super::EQUAL as u32 || symbol == 0 || len + symbol > FAST_SPAN {
+                SLOW
+            } else {
+                len | symbol << 4 | (len + symbol) << 12
+            }
+        });
+        Ok(Self { lengths: *lengths, words, max_len, table, fast, marked_low_bits: 0 })
     }
 
     /// Code length per symbol (0 = no code).
@@ -155,14 +178,34 @@ impl Code {
     /// bits): `(symbol, length)`, or `None` when they begin no code word.
     #[inline(always)]
     pub fn decode_word(&self, bits: u64) -> Option<(usize, u32)> {
-        let e = self.fast[(bits >> (64 - FAST_BITS)) as usize];
-        if e < LONG {
-            return Some(((e & 0xff) as usize, u32::from(e >> 8)));
-        }
-        if e == INVALID || self.max_len == 0 {
+        if self.max_len == 0 {
             return None;
         }
         self.decode((bits >> (64 - self.max_len)) as usize)
+    }
+
+    /// Flags the fast-table entries whose `h` is at least `low_bits` with
+    /// [`CHANGES_PREFIX`], for a table whose prefix leaves `low_bits` bits below it.
+    pub fn mark_prefix_changes(&mut self, low_bits: u32) {
+        for e in self.fast.iter_mut() {
+            *e &= !CHANGES_PREFIX;
+            if *e & SLOW == 0 && (*e >> 4) & 63 >= low_bits {
+                *e |= CHANGES_PREFIX;
+            }
+        }
+        self.marked_low_bits = low_bits;
+    }
+
+    /// True when the [`CHANGES_PREFIX`] flags are set for `low_bits`.
+    #[inline(always)]
+    pub fn marks_prefix(&self, low_bits: u32) -> bool {
+        self.marked_low_bits == low_bits && low_bits != 0
+    }
+
+    /// The fast-table entry for the code word at the top of `bits` (see [`FastEntry`]).
+    #[inline(always)]
+    pub fn fast_entry(&self, bits: u64) -> FastEntry {
+        self.fast[(bits >> (64 - FAST_BITS)) as usize]
     }
 }
 

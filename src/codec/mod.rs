@@ -19,7 +19,8 @@ mod block;
 mod huffman;
 pub mod reference;
 
-pub use block::{decode_block, encode_all, BlockCursor, BlockEncoder, BlockError, BLOCK_BITS, BLOCK_BYTES};
+pub(crate) use block::{Cursor, DeltaGaps, Gaps, XorGaps};
+pub use block::{decode_block, encode_all, BlockEncoder, BlockError, BLOCK_BITS, BLOCK_BYTES};
 pub use huffman::{limited_lengths, Code, CodeError};
 
 /// Number of gap symbols: `h` in `0..=63` plus [`EQUAL`].
@@ -89,15 +90,10 @@ impl Codec {
     /// `prev` has this gap (the XOR code's bit `h` is already set, or the sum overflows).
     #[inline]
     pub fn apply(self, prev: u64, h: u32, payload: u64) -> Option<u64> {
-        let top = 1u64 << h;
+        use block::Gaps;
         match self {
-            Codec::Xor => {
-                if prev & top != 0 {
-                    return None;
-                }
-                Some((prev & !(u64::MAX >> (63 - h))) | top | payload)
-            }
-            Codec::Delta => prev.checked_add(top | payload),
+            Codec::Xor => block::XorGaps::apply(prev, h, payload),
+            Codec::Delta => block::DeltaGaps::apply(prev, h, payload),
         }
     }
 }
