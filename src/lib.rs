@@ -1,1 +1,4 @@
 //! simdex: an embeddable on-disk index of 64-bit simhash fingerprints.
+
+#[cfg(feature = "fingerprint")]
+pub mod fingerprint;
