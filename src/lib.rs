@@ -2,3 +2,4 @@
 
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
+pub mod cluster;

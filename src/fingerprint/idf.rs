@@ -42,10 +42,17 @@ pub struct IdfTable {
     weights: HashMap<u64, u32, BuildIdentity>,
 }
 
-/// Weight for a feature in `df` of `docs` documents.
-fn idf_weight(docs: u64, df: u64) -> u32 {
-    let w = 1000.0 * ((1 + docs) as f64 / (1 + df) as f64).ln();
-    // the float is only used here, at learning time; the table persists the integer
+/// Weight for a feature in `df` of `docs` documents: `round(1000 * ln((1 + N) / (1 + df)))`.
+pub fn idf_weight(docs: u64, df: u64) -> u32 {
+    clamp_weight(1000.0 * ((1 + docs) as f64 / (1 + df) as f64).ln())
+}
+
+/// Rounds a weight to the stored integer range `1..=65535`.
+fn clamp_weight(w: f64) -> u32 {
+    // floats are only used here, at learning time; the table persists the integers
+    if w.is_nan() {
+        return 1;
+    }
     w.round().clamp(1.0, 65535.0) as u32
 }
 
@@ -80,14 +87,21 @@ impl IdfBuilder {
     /// The table; features in fewer than `min_df` documents are left out (they get the
     /// default weight, which is at least theirs).
     pub fn build(self, min_df: u64) -> IdfTable {
+        self.build_with(min_df, |docs, df| f64::from(idf_weight(docs, df)))
+    }
+
+    /// Like [`IdfBuilder::build`] with another weight function `weight(N, df)` (rounded and
+    /// clamped to `1..=65535`); the table stores the resulting integers, so fingerprints made
+    /// with it stay exact.
+    pub fn build_with(self, min_df: u64, weight: impl Fn(u64, u64) -> f64) -> IdfTable {
         let docs = self.docs;
         let weights = self
             .df
             .into_iter()
             .filter(|&(_, df)| df >= min_df)
-            .map(|(h, df)| (h, idf_weight(docs, df)))
+            .map(|(h, df)| (h, clamp_weight(weight(docs, df))))
             .collect();
-        IdfTable { recipe: self.recipe, docs, default_weight: idf_weight(docs, 0), weights }
+        IdfTable { recipe: self.recipe, docs, default_weight: clamp_weight(weight(docs, 0)), weights }
     }
 }
 

@@ -119,11 +119,11 @@ pub struct FingerprintOptions {
 impl Default for FingerprintOptions {
     fn default() -> Self {
         FingerprintOptions {
-            features: vec![FeatureKind::WordShingles(3)],
+            features: vec![FeatureKind::WordShingles(2)],
             cjk: CjkSegmenter::Chars,
             stop_words: Vec::new(),
             stemming: None,
-            fold_digits: true,
+            fold_digits: false,
             tf: TfMode::Binary,
             min_words: 3,
             short_words: 50,
@@ -132,6 +132,19 @@ impl Default for FingerprintOptions {
 }
 
 impl FingerprintOptions {
+    /// A recipe for sentences and snippets (the seeds' worked examples): words with term
+    /// frequency and the stop words of every language, so that a changed article or particle
+    /// does not weigh as much as a changed noun. Weak on pages that share a template.
+    pub fn short_text() -> Self {
+        FingerprintOptions {
+            features: vec![FeatureKind::Words],
+            stop_words: Language::ALL.to_vec(),
+            tf: TfMode::Raw,
+            fold_digits: false,
+            ..FingerprintOptions::default()
+        }
+    }
+
     /// Descriptor of the feature part of the recipe (what an IDF table must match), e.g.
     /// `simdex-fp/1 features=w3 cjk=chars stop=- stem=- digits=fold`.
     pub fn feature_recipe(&self) -> String {

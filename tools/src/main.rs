@@ -5,6 +5,8 @@
 //! they concern; the process exits non-zero on any error.
 
 mod cmd;
+mod corpus;
+mod recipe;
 
 use clap::Parser;
 

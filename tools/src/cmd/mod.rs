@@ -3,6 +3,9 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod dedup;
+mod fingerprint;
+
 /// simdex: an on-disk index of 64-bit simhash fingerprints that answers
 /// "have I already stored a near-duplicate of this?"
 #[derive(Debug, Parser)]
@@ -13,8 +16,14 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    Fingerprint(fingerprint::Args),
+    Dedup(dedup::Args),
+}
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {}
+    match cli.command {
+        Command::Fingerprint(args) => fingerprint::run(args),
+        Command::Dedup(args) => dedup::run(args),
+    }
 }
