@@ -100,7 +100,10 @@ impl<'a> FeatureExtractor<'a> {
         let mut word = std::borrow::Cow::Borrowed(word);
         if self.fold_digits && word.bytes().any(|b| b.is_ascii_digit()) {
             self.folded.clear();
-            self.folded.extend(word.chars().map(|c| if c.is_ascii_digit() { '0' } else { c }));
+            self.folded.extend(
+                word.chars()
+                    .map(|c| if c.is_ascii_digit() { '0' } else { c }),
+            );
             word = std::borrow::Cow::Owned(std::mem::take(&mut self.folded));
         }
         if let Some(stemmer) = self.stemmer {
@@ -164,7 +167,9 @@ impl<'a> FeatureExtractor<'a> {
                 FeatureKind::WordShingles(n) if self.words > 0 && (self.words as usize) < n => {
                     emit(self.shingle(self.words as usize))
                 }
-                FeatureKind::CharNgrams(n) if self.chars_seen > 0 && (self.chars_seen as usize) < n => {
+                FeatureKind::CharNgrams(n)
+                    if self.chars_seen > 0 && (self.chars_seen as usize) < n =>
+                {
                     self.gram.clear();
                     self.gram.extend(self.chars.iter());
                     emit(sfh64(seed::CHAR_NGRAM, self.gram.as_bytes()));
@@ -197,13 +202,19 @@ mod tests {
 
     #[test]
     fn words_and_shingles() {
-        assert_eq!(features(&[FeatureKind::Words], &["a", "b"]), [w("a"), w("b")]);
+        assert_eq!(
+            features(&[FeatureKind::Words], &["a", "b"]),
+            [w("a"), w("b")]
+        );
         assert_eq!(
             features(&[FeatureKind::WordShingles(2)], &["a", "b", "c"]),
             [combine(w("a"), w("b")), combine(w("b"), w("c"))]
         );
         // shorter than a shingle: one feature for all words
-        assert_eq!(features(&[FeatureKind::WordShingles(3)], &["a", "b"]), [combine(w("a"), w("b"))]);
+        assert_eq!(
+            features(&[FeatureKind::WordShingles(3)], &["a", "b"]),
+            [combine(w("a"), w("b"))]
+        );
     }
 
     #[test]
@@ -218,7 +229,11 @@ mod tests {
 
     #[test]
     fn kind_names_roundtrip() {
-        for k in [FeatureKind::Words, FeatureKind::WordShingles(3), FeatureKind::CharNgrams(5)] {
+        for k in [
+            FeatureKind::Words,
+            FeatureKind::WordShingles(3),
+            FeatureKind::CharNgrams(5),
+        ] {
             assert_eq!(FeatureKind::parse(&k.name()), Some(k));
         }
         assert_eq!(FeatureKind::parse("w99"), None);

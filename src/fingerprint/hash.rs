@@ -78,7 +78,10 @@ mod tests {
         // the Python transcription of the spec in format-spec/fingerprint.md.
         assert_eq!(sfh64(seed::WORD, b""), fmix64(0));
         assert_eq!(sfh64(seed::WORD, b"cat"), 0xcc48_6143_cba4_1604);
-        assert_eq!(sfh64(seed::WORD, b"the quick brown fox"), 0xddbf_2b43_22c7_d28e);
+        assert_eq!(
+            sfh64(seed::WORD, b"the quick brown fox"),
+            0xddbf_2b43_22c7_d28e
+        );
         assert_eq!(combine(1, 2), 0xf8f7_6353_b6d8_77c5);
     }
 

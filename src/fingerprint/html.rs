@@ -17,13 +17,29 @@ use html5gum::{IoReader, Span, Tokenizer};
 use std::io::Read;
 
 const DROP_TAGS: &[&[u8]] = &[
-    b"title", b"script", b"style", b"noscript", b"template", b"svg", b"iframe", b"form",
-    b"button", b"nav", b"header", b"footer",
+    b"title",
+    b"script",
+    b"style",
+    b"noscript",
+    b"template",
+    b"svg",
+    b"iframe",
+    b"form",
+    b"button",
+    b"nav",
+    b"header",
+    b"footer",
 ];
-const DROP_CLASSES: &[&[u8]] = &[b"navheader", b"navfooter", b"docnav", b"breadcrumb", b"breadcrumbs"];
+const DROP_CLASSES: &[&[u8]] = &[
+    b"navheader",
+    b"navfooter",
+    b"docnav",
+    b"breadcrumb",
+    b"breadcrumbs",
+];
 const VOID_TAGS: &[&[u8]] = &[
-    b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta",
-    b"param", b"source", b"track", b"wbr",
+    b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta", b"param",
+    b"source", b"track", b"wbr",
 ];
 
 /// Tracks which elements are being dropped while the tokenizer streams events.
@@ -127,7 +143,10 @@ pub fn fingerprint_html_reader(
         }
     }
     result?;
-    Ok(Outcome { fingerprint: session.finish()?, replaced_utf8: stream.replaced() })
+    Ok(Outcome {
+        fingerprint: session.finish()?,
+        replaced_utf8: stream.replaced(),
+    })
 }
 
 #[cfg(test)]
@@ -136,7 +155,10 @@ mod tests {
 
     fn words(html: &str) -> Vec<String> {
         // split_whitespace splits at no-break spaces too
-        visible_text(html).split_whitespace().map(str::to_owned).collect()
+        visible_text(html)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
     }
 
     #[test]

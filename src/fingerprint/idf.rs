@@ -68,7 +68,11 @@ impl IdfBuilder {
     /// A builder for features made with the feature recipe `recipe`
     /// ([`super::FingerprintOptions::feature_recipe`]).
     pub fn new(recipe: impl Into<String>) -> Self {
-        IdfBuilder { recipe: recipe.into(), docs: 0, df: HashMap::default() }
+        IdfBuilder {
+            recipe: recipe.into(),
+            docs: 0,
+            df: HashMap::default(),
+        }
     }
 
     /// Counts one document; `distinct_features` must not repeat a hash.
@@ -101,7 +105,12 @@ impl IdfBuilder {
             .filter(|&(_, df)| df >= min_df)
             .map(|(h, df)| (h, clamp_weight(weight(docs, df))))
             .collect();
-        IdfTable { recipe: self.recipe, docs, default_weight: clamp_weight(weight(docs, 0)), weights }
+        IdfTable {
+            recipe: self.recipe,
+            docs,
+            default_weight: clamp_weight(weight(docs, 0)),
+            weights,
+        }
     }
 }
 
@@ -168,11 +177,19 @@ impl IdfTable {
         }
         let version = r.u32()?;
         if version != FORMAT_VERSION {
-            return Err(Error::IdfUnsupportedVersion { found: version, supported: FORMAT_VERSION });
+            return Err(Error::IdfUnsupportedVersion {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
         }
-        let body_len = bytes.len().checked_sub(4).ok_or(Error::IdfTruncated { needed: 4 })?;
+        let body_len = bytes
+            .len()
+            .checked_sub(4)
+            .ok_or(Error::IdfTruncated { needed: 4 })?;
         let stored = u32::from_le_bytes(
-            bytes[body_len..].try_into().map_err(|_| Error::IdfTruncated { needed: 4 })?,
+            bytes[body_len..]
+                .try_into()
+                .map_err(|_| Error::IdfTruncated { needed: 4 })?,
         );
         let computed = crc32fast::hash(&bytes[..body_len]);
         if stored != computed {
@@ -180,14 +197,18 @@ impl IdfTable {
         }
         let recipe_len = r.u32()? as usize;
         let recipe = std::str::from_utf8(r.take(recipe_len)?)
-            .map_err(|_| Error::IdfCorrupt { what: "recipe is not UTF-8" })?
+            .map_err(|_| Error::IdfCorrupt {
+                what: "recipe is not UTF-8",
+            })?
             .to_owned();
         let docs = r.u64()?;
         let default_weight = r.u32()?;
         let count = r.u64()?;
         let expected = (count as u128) * ENTRY_LEN as u128 + 4;
         if (bytes.len() - r.pos) as u128 != expected {
-            return Err(Error::IdfCorrupt { what: "entry count does not match the file length" });
+            return Err(Error::IdfCorrupt {
+                what: "entry count does not match the file length",
+            });
         }
         let mut weights = HashMap::with_capacity_and_hasher(count as usize, BuildIdentity);
         let mut prev: Option<u64> = None;
@@ -195,12 +216,19 @@ impl IdfTable {
             let h = r.u64()?;
             let w = r.u32()?;
             if prev.is_some_and(|p| p >= h) {
-                return Err(Error::IdfCorrupt { what: "entries not strictly ascending" });
+                return Err(Error::IdfCorrupt {
+                    what: "entries not strictly ascending",
+                });
             }
             prev = Some(h);
             weights.insert(h, w);
         }
-        Ok(IdfTable { recipe, docs, default_weight, weights })
+        Ok(IdfTable {
+            recipe,
+            docs,
+            default_weight,
+            weights,
+        })
     }
 
     /// Writes the table to `path` (via a temporary file and a rename).
@@ -280,7 +308,10 @@ mod tests {
             assert!(IdfTable::decode(&bad).is_err(), "flip at {i} accepted");
         }
         for n in 0..bytes.len() {
-            assert!(IdfTable::decode(&bytes[..n]).is_err(), "truncation to {n} accepted");
+            assert!(
+                IdfTable::decode(&bytes[..n]).is_err(),
+                "truncation to {n} accepted"
+            );
         }
     }
 

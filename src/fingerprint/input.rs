@@ -82,7 +82,9 @@ impl<R: Read> Utf8Stream<R> {
 
     fn invalid(&mut self, at: usize) -> Result<(), Error> {
         if self.strict {
-            return Err(Error::InvalidUtf8 { offset: self.offset + at as u64 });
+            return Err(Error::InvalidUtf8 {
+                offset: self.offset + at as u64,
+            });
         }
         self.replaced += 1;
         self.out.push(char::REPLACEMENT_CHARACTER);
@@ -100,7 +102,8 @@ impl<R: Read> Utf8Stream<R> {
                 Err(e) => {
                     let (good, rest) = bytes.split_at(e.valid_up_to());
                     // `good` is valid UTF-8 by `valid_up_to`'s contract
-                    self.out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                    self.out
+                        .push_str(std::str::from_utf8(good).unwrap_or_default());
                     self.offset += good.len() as u64;
                     match e.error_len() {
                         Some(len) => {
@@ -143,7 +146,9 @@ impl<R: Read> Read for Utf8Stream<R> {
 pub fn decode_utf8(bytes: &[u8], strict: bool) -> Result<(std::borrow::Cow<'_, str>, u64), Error> {
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok((std::borrow::Cow::Borrowed(s), 0)),
-        Err(e) if strict => Err(Error::InvalidUtf8 { offset: e.valid_up_to() as u64 }),
+        Err(e) if strict => Err(Error::InvalidUtf8 {
+            offset: e.valid_up_to() as u64,
+        }),
         Err(_) => {
             let mut s = Utf8Stream::new(bytes, false);
             let mut text = String::with_capacity(bytes.len());
@@ -174,7 +179,10 @@ pub fn fingerprint_text_reader(
     while let Some(block) = stream.next_block()? {
         session.push(block);
     }
-    Ok(Outcome { fingerprint: session.finish()?, replaced_utf8: stream.replaced() })
+    Ok(Outcome {
+        fingerprint: session.finish()?,
+        replaced_utf8: stream.replaced(),
+    })
 }
 
 /// The body of a JSON-lines document.
@@ -210,7 +218,12 @@ pub struct JsonLines<R> {
 #[cfg(feature = "jsonl")]
 impl<R: std::io::BufRead> JsonLines<R> {
     pub fn new(reader: R, strict: bool) -> Self {
-        JsonLines { reader, strict, line: 0, buf: Vec::new() }
+        JsonLines {
+            reader,
+            strict,
+            line: 0,
+            buf: Vec::new(),
+        }
     }
 
     fn parse(&self, text: &str, replaced_utf8: u64) -> Result<JsonDoc, Error> {
@@ -230,11 +243,18 @@ impl<R: std::io::BufRead> JsonLines<R> {
         let body = match (obj.remove("text"), obj.remove("html")) {
             (Some(serde_json::Value::String(t)), None) => Body::Text(t),
             (None, Some(serde_json::Value::String(h))) => Body::Html(h),
-            (Some(_), Some(_)) => return Err(err("give either \"text\" or \"html\", not both".into())),
+            (Some(_), Some(_)) => {
+                return Err(err("give either \"text\" or \"html\", not both".into()))
+            }
             (None, None) => return Err(err("missing \"text\" or \"html\"".into())),
             _ => return Err(err("\"text\"/\"html\" must be a string".into())),
         };
-        Ok(JsonDoc { id, body, line, replaced_utf8 })
+        Ok(JsonDoc {
+            id,
+            body,
+            line,
+            replaced_utf8,
+        })
     }
 }
 
@@ -308,7 +328,11 @@ mod tests {
         for &c in cases {
             let lossy = String::from_utf8_lossy(c);
             let replaced = lossy.matches('\u{FFFD}').count() as u64;
-            assert_eq!(stream_all(c, false).unwrap(), (lossy.to_string(), replaced), "{c:?}");
+            assert_eq!(
+                stream_all(c, false).unwrap(),
+                (lossy.to_string(), replaced),
+                "{c:?}"
+            );
             let (whole, n) = decode_utf8(c, false).unwrap();
             assert_eq!((whole.as_ref(), n), (lossy.as_ref(), replaced));
         }
@@ -316,9 +340,18 @@ mod tests {
 
     #[test]
     fn strict_reports_the_offset() {
-        assert!(matches!(stream_all(b"abc\xffdef", true), Err(Error::InvalidUtf8 { offset: 3 })));
-        assert!(matches!(stream_all(b"abcd\xe4\xbd", true), Err(Error::InvalidUtf8 { offset: 4 })));
-        assert!(matches!(decode_utf8(b"ab\x80", true), Err(Error::InvalidUtf8 { offset: 2 })));
+        assert!(matches!(
+            stream_all(b"abc\xffdef", true),
+            Err(Error::InvalidUtf8 { offset: 3 })
+        ));
+        assert!(matches!(
+            stream_all(b"abcd\xe4\xbd", true),
+            Err(Error::InvalidUtf8 { offset: 4 })
+        ));
+        assert!(matches!(
+            decode_utf8(b"ab\x80", true),
+            Err(Error::InvalidUtf8 { offset: 2 })
+        ));
     }
 
     #[cfg(feature = "jsonl")]
@@ -328,10 +361,17 @@ mod tests {
         let docs: Vec<_> = JsonLines::new(input.as_bytes(), false).collect();
         assert_eq!(docs.len(), 5);
         let d0 = docs[0].as_ref().unwrap();
-        assert_eq!((d0.id.as_str(), &d0.body, d0.line), ("1", &Body::Text("a b c".into()), 1));
+        assert_eq!(
+            (d0.id.as_str(), &d0.body, d0.line),
+            ("1", &Body::Text("a b c".into()), 1)
+        );
         assert_eq!(docs[1].as_ref().unwrap().line, 3);
         let msg = |i: usize| docs[i].as_ref().unwrap_err().to_string();
-        assert!(msg(2).starts_with("line 4: expected a JSON object"), "{}", msg(2));
+        assert!(
+            msg(2).starts_with("line 4: expected a JSON object"),
+            "{}",
+            msg(2)
+        );
         assert!(msg(3).starts_with("line 5: missing \"text\""), "{}", msg(3));
         assert!(msg(4).starts_with("line 6: invalid JSON"), "{}", msg(4));
     }

@@ -69,7 +69,10 @@ pub enum Error {
     /// The IDF table was learned with other features than the fingerprinter uses; learn a
     /// table with the same feature options.
     #[error("IDF table was learned with features `{table}`, but the fingerprinter uses `{fingerprinter}`")]
-    IdfRecipeMismatch { table: String, fingerprinter: String },
+    IdfRecipeMismatch {
+        table: String,
+        fingerprinter: String,
+    },
     /// Not an IDF table file.
     #[error("not an IDF table (bad magic)")]
     IdfBadMagic,
@@ -154,7 +157,11 @@ impl FingerprintOptions {
             "simdex-fp/{RECIPE_VERSION} features={} cjk={} stop={} stem={} digits={}",
             features.join(","),
             self.cjk.name(),
-            if stop.is_empty() { "-".to_owned() } else { stop.join(",") },
+            if stop.is_empty() {
+                "-".to_owned()
+            } else {
+                stop.join(",")
+            },
             self.stemming.map_or("-", Language::code),
             if self.fold_digits { "fold" } else { "keep" },
         )
@@ -164,10 +171,15 @@ impl FingerprintOptions {
         if self.features.is_empty() {
             return Err(Error::InvalidOptions("no feature kind".into()));
         }
-        let char_kinds =
-            self.features.iter().filter(|k| matches!(k, FeatureKind::CharNgrams(_))).count();
+        let char_kinds = self
+            .features
+            .iter()
+            .filter(|k| matches!(k, FeatureKind::CharNgrams(_)))
+            .count();
         if char_kinds > 1 {
-            return Err(Error::InvalidOptions("at most one character n-gram size".into()));
+            return Err(Error::InvalidOptions(
+                "at most one character n-gram size".into(),
+            ));
         }
         for k in &self.features {
             if FeatureKind::parse(&k.name()) != Some(*k) {
@@ -206,7 +218,11 @@ impl Fingerprinter {
     /// A fingerprinter for `options` (without IDF weights).
     pub fn new(options: FingerprintOptions) -> Result<Self, Error> {
         options.validate()?;
-        let stemmer = options.stemming.map(Stemmer::new).transpose()?.map(std::sync::Arc::new);
+        let stemmer = options
+            .stemming
+            .map(Stemmer::new)
+            .transpose()?
+            .map(std::sync::Arc::new);
         Ok(Fingerprinter {
             tokenizer: Tokenizer::new(options.cjk)?,
             stop: StopWords::new(&options.stop_words),
@@ -241,7 +257,9 @@ impl Fingerprinter {
             "{} tf={} idf={}",
             self.options.feature_recipe(),
             self.options.tf.name(),
-            self.idf.as_ref().map_or("-".to_owned(), |t| format!("{:08x}", t.id())),
+            self.idf
+                .as_ref()
+                .map_or("-".to_owned(), |t| format!("{:08x}", t.id())),
         )
     }
 
@@ -254,8 +272,19 @@ impl Fingerprinter {
 
     /// The distinct feature hashes of `text`, ascending (what [`IdfBuilder`] counts).
     pub fn distinct_features(&mut self, text: &str) -> Vec<u64> {
-        let Fingerprinter { tokenizer, stop, stemmer, options, .. } = self;
-        let mut fx = FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits);
+        let Fingerprinter {
+            tokenizer,
+            stop,
+            stemmer,
+            options,
+            ..
+        } = self;
+        let mut fx = FeatureExtractor::new(
+            &options.features,
+            stop,
+            stemmer.as_deref(),
+            options.fold_digits,
+        );
         let mut out = Vec::new();
         let mut emit = |h| out.push(h);
         tokenizer.words(text, |w| fx.word(w, &mut emit));
@@ -268,9 +297,20 @@ impl Fingerprinter {
     /// A streaming fingerprint: push text in pieces of any size, then `finish`. Memory stays
     /// bounded by the longest run of text without ASCII whitespace (capped at 1 MiB).
     pub fn session(&mut self) -> Session<'_> {
-        let Fingerprinter { tokenizer, stop, stemmer, idf, options } = self;
+        let Fingerprinter {
+            tokenizer,
+            stop,
+            stemmer,
+            idf,
+            options,
+        } = self;
         Session {
-            features: FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits),
+            features: FeatureExtractor::new(
+                &options.features,
+                stop,
+                stemmer.as_deref(),
+                options.fold_digits,
+            ),
             acc: Accumulator::new(options.tf, idf.as_deref()),
             tokenizer,
             options,
@@ -309,7 +349,12 @@ impl Session<'_> {
 
     /// Adds text that ends at a word boundary (no pending partial word).
     fn push_complete(&mut self, text: &str) {
-        let Session { tokenizer, features, acc, .. } = self;
+        let Session {
+            tokenizer,
+            features,
+            acc,
+            ..
+        } = self;
         tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
     }
 
@@ -317,11 +362,19 @@ impl Session<'_> {
     pub fn finish(mut self) -> Result<Fingerprint, Error> {
         let rest = std::mem::take(&mut self.pending);
         self.push_complete(&rest);
-        let Session { mut features, mut acc, options, .. } = self;
+        let Session {
+            mut features,
+            mut acc,
+            options,
+            ..
+        } = self;
         features.finish(&mut |h| acc.add(h));
         let words = features.words();
         if words < options.min_words.max(1) {
-            return Err(Error::EmptyDocument { words, min_words: options.min_words.max(1) });
+            return Err(Error::EmptyDocument {
+                words,
+                min_words: options.min_words.max(1),
+            });
         }
         Ok(Fingerprint {
             words,

@@ -118,9 +118,9 @@ fn joins(s: &[u8], i: usize) -> bool {
     let mid_l = |c| matches!(c, MidLetter | MidNumLet | SingleQuote);
     let mid_n = |c| matches!(c, MidNum | MidNumLet | SingleQuote);
     match (a, b) {
-        (Letter | Numeric, Letter | Numeric) => true,                  // WB5, WB8, WB9, WB10
-        (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true,       // WB13a
-        (ExtendNumLet, Letter | Numeric) => true,                      // WB13b
+        (Letter | Numeric, Letter | Numeric) => true, // WB5, WB8, WB9, WB10
+        (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true, // WB13a
+        (ExtendNumLet, Letter | Numeric) => true,     // WB13b
         (Letter, m) if mid_l(m) => class_at(s, Some(i + 1)) == Letter, // WB6
         (m, Letter) if mid_l(m) => class_at(s, i.checked_sub(2)) == Letter, // WB7
         (Numeric, m) if mid_n(m) => class_at(s, Some(i + 1)) == Numeric, // WB12
@@ -258,14 +258,21 @@ mod tests {
     use proptest::prelude::*;
 
     fn words(s: &str) -> Vec<String> {
-        Tokenizer::new(CjkSegmenter::Chars).unwrap().collect_words(s)
+        Tokenizer::new(CjkSegmenter::Chars)
+            .unwrap()
+            .collect_words(s)
     }
 
     #[test]
     fn english_words() {
-        assert_eq!(words("The cat sat on the mat."), ["the", "cat", "sat", "on", "the", "mat"]);
-        assert_eq!(words("can't e.g. 3.14 1,000 foo_bar std::vec a:b"),
-            ["can't", "e.g", "3.14", "1,000", "foo_bar", "std", "vec", "a:b"]);
+        assert_eq!(
+            words("The cat sat on the mat."),
+            ["the", "cat", "sat", "on", "the", "mat"]
+        );
+        assert_eq!(
+            words("can't e.g. 3.14 1,000 foo_bar std::vec a:b"),
+            ["can't", "e.g", "3.14", "1,000", "foo_bar", "std", "vec", "a:b"]
+        );
     }
 
     #[test]
@@ -280,7 +287,10 @@ mod tests {
     fn jieba_segments_han_runs() {
         let mut t = Tokenizer::new(CjkSegmenter::Jieba).unwrap();
         let w = t.collect_words("你妈妈喊你回家吃饭哦,Hello");
-        assert!(w.contains(&"妈妈".to_owned()) && w.contains(&"吃饭".to_owned()), "{w:?}");
+        assert!(
+            w.contains(&"妈妈".to_owned()) && w.contains(&"吃饭".to_owned()),
+            "{w:?}"
+        );
         assert_eq!(w.last().map(String::as_str), Some("hello"));
     }
 

@@ -33,7 +33,9 @@ impl TfMode {
 
     /// Parses [`TfMode::name`]'s output.
     pub fn parse(s: &str) -> Option<TfMode> {
-        [TfMode::Raw, TfMode::Log, TfMode::Binary].into_iter().find(|m| m.name() == s)
+        [TfMode::Raw, TfMode::Log, TfMode::Binary]
+            .into_iter()
+            .find(|m| m.name() == s)
     }
 
     #[inline]
@@ -76,7 +78,12 @@ struct UnitCounts {
 
 impl UnitCounts {
     fn new() -> Self {
-        UnitCounts { lanes: [0; 8], pending: 0, ones: [0; 64], total: 0 }
+        UnitCounts {
+            lanes: [0; 8],
+            pending: 0,
+            ones: [0; 64],
+            total: 0,
+        }
     }
 
     #[inline]
@@ -104,7 +111,9 @@ impl UnitCounts {
     fn bits(&mut self) -> u64 {
         self.flush();
         // V[i] = ones - (total - ones) > 0
-        (0..64).fold(0, |fp, i| fp | (u64::from(2 * self.ones[i] > self.total) << i))
+        (0..64).fold(0, |fp, i| {
+            fp | (u64::from(2 * self.ones[i] > self.total) << i)
+        })
     }
 }
 
@@ -149,7 +158,12 @@ impl<'a> Accumulator<'a> {
             (TfMode::Raw, Some(_)) => State::Weighted(Box::new(WeightedSums([0; 64]))),
             _ => State::Counted(HashMap::default()),
         };
-        Accumulator { state, tf, idf, features: 0 }
+        Accumulator {
+            state,
+            tf,
+            idf,
+            features: 0,
+        }
     }
 
     /// Feature occurrences seen so far.
@@ -201,7 +215,9 @@ mod tests {
     }
 
     fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         super::super::hash::fmix64(*seed)
     }
 
@@ -209,7 +225,9 @@ mod tests {
     fn unit_counts_match_naive_rule_across_flushes() {
         let mut s = 7;
         for n in [0usize, 1, 2, 254, 255, 256, 1000] {
-            let hs: Vec<u64> = (0..n).map(|i| if i % 3 == 0 { 42 } else { lcg(&mut s) }).collect();
+            let hs: Vec<u64> = (0..n)
+                .map(|i| if i % 3 == 0 { 42 } else { lcg(&mut s) })
+                .collect();
             let mut acc = Accumulator::new(TfMode::Raw, None);
             hs.iter().for_each(|&h| acc.add(h));
             let expect = naive(&hs.iter().map(|&h| (h, 1)).collect::<Vec<_>>());

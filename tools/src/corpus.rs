@@ -46,7 +46,8 @@ pub fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             out.push(input.clone());
             continue;
         }
-        let meta = std::fs::metadata(input).with_context(|| format!("cannot read {}", input.display()))?;
+        let meta =
+            std::fs::metadata(input).with_context(|| format!("cannot read {}", input.display()))?;
         if meta.is_dir() {
             walk(input, &mut out).with_context(|| format!("cannot list {}", input.display()))?;
         } else {
@@ -57,12 +58,17 @@ pub fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
     entries.sort();
     for p in entries {
         if p.is_dir() {
             walk(&p, out)?;
-        } else if p.file_name().is_some_and(|n| !n.to_string_lossy().starts_with('.')) {
+        } else if p
+            .file_name()
+            .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+        {
             out.push(p);
         }
     }
@@ -73,7 +79,12 @@ fn format_of(path: &Path, format: Format) -> Format {
     if format != Format::Auto {
         return format;
     }
-    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         Some("html" | "htm" | "xhtml") => Format::Html,
         Some("jsonl" | "ndjson") => Format::Jsonl,
         _ => Format::Text,
@@ -90,19 +101,34 @@ pub fn for_each_doc(
     mut skip: impl FnMut(Skip),
 ) -> anyhow::Result<()> {
     let stdin = path.as_os_str() == "-";
-    let name = if stdin { "-".to_owned() } else { path.display().to_string() };
+    let name = if stdin {
+        "-".to_owned()
+    } else {
+        path.display().to_string()
+    };
     let open = || -> anyhow::Result<Box<dyn Read>> {
         if stdin {
             Ok(Box::new(std::io::stdin()))
         } else {
-            let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            let f = std::fs::File::open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
             Ok(Box::new(f))
         }
     };
     match format_of(path, format) {
         Format::Auto => bail!("internal: unresolved format"),
-        Format::Text => each(Doc { id: name, kind: Kind::Text, content: open()?, replaced_utf8: 0 }),
-        Format::Html => each(Doc { id: name, kind: Kind::Html, content: open()?, replaced_utf8: 0 }),
+        Format::Text => each(Doc {
+            id: name,
+            kind: Kind::Text,
+            content: open()?,
+            replaced_utf8: 0,
+        }),
+        Format::Html => each(Doc {
+            id: name,
+            kind: Kind::Html,
+            content: open()?,
+            replaced_utf8: 0,
+        }),
         Format::Jsonl => {
             for item in JsonLines::new(BufReader::new(open()?), strict) {
                 match item {
@@ -121,7 +147,10 @@ pub fn for_each_doc(
                     Err(simdex::fingerprint::Error::Io(e)) => {
                         return Err(e).with_context(|| format!("cannot read {name}"))
                     }
-                    Err(e) => skip(Skip { id: name.clone(), reason: e.to_string() }),
+                    Err(e) => skip(Skip {
+                        id: name.clone(),
+                        reason: e.to_string(),
+                    }),
                 }
             }
             Ok(())

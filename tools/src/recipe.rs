@@ -71,17 +71,25 @@ impl RecipeArgs {
         if let Some(kinds) = &self.features {
             o.features = kinds
                 .iter()
-                .map(|k| FeatureKind::parse(k).with_context(|| format!("unknown feature kind `{k}` (w, w2..w16, c1..c16)")))
+                .map(|k| {
+                    FeatureKind::parse(k).with_context(|| {
+                        format!("unknown feature kind `{k}` (w, w2..w16, c1..c16)")
+                    })
+                })
                 .collect::<anyhow::Result<_>>()?;
         }
         if let Some(tf) = &self.tf {
-            o.tf = TfMode::parse(tf).with_context(|| format!("unknown --tf `{tf}` (tf, logtf, binary)"))?;
+            o.tf = TfMode::parse(tf)
+                .with_context(|| format!("unknown --tf `{tf}` (tf, logtf, binary)"))?;
         }
         if let Some(stop) = &self.stop {
             o.stop_words = match stop.as_slice() {
                 [one] if one == "all" => Language::ALL.to_vec(),
                 [one] if one == "none" => Vec::new(),
-                codes => codes.iter().map(|c| language(c)).collect::<anyhow::Result<_>>()?,
+                codes => codes
+                    .iter()
+                    .map(|c| language(c))
+                    .collect::<anyhow::Result<_>>()?,
             };
         }
         if let Some(stem) = &self.stem {

@@ -75,7 +75,11 @@ pub fn near_pairs(fps: &[(u64, u32)], k: u32) -> Vec<(u32, u32)> {
         let mut start = 0;
         while start < sorted.len() {
             let key = block(sorted[start].0, bound);
-            let end = start + sorted[start..].iter().take_while(|e| block(e.0, bound) == key).count();
+            let end = start
+                + sorted[start..]
+                    .iter()
+                    .take_while(|e| block(e.0, bound) == key)
+                    .count();
             for a in start..end {
                 for b in a + 1..end {
                     let (x, y) = (sorted[a], sorted[b]);
@@ -95,7 +99,8 @@ pub fn near_pairs(fps: &[(u64, u32)], k: u32) -> Vec<(u32, u32)> {
 
 fn progress(len: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} files [{elapsed}]") {
+    if let Ok(style) = ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} files [{elapsed}]")
+    {
         bar.set_style(style);
     }
     bar.set_message(what.to_owned());
@@ -126,7 +131,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.format,
             args.strict,
             |mut doc| {
-                let mut reader = HashingReader::new(std::mem::replace(&mut doc.content, Box::new(std::io::empty())));
+                let mut reader = HashingReader::new(std::mem::replace(
+                    &mut doc.content,
+                    Box::new(std::io::empty()),
+                ));
                 let outcome = fingerprint_doc(&mut fp, &doc, &mut reader, args.strict);
                 // hash the whole content even where the fingerprinter stopped early
                 std::io::copy(&mut reader, &mut std::io::sink())?;
@@ -138,7 +146,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         (None, true)
                     }
                 };
-                docs.push(DocInfo { id: doc.id, content, fingerprint, short });
+                docs.push(DocInfo {
+                    id: doc.id,
+                    content,
+                    fingerprint,
+                    short,
+                });
                 Ok(())
             },
             |s| skipped.push((s.id, s.reason)),
@@ -151,7 +164,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // exact duplicates: same content hash (documents without a fingerprint included)
     let mut by_content: HashMap<&str, Vec<u32>> = HashMap::new();
     for (i, d) in docs.iter().enumerate() {
-        by_content.entry(d.content.as_str()).or_default().push(i as u32);
+        by_content
+            .entry(d.content.as_str())
+            .or_default()
+            .push(i as u32);
     }
     let mut exact: Vec<Vec<u32>> = by_content.into_values().filter(|g| g.len() > 1).collect();
     exact.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
@@ -166,53 +182,127 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let reps: Vec<(u64, u32)> = docs
         .iter()
         .enumerate()
-        .filter_map(|(i, d)| d.fingerprint.filter(|_| representative[i]).map(|f| (f, i as u32)))
+        .filter_map(|(i, d)| {
+            d.fingerprint
+                .filter(|_| representative[i])
+                .map(|f| (f, i as u32))
+        })
         .collect();
     let pairs = near_pairs(&reps, args.k);
-    let exact_links = exact.iter().flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
+    let exact_links = exact
+        .iter()
+        .flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
     let clusters = clusters_from_pairs(docs.len(), pairs.iter().copied().chain(exact_links));
     // clusters made of exact copies only are reported as exact groups, not again as near ones
     let content_of = |i: u32| docs[i as usize].content.as_str();
-    let near: Vec<&Vec<u32>> = clusters.iter().filter(|c| c.iter().any(|&i| content_of(i) != content_of(c[0]))).collect();
+    let near: Vec<&Vec<u32>> = clusters
+        .iter()
+        .filter(|c| c.iter().any(|&i| content_of(i) != content_of(c[0])))
+        .collect();
 
-    let ids = |g: &[u32]| g.iter().map(|&i| docs[i as usize].id.clone()).collect::<Vec<_>>();
+    let ids = |g: &[u32]| {
+        g.iter()
+            .map(|&i| docs[i as usize].id.clone())
+            .collect::<Vec<_>>()
+    };
     let mut report: Box<dyn Write> = match (&args.report, args.json) {
-        (Some(p), _) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?)),
+        (Some(p), _) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
         (None, true) => Box::new(std::io::BufWriter::new(std::io::stdout())),
         (None, false) => Box::new(std::io::sink()),
     };
     for (n, g) in exact.iter().enumerate() {
-        writeln!(report, "{}", json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": content_of(g[0]), "members": ids(g)}))?;
+        writeln!(
+            report,
+            "{}",
+            json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": content_of(g[0]), "members": ids(g)})
+        )?;
     }
     for (n, c) in near.iter().enumerate() {
-        let fps: Vec<u64> = c.iter().filter_map(|&i| docs[i as usize].fingerprint).collect();
-        let max_d = fps.iter().flat_map(|a| fps.iter().map(move |b| (a ^ b).count_ones())).max().unwrap_or(0);
+        let fps: Vec<u64> = c
+            .iter()
+            .filter_map(|&i| docs[i as usize].fingerprint)
+            .collect();
+        let max_d = fps
+            .iter()
+            .flat_map(|a| fps.iter().map(move |b| (a ^ b).count_ones()))
+            .max()
+            .unwrap_or(0);
         let short = c.iter().filter(|&&i| docs[i as usize].short).count();
-        writeln!(report, "{}", json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": ids(c)}))?;
+        writeln!(
+            report,
+            "{}",
+            json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": ids(c)})
+        )?;
     }
     for (id, reason) in &skipped {
-        writeln!(report, "{}", json!({"kind": "skipped", "id": id, "reason": reason}))?;
+        writeln!(
+            report,
+            "{}",
+            json!({"kind": "skipped", "id": id, "reason": reason})
+        )?;
     }
     report.flush()?;
 
-    let mut summary: Box<dyn Write> = if args.json { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
+    let mut summary: Box<dyn Write> = if args.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
     let in_near: usize = near.iter().map(|c| c.len()).sum();
-    writeln!(summary, "documents: {} ({} fingerprinted, {} skipped)", docs.len(), reps.len() + docs.iter().enumerate().filter(|(i, d)| d.fingerprint.is_some() && !representative[*i]).count(), skipped.len())?;
+    writeln!(
+        summary,
+        "documents: {} ({} fingerprinted, {} skipped)",
+        docs.len(),
+        reps.len()
+            + docs
+                .iter()
+                .enumerate()
+                .filter(|(i, d)| d.fingerprint.is_some() && !representative[*i])
+                .count(),
+        skipped.len()
+    )?;
     writeln!(summary, "recipe: {}", fp.recipe())?;
-    writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies)", exact.len(), in_exact, in_exact - exact.len())?;
-    writeln!(summary, "near-duplicate clusters (k = {}): {} clusters, {} documents, {} pairs within k", args.k, near.len(), in_near, pairs.len())?;
+    writeln!(
+        summary,
+        "exact duplicates: {} groups, {} documents ({} redundant copies)",
+        exact.len(),
+        in_exact,
+        in_exact - exact.len()
+    )?;
+    writeln!(
+        summary,
+        "near-duplicate clusters (k = {}): {} clusters, {} documents, {} pairs within k",
+        args.k,
+        near.len(),
+        in_near,
+        pairs.len()
+    )?;
     let mut sizes: std::collections::BTreeMap<usize, usize> = Default::default();
-    near.iter().for_each(|c| *sizes.entry(c.len()).or_default() += 1);
+    near.iter()
+        .for_each(|c| *sizes.entry(c.len()).or_default() += 1);
     if !sizes.is_empty() {
-        let hist: Vec<String> = sizes.iter().rev().map(|(s, n)| format!("{n}x{s}")).collect();
+        let hist: Vec<String> = sizes
+            .iter()
+            .rev()
+            .map(|(s, n)| format!("{n}x{s}"))
+            .collect();
         writeln!(summary, "cluster sizes (count x size): {}", hist.join(", "))?;
     }
     for (n, c) in near.iter().take(args.show).enumerate() {
         writeln!(summary, "\ncluster {} ({} documents):", n + 1, c.len())?;
         for &i in c.iter().take(args.show) {
             let d = &docs[i as usize];
-            writeln!(summary, "  {}  {}{}", d.fingerprint.map_or("-".repeat(16), |f| format!("{f:016x}")), d.id, if d.short { "  (short)" } else { "" })?;
+            writeln!(
+                summary,
+                "  {}  {}{}",
+                d.fingerprint
+                    .map_or("-".repeat(16), |f| format!("{f:016x}")),
+                d.id,
+                if d.short { "  (short)" } else { "" }
+            )?;
         }
         if c.len() > args.show {
             writeln!(summary, "  ... and {} more", c.len() - args.show)?;

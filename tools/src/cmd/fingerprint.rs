@@ -38,13 +38,21 @@ pub struct Args {
 
 /// Fingerprints one document (streaming); the outcome or the reason it was skipped.
 /// `content` is `doc.content`, or a reader wrapping it.
-pub fn fingerprint_doc(fp: &mut Fingerprinter, doc: &Doc, content: impl Read, strict: bool) -> Result<Outcome, String> {
+pub fn fingerprint_doc(
+    fp: &mut Fingerprinter,
+    doc: &Doc,
+    content: impl Read,
+    strict: bool,
+) -> Result<Outcome, String> {
     let result = match doc.kind {
         Kind::Text => fingerprint_text_reader(fp, content, strict),
         Kind::Html => html::fingerprint_html_reader(fp, content, strict),
     };
     result
-        .map(|o| Outcome { replaced_utf8: o.replaced_utf8 + doc.replaced_utf8, ..o })
+        .map(|o| Outcome {
+            replaced_utf8: o.replaced_utf8 + doc.replaced_utf8,
+            ..o
+        })
         .map_err(|e| e.to_string())
 }
 
@@ -94,8 +102,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("--learn-idf reads the inputs twice, so it cannot read standard input");
         }
         let table = learn_idf(&mut fp, &files, args.format, args.strict)?;
-        table.save(out).with_context(|| format!("cannot write {}", out.display()))?;
-        eprintln!("learned IDF weights of {} features from {} documents into {}", table.len(), table.documents(), out.display());
+        table
+            .save(out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        eprintln!(
+            "learned IDF weights of {} features from {} documents into {}",
+            table.len(),
+            table.documents(),
+            out.display()
+        );
         fp = fp.with_idf(std::sync::Arc::new(table))?;
     }
     let stdout = std::io::stdout();
@@ -119,7 +134,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     Ok(o) => {
                         let f = o.fingerprint;
                         if o.replaced_utf8 > 0 {
-                            eprintln!("simdex: warning: {id}: {} invalid UTF-8 sequences replaced", o.replaced_utf8);
+                            eprintln!(
+                                "simdex: warning: {id}: {} invalid UTF-8 sequences replaced",
+                                o.replaced_utf8
+                            );
                         }
                         if f.short {
                             eprintln!("simdex: warning: {id}: short document ({} words < {short_words}): its fingerprint is unreliable", f.words);
@@ -143,5 +161,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         failed.into_iter().for_each(&mut report_skip);
     }
     out.flush()?;
-    Ok(if skipped > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if skipped > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

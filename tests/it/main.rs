@@ -1,0 +1,3 @@
+//! simdex integration tests, one module per area.
+
+mod fingerprint;
