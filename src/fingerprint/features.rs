@@ -3,9 +3,10 @@
 //! Owns the word filter (stop words, stemming, digit folding) and the three feature kinds:
 //! words, word n-shingles and character n-grams. Weighting is `weights`' business.
 
-use super::hash::{combine, seed, sfh64};
+use super::hash::{combine, seed, sfh64, sfh64_ascii_lower};
 use super::stem::Stemmer;
 use super::stopwords::StopWords;
+use super::tokenize::Token;
 use std::collections::VecDeque;
 
 /// Longest shingle or n-gram the recipe allows.
@@ -54,12 +55,14 @@ pub struct FeatureExtractor<'a> {
     stop: &'a StopWords,
     stemmer: Option<&'a Stemmer>,
     fold_digits: bool,
-    /// hashes of the last MAX_N kept words, newest last
-    recent: VecDeque<u64>,
+    /// whether a word's text is needed (digit folding, stemming, character n-grams)
+    needs_text: bool,
+    /// hashes of the last MAX_N kept words: word number w is at `recent[w % MAX_N]`
+    recent: [u64; MAX_N],
     /// the last MAX_N characters of the joined words, newest last
     chars: VecDeque<char>,
     gram: String,
-    folded: String,
+    word: String,
     words: u64,
     chars_seen: u64,
 }
@@ -71,15 +74,21 @@ impl<'a> FeatureExtractor<'a> {
         stemmer: Option<&'a Stemmer>,
         fold_digits: bool,
     ) -> Self {
+        let needs_text = fold_digits
+            || stemmer.is_some()
+            || kinds
+                .iter()
+                .any(|k| matches!(k, FeatureKind::CharNgrams(_)));
         FeatureExtractor {
             kinds,
             stop,
             stemmer,
             fold_digits,
-            recent: VecDeque::with_capacity(MAX_N),
+            needs_text,
+            recent: [0; MAX_N],
             chars: VecDeque::with_capacity(MAX_N),
             gram: String::new(),
-            folded: String::new(),
+            word: String::new(),
             words: 0,
             chars_seen: 0,
         }
@@ -90,56 +99,55 @@ impl<'a> FeatureExtractor<'a> {
         self.words
     }
 
-    /// Takes one normalised word; calls `emit` with each feature hash it completes.
+    /// Takes one word; calls `emit` with each feature hash it completes.
     #[inline]
-    pub fn word(&mut self, word: &str, emit: &mut impl FnMut(u64)) {
-        let mut h = sfh64(seed::WORD, word.as_bytes());
+    pub fn word(&mut self, token: Token<'_>, emit: &mut impl FnMut(u64)) {
+        let mut h = match token {
+            Token::Ascii(w) => sfh64_ascii_lower(seed::WORD, w.as_bytes()),
+            Token::Normalized(w) => sfh64(seed::WORD, w.as_bytes()),
+        };
         if self.stop.contains(h) {
             return;
         }
-        let mut word = std::borrow::Cow::Borrowed(word);
-        if self.fold_digits && word.bytes().any(|b| b.is_ascii_digit()) {
-            self.folded.clear();
-            self.folded.extend(
-                word.chars()
-                    .map(|c| if c.is_ascii_digit() { '0' } else { c }),
-            );
-            word = std::borrow::Cow::Owned(std::mem::take(&mut self.folded));
+        let mut word = std::mem::take(&mut self.word);
+        if self.needs_text {
+            let text = token.normalized(&mut word);
+            let folded = self.fold_digits && text.bytes().any(|b| b.is_ascii_digit());
+            let text: String = if folded {
+                text.chars()
+                    .map(|c| if c.is_ascii_digit() { '0' } else { c })
+                    .collect()
+            } else {
+                text.to_owned()
+            };
+            word = match self.stemmer {
+                Some(stemmer) => stemmer.stem(&text).into_owned(),
+                None => text,
+            };
+            h = sfh64(seed::WORD, word.as_bytes());
         }
-        if let Some(stemmer) = self.stemmer {
-            let stem = stemmer.stem(&word).into_owned();
-            word = std::borrow::Cow::Owned(stem);
-        }
-        if let std::borrow::Cow::Owned(w) = &word {
-            h = sfh64(seed::WORD, w.as_bytes());
-        }
+        self.recent[(self.words % MAX_N as u64) as usize] = h;
         self.words += 1;
-        if self.recent.len() == MAX_N {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(h);
         for &kind in self.kinds {
             match kind {
                 FeatureKind::Words => emit(h),
                 FeatureKind::WordShingles(n) => {
-                    if self.recent.len() >= n {
+                    if self.words >= n as u64 {
                         emit(self.shingle(n));
                     }
                 }
                 FeatureKind::CharNgrams(n) => self.char_ngrams(&word, n, emit),
             }
         }
-        if let std::borrow::Cow::Owned(w) = word {
-            self.folded = w;
-        }
+        self.word = word;
     }
 
-    /// Hash of the last `n` word hashes (n <= recent.len()).
+    /// Hash of the last `n` word hashes (n <= words, n <= MAX_N).
+    #[inline]
     fn shingle(&self, n: usize) -> u64 {
-        let start = self.recent.len() - n;
-        let mut it = self.recent.range(start..);
-        let first = it.next().copied().unwrap_or_default();
-        it.fold(first, |acc, &h| combine(acc, h))
+        let first = self.words - n as u64;
+        let at = |w: u64| self.recent[(w % MAX_N as u64) as usize];
+        (first + 1..self.words).fold(at(first), |acc, w| combine(acc, at(w)))
     }
 
     fn char_ngrams(&mut self, word: &str, n: usize, emit: &mut impl FnMut(u64)) {
@@ -190,7 +198,7 @@ mod tests {
         let mut out = Vec::new();
         let mut emit = |h| out.push(h);
         for w in words {
-            fx.word(w, &mut emit);
+            fx.word(Token::Normalized(w), &mut emit);
         }
         fx.finish(&mut emit);
         out

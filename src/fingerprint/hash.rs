@@ -51,6 +51,36 @@ pub fn sfh64(seed: u64, bytes: &[u8]) -> u64 {
     fmix64(h)
 }
 
+/// `sfh64(seed, lowercase(bytes))` for ASCII `bytes`, lowercasing eight bytes at a time on
+/// the fly (the tokenizer's fast path: no copy of the word).
+#[inline]
+pub fn sfh64_ascii_lower(seed: u64, bytes: &[u8]) -> u64 {
+    debug_assert!(bytes.is_ascii());
+    #[inline]
+    fn lower(w: u64) -> u64 {
+        // per byte (all < 0x80): high bit of `ge_a` set iff byte >= 'A', of `gt_z` iff > 'Z'
+        const LO: u64 = 0x0101_0101_0101_0101;
+        let ge_a = w + LO * (0x80 - u64::from(b'A'));
+        let gt_z = w + LO * (0x7F - u64::from(b'Z'));
+        let upper = ge_a & !gt_z & (LO * 0x80);
+        w | (upper >> 2)
+    }
+    let mut h = seed ^ (bytes.len() as u64).wrapping_mul(K1);
+    let mut blocks = bytes.chunks_exact(8);
+    for b in &mut blocks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        h = step(h, lower(u64::from_le_bytes(w)));
+    }
+    let tail = blocks.remainder();
+    if !tail.is_empty() {
+        let mut w = [0u8; 8];
+        w[..tail.len()].copy_from_slice(tail);
+        h = step(h, lower(u64::from_le_bytes(w)));
+    }
+    fmix64(h)
+}
+
 /// Appends one more token hash to a shingle hash: `fmix64(acc * K1 + next)`.
 ///
 /// Order-sensitive, so "a b" and "b a" differ; a shingle of n tokens with hashes
@@ -90,6 +120,16 @@ mod tests {
         assert_ne!(sfh64(0, b"a"), sfh64(0, b"a\0"));
         assert_ne!(sfh64(seed::WORD, b"abc"), sfh64(seed::CHAR_NGRAM, b"abc"));
         assert_ne!(combine(1, 2), combine(2, 1));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ascii_lower_hash_equals_hash_of_lowercase(s in "[ -~]{0,40}") {
+            proptest::prop_assert_eq!(
+                sfh64_ascii_lower(7, s.as_bytes()),
+                sfh64(7, s.to_ascii_lowercase().as_bytes())
+            );
+        }
     }
 
     #[test]

@@ -212,6 +212,7 @@ pub struct Fingerprinter {
     stop: StopWords,
     stemmer: Option<std::sync::Arc<Stemmer>>,
     idf: Option<std::sync::Arc<IdfTable>>,
+    scratch: Vec<u64>,
 }
 
 impl Fingerprinter {
@@ -228,6 +229,7 @@ impl Fingerprinter {
             stop: StopWords::new(&options.stop_words),
             stemmer,
             idf: None,
+            scratch: Vec::new(),
             options,
         })
     }
@@ -303,6 +305,7 @@ impl Fingerprinter {
             stemmer,
             idf,
             options,
+            scratch,
         } = self;
         Session {
             features: FeatureExtractor::new(
@@ -311,7 +314,7 @@ impl Fingerprinter {
                 stemmer.as_deref(),
                 options.fold_digits,
             ),
-            acc: Accumulator::new(options.tf, idf.as_deref()),
+            acc: Accumulator::new(options.tf, idf.as_deref(), scratch),
             tokenizer,
             options,
             pending: String::new(),

@@ -6,12 +6,23 @@
 //! takes a byte loop; anything else goes through `unicode-normalization` and
 //! `char::to_lowercase`.
 
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 /// Appends NFKC(`text`), lowercased char by char, to `out`.
 pub fn nfkc_lower_into(text: &str, out: &mut String) {
     if text.is_ascii() {
         ascii_lower_into(text, out);
+        return;
+    }
+    if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        // already NFKC (the common case): only lowercase
+        if !text.chars().any(may_change_when_lowercased) {
+            out.push_str(text);
+            return;
+        }
+        for c in text.chars() {
+            out.extend(c.to_lowercase());
+        }
         return;
     }
     for c in text.nfkc() {
@@ -23,11 +34,21 @@ pub fn nfkc_lower_into(text: &str, out: &mut String) {
     }
 }
 
+/// False only where `char::to_lowercase(c)` is `c` itself: true for uppercase letters and the
+/// titlecase digraphs (checked over every char by a test).
+fn may_change_when_lowercased(c: char) -> bool {
+    c.is_uppercase()
+        || matches!(c, '\u{1C5}' | '\u{1C8}' | '\u{1CB}' | '\u{1F2}' | '\u{1F88}'..='\u{1F8F}'
+            | '\u{1F98}'..='\u{1F9F}' | '\u{1FA8}'..='\u{1FAF}' | '\u{1FBC}' | '\u{1FCC}' | '\u{1FFC}')
+}
+
 /// Appends the ASCII lowercase of `text` (which must be ASCII) to `out`.
 #[inline]
 pub fn ascii_lower_into(text: &str, out: &mut String) {
     debug_assert!(text.is_ascii());
-    out.extend(text.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+    let start = out.len();
+    out.push_str(text);
+    out[start..].make_ascii_lowercase();
 }
 
 #[cfg(test)]
@@ -38,6 +59,15 @@ mod tests {
         let mut out = String::new();
         nfkc_lower_into(s, &mut out);
         out
+    }
+
+    #[test]
+    fn may_change_when_lowercased_is_sound() {
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let mut l = c.to_lowercase();
+            let same = l.next() == Some(c) && l.next().is_none();
+            assert!(same || may_change_when_lowercased(c), "U+{:04X}", c as u32);
+        }
     }
 
     #[test]

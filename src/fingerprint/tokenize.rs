@@ -38,13 +38,38 @@ impl CjkSegmenter {
     }
 }
 
-/// Splits text into normalised words; reusable, keeps its scratch buffers between calls.
+/// A word as the tokenizer found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token<'a> {
+    /// ASCII as it stands in the text: the normalised word is its ASCII lowercase.
+    Ascii(&'a str),
+    /// Already normalised.
+    Normalized(&'a str),
+}
+
+impl<'a> Token<'a> {
+    /// The normalised word, lowercased into `buf` where needed.
+    pub fn normalized<'b>(&self, buf: &'b mut String) -> &'b str
+    where
+        'a: 'b,
+    {
+        match *self {
+            Token::Ascii(s) => {
+                buf.clear();
+                ascii_lower_into(s, buf);
+                buf
+            }
+            Token::Normalized(s) => s,
+        }
+    }
+}
+
+/// Splits text into normalised words; reusable, keeps its scratch buffer between calls.
 pub struct Tokenizer {
     cjk: CjkSegmenter,
     #[cfg(feature = "cjk")]
     jieba: Option<std::sync::Arc<jieba_rs::Jieba>>,
     norm: String,
-    word: String,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -60,7 +85,6 @@ impl Clone for Tokenizer {
             #[cfg(feature = "cjk")]
             jieba: self.jieba.clone(),
             norm: String::new(),
-            word: String::new(),
         }
     }
 }
@@ -132,12 +156,6 @@ fn joins(s: &[u8], i: usize) -> bool {
 /// Calls `emit(start, end)` for every UAX #29 word (a segment with a letter or digit) of the
 /// ASCII string `s`.
 fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) {
-    if s.iter().all(u8::is_ascii_alphanumeric) {
-        if !s.is_empty() {
-            emit(0, s.len());
-        }
-        return;
-    }
     let mut start = 0;
     let mut has_alnum = false;
     for i in 0..s.len() {
@@ -154,6 +172,28 @@ fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) {
         emit(start, s.len());
     }
 }
+
+/// Byte classes for the chunk scanner (bit flags, or-ed over a chunk).
+const SPACE: u8 = 0;
+const ALNUM: u8 = 1;
+const OTHER_ASCII: u8 = 2;
+const NON_ASCII: u8 = 4;
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [NON_ASCII; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_whitespace() {
+            SPACE
+        } else if c.is_ascii_alphanumeric() {
+            ALNUM
+        } else {
+            OTHER_ASCII
+        };
+        b += 1;
+    }
+    t
+};
 
 #[cfg(feature = "cjk")]
 fn is_han(c: char) -> bool {
@@ -179,28 +219,37 @@ impl Tokenizer {
             #[cfg(feature = "cjk")]
             jieba,
             norm: String::new(),
-            word: String::new(),
         })
     }
 
-    /// Calls `emit` with every normalised word of `text`, in order.
-    pub fn words(&mut self, text: &str, mut emit: impl FnMut(&str)) {
-        for chunk in text.split(|c: char| c.is_ascii_whitespace()) {
-            if chunk.is_empty() {
-                continue;
+    /// Calls `emit` with every word of `text`, in order.
+    pub fn words(&mut self, text: &str, mut emit: impl FnMut(Token<'_>)) {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            while i < bytes.len() && BYTE_CLASS[bytes[i] as usize] == SPACE {
+                i += 1;
             }
-            if chunk.is_ascii() {
-                let word = &mut self.word;
-                ascii_words(chunk.as_bytes(), |a, b| {
-                    word.clear();
-                    ascii_lower_into(&chunk[a..b], word);
-                    emit(word);
-                });
+            let start = i;
+            let mut seen = 0u8;
+            while i < bytes.len() && BYTE_CLASS[bytes[i] as usize] != SPACE {
+                seen |= BYTE_CLASS[bytes[i] as usize];
+                i += 1;
+            }
+            if start == i {
+                break;
+            }
+            // chunks end at ASCII bytes, so `start..i` lies on char boundaries
+            let chunk = &text[start..i];
+            if seen == ALNUM {
+                emit(Token::Ascii(chunk));
+            } else if seen & NON_ASCII == 0 {
+                ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b])));
             } else {
                 let mut norm = std::mem::take(&mut self.norm);
                 norm.clear();
                 nfkc_lower_into(chunk, &mut norm);
-                self.unicode_words(&norm, &mut emit);
+                self.unicode_words(&norm, &mut |w| emit(Token::Normalized(w)));
                 self.norm = norm;
             }
         }
@@ -247,7 +296,8 @@ impl Tokenizer {
     /// The normalised words of `text`, collected (convenience for tests and tools).
     pub fn collect_words(&mut self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        self.words(text, |w| out.push(w.to_owned()));
+        let mut buf = String::new();
+        self.words(text, |t| out.push(t.normalized(&mut buf).to_owned()));
         out
     }
 }

@@ -5,8 +5,6 @@
 //! weights are the integers stored in the IDF table (`idf`).
 
 use super::idf::IdfTable;
-use super::stopwords::BuildIdentity;
-use std::collections::HashMap;
 
 /// How the number of occurrences of a feature in a document becomes its weight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -138,25 +136,30 @@ impl WeightedSums {
 /// The simhash accumulator of one document (the vector V of the paper, section 1).
 #[derive(Debug)]
 pub struct Accumulator<'a> {
-    state: State,
+    state: State<'a>,
     tf: TfMode,
     idf: Option<&'a IdfTable>,
     features: u64,
 }
 
 #[derive(Debug)]
-enum State {
+enum State<'a> {
     Unit(Box<UnitCounts>),
     Weighted(Box<WeightedSums>),
-    Counted(HashMap<u64, u32, BuildIdentity>),
+    /// every occurrence, counted at the end (log-TF, binary)
+    Collected(&'a mut Vec<u64>),
 }
 
 impl<'a> Accumulator<'a> {
-    pub fn new(tf: TfMode, idf: Option<&'a IdfTable>) -> Self {
+    /// `scratch` is a reusable buffer for the modes that count occurrences.
+    pub fn new(tf: TfMode, idf: Option<&'a IdfTable>, scratch: &'a mut Vec<u64>) -> Self {
         let state = match (tf, idf) {
             (TfMode::Raw, None) => State::Unit(Box::new(UnitCounts::new())),
             (TfMode::Raw, Some(_)) => State::Weighted(Box::new(WeightedSums([0; 64]))),
-            _ => State::Counted(HashMap::default()),
+            _ => {
+                scratch.clear();
+                State::Collected(scratch)
+            }
         };
         Accumulator {
             state,
@@ -178,7 +181,7 @@ impl<'a> Accumulator<'a> {
         match &mut self.state {
             State::Unit(c) => c.add(h),
             State::Weighted(s) => s.add(h, self.idf.map_or(1, |t| i64::from(t.weight(h)))),
-            State::Counted(m) => *m.entry(h).or_insert(0) += 1,
+            State::Collected(v) => v.push(h),
         }
     }
 
@@ -187,13 +190,26 @@ impl<'a> Accumulator<'a> {
         match self.state {
             State::Unit(mut c) => c.bits(),
             State::Weighted(s) => s.bits(),
-            State::Counted(m) => {
-                let mut sums = WeightedSums([0; 64]);
-                for (h, count) in m {
-                    let idf = self.idf.map_or(1, |t| i64::from(t.weight(h)));
-                    sums.add(h, self.tf.weight(count) * idf);
+            State::Collected(v) => {
+                v.sort_unstable();
+                let runs = v
+                    .chunk_by(|a, b| a == b)
+                    .map(|run| (run[0], run.len() as u32));
+                match (self.tf, self.idf) {
+                    (TfMode::Binary, None) => {
+                        let mut counts = UnitCounts::new();
+                        runs.for_each(|(h, _)| counts.add(h));
+                        counts.bits()
+                    }
+                    _ => {
+                        let mut sums = WeightedSums([0; 64]);
+                        for (h, count) in runs {
+                            let idf = self.idf.map_or(1, |t| i64::from(t.weight(h)));
+                            sums.add(h, self.tf.weight(count) * idf);
+                        }
+                        sums.bits()
+                    }
                 }
-                sums.bits()
             }
         }
     }
@@ -228,7 +244,8 @@ mod tests {
             let hs: Vec<u64> = (0..n)
                 .map(|i| if i % 3 == 0 { 42 } else { lcg(&mut s) })
                 .collect();
-            let mut acc = Accumulator::new(TfMode::Raw, None);
+            let mut scratch = Vec::new();
+            let mut acc = Accumulator::new(TfMode::Raw, None, &mut scratch);
             hs.iter().for_each(|&h| acc.add(h));
             let expect = naive(&hs.iter().map(|&h| (h, 1)).collect::<Vec<_>>());
             assert_eq!(acc.finish(), expect, "n = {n}");
@@ -238,10 +255,11 @@ mod tests {
     #[test]
     fn log_and_binary_weights() {
         let hs = [1u64, 1, 1, 1, 2, u64::MAX];
-        let mut acc = Accumulator::new(TfMode::Log, None);
+        let mut scratch = Vec::new();
+        let mut acc = Accumulator::new(TfMode::Log, None, &mut scratch);
         hs.iter().for_each(|&h| acc.add(h));
         assert_eq!(acc.finish(), naive(&[(1, 3), (2, 1), (u64::MAX, 1)]));
-        let mut acc = Accumulator::new(TfMode::Binary, None);
+        let mut acc = Accumulator::new(TfMode::Binary, None, &mut scratch);
         hs.iter().for_each(|&h| acc.add(h));
         assert_eq!(acc.finish(), naive(&[(1, 1), (2, 1), (u64::MAX, 1)]));
         assert_eq!(TfMode::Log.weight(1), 1);
@@ -250,9 +268,10 @@ mod tests {
 
     #[test]
     fn ties_give_zero_bits() {
-        let acc = Accumulator::new(TfMode::Raw, None);
+        let mut scratch = Vec::new();
+        let acc = Accumulator::new(TfMode::Raw, None, &mut scratch);
         assert_eq!(acc.finish(), 0);
-        let mut acc = Accumulator::new(TfMode::Raw, None);
+        let mut acc = Accumulator::new(TfMode::Raw, None, &mut scratch);
         acc.add(0xFFFF_FFFF_0000_0000);
         acc.add(0x0000_0000_FFFF_FFFF);
         assert_eq!(acc.finish(), 0);
