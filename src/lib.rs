@@ -1,9 +1,12 @@
 //! simdex: an embeddable on-disk index of 64-bit simhash fingerprints.
 
-#![deny(missing_docs)]
+#![warn(missing_docs)]
 
+pub mod cluster;
 pub mod codec;
 mod error;
+#[cfg(feature = "fingerprint")]
+pub mod fingerprint;
 pub mod plan;
 pub mod query;
 mod search;

@@ -3,5 +3,6 @@
 mod codec;
 mod common;
 mod corruption;
+mod fingerprint;
 mod fixtures;
 mod segment_queries;

@@ -7,6 +7,8 @@
 mod cmd;
 mod input;
 mod progress;
+mod corpus;
+mod recipe;
 
 use clap::Parser;
 

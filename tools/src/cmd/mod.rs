@@ -10,6 +10,8 @@ mod inspect;
 mod plan;
 mod query;
 mod verify;
+mod dedup;
+mod fingerprint;
 
 /// simdex: an on-disk index of 64-bit simhash fingerprints that answers
 /// "have I already stored a near-duplicate of this?"
@@ -31,6 +33,8 @@ pub enum Command {
     Verify(verify::Args),
     Dump(dump::Args),
     Bench(bench::Args),
+    Fingerprint(fingerprint::Args),
+    Dedup(dedup::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -42,5 +46,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(a) => verify::run(a),
         Command::Dump(a) => dump::run(a).map(|_| ExitCode::SUCCESS),
         Command::Bench(a) => bench::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Fingerprint(args) => fingerprint::run(args),
+        Command::Dedup(args) => dedup::run(args),
     }
 }

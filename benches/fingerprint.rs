@@ -1,0 +1,91 @@
+//! Fingerprinting throughput, per core: plain text and HTML (visible-text extraction
+//! included), with the default recipe. Inputs are the bundled corpus (fixtures/corpus), so the
+//! numbers are reproducible anywhere:
+//!
+//!     cargo bench --bench fingerprint
+//!
+//! Results and the machine they were measured on: benches/FINGERPRINT.md.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use simdex::fingerprint::html::{extract_text, fingerprint_html_reader};
+use simdex::fingerprint::{FeatureKind, FingerprintOptions, Fingerprinter, TfMode};
+use std::path::Path;
+
+/// The corpus pages whose names start with `prefix`, in name order.
+fn pages(prefix: &str) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixtures/corpus")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with(prefix) && n.ends_with(".html"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|n| std::fs::read_to_string(dir.join(n)).expect("page"))
+        .collect()
+}
+
+fn visible(html: &str) -> String {
+    let mut text = String::new();
+    extract_text(html.as_bytes(), |p| text.push_str(p)).expect("extract");
+    text
+}
+
+fn bench(c: &mut Criterion) {
+    let en: Vec<String> = pages("en-").iter().map(|p| visible(p)).collect();
+    let all_html = pages("");
+    let mixed: Vec<String> = all_html.iter().map(|p| visible(p)).collect();
+    let recipes = [
+        ("default", FingerprintOptions::default()),
+        (
+            "words-tf",
+            FingerprintOptions {
+                features: vec![FeatureKind::Words],
+                tf: TfMode::Raw,
+                ..Default::default()
+            },
+        ),
+        ("short-text", FingerprintOptions::short_text()),
+    ];
+
+    let mut g = c.benchmark_group("text");
+    for (corpus, docs) in [("english", &en), ("multilingual", &mixed)] {
+        let bytes: usize = docs.iter().map(String::len).sum();
+        g.throughput(Throughput::Bytes(bytes as u64));
+        for (name, o) in &recipes {
+            let mut f = Fingerprinter::new(o.clone()).expect("recipe");
+            g.bench_with_input(BenchmarkId::new(*name, corpus), docs, |b, docs| {
+                b.iter(|| {
+                    docs.iter()
+                        .map(|d| f.fingerprint(d).map_or(0, |x| x.value))
+                        .fold(0, |a, x| a ^ x)
+                })
+            });
+        }
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("html");
+    let bytes: usize = all_html.iter().map(String::len).sum();
+    g.throughput(Throughput::Bytes(bytes as u64));
+    let mut f = Fingerprinter::new(FingerprintOptions::default()).expect("recipe");
+    g.bench_function("default/multilingual", |b| {
+        b.iter(|| {
+            all_html
+                .iter()
+                .map(|p| {
+                    fingerprint_html_reader(&mut f, p.as_bytes(), false)
+                        .map_or(0, |o| o.fingerprint.value)
+                })
+                .fold(0, |a, x| a ^ x)
+        })
+    });
+    g.bench_function("extract-only/multilingual", |b| {
+        b.iter(|| all_html.iter().map(|p| visible(p).len()).sum::<usize>())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,325 @@
+//! The IDF table: inverse document frequencies learned from a corpus, stored as integer
+//! weights in a versioned, checksummed file (format-spec/fingerprint.md, "IDF table file").
+//!
+//! Weights are computed once, when the table is learned, as
+//! `round(1000 * ln((1 + N) / (1 + df)))` clamped to `1..=65535` (N documents, df the number
+//! of documents containing the feature); a feature the table has never seen gets the weight of
+//! df = 0. Fingerprinting only reads the stored integers, so it is exact on every platform.
+//!
+//! Layout (all integers little-endian):
+//! ```text
+//! 0   magic "SDXIDF\r\n"                8 bytes
+//! 8   format version = 1                u32
+//! 12  recipe length R                   u32
+//! 16  recipe descriptor (UTF-8)         R bytes   features the table was learned with
+//! ..  documents N                       u64
+//! ..  default weight (unseen features)  u32
+//! ..  entry count E                     u64
+//! ..  E entries: hash u64, weight u32   12 bytes each, strictly ascending by hash
+//! ..  CRC-32 (IEEE) of all bytes above  u32
+//! ```
+
+use super::stopwords::BuildIdentity;
+use super::Error;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::Path;
+
+/// File magic of an IDF table.
+pub const MAGIC: [u8; 8] = *b"SDXIDF\r\n";
+/// The only format version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+const ENTRY_LEN: usize = 12;
+/// Fixed bytes around the variable parts: magic, version, R, N, default, E, CRC.
+const FIXED_LEN: usize = 8 + 4 + 4 + 8 + 4 + 8 + 4;
+
+/// Integer IDF weights by feature hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdfTable {
+    recipe: String,
+    docs: u64,
+    default_weight: u32,
+    weights: HashMap<u64, u32, BuildIdentity>,
+}
+
+/// Weight for a feature in `df` of `docs` documents: `round(1000 * ln((1 + N) / (1 + df)))`.
+pub fn idf_weight(docs: u64, df: u64) -> u32 {
+    clamp_weight(1000.0 * ((1 + docs) as f64 / (1 + df) as f64).ln())
+}
+
+/// Rounds a weight to the stored integer range `1..=65535`.
+fn clamp_weight(w: f64) -> u32 {
+    // floats are only used here, at learning time; the table persists the integers
+    if w.is_nan() {
+        return 1;
+    }
+    w.round().clamp(1.0, 65535.0) as u32
+}
+
+/// Learns an [`IdfTable`]: feed it the distinct features of each document.
+#[derive(Debug)]
+pub struct IdfBuilder {
+    recipe: String,
+    docs: u64,
+    df: HashMap<u64, u64, BuildIdentity>,
+}
+
+impl IdfBuilder {
+    /// A builder for features made with the feature recipe `recipe`
+    /// ([`super::FingerprintOptions::feature_recipe`]).
+    pub fn new(recipe: impl Into<String>) -> Self {
+        IdfBuilder {
+            recipe: recipe.into(),
+            docs: 0,
+            df: HashMap::default(),
+        }
+    }
+
+    /// Counts one document; `distinct_features` must not repeat a hash.
+    pub fn add_document(&mut self, distinct_features: &[u64]) {
+        self.docs += 1;
+        for &h in distinct_features {
+            *self.df.entry(h).or_insert(0) += 1;
+        }
+    }
+
+    /// Documents counted so far.
+    pub fn documents(&self) -> u64 {
+        self.docs
+    }
+
+    /// The table; features in fewer than `min_df` documents are left out (they get the
+    /// default weight, which is at least theirs).
+    pub fn build(self, min_df: u64) -> IdfTable {
+        self.build_with(min_df, |docs, df| f64::from(idf_weight(docs, df)))
+    }
+
+    /// Like [`IdfBuilder::build`] with another weight function `weight(N, df)` (rounded and
+    /// clamped to `1..=65535`); the table stores the resulting integers, so fingerprints made
+    /// with it stay exact.
+    pub fn build_with(self, min_df: u64, weight: impl Fn(u64, u64) -> f64) -> IdfTable {
+        let docs = self.docs;
+        let weights = self
+            .df
+            .into_iter()
+            .filter(|&(_, df)| df >= min_df)
+            .map(|(h, df)| (h, clamp_weight(weight(docs, df))))
+            .collect();
+        IdfTable {
+            recipe: self.recipe,
+            docs,
+            default_weight: clamp_weight(weight(docs, 0)),
+            weights,
+        }
+    }
+}
+
+impl IdfTable {
+    /// Weight of the feature with hash `h`.
+    #[inline]
+    pub fn weight(&self, h: u64) -> u32 {
+        self.weights.get(&h).copied().unwrap_or(self.default_weight)
+    }
+
+    /// The feature recipe the table was learned with.
+    pub fn recipe(&self) -> &str {
+        &self.recipe
+    }
+
+    /// Number of documents it was learned from.
+    pub fn documents(&self) -> u64 {
+        self.docs
+    }
+
+    /// Number of stored features.
+    pub fn len(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Whether no feature is stored.
+    pub fn is_empty(&self) -> bool {
+        self.weights.is_empty()
+    }
+
+    /// CRC-32 of the encoded table: identifies it in fingerprint recipe descriptors.
+    pub fn id(&self) -> u32 {
+        let bytes = self.encode();
+        let n = bytes.len() - 4;
+        u32::from_le_bytes([bytes[n], bytes[n + 1], bytes[n + 2], bytes[n + 3]])
+    }
+
+    /// The file bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut entries: Vec<(u64, u32)> = self.weights.iter().map(|(&h, &w)| (h, w)).collect();
+        entries.sort_unstable();
+        let mut out = Vec::with_capacity(FIXED_LEN + self.recipe.len() + entries.len() * ENTRY_LEN);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(self.recipe.len() as u32).to_le_bytes());
+        out.extend_from_slice(self.recipe.as_bytes());
+        out.extend_from_slice(&self.docs.to_le_bytes());
+        out.extend_from_slice(&self.default_weight.to_le_bytes());
+        out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+        for (h, w) in entries {
+            out.extend_from_slice(&h.to_le_bytes());
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Parses file bytes; never panics on bad input.
+    pub fn decode(bytes: &[u8]) -> Result<IdfTable, Error> {
+        let mut r = Cursor { bytes, pos: 0 };
+        if r.take(8)? != MAGIC {
+            return Err(Error::IdfBadMagic);
+        }
+        let version = r.u32()?;
+        if version != FORMAT_VERSION {
+            return Err(Error::IdfUnsupportedVersion {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let body_len = bytes
+            .len()
+            .checked_sub(4)
+            .ok_or(Error::IdfTruncated { needed: 4 })?;
+        let stored = u32::from_le_bytes(
+            bytes[body_len..]
+                .try_into()
+                .map_err(|_| Error::IdfTruncated { needed: 4 })?,
+        );
+        let computed = crc32fast::hash(&bytes[..body_len]);
+        if stored != computed {
+            return Err(Error::IdfChecksum { stored, computed });
+        }
+        let recipe_len = r.u32()? as usize;
+        let recipe = std::str::from_utf8(r.take(recipe_len)?)
+            .map_err(|_| Error::IdfCorrupt {
+                what: "recipe is not UTF-8",
+            })?
+            .to_owned();
+        let docs = r.u64()?;
+        let default_weight = r.u32()?;
+        let count = r.u64()?;
+        let expected = (count as u128) * ENTRY_LEN as u128 + 4;
+        if (bytes.len() - r.pos) as u128 != expected {
+            return Err(Error::IdfCorrupt {
+                what: "entry count does not match the file length",
+            });
+        }
+        let mut weights = HashMap::with_capacity_and_hasher(count as usize, BuildIdentity);
+        let mut prev: Option<u64> = None;
+        for _ in 0..count {
+            let h = r.u64()?;
+            let w = r.u32()?;
+            if prev.is_some_and(|p| p >= h) {
+                return Err(Error::IdfCorrupt {
+                    what: "entries not strictly ascending",
+                });
+            }
+            prev = Some(h);
+            weights.insert(h, w);
+        }
+        Ok(IdfTable {
+            recipe,
+            docs,
+            default_weight,
+            weights,
+        })
+    }
+
+    /// Writes the table to `path` (via a temporary file and a rename).
+    pub fn save(&self, path: &Path) -> Result<(), Error> {
+        let tmp = path.with_extension("tmp");
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&self.encode())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    }
+
+    /// Reads and verifies a table file.
+    pub fn load(path: &Path) -> Result<IdfTable, Error> {
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)?.read_to_end(&mut bytes)?;
+        IdfTable::decode(&bytes)
+    }
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or(Error::IdfTruncated { needed: n })?;
+        let s = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32, Error> {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(b))
+    }
+    fn u64(&mut self) -> Result<u64, Error> {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> IdfTable {
+        let mut b = IdfBuilder::new("w3");
+        b.add_document(&[1, 2, 3]);
+        b.add_document(&[1, 2]);
+        b.add_document(&[1, 9]);
+        b.build(1)
+    }
+
+    #[test]
+    fn weights_follow_document_frequency() {
+        let t = table();
+        assert_eq!(t.documents(), 3);
+        // ln(4/4) = 0 clamps to 1; ln(4/3), ln(4/2); unseen ln(4/1)
+        assert_eq!(t.weight(1), 1);
+        assert_eq!(t.weight(2), 288);
+        assert_eq!(t.weight(3), 693);
+        assert_eq!(t.weight(12345), 1386);
+    }
+
+    #[test]
+    fn roundtrip_and_checksum() {
+        let t = table();
+        let bytes = t.encode();
+        assert_eq!(IdfTable::decode(&bytes).unwrap(), t);
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(IdfTable::decode(&bad).is_err(), "flip at {i} accepted");
+        }
+        for n in 0..bytes.len() {
+            assert!(
+                IdfTable::decode(&bytes[..n]).is_err(),
+                "truncation to {n} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn save_and_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("idf.bin");
+        table().save(&p).unwrap();
+        assert_eq!(IdfTable::load(&p).unwrap(), table());
+    }
+}

@@ -1,0 +1,378 @@
+//! Reading documents: bytes -> text for the fingerprinter.
+//!
+//! Owns UTF-8 repair (invalid sequences replaced by U+FFFD and counted, or refused in strict
+//! mode), streaming plain text with bounded memory, and JSON-lines documents
+//! (`{"id": ..., "text": ...}` or `{"id": ..., "html": ...}`, cargo feature `jsonl`). HTML's
+//! visible text is `html`'s business.
+
+use super::{Error, Fingerprint, Fingerprinter};
+use std::io::Read;
+
+/// Block size for streaming reads.
+const BLOCK: usize = 64 * 1024;
+
+/// Validates UTF-8 as it streams: complete, valid text comes out in blocks.
+#[derive(Debug)]
+pub struct Utf8Stream<R> {
+    inner: R,
+    strict: bool,
+    /// bytes read but not yet decoded: an incomplete sequence at the end of the last block
+    carry: Vec<u8>,
+    buf: Vec<u8>,
+    out: String,
+    /// bytes of `out` already handed out by `Read::read`
+    served: usize,
+    offset: u64,
+    replaced: u64,
+    eof: bool,
+}
+
+impl<R: Read> Utf8Stream<R> {
+    /// Reads `inner`; in `strict` mode the first invalid byte is an error.
+    pub fn new(inner: R, strict: bool) -> Self {
+        Utf8Stream {
+            inner,
+            strict,
+            carry: Vec::new(),
+            buf: vec![0; BLOCK],
+            out: String::new(),
+            served: 0,
+            offset: 0,
+            replaced: 0,
+            eof: false,
+        }
+    }
+
+    /// Invalid sequences replaced so far (each maximal invalid subpart counts once, as in
+    /// `String::from_utf8_lossy`).
+    pub fn replaced(&self) -> u64 {
+        self.replaced
+    }
+
+    /// The next block of text, `None` at the end.
+    pub fn next_block(&mut self) -> Result<Option<&str>, Error> {
+        self.out.clear();
+        self.served = 0;
+        while self.out.is_empty() {
+            if self.eof {
+                return Ok(None);
+            }
+            let n = loop {
+                match self.inner.read(&mut self.buf) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            if n == 0 {
+                self.eof = true;
+                if !self.carry.is_empty() {
+                    // an incomplete sequence at the very end
+                    self.invalid(0)?;
+                    self.carry.clear();
+                }
+                continue;
+            }
+            let mut bytes = std::mem::take(&mut self.carry);
+            bytes.extend_from_slice(&self.buf[..n]);
+            self.decode(&bytes)?;
+        }
+        Ok(Some(&self.out))
+    }
+
+    fn invalid(&mut self, at: usize) -> Result<(), Error> {
+        if self.strict {
+            return Err(Error::InvalidUtf8 {
+                offset: self.offset + at as u64,
+            });
+        }
+        self.replaced += 1;
+        self.out.push(char::REPLACEMENT_CHARACTER);
+        Ok(())
+    }
+
+    fn decode(&mut self, mut bytes: &[u8]) -> Result<(), Error> {
+        loop {
+            match std::str::from_utf8(bytes) {
+                Ok(s) => {
+                    self.out.push_str(s);
+                    self.offset += bytes.len() as u64;
+                    return Ok(());
+                }
+                Err(e) => {
+                    let (good, rest) = bytes.split_at(e.valid_up_to());
+                    // `good` is valid UTF-8 by `valid_up_to`'s contract
+                    self.out
+                        .push_str(std::str::from_utf8(good).unwrap_or_default());
+                    self.offset += good.len() as u64;
+                    match e.error_len() {
+                        Some(len) => {
+                            self.invalid(0)?;
+                            self.offset += len as u64;
+                            bytes = &rest[len..];
+                        }
+                        None => {
+                            self.carry.extend_from_slice(rest);
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<R: Read> Read for Utf8Stream<R> {
+    /// Valid UTF-8 bytes (for parsers that take a reader). Strict-mode errors become
+    /// `io::ErrorKind::InvalidData`.
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.served == self.out.len() {
+            match self.next_block() {
+                Ok(Some(_)) => self.served = 0,
+                Ok(None) => return Ok(0),
+                Err(Error::Io(e)) => return Err(e),
+                Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+            }
+        }
+        let rest = &self.out.as_bytes()[self.served..];
+        let n = rest.len().min(out.len());
+        out[..n].copy_from_slice(&rest[..n]);
+        self.served += n;
+        Ok(n)
+    }
+}
+
+/// Decodes a whole byte string: the text and the number of replaced sequences.
+pub fn decode_utf8(bytes: &[u8], strict: bool) -> Result<(std::borrow::Cow<'_, str>, u64), Error> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok((std::borrow::Cow::Borrowed(s), 0)),
+        Err(e) if strict => Err(Error::InvalidUtf8 {
+            offset: e.valid_up_to() as u64,
+        }),
+        Err(_) => {
+            let mut s = Utf8Stream::new(bytes, false);
+            let mut text = String::with_capacity(bytes.len());
+            while let Some(block) = s.next_block()? {
+                text.push_str(block);
+            }
+            Ok((std::borrow::Cow::Owned(text), s.replaced()))
+        }
+    }
+}
+
+/// A fingerprinted document and what reading it found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub fingerprint: Fingerprint,
+    /// Invalid UTF-8 sequences replaced by U+FFFD.
+    pub replaced_utf8: u64,
+}
+
+/// Fingerprints plain text read from `reader`, streaming.
+pub fn fingerprint_text_reader(
+    fp: &mut Fingerprinter,
+    reader: impl Read,
+    strict: bool,
+) -> Result<Outcome, Error> {
+    let mut stream = Utf8Stream::new(reader, strict);
+    let mut session = fp.session();
+    while let Some(block) = stream.next_block()? {
+        session.push(block);
+    }
+    Ok(Outcome {
+        fingerprint: session.finish()?,
+        replaced_utf8: stream.replaced(),
+    })
+}
+
+/// The body of a JSON-lines document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    Text(String),
+    Html(String),
+}
+
+/// One document of a JSON-lines file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonDoc {
+    /// The `id` field (a number is turned into its decimal text).
+    pub id: String,
+    pub body: Body,
+    /// 1-based line number.
+    pub line: u64,
+    /// Invalid UTF-8 sequences replaced in this line.
+    pub replaced_utf8: u64,
+}
+
+/// Reads JSON-lines documents; blank lines are skipped, every other line must be an object
+/// with an `id` (string or number) and exactly one of `text` and `html` (strings).
+#[cfg(feature = "jsonl")]
+#[derive(Debug)]
+pub struct JsonLines<R> {
+    reader: R,
+    strict: bool,
+    line: u64,
+    buf: Vec<u8>,
+}
+
+#[cfg(feature = "jsonl")]
+impl<R: std::io::BufRead> JsonLines<R> {
+    pub fn new(reader: R, strict: bool) -> Self {
+        JsonLines {
+            reader,
+            strict,
+            line: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    fn parse(&self, text: &str, replaced_utf8: u64) -> Result<JsonDoc, Error> {
+        let line = self.line;
+        let err = |message: String| Error::JsonLine { line, message };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?;
+        let serde_json::Value::Object(mut obj) = value else {
+            return Err(err("expected a JSON object".into()));
+        };
+        let id = match obj.remove("id") {
+            Some(serde_json::Value::String(s)) => s,
+            Some(serde_json::Value::Number(n)) => n.to_string(),
+            Some(_) => return Err(err("\"id\" must be a string or a number".into())),
+            None => return Err(err("missing \"id\"".into())),
+        };
+        let body = match (obj.remove("text"), obj.remove("html")) {
+            (Some(serde_json::Value::String(t)), None) => Body::Text(t),
+            (None, Some(serde_json::Value::String(h))) => Body::Html(h),
+            (Some(_), Some(_)) => {
+                return Err(err("give either \"text\" or \"html\", not both".into()))
+            }
+            (None, None) => return Err(err("missing \"text\" or \"html\"".into())),
+            _ => return Err(err("\"text\"/\"html\" must be a string".into())),
+        };
+        Ok(JsonDoc {
+            id,
+            body,
+            line,
+            replaced_utf8,
+        })
+    }
+}
+
+#[cfg(feature = "jsonl")]
+impl<R: std::io::BufRead> Iterator for JsonLines<R> {
+    type Item = Result<JsonDoc, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            self.buf.clear();
+            match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => return Some(Err(e.into())),
+            }
+            self.line += 1;
+            let line = self.line;
+            let decoded = match decode_utf8(&self.buf, self.strict) {
+                Ok(d) => d,
+                Err(Error::InvalidUtf8 { offset }) => {
+                    return Some(Err(Error::JsonLine {
+                        line,
+                        message: format!("invalid UTF-8 at byte {offset} of the line"),
+                    }))
+                }
+                Err(e) => return Some(Err(e)),
+            };
+            let (text, replaced) = decoded;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let text = text.into_owned();
+            return Some(self.parse(&text, replaced));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads in tiny pieces, to cut UTF-8 sequences across blocks.
+    struct Trickle<'a>(&'a [u8]);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = out.len().min(self.0.len()).min(3);
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn stream_all(bytes: &[u8], strict: bool) -> Result<(String, u64), Error> {
+        let mut s = Utf8Stream::new(Trickle(bytes), strict);
+        let mut text = String::new();
+        while let Some(b) = s.next_block()? {
+            text.push_str(b);
+        }
+        Ok((text, s.replaced()))
+    }
+
+    #[test]
+    fn streaming_matches_lossy_decoding() {
+        let cases: &[&[u8]] = &[
+            b"plain",
+            "héllo wörld 你好".as_bytes(),
+            b"bad \xff byte",
+            b"cut \xe4\xbd",
+            b"\xf0\x9f\x98\x80 ok \xc0\xaf \xed\xa0\x80 end",
+        ];
+        for &c in cases {
+            let lossy = String::from_utf8_lossy(c);
+            let replaced = lossy.matches('\u{FFFD}').count() as u64;
+            assert_eq!(
+                stream_all(c, false).unwrap(),
+                (lossy.to_string(), replaced),
+                "{c:?}"
+            );
+            let (whole, n) = decode_utf8(c, false).unwrap();
+            assert_eq!((whole.as_ref(), n), (lossy.as_ref(), replaced));
+        }
+    }
+
+    #[test]
+    fn strict_reports_the_offset() {
+        assert!(matches!(
+            stream_all(b"abc\xffdef", true),
+            Err(Error::InvalidUtf8 { offset: 3 })
+        ));
+        assert!(matches!(
+            stream_all(b"abcd\xe4\xbd", true),
+            Err(Error::InvalidUtf8 { offset: 4 })
+        ));
+        assert!(matches!(
+            decode_utf8(b"ab\x80", true),
+            Err(Error::InvalidUtf8 { offset: 2 })
+        ));
+    }
+
+    #[cfg(feature = "jsonl")]
+    #[test]
+    fn json_lines_errors_name_the_line() {
+        let input = "{\"id\": 1, \"text\": \"a b c\"}\n\n{\"id\": \"x\", \"html\": \"<p>hi</p>\"}\n[1]\n{\"id\": 2}\nnot json\n";
+        let docs: Vec<_> = JsonLines::new(input.as_bytes(), false).collect();
+        assert_eq!(docs.len(), 5);
+        let d0 = docs[0].as_ref().unwrap();
+        assert_eq!(
+            (d0.id.as_str(), &d0.body, d0.line),
+            ("1", &Body::Text("a b c".into()), 1)
+        );
+        assert_eq!(docs[1].as_ref().unwrap().line, 3);
+        let msg = |i: usize| docs[i].as_ref().unwrap_err().to_string();
+        assert!(
+            msg(2).starts_with("line 4: expected a JSON object"),
+            "{}",
+            msg(2)
+        );
+        assert!(msg(3).starts_with("line 5: missing \"text\""), "{}", msg(3));
+        assert!(msg(4).starts_with("line 6: invalid JSON"), "{}", msg(4));
+    }
+}

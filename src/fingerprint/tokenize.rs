@@ -1,0 +1,355 @@
+//! Tokenisation: normalised text -> words.
+//!
+//! The recipe (format-spec/fingerprint.md, "Tokens"):
+//! 1. split the text at ASCII whitespace into chunks;
+//! 2. normalise each chunk (NFKC, lowercase; see `normalize`);
+//! 3. segment it with the Unicode word boundaries of UAX #29 and keep the segments that contain
+//!    a letter or a digit (`unicode_words` of `unicode-segmentation`);
+//! 4. Han ideographs: with [`CjkSegmenter::Chars`] each ideograph is a word (what UAX #29
+//!    gives); with [`CjkSegmenter::Jieba`] each maximal run of ideographs is cut by the jieba
+//!    dictionary segmenter instead (cargo feature `cjk`).
+//!
+//! ASCII chunks take a byte-level implementation of the same UAX #29 rules (WB5-WB13b restricted
+//! to ASCII), checked against `unicode-segmentation` by a property test.
+
+use super::normalize::{ascii_lower_into, nfkc_lower_into};
+use unicode_segmentation::UnicodeSegmentation;
+
+/// How runs of Han ideographs become words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CjkSegmenter {
+    /// Every ideograph is a word of its own (UAX #29). No dictionary, so it never changes;
+    /// word shingles then act as character n-grams.
+    #[default]
+    Chars,
+    /// The jieba dictionary segmenter (no HMM), cargo feature `cjk`. Its output depends on the
+    /// bundled dictionary, so the crate pins the jieba version.
+    Jieba,
+}
+
+impl CjkSegmenter {
+    /// The name used in recipe descriptors.
+    pub fn name(self) -> &'static str {
+        match self {
+            CjkSegmenter::Chars => "chars",
+            CjkSegmenter::Jieba => "jieba",
+        }
+    }
+}
+
+/// A word as the tokenizer found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token<'a> {
+    /// ASCII as it stands in the text: the normalised word is its ASCII lowercase.
+    Ascii(&'a str),
+    /// Already normalised.
+    Normalized(&'a str),
+}
+
+impl<'a> Token<'a> {
+    /// The normalised word, lowercased into `buf` where needed.
+    pub fn normalized<'b>(&self, buf: &'b mut String) -> &'b str
+    where
+        'a: 'b,
+    {
+        match *self {
+            Token::Ascii(s) => {
+                buf.clear();
+                ascii_lower_into(s, buf);
+                buf
+            }
+            Token::Normalized(s) => s,
+        }
+    }
+}
+
+/// Splits text into normalised words; reusable, keeps its scratch buffer between calls.
+pub struct Tokenizer {
+    cjk: CjkSegmenter,
+    #[cfg(feature = "cjk")]
+    jieba: Option<std::sync::Arc<jieba_rs::Jieba>>,
+    norm: String,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer").field("cjk", &self.cjk).finish()
+    }
+}
+
+impl Clone for Tokenizer {
+    fn clone(&self) -> Self {
+        Tokenizer {
+            cjk: self.cjk,
+            #[cfg(feature = "cjk")]
+            jieba: self.jieba.clone(),
+            norm: String::new(),
+        }
+    }
+}
+
+/// ASCII word-break classes of UAX #29 (table 3 of the annex, restricted to ASCII).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wb {
+    Letter,
+    Numeric,
+    ExtendNumLet,
+    MidLetter,
+    MidNum,
+    MidNumLet,
+    SingleQuote,
+    Other,
+}
+
+const fn wb_class(b: u8) -> Wb {
+    match b {
+        b'a'..=b'z' | b'A'..=b'Z' => Wb::Letter,
+        b'0'..=b'9' => Wb::Numeric,
+        b'_' => Wb::ExtendNumLet,
+        b':' => Wb::MidLetter,
+        b',' | b';' => Wb::MidNum,
+        b'.' => Wb::MidNumLet,
+        b'\'' => Wb::SingleQuote,
+        _ => Wb::Other,
+    }
+}
+
+const WB_TABLE: [Wb; 128] = {
+    let mut t = [Wb::Other; 128];
+    let mut i = 0;
+    while i < 128 {
+        t[i] = wb_class(i as u8);
+        i += 1;
+    }
+    t
+};
+
+#[inline]
+fn class_at(s: &[u8], i: Option<usize>) -> Wb {
+    match i.and_then(|i| s.get(i)) {
+        Some(&b) if b < 128 => WB_TABLE[b as usize],
+        _ => Wb::Other,
+    }
+}
+
+/// Whether UAX #29 keeps bytes `i - 1` and `i` of the ASCII string `s` in one segment.
+#[inline]
+fn joins(s: &[u8], i: usize) -> bool {
+    use Wb::*;
+    let a = class_at(s, Some(i - 1));
+    let b = class_at(s, Some(i));
+    let mid_l = |c| matches!(c, MidLetter | MidNumLet | SingleQuote);
+    let mid_n = |c| matches!(c, MidNum | MidNumLet | SingleQuote);
+    match (a, b) {
+        (Letter | Numeric, Letter | Numeric) => true, // WB5, WB8, WB9, WB10
+        (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true, // WB13a
+        (ExtendNumLet, Letter | Numeric) => true,     // WB13b
+        (Letter, m) if mid_l(m) => class_at(s, Some(i + 1)) == Letter, // WB6
+        (m, Letter) if mid_l(m) => class_at(s, i.checked_sub(2)) == Letter, // WB7
+        (Numeric, m) if mid_n(m) => class_at(s, Some(i + 1)) == Numeric, // WB12
+        (m, Numeric) if mid_n(m) => class_at(s, i.checked_sub(2)) == Numeric, // WB11
+        _ => false,
+    }
+}
+
+/// Calls `emit(start, end)` for every UAX #29 word (a segment with a letter or digit) of the
+/// ASCII string `s`.
+fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) {
+    let mut start = 0;
+    let mut has_alnum = false;
+    for i in 0..s.len() {
+        if i > start && !joins(s, i) {
+            if has_alnum {
+                emit(start, i);
+            }
+            start = i;
+            has_alnum = false;
+        }
+        has_alnum |= s[i].is_ascii_alphanumeric();
+    }
+    if has_alnum {
+        emit(start, s.len());
+    }
+}
+
+/// Byte classes for the chunk scanner (bit flags, or-ed over a chunk).
+const SPACE: u8 = 0;
+const ALNUM: u8 = 1;
+const OTHER_ASCII: u8 = 2;
+const NON_ASCII: u8 = 4;
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [NON_ASCII; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_whitespace() {
+            SPACE
+        } else if c.is_ascii_alphanumeric() {
+            ALNUM
+        } else {
+            OTHER_ASCII
+        };
+        b += 1;
+    }
+    t
+};
+
+#[cfg(feature = "cjk")]
+fn is_han(c: char) -> bool {
+    matches!(c as u32,
+        0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+}
+
+impl Tokenizer {
+    /// A tokenizer; fails with [`super::Error::FeatureNotCompiled`] for
+    /// [`CjkSegmenter::Jieba`] in a build without the `cjk` feature.
+    pub fn new(cjk: CjkSegmenter) -> Result<Self, super::Error> {
+        #[cfg(feature = "cjk")]
+        let jieba = match cjk {
+            CjkSegmenter::Jieba => Some(std::sync::Arc::new(jieba_rs::Jieba::new())),
+            CjkSegmenter::Chars => None,
+        };
+        #[cfg(not(feature = "cjk"))]
+        if cjk == CjkSegmenter::Jieba {
+            return Err(super::Error::FeatureNotCompiled { feature: "cjk" });
+        }
+        Ok(Tokenizer {
+            cjk,
+            #[cfg(feature = "cjk")]
+            jieba,
+            norm: String::new(),
+        })
+    }
+
+    /// Calls `emit` with every word of `text`, in order.
+    pub fn words(&mut self, text: &str, mut emit: impl FnMut(Token<'_>)) {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            while i < bytes.len() && BYTE_CLASS[bytes[i] as usize] == SPACE {
+                i += 1;
+            }
+            let start = i;
+            let mut seen = 0u8;
+            while i < bytes.len() && BYTE_CLASS[bytes[i] as usize] != SPACE {
+                seen |= BYTE_CLASS[bytes[i] as usize];
+                i += 1;
+            }
+            if start == i {
+                break;
+            }
+            // chunks end at ASCII bytes, so `start..i` lies on char boundaries
+            let chunk = &text[start..i];
+            if seen == ALNUM {
+                emit(Token::Ascii(chunk));
+            } else if seen & NON_ASCII == 0 {
+                ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b])));
+            } else {
+                let mut norm = std::mem::take(&mut self.norm);
+                norm.clear();
+                nfkc_lower_into(chunk, &mut norm);
+                self.unicode_words(&norm, &mut |w| emit(Token::Normalized(w)));
+                self.norm = norm;
+            }
+        }
+    }
+
+    fn unicode_words(&self, norm: &str, emit: &mut impl FnMut(&str)) {
+        match self.cjk {
+            CjkSegmenter::Chars => norm.unicode_words().for_each(emit),
+            CjkSegmenter::Jieba => self.jieba_words(norm, emit),
+        }
+    }
+
+    #[cfg(feature = "cjk")]
+    fn jieba_words(&self, norm: &str, emit: &mut impl FnMut(&str)) {
+        let Some(jieba) = &self.jieba else {
+            return norm.unicode_words().for_each(emit);
+        };
+        // alternate between maximal runs of Han ideographs (jieba) and the rest (UAX #29)
+        let mut rest = norm;
+        while let Some(first) = rest.chars().next() {
+            let han = is_han(first);
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| is_han(c) != han)
+                .map_or(rest.len(), |(i, _)| i);
+            let (run, tail) = rest.split_at(end);
+            if han {
+                for token in jieba.cut(run, false) {
+                    emit(token.word);
+                }
+            } else {
+                run.unicode_words().for_each(&mut *emit);
+            }
+            rest = tail;
+        }
+    }
+
+    #[cfg(not(feature = "cjk"))]
+    fn jieba_words(&self, norm: &str, emit: &mut impl FnMut(&str)) {
+        // unreachable in practice: `new` refuses Jieba without the feature
+        norm.unicode_words().for_each(emit)
+    }
+
+    /// The normalised words of `text`, collected (convenience for tests and tools).
+    pub fn collect_words(&mut self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut buf = String::new();
+        self.words(text, |t| out.push(t.normalized(&mut buf).to_owned()));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn words(s: &str) -> Vec<String> {
+        Tokenizer::new(CjkSegmenter::Chars)
+            .unwrap()
+            .collect_words(s)
+    }
+
+    #[test]
+    fn english_words() {
+        assert_eq!(
+            words("The cat sat on the mat."),
+            ["the", "cat", "sat", "on", "the", "mat"]
+        );
+        assert_eq!(
+            words("can't e.g. 3.14 1,000 foo_bar std::vec a:b"),
+            ["can't", "e.g", "3.14", "1,000", "foo_bar", "std", "vec", "a:b"]
+        );
+    }
+
+    #[test]
+    fn other_scripts() {
+        assert_eq!(words("Привет, МИР!"), ["привет", "мир"]);
+        assert_eq!(words("مرحبا بالعالم"), ["مرحبا", "بالعالم"]);
+        assert_eq!(words("回家吃饭"), ["回", "家", "吃", "饭"]);
+    }
+
+    #[cfg(feature = "cjk")]
+    #[test]
+    fn jieba_segments_han_runs() {
+        let mut t = Tokenizer::new(CjkSegmenter::Jieba).unwrap();
+        let w = t.collect_words("你妈妈喊你回家吃饭哦,Hello");
+        assert!(
+            w.contains(&"妈妈".to_owned()) && w.contains(&"吃饭".to_owned()),
+            "{w:?}"
+        );
+        assert_eq!(w.last().map(String::as_str), Some("hello"));
+    }
+
+    proptest! {
+        // the ASCII fast path equals unicode-segmentation on ASCII text
+        #[test]
+        fn ascii_path_matches_uax29(s in "[a-cA-C0-2_:.,;' \t\n!@#-]{0,40}") {
+            let expected: Vec<String> = s.unicode_words().map(|w| w.to_ascii_lowercase()).collect();
+            prop_assert_eq!(words(&s), expected);
+        }
+    }
+}

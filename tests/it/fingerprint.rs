@@ -1,0 +1,364 @@
+//! The fingerprint recipe end to end: golden values (computed by the independent Python
+//! transcription `format-spec/fingerprint_ref.py`), the seeds' worked examples, input edge
+//! cases, HTML extraction, IDF tables and streaming.
+
+use proptest::prelude::*;
+use simdex::fingerprint::input::{decode_utf8, fingerprint_text_reader};
+use simdex::fingerprint::{
+    Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, IdfTable, Language, TfMode,
+};
+use std::sync::Arc;
+
+const EN: &str =
+    "Near-duplicate web documents are abundant. Two such documents differ from each other in \
+    a very small portion that displays advertisements, for example. Such differences are \
+    irrelevant for web search. So the quality of a web crawler increases if it can assess \
+    whether a newly crawled web page is a near-duplicate of a previously crawled web page or not.";
+const RU: &str =
+    "Почти одинаковые веб страницы встречаются очень часто и отличаются друг от друга лишь \
+    небольшой частью например рекламой Такие различия не важны для поиска";
+const ZH_A: &str = "你妈妈喊你回家吃饭哦,回家罗回家罗";
+const ZH_B: &str = "你妈妈叫你回家吃饭啦,回家罗回家罗";
+const CORPUS: [&str; 6] = [
+    EN,
+    RU,
+    ZH_A,
+    "the cat sat on the mat",
+    "we all scream for ice cream",
+    "Near-duplicate web documents are abundant, and web search engines crawl the web daily.",
+];
+
+fn opts(features: &[FeatureKind], tf: TfMode, stop: &[Language]) -> FingerprintOptions {
+    FingerprintOptions {
+        features: features.to_vec(),
+        tf,
+        stop_words: stop.to_vec(),
+        min_words: 1,
+        ..FingerprintOptions::default()
+    }
+}
+
+fn fp(o: FingerprintOptions, text: &str) -> u64 {
+    Fingerprinter::new(o)
+        .unwrap()
+        .fingerprint(text)
+        .unwrap()
+        .value
+}
+
+fn distance(o: &FingerprintOptions, a: &str, b: &str) -> u32 {
+    (fp(o.clone(), a) ^ fp(o.clone(), b)).count_ones()
+}
+
+#[test]
+fn golden_fingerprints() {
+    use FeatureKind::*;
+    // `python3 format-spec/fingerprint_ref.py` prints these; a change here is a new recipe version
+    assert_eq!(fp(FingerprintOptions::default(), EN), 0x47cf_ebc7_f2e5_c23a);
+    let short = FingerprintOptions {
+        min_words: 1,
+        ..FingerprintOptions::short_text()
+    };
+    assert_eq!(fp(short, "the cat sat on the mat"), 0xca25_2def_88a4_14b4);
+    assert_eq!(
+        fp(opts(&[WordShingles(3)], TfMode::Log, &[]), RU),
+        0xacde_760b_c02d_3d28
+    );
+    assert_eq!(
+        fp(opts(&[CharNgrams(4)], TfMode::Raw, &[]), ZH_A),
+        0x293e_50e1_6cf0_511a
+    );
+    assert_eq!(
+        fp(
+            opts(&[Words, WordShingles(2)], TfMode::Raw, &[Language::English]),
+            EN
+        ),
+        0xc68a_cfc9_5b27_c618
+    );
+
+    let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+    let mut b = IdfBuilder::new(f.options().feature_recipe());
+    for t in CORPUS {
+        b.add_document(&f.distinct_features(t));
+    }
+    let mut f = f.with_idf(Arc::new(b.build(1))).unwrap();
+    assert_eq!(f.fingerprint(EN).unwrap().value, 0x47c7_ebc7_f0e5_c23a);
+}
+
+#[test]
+fn default_recipe_descriptor() {
+    let f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+    assert_eq!(
+        f.recipe(),
+        "simdex-fp/1 features=w2 cjk=chars stop=- stem=- digits=keep tf=binary idf=-"
+    );
+}
+
+/// Near: Hamming distance <= 3; far: >= 12 (random pairs average 32).
+const NEAR: u32 = 3;
+const FAR: u32 = 12;
+
+#[test]
+fn seed_examples_with_the_short_text_recipe() {
+    let o = FingerprintOptions {
+        min_words: 1,
+        ..FingerprintOptions::short_text()
+    };
+    assert!(distance(&o, "the cat sat on the mat", "the cat sat on a mat") <= NEAR);
+    assert!(distance(&o, "the cat sat on the mat", "we all scream for ice cream") >= FAR);
+    assert!(distance(&o, "the cat sat on a mat", "we all scream for ice cream") >= FAR);
+    assert!(distance(&o, ZH_A, ZH_B) <= NEAR);
+    assert!(distance(&o, ZH_A, "the cat sat on the mat") >= FAR);
+}
+
+#[cfg(feature = "cjk")]
+#[test]
+fn seed_chinese_with_jieba() {
+    let o = FingerprintOptions {
+        min_words: 1,
+        cjk: simdex::fingerprint::CjkSegmenter::Jieba,
+        ..FingerprintOptions::short_text()
+    };
+    assert!(distance(&o, ZH_A, ZH_B) <= NEAR);
+}
+
+const AR: &str = "يعتبر اكتشاف الصفحات المتشابهة تقريبا مشكلة مهمة في زحف الويب، لأن الصفحات المكررة تهدر \
+    عرض النطاق وتضخم الفهرس وتزعج المستخدمين الذين يبحثون عن معلومات جديدة. تختلف هذه الصفحات عن \
+    بعضها في أجزاء صغيرة جدا مثل الإعلانات أو التاريخ أو عداد الزوار، وهذه الفروق لا تهم محرك البحث. \
+    نقترح استخدام بصمات سيمهاش بطول أربعة وستين بتا لكل صفحة، ونبين بالتجربة على ثمانية مليارات صفحة \
+    أن الصفحات التي تختلف بصماتها في ثلاثة بتات على الأكثر هي صفحات متشابهة تقريبا. ثم ندرس مسألة \
+    إيجاد كل البصمات التي تختلف عن بصمة معطاة في عدد قليل من البتات، ونقدم حلا عمليا يعتمد على جداول \
+    مرتبة ومضغوطة يمكن البحث فيها بسرعة كبيرة سواء لاستعلام واحد أو لدفعة كبيرة من الاستعلامات. \
+    يبدأ الزاحف كل يوم بقائمة طويلة من العناوين، فيحمل الصفحات واحدة بعد أخرى ويستخرج منها النص \
+    الظاهر للقارئ بعد حذف القوائم والتذييلات والنصوص البرمجية. ثم يحسب لكل نص بصمة قصيرة ويسأل \
+    الفهرس هل رأى صفحة قريبة منها من قبل. فإذا كان الجواب نعم ترك الصفحة أو ربطها بالنسخة القديمة، \
+    وإذا كان الجواب لا أضافها إلى الفهرس وتابع العمل. وتحتاج هذه الخطوة إلى أن تكون سريعة جدا، \
+    لأن الزاحف يرى ملايين الصفحات في الساعة الواحدة ولا يستطيع الانتظار طويلا عند كل صفحة. \
+    ولهذا يحفظ الفهرس البصمات في جداول مرتبة على القرص، ويقسم كل بصمة إلى أجزاء صغيرة يبحث بها \
+    في الجداول، فلا يقرأ إلا عددا قليلا من الكتل عند كل سؤال.";
+
+/// Every copy of `text` with one word replaced.
+fn one_word_edits(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split(' ').filter(|w| !w.is_empty()).collect();
+    (0..words.len())
+        .map(|i| {
+            let mut w = words.clone();
+            w[i] = "تعديل";
+            w.join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn seed_arabic_paragraph_and_light_edit_are_near() {
+    // a light edit: one word replaced, anywhere. Simhash distances of single edits vary with the
+    // position (a bit whose sum is near zero flips easily), so the median is what is pinned,
+    // and no edit may look like an unrelated text.
+    for o in [
+        FingerprintOptions::default(),
+        FingerprintOptions::short_text(),
+    ] {
+        let recipe = Fingerprinter::new(o.clone()).unwrap().recipe();
+        let mut d: Vec<u32> = one_word_edits(AR)
+            .iter()
+            .map(|e| distance(&o, AR, e))
+            .collect();
+        d.sort_unstable();
+        assert!(
+            d[d.len() / 2] <= NEAR,
+            "{recipe}: median {}",
+            d[d.len() / 2]
+        );
+        assert!(d[d.len() - 1] < FAR, "{recipe}: max {}", d[d.len() - 1]);
+        assert!(distance(&o, AR, EN) >= FAR);
+    }
+}
+
+#[test]
+fn short_texts_are_flagged() {
+    let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+    let short = f.fingerprint("the cat sat on the mat").unwrap();
+    assert!(short.short && short.words == 6);
+    assert!(!f.fingerprint(AR).unwrap().short);
+}
+
+#[test]
+fn empty_and_nearly_empty_documents_are_refused() {
+    let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+    for text in ["", "   \n\t ", "!!! ... ---", "two words"] {
+        match f.fingerprint(text) {
+            Err(Error::EmptyDocument { min_words: 3, .. }) => {}
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+    // with stop words on, a text of stop words only is empty too
+    let mut f = Fingerprinter::new(FingerprintOptions::short_text()).unwrap();
+    assert!(matches!(
+        f.fingerprint("the of and a to in"),
+        Err(Error::EmptyDocument { words: 0, .. })
+    ));
+}
+
+#[test]
+fn invalid_utf8_is_replaced_and_counted_or_refused() {
+    let bytes = b"valid words then \xff\xfe bad bytes and \xe2\x82 a cut sequence at the end \xe2";
+    let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+    let lenient = fingerprint_text_reader(&mut f, &bytes[..], false).unwrap();
+    assert_eq!(lenient.replaced_utf8, 4);
+    let lossy = String::from_utf8_lossy(bytes);
+    assert_eq!(lenient.fingerprint, f.fingerprint(&lossy).unwrap());
+    match fingerprint_text_reader(&mut f, &bytes[..], true) {
+        Err(Error::InvalidUtf8 { offset: 17 }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(decode_utf8(bytes, false).unwrap().1, 4);
+}
+
+#[test]
+fn case_width_and_spacing_do_not_matter() {
+    let o = FingerprintOptions::default();
+    let shouty = EN.to_uppercase().replace(' ', "  \n ");
+    assert_eq!(distance(&o, EN, &shouty), 0);
+    assert_eq!(
+        distance(
+            &o,
+            "Ｗｉｄｅ ｌｅｔｔｅｒｓ ａｒｅ ｆｏｌｄｅｄ",
+            "wide letters are folded"
+        ),
+        0
+    );
+}
+
+#[test]
+fn idf_tables_roundtrip_and_must_match_the_recipe() {
+    let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+    let mut b = IdfBuilder::new(f.options().feature_recipe());
+    for t in CORPUS {
+        b.add_document(&f.distinct_features(t));
+    }
+    let table = b.build(1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idf.simdex");
+    table.save(&path).unwrap();
+    let loaded = IdfTable::load(&path).unwrap();
+    assert_eq!(loaded, table);
+    let other = Fingerprinter::new(FingerprintOptions::short_text()).unwrap();
+    assert!(matches!(
+        other.with_idf(Arc::new(loaded)),
+        Err(Error::IdfRecipeMismatch { .. })
+    ));
+    std::fs::write(&path, b"not a table").unwrap();
+    assert!(matches!(IdfTable::load(&path), Err(Error::IdfBadMagic)));
+}
+
+#[test]
+fn missing_cargo_features_and_bad_options_are_errors() {
+    let no_features = FingerprintOptions {
+        features: vec![],
+        ..FingerprintOptions::default()
+    };
+    assert!(matches!(
+        Fingerprinter::new(no_features),
+        Err(Error::InvalidOptions(_))
+    ));
+    let two_char_sizes = FingerprintOptions {
+        features: vec![FeatureKind::CharNgrams(3), FeatureKind::CharNgrams(5)],
+        ..FingerprintOptions::default()
+    };
+    assert!(matches!(
+        Fingerprinter::new(two_char_sizes),
+        Err(Error::InvalidOptions(_))
+    ));
+    let zh_stem = FingerprintOptions {
+        stemming: Some(Language::Chinese),
+        ..FingerprintOptions::default()
+    };
+    assert!(Fingerprinter::new(zh_stem).is_err());
+}
+
+#[cfg(feature = "html")]
+mod html {
+    use super::*;
+    use simdex::fingerprint::html::{fingerprint_html_reader, visible_text};
+
+    const PAGE: &str = r#"<!DOCTYPE html><html><head><title>Page title</title>
+        <style>body { color: red }</style><script>var x = "<p>script text</p>";</script></head>
+        <body><header>Site header</header><nav><a href="/">Home</a> <a href="/b">Blog</a></nav>
+        <!-- a comment that is not text -->
+        <main><h1>Fish &amp; chips</h1><p>Caf&eacute; r&#233;sum&#xE9; na&iuml;ve &lt;tag&gt; text.</p>
+        <p>Second paragraph<br>after a break.</p></main>
+        <footer>Site footer &copy; 2024</footer></body></html>"#;
+
+    #[test]
+    fn visible_text_only_with_entities_decoded() {
+        let words: Vec<String> = visible_text(PAGE)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(
+            words,
+            [
+                "Fish",
+                "&",
+                "chips",
+                "Café",
+                "résumé",
+                "naïve",
+                "<tag>",
+                "text.",
+                "Second",
+                "paragraph",
+                "after",
+                "a",
+                "break."
+            ]
+        );
+    }
+
+    #[test]
+    fn html_fingerprint_equals_fingerprint_of_its_visible_text() {
+        let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+        let from_html = fingerprint_html_reader(&mut f, PAGE.as_bytes(), true)
+            .unwrap()
+            .fingerprint;
+        let text = "Fish & chips Café résumé naïve <tag> text. Second paragraph after a break.";
+        assert_eq!(from_html, f.fingerprint(text).unwrap());
+    }
+
+    #[test]
+    fn strict_html_refuses_invalid_utf8() {
+        let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+        let bad = b"<p>some words here \xff and more words</p>";
+        assert!(matches!(
+            fingerprint_html_reader(&mut f, &bad[..], true),
+            Err(Error::InvalidUtf8 { offset: 19 })
+        ));
+        let ok = fingerprint_html_reader(&mut f, &bad[..], false).unwrap();
+        assert_eq!(ok.replaced_utf8, 1);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Streaming in arbitrary pieces gives the one-shot fingerprint.
+    #[test]
+    fn streaming_matches_one_shot(
+        words in proptest::collection::vec("[a-zé]{1,8}|[0-9]{1,3}|回家|\\.|, ", 3..60),
+        cuts in proptest::collection::vec(0usize..400, 0..8),
+    ) {
+        let text = words.join(" ");
+        let mut f = Fingerprinter::new(FingerprintOptions { min_words: 1, ..FingerprintOptions::default() }).unwrap();
+        let whole = f.fingerprint(&text);
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(text.len())).filter(|&c| text.is_char_boundary(c)).collect();
+        cuts.sort_unstable();
+        let mut s = f.session();
+        let mut last = 0;
+        for c in cuts {
+            s.push(&text[last..c]);
+            last = c;
+        }
+        s.push(&text[last..]);
+        prop_assert_eq!(format!("{:?}", s.finish()), format!("{:?}", whole));
+    }
+}

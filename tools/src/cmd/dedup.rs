@@ -1,0 +1,348 @@
+//! `simdex dedup`: exact duplicates by content hash, then near-duplicates within Hamming
+//! distance k among the remaining documents, grouped into clusters by union-find.
+//!
+//! Near-duplicate pairs are found exactly in memory with the pigeonhole rule of the paper's
+//! permuted tables: split the 64 bits into k + 1 blocks; two fingerprints within distance k
+//! agree on at least one block, so sorting by each block and comparing within runs of equal
+//! blocks finds every pair (each pair is counted in the first block it agrees on).
+//!
+//! Output: a JSON-lines report (`--report FILE`, or stdout with `--json`) and a readable
+//! summary (stdout, or stderr with `--json`).
+
+use crate::cmd::fingerprint::{fingerprint_doc, learn_idf};
+use crate::corpus::{self, Format, HashingReader};
+use crate::recipe::RecipeArgs;
+use anyhow::{bail, Context};
+use clap::Args as ClapArgs;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use simdex::cluster::clusters_from_pairs;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Find exact and near-duplicate documents and group them into clusters
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// Files, folders (walked recursively) or `-` for standard input
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Near-duplicates differ in at most K bits
+    #[arg(short, long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=16))]
+    pub k: u32,
+    /// Input format
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: Format,
+    /// Refuse documents with invalid UTF-8 instead of replacing the bad bytes
+    #[arg(long)]
+    pub strict: bool,
+    /// Do not learn IDF weights from the inputs (by default dedup reads them twice: once to
+    /// learn document frequencies, once to fingerprint with TF-IDF weights)
+    #[arg(long)]
+    pub no_idf: bool,
+    /// Write the JSON-lines report to FILE
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Write the JSON-lines report to stdout (the summary goes to stderr)
+    #[arg(long)]
+    pub json: bool,
+    /// Members listed per cluster in the summary
+    #[arg(long, default_value_t = 10)]
+    pub show: usize,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+}
+
+struct DocInfo {
+    id: String,
+    content: String,
+    fingerprint: Option<u64>,
+    short: bool,
+}
+
+/// Every pair `(i, j)`, `i < j`, with `popcount(fps[i] ^ fps[j]) <= k`.
+pub fn near_pairs(fps: &[(u64, u32)], k: u32) -> Vec<(u32, u32)> {
+    let blocks = k as usize + 1;
+    let bounds: Vec<(u32, u32)> = (0..blocks)
+        .map(|b| ((64 * b / blocks) as u32, (64 * (b + 1) / blocks) as u32))
+        .collect();
+    let block = |x: u64, (lo, hi): (u32, u32)| (x >> lo) & (u64::MAX >> (64 - (hi - lo)));
+    let mut pairs = Vec::new();
+    let mut sorted = fps.to_vec();
+    for (bi, &bound) in bounds.iter().enumerate() {
+        sorted.sort_unstable_by_key(|&(x, i)| (block(x, bound), i));
+        let mut start = 0;
+        while start < sorted.len() {
+            let key = block(sorted[start].0, bound);
+            let end = start
+                + sorted[start..]
+                    .iter()
+                    .take_while(|e| block(e.0, bound) == key)
+                    .count();
+            for a in start..end {
+                for b in a + 1..end {
+                    let (x, y) = (sorted[a], sorted[b]);
+                    // count the pair only in the first block both agree on
+                    let first = bounds[..bi].iter().all(|&o| block(x.0, o) != block(y.0, o));
+                    if first && (x.0 ^ y.0).count_ones() <= k {
+                        pairs.push((x.1.min(y.1), x.1.max(y.1)));
+                    }
+                }
+            }
+            start = end;
+        }
+    }
+    pairs.sort_unstable();
+    pairs
+}
+
+fn progress(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} files [{elapsed}]")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message(what.to_owned());
+    bar
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let files = corpus::expand(&args.inputs)?;
+    let mut fp = args.recipe.fingerprinter()?;
+    if !args.no_idf && args.recipe.idf.is_none() {
+        if files.iter().any(|f| f.as_os_str() == "-") {
+            bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
+        }
+        let bar = progress(files.len() as u64, "learning IDF");
+        let table = learn_idf(&mut fp, &files, args.format, args.strict)?;
+        bar.finish_and_clear();
+        fp = fp.with_idf(std::sync::Arc::new(table))?;
+    }
+
+    // pass: content hash and fingerprint of every document
+    let bar = progress(files.len() as u64, "fingerprinting");
+    let mut docs: Vec<DocInfo> = Vec::new();
+    let mut skipped: Vec<(String, String)> = Vec::new();
+    for path in &files {
+        let mut failed = Vec::new();
+        corpus::for_each_doc(
+            path,
+            args.format,
+            args.strict,
+            |mut doc| {
+                let mut reader = HashingReader::new(std::mem::replace(
+                    &mut doc.content,
+                    Box::new(std::io::empty()),
+                ));
+                let outcome = fingerprint_doc(&mut fp, &doc, &mut reader, args.strict);
+                // hash the whole content even where the fingerprinter stopped early
+                std::io::copy(&mut reader, &mut std::io::sink())?;
+                let content = reader.hex();
+                let (fingerprint, short) = match outcome {
+                    Ok(o) => (Some(o.fingerprint.value), o.fingerprint.short),
+                    Err(reason) => {
+                        failed.push((doc.id.clone(), reason));
+                        (None, true)
+                    }
+                };
+                docs.push(DocInfo {
+                    id: doc.id,
+                    content,
+                    fingerprint,
+                    short,
+                });
+                Ok(())
+            },
+            |s| skipped.push((s.id, s.reason)),
+        )?;
+        skipped.extend(failed);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    // exact duplicates: same content hash (documents without a fingerprint included)
+    let mut by_content: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (i, d) in docs.iter().enumerate() {
+        by_content
+            .entry(d.content.as_str())
+            .or_default()
+            .push(i as u32);
+    }
+    let mut exact: Vec<Vec<u32>> = by_content.into_values().filter(|g| g.len() > 1).collect();
+    exact.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
+
+    // near duplicates among one representative per content
+    let mut representative = vec![true; docs.len()];
+    for g in &exact {
+        for &i in &g[1..] {
+            representative[i as usize] = false;
+        }
+    }
+    let reps: Vec<(u64, u32)> = docs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            d.fingerprint
+                .filter(|_| representative[i])
+                .map(|f| (f, i as u32))
+        })
+        .collect();
+    let pairs = near_pairs(&reps, args.k);
+    let exact_links = exact
+        .iter()
+        .flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
+    let clusters = clusters_from_pairs(docs.len(), pairs.iter().copied().chain(exact_links));
+    // clusters made of exact copies only are reported as exact groups, not again as near ones
+    let content_of = |i: u32| docs[i as usize].content.as_str();
+    let near: Vec<&Vec<u32>> = clusters
+        .iter()
+        .filter(|c| c.iter().any(|&i| content_of(i) != content_of(c[0])))
+        .collect();
+
+    let ids = |g: &[u32]| {
+        g.iter()
+            .map(|&i| docs[i as usize].id.clone())
+            .collect::<Vec<_>>()
+    };
+    let mut report: Box<dyn Write> = match (&args.report, args.json) {
+        (Some(p), _) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        (None, true) => Box::new(std::io::BufWriter::new(std::io::stdout())),
+        (None, false) => Box::new(std::io::sink()),
+    };
+    for (n, g) in exact.iter().enumerate() {
+        writeln!(
+            report,
+            "{}",
+            json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": content_of(g[0]), "members": ids(g)})
+        )?;
+    }
+    for (n, c) in near.iter().enumerate() {
+        let fps: Vec<u64> = c
+            .iter()
+            .filter_map(|&i| docs[i as usize].fingerprint)
+            .collect();
+        let max_d = fps
+            .iter()
+            .flat_map(|a| fps.iter().map(move |b| (a ^ b).count_ones()))
+            .max()
+            .unwrap_or(0);
+        let short = c.iter().filter(|&&i| docs[i as usize].short).count();
+        writeln!(
+            report,
+            "{}",
+            json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": ids(c)})
+        )?;
+    }
+    for (id, reason) in &skipped {
+        writeln!(
+            report,
+            "{}",
+            json!({"kind": "skipped", "id": id, "reason": reason})
+        )?;
+    }
+    report.flush()?;
+
+    let mut summary: Box<dyn Write> = if args.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let in_exact: usize = exact.iter().map(|g| g.len()).sum();
+    let in_near: usize = near.iter().map(|c| c.len()).sum();
+    writeln!(
+        summary,
+        "documents: {} ({} fingerprinted, {} skipped)",
+        docs.len(),
+        reps.len()
+            + docs
+                .iter()
+                .enumerate()
+                .filter(|(i, d)| d.fingerprint.is_some() && !representative[*i])
+                .count(),
+        skipped.len()
+    )?;
+    writeln!(summary, "recipe: {}", fp.recipe())?;
+    writeln!(
+        summary,
+        "exact duplicates: {} groups, {} documents ({} redundant copies)",
+        exact.len(),
+        in_exact,
+        in_exact - exact.len()
+    )?;
+    writeln!(
+        summary,
+        "near-duplicate clusters (k = {}): {} clusters, {} documents, {} pairs within k",
+        args.k,
+        near.len(),
+        in_near,
+        pairs.len()
+    )?;
+    let mut sizes: std::collections::BTreeMap<usize, usize> = Default::default();
+    near.iter()
+        .for_each(|c| *sizes.entry(c.len()).or_default() += 1);
+    if !sizes.is_empty() {
+        let hist: Vec<String> = sizes
+            .iter()
+            .rev()
+            .map(|(s, n)| format!("{n}x{s}"))
+            .collect();
+        writeln!(summary, "cluster sizes (count x size): {}", hist.join(", "))?;
+    }
+    for (n, c) in near.iter().take(args.show).enumerate() {
+        writeln!(summary, "\ncluster {} ({} documents):", n + 1, c.len())?;
+        for &i in c.iter().take(args.show) {
+            let d = &docs[i as usize];
+            writeln!(
+                summary,
+                "  {}  {}{}",
+                d.fingerprint
+                    .map_or("-".repeat(16), |f| format!("{f:016x}")),
+                d.id,
+                if d.short { "  (short)" } else { "" }
+            )?;
+        }
+        if c.len() > args.show {
+            writeln!(summary, "  ... and {} more", c.len() - args.show)?;
+        }
+    }
+    for (id, reason) in skipped.iter().take(args.show) {
+        writeln!(summary, "skipped {id}: {reason}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_pairs_equal_brute_force() {
+        let mut s = 0x1234_5678u64;
+        let mut fps = Vec::new();
+        for i in 0..400u32 {
+            s = simdex::fingerprint::hash::fmix64(s.wrapping_add(i as u64));
+            // clustered values: a few bases with a few bits flipped
+            let base = [0u64, u64::MAX, 0xF0F0_F0F0_F0F0_F0F0][i as usize % 3];
+            let flips = (s & 0xFF) as u32 % 7;
+            let mut x = base;
+            for f in 0..flips {
+                x ^= 1 << ((s >> (8 + 6 * f)) & 63);
+            }
+            fps.push((x, i));
+        }
+        for k in [0, 1, 3, 5] {
+            let mut brute = Vec::new();
+            for a in 0..fps.len() {
+                for b in a + 1..fps.len() {
+                    if (fps[a].0 ^ fps[b].0).count_ones() <= k {
+                        brute.push((a as u32, b as u32));
+                    }
+                }
+            }
+            assert_eq!(near_pairs(&fps, k), brute, "k = {k}");
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The fingerprint recipe options shared by `fingerprint` and `dedup`: clap arguments ->
+//! `simdex::fingerprint::Fingerprinter`.
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use simdex::fingerprint::{
+    CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfTable, Language, TfMode,
+};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Preset {
+    /// The library defaults, chosen for web pages (word 2-shingles, binary weights)
+    Pages,
+    /// For sentences and snippets: words, term frequency, stop words of every language
+    ShortText,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Cjk {
+    /// every Han ideograph is a word
+    Chars,
+    /// jieba dictionary segmentation
+    Jieba,
+}
+
+/// Fingerprint recipe (see format-spec/fingerprint.md); flags override the preset.
+#[derive(Debug, Args)]
+pub struct RecipeArgs {
+    /// Starting point for the recipe
+    #[arg(long, value_enum, default_value = "pages")]
+    pub preset: Preset,
+    /// Feature kinds, comma-separated: w (words), wN (word N-shingles), cN (character N-grams)
+    #[arg(long, value_delimiter = ',', value_name = "KINDS")]
+    pub features: Option<Vec<String>>,
+    /// Term weights: tf, logtf or binary
+    #[arg(long, value_name = "MODE")]
+    pub tf: Option<String>,
+    /// Stop words to drop: language codes (en,ru,ar,zh,de,fr,es), `all` or `none`
+    #[arg(long, value_delimiter = ',', value_name = "LANGS")]
+    pub stop: Option<Vec<String>>,
+    /// Stem words with this language's Snowball stemmer
+    #[arg(long, value_name = "LANG")]
+    pub stem: Option<String>,
+    /// How Han ideographs become words
+    #[arg(long, value_enum)]
+    pub cjk: Option<Cjk>,
+    /// Replace digits by 0 before hashing
+    #[arg(long)]
+    pub fold_digits: bool,
+    /// Weight features by this IDF table (made with `--learn-idf`)
+    #[arg(long, value_name = "FILE")]
+    pub idf: Option<PathBuf>,
+}
+
+fn language(code: &str) -> anyhow::Result<Language> {
+    Language::from_code(code).with_context(|| {
+        let known: Vec<&str> = Language::ALL.iter().map(|l| l.code()).collect();
+        format!("unknown language `{code}` (known: {})", known.join(", "))
+    })
+}
+
+impl RecipeArgs {
+    /// The options these flags describe.
+    pub fn options(&self) -> anyhow::Result<FingerprintOptions> {
+        let mut o = match self.preset {
+            Preset::Pages => FingerprintOptions::default(),
+            Preset::ShortText => FingerprintOptions::short_text(),
+        };
+        if let Some(kinds) = &self.features {
+            o.features = kinds
+                .iter()
+                .map(|k| {
+                    FeatureKind::parse(k).with_context(|| {
+                        format!("unknown feature kind `{k}` (w, w2..w16, c1..c16)")
+                    })
+                })
+                .collect::<anyhow::Result<_>>()?;
+        }
+        if let Some(tf) = &self.tf {
+            o.tf = TfMode::parse(tf)
+                .with_context(|| format!("unknown --tf `{tf}` (tf, logtf, binary)"))?;
+        }
+        if let Some(stop) = &self.stop {
+            o.stop_words = match stop.as_slice() {
+                [one] if one == "all" => Language::ALL.to_vec(),
+                [one] if one == "none" => Vec::new(),
+                codes => codes
+                    .iter()
+                    .map(|c| language(c))
+                    .collect::<anyhow::Result<_>>()?,
+            };
+        }
+        if let Some(stem) = &self.stem {
+            o.stemming = Some(language(stem)?);
+        }
+        if let Some(cjk) = self.cjk {
+            o.cjk = match cjk {
+                Cjk::Chars => CjkSegmenter::Chars,
+                Cjk::Jieba => CjkSegmenter::Jieba,
+            };
+        }
+        o.fold_digits |= self.fold_digits;
+        Ok(o)
+    }
+
+    /// The fingerprinter, with the IDF table of `--idf` if given.
+    pub fn fingerprinter(&self) -> anyhow::Result<Fingerprinter> {
+        let fp = Fingerprinter::new(self.options()?)?;
+        match &self.idf {
+            None => Ok(fp),
+            Some(path) => {
+                let table = IdfTable::load(path)
+                    .with_context(|| format!("cannot read IDF table {}", path.display()))?;
+                Ok(fp.with_idf(Arc::new(table))?)
+            }
+        }
+    }
+
+    /// Refuses `--idf` together with learning a table.
+    pub fn check_no_idf(&self, why: &str) -> anyhow::Result<()> {
+        if self.idf.is_some() {
+            bail!("--idf cannot be combined with {why}");
+        }
+        Ok(())
+    }
+}

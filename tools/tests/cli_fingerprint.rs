@@ -1,0 +1,213 @@
+//! The `simdex` binary end to end: `fingerprint` and `dedup` on files, standard input and the
+//! bundled corpus (fixtures/corpus, written by tools/gen-corpus.py with PLANTED.tsv).
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn simdex(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_simdex"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run simdex");
+    // a process that fails before reading its input closes the pipe: not an error here
+    let _ = child.stdin.take().expect("stdin").write_all(stdin);
+    child.wait_with_output().expect("wait for simdex")
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn fingerprint_prints_id_tab_hex() {
+    let out = simdex(
+        &[
+            "fingerprint",
+            "fixtures/corpus/en-000.html",
+            "fixtures/corpus/ru-001.html",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2);
+    for (line, id) in lines
+        .iter()
+        .zip(["fixtures/corpus/en-000.html", "fixtures/corpus/ru-001.html"])
+    {
+        let (got_id, hex) = line.split_once('\t').expect("a tab");
+        assert_eq!(got_id, id);
+        assert!(
+            hex.len() == 16 && u64::from_str_radix(hex, 16).is_ok(),
+            "{hex}"
+        );
+    }
+}
+
+#[test]
+fn html_text_and_stdin_agree() {
+    // the same article as HTML (in a template) and as plain text: the same words
+    let html = simdex(&["fingerprint", "fixtures/corpus/en-040.html"], b"");
+    let plain = std::fs::read(root().join("fixtures/corpus/en-040-plain.txt")).expect("fixture");
+    let stdin = simdex(&["fingerprint", "-"], &plain);
+    let hex = |o: &Output| {
+        text(&o.stdout)
+            .split('\t')
+            .nth(1)
+            .map(|h| h.trim().to_owned())
+    };
+    assert_eq!(hex(&html), hex(&stdin));
+    assert_eq!(text(&stdin.stdout).split('\t').next(), Some("-"));
+}
+
+#[test]
+fn bad_inputs_fail_with_a_clear_message() {
+    let out = simdex(&["fingerprint", "no/such/file.txt"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot read no/such/file.txt"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = simdex(&["fingerprint", "--no-such-flag"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--no-such-flag"));
+
+    let out = simdex(&["fingerprint", "--features", "w99"], b"x y z");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("unknown feature kind `w99`"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = simdex(&["dedup", "-k", "99", "fixtures/corpus"], b"");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn jsonl_errors_name_lines_and_skip_documents() {
+    let input = b"{\"id\": \"a\", \"text\": \"one two three four\"}\n{\"id\": \"b\"}\nnot json\n{\"id\": 7, \"html\": \"<p>five six seven</p><script>x y z</script>\"}\n{\"id\": \"e\", \"text\": \"  \"}\n";
+    let out = simdex(&["fingerprint", "--format", "jsonl", "--json", "-"], input);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "skipped documents make exit code 1"
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("line 2: missing \"text\" or \"html\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("line 3: invalid JSON"), "{stderr}");
+    assert!(stderr.contains("e: skipped: document is empty"), "{stderr}");
+    let ids: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["id"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids, ["a", "7"]);
+}
+
+#[test]
+fn strict_refuses_invalid_utf8_and_lenient_counts_it() {
+    let doc = b"valid words before \xff\xfe and after the bad bytes here";
+    let out = simdex(&["fingerprint", "--strict", "-"], doc);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("invalid UTF-8 at byte offset 19"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = simdex(&["fingerprint", "--json", "-"], doc);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["replaced_utf8"], 2);
+    assert!(text(&out.stderr).contains("2 invalid UTF-8 sequences replaced"));
+}
+
+/// Planted groups of the bundled corpus: (kind, group) -> member paths.
+fn planted() -> HashMap<(String, String), BTreeSet<String>> {
+    let tsv =
+        std::fs::read_to_string(root().join("fixtures/corpus/PLANTED.tsv")).expect("PLANTED.tsv");
+    let mut groups: HashMap<(String, String), BTreeSet<String>> = HashMap::new();
+    for line in tsv.lines().skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        groups
+            .entry((f[0].to_owned(), f[1].to_owned()))
+            .or_default()
+            .insert(format!("fixtures/corpus/{}", f[2]));
+    }
+    groups
+}
+
+fn dedup_report(k: &str) -> Vec<(String, BTreeSet<String>)> {
+    let out = simdex(&["dedup", "fixtures/corpus", "-k", k, "--json"], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("exact duplicates:"),
+        "summary on stderr with --json"
+    );
+    text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json line");
+            let members = v["members"]
+                .as_array()
+                .expect("members")
+                .iter()
+                .map(|m| m.as_str().unwrap_or("").to_owned())
+                .collect();
+            (v["kind"].as_str().unwrap_or("").to_owned(), members)
+        })
+        .collect()
+}
+
+#[test]
+fn dedup_finds_the_planted_clusters() {
+    let planted = planted();
+    assert!(
+        planted.len() >= 40,
+        "the corpus plants exact and near groups"
+    );
+    for k in ["3", "5"] {
+        let report = dedup_report(k);
+        // precision: every reported group lies inside one planted group
+        for (kind, members) in &report {
+            assert!(
+                planted.values().any(|p| members.is_subset(p)),
+                "k={k}: reported {kind} group {members:?} mixes unrelated documents"
+            );
+        }
+        // recall: every planted group is inside one reported group; one-word edits of long
+        // pages may land a little over k = 3 (simhash noise), so they are required at k = 5
+        for ((kind, group), members) in &planted {
+            if k == "3" && group.ends_with("-edit") {
+                continue;
+            }
+            let want = if kind == "exact" { "exact" } else { "near" };
+            assert!(
+                report
+                    .iter()
+                    .any(|(rk, m)| members.is_subset(m) && (rk == want || kind == "near")),
+                "k={k}: planted {kind} group {group} {members:?} not found"
+            );
+        }
+    }
+}
