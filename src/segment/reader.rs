@@ -224,10 +224,19 @@ impl Segment {
     /// without an id column).
     pub fn entries(&self) -> impl Iterator<Item = Result<(u64, Option<u64>)>> + '_ {
         let mut ordinal = 0u64;
+        // The id page of the current entry, checked once.
+        let mut page: (u64, &[u8]) = (u64::MAX, &[]);
         self.table_entries(0).map(move |r| {
             let fp = r?;
             let id = match self.ids {
-                Some(_) => Some(self.doc_id(ordinal)?),
+                Some(_) => {
+                    let p = ordinal / IDS_PER_PAGE;
+                    if page.0 != p {
+                        page = (p, self.id_page(p)?);
+                    }
+                    let at = ((ordinal % IDS_PER_PAGE) * 8) as usize;
+                    Some(LE::read_u64(&page.1[at..]))
+                }
                 None => None,
             };
             ordinal += 1;
@@ -237,11 +246,17 @@ impl Segment {
 
     /// The document id of table 0's entry number `ordinal` (after its page's CRC check).
     pub fn doc_id(&self, ordinal: u64) -> Result<u64> {
-        let ids = self.ids.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no document ids".into()))?;
         if ordinal >= self.entries {
             return Err(Error::InvalidArgument(format!("entry {ordinal} out of range ({} entries)", self.entries)));
         }
-        let page = ordinal / IDS_PER_PAGE;
+        let bytes = self.id_page(ordinal / IDS_PER_PAGE)?;
+        let at = ((ordinal % IDS_PER_PAGE) * 8) as usize;
+        Ok(LE::read_u64(&bytes[at..]))
+    }
+
+    /// The bytes of id page `page`, after checking its CRC.
+    fn id_page(&self, page: u64) -> Result<&[u8]> {
+        let ids = self.ids.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no document ids".into()))?;
         let page_start = ids.ids_offset + page * IDS_PER_PAGE * 8;
         let page_len = (self.entries - page * IDS_PER_PAGE).min(IDS_PER_PAGE) * 8;
         let bytes = &self.bytes[page_start as usize..(page_start + page_len) as usize];
@@ -250,8 +265,7 @@ impl Segment {
         if stored != actual {
             return Err(self.corrupt(page_start, Location::default(), format!("document-id page {page} checksum mismatch (stored {stored:#010x}, computed {actual:#010x})")));
         }
-        let at = ((ordinal % IDS_PER_PAGE) * 8) as usize;
-        Ok(LE::read_u64(&bytes[at..]))
+        Ok(bytes)
     }
 
     /// All stored fingerprints within `k` bits of `fingerprint`.
