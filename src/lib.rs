@@ -2,8 +2,10 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod cluster;
 pub mod codec;
+mod cpu;
 mod error;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;

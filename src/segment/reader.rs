@@ -69,6 +69,11 @@ impl Table {
         &self.keys
     }
 
+    /// Position in the table of block `b`'s first entry.
+    pub fn first_ordinal(&self, b: u64) -> u64 {
+        self.ordinals[b as usize]
+    }
+
     /// Entries in block `b`.
     pub fn block_entries(&self, b: u64) -> u32 {
         (self.ordinals[b as usize + 1] - self.ordinals[b as usize]) as u32
@@ -306,7 +311,7 @@ impl Segment {
     /// single instructions, which makes decoding about 20% faster than the portable build.
     fn probe_all(&self, fingerprint: u64, k: u32, found: &mut Vec<u64>) -> Result<()> {
         #[cfg(target_arch = "x86_64")]
-        if has_bmi2_popcnt() {
+        if crate::cpu::has_bmi2_popcnt() {
             // SAFETY: `probe_all_bmi2` needs only BMI1, BMI2 and POPCNT, which
             // `has_bmi2_popcnt` has just confirmed this CPU supports. Exercised by every
             // query test on such CPUs; `tests::dispatched_and_portable_probes_agree`
@@ -502,14 +507,6 @@ impl Iterator for TableEntries<'_> {
         self.at += 1;
         Some(Ok(self.buf[self.at - 1]))
     }
-}
-
-/// True when the CPU has the instructions of the fast query loop (cached after the first
-/// call by the standard library).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_bmi2_popcnt() -> bool {
-    std::arch::is_x86_feature_detected!("bmi1") && std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("popcnt")
 }
 
 fn check_magic_and_version(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -1,5 +1,6 @@
 //! simdex's integration tests: one binary, a module per concern.
 
+mod batch;
 mod codec;
 mod common;
 mod corruption;

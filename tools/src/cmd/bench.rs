@@ -56,6 +56,13 @@ struct GenerateArgs {
     /// Append a document id (the line number) to each fingerprint.
     #[arg(long)]
     with_ids: bool,
+    /// Plant this many clusters first: each a random center and `--cluster-size` copies
+    /// with up to `--flips` random bits flipped (the rest of the count is random).
+    #[arg(long, default_value_t = 0)]
+    clusters: u64,
+    /// Members per planted cluster.
+    #[arg(long, default_value_t = 10)]
+    cluster_size: u64,
 }
 
 #[derive(Debug, ClapArgs)]
@@ -110,7 +117,21 @@ fn generate(args: GenerateArgs) -> Result<()> {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    let planted = args.clusters.saturating_mul(args.cluster_size).min(args.count);
+    let mut center = 0u64;
     for i in 0..args.count {
+        if i < planted {
+            if i % args.cluster_size.max(1) == 0 {
+                center = next();
+            }
+            let flips = (next() % (u64::from(args.flips) + 1)) as u32;
+            let mut y = center;
+            while (y ^ center).count_ones() < flips {
+                y ^= 1 << (next() % 64);
+            }
+            write_fp(&mut out, y, i, args.binary, args.with_ids)?;
+            continue;
+        }
         let fp = match &base {
             Some(fps) => {
                 let x = fps[(i % fps.len() as u64) as usize];
@@ -122,17 +143,22 @@ fn generate(args: GenerateArgs) -> Result<()> {
             }
             None => next(),
         };
-        match (args.binary, args.with_ids) {
-            (true, false) => out.write_all(&fp.to_le_bytes())?,
-            (true, true) => {
-                out.write_all(&fp.to_le_bytes())?;
-                out.write_all(&i.to_le_bytes())?;
-            }
-            (false, false) => writeln!(out, "{fp:016x}")?,
-            (false, true) => writeln!(out, "{fp:016x}\t{i}")?,
-        }
+        write_fp(&mut out, fp, i, args.binary, args.with_ids)?;
     }
     out.flush()?;
+    Ok(())
+}
+
+fn write_fp(out: &mut impl std::io::Write, fp: u64, id: u64, binary: bool, with_ids: bool) -> Result<()> {
+    match (binary, with_ids) {
+        (true, false) => out.write_all(&fp.to_le_bytes())?,
+        (true, true) => {
+            out.write_all(&fp.to_le_bytes())?;
+            out.write_all(&id.to_le_bytes())?;
+        }
+        (false, false) => writeln!(out, "{fp:016x}")?,
+        (false, true) => writeln!(out, "{fp:016x}\t{id}")?,
+    }
     Ok(())
 }
 

@@ -3,12 +3,15 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod batch;
 mod bench;
 mod build;
+mod cluster;
 mod dump;
 mod inspect;
 mod plan;
 mod query;
+mod split;
 mod verify;
 mod dedup;
 mod fingerprint;
@@ -33,6 +36,9 @@ pub enum Command {
     Verify(verify::Args),
     Dump(dump::Args),
     Bench(bench::Args),
+    Batch(batch::Args),
+    Cluster(cluster::Args),
+    Split(split::Args),
     Fingerprint(fingerprint::Args),
     Dedup(dedup::Args),
 }
@@ -46,6 +52,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(a) => verify::run(a),
         Command::Dump(a) => dump::run(a).map(|_| ExitCode::SUCCESS),
         Command::Bench(a) => bench::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Batch(a) => batch::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Cluster(a) => cluster::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Split(a) => split::run(a).map(|_| ExitCode::SUCCESS),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Dedup(args) => dedup::run(args),
     }

@@ -1,0 +1,75 @@
+//! `simdex cluster`: every near-duplicate pair of an index, grouped into clusters.
+
+use anyhow::{bail, Result};
+use clap::Args as ClapArgs;
+use serde_json::json;
+use simdex::batch::clusters;
+use simdex::Segment;
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::input::hex;
+
+/// Group the stored fingerprints into near-duplicate clusters (all pairs within k).
+///
+/// Finds every pair of stored fingerprints within k bits (a self-join over the permuted
+/// tables), joins pairs into clusters with union-find, and adds fingerprints stored more
+/// than once (exact duplicates). Writes one JSON object per cluster (largest first:
+/// `{"cluster", "size", "fingerprints", "members": [{"fingerprint", "doc_id"}]}`) to
+/// `--out` or stdout, and a summary (cluster count and size histogram) to stderr.
+///
+/// Example: `simdex cluster pages.sdx -k 3 --out clusters.jsonl`
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// The index (a segment file).
+    index: PathBuf,
+    /// Largest Hamming distance between near-duplicates (at most the design's k).
+    #[arg(short, long, default_value_t = 3)]
+    k: u32,
+    /// Write the JSON lines here instead of stdout.
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let start = Instant::now();
+    let segment = Segment::open(&args.index)?;
+    let threads = match args.threads {
+        Some(0) => bail!("--threads 0: at least one thread is needed"),
+        Some(t) => t,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let found = clusters(&segment, args.k, threads)?;
+    let sink: Box<dyn Write> = match &args.out {
+        Some(path) => Box::new(std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = BufWriter::with_capacity(1 << 20, sink);
+    let mut histogram: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut in_clusters = 0usize;
+    for (i, c) in found.iter().enumerate() {
+        *histogram.entry(c.members.len()).or_default() += 1;
+        in_clusters += c.members.len();
+        let mut fps: Vec<u64> = c.members.iter().map(|m| m.0).collect();
+        fps.dedup();
+        let members: Vec<_> = c.members.iter().map(|(fp, id)| json!({"fingerprint": hex(*fp), "doc_id": id})).collect();
+        writeln!(out, "{}", json!({"cluster": i + 1, "size": c.members.len(), "fingerprints": fps.len(), "members": members}))?;
+    }
+    out.flush()?;
+    eprintln!(
+        "{} fingerprints, k = {}: {} clusters holding {} entries, in {:.2}s",
+        segment.len(),
+        args.k,
+        found.len(),
+        in_clusters,
+        start.elapsed().as_secs_f64()
+    );
+    let sizes: Vec<String> = histogram.iter().rev().map(|(size, n)| format!("{n}x{size}")).collect();
+    eprintln!("cluster sizes (count x size): {}", if sizes.is_empty() { "none".to_string() } else { sizes.join(" ") });
+    Ok(())
+}
