@@ -296,3 +296,61 @@ fn damaged_or_foreign_files_are_refused_by_every_reader() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("table 1, block 1"), "{}", stderr(&o));
 }
+
+#[test]
+fn batch_cluster_and_split_agree_with_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = dir.path().join("stored.txt");
+    std::fs::write(&stored, stdout(&run(&["bench", "generate", "-n", "20000", "--clusters", "300", "--cluster-size", "4", "--flips", "2", "--with-ids"]))).unwrap();
+    let src = dir.path().join("src.txt");
+    let first: String = std::fs::read_to_string(&stored).unwrap().lines().take(500).map(|l| format!("{}\n", l.split('\t').next().unwrap())).collect();
+    std::fs::write(&src, first).unwrap();
+    let queries = dir.path().join("q.txt");
+    std::fs::write(&queries, stdout(&run(&["bench", "generate", "-n", "500", "--near", p(&src), "--flips", "1"]))).unwrap();
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&stored)]));
+
+    // batch == query over the same queries, sorted by query (query sorts per query).
+    let o = run(&["batch", p(&seg), "--queries", p(&queries)]);
+    ok(&o);
+    let batch = stdout(&o);
+    // `query` prints per query line (a repeated query twice); batch takes each query once.
+    let mut b: Vec<String> = stdout(&run(&["query", p(&seg), "--input", p(&queries)])).lines().map(String::from).collect();
+    b.sort();
+    b.dedup();
+    let mut a: Vec<String> = batch.lines().map(String::from).collect();
+    assert!(a.len() >= 500);
+    let unsorted = a.clone();
+    a.sort();
+    assert_eq!(a, b);
+    // Sorted by query (hex of fixed width sorts as the number), then as `query` sorts.
+    let keys: Vec<&str> = unsorted.iter().map(|l| l.split('\t').next().unwrap()).collect();
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+
+    // split into 3 chunks: batch over the chunks gives the same lines.
+    let chunks = dir.path().join("chunks");
+    ok(&run(&["split", p(&seg), "--parts", "3", "--out", p(&chunks)]));
+    let listing: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(chunks.join("parts.json")).unwrap()).unwrap();
+    assert_eq!(listing["parts"].as_array().unwrap().len(), 3);
+    let mut from_chunks: Vec<String> = Vec::new();
+    for i in 0..3 {
+        let c = chunks.join(format!("part-{i:05}.sdx"));
+        from_chunks.extend(stdout(&run(&["batch", p(&c), "--queries", p(&queries)])).lines().map(String::from));
+    }
+    from_chunks.sort();
+    assert_eq!(from_chunks, a);
+
+    // cluster: every planted cluster member appears in some cluster of size >= 2.
+    let o = run(&["cluster", p(&seg), "-k", "3"]);
+    ok(&o);
+    let clusters: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(clusters.len() >= 250, "{}", clusters.len());
+    assert!(clusters.iter().all(|c| c["size"].as_u64().unwrap() >= 2));
+    assert!(stderr(&o).contains("cluster sizes"));
+    // Bad arguments.
+    assert_eq!(run(&["split", p(&seg), "--parts", "0", "--out", p(&chunks)]).status.code(), Some(2));
+    assert_eq!(run(&["batch", p(&seg), "--queries", "/nonexistent"]).status.code(), Some(2));
+    let o = run(&["cluster", p(&seg), "-k", "9"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("k = 9"), "{}", stderr(&o));
+}
