@@ -5,7 +5,7 @@
 //! index does (see `format-spec/block.md`). The decoder is given that count and must be
 //! told the bytes are the block's; it never reads outside them.
 
-use super::huffman::{CHANGES_PREFIX, SLOW};
+use super::huffman::{CHANGES_PREFIX, FAST_EQUAL, SLOW};
 use super::{Code, Codec, EQUAL};
 
 /// Bytes in one block.
@@ -302,13 +302,20 @@ impl<'a> Cursor<'a> {
         self.entry += 1;
         let word = peek(self.block, self.bit);
         let e = self.code.fast_entry(word);
-        if e & SLOW != 0 {
-            return self.next_slow::<G>(word);
+        if e & (SLOW | FAST_EQUAL) != 0 {
+            if e & SLOW != 0 {
+                return self.next_slow::<G>(word);
+            }
+            self.bit += (e & 15) as usize;
+            if self.bit > BLOCK_BITS {
+                return Err(BlockError::Overrun { entry: self.entry - 1, end: self.bit });
+            }
+            return Ok(self.prev);
         }
         // The common case: a short word and a payload within the same peek.
         let len = e & 15;
         let h = (e >> 4) & 63;
-        let payload = (word << len) >> (64 - h);
+        let payload = top_bits(word << len, h);
         let Some(value) = G::apply(self.prev, h, payload) else {
             return Err(BlockError::BadGap { bit: self.bit, entry: self.entry - 1, h, prev: self.prev });
         };
@@ -356,7 +363,9 @@ impl<'a> Cursor<'a> {
                 }
                 continue;
             }
-            let (symbol, len) = if e & SLOW == 0 {
+            let (symbol, len) = if e & FAST_EQUAL != 0 {
+                (EQUAL as u32, e & 15)
+            } else if e & SLOW == 0 {
                 ((e >> 4) & 63, e & 15)
             } else {
                 let Some((symbol, len)) = self.code.decode_word(word) else {

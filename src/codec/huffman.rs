@@ -50,11 +50,14 @@ pub struct Code {
     marked_low_bits: u32,
 }
 
-/// A decoded code word in the fast table: `len | h << 4 | (len + h) << 12`, or [`SLOW`].
+/// A decoded code word in the fast table: `len | h << 4 | (len + h) << 12`, with
+/// [`FAST_EQUAL`] for the `EQUAL` symbol (then `h = 0`), or [`SLOW`].
 pub type FastEntry = u32;
 /// Fast-table marker: decode this word with [`Code::decode_word`] (the word is longer than
-/// [`FAST_BITS`], or is `EQUAL`, `h = 0`, or has a payload too long for one 57-bit peek).
+/// [`FAST_BITS`], or its payload is too long for one 57-bit peek).
 pub const SLOW: FastEntry = 1 << 31;
+/// Fast-table flag: the word is the `EQUAL` symbol (the entry repeats the previous one).
+pub const FAST_EQUAL: FastEntry = 1 << 29;
 /// Fast-table flag set by [`Code::mark_prefix_changes`]: the word's `h` is at least the
 /// table's number of low (non-prefix) bits, so with the XOR code the entry changes the
 /// prefix.
@@ -138,7 +141,11 @@ impl Code {
         }
         let fast = fast.map(|e| {
             let (symbol, len) = ((e & 0xff) as u32, u32::from(e >> 8));
-            if e >= LONG || symbol == super::EQUAL as u32 || symbol == 0 || len + symbol > FAST_SPAN {
+            if e >= LONG {
+                SLOW
+            } else if symbol == super::EQUAL as u32 {
+                len | len << 12 | FAST_EQUAL
+            } else if len + symbol > FAST_SPAN {
                 SLOW
             } else {
                 len | symbol << 4 | (len + symbol) << 12
@@ -189,7 +196,7 @@ impl Code {
     pub fn mark_prefix_changes(&mut self, low_bits: u32) {
         for e in self.fast.iter_mut() {
             *e &= !CHANGES_PREFIX;
-            if *e & SLOW == 0 && (*e >> 4) & 63 >= low_bits {
+            if *e & (SLOW | FAST_EQUAL) == 0 && (*e >> 4) & 63 >= low_bits {
                 *e |= CHANGES_PREFIX;
             }
         }

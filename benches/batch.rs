@@ -1,0 +1,103 @@
+//! Batch queries and clusters at scale, with wall time and peak heap (a counting global
+//! allocator; the mmap'd segment is page cache, not heap). Prints a table.
+//!
+//! `cargo bench --bench batch` (sizes from `SIMDEX_BENCH_SIZES`, default 1e6,1e7;
+//! `SIMDEX_BENCH_QUERIES`, default 1e6).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use simdex::batch::{batch_query, clusters, BatchOptions};
+use simdex::storage::FsStorage;
+use simdex::{build_segment, BuildOptions, Segment};
+
+#[path = "common.rs"]
+mod common;
+
+struct Counting;
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counters only
+// observe sizes. Exercised by running this bench.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        // SAFETY: same layout contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` was allocated by `System` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn reset_peak() -> usize {
+    let now = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(now, Ordering::Relaxed);
+    now
+}
+
+fn mib(b: usize) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::var("SIMDEX_BENCH_SIZES")
+        .map(|s| s.split(',').map(|x| x.trim().parse().expect("size")).collect())
+        .unwrap_or_else(|_| vec![1_000_000, 10_000_000]);
+    let nq: usize = std::env::var("SIMDEX_BENCH_QUERIES").map(|s| s.parse().expect("count")).unwrap_or(1_000_000);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let dir = tempfile::tempdir().expect("tempdir");
+    println!("| operation | stored N | queries | threads | wall (s) | results | peak heap (MiB) | size of Q (MiB) | block keys (MiB) |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for &n in &sizes {
+        // 10% of the stored fingerprints are planted clusters of 10 (up to 3 bits apart).
+        let mut fps = common::random(n, 11);
+        let noise = common::random(n, 12);
+        for i in 0..n / 10 {
+            let center = fps[(i / 10) * 10];
+            fps[i] = center ^ (1 << (noise[i] % 64)) ^ (1 << ((noise[i] >> 6) % 64));
+        }
+        let ids: Vec<u64> = (0..n as u64).collect();
+        let path = dir.path().join(format!("s{n}.sdx"));
+        build_segment(&FsStorage, &path, &fps, Some(&ids), &BuildOptions::default()).expect("build");
+        let seg = Segment::open(&path).expect("open");
+        let keys: usize = seg.tables().iter().map(|t| t.keys().len() * 8).sum();
+        let queries = common::queries(&fps, nq, 5);
+        drop((fps, ids, noise));
+
+        let base = reset_peak();
+        let t = Instant::now();
+        let matches = batch_query(&seg, &queries, &BatchOptions { k: 3, threads }).expect("batch");
+        let wall = t.elapsed().as_secs_f64();
+        let peak = PEAK.load(Ordering::Relaxed) - base;
+        println!(
+            "| batch k=3 | {n} | {nq} | {threads} | {wall:.2} | {} matches | {:.1} | {:.1} | {:.2} |",
+            matches.len(),
+            mib(peak),
+            mib(nq * 8),
+            mib(keys)
+        );
+        drop(matches);
+
+        let base = reset_peak();
+        let t = Instant::now();
+        let found = clusters(&seg, 3, threads).expect("clusters");
+        let wall = t.elapsed().as_secs_f64();
+        let peak = PEAK.load(Ordering::Relaxed) - base;
+        let members: usize = found.iter().map(|c| c.members.len()).sum();
+        println!(
+            "| cluster k=3 | {n} | - | {threads} | {wall:.2} | {} clusters, {members} entries | {:.1} | - | {:.2} |",
+            found.len(),
+            mib(peak),
+            mib(keys)
+        );
+    }
+}
