@@ -58,6 +58,21 @@ pub struct BatchMatch {
 /// All stored fingerprints within `options.k` of every query, each (query, fingerprint, id)
 /// once, sorted by query, then distance, fingerprint and id.
 pub fn batch_query(segment: &Segment, queries: &[u64], options: &BatchOptions) -> Result<Vec<BatchMatch>> {
+    let mut out = Vec::new();
+    batch_query_each(segment, queries, options, |m| {
+        out.push(m);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// [`batch_query`], handing each match to `emit` in order instead of collecting them.
+/// Returns the number of matches.
+///
+/// Peak memory: one sorted copy of the queries (freed before the output phase), 16 bytes
+/// per (query, fingerprint) match, and 20 bytes per distinct matched fingerprint for its
+/// ids; the stored tables are streamed.
+pub fn batch_query_each(segment: &Segment, queries: &[u64], options: &BatchOptions, mut emit: impl FnMut(BatchMatch) -> Result<()>) -> Result<u64> {
     check_k(segment, options.k)?;
     let mut sorted: Vec<u64> = queries.to_vec();
     let mut pairs: Vec<(u64, u64)> = Vec::new();
@@ -69,18 +84,34 @@ pub fn batch_query(segment: &Segment, queries: &[u64], options: &BatchOptions) -
             *q = to.apply(from.invert(*q));
         }
         current = t;
-        crate::sort::sort_u64(&mut sorted);
+        sorted.sort_unstable();
         sorted.dedup();
         let qs = &sorted;
-        let found = in_parallel(segment, t, options.threads, |range| {
+        for mut found in in_parallel(segment, t, options.threads, |range| {
             let mut out = Vec::new();
             join_range(segment, t, range, qs, options.k, &mut out).map(|_| out)
-        })?;
-        pairs.extend(found);
+        })? {
+            pairs.append(&mut found);
+        }
     }
-    pairs.sort_unstable();
+    drop(sorted);
+    // A fingerprint stored under several ids was found once per entry.
+    pairs.sort_unstable_by_key(|&(q, fp)| (q, (q ^ fp).count_ones(), fp));
     pairs.dedup();
-    with_ids(segment, pairs)
+    pairs.shrink_to_fit();
+    let ids = IdMap::new(segment, &pairs)?;
+    for &(q, fp) in &pairs {
+        let distance = (q ^ fp).count_ones();
+        match &ids {
+            Some(map) => {
+                for &id in map.ids(fp) {
+                    emit(BatchMatch { query: q, distance, fingerprint: fp, doc_id: Some(id) })?;
+                }
+            }
+            None => emit(BatchMatch { query: q, distance, fingerprint: fp, doc_id: None })?,
+        }
+    }
+    Ok(pairs.len() as u64)
 }
 
 /// Every pair of distinct stored fingerprints within `k` of each other (`a < b`), sorted.
@@ -90,10 +121,12 @@ pub fn near_pairs(segment: &Segment, k: u32, threads: usize) -> Result<Vec<(u64,
     check_k(segment, k)?;
     let mut pairs = Vec::new();
     for t in 0..segment.tables().len() {
-        pairs.extend(in_parallel(segment, t, threads, |range| {
+        for mut found in in_parallel(segment, t, threads, |range| {
             let mut out = Vec::new();
             self_join_range(segment, t, range, k, &mut out).map(|_| out)
-        })?);
+        })? {
+            pairs.append(&mut found);
+        }
     }
     for p in pairs.iter_mut() {
         if p.0 > p.1 {
@@ -182,7 +215,7 @@ fn in_parallel<T: Send>(
     t: usize,
     threads: usize,
     work: impl Fn(PrefixRange) -> Result<Vec<T>> + Sync,
-) -> Result<Vec<T>> {
+) -> Result<Vec<Vec<T>>> {
     let table = &segment.tables()[t];
     let p = table.design().prefix_bits;
     let end = if p == 0 { 1 } else if p == 64 { u64::MAX } else { 1u64 << p };
@@ -201,11 +234,7 @@ fn in_parallel<T: Send>(
         let handles: Vec<_> = ranges.iter().map(|&r| s.spawn(move || work(r))).collect();
         handles.into_iter().map(|h| h.join().expect("batch worker panicked")).collect()
     });
-    let mut out = Vec::new();
-    for r in results {
-        out.extend(r?);
-    }
-    Ok(out)
+    results.into_iter().collect()
 }
 
 /// Original-bit masks of the prefixes of tables `0..t`.
@@ -356,59 +385,66 @@ fn cross_pairs_portable(xs: &[u64], ys: &[u64], k: u32, hit: &mut dyn FnMut(u64,
     }
 }
 
-/// Attaches document ids to sorted, distinct `(query, fingerprint)` pairs by walking table 0
-/// (the identity, in id order) over the blocks that hold matched fingerprints.
-fn with_ids(segment: &Segment, pairs: Vec<(u64, u64)>) -> Result<Vec<BatchMatch>> {
-    let matched = |q: u64, fp: u64, id: Option<u64>| BatchMatch { query: q, distance: (q ^ fp).count_ones(), fingerprint: fp, doc_id: id };
-    if !segment.has_ids() {
-        let mut out: Vec<BatchMatch> = pairs.into_iter().map(|(q, fp)| matched(q, fp, None)).collect();
-        out.sort_unstable();
-        return Ok(out);
-    }
-    let mut fps: Vec<u64> = pairs.iter().map(|p| p.1).collect();
-    fps.sort_unstable();
-    fps.dedup();
-    let ids = ids_of_sorted(segment, &fps)?;
-    let mut out = Vec::with_capacity(pairs.len());
-    for (q, fp) in pairs {
-        let i = fps.binary_search(&fp).expect("matched fingerprint");
-        for &id in &ids[i] {
-            out.push(matched(q, fp, Some(id)));
-        }
-    }
-    out.sort_unstable();
-    Ok(out)
+/// The document ids of the matched fingerprints: sorted distinct fingerprints, and for
+/// each the range of its ids in one flat array (20 bytes per fingerprint with one id).
+struct IdMap {
+    fps: Vec<u64>,
+    starts: Vec<u32>,
+    ids: Vec<u64>,
 }
 
-/// The document ids of each of the sorted, distinct fingerprints `fps`.
-fn ids_of_sorted(segment: &Segment, fps: &[u64]) -> Result<Vec<Vec<u64>>> {
-    let table = &segment.tables()[0];
-    let mut ids: Vec<Vec<u64>> = vec![Vec::new(); fps.len()];
-    let mut i = 0usize;
-    let mut b = 0u64;
-    while i < fps.len() {
-        // Jump to the first block that can hold fps[i].
-        b = b.max(lower_bound(table.keys(), fps[i]) as u64);
-        if b >= table.block_count() {
-            break;
+impl IdMap {
+    /// `None` when the segment has no ids.
+    fn new(segment: &Segment, pairs: &[(u64, u64)]) -> Result<Option<Self>> {
+        if !segment.has_ids() {
+            return Ok(None);
         }
-        let mut ordinal = table.first_ordinal(b);
-        let mut hits: Vec<(usize, u64)> = Vec::new();
-        segment.visit_block(0, b, |v| {
-            while i < fps.len() && fps[i] < v {
-                i += 1;
+        let mut fps: Vec<u64> = pairs.iter().map(|p| p.1).collect();
+        fps.sort_unstable();
+        fps.dedup();
+        fps.shrink_to_fit();
+        let mut starts = Vec::with_capacity(fps.len() + 1);
+        let mut ids = Vec::with_capacity(fps.len());
+        // Walk table 0 (the identity, ids in its order) over the blocks holding them.
+        let table = &segment.tables()[0];
+        let mut i = 0usize;
+        let mut b = 0u64;
+        while i < fps.len() && b < table.block_count() {
+            b = b.max(lower_bound(table.keys(), fps[i]) as u64);
+            if b >= table.block_count() {
+                break;
             }
-            if i < fps.len() && fps[i] == v {
-                hits.push((i, ordinal));
+            let mut ordinal = table.first_ordinal(b);
+            let mut hits: Vec<(usize, u64)> = Vec::new();
+            segment.visit_block(0, b, |v| {
+                while i < fps.len() && fps[i] < v {
+                    i += 1;
+                }
+                if i < fps.len() && fps[i] == v {
+                    hits.push((i, ordinal));
+                }
+                ordinal += 1;
+                true
+            })?;
+            for (j, ordinal) in hits {
+                while starts.len() <= j {
+                    starts.push(ids.len() as u32);
+                }
+                ids.push(segment.doc_id(ordinal)?);
             }
-            ordinal += 1;
-            true
-        })?;
-        for (j, ordinal) in hits {
-            ids[j].push(segment.doc_id(ordinal)?);
+            // The last fingerprint of this block may continue in the next one.
+            b += 1;
         }
-        // The next block: the last fingerprint of this one may continue there.
-        b += 1;
+        while starts.len() <= fps.len() {
+            starts.push(ids.len() as u32);
+        }
+        Ok(Some(Self { fps, starts, ids }))
     }
-    Ok(ids)
+
+    fn ids(&self, fp: u64) -> &[u64] {
+        match self.fps.binary_search(&fp) {
+            Ok(i) => &self.ids[self.starts[i] as usize..self.starts[i + 1] as usize],
+            Err(_) => &[],
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::batch::{batch_query, BatchOptions};
+use simdex::batch::{batch_query_each, BatchOptions};
 use simdex::Segment;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -51,25 +51,27 @@ pub fn run(args: Args) -> Result<()> {
         }
         options.threads = t;
     }
-    let matches = batch_query(&segment, &queries, &options)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
-    for m in &matches {
+    let mut matches = 0u64;
+    let mut write = |m: simdex::batch::BatchMatch| -> std::io::Result<()> {
+        matches += 1;
         if args.json {
-            writeln!(out, "{}", json!({"query": hex(m.query), "match": hex(m.fingerprint), "distance": m.distance, "doc_id": m.doc_id}))?;
+            writeln!(out, "{}", json!({"query": hex(m.query), "match": hex(m.fingerprint), "distance": m.distance, "doc_id": m.doc_id}))
         } else {
             match m.doc_id {
-                Some(id) => writeln!(out, "{}\t{}\t{}\t{id}", hex(m.query), hex(m.fingerprint), m.distance)?,
-                None => writeln!(out, "{}\t{}\t{}", hex(m.query), hex(m.fingerprint), m.distance)?,
+                Some(id) => writeln!(out, "{}\t{}\t{}\t{id}", hex(m.query), hex(m.fingerprint), m.distance),
+                None => writeln!(out, "{}\t{}\t{}", hex(m.query), hex(m.fingerprint), m.distance),
             }
         }
-    }
+    };
+    batch_query_each(&segment, &queries, &options, |m| write(m).map_err(|e| simdex::Error::io("<stdout>", "write", e)))?;
     out.flush()?;
     eprintln!(
         "{} queries against {} fingerprints: {} matches in {:.2}s",
         queries.len(),
         segment.len(),
-        matches.len(),
+        matches,
         start.elapsed().as_secs_f64()
     );
     Ok(())
