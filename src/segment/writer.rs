@@ -264,18 +264,30 @@ pub fn build_segment_with_progress(
         Some(ids) => fingerprints.iter().copied().zip(ids.iter().copied()).collect(),
         None => Vec::new(),
     };
+    // Table 0 is the identity: its order is the fingerprints sorted.
+    let table0: Vec<u64> = if ids.is_some() {
+        crate::sort::sort_pairs(&mut pairs);
+        pairs.iter().map(|p| p.0).collect()
+    } else {
+        let mut v = fingerprints.to_vec();
+        crate::sort::sort_u64(&mut v);
+        v
+    };
     let mut scratch: Vec<u64> = Vec::with_capacity(fingerprints.len());
     for (t, table) in design.tables().iter().enumerate() {
-        scratch.clear();
-        if t == 0 && ids.is_some() {
-            pairs.sort_unstable();
-            scratch.extend(pairs.iter().map(|p| p.0));
+        // Every other table keeps the bits outside its prefix in their original order
+        // (plan.rs), so its order is table 0's, stably sorted by the permuted prefix alone:
+        // one or two radix passes instead of a full sort.
+        let values: &[u64] = if t == 0 {
+            &table0
         } else {
-            scratch.extend(fingerprints.iter().map(|&x| table.permutation.apply(x)));
-            crate::sort::sort_u64(&mut scratch);
-        }
-        let code = SymbolHistogram::of_sorted(options.codec, &scratch).code();
-        writer.write_table(&code, scratch.iter().copied())?;
+            scratch.clear();
+            scratch.extend(table0.iter().map(|&x| table.permutation.apply(x)));
+            crate::sort::sort_by_top_bits(&mut scratch, table.prefix_bits);
+            &scratch
+        };
+        let code = SymbolHistogram::of_sorted(options.codec, values).code();
+        writer.write_table(&code, values.iter().copied())?;
         progress(t + 1, design.tables().len());
     }
     if ids.is_some() {
