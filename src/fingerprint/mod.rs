@@ -212,7 +212,7 @@ pub struct Fingerprinter {
     stop: StopWords,
     stemmer: Option<std::sync::Arc<Stemmer>>,
     idf: Option<std::sync::Arc<IdfTable>>,
-    scratch: Vec<u64>,
+    scratch: weights::CountTable,
 }
 
 impl Fingerprinter {
@@ -229,7 +229,7 @@ impl Fingerprinter {
             stop: StopWords::new(&options.stop_words),
             stemmer,
             idf: None,
-            scratch: Vec::new(),
+            scratch: weights::CountTable::default(),
             options,
         })
     }
