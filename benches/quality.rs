@@ -256,7 +256,10 @@ fn shingle_sets(docs: &[Doc]) -> Vec<Vec<u64>> {
         let mut words = Vec::new();
         let mut buf = String::new();
         tok.words(&d.text, |t| {
-            words.push(hash::sfh64(hash::seed::WORD, t.normalized(&mut buf).as_bytes()))
+            words.push(hash::sfh64(
+                hash::seed::WORD,
+                t.normalized(&mut buf).as_bytes(),
+            ))
         });
         let mut s: Vec<u64> = words
             .windows(3)

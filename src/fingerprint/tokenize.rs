@@ -70,6 +70,9 @@ pub struct Tokenizer {
     #[cfg(feature = "cjk")]
     jieba: Option<std::sync::Arc<jieba_rs::Jieba>>,
     norm: String,
+    /// word-break classes and byte offsets of a plain chunk's characters
+    classes: Vec<Wb>,
+    offsets: Vec<usize>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -85,6 +88,8 @@ impl Clone for Tokenizer {
             #[cfg(feature = "cjk")]
             jieba: self.jieba.clone(),
             norm: String::new(),
+            classes: Vec::new(),
+            offsets: Vec::new(),
         }
     }
 }
@@ -99,6 +104,8 @@ enum Wb {
     MidNum,
     MidNumLet,
     SingleQuote,
+    /// a Han ideograph: a word of its own (WB999), alphanumeric
+    Ideograph,
     Other,
 }
 
@@ -125,51 +132,63 @@ const WB_TABLE: [Wb; 128] = {
     t
 };
 
-#[inline]
-fn class_at(s: &[u8], i: Option<usize>) -> Wb {
-    match i.and_then(|i| s.get(i)) {
-        Some(&b) if b < 128 => WB_TABLE[b as usize],
-        _ => Wb::Other,
-    }
-}
-
-/// Whether UAX #29 keeps bytes `i - 1` and `i` of the ASCII string `s` in one segment.
-#[inline]
-fn joins(s: &[u8], i: usize) -> bool {
+/// Calls `emit(start, end)` for every UAX #29 word (a segment with a letter, digit or
+/// ideograph) of a string of `n` characters whose word-break classes `class(i)` gives, for the
+/// classes of [`Wb`] only (rules WB5-WB13b and WB999).
+fn segment(n: usize, class: impl Fn(usize) -> Wb, mut emit: impl FnMut(usize, usize)) {
     use Wb::*;
-    let a = class_at(s, Some(i - 1));
-    let b = class_at(s, Some(i));
+    let at = |i: Option<usize>| i.filter(|&i| i < n).map_or(Other, &class);
     let mid_l = |c| matches!(c, MidLetter | MidNumLet | SingleQuote);
     let mid_n = |c| matches!(c, MidNum | MidNumLet | SingleQuote);
-    match (a, b) {
+    let joins = |i: usize| match (class(i - 1), class(i)) {
         (Letter | Numeric, Letter | Numeric) => true, // WB5, WB8, WB9, WB10
         (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true, // WB13a
         (ExtendNumLet, Letter | Numeric) => true,     // WB13b
-        (Letter, m) if mid_l(m) => class_at(s, Some(i + 1)) == Letter, // WB6
-        (m, Letter) if mid_l(m) => class_at(s, i.checked_sub(2)) == Letter, // WB7
-        (Numeric, m) if mid_n(m) => class_at(s, Some(i + 1)) == Numeric, // WB12
-        (m, Numeric) if mid_n(m) => class_at(s, i.checked_sub(2)) == Numeric, // WB11
+        (Letter, m) if mid_l(m) => at(Some(i + 1)) == Letter, // WB6
+        (m, Letter) if mid_l(m) => at(i.checked_sub(2)) == Letter, // WB7
+        (Numeric, m) if mid_n(m) => at(Some(i + 1)) == Numeric, // WB12
+        (m, Numeric) if mid_n(m) => at(i.checked_sub(2)) == Numeric, // WB11
         _ => false,
-    }
-}
-
-/// Calls `emit(start, end)` for every UAX #29 word (a segment with a letter or digit) of the
-/// ASCII string `s`.
-fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) {
+    };
     let mut start = 0;
     let mut has_alnum = false;
-    for i in 0..s.len() {
-        if i > start && !joins(s, i) {
+    for i in 0..n {
+        if i > start && !joins(i) {
             if has_alnum {
                 emit(start, i);
             }
             start = i;
             has_alnum = false;
         }
-        has_alnum |= s[i].is_ascii_alphanumeric();
+        has_alnum |= matches!(class(i), Letter | Numeric | Ideograph);
     }
     if has_alnum {
-        emit(start, s.len());
+        emit(start, n);
+    }
+}
+
+/// UAX #29 words of the ASCII string `s`, as byte ranges.
+fn ascii_words(s: &[u8], emit: impl FnMut(usize, usize)) {
+    segment(s.len(), |i| WB_TABLE[(s[i] & 0x7F) as usize], emit)
+}
+
+/// Word-break class of a "plain" character: one that is its own NFKC form, is not changed by
+/// lowercasing (ASCII aside, which the caller lowercases), and has one of the classes of [`Wb`]
+/// (lowercase Latin-1, Greek and Cyrillic letters, Arabic letters without marks, the main Han
+/// block). `None` for any other character. Checked against the Unicode crates by tests.
+fn plain_class(c: char) -> Option<Wb> {
+    match c as u32 {
+        0..=0x7F => Some(WB_TABLE[c as usize]),
+        0xDF..=0xF6
+        | 0xF8..=0xFF
+        | 0x3B1..=0x3C9
+        | 0x430..=0x45F
+        | 0x621..=0x63A
+        | 0x641..=0x64A => Some(Wb::Letter),
+        0x4E00..=0x9FFF => Some(Wb::Ideograph),
+        0x060C => Some(Wb::MidNum), // Arabic comma
+        0xAB | 0xBB | 0x2014 | 0x061F | 0x3001 | 0x3002 => Some(Wb::Other), // « » — ؟ 、 。
+        _ => None,
     }
 }
 
@@ -219,6 +238,8 @@ impl Tokenizer {
             #[cfg(feature = "cjk")]
             jieba,
             norm: String::new(),
+            classes: Vec::new(),
+            offsets: Vec::new(),
         })
     }
 
@@ -245,7 +266,7 @@ impl Tokenizer {
                 emit(Token::Ascii(chunk));
             } else if seen & NON_ASCII == 0 {
                 ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b])));
-            } else {
+            } else if !self.plain_words(chunk, &mut emit) {
                 let mut norm = std::mem::take(&mut self.norm);
                 norm.clear();
                 nfkc_lower_into(chunk, &mut norm);
@@ -253,6 +274,41 @@ impl Tokenizer {
                 self.norm = norm;
             }
         }
+    }
+
+    /// The fast path for chunks of plain characters ([`plain_class`]): no normalisation but
+    /// ASCII lowercasing, segmentation by [`segment`]. Returns false (and emits nothing) for
+    /// any other chunk.
+    fn plain_words(&mut self, chunk: &str, emit: &mut impl FnMut(Token<'_>)) -> bool {
+        let Tokenizer {
+            classes,
+            offsets,
+            norm,
+            cjk,
+            ..
+        } = self;
+        classes.clear();
+        offsets.clear();
+        for (i, c) in chunk.char_indices() {
+            match plain_class(c) {
+                Some(Wb::Ideograph) if *cjk != CjkSegmenter::Chars => return false,
+                Some(class) => {
+                    classes.push(class);
+                    offsets.push(i);
+                }
+                None => return false,
+            }
+        }
+        offsets.push(chunk.len());
+        norm.clear();
+        norm.push_str(chunk);
+        norm.make_ascii_lowercase();
+        segment(
+            classes.len(),
+            |i| classes[i],
+            |a, b| emit(Token::Normalized(&norm[offsets[a]..offsets[b]])),
+        );
+        true
     }
 
     fn unicode_words(&self, norm: &str, emit: &mut impl FnMut(&str)) {
@@ -344,7 +400,37 @@ mod tests {
         assert_eq!(w.last().map(String::as_str), Some("hello"));
     }
 
+    #[test]
+    fn plain_characters_are_normalised_lowercase() {
+        use unicode_normalization::char::canonical_combining_class;
+        use unicode_normalization::{is_nfkc_quick, IsNormalized};
+        for c in (0x80..=0x10FFFFu32).filter_map(char::from_u32) {
+            if plain_class(c).is_some() {
+                assert_eq!(
+                    is_nfkc_quick(std::iter::once(c)),
+                    IsNormalized::Yes,
+                    "{c:?}"
+                );
+                assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+                assert!(c.to_lowercase().eq(std::iter::once(c)), "{c:?}");
+            }
+        }
+    }
+
     proptest! {
+        // plain non-ASCII chunks take their own path; it equals the recipe's definition
+        // (per chunk at ASCII whitespace: NFKC, lowercase, unicode_words)
+        #[test]
+        fn plain_path_matches_uax29(s in "[a-cA-C0-2_:.,;' àßΣσςжЖشبه中文回家\u{301}\u{64B}ﬁ«»—؟、。،٫-]{0,30}") {
+            let mut expected = Vec::new();
+            for chunk in s.split(|c: char| c.is_ascii_whitespace()) {
+                let mut norm = String::new();
+                super::super::normalize::nfkc_lower_into(chunk, &mut norm);
+                expected.extend(norm.unicode_words().map(str::to_owned));
+            }
+            prop_assert_eq!(words(&s), expected);
+        }
+
         // the ASCII fast path equals unicode-segmentation on ASCII text
         #[test]
         fn ascii_path_matches_uax29(s in "[a-cA-C0-2_:.,;' \t\n!@#-]{0,40}") {

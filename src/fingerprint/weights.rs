@@ -220,7 +220,11 @@ impl<'a> Accumulator<'a> {
         let state = match (tf, idf) {
             (TfMode::Raw, None) => State::Unit(Box::new(UnitCounts::new())),
             (TfMode::Raw, Some(_)) => State::Weighted(Box::new(WeightedSums([0; 64]))),
-            (TfMode::Binary, _) => State::Distinct(table, Box::new(UnitCounts::new()), Box::new(WeightedSums([0; 64]))),
+            (TfMode::Binary, _) => State::Distinct(
+                table,
+                Box::new(UnitCounts::new()),
+                Box::new(WeightedSums([0; 64])),
+            ),
             (TfMode::Log, _) => State::Counted(table),
         };
         Accumulator {
@@ -342,7 +346,10 @@ mod tests {
                     assert!(!t.insert(k));
                 }
             }
-            assert!(t.insert(0) && !t.insert(0), "hash 0 is a key like any other");
+            assert!(
+                t.insert(0) && !t.insert(0),
+                "hash 0 is a key like any other"
+            );
             let counts: std::collections::HashMap<u64, u32> = t.entries().collect();
             assert_eq!(counts.len(), 3001);
             for (i, k) in keys.iter().enumerate() {
