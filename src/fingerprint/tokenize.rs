@@ -95,7 +95,7 @@ impl Clone for Tokenizer {
 }
 
 /// ASCII word-break classes of UAX #29 (table 3 of the annex, restricted to ASCII).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wb {
     Letter,
     Numeric,
@@ -172,13 +172,17 @@ fn ascii_words(s: &[u8], emit: impl FnMut(usize, usize)) {
     segment(s.len(), |i| WB_TABLE[(s[i] & 0x7F) as usize], emit)
 }
 
-/// Word-break class of a "plain" character: one that is its own NFKC form, is not changed by
-/// lowercasing (ASCII aside, which the caller lowercases), and has one of the classes of [`Wb`]
-/// (lowercase Latin-1, Greek and Cyrillic letters, Arabic letters without marks, the main Han
-/// block). `None` for any other character. Checked against the Unicode crates by tests.
+/// Word-break class of a "plain" character: one that is its own NFKC form, whose lowercase is
+/// one character of the same UTF-8 length ([`plain_lower`]), and that has one of the classes of
+/// [`Wb`] (Latin-1, Greek and Cyrillic letters, Arabic letters without marks, the main Han
+/// block, some punctuation). `None` for any other character. Checked against the Unicode
+/// crates by tests.
 fn plain_class(c: char) -> Option<Wb> {
     match c as u32 {
         0..=0x7F => Some(WB_TABLE[c as usize]),
+        0xC0..=0xD6 | 0xD8..=0xDE | 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x400..=0x42F => {
+            Some(Wb::Letter)
+        }
         0xDF..=0xF6
         | 0xF8..=0xFF
         | 0x3B1..=0x3C9
@@ -190,6 +194,18 @@ fn plain_class(c: char) -> Option<Wb> {
         0xAB | 0xBB | 0x2014 | 0x061F | 0x3001 | 0x3002 => Some(Wb::Other), // « » — ؟ 、 。
         _ => None,
     }
+}
+
+/// The lowercase of a plain character (see [`plain_class`]).
+fn plain_lower(c: char) -> char {
+    let offset = match c as u32 {
+        0x41..=0x5A | 0xC0..=0xD6 | 0xD8..=0xDE | 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x410..=0x42F => {
+            0x20
+        }
+        0x400..=0x40F => 0x50,
+        _ => 0,
+    };
+    char::from_u32(c as u32 + offset).unwrap_or(c)
 }
 
 /// Byte classes for the chunk scanner (bit flags, or-ed over a chunk).
@@ -301,8 +317,8 @@ impl Tokenizer {
         }
         offsets.push(chunk.len());
         norm.clear();
-        norm.push_str(chunk);
-        norm.make_ascii_lowercase();
+        // lowercasing keeps every plain character's UTF-8 length, so `offsets` hold for `norm`
+        norm.extend(chunk.chars().map(plain_lower));
         segment(
             classes.len(),
             |i| classes[i],
@@ -406,14 +422,17 @@ mod tests {
         use unicode_normalization::{is_nfkc_quick, IsNormalized};
         for c in (0x80..=0x10FFFFu32).filter_map(char::from_u32) {
             if plain_class(c).is_some() {
-                assert_eq!(
-                    is_nfkc_quick(std::iter::once(c)),
-                    IsNormalized::Yes,
-                    "{c:?}"
-                );
+                let quick = is_nfkc_quick(std::iter::once(c));
+                assert_eq!(quick, IsNormalized::Yes, "{c:?}");
                 assert_eq!(canonical_combining_class(c), 0, "{c:?}");
-                assert!(c.to_lowercase().eq(std::iter::once(c)), "{c:?}");
+                let lower = plain_lower(c);
+                assert!(c.to_lowercase().eq(std::iter::once(lower)), "{c:?}");
+                assert_eq!(lower.len_utf8(), c.len_utf8(), "{c:?}");
+                assert_eq!(plain_class(lower), plain_class(c), "{c:?}");
             }
+        }
+        for c in (0..0x80u8).map(char::from) {
+            assert_eq!(plain_lower(c), c.to_ascii_lowercase());
         }
     }
 
@@ -421,7 +440,7 @@ mod tests {
         // plain non-ASCII chunks take their own path; it equals the recipe's definition
         // (per chunk at ASCII whitespace: NFKC, lowercase, unicode_words)
         #[test]
-        fn plain_path_matches_uax29(s in "[a-cA-C0-2_:.,;' àßΣσςжЖشبه中文回家\u{301}\u{64B}ﬁ«»—؟、。،٫-]{0,30}") {
+        fn plain_path_matches_uax29(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家\u{301}\u{64B}ﬁ«»—؟、。،٫-]{0,30}") {
             let mut expected = Vec::new();
             for chunk in s.split(|c: char| c.is_ascii_whitespace()) {
                 let mut norm = String::new();
