@@ -172,40 +172,36 @@ fn ascii_words(s: &[u8], emit: impl FnMut(usize, usize)) {
     segment(s.len(), |i| WB_TABLE[(s[i] & 0x7F) as usize], emit)
 }
 
-/// Word-break class of a "plain" character: one that is its own NFKC form, whose lowercase is
-/// one character of the same UTF-8 length ([`plain_lower`]), and that has one of the classes of
-/// [`Wb`] (Latin-1, Greek and Cyrillic letters, Arabic letters without marks, the main Han
-/// block, some punctuation). `None` for any other character. Checked against the Unicode
-/// crates by tests.
-fn plain_class(c: char) -> Option<Wb> {
-    match c as u32 {
-        0..=0x7F => Some(WB_TABLE[c as usize]),
-        0xC0..=0xD6 | 0xD8..=0xDE | 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x400..=0x42F => {
-            Some(Wb::Letter)
+/// A "plain" character's normalised form and word-break class: a character whose NFKC form
+/// is one character with one of the classes of [`Wb`], and whose lowercase (of that form) is
+/// one character (Latin-1, Greek and Cyrillic letters, Arabic letters without marks, the main
+/// Han block, common CJK and Arabic punctuation). `None` for any other character. Checked
+/// against the Unicode crates by tests.
+fn plain(c: char) -> Option<(char, Wb)> {
+    let lower = |offset: u32| char::from_u32(c as u32 + offset).unwrap_or(c);
+    let ascii = |b: u8| (char::from(b), WB_TABLE[b as usize]);
+    Some(match c as u32 {
+        0x41..=0x5A => (lower(0x20), Wb::Letter),
+        0..=0x7F => (c, WB_TABLE[c as usize]),
+        0xC0..=0xD6 | 0xD8..=0xDE | 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x410..=0x42F => {
+            (lower(0x20), Wb::Letter)
         }
+        0x400..=0x40F => (lower(0x50), Wb::Letter),
         0xDF..=0xF6
         | 0xF8..=0xFF
         | 0x3B1..=0x3C9
         | 0x430..=0x45F
         | 0x621..=0x63A
-        | 0x641..=0x64A => Some(Wb::Letter),
-        0x4E00..=0x9FFF => Some(Wb::Ideograph),
-        0x060C => Some(Wb::MidNum), // Arabic comma
-        0xAB | 0xBB | 0x2014 | 0x061F | 0x3001 | 0x3002 => Some(Wb::Other), // « » — ؟ 、 。
-        _ => None,
-    }
-}
-
-/// The lowercase of a plain character (see [`plain_class`]).
-fn plain_lower(c: char) -> char {
-    let offset = match c as u32 {
-        0x41..=0x5A | 0xC0..=0xD6 | 0xD8..=0xDE | 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x410..=0x42F => {
-            0x20
+        | 0x641..=0x64A => (c, Wb::Letter),
+        0x4E00..=0x9FFF => (c, Wb::Ideograph),
+        0x060C => (c, Wb::MidNum), // Arabic comma
+        0xAB | 0xBB | 0x2014 | 0x061F | 0x3001 | 0x3002 => (c, Wb::Other), // « » — ؟ 、 。
+        // fullwidth ！ （ ） ， ： ； ？ (NFKC: their ASCII forms)
+        0xFF01 | 0xFF08 | 0xFF09 | 0xFF0C | 0xFF1A | 0xFF1B | 0xFF1F => {
+            ascii((c as u32 - 0xFEE0) as u8)
         }
-        0x400..=0x40F => 0x50,
-        _ => 0,
-    };
-    char::from_u32(c as u32 + offset).unwrap_or(c)
+        _ => return None,
+    })
 }
 
 /// Byte classes for the chunk scanner (bit flags, or-ed over a chunk).
@@ -292,9 +288,9 @@ impl Tokenizer {
         }
     }
 
-    /// The fast path for chunks of plain characters ([`plain_class`]): no normalisation but
-    /// ASCII lowercasing, segmentation by [`segment`]. Returns false (and emits nothing) for
-    /// any other chunk.
+    /// The fast path for chunks of plain characters ([`plain`]): each character replaced by
+    /// its normalised form, segmentation by [`segment`]. Returns false (and emits nothing)
+    /// for any other chunk.
     fn plain_words(&mut self, chunk: &str, emit: &mut impl FnMut(Token<'_>)) -> bool {
         let Tokenizer {
             classes,
@@ -305,20 +301,19 @@ impl Tokenizer {
         } = self;
         classes.clear();
         offsets.clear();
-        for (i, c) in chunk.char_indices() {
-            match plain_class(c) {
-                Some(Wb::Ideograph) if *cjk != CjkSegmenter::Chars => return false,
-                Some(class) => {
+        norm.clear();
+        for c in chunk.chars() {
+            match plain(c) {
+                Some((_, Wb::Ideograph)) if *cjk != CjkSegmenter::Chars => return false,
+                Some((n, class)) => {
                     classes.push(class);
-                    offsets.push(i);
+                    offsets.push(norm.len());
+                    norm.push(n);
                 }
                 None => return false,
             }
         }
-        offsets.push(chunk.len());
-        norm.clear();
-        // lowercasing keeps every plain character's UTF-8 length, so `offsets` hold for `norm`
-        norm.extend(chunk.chars().map(plain_lower));
+        offsets.push(norm.len());
         segment(
             classes.len(),
             |i| classes[i],
@@ -419,20 +414,14 @@ mod tests {
     #[test]
     fn plain_characters_are_normalised_lowercase() {
         use unicode_normalization::char::canonical_combining_class;
-        use unicode_normalization::{is_nfkc_quick, IsNormalized};
-        for c in (0x80..=0x10FFFFu32).filter_map(char::from_u32) {
-            if plain_class(c).is_some() {
-                let quick = is_nfkc_quick(std::iter::once(c));
-                assert_eq!(quick, IsNormalized::Yes, "{c:?}");
+        use unicode_normalization::UnicodeNormalization;
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            if let Some((n, class)) = plain(c) {
+                let nfkc: String = std::iter::once(c).nfkc().collect();
+                assert_eq!(nfkc.to_lowercase(), n.to_string(), "{c:?}");
                 assert_eq!(canonical_combining_class(c), 0, "{c:?}");
-                let lower = plain_lower(c);
-                assert!(c.to_lowercase().eq(std::iter::once(lower)), "{c:?}");
-                assert_eq!(lower.len_utf8(), c.len_utf8(), "{c:?}");
-                assert_eq!(plain_class(lower), plain_class(c), "{c:?}");
+                assert_eq!(plain(n), Some((n, class)), "{c:?}: the form is plain too");
             }
-        }
-        for c in (0..0x80u8).map(char::from) {
-            assert_eq!(plain_lower(c), c.to_ascii_lowercase());
         }
     }
 
@@ -440,7 +429,7 @@ mod tests {
         // plain non-ASCII chunks take their own path; it equals the recipe's definition
         // (per chunk at ASCII whitespace: NFKC, lowercase, unicode_words)
         #[test]
-        fn plain_path_matches_uax29(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家\u{301}\u{64B}ﬁ«»—؟、。،٫-]{0,30}") {
+        fn plain_path_matches_uax29(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家\u{301}\u{64B}ﬁ«»—؟、。،٫！（），：；？-]{0,30}") {
             let mut expected = Vec::new();
             for chunk in s.split(|c: char| c.is_ascii_whitespace()) {
                 let mut norm = String::new();
