@@ -467,8 +467,8 @@ fn score(fps: &[u64], pairs: &[Pair]) -> Score {
         }
     }
     let mut acc = (0, 0, 0);
-    for k in 0..=KMAX {
-        acc = (acc.0 + hist[k], acc.1 + s.tp[k], acc.2 + s.border[k]);
+    for (k, reported) in hist.iter().enumerate() {
+        acc = (acc.0 + reported, acc.1 + s.tp[k], acc.2 + s.border[k]);
         (s.reported[k], s.tp[k], s.border[k]) = acc;
     }
     s
