@@ -211,3 +211,29 @@ fn dedup_finds_the_planted_clusters() {
         }
     }
 }
+
+#[test]
+fn learned_idf_table_is_saved_and_reused() {
+    let dir = std::env::temp_dir().join(format!("simdex-cli-idf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let table = dir.join("idf.simdex");
+    let table_arg = table.to_string_lossy().into_owned();
+    let pages = ["fixtures/corpus/en-000.html", "fixtures/corpus/en-001.html", "fixtures/corpus/ru-000.html"];
+    let mut args = vec!["fingerprint", "--learn-idf", &table_arg];
+    args.extend(pages);
+    let learned = simdex(&args, b"");
+    assert!(learned.status.success(), "{}", text(&learned.stderr));
+    assert!(text(&learned.stderr).contains("from 3 documents"), "{}", text(&learned.stderr));
+    let mut args = vec!["fingerprint", "--idf", &table_arg];
+    args.extend(pages);
+    let reused = simdex(&args, b"");
+    assert!(reused.status.success(), "{}", text(&reused.stderr));
+    assert_eq!(text(&learned.stdout), text(&reused.stdout), "same table, same fingerprints");
+    let plain = simdex(&["fingerprint", pages[0], pages[1], pages[2]], b"");
+    assert_ne!(text(&plain.stdout), text(&reused.stdout), "IDF weights change fingerprints");
+    // a table learned with other features is refused
+    let out = simdex(&["fingerprint", "--idf", &table_arg, "--features", "w3", pages[0]], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("IDF table was learned with features"), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
