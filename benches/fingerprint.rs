@@ -45,9 +45,9 @@ fn timed<T>(iters: u64, mut work: impl FnMut() -> T) -> Duration {
 
 /// The corpus pages whose names start with `prefix`, in name order.
 fn pages(prefix: &str) -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/pages");
     let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixtures/corpus")
+        .expect("fixtures/corpus/pages")
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .filter(|n| n.starts_with(prefix) && n.ends_with(".html"))
         .collect();

@@ -1,5 +1,5 @@
 //! The `simdex` binary end to end: `fingerprint` and `dedup` on files, standard input and the
-//! bundled corpus (fixtures/corpus, written by tools/gen-corpus.py with PLANTED.tsv).
+//! bundled corpus (fixtures/corpus/pages, written by tools/gen-corpus.py with PLANTED.tsv).
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
@@ -33,8 +33,8 @@ fn fingerprint_prints_id_tab_hex() {
     let out = simdex(
         &[
             "fingerprint",
-            "fixtures/corpus/en-000.html",
-            "fixtures/corpus/ru-001.html",
+            "fixtures/corpus/pages/en-000.html",
+            "fixtures/corpus/pages/ru-001.html",
         ],
         b"",
     );
@@ -44,7 +44,7 @@ fn fingerprint_prints_id_tab_hex() {
     assert_eq!(lines.len(), 2);
     for (line, id) in lines
         .iter()
-        .zip(["fixtures/corpus/en-000.html", "fixtures/corpus/ru-001.html"])
+        .zip(["fixtures/corpus/pages/en-000.html", "fixtures/corpus/pages/ru-001.html"])
     {
         let (got_id, hex) = line.split_once('\t').expect("a tab");
         assert_eq!(got_id, id);
@@ -58,8 +58,8 @@ fn fingerprint_prints_id_tab_hex() {
 #[test]
 fn html_text_and_stdin_agree() {
     // the same article as HTML (in a template) and as plain text: the same words
-    let html = simdex(&["fingerprint", "fixtures/corpus/en-040.html"], b"");
-    let plain = std::fs::read(root().join("fixtures/corpus/en-040-plain.txt")).expect("fixture");
+    let html = simdex(&["fingerprint", "fixtures/corpus/pages/en-040.html"], b"");
+    let plain = std::fs::read(root().join("fixtures/corpus/pages/en-040-plain.txt")).expect("fixture");
     let stdin = simdex(&["fingerprint", "-"], &plain);
     let hex = |o: &Output| {
         text(&o.stdout)
@@ -93,7 +93,7 @@ fn bad_inputs_fail_with_a_clear_message() {
         text(&out.stderr)
     );
 
-    let out = simdex(&["dedup", "-k", "99", "fixtures/corpus"], b"");
+    let out = simdex(&["dedup", "-k", "99", "fixtures/corpus/pages"], b"");
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -152,13 +152,13 @@ fn planted() -> HashMap<(String, String), BTreeSet<String>> {
         groups
             .entry((f[0].to_owned(), f[1].to_owned()))
             .or_default()
-            .insert(format!("fixtures/corpus/{}", f[2]));
+            .insert(format!("fixtures/corpus/pages/{}", f[2]));
     }
     groups
 }
 
 fn dedup_report(k: &str) -> Vec<(String, BTreeSet<String>)> {
-    let out = simdex(&["dedup", "fixtures/corpus", "-k", k, "--json"], b"");
+    let out = simdex(&["dedup", "fixtures/corpus/pages", "-k", k, "--json"], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("exact duplicates:"),
@@ -218,7 +218,7 @@ fn learned_idf_table_is_saved_and_reused() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let table = dir.join("idf.simdex");
     let table_arg = table.to_string_lossy().into_owned();
-    let pages = ["fixtures/corpus/en-000.html", "fixtures/corpus/en-001.html", "fixtures/corpus/ru-000.html"];
+    let pages = ["fixtures/corpus/pages/en-000.html", "fixtures/corpus/pages/en-001.html", "fixtures/corpus/pages/ru-000.html"];
     let mut args = vec!["fingerprint", "--learn-idf", &table_arg];
     args.extend(pages);
     let learned = simdex(&args, b"");
