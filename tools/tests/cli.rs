@@ -42,10 +42,10 @@ fn fingerprint_prints_id_tab_hex() {
     let stdout = text(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2);
-    for (line, id) in lines
-        .iter()
-        .zip(["fixtures/corpus/pages/en-000.html", "fixtures/corpus/pages/ru-001.html"])
-    {
+    for (line, id) in lines.iter().zip([
+        "fixtures/corpus/pages/en-000.html",
+        "fixtures/corpus/pages/ru-001.html",
+    ]) {
         let (got_id, hex) = line.split_once('\t').expect("a tab");
         assert_eq!(got_id, id);
         assert!(
@@ -59,7 +59,8 @@ fn fingerprint_prints_id_tab_hex() {
 fn html_text_and_stdin_agree() {
     // the same article as HTML (in a template) and as plain text: the same words
     let html = simdex(&["fingerprint", "fixtures/corpus/pages/en-040.html"], b"");
-    let plain = std::fs::read(root().join("fixtures/corpus/pages/en-040-plain.txt")).expect("fixture");
+    let plain =
+        std::fs::read(root().join("fixtures/corpus/pages/en-040-plain.txt")).expect("fixture");
     let stdin = simdex(&["fingerprint", "-"], &plain);
     let hex = |o: &Output| {
         text(&o.stdout)
@@ -218,22 +219,52 @@ fn learned_idf_table_is_saved_and_reused() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let table = dir.join("idf.simdex");
     let table_arg = table.to_string_lossy().into_owned();
-    let pages = ["fixtures/corpus/pages/en-000.html", "fixtures/corpus/pages/en-001.html", "fixtures/corpus/pages/ru-000.html"];
+    let pages = [
+        "fixtures/corpus/pages/en-000.html",
+        "fixtures/corpus/pages/en-001.html",
+        "fixtures/corpus/pages/ru-000.html",
+    ];
     let mut args = vec!["fingerprint", "--learn-idf", &table_arg];
     args.extend(pages);
     let learned = simdex(&args, b"");
     assert!(learned.status.success(), "{}", text(&learned.stderr));
-    assert!(text(&learned.stderr).contains("from 3 documents"), "{}", text(&learned.stderr));
+    assert!(
+        text(&learned.stderr).contains("from 3 documents"),
+        "{}",
+        text(&learned.stderr)
+    );
     let mut args = vec!["fingerprint", "--idf", &table_arg];
     args.extend(pages);
     let reused = simdex(&args, b"");
     assert!(reused.status.success(), "{}", text(&reused.stderr));
-    assert_eq!(text(&learned.stdout), text(&reused.stdout), "same table, same fingerprints");
+    assert_eq!(
+        text(&learned.stdout),
+        text(&reused.stdout),
+        "same table, same fingerprints"
+    );
     let plain = simdex(&["fingerprint", pages[0], pages[1], pages[2]], b"");
-    assert_ne!(text(&plain.stdout), text(&reused.stdout), "IDF weights change fingerprints");
+    assert_ne!(
+        text(&plain.stdout),
+        text(&reused.stdout),
+        "IDF weights change fingerprints"
+    );
     // a table learned with other features is refused
-    let out = simdex(&["fingerprint", "--idf", &table_arg, "--features", "w3", pages[0]], b"");
+    let out = simdex(
+        &[
+            "fingerprint",
+            "--idf",
+            &table_arg,
+            "--features",
+            "w3",
+            pages[0],
+        ],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("IDF table was learned with features"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("IDF table was learned with features"),
+        "{}",
+        text(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
