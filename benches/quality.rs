@@ -254,8 +254,12 @@ fn shingle_sets(docs: &[Doc]) -> Vec<Vec<u64>> {
     par_map(docs, |d| {
         let mut tok = Tokenizer::new(CjkSegmenter::Chars).unwrap_or_else(|e| die(&e.to_string()));
         let mut words = Vec::new();
-        tok.words(&d.text, |w| {
-            words.push(hash::sfh64(hash::seed::WORD, w.as_bytes()))
+        let mut buf = String::new();
+        tok.words(&d.text, |t| {
+            words.push(hash::sfh64(
+                hash::seed::WORD,
+                t.normalized(&mut buf).as_bytes(),
+            ))
         });
         let mut s: Vec<u64> = words
             .windows(3)
@@ -361,9 +365,9 @@ fn similar_pairs(sets: &[Vec<u64>]) -> Vec<Pair> {
 }
 
 /// A named configuration: `+`-separated parts, each a feature kind (`w`, `w3`, `c5`), a TF
-/// mode (`tf`, `logtf`, `binary`), or `idf` (a table learned on the sample; `idf^P` raises its weights to the power P), `fold` (digits),
+/// mode (`tf`, `logtf`, `binary`), or `idf` (a table learned on the sample; `idf^P` raises its weights to the power P, `idf~C` adds C to them), `fold` (digits),
 /// `stop` (English stop words), `stem` (English stemmer); `default` is the crate's default.
-fn config(name: &str) -> Option<(FingerprintOptions, Option<f64>)> {
+fn config(name: &str) -> Option<(FingerprintOptions, Option<(f64, f64)>)> {
     if name == "default" {
         return Some((FingerprintOptions::default(), None));
     }
@@ -377,8 +381,9 @@ fn config(name: &str) -> Option<(FingerprintOptions, Option<f64>)> {
     for part in name.split('+') {
         match (FeatureKind::parse(part), part) {
             (Some(k), _) => o.features.push(k),
-            (None, "idf") => idf = Some(1.0),
-            (None, p) if p.starts_with("idf^") => idf = Some(p[4..].parse().ok()?),
+            (None, "idf") => idf = Some((1.0, 0.0)),
+            (None, p) if p.starts_with("idf^") => idf = Some((p[4..].parse().ok()?, 0.0)),
+            (None, p) if p.starts_with("idf~") => idf = Some((1.0, p[4..].parse().ok()?)),
             (None, "fold") => o.fold_digits = true,
             (None, "stop") => o.stop_words = vec![Language::English],
             (None, "stem") => o.stemming = Some(Language::English),
@@ -389,26 +394,33 @@ fn config(name: &str) -> Option<(FingerprintOptions, Option<f64>)> {
 }
 
 const DEFAULT_CONFIGS: &[&str] = &[
+    "default",
     "w+tf",
     "w+tf+stop",
     "w+logtf+stop",
     "w+tf+idf",
     "w+logtf+idf",
-    "w2+binary",
+    "w2+tf",
+    "w2+logtf",
     "w3+binary",
     "w3+tf",
-    "w3+binary+fold",
     "w4+binary",
     "w5+binary",
     "c5+tf",
+    "w2+binary+stop",
+    "w2+binary+stem",
+    "w2+binary+fold",
+    "w2+binary+idf",
+    "w2+logtf+idf",
+    "w2+tf+idf",
     "w3+binary+idf",
     "w3+tf+idf",
-    "w3+binary+idf+fold",
-    "w4+binary+idf+fold",
-    "w5+binary+idf+fold",
-    "w3+binary+idf+fold+stop",
-    "w3+binary+idf+fold+stem",
-    "default",
+    "w+w2+logtf+idf",
+    "c6+logtf+idf",
+    "w2+binary+idf+fold",
+    "w2+binary+idf^0.5",
+    "w2+binary+idf^2",
+    "w2+binary+idf~1",
 ];
 
 struct Score {
@@ -455,8 +467,8 @@ fn score(fps: &[u64], pairs: &[Pair]) -> Score {
         }
     }
     let mut acc = (0, 0, 0);
-    for k in 0..=KMAX {
-        acc = (acc.0 + hist[k], acc.1 + s.tp[k], acc.2 + s.border[k]);
+    for (k, reported) in hist.iter().enumerate() {
+        acc = (acc.0 + reported, acc.1 + s.tp[k], acc.2 + s.border[k]);
         (s.reported[k], s.tp[k], s.border[k]) = acc;
     }
     s
@@ -493,12 +505,12 @@ fn main() {
         };
         let t = std::time::Instant::now();
         let mut fp = Fingerprinter::new(opts.clone()).unwrap_or_else(|e| die(&e.to_string()));
-        if let Some(power) = idf {
+        if let Some((power, offset)) = idf {
             let feats = par_map(&docs, |d| fp.clone().distinct_features(&d.text));
             let mut b = IdfBuilder::new(opts.feature_recipe());
             feats.iter().for_each(|f| b.add_document(f));
             let table = b.build_with(1, |n, df| {
-                1000.0 * (f64::from(idf_weight(n, df)) / 1000.0).powf(power)
+                1000.0 * ((f64::from(idf_weight(n, df)) / 1000.0).powf(power) + offset)
             });
             fp = fp
                 .with_idf(Arc::new(table))

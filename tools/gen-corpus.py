@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes fixtures/corpus: a small multilingual corpus of HTML and text pages with planted
-exact and near duplicates, and fixtures/corpus/PLANTED.tsv, the list of what was planted.
+"""Writes fixtures/corpus/pages: a small multilingual corpus of HTML and text pages with
+planted exact and near duplicates, and fixtures/corpus/PLANTED.tsv, the list of what was
+planted (paths relative to pages/).
 
 Deterministic: its own xorshift generator, no dependency on Python's `random`, so the same
 script writes the same bytes everywhere. The text is generated from word lists written for
@@ -123,10 +124,11 @@ def html_page(title, paras, template, lang):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "fixtures", "corpus")
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "fixtures", "corpus")
+    out = os.path.join(root, "pages")
     os.makedirs(out, exist_ok=True)
     for name in os.listdir(out):
-        if name.endswith((".html", ".txt")) or name == "PLANTED.tsv":
+        if name.endswith((".html", ".txt")):
             os.remove(os.path.join(out, name))
     rng = XorShift(2007)
     planted = []
@@ -205,12 +207,12 @@ def main():
             with open(os.path.join(out, copy), "w", encoding="utf-8", newline="\n") as f:
                 f.write(data)
             planted.append(("near", name, copy))
-    with open(os.path.join(out, "PLANTED.tsv"), "w", encoding="utf-8", newline="\n") as f:
+    with open(os.path.join(root, "PLANTED.tsv"), "w", encoding="utf-8", newline="\n") as f:
         f.write("kind\tgroup\tpath\n")
         for row in planted:
             f.write("\t".join(row) + "\n")
     total = sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out))
-    print(f"{len(os.listdir(out)) - 1} documents, {total} bytes in {out}")
+    print(f"{len(os.listdir(out))} documents, {total} bytes in {out}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,29 @@ fn step(h: u64, block: u64) -> u64 {
         .wrapping_mul(K1)
 }
 
+/// The last `bytes.len() % 8` bytes of `bytes` (1 to 7 of them) as a little-endian u64,
+/// zero-padded: the final block of [`sfh64`], read without a byte-wise copy.
+#[inline]
+fn tail_block(bytes: &[u8]) -> u64 {
+    let n = bytes.len() % 8;
+    let len = bytes.len();
+    if len >= 8 {
+        // the last 8 bytes, shifted so only the tail remains
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[len - 8..]);
+        u64::from_le_bytes(w) >> (8 * (8 - n))
+    } else if n >= 4 {
+        // two overlapping 4-byte reads; overlapping bytes are equal, so `|` keeps them
+        let (mut lo, mut hi) = ([0u8; 4], [0u8; 4]);
+        lo.copy_from_slice(&bytes[..4]);
+        hi.copy_from_slice(&bytes[n - 4..n]);
+        u64::from(u32::from_le_bytes(lo)) | (u64::from(u32::from_le_bytes(hi)) << (8 * (n - 4)))
+    } else {
+        let b = |i: usize| u64::from(bytes[i]) << (8 * i);
+        b(0) | b(n / 2) | b(n - 1)
+    }
+}
+
 /// `sfh64(seed, bytes)`: the feature hash of `bytes` in domain `seed`.
 ///
 /// `h = seed ^ (len * K1)`; then for each 8-byte little-endian block of `bytes` (the last one
@@ -42,11 +65,8 @@ pub fn sfh64(seed: u64, bytes: &[u8]) -> u64 {
         w.copy_from_slice(b);
         h = step(h, u64::from_le_bytes(w));
     }
-    let tail = blocks.remainder();
-    if !tail.is_empty() {
-        let mut w = [0u8; 8];
-        w[..tail.len()].copy_from_slice(tail);
-        h = step(h, u64::from_le_bytes(w));
+    if !blocks.remainder().is_empty() {
+        h = step(h, tail_block(bytes));
     }
     fmix64(h)
 }
@@ -72,11 +92,8 @@ pub fn sfh64_ascii_lower(seed: u64, bytes: &[u8]) -> u64 {
         w.copy_from_slice(b);
         h = step(h, lower(u64::from_le_bytes(w)));
     }
-    let tail = blocks.remainder();
-    if !tail.is_empty() {
-        let mut w = [0u8; 8];
-        w[..tail.len()].copy_from_slice(tail);
-        h = step(h, lower(u64::from_le_bytes(w)));
+    if !blocks.remainder().is_empty() {
+        h = step(h, lower(tail_block(bytes)));
     }
     fmix64(h)
 }
@@ -113,6 +130,21 @@ mod tests {
             0xddbf_2b43_22c7_d28e
         );
         assert_eq!(combine(1, 2), 0xf8f7_6353_b6d8_77c5);
+    }
+
+    #[test]
+    fn tail_block_is_the_zero_padded_tail() {
+        let data: Vec<u8> = (1..=40).collect();
+        for len in 0..=data.len() {
+            let bytes = &data[..len];
+            let n = len % 8;
+            if n == 0 {
+                continue;
+            }
+            let mut w = [0u8; 8];
+            w[..n].copy_from_slice(&bytes[len - n..]);
+            assert_eq!(tail_block(bytes), u64::from_le_bytes(w), "len {len}");
+        }
     }
 
     #[test]

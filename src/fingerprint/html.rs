@@ -100,12 +100,9 @@ impl Dropper {
 pub fn extract_text(reader: impl Read, mut sink: impl FnMut(&str)) -> Result<(), Error> {
     let mut dropper = Dropper::default();
     let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<()> {
-        match dropper.event(event) {
-            Some(text) => {
-                sink(" ");
-                sink(&String::from_utf8_lossy(text));
-            }
-            None => {}
+        if let Some(text) = dropper.event(event) {
+            sink(" ");
+            sink(&String::from_utf8_lossy(text));
         }
         None
     });
@@ -136,10 +133,10 @@ pub fn fingerprint_html_reader(
     let result = extract_text(&mut stream, |piece| session.push(piece));
     if let Err(Error::Io(e)) = &result {
         // strict-mode UTF-8 errors travel through the tokenizer as io::Error(InvalidData)
-        if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
-            if let Error::InvalidUtf8 { offset } = inner {
-                return Err(Error::InvalidUtf8 { offset: *offset });
-            }
+        if let Some(Error::InvalidUtf8 { offset }) =
+            e.get_ref().and_then(|i| i.downcast_ref::<Error>())
+        {
+            return Err(Error::InvalidUtf8 { offset: *offset });
         }
     }
     result?;

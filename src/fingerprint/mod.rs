@@ -212,7 +212,7 @@ pub struct Fingerprinter {
     stop: StopWords,
     stemmer: Option<std::sync::Arc<Stemmer>>,
     idf: Option<std::sync::Arc<IdfTable>>,
-    scratch: Vec<u64>,
+    scratch: weights::CountTable,
 }
 
 impl Fingerprinter {
@@ -229,7 +229,7 @@ impl Fingerprinter {
             stop: StopWords::new(&options.stop_words),
             stemmer,
             idf: None,
-            scratch: Vec::new(),
+            scratch: weights::CountTable::default(),
             options,
         })
     }
@@ -339,15 +339,32 @@ impl Session<'_> {
     /// Adds a piece of the document. Pieces join without a separator, so a word may be split
     /// across two pushes.
     pub fn push(&mut self, piece: &str) {
-        self.pending.push_str(piece);
-        let cut = match self.pending.rfind(|c: char| c.is_ascii_whitespace()) {
-            Some(i) => i,
-            None if self.pending.len() >= MAX_PENDING => self.pending.len(),
-            None => return,
+        let is_space = |c: char| c.is_ascii_whitespace();
+        let (Some(first), Some(last)) = (piece.find(is_space), piece.rfind(is_space)) else {
+            // no word boundary in `piece`: keep it, unless the run gets too long
+            self.pending.push_str(piece);
+            if self.pending.len() >= MAX_PENDING {
+                self.flush_pending("");
+            }
+            return;
         };
-        let rest = self.pending.split_off(cut);
-        let done = std::mem::replace(&mut self.pending, rest);
-        self.push_complete(&done);
+        // the pending partial word ends at `first`; whole words run up to `last`
+        self.flush_pending(&piece[..first]);
+        self.push_complete(&piece[first..last]);
+        self.pending.push_str(&piece[last..]);
+    }
+
+    /// Processes the pending text followed by `end` (which has no whitespace).
+    fn flush_pending(&mut self, end: &str) {
+        if self.pending.is_empty() {
+            self.push_complete(end);
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.push_str(end);
+        self.push_complete(&pending);
+        pending.clear();
+        self.pending = pending;
     }
 
     /// Adds text that ends at a word boundary (no pending partial word).

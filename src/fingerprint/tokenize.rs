@@ -70,6 +70,9 @@ pub struct Tokenizer {
     #[cfg(feature = "cjk")]
     jieba: Option<std::sync::Arc<jieba_rs::Jieba>>,
     norm: String,
+    /// word-break classes and byte offsets of a plain chunk's characters
+    classes: Vec<Wb>,
+    offsets: Vec<usize>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -85,12 +88,14 @@ impl Clone for Tokenizer {
             #[cfg(feature = "cjk")]
             jieba: self.jieba.clone(),
             norm: String::new(),
+            classes: Vec::new(),
+            offsets: Vec::new(),
         }
     }
 }
 
 /// ASCII word-break classes of UAX #29 (table 3 of the annex, restricted to ASCII).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wb {
     Letter,
     Numeric,
@@ -99,6 +104,8 @@ enum Wb {
     MidNum,
     MidNumLet,
     SingleQuote,
+    /// a Han ideograph: a word of its own (WB999), alphanumeric
+    Ideograph,
     Other,
 }
 
@@ -125,52 +132,76 @@ const WB_TABLE: [Wb; 128] = {
     t
 };
 
-#[inline]
-fn class_at(s: &[u8], i: Option<usize>) -> Wb {
-    match i.and_then(|i| s.get(i)) {
-        Some(&b) if b < 128 => WB_TABLE[b as usize],
-        _ => Wb::Other,
-    }
-}
-
-/// Whether UAX #29 keeps bytes `i - 1` and `i` of the ASCII string `s` in one segment.
-#[inline]
-fn joins(s: &[u8], i: usize) -> bool {
+/// Calls `emit(start, end)` for every UAX #29 word (a segment with a letter, digit or
+/// ideograph) of a string of `n` characters whose word-break classes `class(i)` gives, for the
+/// classes of [`Wb`] only (rules WB5-WB13b and WB999).
+fn segment(n: usize, class: impl Fn(usize) -> Wb, mut emit: impl FnMut(usize, usize)) {
     use Wb::*;
-    let a = class_at(s, Some(i - 1));
-    let b = class_at(s, Some(i));
+    let at = |i: Option<usize>| i.filter(|&i| i < n).map_or(Other, &class);
     let mid_l = |c| matches!(c, MidLetter | MidNumLet | SingleQuote);
     let mid_n = |c| matches!(c, MidNum | MidNumLet | SingleQuote);
-    match (a, b) {
+    let joins = |i: usize| match (class(i - 1), class(i)) {
         (Letter | Numeric, Letter | Numeric) => true, // WB5, WB8, WB9, WB10
         (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true, // WB13a
         (ExtendNumLet, Letter | Numeric) => true,     // WB13b
-        (Letter, m) if mid_l(m) => class_at(s, Some(i + 1)) == Letter, // WB6
-        (m, Letter) if mid_l(m) => class_at(s, i.checked_sub(2)) == Letter, // WB7
-        (Numeric, m) if mid_n(m) => class_at(s, Some(i + 1)) == Numeric, // WB12
-        (m, Numeric) if mid_n(m) => class_at(s, i.checked_sub(2)) == Numeric, // WB11
+        (Letter, m) if mid_l(m) => at(Some(i + 1)) == Letter, // WB6
+        (m, Letter) if mid_l(m) => at(i.checked_sub(2)) == Letter, // WB7
+        (Numeric, m) if mid_n(m) => at(Some(i + 1)) == Numeric, // WB12
+        (m, Numeric) if mid_n(m) => at(i.checked_sub(2)) == Numeric, // WB11
         _ => false,
-    }
-}
-
-/// Calls `emit(start, end)` for every UAX #29 word (a segment with a letter or digit) of the
-/// ASCII string `s`.
-fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) {
+    };
     let mut start = 0;
     let mut has_alnum = false;
-    for i in 0..s.len() {
-        if i > start && !joins(s, i) {
+    for i in 0..n {
+        if i > start && !joins(i) {
             if has_alnum {
                 emit(start, i);
             }
             start = i;
             has_alnum = false;
         }
-        has_alnum |= s[i].is_ascii_alphanumeric();
+        has_alnum |= matches!(class(i), Letter | Numeric | Ideograph);
     }
     if has_alnum {
-        emit(start, s.len());
+        emit(start, n);
     }
+}
+
+/// UAX #29 words of the ASCII string `s`, as byte ranges.
+fn ascii_words(s: &[u8], emit: impl FnMut(usize, usize)) {
+    segment(s.len(), |i| WB_TABLE[(s[i] & 0x7F) as usize], emit)
+}
+
+/// A "plain" character's normalised form and word-break class: a character whose NFKC form
+/// is one character with one of the classes of [`Wb`], and whose lowercase (of that form) is
+/// one character (Latin-1, Greek and Cyrillic letters, Arabic letters without marks, the main
+/// Han block, common CJK and Arabic punctuation). `None` for any other character. Checked
+/// against the Unicode crates by tests.
+fn plain(c: char) -> Option<(char, Wb)> {
+    let lower = |offset: u32| char::from_u32(c as u32 + offset).unwrap_or(c);
+    let ascii = |b: u8| (char::from(b), WB_TABLE[b as usize]);
+    Some(match c as u32 {
+        0x41..=0x5A => (lower(0x20), Wb::Letter),
+        0..=0x7F => (c, WB_TABLE[c as usize]),
+        0xC0..=0xD6 | 0xD8..=0xDE | 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x410..=0x42F => {
+            (lower(0x20), Wb::Letter)
+        }
+        0x400..=0x40F => (lower(0x50), Wb::Letter),
+        0xDF..=0xF6
+        | 0xF8..=0xFF
+        | 0x3B1..=0x3C9
+        | 0x430..=0x45F
+        | 0x621..=0x63A
+        | 0x641..=0x64A => (c, Wb::Letter),
+        0x4E00..=0x9FFF => (c, Wb::Ideograph),
+        0x060C => (c, Wb::MidNum), // Arabic comma
+        0xAB | 0xBB | 0x2014 | 0x061F | 0x3001 | 0x3002 => (c, Wb::Other), // « » — ؟ 、 。
+        // fullwidth ！ （ ） ， ： ； ？ (NFKC: their ASCII forms)
+        0xFF01 | 0xFF08 | 0xFF09 | 0xFF0C | 0xFF1A | 0xFF1B | 0xFF1F => {
+            ascii((c as u32 - 0xFEE0) as u8)
+        }
+        _ => return None,
+    })
 }
 
 /// Byte classes for the chunk scanner (bit flags, or-ed over a chunk).
@@ -219,6 +250,8 @@ impl Tokenizer {
             #[cfg(feature = "cjk")]
             jieba,
             norm: String::new(),
+            classes: Vec::new(),
+            offsets: Vec::new(),
         })
     }
 
@@ -245,7 +278,7 @@ impl Tokenizer {
                 emit(Token::Ascii(chunk));
             } else if seen & NON_ASCII == 0 {
                 ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b])));
-            } else {
+            } else if !self.plain_words(chunk, &mut emit) {
                 let mut norm = std::mem::take(&mut self.norm);
                 norm.clear();
                 nfkc_lower_into(chunk, &mut norm);
@@ -253,6 +286,40 @@ impl Tokenizer {
                 self.norm = norm;
             }
         }
+    }
+
+    /// The fast path for chunks of plain characters ([`plain`]): each character replaced by
+    /// its normalised form, segmentation by [`segment`]. Returns false (and emits nothing)
+    /// for any other chunk.
+    fn plain_words(&mut self, chunk: &str, emit: &mut impl FnMut(Token<'_>)) -> bool {
+        let Tokenizer {
+            classes,
+            offsets,
+            norm,
+            cjk,
+            ..
+        } = self;
+        classes.clear();
+        offsets.clear();
+        norm.clear();
+        for c in chunk.chars() {
+            match plain(c) {
+                Some((_, Wb::Ideograph)) if *cjk != CjkSegmenter::Chars => return false,
+                Some((n, class)) => {
+                    classes.push(class);
+                    offsets.push(norm.len());
+                    norm.push(n);
+                }
+                None => return false,
+            }
+        }
+        offsets.push(norm.len());
+        segment(
+            classes.len(),
+            |i| classes[i],
+            |a, b| emit(Token::Normalized(&norm[offsets[a]..offsets[b]])),
+        );
+        true
     }
 
     fn unicode_words(&self, norm: &str, emit: &mut impl FnMut(&str)) {
@@ -344,7 +411,34 @@ mod tests {
         assert_eq!(w.last().map(String::as_str), Some("hello"));
     }
 
+    #[test]
+    fn plain_characters_are_normalised_lowercase() {
+        use unicode_normalization::char::canonical_combining_class;
+        use unicode_normalization::UnicodeNormalization;
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            if let Some((n, class)) = plain(c) {
+                let nfkc: String = std::iter::once(c).nfkc().collect();
+                assert_eq!(nfkc.to_lowercase(), n.to_string(), "{c:?}");
+                assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+                assert_eq!(plain(n), Some((n, class)), "{c:?}: the form is plain too");
+            }
+        }
+    }
+
     proptest! {
+        // plain non-ASCII chunks take their own path; it equals the recipe's definition
+        // (per chunk at ASCII whitespace: NFKC, lowercase, unicode_words)
+        #[test]
+        fn plain_path_matches_uax29(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家\u{301}\u{64B}ﬁ«»—؟、。،٫！（），：；？-]{0,30}") {
+            let mut expected = Vec::new();
+            for chunk in s.split(|c: char| c.is_ascii_whitespace()) {
+                let mut norm = String::new();
+                super::super::normalize::nfkc_lower_into(chunk, &mut norm);
+                expected.extend(norm.unicode_words().map(str::to_owned));
+            }
+            prop_assert_eq!(words(&s), expected);
+        }
+
         // the ASCII fast path equals unicode-segmentation on ASCII text
         #[test]
         fn ascii_path_matches_uax29(s in "[a-cA-C0-2_:.,;' \t\n!@#-]{0,40}") {

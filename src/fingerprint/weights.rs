@@ -133,6 +133,65 @@ impl WeightedSums {
     }
 }
 
+/// Occurrence counts of the distinct features of one document: an open-addressing table
+/// keyed by the (uniform) feature hash, reused from document to document.
+#[derive(Debug, Clone, Default)]
+pub struct CountTable {
+    /// `(hash, count)`; count 0 marks an empty slot
+    slots: Vec<(u64, u32)>,
+    /// indexes of the occupied slots, in insertion order (for iteration and clearing)
+    used: Vec<u32>,
+}
+
+impl CountTable {
+    fn clear(&mut self) {
+        for &i in &self.used {
+            self.slots[i as usize] = (0, 0);
+        }
+        self.used.clear();
+    }
+
+    /// Counts one occurrence of `h`; returns whether it is the first.
+    #[inline]
+    fn insert(&mut self, h: u64) -> bool {
+        if 2 * (self.used.len() + 1) > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        loop {
+            let slot = &mut self.slots[i];
+            if slot.1 == 0 {
+                *slot = (h, 1);
+                self.used.push(i as u32);
+                return true;
+            }
+            if slot.0 == h {
+                slot.1 += 1;
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let entries: Vec<(u64, u32)> = self.used.iter().map(|&i| self.slots[i as usize]).collect();
+        let cap = (self.slots.len() * 2).max(1024);
+        self.slots = vec![(0, 0); cap];
+        self.used.clear();
+        for (h, c) in entries {
+            self.insert(h);
+            if let Some(&i) = self.used.last() {
+                self.slots[i as usize].1 = c;
+            }
+        }
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.used.iter().map(|&i| self.slots[i as usize])
+    }
+}
+
 /// The simhash accumulator of one document (the vector V of the paper, section 1).
 #[derive(Debug)]
 pub struct Accumulator<'a> {
@@ -144,22 +203,29 @@ pub struct Accumulator<'a> {
 
 #[derive(Debug)]
 enum State<'a> {
+    /// raw TF without IDF: every occurrence counts 1
     Unit(Box<UnitCounts>),
+    /// raw TF with IDF: every occurrence adds its IDF weight
     Weighted(Box<WeightedSums>),
-    /// every occurrence, counted at the end (log-TF, binary)
-    Collected(&'a mut Vec<u64>),
+    /// binary: the first occurrence of each feature adds its weight
+    Distinct(&'a mut CountTable, Box<UnitCounts>, Box<WeightedSums>),
+    /// log-TF: counted, weighted at the end
+    Counted(&'a mut CountTable),
 }
 
 impl<'a> Accumulator<'a> {
-    /// `scratch` is a reusable buffer for the modes that count occurrences.
-    pub fn new(tf: TfMode, idf: Option<&'a IdfTable>, scratch: &'a mut Vec<u64>) -> Self {
+    /// `table` is reused between documents by the modes that count occurrences.
+    pub fn new(tf: TfMode, idf: Option<&'a IdfTable>, table: &'a mut CountTable) -> Self {
+        table.clear();
         let state = match (tf, idf) {
             (TfMode::Raw, None) => State::Unit(Box::new(UnitCounts::new())),
             (TfMode::Raw, Some(_)) => State::Weighted(Box::new(WeightedSums([0; 64]))),
-            _ => {
-                scratch.clear();
-                State::Collected(scratch)
-            }
+            (TfMode::Binary, _) => State::Distinct(
+                table,
+                Box::new(UnitCounts::new()),
+                Box::new(WeightedSums([0; 64])),
+            ),
+            (TfMode::Log, _) => State::Counted(table),
         };
         Accumulator {
             state,
@@ -181,7 +247,17 @@ impl<'a> Accumulator<'a> {
         match &mut self.state {
             State::Unit(c) => c.add(h),
             State::Weighted(s) => s.add(h, self.idf.map_or(1, |t| i64::from(t.weight(h)))),
-            State::Collected(v) => v.push(h),
+            State::Distinct(t, unit, sums) => {
+                if t.insert(h) {
+                    match self.idf {
+                        None => unit.add(h),
+                        Some(idf) => sums.add(h, i64::from(idf.weight(h))),
+                    }
+                }
+            }
+            State::Counted(t) => {
+                t.insert(h);
+            }
         }
     }
 
@@ -190,26 +266,17 @@ impl<'a> Accumulator<'a> {
         match self.state {
             State::Unit(mut c) => c.bits(),
             State::Weighted(s) => s.bits(),
-            State::Collected(v) => {
-                v.sort_unstable();
-                let runs = v
-                    .chunk_by(|a, b| a == b)
-                    .map(|run| (run[0], run.len() as u32));
-                match (self.tf, self.idf) {
-                    (TfMode::Binary, None) => {
-                        let mut counts = UnitCounts::new();
-                        runs.for_each(|(h, _)| counts.add(h));
-                        counts.bits()
-                    }
-                    _ => {
-                        let mut sums = WeightedSums([0; 64]);
-                        for (h, count) in runs {
-                            let idf = self.idf.map_or(1, |t| i64::from(t.weight(h)));
-                            sums.add(h, self.tf.weight(count) * idf);
-                        }
-                        sums.bits()
-                    }
+            State::Distinct(_, mut unit, sums) => match self.idf {
+                None => unit.bits(),
+                Some(_) => sums.bits(),
+            },
+            State::Counted(t) => {
+                let mut sums = WeightedSums([0; 64]);
+                for (h, count) in t.entries() {
+                    let idf = self.idf.map_or(1, |t| i64::from(t.weight(h)));
+                    sums.add(h, self.tf.weight(count) * idf);
                 }
+                sums.bits()
             }
         }
     }
@@ -244,7 +311,7 @@ mod tests {
             let hs: Vec<u64> = (0..n)
                 .map(|i| if i % 3 == 0 { 42 } else { lcg(&mut s) })
                 .collect();
-            let mut scratch = Vec::new();
+            let mut scratch = CountTable::default();
             let mut acc = Accumulator::new(TfMode::Raw, None, &mut scratch);
             hs.iter().for_each(|&h| acc.add(h));
             let expect = naive(&hs.iter().map(|&h| (h, 1)).collect::<Vec<_>>());
@@ -255,7 +322,7 @@ mod tests {
     #[test]
     fn log_and_binary_weights() {
         let hs = [1u64, 1, 1, 1, 2, u64::MAX];
-        let mut scratch = Vec::new();
+        let mut scratch = CountTable::default();
         let mut acc = Accumulator::new(TfMode::Log, None, &mut scratch);
         hs.iter().for_each(|&h| acc.add(h));
         assert_eq!(acc.finish(), naive(&[(1, 3), (2, 1), (u64::MAX, 1)]));
@@ -267,8 +334,33 @@ mod tests {
     }
 
     #[test]
+    fn count_table_counts_across_growth_and_reuse() {
+        let mut t = CountTable::default();
+        for round in 0..2u64 {
+            t.clear();
+            let mut s = round;
+            let keys: Vec<u64> = (0..3000).map(|_| lcg(&mut s)).collect();
+            for (i, &k) in keys.iter().enumerate() {
+                assert!(t.insert(k));
+                if i % 3 == 0 {
+                    assert!(!t.insert(k));
+                }
+            }
+            assert!(
+                t.insert(0) && !t.insert(0),
+                "hash 0 is a key like any other"
+            );
+            let counts: std::collections::HashMap<u64, u32> = t.entries().collect();
+            assert_eq!(counts.len(), 3001);
+            for (i, k) in keys.iter().enumerate() {
+                assert_eq!(counts[k], if i % 3 == 0 { 2 } else { 1 });
+            }
+        }
+    }
+
+    #[test]
     fn ties_give_zero_bits() {
-        let mut scratch = Vec::new();
+        let mut scratch = CountTable::default();
         let acc = Accumulator::new(TfMode::Raw, None, &mut scratch);
         assert_eq!(acc.finish(), 0);
         let mut acc = Accumulator::new(TfMode::Raw, None, &mut scratch);

@@ -325,6 +325,30 @@ mod html {
         assert_eq!(from_html, f.fingerprint(text).unwrap());
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        /// Any bytes: a fingerprint or a typed error, never a panic; lenient mode always reads.
+        #[test]
+        fn arbitrary_html_bytes_never_panic(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b'<'), Just(b'>'), Just(b'/'), Just(b'&'), Just(b' '), any::<u8>()], 0..300),
+            tags in proptest::collection::vec("</?(nav|p|script|style|footer|div role=navigation|br)>", 0..6),
+        ) {
+            let mut doc = bytes.clone();
+            for t in &tags {
+                doc.extend_from_slice(t.as_bytes());
+                doc.extend_from_slice(b" word ");
+            }
+            let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+            match fingerprint_html_reader(&mut f, &doc[..], false) {
+                Ok(_) | Err(Error::EmptyDocument { .. }) => {}
+                Err(e) => prop_assert!(false, "lenient read failed: {e}"),
+            }
+            let _ = fingerprint_html_reader(&mut f, &doc[..], true);
+        }
+    }
+
     #[test]
     fn strict_html_refuses_invalid_utf8() {
         let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();

@@ -1,5 +1,5 @@
 //! The `simdex` binary end to end: `fingerprint` and `dedup` on files, standard input and the
-//! bundled corpus (fixtures/corpus, written by tools/gen-corpus.py with PLANTED.tsv).
+//! bundled corpus (fixtures/corpus/pages, written by tools/gen-corpus.py with PLANTED.tsv).
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
@@ -33,8 +33,8 @@ fn fingerprint_prints_id_tab_hex() {
     let out = simdex(
         &[
             "fingerprint",
-            "fixtures/corpus/en-000.html",
-            "fixtures/corpus/ru-001.html",
+            "fixtures/corpus/pages/en-000.html",
+            "fixtures/corpus/pages/ru-001.html",
         ],
         b"",
     );
@@ -42,10 +42,10 @@ fn fingerprint_prints_id_tab_hex() {
     let stdout = text(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2);
-    for (line, id) in lines
-        .iter()
-        .zip(["fixtures/corpus/en-000.html", "fixtures/corpus/ru-001.html"])
-    {
+    for (line, id) in lines.iter().zip([
+        "fixtures/corpus/pages/en-000.html",
+        "fixtures/corpus/pages/ru-001.html",
+    ]) {
         let (got_id, hex) = line.split_once('\t').expect("a tab");
         assert_eq!(got_id, id);
         assert!(
@@ -58,8 +58,9 @@ fn fingerprint_prints_id_tab_hex() {
 #[test]
 fn html_text_and_stdin_agree() {
     // the same article as HTML (in a template) and as plain text: the same words
-    let html = simdex(&["fingerprint", "fixtures/corpus/en-040.html"], b"");
-    let plain = std::fs::read(root().join("fixtures/corpus/en-040-plain.txt")).expect("fixture");
+    let html = simdex(&["fingerprint", "fixtures/corpus/pages/en-040.html"], b"");
+    let plain =
+        std::fs::read(root().join("fixtures/corpus/pages/en-040-plain.txt")).expect("fixture");
     let stdin = simdex(&["fingerprint", "-"], &plain);
     let hex = |o: &Output| {
         text(&o.stdout)
@@ -93,7 +94,7 @@ fn bad_inputs_fail_with_a_clear_message() {
         text(&out.stderr)
     );
 
-    let out = simdex(&["dedup", "-k", "99", "fixtures/corpus"], b"");
+    let out = simdex(&["dedup", "-k", "99", "fixtures/corpus/pages"], b"");
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -152,13 +153,13 @@ fn planted() -> HashMap<(String, String), BTreeSet<String>> {
         groups
             .entry((f[0].to_owned(), f[1].to_owned()))
             .or_default()
-            .insert(format!("fixtures/corpus/{}", f[2]));
+            .insert(format!("fixtures/corpus/pages/{}", f[2]));
     }
     groups
 }
 
 fn dedup_report(k: &str) -> Vec<(String, BTreeSet<String>)> {
-    let out = simdex(&["dedup", "fixtures/corpus", "-k", k, "--json"], b"");
+    let out = simdex(&["dedup", "fixtures/corpus/pages", "-k", k, "--json"], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("exact duplicates:"),
@@ -210,4 +211,60 @@ fn dedup_finds_the_planted_clusters() {
             );
         }
     }
+}
+
+#[test]
+fn learned_idf_table_is_saved_and_reused() {
+    let dir = std::env::temp_dir().join(format!("simdex-cli-idf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let table = dir.join("idf.simdex");
+    let table_arg = table.to_string_lossy().into_owned();
+    let pages = [
+        "fixtures/corpus/pages/en-000.html",
+        "fixtures/corpus/pages/en-001.html",
+        "fixtures/corpus/pages/ru-000.html",
+    ];
+    let mut args = vec!["fingerprint", "--learn-idf", &table_arg];
+    args.extend(pages);
+    let learned = simdex(&args, b"");
+    assert!(learned.status.success(), "{}", text(&learned.stderr));
+    assert!(
+        text(&learned.stderr).contains("from 3 documents"),
+        "{}",
+        text(&learned.stderr)
+    );
+    let mut args = vec!["fingerprint", "--idf", &table_arg];
+    args.extend(pages);
+    let reused = simdex(&args, b"");
+    assert!(reused.status.success(), "{}", text(&reused.stderr));
+    assert_eq!(
+        text(&learned.stdout),
+        text(&reused.stdout),
+        "same table, same fingerprints"
+    );
+    let plain = simdex(&["fingerprint", pages[0], pages[1], pages[2]], b"");
+    assert_ne!(
+        text(&plain.stdout),
+        text(&reused.stdout),
+        "IDF weights change fingerprints"
+    );
+    // a table learned with other features is refused
+    let out = simdex(
+        &[
+            "fingerprint",
+            "--idf",
+            &table_arg,
+            "--features",
+            "w3",
+            pages[0],
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("IDF table was learned with features"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

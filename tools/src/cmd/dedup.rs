@@ -291,8 +291,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         writeln!(summary, "cluster sizes (count x size): {}", hist.join(", "))?;
     }
-    for (n, c) in near.iter().take(args.show).enumerate() {
-        writeln!(summary, "\ncluster {} ({} documents):", n + 1, c.len())?;
+    // the largest near-duplicate clusters, then the largest exact-duplicate groups
+    let listed = (near
+        .iter()
+        .take(args.show)
+        .map(|c| ("near-duplicate cluster", *c))
+        .enumerate())
+    .chain(
+        exact
+            .iter()
+            .take(args.show)
+            .map(|g| ("exact-duplicate group", g))
+            .enumerate(),
+    );
+    for (n, (what, c)) in listed {
+        writeln!(summary, "\n{what} {} ({} documents):", n + 1, c.len())?;
         for &i in c.iter().take(args.show) {
             let d = &docs[i as usize];
             writeln!(
