@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::codec::{SymbolHistogram, BLOCK_BYTES, EQUAL, SYMBOLS};
+use simdex::codec::{SymbolHistogram, BLOCK_BYTES, EQUAL};
 use simdex::plan::information_bound_bits;
 use simdex::segment::FORMAT_VERSION;
 use simdex::Segment;
@@ -68,8 +68,8 @@ pub fn run(args: Args) -> Result<()> {
             "bits_per_entry_blocks": per(blocks_bits),
             "bits_per_entry_total": per(blocks_bits + index_bits),
             "ratio_to_bound_total": if bound > 0.0 { per(blocks_bits + index_bits) / bound } else { 0.0 },
-            "code_lengths": code_lengths_json(t.code().lengths()),
-            "h_histogram": histogram.map(|h| histogram_json(h.counts())),
+            "code_lengths": by_symbol(t.code().lengths().iter().map(|&l| u64::from(l))),
+            "h_histogram": histogram.map(|h| by_symbol(h.counts().iter().copied())),
         }));
     }
     bar.finish_and_clear();
@@ -95,22 +95,11 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn code_lengths_json(lengths: &[u8; SYMBOLS]) -> serde_json::Value {
+/// `{symbol: value}` for the symbols with a non-zero value (`"equal"` for `EQUAL`).
+fn by_symbol(values: impl IntoIterator<Item = u64>) -> serde_json::Value {
     let mut m = serde_json::Map::new();
-    for (s, &l) in lengths.iter().enumerate() {
-        if l > 0 {
-            m.insert(symbol_name(s), json!(l));
-        }
-    }
-    serde_json::Value::Object(m)
-}
-
-fn histogram_json(counts: &[u64; SYMBOLS]) -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for (s, &c) in counts.iter().enumerate() {
-        if c > 0 {
-            m.insert(symbol_name(s), json!(c));
-        }
+    for (s, v) in values.into_iter().enumerate().filter(|&(_, v)| v > 0) {
+        m.insert(symbol_name(s), json!(v));
     }
     serde_json::Value::Object(m)
 }
