@@ -4,16 +4,25 @@
 
 pub mod cluster;
 pub mod codec;
+pub mod engine;
 mod error;
+mod format;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
+pub mod log;
+pub mod manifest;
+#[cfg(any(test, feature = "test-support"))]
+mod memstorage;
+mod memtable;
 pub mod plan;
 pub mod query;
 mod search;
 pub mod segment;
 mod sort;
 pub mod storage;
+pub mod tombstone;
 
+pub use engine::{Durability, FindOrInsert, Index, IndexOptions};
 pub use error::{Error, Location, Result};
 pub use query::{Match, QueryOptions};
 pub use segment::{build_segment, BuildOptions, Segment};

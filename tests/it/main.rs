@@ -3,6 +3,7 @@
 mod codec;
 mod common;
 mod corruption;
+mod engine;
 mod fingerprint;
 mod fixtures;
 mod segment_queries;
