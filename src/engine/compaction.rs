@@ -34,7 +34,7 @@ use super::version::{LiveSegment, TombstoneSet};
 use crate::codec::{Codec, SymbolHistogram};
 use crate::error::{Error, Result};
 use crate::manifest::SegmentMeta;
-use crate::plan::{plan, PlanOptions};
+use crate::plan::{planned_design, PlanOptions};
 use crate::segment::SegmentWriter;
 use crate::sort::sort_u64;
 use crate::storage::{FileBytes, Storage};
@@ -188,7 +188,7 @@ pub(crate) fn merge(storage: &dyn Storage, inputs: &[std::sync::Arc<LiveSegment>
     if n == 0 {
         return Ok(None);
     }
-    let design = plan(&PlanOptions::new(n, k))?.chosen.design;
+    let design = planned_design(&PlanOptions::new(n, k))?;
     let tables = design.tables();
     let codecs = vec![codec; tables.len()];
     let mut writer = SegmentWriter::create(storage, path, &design, &codecs, true)?;

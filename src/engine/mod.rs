@@ -37,11 +37,15 @@ use crate::error::{Error, Result};
 use crate::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
 use crate::manifest::{Manifest, SegmentMeta, TombstoneMeta};
 use crate::memtable::Memtable;
-use crate::plan::{plan, Design, PlanOptions};
+use crate::plan::{planned_design, Design, PlanOptions};
 use crate::query::Match;
 use crate::segment::{build_segment, BuildOptions, Segment};
 use crate::storage::{FsStorage, LockGuard, Storage};
 use crate::tombstone;
+
+/// The memtable's query design is planned for its flush size, but never for more entries
+/// than this (a memtable that is never flushed should not get hundreds of tables).
+const MEMTABLE_DESIGN_CAP: u64 = 1 << 22;
 
 /// When a write is made durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -522,14 +526,14 @@ fn load(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read_only: bo
                 let hint = if has_data { "; it holds simdex data files, so the manifest was lost: run `simdex recover` on it".to_string() } else { String::new() };
                 return Err(Error::NoIndex { dir: dir.to_path_buf(), hint });
             }
-            plan(&PlanOptions::new(1, options.k))?;
+            planned_design(&PlanOptions::new(1, options.k))?;
             let m = Manifest::new(options.k, options.codec);
             m.store(storage, dir)?;
             report.created = true;
             m
         }
     };
-    let mem_design = Arc::new(plan(&PlanOptions::new(options.memtable_ops.max(1), manifest.k))?.chosen.design);
+    let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
 
     // Classify every file.
     let mut max_number = 0u64;
@@ -823,7 +827,7 @@ impl Shared {
                 let number = self.alloc_number();
                 let path = self.dir.join(segment_name(number));
                 let (fps, ids): (Vec<u64>, Vec<u64>) = live.iter().copied().unzip();
-                let design = plan(&PlanOptions::new(fps.len() as u64, self.k))?.chosen.design;
+                let design = planned_design(&PlanOptions::new(fps.len() as u64, self.k))?;
                 let options = BuildOptions { design: Some(design), k: self.k, codec: self.codec };
                 let file_len = build_segment(&*self.storage, &path, &fps, Some(&ids), &options)?;
                 let segment = Segment::open_with(&*self.storage, &path)?;

@@ -4,6 +4,7 @@ mod codec;
 mod common;
 mod corruption;
 mod engine;
+mod engine_damage;
 mod fingerprint;
 mod fixtures;
 mod segment_queries;
