@@ -517,7 +517,8 @@ fn not_found(e: &std::io::Error) -> bool {
 /// removes orphans, cuts torn log tails and opens the log for appending.
 fn load(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read_only: bool) -> Result<Loaded> {
     let mut report = OpenReport::default();
-    let names = storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: String::new() } } else { Error::io(dir, "list", e) })?;
+    let list = || storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: String::new() } } else { Error::io(dir, "list", e) });
+    let mut names = list()?;
     let manifest = match Manifest::load(storage, dir)? {
         Some(m) => m,
         None => {
@@ -530,6 +531,7 @@ fn load(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read_only: bo
             let m = Manifest::new(options.k, options.codec);
             m.store(storage, dir)?;
             report.created = true;
+            names = list()?;
             m
         }
     };
@@ -634,12 +636,15 @@ fn load(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read_only: bo
         })?;
         report.replayed_ops += ops;
         report.logs.push(LogReport { name: log_name(n), len: bytes.len() as u64, valid_len: scan.valid_len, end: scan.end, ops });
-        if !read_only && scan.end != LogEnd::Clean {
+        if !read_only {
+            // A log whose header never got written whole holds nothing: start it afresh.
             if scan.valid_len < LOG_HEADER_BYTES as u64 {
                 storage.remove(&path).map_err(|e| Error::io(&path, "remove", e))?;
                 continue;
             }
-            storage.truncate(&path, scan.valid_len).map_err(|e| Error::io(&path, "truncate", e))?;
+            if scan.end != LogEnd::Clean {
+                storage.truncate(&path, scan.valid_len).map_err(|e| Error::io(&path, "truncate", e))?;
+            }
         }
         if Some(n) == last_log {
             append_to = Some((n, scan.valid_len));
