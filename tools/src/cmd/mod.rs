@@ -3,8 +3,14 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod add;
 mod bench;
 mod build;
+mod compact;
+mod delete;
+mod dump_log;
+mod recover;
+mod stats;
 mod dump;
 mod inspect;
 mod plan;
@@ -16,7 +22,7 @@ mod fingerprint;
 /// simdex: an on-disk index of 64-bit simhash fingerprints that answers
 /// "have I already stored a near-duplicate of this?"
 ///
-/// Exit status: 0 on success, 1 when `verify` finds damage, 2 on any error.
+/// Exit status: 0 on success, 1 when `verify` or `dump-log` finds damage, 2 on any error.
 #[derive(Debug, Parser)]
 #[command(name = "simdex", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
@@ -35,6 +41,12 @@ pub enum Command {
     Bench(bench::Args),
     Fingerprint(fingerprint::Args),
     Dedup(dedup::Args),
+    Add(add::Args),
+    Delete(delete::Args),
+    Compact(compact::Args),
+    Stats(stats::Args),
+    DumpLog(dump_log::Args),
+    Recover(recover::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -48,5 +60,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => bench::run(a).map(|_| ExitCode::SUCCESS),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Dedup(args) => dedup::run(args),
+        Command::Add(a) => add::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Delete(a) => delete::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Compact(a) => compact::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Stats(a) => stats::run(a).map(|_| ExitCode::SUCCESS),
+        Command::DumpLog(a) => dump_log::run(a),
+        Command::Recover(a) => recover::run(a).map(|_| ExitCode::SUCCESS),
     }
 }
