@@ -466,6 +466,17 @@ mod tests {
     }
 
     #[test]
+    fn worked_example_from_the_spec() {
+        let mut b = Vec::new();
+        encode_record(&mut b, 1, OpKind::Insert, &[(0x0123_4567_89ab_cdef, 7)]);
+        let want = [
+            0x1a, 0xa7, 0x7c, 0xa8, 0x5d, 0xa3, 0x4e, 0x1b, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, 7, 0, 0, 0, 0, 0, 0, 0,
+            b'S', b'X', b'R', b'E',
+        ];
+        assert_eq!(b, want);
+    }
+
+    #[test]
     fn a_gap_in_sequence_numbers_is_damage() {
         let b = log_bytes(&[(1, OpKind::Insert, vec![(5, 6)]), (3, OpKind::Insert, vec![(5, 6)])]);
         let err = scan_log(Path::new("l"), &b, 7, ScanMode::Strict, |_| Ok(())).unwrap_err();
