@@ -141,7 +141,7 @@ impl Iterator for LiveMerge<'_> {
             let mut best: Option<(usize, (u64, u64))> = None;
             for (i, s) in self.sources.iter().enumerate() {
                 if let Some(h) = s.head {
-                    if best.is_none_or(|(_, b)| h < b) {
+                    if best.map_or(true, |(_, b)| h < b) {
                         best = Some((i, h));
                     }
                 }
