@@ -1,4 +1,9 @@
 //! simdex: an embeddable on-disk index of 64-bit simhash fingerprints.
+//!
+//! The persistent store is [`Index`] ([`engine`]): a directory of immutable [`segment`]s
+//! named by a [`manifest`], an append [`log`] for durability, an in-memory memtable for
+//! fresh writes, [`tombstone`] files for deletes, and compaction. File I/O goes through
+//! [`storage::Storage`].
 
 #![warn(missing_docs)]
 

@@ -15,6 +15,23 @@
 //!
 //! This module owns the directory: which files are live, recovery on open, orphan removal.
 //! File formats belong to `log`, `manifest`, `tombstone` and `segment`.
+//!
+//! ```
+//! use simdex::{FindOrInsert, Index, IndexOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let index = Index::open(dir.path(), IndexOptions::default())?;
+//! index.insert(0x0123_4567_89ab_cdef, 1)?;
+//! // One bit away: a near-duplicate of document 1.
+//! let near = index.query(0x0123_4567_89ab_cdee, 3)?;
+//! assert_eq!(near[0].doc_id, Some(1));
+//! // The crawler's check-then-add in one call.
+//! assert!(matches!(index.find_or_insert(0x0123_4567_89ab_cdec, 2, 3)?, FindOrInsert::Found(_)));
+//! index.delete(0x0123_4567_89ab_cdef, 1)?;
+//! assert!(index.query(0x0123_4567_89ab_cdee, 3)?.is_empty());
+//! index.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod compaction;
 pub mod files;
