@@ -319,12 +319,15 @@ impl Index {
             let path = dir.join(LOCK_NAME);
             Some(storage.lock(&path).map_err(|e| if e.kind() == std::io::ErrorKind::WouldBlock { Error::Locked { path: path.clone() } } else { Error::io(&path, "lock", e) })?)
         };
-        // A read-only open races with the writer's compactions, which delete files the
-        // manifest it read still names; reading the new manifest settles it.
+        // A read-only open races with a running writer: a flush or compaction may install a
+        // new manifest and delete files the one it read names (or logs it did not see yet).
+        // It reads again until the manifest did not change while it loaded.
         let mut attempts = 0;
         let loaded = loop {
+            attempts += 1;
             match load(&*storage, dir, &options, read_only) {
-                Err(Error::Io { source, .. }) if read_only && attempts < 10 && source.kind() == std::io::ErrorKind::NotFound => attempts += 1,
+                Err(Error::Io { source, .. }) if read_only && attempts < 20 && source.kind() == std::io::ErrorKind::NotFound => {}
+                Ok(l) if read_only && attempts < 20 && Manifest::load(&*storage, dir).ok().flatten().map(|m| m.number) != Some(l.manifest.number) => {}
                 other => break other?,
             }
         };
@@ -535,8 +538,11 @@ fn not_found(e: &std::io::Error) -> bool {
 fn load(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read_only: bool) -> Result<Loaded> {
     let mut report = OpenReport::default();
     let list = || storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: String::new() } } else { Error::io(dir, "list", e) });
+    // The manifest first, then the listing: a log a running writer starts in between is in
+    // the listing (and a manifest replaced meanwhile makes a read-only open start over).
+    let loaded = Manifest::load(storage, dir)?;
     let mut names = list()?;
-    let manifest = match Manifest::load(storage, dir)? {
+    let manifest = match loaded {
         Some(m) => m,
         None => {
             let has_data = names.iter().any(|n| matches!(files::parse(n), FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_)));

@@ -158,3 +158,37 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
     want.sort_unstable();
     assert_eq!(index.live_entries().unwrap(), want);
 }
+
+#[test]
+fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_compacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = IndexOptions { memtable_ops: 300, durability: Durability::NoSync, ..IndexOptions::default() };
+    let writer = Arc::new(Index::open(dir.path(), options).unwrap());
+    let acked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let thread = {
+        let (writer, acked, stop) = (writer.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let batch: Vec<(u64, u64)> = (i..i + 50).map(|j| (j.wrapping_mul(0x9e37_79b9_7f4a_7c15), j)).collect();
+                writer.insert_batch(&batch).unwrap();
+                i += 50;
+                acked.store(i, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let before = acked.load(std::sync::atomic::Ordering::SeqCst);
+        let reader = Index::open_read_only(dir.path(), IndexOptions::default()).unwrap();
+        let got = reader.live_entries().unwrap();
+        assert!(got.len() as u64 >= before, "a reader opened after {before} writes sees {}", got.len());
+        for j in (0..before).step_by(97) {
+            assert!(got.binary_search(&(j.wrapping_mul(0x9e37_79b9_7f4a_7c15), j)).is_ok(), "write {j} of {before} missing");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    thread.join().unwrap();
+    assert!(writer.stats().flushes > 3);
+}
