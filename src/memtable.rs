@@ -32,11 +32,11 @@ pub(crate) struct MemEntry {
 }
 
 /// A sorted, indexed group of inserts.
-struct Run {
+pub(crate) struct Run {
     /// Sorted by `(fp, id, seq)`: table 0 of the design.
-    entries: Vec<MemEntry>,
+    pub entries: Vec<MemEntry>,
     /// `tables[i]`: table `i + 1`'s permuted fingerprints, sorted.
-    tables: Vec<Vec<u64>>,
+    pub tables: Vec<Vec<u64>>,
 }
 
 impl Run {
@@ -232,6 +232,27 @@ impl Memtable {
             d.runs.truncate(n - 2);
             d.runs.push(merged);
         }
+    }
+
+    /// The memtable as the sorted tables of a segment with the memtable's design, when it
+    /// can be written without sorting again: it holds no delete and no repeated pair (the
+    /// common case for a crawler). The runs are merged, smallest first.
+    pub fn sorted_tables(&self) -> Option<Run> {
+        let d = self.read_data();
+        if !d.deletes.is_empty() {
+            return None;
+        }
+        let mut merged = Run::build(d.tail.clone(), &self.design);
+        for r in d.runs.iter().rev() {
+            merged = Run::merge(&merged, r);
+        }
+        let repeated = merged.entries.windows(2).any(|w| (w[0].fp, w[0].id) == (w[1].fp, w[1].id));
+        (!repeated).then_some(merged)
+    }
+
+    /// The design of the memtable's runs.
+    pub fn design(&self) -> &Design {
+        &self.design
     }
 
     /// What a flush writes: the live `(fingerprint, id)` pairs, sorted and without repeats

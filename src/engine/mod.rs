@@ -56,7 +56,8 @@ use crate::manifest::{Manifest, SegmentMeta, TombstoneMeta};
 use crate::memtable::Memtable;
 use crate::plan::{planned_design, Design, PlanOptions};
 use crate::query::Match;
-use crate::segment::{build_segment, BuildOptions, Segment};
+use crate::codec::SymbolHistogram;
+use crate::segment::{build_segment, BuildOptions, Segment, SegmentWriter};
 use crate::storage::{FsStorage, LockGuard, Storage};
 use crate::tombstone;
 
@@ -519,6 +520,23 @@ impl std::fmt::Debug for Index {
     }
 }
 
+/// Writes a memtable run (no deletes, no repeated pairs) as a segment with `design`, the
+/// run's own: its arrays are the sorted tables, so nothing is sorted again.
+fn write_run(storage: &dyn Storage, path: &Path, design: &Design, codec: Codec, run: &crate::memtable::Run) -> Result<u64> {
+    let codecs = vec![codec; design.tables().len()];
+    let mut writer = SegmentWriter::create(storage, path, design, &codecs, true)?;
+    let mut first = SymbolHistogram::new();
+    for e in &run.entries {
+        first.push(codec, e.fp);
+    }
+    writer.write_table(&first.code(), run.entries.iter().map(|e| e.fp))?;
+    for values in &run.tables {
+        writer.write_table(&SymbolHistogram::of_sorted(codec, values).code(), values.iter().copied())?;
+    }
+    writer.write_ids(run.entries.iter().map(|e| e.id))?;
+    writer.finish()
+}
+
 /// Everything [`load`] reads from the directory.
 struct Loaded {
     manifest: Manifest,
@@ -847,19 +865,37 @@ impl Shared {
         loop {
             let v = self.current();
             let Some(mem) = v.frozen.first().cloned() else { return Ok(()) };
-            let (live, tombs) = mem.flush_output();
             let (min_seq, max_seq) = mem.seq_range().expect("a frozen memtable holds operations");
             let mut m = manifest.clone();
             let mut new_segment = None;
-            if !live.is_empty() {
-                let number = self.alloc_number();
-                let path = self.dir.join(segment_name(number));
-                let (fps, ids): (Vec<u64>, Vec<u64>) = live.iter().copied().unzip();
-                let design = planned_design(&PlanOptions::new(fps.len() as u64, self.k))?;
-                let options = BuildOptions { design: Some(design), k: self.k, codec: self.codec };
-                let file_len = build_segment(&*self.storage, &path, &fps, Some(&ids), &options)?;
+            // Usually the memtable's runs already are the segment's sorted tables.
+            let (inserts, _) = mem.counts();
+            let sorted = (planned_design(&PlanOptions::new(inserts, self.k))? == *mem.design()).then(|| mem.sorted_tables()).flatten();
+            let (entries, tombs, written) = match sorted {
+                Some(run) => {
+                    let number = self.alloc_number();
+                    let path = self.dir.join(segment_name(number));
+                    let file_len = write_run(&*self.storage, &path, mem.design(), self.codec, &run)?;
+                    (run.entries.len() as u64, Vec::new(), Some((number, path, file_len)))
+                }
+                None => {
+                    let (live, tombs) = mem.flush_output();
+                    if live.is_empty() {
+                        (0, tombs, None)
+                    } else {
+                        let number = self.alloc_number();
+                        let path = self.dir.join(segment_name(number));
+                        let (fps, ids): (Vec<u64>, Vec<u64>) = live.iter().copied().unzip();
+                        let design = planned_design(&PlanOptions::new(fps.len() as u64, self.k))?;
+                        let options = BuildOptions { design: Some(design), k: self.k, codec: self.codec };
+                        let file_len = build_segment(&*self.storage, &path, &fps, Some(&ids), &options)?;
+                        (fps.len() as u64, tombs, Some((number, path, file_len)))
+                    }
+                }
+            };
+            if let Some((number, path, file_len)) = written {
                 let segment = Segment::open_with(&*self.storage, &path)?;
-                let meta = SegmentMeta { number, entries: fps.len() as u64, file_len, min_seq, max_seq };
+                let meta = SegmentMeta { number, entries, file_len, min_seq, max_seq };
                 m.segments.push(meta);
                 new_segment = Some(Arc::new(LiveSegment { meta, segment }));
             }
