@@ -99,13 +99,11 @@ fn merge_sorted<T: Copy + Ord>(a: &[T], b: &[T]) -> Vec<T> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
-        if b[j] < a[i] {
-            out.push(b[j]);
-            j += 1;
-        } else {
-            out.push(a[i]);
-            i += 1;
-        }
+        // Branch-free: the comparison's outcome is data, not control flow.
+        let take_b = b[j] < a[i];
+        out.push(if take_b { b[j] } else { a[i] });
+        j += usize::from(take_b);
+        i += usize::from(!take_b);
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
@@ -222,7 +220,9 @@ impl Memtable {
             let merged = {
                 let d = self.read_data();
                 let n = d.runs.len();
-                if n < 2 || d.runs[n - 2].entries.len() > 2 * d.runs[n - 1].entries.len() {
+                // A binary counter: merge while the previous run is less than twice the
+                // last, so every entry is merged about log2(len / TAIL) times.
+                if n < 2 || d.runs[n - 2].entries.len() >= 2 * d.runs[n - 1].entries.len() {
                     break;
                 }
                 Run::merge(&d.runs[n - 2], &d.runs[n - 1])
