@@ -4,7 +4,9 @@
 //! Inserts land in a small unsorted tail (scanned linearly). A full tail is sorted into a
 //! *run*: the entries sorted by `(fingerprint, id, seq)` (table 0 of the design, the
 //! identity) plus one sorted array of permuted fingerprints per further table, so a query
-//! probes a run the way it probes a segment, by prefix ranges. Runs of similar size merge
+//! probes a run the way it probes a segment, by prefix ranges (found by interpolation
+//! search: permuted fingerprints are close to uniform, and a binary search over a large
+//! run would miss the cache at every step). Runs of similar size merge
 //! (linear merges: every run has the same design), so there are O(log n) of them.
 //! Deletes are a map from `(fingerprint, id)` to the sequence number of the last delete.
 //!
@@ -17,6 +19,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::plan::Design;
 use crate::query::Match;
+use crate::search::{lower_bound, lower_bound_by};
 use crate::sort::sort_u64;
 use crate::tombstone::Tombstone;
 
@@ -64,7 +67,7 @@ impl Run {
             let mask = table.prefix_mask();
             let (lo, hi) = (pq & mask, pq | !mask);
             if t == 0 {
-                let start = self.entries.partition_point(|e| e.fp < lo);
+                let start = lower_bound_by(&self.entries, lo, |e| e.fp);
                 for e in self.entries[start..].iter().take_while(|e| e.fp <= hi) {
                     if (e.fp ^ q).count_ones() <= k {
                         out.push(entry_match(e, q));
@@ -72,7 +75,7 @@ impl Run {
                 }
             } else {
                 let values = &self.tables[t - 1];
-                let start = values.partition_point(|&v| v < lo);
+                let start = lower_bound(values, lo);
                 for &v in values[start..].iter().take_while(|&&v| v <= hi) {
                     if (v ^ pq).count_ones() <= k {
                         scratch.push(table.permutation.invert(v));
@@ -83,7 +86,7 @@ impl Run {
         scratch.sort_unstable();
         scratch.dedup();
         for &fp in scratch.iter() {
-            let start = self.entries.partition_point(|e| e.fp < fp);
+            let start = lower_bound_by(&self.entries, fp, |e| e.fp);
             for e in self.entries[start..].iter().take_while(|e| e.fp == fp) {
                 out.push(entry_match(e, q));
             }
