@@ -192,6 +192,29 @@ pub(crate) fn merge(storage: &dyn Storage, inputs: &[std::sync::Arc<LiveSegment>
     let tables = design.tables();
     let codecs = vec![codec; tables.len()];
     let mut writer = SegmentWriter::create(storage, path, &design, &codecs, true)?;
+    // When nothing was dropped and every input has the output's design, each permuted table
+    // of the output is the merge of the inputs' same table: no sorting at all.
+    if deleted == 0 && repeated == 0 && inputs.iter().all(|s| *s.segment.design() == design) {
+        let mut stream = LiveMerge::new(inputs, tombstones);
+        writer.write_table(&first.code(), (&mut stream).map(|(fp, _)| fp))?;
+        stream.finish()?;
+        for t in 1..tables.len() {
+            let mut hist = SymbolHistogram::new();
+            let mut merged = SortedMerge::new(inputs.iter().map(|s| s.segment.table_entries(t)));
+            for v in &mut merged {
+                hist.push(codec, v);
+            }
+            merged.finish()?;
+            let mut merged = SortedMerge::new(inputs.iter().map(|s| s.segment.table_entries(t)));
+            writer.write_table(&hist.code(), &mut merged)?;
+            merged.finish()?;
+        }
+        let mut stream = LiveMerge::new(inputs, tombstones);
+        writer.write_ids((&mut stream).map(|(_, id)| id))?;
+        stream.finish()?;
+        let file_len = writer.finish()?;
+        return Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs: 0 }));
+    }
     let per_table = (buffer_entries / tables.len().saturating_sub(1).max(1)).max(1024);
     let mut sorters: Vec<ExternalSorter<'_>> = (1..tables.len()).map(|t| ExternalSorter::new(storage, path, t, per_table)).collect();
     let result = (|| {
@@ -227,6 +250,67 @@ pub(crate) fn merge(storage: &dyn Storage, inputs: &[std::sync::Arc<LiveSegment>
     result?;
     let file_len = writer.finish()?;
     Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs }))
+}
+
+/// The merge of sorted streams of u64 that may fail (segment tables); the first error
+/// ends the stream and is returned by [`SortedMerge::finish`].
+struct SortedMerge<I> {
+    sources: Vec<(I, Option<u64>)>,
+    error: Option<Error>,
+}
+
+impl<I: Iterator<Item = Result<u64>>> SortedMerge<I> {
+    fn new(sources: impl IntoIterator<Item = I>) -> Self {
+        let mut m = Self { sources: Vec::new(), error: None };
+        for mut it in sources {
+            let head = m.pull(&mut it);
+            m.sources.push((it, head));
+        }
+        m
+    }
+
+    fn pull(&mut self, it: &mut I) -> Option<u64> {
+        match it.next()? {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl<I: Iterator<Item = Result<u64>>> Iterator for SortedMerge<I> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.error.is_some() {
+            return None;
+        }
+        let mut best: Option<(usize, u64)> = None;
+        for (i, (_, head)) in self.sources.iter().enumerate() {
+            if let Some(v) = *head {
+                if best.map_or(true, |(_, b)| v < b) {
+                    best = Some((i, v));
+                }
+            }
+        }
+        let (i, v) = best?;
+        let next = match self.sources[i].0.next() {
+            Some(Ok(x)) => Some(x),
+            Some(Err(e)) => {
+                self.error.get_or_insert(e);
+                None
+            }
+            None => None,
+        };
+        self.sources[i].1 = next;
+        Some(v)
+    }
 }
 
 /// Sorts a stream of u64 in bounded memory: sorted chunks spill to temporary run files
