@@ -90,6 +90,8 @@ pub(crate) struct LiveMerge<'a> {
     tombstones: &'a TombstoneSet,
     last: Option<(u64, u64)>,
     error: Option<Error>,
+    /// False when there is no tombstone at all (most merges): no lookups then.
+    any_tombstones: bool,
     /// Pairs dropped because a tombstone hides them.
     pub deleted: u64,
     /// Pairs dropped because an equal pair came first.
@@ -98,7 +100,8 @@ pub(crate) struct LiveMerge<'a> {
 
 impl<'a> LiveMerge<'a> {
     pub fn new(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet) -> Self {
-        let mut m = Self { sources: Vec::new(), tombstones, last: None, error: None, deleted: 0, repeated: 0 };
+        let any_tombstones = !tombstones.files.is_empty();
+        let mut m = Self { sources: Vec::new(), tombstones, last: None, error: None, any_tombstones, deleted: 0, repeated: 0 };
         for s in inputs {
             let mut src = Source { entries: Box::new(s.segment.entries()), head: None, bound: s.meta.max_seq };
             m.advance(&mut src);
@@ -155,7 +158,7 @@ impl Iterator for LiveMerge<'_> {
                 self.repeated += 1;
                 continue;
             }
-            if self.tombstones.get(pair.0, pair.1).is_some_and(|s| s > bound) {
+            if self.any_tombstones && self.tombstones.get(pair.0, pair.1).is_some_and(|s| s > bound) {
                 self.deleted += 1;
                 continue;
             }
