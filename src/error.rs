@@ -96,6 +96,36 @@ pub enum Error {
     /// An argument is invalid (the message says which and why).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// Another writer (in this process or another) holds the index's lock file. Close that
+    /// writer, or open the index read-only.
+    #[error("{}: the index is locked by another writer (open it read-only to inspect it while that writer runs)", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// The directory holds no index (no `MANIFEST`) and the options did not ask to create one.
+    #[error("{}: no simdex index here (no MANIFEST){hint}", dir.display())]
+    NoIndex {
+        /// The directory.
+        dir: PathBuf,
+        /// Why it cannot simply be created, when it cannot.
+        hint: String,
+    },
+    /// A write was attempted on an index opened read-only.
+    #[error("{}: the index is open read-only", dir.display())]
+    ReadOnly {
+        /// The index directory.
+        dir: PathBuf,
+    },
+    /// An earlier write failed part-way, so the log may end in a partial record; the index
+    /// refuses further writes until it is reopened (which recovers the log's valid prefix).
+    #[error("{}: an earlier write failed ({detail}); reopen the index to recover", dir.display())]
+    WriterFailed {
+        /// The index directory.
+        dir: PathBuf,
+        /// The first failure.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -107,5 +137,10 @@ impl Error {
     /// True for errors that mean stored data is damaged or unreadable.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corrupt { .. } | Error::NotSimdexFile { .. } | Error::UnsupportedVersion { .. })
+    }
+
+    /// A `Corrupt` error for `path` at `offset` with no table or block.
+    pub(crate) fn corrupt(path: impl Into<PathBuf>, offset: u64, detail: impl Into<String>) -> Self {
+        Error::Corrupt { path: path.into(), offset, location: Location::default(), detail: detail.into() }
     }
 }

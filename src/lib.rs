@@ -1,4 +1,9 @@
 //! simdex: an embeddable on-disk index of 64-bit simhash fingerprints.
+//!
+//! The persistent store is [`Index`] ([`engine`]): a directory of immutable [`segment`]s
+//! named by a [`manifest`], an append [`log`] for durability, an in-memory memtable for
+//! fresh writes, [`tombstone`] files for deletes, and compaction. File I/O goes through
+//! [`storage::Storage`].
 
 #![warn(missing_docs)]
 
@@ -6,16 +11,25 @@ pub mod batch;
 pub mod cluster;
 pub mod codec;
 mod cpu;
+pub mod engine;
 mod error;
+mod format;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
+pub mod log;
+pub mod manifest;
+#[cfg(any(test, feature = "test-support"))]
+mod memstorage;
+mod memtable;
 pub mod plan;
 pub mod query;
 mod search;
 pub mod segment;
 mod sort;
 pub mod storage;
+pub mod tombstone;
 
+pub use engine::{Durability, FindOrInsert, Index, IndexOptions};
 pub use error::{Error, Location, Result};
 pub use query::{Match, QueryOptions};
 pub use segment::{build_segment, BuildOptions, Segment};

@@ -591,24 +591,58 @@ fn estimated_bits_per_entry(count: u64) -> f64 {
 
 /// Picks a design for `options` (see [`DEFAULT_MAX_CANDIDATES_LOG2`] for the default rule).
 pub fn plan(options: &PlanOptions) -> Result<Plan, DesignError> {
+    Ok((*cached_plan(options)?).clone())
+}
+
+/// The design [`plan`] chooses, without the alternatives: what the engine asks for every
+/// flush and compaction.
+pub fn planned_design(options: &PlanOptions) -> Result<Design, DesignError> {
+    Ok(cached_plan(options)?.chosen.design.clone())
+}
+
+/// [`plan_uncached`], remembering recent answers (the engine plans for every flush, mostly
+/// for the same count).
+fn cached_plan(options: &PlanOptions) -> Result<std::sync::Arc<Plan>, DesignError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Key = (u32, u64, u64, Option<usize>);
+    static RECENT: OnceLock<Mutex<HashMap<Key, Arc<Plan>>>> = OnceLock::new();
+    let key = (options.k, options.count, options.max_candidates_log2.to_bits(), options.tables);
+    let recent = RECENT.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(p) = recent.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(p.clone());
+    }
+    let planned = Arc::new(plan_uncached(options)?);
+    let mut recent = recent.lock().unwrap_or_else(|p| p.into_inner());
+    if recent.len() >= 64 {
+        recent.clear();
+    }
+    recent.insert(key, planned.clone());
+    Ok(planned)
+}
+
+fn plan_uncached(options: &PlanOptions) -> Result<Plan, DesignError> {
     let k = options.k;
     if k > MAX_K {
         return Err(DesignError::KTooLarge { k });
     }
-    let candidates = candidate_designs(k)?;
+    let candidates = cached_candidate_designs(k)?;
     let count = options.count;
-    let mut best_per_count: Vec<PlannedDesign> = Vec::new();
-    for design in candidates {
-        let planned = PlannedDesign::new(design, count);
-        match best_per_count.iter_mut().find(|p| p.design.tables().len() == planned.design.tables().len()) {
+    // The best candidate per table count, by `better`'s key; only the winners are cloned.
+    let mut best: Vec<(usize, (f64, f64, usize))> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let key = (count as f64 * c.max_weight, count as f64 * c.sum_weight, c.design.levels().len());
+        let tables = c.design.tables().len();
+        match best.iter_mut().find(|(j, _)| candidates[*j].design.tables().len() == tables) {
             Some(slot) => {
-                if better(&planned, slot) {
-                    *slot = planned;
+                if key.partial_cmp(&slot.1) == Some(std::cmp::Ordering::Less) {
+                    *slot = (i, key);
                 }
             }
-            None => best_per_count.push(planned),
+            None => best.push((i, key)),
         }
     }
+    let mut best_per_count: Vec<PlannedDesign> = best.into_iter().map(|(i, _)| PlannedDesign::new(candidates[i].design.clone(), count)).collect();
     best_per_count.sort_by_key(|p| p.design.tables().len());
     let bound = 2f64.powf(options.max_candidates_log2);
     let (chosen, reason) = if let Some(t) = options.tables {
@@ -645,11 +679,35 @@ pub fn plan(options: &PlanOptions) -> Result<Plan, DesignError> {
     Ok(Plan { chosen, alternatives: best_per_count, reason })
 }
 
-fn better(a: &PlannedDesign, b: &PlannedDesign) -> bool {
-    let key = |p: &PlannedDesign| (p.max_candidates(), p.total_candidates(), p.design.levels().len());
-    let (am, at, al) = key(a);
-    let (bm, bt, bl) = key(b);
-    (am, at, al).partial_cmp(&(bm, bt, bl)) == Some(std::cmp::Ordering::Less)
+/// A candidate design with its count-independent costs: `2^-p` of its longest-running
+/// table and the sum of `2^-p` over its tables (times the count, the expected candidates).
+struct Candidate {
+    design: Design,
+    max_weight: f64,
+    sum_weight: f64,
+}
+
+/// [`candidate_designs`] with their weights, computed once per `k` per process: the engine
+/// plans a design for every flush and compaction, and building and weighing the candidates
+/// dominates the planner's cost.
+fn cached_candidate_designs(k: u32) -> Result<std::sync::Arc<Vec<Candidate>>, DesignError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<u32, Arc<Vec<Candidate>>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(c) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&k) {
+        return Ok(c.clone());
+    }
+    let candidates: Vec<Candidate> = candidate_designs(k)?
+        .into_iter()
+        .map(|design| {
+            let w = design.expected_candidates(1);
+            Candidate { max_weight: w.iter().copied().fold(0.0, f64::max), sum_weight: w.iter().sum(), design }
+        })
+        .collect();
+    let candidates = Arc::new(candidates);
+    cache.lock().unwrap_or_else(|p| p.into_inner()).insert(k, candidates.clone());
+    Ok(candidates)
 }
 
 /// Every recipe of up to [`MAX_LEVELS`] levels with at most [`MAX_TABLES`] tables, plus the

@@ -12,23 +12,30 @@ const LINEAR: usize = 8;
 /// Index of the first key `>= target` in ascending `keys`, or `keys.len()` if none is.
 #[inline]
 pub fn lower_bound(keys: &[u64], target: u64) -> usize {
-    let (mut lo, mut hi) = (0usize, keys.len());
-    // Invariant: keys[..lo] < target <= keys[hi..].
-    let mut budget = interpolation_budget(keys.len());
+    lower_bound_by(keys, target, |&k| k)
+}
+
+/// [`lower_bound`] over items ordered by `key` (the memtable searches its entries by
+/// fingerprint this way).
+#[inline]
+pub fn lower_bound_by<T>(items: &[T], target: u64, key: impl Fn(&T) -> u64) -> usize {
+    let (mut lo, mut hi) = (0usize, items.len());
+    // Invariant: keys of items[..lo] < target <= keys of items[hi..].
+    let mut budget = interpolation_budget(items.len());
     while hi - lo > LINEAR {
         let m = if budget > 0 {
             budget -= 1;
-            interpolate(keys, lo, hi, target)
+            interpolate(key(&items[lo]), key(&items[hi - 1]), lo, hi, target)
         } else {
             lo + (hi - lo) / 2
         };
-        if keys[m] < target {
+        if key(&items[m]) < target {
             lo = m + 1;
         } else {
             hi = m;
         }
     }
-    while lo < hi && keys[lo] < target {
+    while lo < hi && key(&items[lo]) < target {
         lo += 1;
     }
     lo
@@ -41,10 +48,10 @@ fn interpolation_budget(n: usize) -> u32 {
     2 * (u32::BITS - log_n.leading_zeros()) + 2
 }
 
-/// The interpolated probe position in `lo..hi` (`hi - lo > 1`).
+/// The interpolated probe position in `lo..hi` (`hi - lo > 1`), whose first and last keys
+/// are `first` and `last`.
 #[inline]
-fn interpolate(keys: &[u64], lo: usize, hi: usize, target: u64) -> usize {
-    let (first, last) = (keys[lo], keys[hi - 1]);
+fn interpolate(first: u64, last: u64, lo: usize, hi: usize, target: u64) -> usize {
     if target <= first {
         return lo;
     }

@@ -60,6 +60,31 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// Truncates `path` to `len` bytes and syncs it.
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+    /// The content of `path` as an owned copy. Used for files that may still grow or be
+    /// truncated while they are read (logs), where a mapping could fault.
+    fn read_copy(&self, path: &Path) -> io::Result<Vec<u8>> {
+        Ok(self.read(path)?.to_vec())
+    }
+    /// Takes the exclusive lock `path` (creating the file), held until the guard is dropped.
+    /// Fails with [`io::ErrorKind::WouldBlock`] when another holder has it, in this process
+    /// or another.
+    fn lock(&self, path: &Path) -> io::Result<LockGuard>;
+}
+
+/// Holds a lock taken with [`Storage::lock`] until dropped.
+pub struct LockGuard(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl LockGuard {
+    /// Wraps whatever releases the lock when dropped.
+    pub fn new(holder: impl Send + Sync + 'static) -> Self {
+        LockGuard(Box::new(holder))
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LockGuard")
+    }
 }
 
 /// The real file system.
@@ -140,7 +165,26 @@ impl Storage for FsStorage {
         f.set_len(len)?;
         f.sync_all()
     }
+
+    fn read_copy(&self, path: &Path) -> io::Result<Vec<u8>> {
+        fs::read(path)
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<LockGuard> {
+        use fs2::FileExt;
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        match file.try_lock_exclusive() {
+            Ok(()) => Ok(LockGuard::new(file)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
+                Err(io::Error::new(io::ErrorKind::WouldBlock, e))
+            }
+            Err(e) => Err(e),
+        }
+    }
 }
+
+#[cfg(any(test, feature = "test-support"))]
+pub use crate::memstorage::{CrashMode, MemStorage};
 
 /// The directory holding `path` (`.` for a bare file name).
 pub fn parent_dir(path: &Path) -> PathBuf {
@@ -148,4 +192,18 @@ pub fn parent_dir(path: &Path) -> PathBuf {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one:
+/// writes `path.tmp`, syncs it, renames it over `path` and syncs the directory.
+pub fn write_atomically(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> crate::Result<()> {
+    use crate::Error;
+    let tmp = crate::segment::temporary_path(path);
+    let mut file = storage.create(&tmp).map_err(|e| Error::io(&tmp, "create", e))?;
+    file.write_all(bytes).map_err(|e| Error::io(&tmp, "write", e))?;
+    file.sync().map_err(|e| Error::io(&tmp, "fsync", e))?;
+    drop(file);
+    storage.rename(&tmp, path).map_err(|e| Error::io(path, "rename", e))?;
+    let dir = parent_dir(path);
+    storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))
 }

@@ -228,24 +228,27 @@ impl Segment {
     /// All stored `(fingerprint, document id)` pairs in fingerprint order (ids are `None`
     /// without an id column).
     pub fn entries(&self) -> impl Iterator<Item = Result<(u64, Option<u64>)>> + '_ {
-        let mut ordinal = 0u64;
-        // The id page of the current entry, checked once.
-        let mut page: (u64, &[u8]) = (u64::MAX, &[]);
+        let mut ids = self.ids.is_some().then(|| self.doc_ids());
         self.table_entries(0).map(move |r| {
             let fp = r?;
-            let id = match self.ids {
-                Some(_) => {
-                    let p = ordinal / IDS_PER_PAGE;
-                    if page.0 != p {
-                        page = (p, self.id_page(p)?);
-                    }
-                    let at = ((ordinal % IDS_PER_PAGE) * 8) as usize;
-                    Some(LE::read_u64(&page.1[at..]))
-                }
+            let id = match ids.as_mut() {
+                Some(ids) => Some(ids.next().unwrap_or_else(|| Err(self.corrupt(0, Location::default(), "fewer document ids than entries")))?),
                 None => None,
             };
-            ordinal += 1;
             Ok((fp, id))
+        })
+    }
+
+    /// Every document id in table 0's order, checking each id page's CRC once (empty for
+    /// a segment without ids).
+    pub fn doc_ids(&self) -> impl Iterator<Item = Result<u64>> + '_ {
+        let pages = if self.ids.is_some() { self.entries.div_ceil(IDS_PER_PAGE) } else { 0 };
+        (0..pages).flat_map(move |page| {
+            let (ok, err) = match self.id_page(page) {
+                Ok(bytes) => (Some(bytes.chunks_exact(8).map(|c| Ok(LE::read_u64(c)))), None),
+                Err(e) => (None, Some(Err(e))),
+            };
+            ok.into_iter().flatten().chain(err)
         })
     }
 

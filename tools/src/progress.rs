@@ -21,3 +21,11 @@ pub fn steps(len: u64, what: &str) -> ProgressBar {
     bar.set_message(what.to_string());
     bar
 }
+
+/// A spinner for work of unknown length.
+pub fn spinner(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner().with_style(ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("valid template"));
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}

@@ -3,10 +3,16 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod add;
 mod batch;
 mod bench;
 mod build;
 mod cluster;
+mod compact;
+mod delete;
+mod dump_log;
+mod recover;
+mod stats;
 mod dump;
 mod inspect;
 mod plan;
@@ -19,7 +25,7 @@ mod fingerprint;
 /// simdex: an on-disk index of 64-bit simhash fingerprints that answers
 /// "have I already stored a near-duplicate of this?"
 ///
-/// Exit status: 0 on success, 1 when `verify` finds damage, 2 on any error.
+/// Exit status: 0 on success, 1 when `verify` or `dump-log` finds damage, 2 on any error.
 #[derive(Debug, Parser)]
 #[command(name = "simdex", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
@@ -41,6 +47,12 @@ pub enum Command {
     Split(split::Args),
     Fingerprint(fingerprint::Args),
     Dedup(dedup::Args),
+    Add(add::Args),
+    Delete(delete::Args),
+    Compact(compact::Args),
+    Stats(stats::Args),
+    DumpLog(dump_log::Args),
+    Recover(recover::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -57,5 +69,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Split(a) => split::run(a).map(|_| ExitCode::SUCCESS),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Dedup(args) => dedup::run(args),
+        Command::Add(a) => add::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Delete(a) => delete::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Compact(a) => compact::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Stats(a) => stats::run(a).map(|_| ExitCode::SUCCESS),
+        Command::DumpLog(a) => dump_log::run(a),
+        Command::Recover(a) => recover::run(a).map(|_| ExitCode::SUCCESS),
     }
 }

@@ -1,24 +1,26 @@
-//! `simdex query`: near-duplicates of fingerprints in a segment.
+//! `simdex query`: near-duplicates of fingerprints in a segment file or an index directory.
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::{QueryOptions, Segment};
+use simdex::engine::{Index, IndexOptions};
+use simdex::{Match, QueryOptions, Segment};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use crate::input::{self, hex, InputFormat};
 
-/// Find stored fingerprints within k bits of each query.
+/// Find stored fingerprints within k bits of each query, in a segment file or an index
+/// directory (opened read-only, so it works while a writer runs).
 ///
 /// Prints one line per match: `query_hex<TAB>match_hex<TAB>distance[<TAB>doc_id]`, nothing
 /// for a query without matches. Queries come from the FP arguments (16 hex digits each)
 /// and/or `--input QFILE` (same formats as `simdex build`; ids in it are ignored).
 ///
-/// Example: `simdex query pages.sdx -k 3 0123456789abcdef`
+/// Example: `simdex query pages.idx -k 3 0123456789abcdef`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// The segment file.
+    /// The segment file or index directory.
     file: PathBuf,
     /// Fingerprints to look up (16 hex digits each).
     fps: Vec<String>,
@@ -34,7 +36,7 @@ pub struct Args {
     /// With --binary: each query is followed by a u64 id (ignored).
     #[arg(long, requires = "binary")]
     with_ids: bool,
-    /// Answer a k above the design's by scanning every entry.
+    /// Answer a k above the design's by scanning every entry (segment files only).
     #[arg(long)]
     full_scan: bool,
     /// One JSON object per match instead of tab-separated lines.
@@ -53,13 +55,22 @@ pub fn run(args: Args) -> Result<()> {
     if queries.is_empty() {
         bail!("no queries: give fingerprints as arguments or --input QFILE");
     }
-    let segment = Segment::open(&args.file)?;
     let options = QueryOptions { k: args.k, full_scan: args.full_scan };
+    let answer: Box<dyn Fn(u64, &mut Vec<Match>) -> simdex::Result<()>> = if args.file.is_dir() {
+        if args.full_scan {
+            bail!("--full-scan applies to segment files; an index answers up to its k");
+        }
+        let index = Index::open_read_only(&args.file, IndexOptions::default())?;
+        Box::new(move |q, out| index.query_into(q, options.k, out))
+    } else {
+        let segment = Segment::open(&args.file)?;
+        Box::new(move |q, out| segment.query_into(q, options, out))
+    };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut matches = Vec::new();
     for q in queries {
-        segment.query_into(q, options, &mut matches)?;
+        answer(q, &mut matches)?;
         for m in &matches {
             if args.json {
                 writeln!(out, "{}", json!({"query": hex(q), "match": hex(m.fingerprint), "distance": m.distance, "doc_id": m.doc_id}))?;

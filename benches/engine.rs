@@ -1,0 +1,304 @@
+//! Engine benchmarks, printed as tables (harness = false): ingest throughput per durability
+//! mode, query latency on 1e7 fingerprints spread over live segments and the memtable while
+//! a writer ingests (against one 1e7 segment), and compaction throughput.
+//!
+//! `cargo bench --bench engine` runs everything; `SIMDEX_BENCH_ENGINE=ingest,query,compact`
+//! picks parts; `SIMDEX_BENCH_N` changes the 1e7 size. Files go to `SIMDEX_BENCH_DIR` (a
+//! temporary directory under the target dir by default: a real disk, not tmpfs).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use simdex::engine::{CompactionOptions, IndexOptions};
+use simdex::storage::FsStorage;
+use simdex::{build_segment, BuildOptions, Durability, Index, Match, Segment};
+
+#[path = "common.rs"]
+mod common;
+
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("SIMDEX_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
+fn pairs(n: usize, seed: u64) -> Vec<(u64, u64)> {
+    common::random(n, seed).into_iter().enumerate().map(|(i, fp)| (fp, i as u64)).collect()
+}
+
+fn wants(part: &str) -> bool {
+    std::env::var("SIMDEX_BENCH_ENGINE").map_or(true, |v| v.split(',').any(|p| p.trim() == part))
+}
+
+fn n_total() -> usize {
+    std::env::var("SIMDEX_BENCH_N").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000_000)
+}
+
+/// A field of /proc/self/status in KiB (VmRSS: now; VmHWM: peak since the last reset).
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Resets the peak-RSS mark (Linux: writing 5 to clear_refs).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Inserts `data` in calls of `batch` pairs with `durability`, for at most `limit`;
+/// returns (pairs written, seconds) including the final sync.
+fn ingest(dir: &Path, data: &[(u64, u64)], batch: usize, durability: Durability, limit: Duration) -> (usize, f64) {
+    let options = IndexOptions { durability, ..IndexOptions::default() };
+    let index = Index::open(dir, options).unwrap();
+    let start = Instant::now();
+    let mut done = 0;
+    for chunk in data.chunks(batch) {
+        if batch == 1 {
+            index.insert(chunk[0].0, chunk[0].1).unwrap();
+        } else {
+            index.insert_batch(chunk).unwrap();
+        }
+        done += chunk.len();
+        if done % 4096 < batch && start.elapsed() > limit {
+            break;
+        }
+    }
+    index.sync().unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    index.close().unwrap();
+    (done, secs)
+}
+
+fn ingest_table() {
+    println!("\n## Ingest throughput (one writer thread, background flush and compaction, memtable 2^20 ops)\n");
+    println!("| durability | pairs per call | pairs written | seconds | pairs/s | syncs |");
+    println!("|---|---|---|---|---|---|");
+    let data = pairs(4_000_000, 1);
+    let group = Durability::Group { max_delay: Duration::from_millis(10), max_ops: 100_000 };
+    let rows: [(&str, Durability, usize, usize, Duration); 7] = [
+        ("group commit (10 ms / 100k ops)", group, 1000, data.len(), Duration::from_secs(60)),
+        ("group commit (10 ms / 100k ops)", group, 1, 1_000_000, Duration::from_secs(20)),
+        ("none (OS buffers)", Durability::NoSync, 1000, data.len(), Duration::from_secs(60)),
+        ("none (OS buffers)", Durability::NoSync, 1, 1_000_000, Duration::from_secs(20)),
+        ("fsync per write", Durability::Sync, 1, 1_000_000, Duration::from_secs(5)),
+        ("fsync per write", Durability::Sync, 100, 1_000_000, Duration::from_secs(5)),
+        ("fsync per write", Durability::Sync, 1000, data.len(), Duration::from_secs(10)),
+    ];
+    for (name, durability, batch, n, limit) in rows {
+        let dir = bench_dir();
+        let (done, secs) = ingest(dir.path(), &data[..n], batch, durability, limit);
+        let syncs = match durability {
+            Durability::Sync => format!("{}", done.div_ceil(batch)),
+            Durability::Group { .. } => "every 10 ms or 100k ops".into(),
+            Durability::NoSync => "at rotation and close".into(),
+        };
+        println!("| {name} | {batch} | {done} | {secs:.2} | {:.0} | {syncs} |", done as f64 / secs);
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Median and p99 in microseconds of one query at a time.
+fn latencies(queries: &[u64], mut query: impl FnMut(u64) -> usize) -> (f64, f64, f64) {
+    for &q in queries.iter().take(2000) {
+        query(q);
+    }
+    let mut t = Vec::with_capacity(queries.len());
+    let mut found = 0usize;
+    for &q in queries {
+        let s = Instant::now();
+        found += query(q);
+        t.push(s.elapsed().as_secs_f64() * 1e6);
+    }
+    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (percentile(&t, 0.5), percentile(&t, 0.99), found as f64 / queries.len() as f64)
+}
+
+fn query_table() {
+    let n = n_total();
+    println!("\n## Query latency, k = 3, {n} random fingerprints (half the queries near copies of stored ones)\n");
+    let data = pairs(n, 7);
+    let fps: Vec<u64> = data.iter().map(|p| p.0).collect();
+    let queries = common::queries(&fps, 20_000, 99);
+    let dir = bench_dir();
+
+    // The single-segment figure.
+    let seg_path = dir.path().join("single.sdx");
+    let ids: Vec<u64> = data.iter().map(|p| p.1).collect();
+    build_segment(&FsStorage, &seg_path, &fps, Some(&ids), &BuildOptions::default()).unwrap();
+    let seg = Segment::open(&seg_path).unwrap();
+    let mut out: Vec<Match> = Vec::new();
+    let single = latencies(&queries, |q| {
+        seg.query_into(q, simdex::QueryOptions::within(3), &mut out).unwrap();
+        out.len()
+    });
+    let single_design = seg.design().summary();
+    drop(seg);
+
+    // The same fingerprints through the engine: segments from flushes and compactions,
+    // the last ones still in the memtable.
+    let idx = dir.path().join("idx");
+    let memtable_ops = 1 << 20;
+    let options = IndexOptions { memtable_ops, background: true, durability: Durability::NoSync, ..IndexOptions::default() };
+    let index = Arc::new(Index::open(&idx, options).unwrap());
+    for chunk in data.chunks(10_000) {
+        index.insert_batch(chunk).unwrap();
+    }
+    // Let the background thread finish its flushes and compactions.
+    let settle = Instant::now();
+    while index.stats().frozen_memtables > 0 && settle.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    index.compact_tiered().unwrap();
+    let stats = index.stats();
+    let layout = format!(
+        "{} segments ({}) + memtable of {} pairs",
+        stats.segments.len(),
+        stats.segments.iter().map(|s| format!("{}: {} tables", s.entries, s.tables)).collect::<Vec<_>>().join(", "),
+        stats.memtable_inserts
+    );
+    let mut out = Vec::new();
+    let idle = latencies(&queries, |q| {
+        index.query_into(q, 3, &mut out).unwrap();
+        out.len()
+    });
+
+    let run_with_writer = |rate: Option<u64>| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let written = Arc::new(AtomicU64::new(0));
+        let writer = {
+            let (index, stop, written) = (index.clone(), stop.clone(), written.clone());
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                let mut x = 0x1234_5678_9abc_def1u64;
+                let mut id = 1u64 << 40;
+                let mut chunk = Vec::with_capacity(1000);
+                while !stop.load(Ordering::Relaxed) {
+                    chunk.clear();
+                    for _ in 0..1000 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        id += 1;
+                        chunk.push((x, id));
+                    }
+                    index.insert_batch(&chunk).unwrap();
+                    let w = written.fetch_add(1000, Ordering::Relaxed) + 1000;
+                    if let Some(rate) = rate {
+                        let due = Duration::from_secs_f64(w as f64 / rate as f64);
+                        if let Some(wait) = due.checked_sub(start.elapsed()) {
+                            std::thread::sleep(wait);
+                        }
+                    }
+                }
+            })
+        };
+        while written.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // At least five seconds of queries, so that flushes and compactions happen.
+        let start = Instant::now();
+        let w0 = written.load(Ordering::Relaxed);
+        let mut long = Vec::new();
+        while long.len() < queries.len() || start.elapsed() < Duration::from_secs(5) {
+            long.extend_from_slice(&queries);
+            if long.len() > 40 * queries.len() {
+                break;
+            }
+            if start.elapsed() < Duration::from_secs(5) {
+                let mut out = Vec::new();
+                for &q in &queries {
+                    index.query_into(q, 3, &mut out).unwrap();
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let r = latencies(&queries, |q| {
+            index.query_into(q, 3, &mut out).unwrap();
+            out.len()
+        });
+        let secs = start.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        let s = index.stats();
+        (r, (written.load(Ordering::Relaxed) - w0) as f64 / secs, s.segments.len(), s.flushes, s.compactions)
+    };
+    let (limited, limited_rate, seg_a, fl_a, co_a) = run_with_writer(Some(200_000));
+    let (full, full_rate, seg_b, fl_b, co_b) = run_with_writer(None);
+    println!("| setup | median us | p99 us | matches/query | vs single segment (median) |");
+    println!("|---|---|---|---|---|");
+    println!("| one segment ({single_design}) | {:.1} | {:.1} | {:.2} | 1.00x |", single.0, single.1, single.2);
+    println!("| index, no writer: {layout} | {:.1} | {:.1} | {:.2} | {:.2}x |", idle.0, idle.1, idle.2, idle.0 / single.0);
+    println!("| index, writer at {:.0} pairs/s (then {seg_a} segments; {fl_a} flushes, {co_a} compactions so far) | {:.1} | {:.1} | {:.2} | {:.2}x |", limited_rate, limited.0, limited.1, limited.2, limited.0 / single.0);
+    println!("| index, writer flat out at {:.0} pairs/s (then {seg_b} segments; {fl_b} flushes, {co_b} compactions so far) | {:.1} | {:.1} | {:.2} | {:.2}x |", full_rate, full.0, full.1, full.2, full.0 / single.0);
+}
+
+fn compact_table() {
+    let n = n_total();
+    println!("\n## Compaction: {n} fingerprints in 4 segments merged into one (k = 3)\n");
+    println!("| input | buffer (fingerprints) | output tables | seconds | input fingerprints/s | input fingerprints x output tables / s | spilled runs | RSS before, MiB | peak RSS during, MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    // Without deletes the permuted tables are merged from the inputs' (same design); with
+    // deletes they are sorted again within the buffer, spilling runs when it fills.
+    for (buffer, delete_every) in [(8usize << 20, 0usize), (8 << 20, 100), (1 << 20, 100)] {
+        let dir = bench_dir();
+        let idx = dir.path().join("idx");
+        let options = IndexOptions {
+            memtable_ops: u64::MAX,
+            background: false,
+            durability: Durability::NoSync,
+            compaction: CompactionOptions { fanout: 4, buffer_entries: buffer, automatic: false },
+            ..IndexOptions::default()
+        };
+        let index = Index::open(&idx, options).unwrap();
+        let data = pairs(n, 21);
+        for part in data.chunks(n.div_ceil(4)) {
+            for chunk in part.chunks(100_000) {
+                index.insert_batch(chunk).unwrap();
+            }
+            index.flush().unwrap();
+        }
+        if delete_every > 0 {
+            let gone: Vec<(u64, u64)> = data.iter().step_by(delete_every).copied().collect();
+            index.delete_batch(&gone).unwrap();
+        }
+        drop(data);
+        assert_eq!(index.stats().segments.len(), 4);
+        let deleted = if delete_every > 0 { format!("1 in {delete_every} deleted") } else { "none deleted".to_string() };
+        let before = status_kib("VmRSS:");
+        reset_peak_rss();
+        let start = Instant::now();
+        index.compact().unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        let stats = index.stats();
+        let tables = stats.segments[0].tables;
+        println!(
+            "| {deleted} | {buffer} | {tables} | {secs:.2} | {:.0} | {:.0} | {} | {} | {} |",
+            n as f64 / secs,
+            (n * tables) as f64 / secs,
+            stats.compaction_spilled_runs,
+            before / 1024,
+            status_kib("VmHWM:") / 1024
+        );
+    }
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing else is accepted.
+    println!("# simdex engine benchmarks");
+    if wants("ingest") {
+        ingest_table();
+    }
+    if wants("query") {
+        query_table();
+    }
+    if wants("compact") {
+        compact_table();
+    }
+}

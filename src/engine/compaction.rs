@@ -1,0 +1,457 @@
+//! Compaction: which segments to merge (size-tiered, over adjacent segments) and the
+//! streaming merge itself.
+//!
+//! # Policy
+//! Segments are kept in the order of their data (sequence numbers), oldest first. A
+//! segment's *tier* is `floor(log_F(entries / flush_size))` with `F` the fan-out
+//! ([`CompactionOptions::fanout`], default 4). Whenever the newest `F` segments share a
+//! tier, they merge into one (which lands about one tier up), and the check repeats. Like a
+//! base-`F` counter, this keeps at most `F - 1` segments per tier, so the live count stays
+//! below `(F - 1) * (1 + log_F(total / flush_size))` and query cost grows with the log of
+//! the data size, while each entry is rewritten about `log_F(total / flush_size)` times.
+//! Only adjacent segments merge, so sequence ranges stay disjoint and the tombstone rule
+//! (a delete hides copies in segments whose `max_seq` is older) keeps working. A full
+//! compaction ([`crate::engine::Index::compact`]) merges everything into one segment.
+//!
+//! # The merge
+//! Memory is bounded whatever the sizes: sources are read block by block in fingerprint
+//! order (table 0 and the id pages) and merged by `(fingerprint, id)`, dropping pairs a
+//! tombstone hides and repeated pairs. Table 0 of the output is that stream. Every other
+//! table needs the stream under its own permutation, sorted: entries go into a buffer of
+//! at most [`CompactionOptions::buffer_entries`] (shared by the tables), which is sorted and
+//! spilled to a temporary run file whenever it fills; the runs are then merged. Each table
+//! is read twice (once for the Huffman code's histogram, once to write it), the merged
+//! stream three times (histogram, table 0, ids): decoding is cheaper than keeping it.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use super::version::{LiveSegment, TombstoneSet};
+use crate::codec::{Codec, SymbolHistogram};
+use crate::error::{Error, Result};
+use crate::manifest::SegmentMeta;
+use crate::plan::{planned_design, PlanOptions};
+use crate::segment::SegmentWriter;
+use crate::sort::sort_u64;
+use crate::storage::{FileBytes, Storage};
+
+/// How compaction chooses and merges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactionOptions {
+    /// Segments of one tier that trigger a merge, and the size ratio between tiers (>= 2).
+    pub fanout: usize,
+    /// Fingerprints buffered in memory for sorting the permuted tables (8 bytes each),
+    /// across all tables; beyond it the merge spills sorted runs to temporary files.
+    pub buffer_entries: usize,
+    /// Merge automatically after flushes (in the background thread when there is one).
+    pub automatic: bool,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        Self { fanout: 4, buffer_entries: 8 << 20, automatic: true }
+    }
+}
+
+/// The segments (index range into `segments`, oldest first) the tiered policy merges next.
+pub(crate) fn pick(segments: &[SegmentMeta], flush_size: u64, fanout: usize) -> Option<std::ops::Range<usize>> {
+    let fanout = fanout.max(2);
+    if segments.len() < fanout {
+        return None;
+    }
+    let tier = |entries: u64| {
+        let mut t = 0u32;
+        let mut size = flush_size.max(1);
+        while entries >= size.saturating_mul(fanout as u64) && size < u64::MAX / fanout as u64 {
+            size *= fanout as u64;
+            t += 1;
+        }
+        t
+    };
+    let newest = tier(segments[segments.len() - 1].entries);
+    let same = segments.iter().rev().take_while(|s| tier(s.entries) <= newest).count();
+    (same >= fanout).then(|| segments.len() - same..segments.len())
+}
+
+/// One source of the merge: a segment's `(fingerprint, id)` stream and its bound.
+struct Source<'a> {
+    entries: Box<dyn Iterator<Item = Result<(u64, Option<u64>)>> + 'a>,
+    head: Option<(u64, u64)>,
+    bound: u64,
+}
+
+/// The live pairs of several segments in `(fingerprint, id)` order, each once.
+pub(crate) struct LiveMerge<'a> {
+    sources: Vec<Source<'a>>,
+    tombstones: &'a TombstoneSet,
+    last: Option<(u64, u64)>,
+    error: Option<Error>,
+    /// False when there is no tombstone at all (most merges): no lookups then.
+    any_tombstones: bool,
+    /// Pairs dropped because a tombstone hides them.
+    pub deleted: u64,
+    /// Pairs dropped because an equal pair came first.
+    pub repeated: u64,
+}
+
+impl<'a> LiveMerge<'a> {
+    pub fn new(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet) -> Self {
+        let any_tombstones = !tombstones.files.is_empty();
+        let mut m = Self { sources: Vec::new(), tombstones, last: None, error: None, any_tombstones, deleted: 0, repeated: 0 };
+        for s in inputs {
+            let mut src = Source { entries: Box::new(s.segment.entries()), head: None, bound: s.meta.max_seq };
+            m.advance(&mut src);
+            m.sources.push(src);
+        }
+        m
+    }
+
+    fn advance(&mut self, src: &mut Source<'a>) {
+        src.head = match src.entries.next() {
+            Some(Ok((fp, Some(id)))) => Some((fp, id)),
+            Some(Ok((_, None))) => {
+                self.error.get_or_insert(Error::InvalidArgument("an engine segment has no document ids".into()));
+                None
+            }
+            Some(Err(e)) => {
+                self.error.get_or_insert(e);
+                None
+            }
+            None => None,
+        };
+    }
+
+    /// The first error a source reported, which ended the stream early.
+    pub fn finish(self) -> Result<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl Iterator for LiveMerge<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        loop {
+            if self.error.is_some() {
+                return None;
+            }
+            // Few sources: a linear scan for the smallest head beats a heap. Ties go to the
+            // oldest source.
+            let mut best: Option<(usize, (u64, u64))> = None;
+            for (i, s) in self.sources.iter().enumerate() {
+                if let Some(h) = s.head {
+                    if best.map_or(true, |(_, b)| h < b) {
+                        best = Some((i, h));
+                    }
+                }
+            }
+            let (i, pair) = best?;
+            let mut src = std::mem::replace(&mut self.sources[i], Source { entries: Box::new(std::iter::empty()), head: None, bound: 0 });
+            let bound = src.bound;
+            self.advance(&mut src);
+            self.sources[i] = src;
+            if self.last == Some(pair) {
+                self.repeated += 1;
+                continue;
+            }
+            if self.any_tombstones && self.tombstones.get(pair.0, pair.1).is_some_and(|s| s > bound) {
+                self.deleted += 1;
+                continue;
+            }
+            self.last = Some(pair);
+            return Some(pair);
+        }
+    }
+}
+
+/// What a merge wrote.
+pub(crate) struct Merged {
+    pub entries: u64,
+    pub file_len: u64,
+    pub deleted: u64,
+    pub repeated: u64,
+    pub spilled_runs: usize,
+}
+
+/// Merges `inputs` into a new segment at `path` (nothing is written when no pair is left).
+pub(crate) fn merge(storage: &dyn Storage, inputs: &[std::sync::Arc<LiveSegment>], tombstones: &TombstoneSet, path: &Path, k: u32, codec: Codec, buffer_entries: usize) -> Result<Option<Merged>> {
+    let mut first = SymbolHistogram::new();
+    let mut n = 0u64;
+    let mut stream = LiveMerge::new(inputs, tombstones);
+    for (fp, _) in &mut stream {
+        first.push(codec, fp);
+        n += 1;
+    }
+    let (deleted, repeated) = (stream.deleted, stream.repeated);
+    stream.finish()?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let design = planned_design(&PlanOptions::new(n, k))?;
+    let tables = design.tables();
+    let codecs = vec![codec; tables.len()];
+    let mut writer = SegmentWriter::create(storage, path, &design, &codecs, true)?;
+    // When nothing was dropped and every input has the output's design, each permuted table
+    // of the output is the merge of the inputs' same table: no sorting at all.
+    if deleted == 0 && repeated == 0 && inputs.iter().all(|s| *s.segment.design() == design) {
+        let mut stream = LiveMerge::new(inputs, tombstones);
+        writer.write_table(&first.code(), (&mut stream).map(|(fp, _)| fp))?;
+        stream.finish()?;
+        for t in 1..tables.len() {
+            let mut hist = SymbolHistogram::new();
+            let mut merged = SortedMerge::new(inputs.iter().map(|s| s.segment.table_entries(t)));
+            for v in &mut merged {
+                hist.push(codec, v);
+            }
+            merged.finish()?;
+            let mut merged = SortedMerge::new(inputs.iter().map(|s| s.segment.table_entries(t)));
+            writer.write_table(&hist.code(), &mut merged)?;
+            merged.finish()?;
+        }
+        let mut stream = LiveMerge::new(inputs, tombstones);
+        writer.write_ids((&mut stream).map(|(_, id)| id))?;
+        stream.finish()?;
+        let file_len = writer.finish()?;
+        return Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs: 0 }));
+    }
+    let per_table = (buffer_entries / tables.len().saturating_sub(1).max(1)).max(1024);
+    let mut sorters: Vec<ExternalSorter<'_>> = (1..tables.len()).map(|t| ExternalSorter::new(storage, path, t, per_table)).collect();
+    let result = (|| {
+        let mut spill_error = None;
+        let mut stream = LiveMerge::new(inputs, tombstones);
+        let feed = (&mut stream).map(|(fp, _)| {
+            for (sorter, table) in sorters.iter_mut().zip(&tables[1..]) {
+                if let Err(e) = sorter.push(table.permutation.apply(fp)) {
+                    spill_error.get_or_insert(e);
+                }
+            }
+            fp
+        });
+        writer.write_table(&first.code(), feed)?;
+        stream.finish()?;
+        spill_error.map_or(Ok(()), Err)?;
+        for sorter in &mut sorters {
+            let sorted = sorter.finish()?;
+            let mut hist = SymbolHistogram::new();
+            for v in sorted.iter() {
+                hist.push(codec, v);
+            }
+            writer.write_table(&hist.code(), sorted.iter())?;
+        }
+        let mut stream = LiveMerge::new(inputs, tombstones);
+        writer.write_ids((&mut stream).map(|(_, id)| id))?;
+        stream.finish()
+    })();
+    let spilled_runs = sorters.iter().map(|s| s.spilled).sum();
+    for s in &mut sorters {
+        s.remove_runs();
+    }
+    result?;
+    let file_len = writer.finish()?;
+    Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs }))
+}
+
+/// The merge of sorted streams of u64 that may fail (segment tables); the first error
+/// ends the stream and is returned by [`SortedMerge::finish`].
+struct SortedMerge<I> {
+    sources: Vec<(I, Option<u64>)>,
+    error: Option<Error>,
+}
+
+impl<I: Iterator<Item = Result<u64>>> SortedMerge<I> {
+    fn new(sources: impl IntoIterator<Item = I>) -> Self {
+        let mut m = Self { sources: Vec::new(), error: None };
+        for mut it in sources {
+            let head = m.pull(&mut it);
+            m.sources.push((it, head));
+        }
+        m
+    }
+
+    fn pull(&mut self, it: &mut I) -> Option<u64> {
+        match it.next()? {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl<I: Iterator<Item = Result<u64>>> Iterator for SortedMerge<I> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.error.is_some() {
+            return None;
+        }
+        let mut best: Option<(usize, u64)> = None;
+        for (i, (_, head)) in self.sources.iter().enumerate() {
+            if let Some(v) = *head {
+                if best.map_or(true, |(_, b)| v < b) {
+                    best = Some((i, v));
+                }
+            }
+        }
+        let (i, v) = best?;
+        let next = match self.sources[i].0.next() {
+            Some(Ok(x)) => Some(x),
+            Some(Err(e)) => {
+                self.error.get_or_insert(e);
+                None
+            }
+            None => None,
+        };
+        self.sources[i].1 = next;
+        Some(v)
+    }
+}
+
+/// Sorts a stream of u64 in bounded memory: sorted chunks spill to temporary run files
+/// (`SEGMENT.tN.rM.tmp`, raw little-endian u64s, never synced: they die with the merge).
+struct ExternalSorter<'s> {
+    storage: &'s dyn Storage,
+    base: PathBuf,
+    table: usize,
+    chunk: Vec<u64>,
+    capacity: usize,
+    runs: Vec<PathBuf>,
+    spilled: usize,
+    sorted: Option<Sorted>,
+}
+
+/// A finished sort: in memory, or runs to merge.
+enum Sorted {
+    Memory(Vec<u64>),
+    Runs(Vec<FileBytes>),
+}
+
+impl<'s> ExternalSorter<'s> {
+    fn new(storage: &'s dyn Storage, segment: &Path, table: usize, capacity: usize) -> Self {
+        Self { storage, base: segment.to_path_buf(), table, chunk: Vec::new(), capacity, runs: Vec::new(), spilled: 0, sorted: None }
+    }
+
+    fn push(&mut self, v: u64) -> Result<()> {
+        self.chunk.push(v);
+        if self.chunk.len() >= self.capacity {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        sort_u64(&mut self.chunk);
+        let mut name = self.base.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(format!(".t{}.r{}.tmp", self.table, self.runs.len()));
+        let path = self.base.with_file_name(name);
+        let file = self.storage.create(&path).map_err(|e| Error::io(&path, "create", e))?;
+        self.runs.push(path.clone());
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut buf = [0u8; 8 * 512];
+        for chunk in self.chunk.chunks(512) {
+            LE::write_u64_into(chunk, &mut buf[..chunk.len() * 8]);
+            out.write_all(&buf[..chunk.len() * 8]).map_err(|e| Error::io(&path, "write", e))?;
+        }
+        out.flush().map_err(|e| Error::io(&path, "write", e))?;
+        self.chunk.clear();
+        self.spilled += 1;
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<&Sorted> {
+        if self.sorted.is_none() {
+            if self.runs.is_empty() {
+                sort_u64(&mut self.chunk);
+                self.sorted = Some(Sorted::Memory(std::mem::take(&mut self.chunk)));
+            } else {
+                if !self.chunk.is_empty() {
+                    self.spill()?;
+                }
+                self.chunk = Vec::new();
+                let runs = self.runs.iter().map(|p| self.storage.read(p).map_err(|e| Error::io(p, "read", e))).collect::<Result<Vec<_>>>()?;
+                self.sorted = Some(Sorted::Runs(runs));
+            }
+        }
+        Ok(self.sorted.as_ref().expect("set above"))
+    }
+
+    fn remove_runs(&mut self) {
+        self.sorted = None;
+        for p in self.runs.drain(..) {
+            // A run left behind is a *.tmp orphan, removed at the next open.
+            let _ = self.storage.remove(&p);
+        }
+    }
+}
+
+impl Sorted {
+    fn iter(&self) -> Box<dyn Iterator<Item = u64> + '_> {
+        match self {
+            Sorted::Memory(v) => Box::new(v.iter().copied()),
+            Sorted::Runs(runs) => Box::new(RunMerge::new(runs)),
+        }
+    }
+}
+
+/// K-way merge of sorted runs of little-endian u64s.
+struct RunMerge<'a> {
+    runs: Vec<&'a [u8]>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+}
+
+impl<'a> RunMerge<'a> {
+    fn new(runs: &'a [FileBytes]) -> Self {
+        let mut m = Self { runs: runs.iter().map(|r| &r[..]).collect(), heap: BinaryHeap::new() };
+        for i in 0..m.runs.len() {
+            m.refill(i);
+        }
+        m
+    }
+
+    fn refill(&mut self, i: usize) {
+        if let Some((head, rest)) = self.runs[i].split_first_chunk::<8>() {
+            self.heap.push(Reverse((u64::from_le_bytes(*head), i)));
+            self.runs[i] = rest;
+        }
+    }
+}
+
+impl Iterator for RunMerge<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        let Reverse((v, i)) = self.heap.pop()?;
+        self.refill(i);
+        Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(entries: u64) -> SegmentMeta {
+        SegmentMeta { number: 0, entries, file_len: 0, min_seq: 0, max_seq: 0 }
+    }
+
+    #[test]
+    fn tiered_policy_merges_the_newest_fanout_of_a_tier() {
+        let segs: Vec<SegmentMeta> = [100, 100, 100].map(meta).to_vec();
+        assert_eq!(pick(&segs, 100, 4), None);
+        let segs: Vec<SegmentMeta> = [1600, 400, 100, 100, 100, 100].map(meta).to_vec();
+        assert_eq!(pick(&segs, 100, 4), Some(2..6));
+        let segs: Vec<SegmentMeta> = [1600, 400, 400, 400, 400].map(meta).to_vec();
+        assert_eq!(pick(&segs, 100, 4), Some(1..5));
+        let segs: Vec<SegmentMeta> = [400, 400, 400, 100].map(meta).to_vec();
+        assert_eq!(pick(&segs, 100, 4), None);
+    }
+}

@@ -1,0 +1,98 @@
+//! Names of the files in an index directory, and what each name means.
+//!
+//! ```text
+//! MANIFEST              the live set (manifest.rs)
+//! LOCK                  held by the one writer (fs2 lock)
+//! seg-000000000007.sdx  a segment (segment/)
+//! tomb-000000000008.sdt the deletes of one flush (tombstone.rs)
+//! log-000000000009.wal  an append log (log.rs)
+//! *.tmp                 a file being written; an orphan if found on open
+//! ```
+//! Every data file carries a number from the manifest's one counter, so names never repeat.
+
+use crate::manifest::MANIFEST_NAME;
+
+/// The writer's lock file.
+pub const LOCK_NAME: &str = "LOCK";
+
+/// What a file name in an index directory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// `MANIFEST`.
+    Manifest,
+    /// `LOCK`.
+    Lock,
+    /// `seg-N.sdx`.
+    Segment(u64),
+    /// `tomb-N.sdt`.
+    Tombstones(u64),
+    /// `log-N.wal`.
+    Log(u64),
+    /// `*.tmp`: a file some writer had not finished.
+    Temporary,
+    /// Not a simdex name: left alone and reported.
+    Unknown,
+}
+
+const SEGMENT: (&str, &str) = ("seg-", ".sdx");
+const TOMBSTONES: (&str, &str) = ("tomb-", ".sdt");
+const LOG: (&str, &str) = ("log-", ".wal");
+
+fn numbered((prefix, suffix): (&str, &str), n: u64) -> String {
+    format!("{prefix}{n:012}{suffix}")
+}
+
+/// The file name of segment `n`.
+pub fn segment_name(n: u64) -> String {
+    numbered(SEGMENT, n)
+}
+
+/// The file name of tombstone file `n`.
+pub fn tombstones_name(n: u64) -> String {
+    numbered(TOMBSTONES, n)
+}
+
+/// The file name of log `n`.
+pub fn log_name(n: u64) -> String {
+    numbered(LOG, n)
+}
+
+/// Classifies a file name.
+pub fn parse(name: &str) -> FileKind {
+    if name == MANIFEST_NAME {
+        return FileKind::Manifest;
+    }
+    if name == LOCK_NAME {
+        return FileKind::Lock;
+    }
+    if name.ends_with(".tmp") {
+        return FileKind::Temporary;
+    }
+    let number = |(prefix, suffix): (&str, &str)| {
+        name.strip_prefix(prefix)?.strip_suffix(suffix).filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?.parse::<u64>().ok()
+    };
+    if let Some(n) = number(SEGMENT) {
+        FileKind::Segment(n)
+    } else if let Some(n) = number(TOMBSTONES) {
+        FileKind::Tombstones(n)
+    } else if let Some(n) = number(LOG) {
+        FileKind::Log(n)
+    } else {
+        FileKind::Unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        assert_eq!(parse(&segment_name(7)), FileKind::Segment(7));
+        assert_eq!(parse(&tombstones_name(8)), FileKind::Tombstones(8));
+        assert_eq!(parse(&log_name(9)), FileKind::Log(9));
+        assert_eq!(parse("seg-000000000007.sdx.tmp"), FileKind::Temporary);
+        assert_eq!(parse("seg-x.sdx"), FileKind::Unknown);
+        assert_eq!(parse("notes.txt"), FileKind::Unknown);
+    }
+}

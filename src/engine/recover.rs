@@ -1,0 +1,236 @@
+//! Salvage: copies what is intact in a damaged index into a new one and accounts for what
+//! was lost. The engine itself never skips damage; only this (the CLI's `recover`) does.
+//!
+//! What is read, in order: the manifest (if readable; otherwise every segment, tombstone
+//! file and log in the directory is taken, and tombstones then apply to every segment,
+//! since without the manifest the age of a segment is unknown); each segment block by block
+//! through table 0 and its id pages (a damaged block or id page loses exactly its entries,
+//! and a segment that does not open loses all of them); each tombstone file (whole or
+//! lost); each log in salvage mode (damaged stretches are skipped; the operations lost in
+//! between are counted from the sequence numbers around them). The live pairs are then
+//! computed with the engine's rule (a delete hides older copies) and written to the new
+//! index, which is flushed and compacted into one segment.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::files::{self, FileKind};
+use super::{Index, IndexOptions};
+use crate::error::{Error, Result};
+use crate::log::{scan_log, OpKind, ScanMode};
+use crate::manifest::Manifest;
+use crate::segment::Segment;
+use crate::storage::Storage;
+use crate::tombstone;
+
+/// What [`salvage`] recovered and lost, file by file.
+#[derive(Clone, Debug, Default)]
+pub struct SalvageReport {
+    /// Why the manifest could not be used, if it could not.
+    pub manifest_problem: Option<String>,
+    /// Per file: name, what was recovered.
+    pub recovered: Vec<(String, String)>,
+    /// Per file: name, exactly what was lost.
+    pub lost: Vec<(String, String)>,
+    /// Fingerprint entries read from segments.
+    pub segment_entries: u64,
+    /// Segment entries lost to damage (known exactly from block counts and id pages).
+    pub segment_entries_lost: u64,
+    /// Tombstones read.
+    pub tombstones: u64,
+    /// Operations read from logs.
+    pub log_ops: u64,
+    /// Log operations lost between intact records (from the sequence numbers).
+    pub log_ops_lost: u64,
+    /// Log bytes skipped at the end of a log, whose operations cannot be counted.
+    pub log_tail_bytes_lost: u64,
+    /// Live pairs written to the new index.
+    pub live_pairs: u64,
+}
+
+/// Copies what is intact of the index in `src` into a new index in `dst` (which must not
+/// hold one), created with `options` (its `k` and codec are taken from the old manifest
+/// when it is readable).
+pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: IndexOptions) -> Result<SalvageReport> {
+    let mut report = SalvageReport::default();
+    let names = storage.list(src).map_err(|e| Error::io(src, "list", e))?;
+    let manifest = match Manifest::load(storage, src) {
+        Ok(Some(m)) => Some(m),
+        Ok(None) => {
+            report.manifest_problem = Some("MANIFEST is missing".into());
+            None
+        }
+        Err(e) => {
+            report.manifest_problem = Some(e.to_string());
+            None
+        }
+    };
+    if let Some(m) = &manifest {
+        options.k = m.k;
+        options.codec = m.codec;
+    }
+    let numbered = |want: fn(FileKind) -> Option<u64>| {
+        let mut v: Vec<u64> = names.iter().filter_map(|n| want(files::parse(n))).collect();
+        v.sort_unstable();
+        v
+    };
+
+    // Segments: (fp, id, bound).
+    let segments: Vec<(u64, u64, Option<u64>)> = match &manifest {
+        Some(m) => m.segments.iter().map(|s| (s.number, s.max_seq, Some(s.entries))).collect(),
+        None => numbered(|k| if let FileKind::Segment(n) = k { Some(n) } else { None }).into_iter().map(|n| (n, 0, None)).collect(),
+    };
+    let mut pairs: Vec<(u64, u64, u64)> = Vec::new();
+    for (number, bound, expected) in segments {
+        let name = files::segment_name(number);
+        let segment = match Segment::open_with(storage, &src.join(&name)) {
+            Ok(s) => s,
+            Err(e) => {
+                report.segment_entries_lost += expected.unwrap_or(0);
+                let count = expected.map_or("all its entries (count unknown)".to_string(), |n| format!("all {n} entries"));
+                report.lost.push((name, format!("{count}: {e}")));
+                continue;
+            }
+        };
+        let (got, lost) = read_segment(&segment, bound, &mut pairs);
+        report.segment_entries += got;
+        report.segment_entries_lost += lost.iter().map(|l| l.0).sum::<u64>();
+        report.recovered.push((name.clone(), format!("{got} of {} entries", segment.len())));
+        for (n, what) in lost {
+            report.lost.push((name.clone(), format!("{n} entries: {what}")));
+        }
+    }
+
+    // Deletes: (fp, id) -> latest seq (0 when unknown, which hides every segment copy).
+    let mut deletes: HashMap<(u64, u64), u64> = HashMap::new();
+    let tomb_files: Vec<u64> = match &manifest {
+        Some(m) => m.tombstones.iter().map(|t| t.number).collect(),
+        None => numbered(|k| if let FileKind::Tombstones(n) = k { Some(n) } else { None }),
+    };
+    for number in tomb_files {
+        let name = files::tombstones_name(number);
+        match tombstone::read(storage, &src.join(&name)) {
+            Ok(ts) => {
+                report.tombstones += ts.len() as u64;
+                report.recovered.push((name, format!("{} tombstones", ts.len())));
+                for t in ts {
+                    let seq = if manifest.is_some() { t.seq } else { u64::MAX };
+                    let e = deletes.entry((t.fingerprint, t.doc_id)).or_insert(0);
+                    *e = (*e).max(seq);
+                }
+            }
+            Err(e) => report.lost.push((name, format!("every tombstone in it (the deleted pairs may come back): {e}"))),
+        }
+    }
+
+    // Logs, in order, in salvage mode.
+    let log_number = manifest.as_ref().map_or(0, |m| m.log_number);
+    let mut next_seq = manifest.as_ref().map(|m| m.last_seq + 1);
+    for n in numbered(|k| if let FileKind::Log(n) = k { Some(n) } else { None }).into_iter().filter(|&n| n >= log_number) {
+        let name = files::log_name(n);
+        let path = src.join(&name);
+        let bytes = match storage.read_copy(&path) {
+            Ok(b) => b,
+            Err(e) => {
+                report.lost.push((name, format!("the whole log: {e}")));
+                continue;
+            }
+        };
+        let mut ops = 0u64;
+        let mut gaps = 0u64;
+        let scanned = scan_log(&path, &bytes, n, ScanMode::Salvage, |r| {
+            if r.last_seq() < next_seq.unwrap_or(0) {
+                return Ok(());
+            }
+            if let Some(expected) = next_seq.filter(|&e| r.seq > e) {
+                gaps += r.seq - expected;
+            }
+            for (i, (fp, id)) in r.ops().enumerate() {
+                let seq = r.seq + i as u64;
+                match r.kind {
+                    OpKind::Insert => pairs.push((fp, id, seq)),
+                    OpKind::Delete => {
+                        let e = deletes.entry((fp, id)).or_insert(0);
+                        *e = (*e).max(seq);
+                    }
+                }
+            }
+            ops += r.len() as u64;
+            next_seq = Some(r.last_seq() + 1);
+            Ok(())
+        });
+        match scanned {
+            Err(e) => report.lost.push((name, format!("the whole log: {e}"))),
+            Ok(scan) => {
+                report.log_ops += ops;
+                report.log_ops_lost += gaps;
+                report.recovered.push((name.clone(), format!("{} records, {ops} operations", scan.records)));
+                for d in &scan.damage {
+                    let at_end = d.offset + d.len == bytes.len() as u64;
+                    if at_end {
+                        report.log_tail_bytes_lost += d.len;
+                    }
+                    report.lost.push((name.clone(), format!("bytes {}..{} ({}){}", d.offset, d.offset + d.len, d.detail, if at_end { "; the operations in them cannot be counted" } else { "" })));
+                }
+                if gaps > 0 {
+                    report.lost.push((name.clone(), format!("{gaps} operations (sequence numbers missing between intact records)")));
+                }
+                if scan.valid_len < bytes.len() as u64 && scan.damage.is_empty() {
+                    report.lost.push((name.clone(), format!("{} bytes of an unfinished record at the end (never acknowledged)", bytes.len() as u64 - scan.valid_len)));
+                }
+            }
+        }
+    }
+
+    // The live set, by the engine's rule, into the new index.
+    let mut live: Vec<(u64, u64)> = pairs.into_iter().filter(|&(fp, id, bound)| deletes.get(&(fp, id)).map_or(true, |&d| d <= bound)).map(|(fp, id, _)| (fp, id)).collect();
+    live.sort_unstable();
+    live.dedup();
+    report.live_pairs = live.len() as u64;
+    if Manifest::load(&*options.storage, dst).ok().flatten().is_some() {
+        return Err(Error::InvalidArgument(format!("{} already holds an index: recover into a new directory", dst.display())));
+    }
+    options.create = true;
+    options.background = false;
+    options.compaction.automatic = false;
+    options.memtable_ops = u64::MAX;
+    let index = Index::open(dst, options)?;
+    for chunk in live.chunks(1 << 16) {
+        index.insert_batch(chunk)?;
+    }
+    index.compact()?;
+    index.close()?;
+    Ok(report)
+}
+
+/// Reads every intact `(fingerprint, id)` of a segment into `out` with `bound`; returns
+/// the count read and the losses (entries, where and why).
+fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -> (u64, Vec<(u64, String)>) {
+    let mut got = 0u64;
+    let mut lost = Vec::new();
+    let Some(table) = segment.tables().first() else { return (0, lost) };
+    let mut ordinal = 0u64;
+    for b in 0..table.block_count() {
+        let n = u64::from(table.block_entries(b));
+        let mut fps = Vec::with_capacity(n as usize);
+        if let Err(e) = segment.visit_block(0, b, |v| {
+            fps.push(v);
+            true
+        }) {
+            lost.push((n, format!("table 0 block {b} at byte offset {}: {e}", table.block_offset(b))));
+            ordinal += n;
+            continue;
+        }
+        for (i, fp) in fps.into_iter().enumerate() {
+            match segment.doc_id(ordinal + i as u64) {
+                Ok(id) => {
+                    out.push((fp, id, bound));
+                    got += 1;
+                }
+                Err(e) => lost.push((1, format!("entry {} (fingerprint {fp:016x}): its document id is unreadable: {e}", ordinal + i as u64))),
+            }
+        }
+        ordinal += n;
+    }
+    (got, lost)
+}

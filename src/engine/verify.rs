@@ -1,0 +1,191 @@
+//! Full verification of an index directory: the manifest, every segment byte by byte
+//! (`segment::verify`), every tombstone file, every live log record, and that the files
+//! agree with the manifest and with each other (sizes, counts, sequence numbers).
+//!
+//! It only reads. Orphans, torn log tails and unknown files are *notes*, not problems: a
+//! running writer leaves them in normal operation and the next writable open handles them.
+
+use std::path::Path;
+
+use super::files::{self, FileKind};
+use crate::error::{Error, Result};
+use crate::log::{scan_log, LogEnd, ScanMode};
+use crate::manifest::{Manifest, MANIFEST_NAME};
+use crate::segment::verify::verify_segment_with;
+use crate::storage::Storage;
+use crate::tombstone;
+
+/// One fault in one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileProblem {
+    /// File name within the directory.
+    pub file: String,
+    /// Byte offset of the fault, when known.
+    pub offset: Option<u64>,
+    /// What is wrong.
+    pub detail: String,
+}
+
+impl std::fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "{}: byte offset {o}: {}", self.file, self.detail),
+            None => write!(f, "{}: {}", self.file, self.detail),
+        }
+    }
+}
+
+/// What [`verify_index`] checked and found.
+#[derive(Clone, Debug, Default)]
+pub struct IndexVerifyReport {
+    /// Files checked, with a one-line summary each.
+    pub checked: Vec<(String, String)>,
+    /// Faults.
+    pub problems: Vec<FileProblem>,
+    /// Things worth knowing that are not damage (orphans, torn log tails).
+    pub notes: Vec<String>,
+    /// Files that are not simdex's.
+    pub unknown: Vec<String>,
+}
+
+impl IndexVerifyReport {
+    /// True when no problem was found.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    fn problem(&mut self, file: &str, e: &Error) {
+        let offset = match e {
+            Error::Corrupt { offset, .. } => Some(*offset),
+            _ => None,
+        };
+        let detail = match e {
+            Error::Corrupt { detail, location, .. } => format!("{detail}{location}"),
+            other => other.to_string(),
+        };
+        self.problems.push(FileProblem { file: file.to_string(), offset, detail });
+    }
+}
+
+/// Verifies the index in `dir`. Returns `Err` only when the directory cannot be listed;
+/// every fault in a file is in the report.
+pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
+    let mut report = IndexVerifyReport::default();
+    let names = storage.list(dir).map_err(|e| Error::io(dir, "list", e))?;
+    let manifest = match Manifest::load(storage, dir) {
+        Ok(Some(m)) => {
+            report.checked.push((MANIFEST_NAME.into(), format!("{} segments, {} tombstone files, log {} on", m.segments.len(), m.tombstones.len(), m.log_number)));
+            Some(m)
+        }
+        Ok(None) => {
+            report.problems.push(FileProblem { file: MANIFEST_NAME.into(), offset: None, detail: "missing: this is not an index, or its manifest was lost".into() });
+            None
+        }
+        Err(e) => {
+            report.problem(MANIFEST_NAME, &e);
+            None
+        }
+    };
+    let mut logs = Vec::new();
+    for name in &names {
+        let path = dir.join(name);
+        match files::parse(name) {
+            FileKind::Manifest | FileKind::Lock => {}
+            FileKind::Temporary => report.notes.push(format!("{name}: temporary file of an unfinished write (removed by the next writable open)")),
+            FileKind::Unknown => report.unknown.push(name.clone()),
+            FileKind::Segment(n) => {
+                let meta = manifest.as_ref().and_then(|m| m.segments.iter().find(|s| s.number == n));
+                if manifest.is_some() && meta.is_none() {
+                    report.notes.push(format!("{name}: not in the manifest: an orphan of an interrupted flush or compaction (removed by the next writable open)"));
+                    continue;
+                }
+                match verify_segment_with(storage, &path) {
+                    Err(e) => report.problem(name, &e),
+                    Ok(v) => {
+                        for p in &v.problems {
+                            report.problems.push(FileProblem { file: name.clone(), offset: Some(p.offset), detail: format!("{}{}", p.detail, p.location) });
+                        }
+                        if let Some(meta) = meta {
+                            if v.is_clean() && v.entries != meta.entries {
+                                report.problems.push(FileProblem { file: name.clone(), offset: None, detail: format!("holds {} entries, the manifest says {}", v.entries, meta.entries) });
+                            }
+                        }
+                        report.checked.push((name.clone(), format!("{} fingerprints, {} tables, {} blocks", v.entries, v.tables, v.blocks)));
+                    }
+                }
+            }
+            FileKind::Tombstones(n) => {
+                let meta = manifest.as_ref().and_then(|m| m.tombstones.iter().find(|t| t.number == n));
+                if manifest.is_some() && meta.is_none() {
+                    report.notes.push(format!("{name}: not in the manifest: an orphan (removed by the next writable open)"));
+                    continue;
+                }
+                match tombstone::read(storage, &path) {
+                    Err(e) => report.problem(name, &e),
+                    Ok(t) => {
+                        if let Some(meta) = meta.filter(|m| m.count != t.len() as u64) {
+                            report.problems.push(FileProblem { file: name.clone(), offset: None, detail: format!("holds {} tombstones, the manifest says {}", t.len(), meta.count) });
+                        }
+                        report.checked.push((name.clone(), format!("{} tombstones", t.len())));
+                    }
+                }
+            }
+            FileKind::Log(n) => {
+                if manifest.as_ref().is_some_and(|m| n < m.log_number) {
+                    report.notes.push(format!("{name}: obsolete log (already flushed; removed by the next writable open)"));
+                } else {
+                    logs.push((n, name.clone()));
+                }
+            }
+        }
+    }
+    if let Some(m) = &manifest {
+        for s in &m.segments {
+            let name = files::segment_name(s.number);
+            if !names.contains(&name) {
+                report.problems.push(FileProblem { file: name, offset: None, detail: "listed in the manifest but missing".into() });
+            }
+        }
+        for t in &m.tombstones {
+            let name = files::tombstones_name(t.number);
+            if !names.contains(&name) {
+                report.problems.push(FileProblem { file: name, offset: None, detail: "listed in the manifest but missing".into() });
+            }
+        }
+    }
+    logs.sort_unstable();
+    let mut next_seq = manifest.as_ref().map(|m| m.last_seq + 1);
+    for (n, name) in logs {
+        let path = dir.join(&name);
+        let bytes = match storage.read_copy(&path) {
+            Ok(b) => b,
+            Err(e) => {
+                report.problem(&name, &Error::io(&path, "read", e));
+                continue;
+            }
+        };
+        let mut gap = None;
+        let scanned = scan_log(&path, &bytes, n, ScanMode::Strict, |r| {
+            if let Some(expected) = next_seq {
+                if r.last_seq() >= expected && r.seq != expected && gap.is_none() {
+                    gap = Some((r.offset, expected, r.seq));
+                }
+            }
+            next_seq = Some(r.last_seq() + 1);
+            Ok(())
+        });
+        match scanned {
+            Err(e) => report.problem(&name, &e),
+            Ok(scan) => {
+                if let Some((offset, expected, found)) = gap {
+                    report.problems.push(FileProblem { file: name.clone(), offset: Some(offset), detail: format!("record starts at sequence number {found}, expected {expected}: records are missing") });
+                }
+                if scan.end != LogEnd::Clean {
+                    report.notes.push(format!("{name}: ends in {} bytes that are not a whole record ({:?}): the tail of a write cut short; the next writable open cuts it", bytes.len() as u64 - scan.valid_len, scan.end));
+                }
+                report.checked.push((name.clone(), format!("{} records, {} operations", scan.records, scan.ops)));
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,131 @@
+//! A version: one consistent snapshot of what an index holds (live segments, tombstones,
+//! frozen memtables and the active memtable), shared by queries through an `Arc` and
+//! replaced whole by the writer, a flush or a compaction.
+//!
+//! Recency rule: every answer carries a *bound*, the sequence number of its copy (a
+//! memtable entry's own, a segment's `max_seq`). A delete of the same pair with a larger
+//! sequence number, in a tombstone file or a memtable, hides it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::manifest::{SegmentMeta, TombstoneMeta};
+use crate::memtable::{MemView, Memtable};
+use crate::query::{finish_matches, Match, QueryOptions};
+use crate::segment::Segment;
+use crate::tombstone::Tombstone;
+
+/// A segment the manifest lists, open.
+#[derive(Debug)]
+pub(crate) struct LiveSegment {
+    pub meta: SegmentMeta,
+    pub segment: Segment,
+}
+
+/// The tombstones of the live tombstone files, by pair.
+#[derive(Debug, Default)]
+pub(crate) struct TombstoneSet {
+    pub files: Vec<(TombstoneMeta, Arc<Vec<Tombstone>>)>,
+    latest: HashMap<(u64, u64), u64>,
+}
+
+impl TombstoneSet {
+    pub fn new(files: Vec<(TombstoneMeta, Arc<Vec<Tombstone>>)>) -> Self {
+        let mut latest: HashMap<(u64, u64), u64> = HashMap::new();
+        for t in files.iter().flat_map(|(_, ts)| ts.iter()) {
+            let e = latest.entry((t.fingerprint, t.doc_id)).or_insert(0);
+            *e = (*e).max(t.seq);
+        }
+        Self { files, latest }
+    }
+
+    /// Sequence number of the latest delete of the pair.
+    pub fn get(&self, fp: u64, id: u64) -> Option<u64> {
+        self.latest.get(&(fp, id)).copied()
+    }
+
+    /// True when some tombstone hides a copy whose bound is `bound`.
+    pub fn hides_any_below(&self, bound: u64) -> bool {
+        self.files.iter().any(|(m, _)| m.max_seq > bound)
+    }
+
+    /// Tombstones held.
+    pub fn len(&self) -> u64 {
+        self.files.iter().map(|(m, _)| m.count).sum()
+    }
+}
+
+/// The snapshot.
+#[derive(Clone)]
+pub(crate) struct Version {
+    pub active: Arc<Memtable>,
+    /// Frozen memtables waiting for their flush, oldest first.
+    pub frozen: Vec<Arc<Memtable>>,
+    /// Live segments, oldest data first.
+    pub segments: Vec<Arc<LiveSegment>>,
+    pub tombstones: Arc<TombstoneSet>,
+}
+
+/// Read views of every memtable of a version, held for one query.
+struct Views<'a>(Vec<MemView<'a>>);
+
+impl Version {
+    fn views(&self) -> Views<'_> {
+        Views(self.frozen.iter().chain(std::iter::once(&self.active)).map(|m| m.view()).collect())
+    }
+
+    /// True when a delete newer than `bound` hides `(fp, id)`.
+    fn hidden(&self, views: &Views<'_>, fp: u64, id: u64, bound: u64) -> bool {
+        self.tombstones.get(fp, id).is_some_and(|s| s > bound) || views.0.iter().any(|v| v.delete_seq(fp, id).is_some_and(|s| s > bound))
+    }
+
+    /// Every live pair within `k` of `q`, each once, sorted like segment answers.
+    pub fn query_into(&self, q: u64, k: u32, out: &mut Vec<Match>) -> Result<()> {
+        let mut found: Vec<(Match, u64)> = Vec::new();
+        let mut tmp = Vec::new();
+        for s in &self.segments {
+            s.segment.query_into(q, QueryOptions::within(k), &mut tmp)?;
+            found.extend(tmp.iter().map(|&m| (m, s.meta.max_seq)));
+        }
+        let views = self.views();
+        for v in &views.0 {
+            v.query(q, k, &mut found);
+        }
+        out.clear();
+        let any_deletes = !self.tombstones.files.is_empty() || views.0.iter().any(|v| v.has_deletes());
+        for (m, bound) in found {
+            if any_deletes && self.hidden(&views, m.fingerprint, m.doc_id.unwrap_or(0), bound) {
+                continue;
+            }
+            out.push(m);
+        }
+        finish_matches(out);
+        Ok(())
+    }
+
+    /// Every live pair, sorted, each once (reads every segment: for tools and tests).
+    pub fn live_entries(&self) -> Result<Vec<(u64, u64)>> {
+        let views = self.views();
+        let mut out = Vec::new();
+        for s in &self.segments {
+            for e in s.segment.entries() {
+                let (fp, id) = e?;
+                let id = id.unwrap_or(0);
+                if !self.hidden(&views, fp, id, s.meta.max_seq) {
+                    out.push((fp, id));
+                }
+            }
+        }
+        for v in &views.0 {
+            for e in v.entries() {
+                if !self.hidden(&views, e.fp, e.id, e.seq) {
+                    out.push((e.fp, e.id));
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+}

@@ -1,0 +1,249 @@
+//! The manifest: the one small file that says which segments, tombstone files and logs make
+//! up an index (byte layout in `format-spec/manifest.md`).
+//!
+//! It is replaced, never edited: [`Manifest::store`] writes `MANIFEST.tmp`, syncs it,
+//! renames it over `MANIFEST` and syncs the directory, so after any crash the directory
+//! holds either the previous manifest or the new one, whole. This module owns the format
+//! and that protocol; the engine decides what goes in it.
+
+use std::path::Path;
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use crate::codec::Codec;
+use crate::error::{Error, Result};
+use crate::format::{check_crc, check_magic_and_version};
+use crate::storage::{write_atomically, Storage};
+
+/// The manifest's file name inside an index directory.
+pub const MANIFEST_NAME: &str = "MANIFEST";
+/// First bytes of a manifest.
+pub const MANIFEST_MAGIC: [u8; 8] = *b"SIMDXMAN";
+/// Manifest format version written and read by this build.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// Offset of the magic.
+pub const M_MAGIC: usize = 0;
+/// Offset of the format version.
+pub const M_VERSION: usize = M_MAGIC + 8;
+/// Offset of the total file length (u32).
+pub const M_LEN: usize = M_VERSION + 4;
+/// Offset of the manifest number: one more than the manifest it replaced.
+pub const M_NUMBER: usize = M_LEN + 4;
+/// Offset of the next unused file number.
+pub const M_NEXT_FILE: usize = M_NUMBER + 8;
+/// Offset of the oldest live log's number.
+pub const M_LOG_NUMBER: usize = M_NEXT_FILE + 8;
+/// Offset of the last sequence number whose operation is in a segment or tombstone file.
+pub const M_LAST_SEQ: usize = M_LOG_NUMBER + 8;
+/// Offset of the index's design distance k (u8).
+pub const M_K: usize = M_LAST_SEQ + 8;
+/// Offset of the gap codec of new segments (u8).
+pub const M_CODEC: usize = M_K + 1;
+/// Offset of two reserved bytes.
+pub const M_RESERVED: usize = M_CODEC + 1;
+/// Offset of the segment count (u32).
+pub const M_SEGMENTS: usize = M_RESERVED + 2;
+/// Offset of the tombstone-file count (u32).
+pub const M_TOMBSTONES: usize = M_SEGMENTS + 4;
+/// Offset of four reserved bytes.
+pub const M_RESERVED2: usize = M_TOMBSTONES + 4;
+/// Offset of the first segment entry.
+pub const M_ENTRIES: usize = M_RESERVED2 + 4;
+/// Bytes per segment entry: number, entries, file length, first and last sequence number.
+pub const SEGMENT_ENTRY: usize = 5 * 8;
+/// Bytes per tombstone-file entry: number, tombstones, last sequence number, file length.
+pub const TOMBSTONE_ENTRY: usize = 4 * 8;
+/// Bytes of the trailing CRC.
+pub const M_CRC_BYTES: usize = 4;
+
+/// A live segment as the manifest records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentMeta {
+    /// File number (`seg-NUMBER.sdx`).
+    pub number: u64,
+    /// Fingerprints stored (with repeats).
+    pub entries: u64,
+    /// File size in bytes.
+    pub file_len: u64,
+    /// Sequence numbers of the operations the segment holds lie in `min_seq..=max_seq`.
+    pub min_seq: u64,
+    /// See `min_seq`. A tombstone with a larger sequence number hides this segment's copy.
+    pub max_seq: u64,
+}
+
+/// A live tombstone file as the manifest records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TombstoneMeta {
+    /// File number (`tomb-NUMBER.sdt`).
+    pub number: u64,
+    /// Tombstones in the file.
+    pub count: u64,
+    /// Largest sequence number of a tombstone in the file.
+    pub max_seq: u64,
+    /// File size in bytes.
+    pub file_len: u64,
+}
+
+/// The decoded manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    /// Increases by one with every replacement.
+    pub number: u64,
+    /// Next unused file number (segments, tombstone files and logs share one counter).
+    pub next_file: u64,
+    /// The oldest live log; logs with smaller numbers are obsolete.
+    pub log_number: u64,
+    /// Every operation up to this sequence number is in a segment or tombstone file.
+    pub last_seq: u64,
+    /// Largest query distance the index's designs guarantee.
+    pub k: u32,
+    /// Gap codec of the segments the engine writes.
+    pub codec: Codec,
+    /// Live segments, oldest data first (sequence ranges ascending and disjoint).
+    pub segments: Vec<SegmentMeta>,
+    /// Live tombstone files, in the order they were written.
+    pub tombstones: Vec<TombstoneMeta>,
+}
+
+impl Manifest {
+    /// The manifest of a new, empty index.
+    pub fn new(k: u32, codec: Codec) -> Self {
+        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new() }
+    }
+
+    /// The encoded bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let len = M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + self.tombstones.len() * TOMBSTONE_ENTRY + M_CRC_BYTES;
+        let mut b = vec![0u8; len];
+        b[M_MAGIC..M_MAGIC + 8].copy_from_slice(&MANIFEST_MAGIC);
+        LE::write_u32(&mut b[M_VERSION..], MANIFEST_VERSION);
+        LE::write_u32(&mut b[M_LEN..], len as u32);
+        LE::write_u64(&mut b[M_NUMBER..], self.number);
+        LE::write_u64(&mut b[M_NEXT_FILE..], self.next_file);
+        LE::write_u64(&mut b[M_LOG_NUMBER..], self.log_number);
+        LE::write_u64(&mut b[M_LAST_SEQ..], self.last_seq);
+        b[M_K] = self.k as u8;
+        b[M_CODEC] = self.codec.id();
+        LE::write_u32(&mut b[M_SEGMENTS..], self.segments.len() as u32);
+        LE::write_u32(&mut b[M_TOMBSTONES..], self.tombstones.len() as u32);
+        let mut at = M_ENTRIES;
+        for s in &self.segments {
+            LE::write_u64_into(&[s.number, s.entries, s.file_len, s.min_seq, s.max_seq], &mut b[at..at + SEGMENT_ENTRY]);
+            at += SEGMENT_ENTRY;
+        }
+        for t in &self.tombstones {
+            LE::write_u64_into(&[t.number, t.count, t.max_seq, t.file_len], &mut b[at..at + TOMBSTONE_ENTRY]);
+            at += TOMBSTONE_ENTRY;
+        }
+        let crc = crc32fast::hash(&b[..at]);
+        LE::write_u32(&mut b[at..], crc);
+        b
+    }
+
+    /// Decodes a manifest read from `path`, checking its CRC and invariants.
+    pub fn decode(path: &Path, b: &[u8]) -> Result<Self> {
+        check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION)?;
+        if b.len() < M_ENTRIES + M_CRC_BYTES {
+            return Err(Error::corrupt(path, b.len() as u64, format!("manifest is {} bytes, shorter than its {}-byte header: cut short", b.len(), M_ENTRIES)));
+        }
+        let len = LE::read_u32(&b[M_LEN..]) as usize;
+        if len != b.len() {
+            return Err(Error::corrupt(path, M_LEN as u64, format!("manifest says it is {len} bytes, the file is {}", b.len())));
+        }
+        let crc_at = len - M_CRC_BYTES;
+        check_crc(path, &b[..crc_at], LE::read_u32(&b[crc_at..]), crc_at as u64, "manifest")?;
+        if b[M_RESERVED..M_SEGMENTS].iter().chain(&b[M_RESERVED2..M_ENTRIES]).any(|&x| x != 0) {
+            return Err(Error::corrupt(path, M_RESERVED as u64, "reserved manifest bytes are not zero"));
+        }
+        let segments_n = LE::read_u32(&b[M_SEGMENTS..]) as usize;
+        let tombstones_n = LE::read_u32(&b[M_TOMBSTONES..]) as usize;
+        if M_ENTRIES + segments_n * SEGMENT_ENTRY + tombstones_n * TOMBSTONE_ENTRY + M_CRC_BYTES != len {
+            return Err(Error::corrupt(path, M_SEGMENTS as u64, format!("{segments_n} segments and {tombstones_n} tombstone files do not fill {len} bytes")));
+        }
+        let codec = Codec::from_id(b[M_CODEC]).ok_or_else(|| Error::corrupt(path, M_CODEC as u64, format!("unknown codec id {}", b[M_CODEC])))?;
+        let mut m = Manifest {
+            number: LE::read_u64(&b[M_NUMBER..]),
+            next_file: LE::read_u64(&b[M_NEXT_FILE..]),
+            log_number: LE::read_u64(&b[M_LOG_NUMBER..]),
+            last_seq: LE::read_u64(&b[M_LAST_SEQ..]),
+            k: u32::from(b[M_K]),
+            codec,
+            segments: Vec::with_capacity(segments_n),
+            tombstones: Vec::with_capacity(tombstones_n),
+        };
+        let mut at = M_ENTRIES;
+        for _ in 0..segments_n {
+            let mut v = [0u64; 5];
+            LE::read_u64_into(&b[at..at + SEGMENT_ENTRY], &mut v);
+            m.segments.push(SegmentMeta { number: v[0], entries: v[1], file_len: v[2], min_seq: v[3], max_seq: v[4] });
+            at += SEGMENT_ENTRY;
+        }
+        for _ in 0..tombstones_n {
+            let mut v = [0u64; 4];
+            LE::read_u64_into(&b[at..at + TOMBSTONE_ENTRY], &mut v);
+            m.tombstones.push(TombstoneMeta { number: v[0], count: v[1], max_seq: v[2], file_len: v[3] });
+            at += TOMBSTONE_ENTRY;
+        }
+        m.check(path)?;
+        Ok(m)
+    }
+
+    /// Invariants a CRC cannot catch (a writer bug): file numbers below `next_file`,
+    /// segment sequence ranges ascending and disjoint, nothing beyond `last_seq`.
+    fn check(&self, path: &Path) -> Result<()> {
+        let bad = |offset: usize, detail: String| Err(Error::corrupt(path, offset as u64, detail));
+        if self.log_number >= self.next_file {
+            return bad(M_LOG_NUMBER, format!("log number {} is not below the next file number {}", self.log_number, self.next_file));
+        }
+        let mut prev_max: Option<u64> = None;
+        for (i, s) in self.segments.iter().enumerate() {
+            let at = M_ENTRIES + i * SEGMENT_ENTRY;
+            if s.number >= self.next_file || s.min_seq > s.max_seq || s.max_seq > self.last_seq || prev_max.is_some_and(|p| s.min_seq <= p) {
+                return bad(at, format!("segment entry {i} (number {}, sequence numbers {}..={}) is out of order or out of range", s.number, s.min_seq, s.max_seq));
+            }
+            prev_max = Some(s.max_seq);
+        }
+        for (i, t) in self.tombstones.iter().enumerate() {
+            if t.number >= self.next_file || t.max_seq > self.last_seq {
+                return bad(M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + i * TOMBSTONE_ENTRY, format!("tombstone entry {i} (number {}) is out of range", t.number));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the manifest of the index in `dir`; `Ok(None)` when there is none.
+    pub fn load(storage: &dyn Storage, dir: &Path) -> Result<Option<Self>> {
+        let path = dir.join(MANIFEST_NAME);
+        match storage.read_copy(&path) {
+            Ok(bytes) => Self::decode(&path, &bytes).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, "read", e)),
+        }
+    }
+
+    /// Replaces the manifest of the index in `dir` with this one, atomically and durably.
+    pub fn store(&self, storage: &dyn Storage, dir: &Path) -> Result<()> {
+        write_atomically(storage, &dir.join(MANIFEST_NAME), &self.encode())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_every_truncation_is_an_error() {
+        let mut m = Manifest::new(3, Codec::Xor);
+        m.next_file = 10;
+        m.last_seq = 100;
+        m.segments.push(SegmentMeta { number: 3, entries: 50, file_len: 4096, min_seq: 1, max_seq: 60 });
+        m.segments.push(SegmentMeta { number: 5, entries: 20, file_len: 2048, min_seq: 61, max_seq: 90 });
+        m.tombstones.push(TombstoneMeta { number: 6, count: 2, max_seq: 90, file_len: 84 });
+        let b = m.encode();
+        assert_eq!(Manifest::decode(Path::new("M"), &b).unwrap(), m);
+        for len in 0..b.len() {
+            assert!(Manifest::decode(Path::new("M"), &b[..len]).unwrap_err().is_corruption());
+        }
+    }
+}

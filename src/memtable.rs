@@ -1,0 +1,352 @@
+//! The memtable: operations that are in the log but not yet in a segment, indexed in memory
+//! so that a query sees a write made a moment earlier.
+//!
+//! Inserts land in a small unsorted tail (scanned linearly). A full tail is sorted into a
+//! *run*: the entries sorted by `(fingerprint, id, seq)` (table 0 of the design, the
+//! identity) plus one sorted array of permuted fingerprints per further table, so a query
+//! probes a run the way it probes a segment, by prefix ranges (found by interpolation
+//! search: permuted fingerprints are close to uniform, and a binary search over a large
+//! run would miss the cache at every step). Runs of similar size merge
+//! (linear merges: every run has the same design), so there are O(log n) of them.
+//! Deletes are a map from `(fingerprint, id)` to the sequence number of the last delete.
+//!
+//! Only one thread writes a memtable (the engine's writer, under its lock); queries take a
+//! read lock. Merges are computed under the read lock and swapped in under the write lock,
+//! so queries wait only for the swap. The memtable knows nothing of files.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::plan::Design;
+use crate::query::Match;
+use crate::search::{lower_bound, lower_bound_by};
+use crate::sort::sort_u64;
+use crate::tombstone::Tombstone;
+
+/// Inserts gathered before the tail is sorted into a run.
+const TAIL: usize = 1024;
+
+/// One insert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct MemEntry {
+    pub fp: u64,
+    pub id: u64,
+    pub seq: u64,
+}
+
+/// A sorted, indexed group of inserts.
+pub(crate) struct Run {
+    /// Sorted by `(fp, id, seq)`: table 0 of the design.
+    pub entries: Vec<MemEntry>,
+    /// `tables[i]`: table `i + 1`'s permuted fingerprints, sorted.
+    pub tables: Vec<Vec<u64>>,
+}
+
+impl Run {
+    fn build(mut entries: Vec<MemEntry>, design: &Design) -> Run {
+        entries.sort_unstable();
+        let tables = design.tables()[1..]
+            .iter()
+            .map(|t| {
+                let mut v: Vec<u64> = entries.iter().map(|e| t.permutation.apply(e.fp)).collect();
+                sort_u64(&mut v);
+                v
+            })
+            .collect();
+        Run { entries, tables }
+    }
+
+    fn merge(a: &Run, b: &Run) -> Run {
+        Run { entries: merge_sorted(&a.entries, &b.entries), tables: a.tables.iter().zip(&b.tables).map(|(x, y)| merge_sorted(x, y)).collect() }
+    }
+
+    fn query(&self, design: &Design, q: u64, k: u32, out: &mut Vec<(Match, u64)>, scratch: &mut Vec<u64>) {
+        scratch.clear();
+        for (t, table) in design.tables().iter().enumerate() {
+            let pq = table.permutation.apply(q);
+            let mask = table.prefix_mask();
+            let (lo, hi) = (pq & mask, pq | !mask);
+            if t == 0 {
+                let start = lower_bound_by(&self.entries, lo, |e| e.fp);
+                for e in self.entries[start..].iter().take_while(|e| e.fp <= hi) {
+                    if (e.fp ^ q).count_ones() <= k {
+                        out.push(entry_match(e, q));
+                    }
+                }
+            } else {
+                let values = &self.tables[t - 1];
+                let start = lower_bound(values, lo);
+                for &v in values[start..].iter().take_while(|&&v| v <= hi) {
+                    if (v ^ pq).count_ones() <= k {
+                        scratch.push(table.permutation.invert(v));
+                    }
+                }
+            }
+        }
+        scratch.sort_unstable();
+        scratch.dedup();
+        for &fp in scratch.iter() {
+            let start = lower_bound_by(&self.entries, fp, |e| e.fp);
+            for e in self.entries[start..].iter().take_while(|e| e.fp == fp) {
+                out.push(entry_match(e, q));
+            }
+        }
+    }
+}
+
+fn entry_match(e: &MemEntry, q: u64) -> (Match, u64) {
+    (Match { distance: (e.fp ^ q).count_ones(), fingerprint: e.fp, doc_id: Some(e.id) }, e.seq)
+}
+
+fn merge_sorted<T: Copy + Ord>(a: &[T], b: &[T]) -> Vec<T> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        // Branch-free: the comparison's outcome is data, not control flow.
+        let take_b = b[j] < a[i];
+        out.push(if take_b { b[j] } else { a[i] });
+        j += usize::from(take_b);
+        i += usize::from(!take_b);
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+#[derive(Default)]
+struct MemData {
+    tail: Vec<MemEntry>,
+    runs: Vec<Run>,
+    deletes: HashMap<(u64, u64), u64>,
+    inserts: u64,
+    delete_ops: u64,
+    seqs: Option<(u64, u64)>,
+}
+
+/// The unflushed operations of one log (or, after a reopen, of the logs replayed into it).
+pub(crate) struct Memtable {
+    design: Arc<Design>,
+    /// The newest log holding this memtable's operations: once the memtable is in a
+    /// segment, logs up to this number are obsolete.
+    pub log_number: u64,
+    data: RwLock<MemData>,
+}
+
+/// A read view of a memtable, held for the length of one query.
+pub(crate) struct MemView<'a> {
+    design: &'a Design,
+    data: RwLockReadGuard<'a, MemData>,
+}
+
+impl Memtable {
+    pub fn new(design: Arc<Design>, log_number: u64) -> Self {
+        Self { design, log_number, data: RwLock::new(MemData::default()) }
+    }
+
+    fn read_data(&self) -> RwLockReadGuard<'_, MemData> {
+        self.data.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_data(&self) -> RwLockWriteGuard<'_, MemData> {
+        self.data.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A consistent view for queries.
+    pub fn view(&self) -> MemView<'_> {
+        MemView { design: &self.design, data: self.read_data() }
+    }
+
+    /// Operations held (inserts and deletes).
+    pub fn ops(&self) -> u64 {
+        let d = self.read_data();
+        d.inserts + d.delete_ops
+    }
+
+    /// `(inserts, deletes)` held.
+    pub fn counts(&self) -> (u64, u64) {
+        let d = self.read_data();
+        (d.inserts, d.delete_ops)
+    }
+
+    /// First and last sequence number held.
+    pub fn seq_range(&self) -> Option<(u64, u64)> {
+        self.read_data().seqs
+    }
+
+    fn note_seqs(d: &mut MemData, first: u64, n: usize) {
+        let last = first + n as u64 - 1;
+        d.seqs = Some((d.seqs.map_or(first, |s| s.0), last));
+    }
+
+    /// Adds inserts with sequence numbers `seq, seq + 1, ...`. Only the writer calls this.
+    pub fn insert(&self, seq: u64, ops: &[(u64, u64)]) {
+        if ops.is_empty() {
+            return;
+        }
+        let seal = {
+            let mut d = self.write_data();
+            d.tail.extend(ops.iter().enumerate().map(|(i, &(fp, id))| MemEntry { fp, id, seq: seq + i as u64 }));
+            d.inserts += ops.len() as u64;
+            Self::note_seqs(&mut d, seq, ops.len());
+            d.tail.len() >= TAIL
+        };
+        if seal {
+            self.seal_tail();
+        }
+    }
+
+    /// Adds deletes with sequence numbers `seq, seq + 1, ...`. Only the writer calls this.
+    pub fn delete(&self, seq: u64, ops: &[(u64, u64)]) {
+        if ops.is_empty() {
+            return;
+        }
+        let mut d = self.write_data();
+        for (i, &pair) in ops.iter().enumerate() {
+            d.deletes.insert(pair, seq + i as u64);
+        }
+        d.delete_ops += ops.len() as u64;
+        Self::note_seqs(&mut d, seq, ops.len());
+    }
+
+    /// Sorts the tail into a run and merges runs of similar size. The tail stays visible
+    /// until its run replaces it; only the writer changes the memtable, so what was read
+    /// under the read lock is still current when the write lock is taken.
+    fn seal_tail(&self) {
+        let tail = self.read_data().tail.clone();
+        let run = Run::build(tail, &self.design);
+        {
+            let mut d = self.write_data();
+            d.tail.clear();
+            d.runs.push(run);
+        }
+        loop {
+            let merged = {
+                let d = self.read_data();
+                let n = d.runs.len();
+                // A binary counter: merge while the previous run is less than twice the
+                // last, so every entry is merged about log2(len / TAIL) times.
+                if n < 2 || d.runs[n - 2].entries.len() >= 2 * d.runs[n - 1].entries.len() {
+                    break;
+                }
+                Run::merge(&d.runs[n - 2], &d.runs[n - 1])
+            };
+            let mut d = self.write_data();
+            let n = d.runs.len();
+            d.runs.truncate(n - 2);
+            d.runs.push(merged);
+        }
+    }
+
+    /// The memtable as the sorted tables of a segment with the memtable's design, when it
+    /// can be written without sorting again: it holds no delete and no repeated pair (the
+    /// common case for a crawler). The runs are merged, smallest first.
+    pub fn sorted_tables(&self) -> Option<Run> {
+        let d = self.read_data();
+        if !d.deletes.is_empty() {
+            return None;
+        }
+        let mut merged = Run::build(d.tail.clone(), &self.design);
+        for r in d.runs.iter().rev() {
+            merged = Run::merge(&merged, r);
+        }
+        let repeated = merged.entries.windows(2).any(|w| (w[0].fp, w[0].id) == (w[1].fp, w[1].id));
+        (!repeated).then_some(merged)
+    }
+
+    /// The design of the memtable's runs.
+    pub fn design(&self) -> &Design {
+        &self.design
+    }
+
+    /// What a flush writes: the live `(fingerprint, id)` pairs, sorted and without repeats
+    /// (a pair whose last operation here is a delete is left out), and the deletes as
+    /// tombstones, sorted.
+    pub fn flush_output(&self) -> (Vec<(u64, u64)>, Vec<Tombstone>) {
+        let d = self.read_data();
+        let mut all: Vec<MemEntry> = Vec::with_capacity(d.inserts as usize);
+        for r in &d.runs {
+            all.extend_from_slice(&r.entries);
+        }
+        all.extend_from_slice(&d.tail);
+        all.sort_unstable();
+        let mut live: Vec<(u64, u64)> = Vec::with_capacity(all.len());
+        for (i, e) in all.iter().enumerate() {
+            let last_of_pair = all.get(i + 1).map_or(true, |n| (n.fp, n.id) != (e.fp, e.id));
+            if last_of_pair && d.deletes.get(&(e.fp, e.id)).map_or(true, |&s| s < e.seq) {
+                live.push((e.fp, e.id));
+            }
+        }
+        let mut tombs: Vec<Tombstone> = d.deletes.iter().map(|(&(fingerprint, doc_id), &seq)| Tombstone { fingerprint, doc_id, seq }).collect();
+        tombs.sort_unstable();
+        (live, tombs)
+    }
+}
+
+impl MemView<'_> {
+    /// Appends every insert within `k` of `q`, each with its sequence number.
+    pub fn query(&self, q: u64, k: u32, out: &mut Vec<(Match, u64)>) {
+        for e in &self.data.tail {
+            if (e.fp ^ q).count_ones() <= k {
+                out.push(entry_match(e, q));
+            }
+        }
+        let mut scratch = Vec::new();
+        for r in &self.data.runs {
+            r.query(self.design, q, k, out, &mut scratch);
+        }
+    }
+
+    /// Sequence number of the last delete of `(fp, id)` held here.
+    pub fn delete_seq(&self, fp: u64, id: u64) -> Option<u64> {
+        self.data.deletes.get(&(fp, id)).copied()
+    }
+
+    /// True when the memtable holds deletes.
+    pub fn has_deletes(&self) -> bool {
+        !self.data.deletes.is_empty()
+    }
+
+    /// Every insert held, with its sequence number (unsorted).
+    pub fn entries(&self) -> impl Iterator<Item = &MemEntry> + '_ {
+        self.data.runs.iter().flat_map(|r| r.entries.iter()).chain(self.data.tail.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_match_a_linear_scan_across_tail_and_runs() {
+        let design = Arc::new(Design::new(3, &[4]).unwrap());
+        let m = Memtable::new(design, 1);
+        let mut x = 5u64;
+        let mut all = Vec::new();
+        for i in 0..5000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            all.push((x, i));
+        }
+        for (i, chunk) in all.chunks(333).enumerate() {
+            m.insert(1 + (i * 333) as u64, chunk);
+        }
+        m.delete(10_000, &[all[17]]);
+        let view = m.view();
+        for (i, &(fp, _)) in all.iter().enumerate().step_by(101) {
+            let q = fp ^ (1 << (i % 64));
+            let mut got = Vec::new();
+            view.query(q, 3, &mut got);
+            let mut got: Vec<u64> = got.iter().map(|(m, _)| m.doc_id.unwrap()).collect();
+            got.sort_unstable();
+            got.dedup();
+            let want: Vec<u64> = all.iter().filter(|(f, _)| (f ^ q).count_ones() <= 3).map(|p| p.1).collect();
+            assert_eq!(got, want);
+        }
+        assert_eq!(view.delete_seq(all[17].0, 17), Some(10_000));
+        drop(view);
+        let (live, tombs) = m.flush_output();
+        assert_eq!(live.len(), 4999);
+        assert_eq!(tombs.len(), 1);
+    }
+}

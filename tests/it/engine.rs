@@ -1,0 +1,203 @@
+//! The engine end to end: writes, queries, deletes, flushes, compaction, reopen, locking,
+//! read-only opens, orphans. The model test (`engine_model`) and the crash tests
+//! (`engine_crash`) live in their own modules.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use simdex::engine::{CompactionOptions, FindOrInsert, IndexOptions};
+use simdex::storage::{MemStorage, Storage};
+use simdex::{Durability, Error, Index, Match};
+
+use crate::common::Rng;
+
+/// Options for deterministic tests: in-memory storage, no background thread, small
+/// memtables so flushes and compactions happen.
+pub fn mem_options(storage: &MemStorage, memtable_ops: u64) -> IndexOptions {
+    IndexOptions {
+        storage: Arc::new(storage.clone()),
+        background: false,
+        memtable_ops,
+        durability: Durability::Sync,
+        compaction: CompactionOptions { fanout: 3, buffer_entries: 4096, automatic: true },
+        ..IndexOptions::default()
+    }
+}
+
+/// The oracle: every live pair within `k` of `q`.
+pub fn model_query(live: &BTreeSet<(u64, u64)>, q: u64, k: u32) -> Vec<Match> {
+    let mut v: Vec<Match> = live
+        .iter()
+        .filter(|(fp, _)| (fp ^ q).count_ones() <= k)
+        .map(|&(fp, id)| Match { distance: (fp ^ q).count_ones(), fingerprint: fp, doc_id: Some(id) })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn writes_are_visible_at_once_and_survive_flush_compaction_and_reopen() {
+    let storage = MemStorage::default();
+    let dir = std::path::Path::new("idx");
+    let mut rng = Rng(1);
+    let mut live = BTreeSet::new();
+    let index = Index::open(dir, mem_options(&storage, 500)).unwrap();
+    assert!(index.open_report().created);
+    for i in 0..5000u64 {
+        let fp = if i % 7 == 0 { rng.flip(0x1234_5678_9abc_def0, (i % 4) as u32) } else { rng.next() };
+        index.insert(fp, i).unwrap();
+        live.insert((fp, i));
+        if i % 11 == 0 {
+            let &(f, id) = live.iter().nth((rng.next() % live.len() as u64) as usize).unwrap();
+            index.delete(f, id).unwrap();
+            live.remove(&(f, id));
+        }
+        if i % 500 == 0 {
+            let q = rng.flip(fp, 2);
+            assert_eq!(index.query(q, 3).unwrap(), model_query(&live, q, 3), "after insert {i}");
+        }
+    }
+    let stats = index.stats();
+    assert!(stats.flushes >= 9 && stats.compactions >= 1, "{stats:?}");
+    assert!(stats.segments.len() <= 6, "{stats:?}");
+    let check = |index: &Index, live: &BTreeSet<(u64, u64)>| {
+        assert_eq!(index.live_entries().unwrap(), live.iter().copied().collect::<Vec<_>>());
+        for q in [0x1234_5678_9abc_def0u64, 0x1234_5678_9abc_def1, 42] {
+            assert_eq!(index.query(q, 3).unwrap(), model_query(live, q, 3));
+        }
+    };
+    check(&index, &live);
+    index.compact().unwrap();
+    assert_eq!(index.stats().segments.len(), 1);
+    assert_eq!(index.stats().tombstone_files, 0);
+    check(&index, &live);
+    index.insert(7, 7).unwrap();
+    live.insert((7, 7));
+    index.close().unwrap();
+    let index = Index::open(dir, mem_options(&storage, 500)).unwrap();
+    assert_eq!(index.open_report().replayed_ops, 1);
+    check(&index, &live);
+}
+
+#[test]
+fn find_or_insert_checks_then_adds() {
+    let storage = MemStorage::default();
+    let index = Index::open("i", mem_options(&storage, 100)).unwrap();
+    assert_eq!(index.find_or_insert(0xff, 1, 3).unwrap(), FindOrInsert::Inserted { seq: 1 });
+    match index.find_or_insert(0xfe, 2, 3).unwrap() {
+        FindOrInsert::Found(m) => assert_eq!(m, vec![Match { distance: 1, fingerprint: 0xff, doc_id: Some(1) }]),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(index.find_or_insert(0xfe, 2, 0).unwrap(), FindOrInsert::Inserted { .. }));
+    assert!(matches!(index.query(0, 4), Err(Error::KTooLarge { .. })));
+}
+
+#[test]
+fn a_second_writer_is_refused_and_names_the_lock_file_while_readers_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = Index::open(dir.path(), IndexOptions::default()).unwrap();
+    writer.insert(1, 1).unwrap();
+    let err = Index::open(dir.path(), IndexOptions::default()).unwrap_err();
+    assert!(matches!(&err, Error::Locked { path } if path.ends_with("LOCK")), "{err}");
+    assert!(err.to_string().contains("LOCK"), "{err}");
+    let reader = Index::open_read_only(dir.path(), IndexOptions::default()).unwrap();
+    assert_eq!(reader.query(1, 0).unwrap().len(), 1);
+    assert!(matches!(reader.insert(2, 2), Err(Error::ReadOnly { .. })));
+    drop(writer);
+    let again = Index::open(dir.path(), IndexOptions::default()).unwrap();
+    assert_eq!(again.live_entries().unwrap(), vec![(1, 1)]);
+}
+
+#[test]
+fn orphans_are_removed_and_unknown_files_reported() {
+    let storage = MemStorage::default();
+    let dir = std::path::Path::new("idx");
+    let index = Index::open(dir, mem_options(&storage, 100)).unwrap();
+    index.insert(5, 5).unwrap();
+    index.close().unwrap();
+    storage.put(&dir.join("seg-000000000099.sdx"), b"left by a flush that never installed");
+    storage.put(&dir.join("seg-000000000100.sdx.tmp"), b"half written");
+    storage.put(&dir.join("notes.txt"), b"mine");
+    let index = Index::open(dir, mem_options(&storage, 100)).unwrap();
+    let report = index.open_report();
+    assert_eq!(report.removed, vec!["seg-000000000099.sdx".to_string(), "seg-000000000100.sdx.tmp".to_string()]);
+    assert_eq!(report.unknown, vec!["notes.txt".to_string()]);
+    assert!(storage.file(&dir.join("notes.txt")).is_some());
+    assert_eq!(index.stats().unknown_files, vec!["notes.txt".to_string()]);
+    // MANIFEST, the log and notes.txt (the in-memory lock is not a file).
+    assert_eq!(storage.list(dir).unwrap().len(), 3, "{:?}", storage.list(dir));
+}
+
+#[test]
+fn background_thread_flushes_and_compacts_while_queries_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = IndexOptions { memtable_ops: 2000, ..IndexOptions::default() };
+    let index = Arc::new(Index::open(dir.path(), options).unwrap());
+    let mut rng = Rng(9);
+    let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|i| (rng.next(), i)).collect();
+    index.insert_batch(&pairs[..100]).unwrap();
+    let reader = {
+        let index = index.clone();
+        let probe = pairs[0];
+        std::thread::spawn(move || {
+            for _ in 0..2000 {
+                assert!(index.query(probe.0, 3).unwrap().contains(&Match { distance: 0, fingerprint: probe.0, doc_id: Some(probe.1) }));
+            }
+        })
+    };
+    for chunk in pairs[100..].chunks(100) {
+        index.insert_batch(chunk).unwrap();
+    }
+    reader.join().unwrap();
+    index.flush().unwrap();
+    index.compact_tiered().unwrap();
+    let stats = index.stats();
+    assert!(stats.maintenance_error.is_none(), "{stats:?}");
+    assert!(stats.segments.len() <= 8, "{stats:?}");
+    let mut want = pairs.clone();
+    want.sort_unstable();
+    assert_eq!(index.live_entries().unwrap(), want);
+    // Compactions without deletes merge the permuted tables directly: check them all.
+    assert!(stats.compactions > 0);
+    let report = simdex::engine::verify::verify_index(&simdex::storage::FsStorage, dir.path()).unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    let live: BTreeSet<(u64, u64)> = pairs.iter().copied().collect();
+    for &(fp, _) in pairs.iter().step_by(997) {
+        let q = rng.flip(fp, 3);
+        assert_eq!(index.query(q, 3).unwrap(), model_query(&live, q, 3));
+    }
+}
+
+#[test]
+fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_compacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = IndexOptions { memtable_ops: 300, durability: Durability::NoSync, ..IndexOptions::default() };
+    let writer = Arc::new(Index::open(dir.path(), options).unwrap());
+    let acked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let thread = {
+        let (writer, acked, stop) = (writer.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let batch: Vec<(u64, u64)> = (i..i + 50).map(|j| (j.wrapping_mul(0x9e37_79b9_7f4a_7c15), j)).collect();
+                writer.insert_batch(&batch).unwrap();
+                i += 50;
+                acked.store(i, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let before = acked.load(std::sync::atomic::Ordering::SeqCst);
+        let reader = Index::open_read_only(dir.path(), IndexOptions::default()).unwrap();
+        let got = reader.live_entries().unwrap();
+        assert!(got.len() as u64 >= before, "a reader opened after {before} writes sees {}", got.len());
+        for j in (0..before).step_by(97) {
+            assert!(got.binary_search(&(j.wrapping_mul(0x9e37_79b9_7f4a_7c15), j)).is_ok(), "write {j} of {before} missing");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    thread.join().unwrap();
+    assert!(writer.stats().flushes > 3);
+}

@@ -1,0 +1,48 @@
+//! `simdex delete`: delete (fingerprint, document id) pairs from an index directory.
+
+use anyhow::{bail, Context, Result};
+use clap::Args as ClapArgs;
+use simdex::engine::{Durability, Index, IndexOptions};
+use std::path::PathBuf;
+
+use crate::input::{self, InputFormat};
+use crate::progress;
+
+/// Delete (fingerprint, document id) pairs from an index.
+///
+/// INPUT holds pairs in the formats `simdex add` reads, with ids (text lines
+/// `HEX<TAB>ID`, or `--binary --with-ids`). Queries stop returning a deleted pair at once;
+/// compaction drops it from the segments. Deleting a pair that is not stored is harmless.
+/// The deletes are synced before the command exits 0.
+///
+/// Example: `simdex delete pages.idx removed.txt`
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// The index directory.
+    dir: PathBuf,
+    /// The pairs (`-` for stdin).
+    input: PathBuf,
+    /// Input is little-endian u64 (fingerprint, id) pairs.
+    #[arg(long)]
+    binary: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let data = input::read_all(&args.input, InputFormat { binary: args.binary, with_ids: args.binary }, |_| {})?;
+    let Some(ids) = data.ids else {
+        bail!("{}: delete needs (fingerprint, document id) pairs: give `HEX<TAB>ID` lines (or --binary pairs)", input::display_name(&args.input));
+    };
+    let options = IndexOptions { create: false, durability: Durability::NoSync, ..IndexOptions::default() };
+    let index = Index::open(&args.dir, options).with_context(|| format!("opening index {}", args.dir.display()))?;
+    let pairs: Vec<(u64, u64)> = data.fps.into_iter().zip(ids).collect();
+    let bar = progress::steps(pairs.len() as u64, "deleting");
+    for chunk in pairs.chunks(1 << 16) {
+        index.delete_batch(chunk)?;
+        bar.inc(chunk.len() as u64);
+    }
+    index.sync()?;
+    bar.finish_and_clear();
+    index.close()?;
+    eprintln!("deleted {} pairs from {}; synced", pairs.len(), args.dir.display());
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! The index-directory subcommands as a user runs them: add, query, delete, stats, compact,
+//! verify, dump-log, recover; bad input and damaged files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn simdex() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_simdex"))
+}
+
+fn run(args: &[&str]) -> Output {
+    simdex().args(args).stdin(Stdio::null()).output().expect("run simdex")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "exit {:?}\nstdout: {}\nstderr: {}", o.status, stdout(o), stderr(o));
+    stdout(o)
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exit code")
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn pairs(n: u64, seed: u64) -> Vec<(u64, u64)> {
+    let mut x = seed;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x, seed * 1_000_000 + i)
+        })
+        .collect()
+}
+
+fn write_pairs(dir: &Path, name: &str, data: &[(u64, u64)]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, data.iter().map(|(f, i)| format!("{f:016x}\t{i}\n")).collect::<String>()).unwrap();
+    path
+}
+
+fn log_file(idx: &Path) -> PathBuf {
+    std::fs::read_dir(idx).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "wal")).unwrap()
+}
+
+#[test]
+fn add_query_delete_compact_stats_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    let a = pairs(3000, 1);
+    let b = pairs(2000, 2);
+    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "a.txt", &a))]));
+    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "b.txt", &b))]));
+
+    // The same subcommand answers from a directory.
+    let q = format!("{:016x}", a[10].0 ^ 1);
+    assert_eq!(ok(&run(&["query", p(&idx), &q])), format!("{q}\t{:016x}\t1\t{}\n", a[10].0, a[10].1));
+
+    ok(&run(&["delete", p(&idx), p(&write_pairs(dir.path(), "d.txt", &a[10..11]))]));
+    assert_eq!(ok(&run(&["query", p(&idx), &q])), "");
+
+    let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&idx), "--json"]))).unwrap();
+    assert_eq!(stats["memtable"]["inserts"], 5000);
+    assert_eq!(stats["memtable"]["deletes"], 1);
+
+    let out = run(&["compact", p(&idx)]);
+    ok(&out);
+    let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&idx), "--json"]))).unwrap();
+    assert_eq!(stats["segments"].as_array().unwrap().len(), 1);
+    assert_eq!(stats["segment_fingerprints"], 4999);
+    assert_eq!(stats["tombstone_files"], 0);
+    assert_eq!(ok(&run(&["query", p(&idx), &q])), "");
+    let q2 = format!("{:016x}", b[5].0);
+    assert!(ok(&run(&["query", p(&idx), "--json", &q2])).contains(&format!("\"doc_id\":{}", b[5].1)));
+
+    let v = ok(&run(&["verify", p(&idx)]));
+    assert!(v.contains("ok (3 files checked)"), "{v}");
+}
+
+#[test]
+fn add_without_ids_numbers_them_and_bad_input_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    let input = dir.path().join("fp.txt");
+    std::fs::write(&input, "0123456789abcdef\nfedcba9876543210\n").unwrap();
+    ok(&run(&["add", p(&idx), p(&input)]));
+    assert_eq!(ok(&run(&["query", p(&idx), "-k", "0", "fedcba9876543210"])), "fedcba9876543210\tfedcba9876543210\t0\t2\n");
+
+    std::fs::write(&input, "0123456789abcdef\nnot-a-fingerprint\n").unwrap();
+    let out = run(&["add", p(&idx), p(&input)]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
+
+    let out = run(&["delete", p(&idx), p(&dir.path().join("missing.txt"))]);
+    assert_eq!(code(&out), 2);
+    std::fs::write(&input, "0123456789abcdef\n").unwrap();
+    let out = run(&["delete", p(&idx), p(&input)]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("pairs"), "{}", stderr(&out));
+
+    let out = run(&["stats", p(&dir.path().join("nothing"))]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("no simdex index"), "{}", stderr(&out));
+    let out = run(&["query", p(&idx), "-k", "5", "0123456789abcdef"]);
+    assert_eq!(code(&out), 2);
+}
+
+#[test]
+fn damaged_log_is_reported_by_verify_and_dump_log_and_recover_salvages_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    // Three adds: three records of 1000 operations each.
+    for seed in 1..=3 {
+        ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "x.txt", &pairs(1000, seed)))]));
+    }
+    let log = log_file(&idx);
+    let dump = ok(&run(&["dump-log", p(&idx)]));
+    assert_eq!(dump.lines().filter(|l| l.contains(" insert 1000")).count(), 3, "{dump}");
+
+    // Damage the middle record's payload.
+    let mut bytes = std::fs::read(&log).unwrap();
+    let middle = 32 + (bytes.len() - 32) / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&log, &bytes).unwrap();
+
+    let out = run(&["verify", p(&idx)]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(stdout(&out).contains("checksum mismatch"), "{}", stdout(&out));
+    let out = run(&["query", p(&idx), "0123456789abcdef"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("simdex recover"), "{}", stderr(&out));
+    let out = run(&["dump-log", p(&idx)]);
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).contains("DAMAGE"), "{}", stdout(&out));
+
+    let fixed = dir.path().join("fixed");
+    let report = ok(&run(&["recover", p(&idx), "--out", p(&fixed)]));
+    assert!(report.contains("LOST"), "{report}");
+    assert!(report.contains("1000 log operations"), "{report}");
+    assert!(report.contains("2000 live pairs"), "{report}");
+    let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&fixed), "--json"]))).unwrap();
+    assert_eq!(stats["segment_fingerprints"], 2000);
+    ok(&run(&["verify", p(&fixed)]));
+}
+
+#[test]
+fn verify_names_a_damaged_segment_and_leaves_unknown_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "a.txt", &pairs(3000, 4)))]));
+    ok(&run(&["compact", p(&idx)]));
+    std::fs::write(idx.join("README.txt"), "mine").unwrap();
+    let out = ok(&run(&["verify", p(&idx)]));
+    assert!(out.contains("README.txt: not a simdex file"), "{out}");
+    let seg = std::fs::read_dir(&idx).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "sdx")).unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[5000] ^= 1;
+    std::fs::write(&seg, &bytes).unwrap();
+    let out = run(&["verify", p(&idx), "--json"]);
+    assert_eq!(code(&out), 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["clean"], false);
+    assert!(v["problems"][0]["file"].as_str().unwrap().starts_with("seg-"), "{v}");
+    assert!(idx.join("README.txt").exists());
+}
