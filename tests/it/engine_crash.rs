@@ -140,6 +140,7 @@ fn an_io_error_at_every_operation_loses_no_acknowledged_write() {
         storage.fail_after(u64::MAX);
         check(&storage, n, &model, &in_flight);
     }
+    eprintln!("{total} I/O error points checked");
 }
 
 #[test]

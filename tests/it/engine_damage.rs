@@ -78,6 +78,7 @@ fn a_log_cut_at_every_byte_recovers_exactly_the_whole_records_before_the_cut() {
     })
     .unwrap();
     assert_eq!(ends.len(), 1000);
+    eprintln!("log of {} records, {} bytes: {} cut offsets", ends.len(), bytes.len(), bytes.len() + 1);
     for cut in 0..=bytes.len() {
         let damaged = with_file(&storage, &log, &bytes[..cut]);
         let index = Index::open_read_only(DIR, mem_options(&damaged, u64::MAX)).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
@@ -101,6 +102,7 @@ fn every_single_bit_flip_of_a_log_is_reported_on_open() {
     let (storage, _) = logged_index(150);
     let log = file_named(&storage, "log-");
     let bytes = storage.file(&log).unwrap();
+    eprintln!("log of {} bytes: {} single-bit flips", bytes.len(), bytes.len() * 8);
     for bit in 0..bytes.len() * 8 {
         let mut flipped = bytes.clone();
         flipped[bit / 8] ^= 1 << (bit % 8);
@@ -126,6 +128,7 @@ fn every_single_bit_flip_and_truncation_of_the_manifest_is_a_typed_error() {
     let manifest = Path::new(DIR).join("MANIFEST");
     let bytes = storage.file(&manifest).unwrap();
     assert!(bytes.len() > 100);
+    eprintln!("manifest of {} bytes: {} single-bit flips, {} truncations", bytes.len(), bytes.len() * 8, bytes.len());
     for bit in 0..bytes.len() * 8 {
         let mut flipped = bytes.clone();
         flipped[bit / 8] ^= 1 << (bit % 8);
