@@ -20,11 +20,14 @@
 //! of prefixes, balanced by block count.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use crate::cluster::UnionFind;
+use crate::engine::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::search::lower_bound;
-use crate::segment::Segment;
+use crate::segment::{build_segment, BuildOptions, Segment};
+use crate::storage::FsStorage;
 
 /// How to run a batch.
 #[derive(Clone, Copy, Debug)]
@@ -112,6 +115,49 @@ pub fn batch_query_each(segment: &Segment, queries: &[u64], options: &BatchOptio
         }
     }
     Ok(pairs.len() as u64)
+}
+
+/// [`batch_query`] over a whole index: every live segment of `snapshot`, minus the pairs
+/// newer deletes hide, plus the pairs not flushed yet (written to a temporary segment in
+/// `scratch`, removed afterwards). The matches of all segments are collected (32 bytes
+/// each), sorted and handed to `emit` in order. Returns the number of matches.
+pub fn batch_query_index(
+    snapshot: &Snapshot,
+    queries: &[u64],
+    options: &BatchOptions,
+    scratch: &Path,
+    mut emit: impl FnMut(BatchMatch) -> Result<()>,
+) -> Result<u64> {
+    let mut all: Vec<BatchMatch> = Vec::new();
+    let deletes = snapshot.has_deletes();
+    for (i, segment) in snapshot.segments().into_iter().enumerate() {
+        batch_query_each(segment, queries, options, |m| {
+            if !(deletes && snapshot.hidden_in_segment(i, m.fingerprint, m.doc_id.unwrap_or(0))) {
+                all.push(m);
+            }
+            Ok(())
+        })?;
+    }
+    let unflushed = snapshot.unflushed();
+    if !unflushed.is_empty() {
+        let path = scratch.join("unflushed.sdx");
+        let (fps, ids): (Vec<u64>, Vec<u64>) = unflushed.into_iter().unzip();
+        build_segment(&FsStorage, &path, &fps, Some(&ids), &BuildOptions { k: options.k, ..BuildOptions::default() })?;
+        let segment = Segment::open(&path)?;
+        batch_query_each(&segment, queries, options, |m| {
+            all.push(m);
+            Ok(())
+        })?;
+        drop(segment);
+        std::fs::remove_file(&path).map_err(|e| Error::io(&path, "remove", e))?;
+    }
+    all.sort_unstable();
+    all.dedup();
+    let n = all.len() as u64;
+    for m in all {
+        emit(m)?;
+    }
+    Ok(n)
 }
 
 /// Every pair of distinct stored fingerprints within `k` of each other (`a < b`), sorted.

@@ -36,6 +36,7 @@
 pub mod compaction;
 pub mod files;
 pub mod recover;
+pub mod snapshot;
 pub mod verify;
 mod version;
 
@@ -467,6 +468,12 @@ impl Index {
     pub fn compact_tiered(&self) -> Result<()> {
         self.shared.check_writable()?;
         self.shared.compact_tiered()
+    }
+
+    /// A consistent read-only view of everything the index holds now, for whole-index jobs
+    /// (batch queries, clusters, splitting); later writes do not change it.
+    pub fn snapshot(&self) -> snapshot::Snapshot {
+        snapshot::Snapshot::new(self.shared.current())
     }
 
     /// Every live pair, sorted, each once. Reads every segment: meant for tools and tests.

@@ -68,15 +68,15 @@ pub(crate) struct Version {
 }
 
 /// Read views of every memtable of a version, held for one query.
-struct Views<'a>(Vec<MemView<'a>>);
+pub(crate) struct Views<'a>(pub Vec<MemView<'a>>);
 
 impl Version {
-    fn views(&self) -> Views<'_> {
+    pub(crate) fn views(&self) -> Views<'_> {
         Views(self.frozen.iter().chain(std::iter::once(&self.active)).map(|m| m.view()).collect())
     }
 
     /// True when a delete newer than `bound` hides `(fp, id)`.
-    fn hidden(&self, views: &Views<'_>, fp: u64, id: u64, bound: u64) -> bool {
+    pub(crate) fn hidden(&self, views: &Views<'_>, fp: u64, id: u64, bound: u64) -> bool {
         self.tombstones.get(fp, id).is_some_and(|s| s > bound) || views.0.iter().any(|v| v.delete_seq(fp, id).is_some_and(|s| s > bound))
     }
 

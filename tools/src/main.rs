@@ -7,6 +7,7 @@
 mod cmd;
 mod input;
 mod progress;
+mod source;
 mod corpus;
 mod recipe;
 

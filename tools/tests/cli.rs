@@ -354,3 +354,57 @@ fn batch_cluster_and_split_agree_with_query() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("k = 9"), "{}", stderr(&o));
 }
+
+#[test]
+fn batch_cluster_and_split_read_index_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = dir.path().join("stored.txt");
+    std::fs::write(&stored, stdout(&run(&["bench", "generate", "-n", "5000", "--clusters", "100", "--cluster-size", "4", "--flips", "2", "--with-ids"]))).unwrap();
+    let lines: Vec<String> = std::fs::read_to_string(&stored).unwrap().lines().map(String::from).collect();
+    // The index gets the pairs in two adds (two batches of writes) and one delete.
+    let (first, second) = lines.split_at(3000);
+    let part1 = dir.path().join("part1.txt");
+    let part2 = dir.path().join("part2.txt");
+    std::fs::write(&part1, first.join("\n") + "\n").unwrap();
+    std::fs::write(&part2, second.join("\n") + "\n").unwrap();
+    let index = dir.path().join("index");
+    ok(&run(&["add", p(&index), p(&part1)]));
+    ok(&run(&["compact", p(&index)]));
+    ok(&run(&["add", p(&index), p(&part2)]));
+    let deleted = dir.path().join("deleted.txt");
+    std::fs::write(&deleted, format!("{}\n", lines[1])).unwrap();
+    ok(&run(&["delete", p(&index), p(&deleted)]));
+    // The same live pairs as one segment.
+    let live = dir.path().join("live.txt");
+    let live_lines: Vec<&String> = lines.iter().filter(|l| *l != &lines[1]).collect();
+    std::fs::write(&live, live_lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let seg = dir.path().join("live.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&live)]));
+
+    let src = dir.path().join("src.txt");
+    std::fs::write(&src, lines.iter().take(300).map(|l| format!("{}\n", l.split('\t').next().unwrap())).collect::<String>()).unwrap();
+    let queries = dir.path().join("q.txt");
+    std::fs::write(&queries, stdout(&run(&["bench", "generate", "-n", "300", "--near", p(&src), "--flips", "1"]))).unwrap();
+
+    let from_dir = run(&["batch", p(&index), "--queries", p(&queries)]);
+    ok(&from_dir);
+    let from_seg = run(&["batch", p(&seg), "--queries", p(&queries)]);
+    ok(&from_seg);
+    assert!(stdout(&from_seg).lines().count() >= 290);
+    assert_eq!(stdout(&from_dir), stdout(&from_seg));
+    // The deleted pair is never reported.
+    let deleted_id = lines[1].split('\t').nth(1).unwrap();
+    assert!(!stdout(&from_dir).lines().any(|l| l.split('\t').nth(3) == Some(deleted_id)));
+
+    assert_eq!(stdout(&run(&["cluster", p(&index)])), stdout(&run(&["cluster", p(&seg)])));
+    let chunks = dir.path().join("chunks");
+    ok(&run(&["split", p(&index), "--parts", "2", "--out", p(&chunks)]));
+    let mut dumped: Vec<String> = Vec::new();
+    for i in 0..2 {
+        dumped.extend(stdout(&run(&["dump", p(&chunks.join(format!("part-{i:05}.sdx")))])).lines().map(String::from));
+    }
+    let mut want: Vec<String> = stdout(&run(&["dump", p(&seg)])).lines().map(String::from).collect();
+    dumped.sort();
+    want.sort();
+    assert_eq!(dumped, want);
+}

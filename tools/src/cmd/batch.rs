@@ -1,9 +1,10 @@
 //! `simdex batch`: every query of a file against a segment, in one merge join.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::batch::{batch_query_each, BatchOptions};
+use simdex::batch::{batch_query_each, batch_query_index, BatchOptions};
+use simdex::engine::{Index, IndexOptions};
 use simdex::Segment;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -21,7 +22,7 @@ use crate::input::{self, hex, InputFormat};
 /// Example: `simdex batch pages.sdx --queries new.txt -k 3 > matches.tsv`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// The index (a segment file).
+    /// The index: a segment file or an index directory.
     index: PathBuf,
     /// The queries (same formats as `simdex build`; `-` for stdin).
     #[arg(long, short)]
@@ -43,7 +44,6 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
     let queries = input::read_all(&args.queries, InputFormat { binary: args.binary, with_ids: false }, |_| {})?.fps;
-    let segment = Segment::open(&args.index)?;
     let mut options = BatchOptions::new(args.k);
     if let Some(t) = args.threads {
         if t == 0 {
@@ -65,12 +65,24 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
     };
-    batch_query_each(&segment, &queries, &options, |m| write(m).map_err(|e| simdex::Error::io("<stdout>", "write", e)))?;
+    let emit = |m| write(m).map_err(|e| simdex::Error::io("<stdout>", "write", e));
+    let stored = if args.index.is_dir() {
+        let index = Index::open_read_only(&args.index, IndexOptions::default())?;
+        let snapshot = index.snapshot();
+        let scratch = tempfile::tempdir().context("creating a scratch directory")?;
+        batch_query_index(&snapshot, &queries, &options, scratch.path(), emit)?;
+        snapshot.segments().iter().map(|s| s.len()).sum::<u64>() + snapshot.unflushed().len() as u64
+    } else {
+        let segment = Segment::open(&args.index)?;
+        batch_query_each(&segment, &queries, &options, emit)?;
+        segment.len()
+    };
+    drop(write);
     out.flush()?;
     eprintln!(
         "{} queries against {} fingerprints: {} matches in {:.2}s",
         queries.len(),
-        segment.len(),
+        stored,
         matches,
         start.elapsed().as_secs_f64()
     );

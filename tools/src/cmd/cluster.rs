@@ -4,7 +4,6 @@ use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::batch::clusters;
-use simdex::Segment;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -23,7 +22,8 @@ use crate::input::hex;
 /// Example: `simdex cluster pages.sdx -k 3 --out clusters.jsonl`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// The index (a segment file).
+    /// The index: a segment file or an index directory (an index with more than one
+    /// segment, deletes or unflushed writes is first consolidated into a temporary segment).
     index: PathBuf,
     /// Largest Hamming distance between near-duplicates (at most the design's k).
     #[arg(short, long, default_value_t = 3)]
@@ -38,7 +38,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
-    let segment = Segment::open(&args.index)?;
+    let scratch = tempfile::tempdir().map_err(|e| anyhow::anyhow!("creating a scratch directory: {e}"))?;
+    let segment = crate::source::consolidated(&args.index, scratch.path())?;
     let threads = match args.threads {
         Some(0) => bail!("--threads 0: at least one thread is needed"),
         Some(t) => t,

@@ -5,7 +5,7 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::codec::Codec;
 use simdex::storage::FsStorage;
-use simdex::{build_segment, BuildOptions, Segment};
+use simdex::{build_segment, BuildOptions};
 use std::path::PathBuf;
 
 use crate::progress;
@@ -26,7 +26,8 @@ use crate::progress;
 /// Example: `simdex split pages.sdx --parts 8 --out chunks/`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// The index (a segment file).
+    /// The index: a segment file or an index directory (an index with more than one
+    /// segment, deletes or unflushed writes is first consolidated into a temporary segment).
     index: PathBuf,
     /// Number of chunks.
     #[arg(long)]
@@ -46,7 +47,8 @@ pub fn run(args: Args) -> Result<()> {
     if args.parts == 0 {
         bail!("--parts 0: at least one chunk is needed");
     }
-    let segment = Segment::open(&args.index)?;
+    let scratch = tempfile::tempdir().map_err(|e| anyhow::anyhow!("creating a scratch directory: {e}"))?;
+    let segment = crate::source::consolidated(&args.index, scratch.path())?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let k = args.k.unwrap_or(segment.design().k());
     let total = segment.len();
