@@ -408,3 +408,33 @@ fn batch_cluster_and_split_read_index_directories() {
     want.sort();
     assert_eq!(dumped, want);
 }
+
+#[test]
+fn dedup_adds_the_corpus_to_an_index_and_finds_it_there_next_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/corpus/pages");
+    let index = dir.path().join("index");
+    let report1 = dir.path().join("r1.jsonl");
+    let o = run(&["dedup", corpus, "--index", p(&index), "--report", p(&report1)]);
+    ok(&o);
+    assert!(stdout(&o).contains("0 documents had near-duplicates stored before this run; 319 documents added"), "{}", stdout(&o));
+    let stats: serde_json::Value = serde_json::from_str(&stdout(&run(&["stats", p(&index), "--json"]))).unwrap();
+    assert_eq!(stats["last_seq"], 319, "{stats}");
+    assert_eq!(stats["memtable"]["inserts"].as_u64().unwrap() + stats["segment_fingerprints"].as_u64().unwrap(), 319, "{stats}");
+    // Second run: every document is already there (at distance 0, under its own id).
+    let report2 = dir.path().join("r2.jsonl");
+    let o = run(&["dedup", corpus, "--index", p(&index), "--report", p(&report2)]);
+    ok(&o);
+    assert!(stdout(&o).contains("319 documents had near-duplicates stored before this run"), "{}", stdout(&o));
+    let indexed: Vec<serde_json::Value> = std::fs::read_to_string(&report2)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "indexed")
+        .collect();
+    assert_eq!(indexed.len(), 319);
+    for v in &indexed {
+        let own = v["index_doc_id"].clone();
+        assert!(v["matches"].as_array().unwrap().iter().any(|m| m["index_doc_id"] == own && m["distance"] == 0), "{v}");
+    }
+}

@@ -50,6 +50,11 @@ pub struct Args {
     /// Members listed per cluster in the summary
     #[arg(long, default_value_t = 10)]
     pub show: usize,
+    /// Also check every document against the persistent index DIR (created if missing) and
+    /// add the corpus to it. Document ids in the index are `sfh64(0, id)`, the recipe's
+    /// 64-bit hash of the document id string (listed in the report as `index_doc_id`).
+    #[arg(long, value_name = "DIR")]
+    pub index: Option<PathBuf>,
     #[command(flatten)]
     pub recipe: RecipeArgs,
 }
@@ -243,6 +248,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             json!({"kind": "skipped", "id": id, "reason": reason})
         )?;
     }
+    let indexed = match &args.index {
+        Some(dir) => Some(check_and_add(dir, &docs, args.k, &mut report)?),
+        None => None,
+    };
     report.flush()?;
 
     let mut summary: Box<dyn Write> = if args.json {
@@ -265,6 +274,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         skipped.len()
     )?;
     writeln!(summary, "recipe: {}", fp.recipe())?;
+    if let (Some(dir), Some((known, added))) = (&args.index, indexed) {
+        writeln!(
+            summary,
+            "index {}: {known} documents had near-duplicates stored before this run; {added} documents added (durable)",
+            dir.display()
+        )?;
+    }
     writeln!(
         summary,
         "exact duplicates: {} groups, {} documents ({} redundant copies)",
@@ -358,4 +374,45 @@ mod tests {
             assert_eq!(near_pairs(&fps, k), brute, "k = {k}");
         }
     }
+}
+
+/// The index's document id for a document id string.
+fn index_doc_id(id: &str) -> u64 {
+    simdex::fingerprint::hash::sfh64(0, id.as_bytes())
+}
+
+/// Checks every fingerprinted document against the index at `dir` (reporting what was stored
+/// before this run), then adds them all and syncs. Returns (documents with earlier matches,
+/// documents added).
+fn check_and_add(dir: &std::path::Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
+    use simdex::engine::{Index, IndexOptions};
+    let index = Index::open(dir, IndexOptions { k: k.max(3), ..IndexOptions::default() })
+        .with_context(|| format!("opening index {}", dir.display()))?;
+    if k > index.k() {
+        bail!("-k {k} is above the index's k = {} ({})", index.k(), dir.display());
+    }
+    let mut known = 0;
+    let mut pairs = Vec::new();
+    let mut matches = Vec::new();
+    for d in docs {
+        let Some(fp) = d.fingerprint else { continue };
+        index.query_into(fp, k, &mut matches)?;
+        if !matches.is_empty() {
+            known += 1;
+            let found: Vec<_> = matches
+                .iter()
+                .map(|m| json!({"fingerprint": format!("{:016x}", m.fingerprint), "index_doc_id": m.doc_id, "distance": m.distance}))
+                .collect();
+            writeln!(
+                report,
+                "{}",
+                json!({"kind": "indexed", "member": d.id, "index_doc_id": index_doc_id(&d.id), "fingerprint": format!("{fp:016x}"), "matches": found})
+            )?;
+        }
+        pairs.push((fp, index_doc_id(&d.id)));
+    }
+    index.insert_batch(&pairs)?;
+    index.sync()?;
+    index.close()?;
+    Ok((known, pairs.len()))
 }
