@@ -12,4 +12,5 @@ mod engine_kill;
 mod engine_model;
 mod fingerprint;
 mod fixtures;
+mod readme;
 mod segment_queries;
