@@ -17,6 +17,7 @@
 //! assert!((a.value ^ b.value).count_ones() <= 12);
 //! ```
 
+pub mod chunks;
 pub mod features;
 pub mod hash;
 #[cfg(feature = "html")]
@@ -212,7 +213,29 @@ pub struct Fingerprinter {
     stop: StopWords,
     stemmer: Option<std::sync::Arc<Stemmer>>,
     idf: Option<std::sync::Arc<IdfTable>>,
-    scratch: weights::CountTable,
+    scratch: weights::Scratch,
+    batch: Batch,
+}
+
+/// Word and feature hashes on their way through a [`Session`], a batch at a time: each stage
+/// runs as one tight loop over a slice.
+#[derive(Debug, Clone, Default)]
+struct Batch {
+    words: Vec<u64>,
+    features: Vec<u64>,
+}
+
+/// Words per batch.
+const BATCH: usize = 1024;
+
+impl Batch {
+    /// Turns the batched words into features and adds them to `acc`.
+    fn flush(&mut self, features: &mut FeatureExtractor<'_>, acc: &mut Accumulator<'_>) {
+        features.hashed_words(&self.words, &mut self.features);
+        acc.add_all(&self.features);
+        self.words.clear();
+        self.features.clear();
+    }
 }
 
 impl Fingerprinter {
@@ -229,7 +252,8 @@ impl Fingerprinter {
             stop: StopWords::new(&options.stop_words),
             stemmer,
             idf: None,
-            scratch: weights::CountTable::default(),
+            scratch: weights::Scratch::default(),
+            batch: Batch::default(),
             options,
         })
     }
@@ -289,7 +313,11 @@ impl Fingerprinter {
         );
         let mut out = Vec::new();
         let mut emit = |h| out.push(h);
-        tokenizer.words(text, |w| fx.word(w, &mut emit));
+        if fx.needs_text() {
+            tokenizer.words(text, |w| fx.word(w, &mut emit));
+        } else {
+            tokenizer.word_hashes(text, |h| fx.hashed_word(h, &mut emit));
+        }
         fx.finish(&mut emit);
         out.sort_unstable();
         out.dedup();
@@ -306,6 +334,7 @@ impl Fingerprinter {
             idf,
             options,
             scratch,
+            batch,
         } = self;
         Session {
             features: FeatureExtractor::new(
@@ -317,6 +346,7 @@ impl Fingerprinter {
             acc: Accumulator::new(options.tf, idf.as_deref(), scratch),
             tokenizer,
             options,
+            batch,
             pending: String::new(),
         }
     }
@@ -332,6 +362,7 @@ pub struct Session<'a> {
     features: FeatureExtractor<'a>,
     acc: Accumulator<'a>,
     options: &'a FingerprintOptions,
+    batch: &'a mut Batch,
     pending: String,
 }
 
@@ -373,9 +404,20 @@ impl Session<'_> {
             tokenizer,
             features,
             acc,
+            batch,
             ..
         } = self;
-        tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
+        if features.needs_text() {
+            tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
+            return;
+        }
+        tokenizer.word_hashes(text, |h| {
+            batch.words.push(h);
+            if batch.words.len() == BATCH {
+                batch.flush(features, acc);
+            }
+        });
+        batch.flush(features, acc);
     }
 
     /// The fingerprint of everything pushed.
