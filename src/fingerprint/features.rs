@@ -68,6 +68,8 @@ pub struct FeatureExtractor<'a> {
 }
 
 impl<'a> FeatureExtractor<'a> {
+    /// An extractor for one document: features of `kinds` from the words that `stop` keeps,
+    /// stemmed by `stemmer` and with ASCII digits folded to `0` if `fold_digits`.
     pub fn new(
         kinds: &'a [FeatureKind],
         stop: &'a StopWords,

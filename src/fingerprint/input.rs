@@ -163,6 +163,7 @@ pub fn decode_utf8(bytes: &[u8], strict: bool) -> Result<(std::borrow::Cow<'_, s
 /// A fingerprinted document and what reading it found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
+    /// The document's fingerprint.
     pub fingerprint: Fingerprint,
     /// Invalid UTF-8 sequences replaced by U+FFFD.
     pub replaced_utf8: u64,
@@ -188,7 +189,9 @@ pub fn fingerprint_text_reader(
 /// The body of a JSON-lines document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
+    /// Plain text (the `text` field).
     Text(String),
+    /// An HTML page (the `html` field), fingerprinted by its visible text.
     Html(String),
 }
 
@@ -197,6 +200,7 @@ pub enum Body {
 pub struct JsonDoc {
     /// The `id` field (a number is turned into its decimal text).
     pub id: String,
+    /// The document itself.
     pub body: Body,
     /// 1-based line number.
     pub line: u64,
@@ -217,6 +221,8 @@ pub struct JsonLines<R> {
 
 #[cfg(feature = "jsonl")]
 impl<R: std::io::BufRead> JsonLines<R> {
+    /// Reads documents from `reader`; in `strict` mode a line that is not UTF-8 is an error,
+    /// otherwise invalid sequences are replaced by U+FFFD and counted.
     pub fn new(reader: R, strict: bool) -> Self {
         JsonLines {
             reader,

@@ -53,17 +53,31 @@ pub enum Error {
     /// would say nothing (an empty document would get 0 and match every other empty one), so
     /// none is given; skip or store the document by its content hash instead.
     #[error("document is empty or nearly empty: {words} words, at least {min_words} needed")]
-    EmptyDocument { words: u64, min_words: u64 },
+    EmptyDocument {
+        /// Words the document has (after stop words).
+        words: u64,
+        /// Words a fingerprint needs ([`FingerprintOptions::min_words`], at least 1).
+        min_words: u64,
+    },
     /// Strict input found bytes that are not UTF-8; fix the input or drop strict mode to have
     /// them replaced by U+FFFD (and counted).
     #[error("invalid UTF-8 at byte offset {offset}")]
-    InvalidUtf8 { offset: u64 },
+    InvalidUtf8 {
+        /// Byte offset of the first invalid byte in the input.
+        offset: u64,
+    },
     /// The options ask for something this build left out; rebuild with the cargo feature.
     #[error("this build of simdex lacks the cargo feature `{feature}`")]
-    FeatureNotCompiled { feature: &'static str },
+    FeatureNotCompiled {
+        /// The cargo feature to enable (`cjk`, `stem`, ...).
+        feature: &'static str,
+    },
     /// Stemming was asked for a language that has no stemmer.
     #[error("no stemmer for language `{language}`")]
-    NoStemmer { language: &'static str },
+    NoStemmer {
+        /// ISO 639-1 code of the language.
+        language: &'static str,
+    },
     /// Options that contradict each other; the message says which.
     #[error("invalid fingerprint options: {0}")]
     InvalidOptions(String),
@@ -71,7 +85,9 @@ pub enum Error {
     /// table with the same feature options.
     #[error("IDF table was learned with features `{table}`, but the fingerprinter uses `{fingerprinter}`")]
     IdfRecipeMismatch {
+        /// The feature recipe the table was learned with.
         table: String,
+        /// The feature recipe of the fingerprinter.
         fingerprinter: String,
     },
     /// Not an IDF table file.
@@ -79,19 +95,40 @@ pub enum Error {
     IdfBadMagic,
     /// An IDF table of a format this build does not read.
     #[error("IDF table format version {found} is not supported (this build reads {supported})")]
-    IdfUnsupportedVersion { found: u32, supported: u32 },
+    IdfUnsupportedVersion {
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
     /// The IDF table's bytes do not match its checksum: the file is damaged; learn it again.
     #[error("IDF table checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
-    IdfChecksum { stored: u32, computed: u32 },
+    IdfChecksum {
+        /// The CRC-32 stored in the file.
+        stored: u32,
+        /// The CRC-32 of the bytes read.
+        computed: u32,
+    },
     /// The IDF table file ends early.
     #[error("IDF table truncated: {needed} more bytes expected")]
-    IdfTruncated { needed: usize },
+    IdfTruncated {
+        /// How many more bytes the file should have had.
+        needed: usize,
+    },
     /// The IDF table passed its checksum but is inconsistent (written by a faulty writer).
     #[error("IDF table corrupt: {what}")]
-    IdfCorrupt { what: &'static str },
+    IdfCorrupt {
+        /// Which check failed.
+        what: &'static str,
+    },
     /// A JSON-lines document could not be read; `line` is 1-based.
     #[error("line {line}: {message}")]
-    JsonLine { line: u64, message: String },
+    JsonLine {
+        /// The 1-based line number.
+        line: u64,
+        /// What is wrong with the line.
+        message: String,
+    },
     /// An I/O error while reading a document or a table.
     #[error(transparent)]
     Io(#[from] std::io::Error),

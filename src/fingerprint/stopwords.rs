@@ -12,12 +12,19 @@ use std::collections::HashSet;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Language {
+    /// English (`en`).
     English,
+    /// Russian (`ru`).
     Russian,
+    /// Arabic (`ar`).
     Arabic,
+    /// Chinese (`zh`): stop words only, no stemmer.
     Chinese,
+    /// German (`de`).
     German,
+    /// French (`fr`).
     French,
+    /// Spanish (`es`).
     Spanish,
 }
 
