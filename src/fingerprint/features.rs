@@ -147,8 +147,30 @@ impl<'a> FeatureExtractor<'a> {
 
     /// [`FeatureExtractor::hashed_word`] for each of `hashes`, appending the features to `out`.
     pub fn hashed_words(&mut self, hashes: &[u64], out: &mut Vec<u64>) {
-        for &h in hashes {
-            self.hashed_word(h, &mut |f| out.push(f));
+        out.reserve(hashes.len() * self.kinds.len());
+        match self.kinds {
+            // the common recipes, as loops of their own
+            [FeatureKind::WordShingles(n)] if self.stop.is_empty() => {
+                for &h in hashes {
+                    self.recent[(self.words % MAX_N as u64) as usize] = h;
+                    self.words += 1;
+                    if self.words >= *n as u64 {
+                        out.push(self.shingle(*n));
+                    }
+                }
+            }
+            [FeatureKind::Words] if self.stop.is_empty() => {
+                for &h in hashes {
+                    self.recent[(self.words % MAX_N as u64) as usize] = h;
+                    self.words += 1;
+                }
+                out.extend_from_slice(hashes);
+            }
+            _ => {
+                for &h in hashes {
+                    self.hashed_word(h, &mut |f| out.push(f));
+                }
+            }
         }
     }
 

@@ -89,6 +89,11 @@ impl StopWords {
         StopWords { hashes }
     }
 
+    /// Whether no word is a stop word.
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
     /// Whether the word with feature hash `h` is a stop word.
     #[inline]
     pub fn contains(&self, h: u64) -> bool {

@@ -279,13 +279,32 @@ impl Tokenizer {
     /// hashed straight from `text`.
     pub fn word_hashes(&mut self, text: &str, mut emit: impl FnMut(u64)) {
         let bytes = text.as_bytes();
-        for_each_chunk(bytes, |start, end, kind| match kind {
-            ChunkKind::Alnum => emit(sfh64_ascii_lower_at(seed::WORD, bytes, start, end)),
-            ChunkKind::Ascii => ascii_words(&bytes[start..end], |a, b| {
-                emit(sfh64_ascii_lower_at(seed::WORD, bytes, start + a, start + b))
-            }),
-            ChunkKind::Unicode => self.unicode_chunk(&text[start..end], &mut |t| emit(t.hash())),
+        for_each_chunk(bytes, |start, end, kind| {
+            if kind == ChunkKind::Alnum {
+                emit(sfh64_ascii_lower_at(seed::WORD, bytes, start, end))
+            } else {
+                self.other_chunk_hashes(text, start..end, kind, &mut emit)
+            }
         });
+    }
+
+    /// [`Tokenizer::word_hashes`] of a chunk with punctuation or non-ASCII characters (out of
+    /// line, so that the loop over plain words stays small).
+    #[inline(never)]
+    fn other_chunk_hashes(
+        &mut self,
+        text: &str,
+        chunk: std::ops::Range<usize>,
+        kind: ChunkKind,
+        emit: &mut dyn FnMut(u64),
+    ) {
+        let start = chunk.start;
+        match kind {
+            ChunkKind::Unicode => self.unicode_chunk(&text[chunk], &mut |t| emit(t.hash())),
+            _ => ascii_words(&text.as_bytes()[chunk], |a, b| {
+                emit(sfh64_ascii_lower_at(seed::WORD, text.as_bytes(), start + a, start + b))
+            }),
+        }
     }
 
     /// The words of a chunk with non-ASCII characters.
