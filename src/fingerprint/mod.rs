@@ -373,6 +373,9 @@ impl Fingerprinter {
             scratch,
             batch,
         } = self;
+        // a session dropped without `finish` may have left words behind
+        batch.words.clear();
+        batch.features.clear();
         Session {
             features: FeatureExtractor::new(
                 &options.features,
@@ -407,8 +410,11 @@ impl Session<'_> {
     /// Adds a piece of the document. Pieces join without a separator, so a word may be split
     /// across two pushes.
     pub fn push(&mut self, piece: &str) {
-        let is_space = |c: char| c.is_ascii_whitespace();
-        let (Some(first), Some(last)) = (piece.find(is_space), piece.rfind(is_space)) else {
+        let bytes = piece.as_bytes();
+        let (Some(first), Some(last)) = (
+            bytes.iter().position(u8::is_ascii_whitespace),
+            bytes.iter().rposition(u8::is_ascii_whitespace),
+        ) else {
             // no word boundary in `piece`: keep it, unless the run gets too long
             self.pending.push_str(piece);
             if self.pending.len() >= MAX_PENDING {
@@ -444,17 +450,21 @@ impl Session<'_> {
             batch,
             ..
         } = self;
+        if text.is_empty() {
+            return;
+        }
         if features.needs_text() {
             tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
             return;
         }
+        // the batch is flushed when full and by `finish`, so that many small pieces (the text
+        // nodes of a page) do not each pay for a pass through the later stages
         tokenizer.word_hashes(text, |h| {
             batch.words.push(h);
             if batch.words.len() == BATCH {
                 batch.flush(features, acc);
             }
         });
-        batch.flush(features, acc);
     }
 
     /// The fingerprint of everything pushed.
@@ -465,8 +475,10 @@ impl Session<'_> {
             mut features,
             mut acc,
             options,
+            batch,
             ..
         } = self;
+        batch.flush(&mut features, &mut acc);
         features.finish(&mut |h| acc.add(h));
         let words = features.words();
         if words < options.min_words.max(1) {

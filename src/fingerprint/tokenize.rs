@@ -230,6 +230,19 @@ fn plain(c: char) -> Option<(char, Wb)> {
     })
 }
 
+/// [`plain`] of every character below U+0800 (Latin-1, Greek, Cyrillic, Arabic: two bytes of
+/// UTF-8 at most), computed once from [`plain`] itself.
+fn plain_table() -> &'static [Option<(char, Wb)>; 0x800] {
+    static TABLE: std::sync::OnceLock<Box<[Option<(char, Wb)>; 0x800]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([None; 0x800]);
+        for (u, entry) in t.iter_mut().enumerate() {
+            *entry = char::from_u32(u as u32).and_then(plain);
+        }
+        t
+    })
+}
+
 #[cfg(feature = "cjk")]
 fn is_han(c: char) -> bool {
     matches!(c as u32,
@@ -332,8 +345,14 @@ impl Tokenizer {
         classes.clear();
         offsets.clear();
         norm.clear();
+        let table = plain_table();
         for c in chunk.chars() {
-            match plain(c) {
+            let found = match c as u32 {
+                u @ 0..=0x7FF => table[u as usize],
+                0x4E00..=0x9FFF => Some((c, Wb::Ideograph)),
+                _ => plain(c),
+            };
+            match found {
                 Some((_, Wb::Ideograph)) if *cjk != CjkSegmenter::Chars => return false,
                 Some((n, class)) => {
                     classes.push(class);
@@ -344,6 +363,20 @@ impl Tokenizer {
             }
         }
         offsets.push(norm.len());
+        // common case first, as for ASCII chunks (`ascii_words`): one run of letters and
+        // digits between characters that never join a word
+        let joins = |c: &Wb| !matches!(c, Wb::Other | Wb::MidLetter | Wb::MidNum | Wb::MidNumLet | Wb::SingleQuote);
+        let Some(first) = classes.iter().position(joins) else {
+            return true; // no letter, digit or ideograph
+        };
+        let last = classes.iter().rposition(joins).unwrap_or(first);
+        if classes[first..=last]
+            .iter()
+            .all(|c| matches!(c, Wb::Letter | Wb::Numeric))
+        {
+            emit(Token::Normalized(&norm[offsets[first]..offsets[last + 1]]));
+            return true;
+        }
         segment(
             classes.len(),
             |i| classes[i],

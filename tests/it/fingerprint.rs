@@ -522,3 +522,15 @@ fn pinned_documents() -> Vec<(String, String)> {
     }
     docs
 }
+
+/// A session dropped before `finish` leaves nothing behind in the fingerprinter.
+#[test]
+fn abandoned_session_does_not_leak_into_the_next() {
+    let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+    let expected = f.fingerprint(EN).unwrap();
+    let mut s = f.session();
+    s.push(RU);
+    s.push(" more words ");
+    drop(s);
+    assert_eq!(f.fingerprint(EN).unwrap(), expected);
+}
