@@ -140,7 +140,7 @@ impl<F: FnMut(&str)> TextEmitter<F> {
         }
         if let Some(text) = self.dropper.event(CallbackEvent::String { value: &self.text }) {
             (self.sink)(" ");
-            match std::str::from_utf8(text) {
+            match super::input::utf8(text) {
                 Ok(text) => (self.sink)(text),
                 Err(_) => (self.sink)(&String::from_utf8_lossy(text)),
             }

@@ -8,8 +8,15 @@
 use super::{Error, Fingerprint, Fingerprinter};
 use std::io::Read;
 
+/// `std::str::from_utf8`, validated by SIMD first: valid text (nearly all of it) never takes
+/// std's byte-at-a-time path for non-ASCII characters; invalid text gets std's error.
+#[inline]
+pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    simdutf8::basic::from_utf8(bytes).or_else(|_| std::str::from_utf8(bytes))
+}
+
 /// Block size for streaming reads.
-const BLOCK: usize = 64 * 1024;
+const BLOCK: usize = 16 * 1024;
 
 /// Validates UTF-8 as it streams: complete, valid text comes out in blocks.
 #[derive(Debug)]
@@ -93,7 +100,7 @@ impl<R: Read> Utf8Stream<R> {
 
     fn decode(&mut self, mut bytes: &[u8]) -> Result<(), Error> {
         loop {
-            match std::str::from_utf8(bytes) {
+            match utf8(bytes) {
                 Ok(s) => {
                     self.out.push_str(s);
                     self.offset += bytes.len() as u64;
@@ -144,7 +151,7 @@ impl<R: Read> Read for Utf8Stream<R> {
 
 /// Decodes a whole byte string: the text and the number of replaced sequences.
 pub fn decode_utf8(bytes: &[u8], strict: bool) -> Result<(std::borrow::Cow<'_, str>, u64), Error> {
-    match std::str::from_utf8(bytes) {
+    match utf8(bytes) {
         Ok(s) => Ok((std::borrow::Cow::Borrowed(s), 0)),
         Err(e) if strict => Err(Error::InvalidUtf8 {
             offset: e.valid_up_to() as u64,
