@@ -3,7 +3,7 @@
 //! Owns the word filter (stop words, stemming, digit folding) and the three feature kinds:
 //! words, word n-shingles and character n-grams. Weighting is `weights`' business.
 
-use super::hash::{combine, seed, sfh64, sfh64_ascii_lower};
+use super::hash::{combine, seed, sfh64};
 use super::stem::Stemmer;
 use super::stopwords::StopWords;
 use super::tokenize::Token;
@@ -68,6 +68,8 @@ pub struct FeatureExtractor<'a> {
 }
 
 impl<'a> FeatureExtractor<'a> {
+    /// An extractor for one document: features of `kinds` from the words that `stop` keeps,
+    /// stemmed by `stemmer` and with ASCII digits folded to `0` if `fold_digits`.
     pub fn new(
         kinds: &'a [FeatureKind],
         stop: &'a StopWords,
@@ -99,33 +101,82 @@ impl<'a> FeatureExtractor<'a> {
         self.words
     }
 
+    /// Whether words must come with their text ([`FeatureExtractor::word`]); otherwise their
+    /// hashes are enough ([`FeatureExtractor::hashed_word`]).
+    pub fn needs_text(&self) -> bool {
+        self.needs_text
+    }
+
     /// Takes one word; calls `emit` with each feature hash it completes.
     #[inline]
     pub fn word(&mut self, token: Token<'_>, emit: &mut impl FnMut(u64)) {
-        let mut h = match token {
-            Token::Ascii(w) => sfh64_ascii_lower(seed::WORD, w.as_bytes()),
-            Token::Normalized(w) => sfh64(seed::WORD, w.as_bytes()),
-        };
+        if !self.needs_text {
+            return self.hashed_word(token.hash(), emit);
+        }
+        let h = token.hash();
         if self.stop.contains(h) {
             return;
         }
         let mut word = std::mem::take(&mut self.word);
-        if self.needs_text {
-            let text = token.normalized(&mut word);
-            let folded = self.fold_digits && text.bytes().any(|b| b.is_ascii_digit());
-            let text: String = if folded {
-                text.chars()
-                    .map(|c| if c.is_ascii_digit() { '0' } else { c })
-                    .collect()
-            } else {
-                text.to_owned()
-            };
-            word = match self.stemmer {
-                Some(stemmer) => stemmer.stem(&text).into_owned(),
-                None => text,
-            };
-            h = sfh64(seed::WORD, word.as_bytes());
+        let text = token.normalized(&mut word);
+        let folded = self.fold_digits && text.bytes().any(|b| b.is_ascii_digit());
+        let text: String = if folded {
+            text.chars()
+                .map(|c| if c.is_ascii_digit() { '0' } else { c })
+                .collect()
+        } else {
+            text.to_owned()
+        };
+        word = match self.stemmer {
+            Some(stemmer) => stemmer.stem(&text).into_owned(),
+            None => text,
+        };
+        self.kept(sfh64(seed::WORD, word.as_bytes()), &word, emit);
+        self.word = word;
+    }
+
+    /// Takes one word by its hash `sfh64(0, word)`, for extractors that do not
+    /// [need the text](FeatureExtractor::needs_text).
+    #[inline]
+    pub fn hashed_word(&mut self, h: u64, emit: &mut impl FnMut(u64)) {
+        debug_assert!(!self.needs_text);
+        if !self.stop.contains(h) {
+            self.kept(h, "", emit);
         }
+    }
+
+    /// [`FeatureExtractor::hashed_word`] for each of `hashes`, appending the features to `out`.
+    pub fn hashed_words(&mut self, hashes: &[u64], out: &mut Vec<u64>) {
+        out.reserve(hashes.len() * self.kinds.len());
+        match self.kinds {
+            // the common recipes, as loops of their own
+            [FeatureKind::WordShingles(n)] if self.stop.is_empty() => {
+                for &h in hashes {
+                    self.recent[(self.words % MAX_N as u64) as usize] = h;
+                    self.words += 1;
+                    if self.words >= *n as u64 {
+                        out.push(self.shingle(*n));
+                    }
+                }
+            }
+            [FeatureKind::Words] if self.stop.is_empty() => {
+                for &h in hashes {
+                    self.recent[(self.words % MAX_N as u64) as usize] = h;
+                    self.words += 1;
+                }
+                out.extend_from_slice(hashes);
+            }
+            _ => {
+                for &h in hashes {
+                    self.hashed_word(h, &mut |f| out.push(f));
+                }
+            }
+        }
+    }
+
+    /// A kept word with hash `h` (and its text, where needed).
+    #[inline]
+    fn kept(&mut self, h: u64, word: &str, emit: &mut impl FnMut(u64)) {
         self.recent[(self.words % MAX_N as u64) as usize] = h;
         self.words += 1;
         for &kind in self.kinds {
@@ -136,10 +187,9 @@ impl<'a> FeatureExtractor<'a> {
                         emit(self.shingle(n));
                     }
                 }
-                FeatureKind::CharNgrams(n) => self.char_ngrams(&word, n, emit),
+                FeatureKind::CharNgrams(n) => self.char_ngrams(word, n, emit),
             }
         }
-        self.word = word;
     }
 
     /// Hash of the last `n` word hashes (n <= words, n <= MAX_N).

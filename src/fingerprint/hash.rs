@@ -72,9 +72,18 @@ pub fn sfh64(seed: u64, bytes: &[u8]) -> u64 {
 }
 
 /// `sfh64(seed, lowercase(bytes))` for ASCII `bytes`, lowercasing eight bytes at a time on
-/// the fly (the tokenizer's fast path: no copy of the word).
+/// the fly (no copy of the word).
 #[inline]
 pub fn sfh64_ascii_lower(seed: u64, bytes: &[u8]) -> u64 {
+    sfh64_ascii_lower_at(seed, bytes, 0, bytes.len())
+}
+
+/// `sfh64(seed, lowercase(text[start..end]))` for ASCII `text[start..end]`: the tokenizer's
+/// fast path. Reads whole 8-byte words of `text`, also past `end` where `text` goes on (the
+/// extra bytes are masked off), so that a word of up to eight bytes costs one load.
+#[inline]
+pub fn sfh64_ascii_lower_at(seed: u64, text: &[u8], start: usize, end: usize) -> u64 {
+    let bytes = &text[start..end];
     debug_assert!(bytes.is_ascii());
     #[inline]
     fn lower(w: u64) -> u64 {
@@ -85,15 +94,24 @@ pub fn sfh64_ascii_lower(seed: u64, bytes: &[u8]) -> u64 {
         let upper = ge_a & !gt_z & (LO * 0x80);
         w | (upper >> 2)
     }
-    let mut h = seed ^ (bytes.len() as u64).wrapping_mul(K1);
-    let mut blocks = bytes.chunks_exact(8);
-    for b in &mut blocks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(b);
-        h = step(h, lower(u64::from_le_bytes(w)));
+    #[inline]
+    fn load(text: &[u8], at: usize) -> Option<u64> {
+        let w: [u8; 8] = text.get(at..at + 8)?.try_into().ok()?;
+        Some(u64::from_le_bytes(w))
     }
-    if !blocks.remainder().is_empty() {
-        h = step(h, lower(tail_block(bytes)));
+    let mut h = seed ^ (bytes.len() as u64).wrapping_mul(K1);
+    let mut at = start;
+    while at + 8 <= end {
+        h = step(h, lower(load(text, at).unwrap_or_default()));
+        at += 8;
+    }
+    let rest = end - at;
+    if rest > 0 {
+        let tail = match load(text, at) {
+            Some(w) => w & (u64::MAX >> (8 * (8 - rest))),
+            None => tail_block(bytes),
+        };
+        h = step(h, lower(tail));
     }
     fmix64(h)
 }
@@ -156,10 +174,16 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn ascii_lower_hash_equals_hash_of_lowercase(s in "[ -~]{0,40}") {
+        fn ascii_lower_hash_equals_hash_of_lowercase(s in "[ -~]{0,40}", a in 0usize..41, b in 0usize..41) {
             proptest::prop_assert_eq!(
                 sfh64_ascii_lower(7, s.as_bytes()),
                 sfh64(7, s.to_ascii_lowercase().as_bytes())
+            );
+            // any slice, near the end of the text or not
+            let (a, b) = (a.min(b).min(s.len()), a.max(b).min(s.len()));
+            proptest::prop_assert_eq!(
+                sfh64_ascii_lower_at(7, s.as_bytes(), a, b),
+                sfh64(7, s[a..b].to_ascii_lowercase().as_bytes())
             );
         }
     }

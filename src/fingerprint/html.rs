@@ -12,8 +12,8 @@
 
 use super::input::{Outcome, Utf8Stream};
 use super::{Error, Fingerprinter};
-use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
-use html5gum::{IoReader, Span, Tokenizer};
+use html5gum::emitters::callback::CallbackEvent;
+use html5gum::{Emitter, IoReader, State, Tokenizer};
 use std::io::Read;
 
 const DROP_TAGS: &[&[u8]] = &[
@@ -95,19 +95,208 @@ impl Dropper {
     }
 }
 
+/// An `html5gum` emitter that hands visible text to `sink`.
+///
+/// The recipe's extraction is defined on the events of `html5gum`'s `CallbackEmitter`; this
+/// emitter produces exactly the events the [`Dropper`] reads, in the same order (text runs are
+/// accumulated and flushed where that emitter flushes them), and leaves out what nothing here
+/// reads: parse errors (so the tokenizer skips its per-byte character validation), spans,
+/// comments and doctypes. Checked against `CallbackEmitter` by a property test.
+struct TextEmitter<F> {
+    sink: F,
+    dropper: Dropper,
+    /// the text run being accumulated
+    text: Vec<u8>,
+    tag: Option<TagKind>,
+    tag_name: Vec<u8>,
+    last_start_tag: Vec<u8>,
+    attr_name: Vec<u8>,
+    attr_value: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TagKind {
+    Start,
+    End,
+}
+
+impl<F: FnMut(&str)> TextEmitter<F> {
+    fn new(sink: F) -> Self {
+        TextEmitter {
+            sink,
+            dropper: Dropper::default(),
+            text: Vec::new(),
+            tag: None,
+            tag_name: Vec::new(),
+            last_start_tag: Vec::new(),
+            attr_name: Vec::new(),
+            attr_value: Vec::new(),
+        }
+    }
+
+    fn flush_text(&mut self) {
+        if self.text.is_empty() {
+            return;
+        }
+        if let Some(text) = self.dropper.event(CallbackEvent::String { value: &self.text }) {
+            (self.sink)(" ");
+            match super::input::utf8(text) {
+                Ok(text) => (self.sink)(text),
+                Err(_) => (self.sink)(&String::from_utf8_lossy(text)),
+            }
+        }
+        self.text.clear();
+    }
+
+    fn flush_open_start_tag(&mut self) {
+        self.flush_text();
+        if self.tag == Some(TagKind::Start) && !self.tag_name.is_empty() {
+            self.dropper.event(CallbackEvent::OpenStartTag {
+                name: &self.tag_name,
+            });
+            self.last_start_tag.clear();
+            std::mem::swap(&mut self.last_start_tag, &mut self.tag_name);
+        }
+    }
+
+    fn flush_attribute_name(&mut self) {
+        self.flush_open_start_tag();
+        if !self.attr_name.is_empty() {
+            self.dropper.event(CallbackEvent::AttributeName {
+                name: &self.attr_name,
+            });
+            self.attr_name.clear();
+        }
+    }
+
+    fn flush_attribute(&mut self) {
+        self.flush_attribute_name();
+        if !self.attr_value.is_empty() {
+            self.dropper.event(CallbackEvent::AttributeValue {
+                value: &self.attr_value,
+            });
+            self.attr_value.clear();
+        }
+    }
+}
+
+impl<F: FnMut(&str)> Emitter for TextEmitter<F> {
+    type Token = std::convert::Infallible;
+
+    fn set_last_start_tag(&mut self, last_start_tag: Option<&[u8]>) {
+        self.last_start_tag.clear();
+        self.last_start_tag
+            .extend_from_slice(last_start_tag.unwrap_or_default());
+    }
+
+    fn emit_eof(&mut self) {
+        self.flush_text();
+    }
+
+    fn emit_error(&mut self, _: html5gum::Error) {}
+
+    #[inline]
+    fn should_emit_errors(&mut self) -> bool {
+        false
+    }
+
+    fn pop_token(&mut self) -> Option<Self::Token> {
+        None
+    }
+
+    fn emit_string(&mut self, s: &[u8]) {
+        self.text.extend_from_slice(s);
+    }
+
+    fn init_start_tag(&mut self) {
+        self.tag_name.clear();
+        self.tag = Some(TagKind::Start);
+    }
+
+    fn init_end_tag(&mut self) {
+        self.tag_name.clear();
+        self.tag = Some(TagKind::End);
+    }
+
+    fn init_comment(&mut self) {
+        self.flush_text();
+    }
+
+    fn emit_current_tag(&mut self) -> Option<State> {
+        self.flush_attribute();
+        match self.tag {
+            Some(TagKind::Start) => {
+                self.flush_open_start_tag();
+                self.dropper.event(CallbackEvent::CloseStartTag {
+                    self_closing: false,
+                });
+            }
+            Some(TagKind::End) => {
+                self.last_start_tag.clear();
+                self.dropper.event(CallbackEvent::EndTag {
+                    name: &self.tag_name,
+                });
+            }
+            None => {}
+        }
+        // raw-text elements (script, style, ...) switch the tokenizer's state as a tree
+        // builder would (`CallbackEmitter::naively_switch_states(true)`)
+        html5gum::naive_next_state(&self.last_start_tag)
+    }
+
+    fn emit_current_comment(&mut self) {}
+
+    fn emit_current_doctype(&mut self) {}
+
+    fn set_self_closing(&mut self) {}
+
+    fn set_force_quirks(&mut self) {}
+
+    fn push_tag_name(&mut self, s: &[u8]) {
+        self.tag_name.extend_from_slice(s);
+    }
+
+    fn push_comment(&mut self, _: &[u8]) {}
+
+    fn push_doctype_name(&mut self, _: &[u8]) {}
+
+    fn init_doctype(&mut self) {
+        self.flush_text();
+    }
+
+    fn init_attribute(&mut self) {
+        self.flush_open_start_tag();
+        self.flush_attribute();
+    }
+
+    fn push_attribute_name(&mut self, s: &[u8]) {
+        self.attr_name.extend_from_slice(s);
+    }
+
+    fn push_attribute_value(&mut self, s: &[u8]) {
+        self.flush_attribute_name();
+        self.attr_value.extend_from_slice(s);
+    }
+
+    fn set_doctype_public_identifier(&mut self, _: &[u8]) {}
+
+    fn set_doctype_system_identifier(&mut self, _: &[u8]) {}
+
+    fn push_doctype_public_identifier(&mut self, _: &[u8]) {}
+
+    fn push_doctype_system_identifier(&mut self, _: &[u8]) {}
+
+    fn current_is_appropriate_end_tag_token(&mut self) -> bool {
+        self.tag == Some(TagKind::End)
+            && !self.last_start_tag.is_empty()
+            && self.last_start_tag == self.tag_name
+    }
+}
+
 /// Streams the visible text of the HTML read from `reader` into `sink`, in pieces; pieces
 /// from different text nodes come with a separating space.
-pub fn extract_text(reader: impl Read, mut sink: impl FnMut(&str)) -> Result<(), Error> {
-    let mut dropper = Dropper::default();
-    let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<()> {
-        if let Some(text) = dropper.event(event) {
-            sink(" ");
-            sink(&String::from_utf8_lossy(text));
-        }
-        None
-    });
-    // raw-text elements (script, style, ...) switch the tokenizer's state as a tree builder would
-    emitter.naively_switch_states(true);
+pub fn extract_text(reader: impl Read, sink: impl FnMut(&str)) -> Result<(), Error> {
+    let emitter = TextEmitter::new(sink);
     for item in Tokenizer::new_with_emitter(IoReader::new(reader), emitter) {
         item?;
     }
@@ -149,6 +338,71 @@ pub fn fingerprint_html_reader(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use html5gum::emitters::callback::CallbackEmitter;
+    use html5gum::Span;
+    use proptest::prelude::*;
+
+    /// The definition: `html5gum`'s `CallbackEmitter` with naive state switching, every
+    /// event through the [`Dropper`], visible text taken lossily.
+    fn reference_text(html: &[u8]) -> String {
+        let mut out = String::new();
+        let mut dropper = Dropper::default();
+        let mut emitter =
+            CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<()> {
+                if let Some(text) = dropper.event(event) {
+                    out.push(' ');
+                    out.push_str(&String::from_utf8_lossy(text));
+                }
+                None
+            });
+        emitter.naively_switch_states(true);
+        for item in Tokenizer::new_with_emitter(IoReader::new(html), emitter) {
+            item.unwrap();
+        }
+        out
+    }
+
+    fn extracted(html: &[u8]) -> String {
+        let mut out = String::new();
+        extract_text(html, |p| out.push_str(p)).unwrap();
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// The text emitter gives the visible text of the callback emitter, on tag soup made
+        /// of the pieces where the two could differ.
+        #[test]
+        fn text_emitter_matches_the_callback_emitter(pieces in proptest::collection::vec(
+            prop_oneof![
+                Just("<"), Just(">"), Just("</"), Just("/>"), Just("<!--"), Just("-->"),
+                Just("<!DOCTYPE html>"), Just("<![CDATA["), Just("]]>"), Just("&amp;"),
+                Just("&lt;"), Just("&#233;"), Just("&nbsp"), Just("&"), Just("="), Just("\""),
+                Just("'"), Just(" "), Just("\n"), Just("p"), Just("nav"), Just("script"),
+                Just("style"), Just("title"), Just("textarea"), Just("plaintext"), Just("svg"),
+                Just("div"), Just("br"), Just("role"), Just("navigation"), Just("NAVIGATION"),
+                Just("class"), Just("breadcrumbs x"), Just("docnav"), Just("word"), Just("é"),
+                Just("中文"), Just("\u{0}"), Just("<p>"), Just("</p>"), Just("<nav>"),
+                Just("</nav>"), Just("<div role=navigation>"), Just("<div class=\"a navheader\">"),
+                Just("</div>"), Just("<script>"), Just("</script>"), Just("<style>"),
+                Just("</style>"), Just("<title>"), Just("</title>"), Just("<br>"), Just("<br/>"),
+            ],
+            0..80,
+        )) {
+            let html = pieces.concat();
+            prop_assert_eq!(extracted(html.as_bytes()), reference_text(html.as_bytes()));
+        }
+    }
+
+    #[test]
+    fn text_emitter_matches_the_callback_emitter_on_the_corpus() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/pages");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            assert_eq!(extracted(&bytes), reference_text(&bytes));
+        }
+    }
 
     fn words(html: &str) -> Vec<String> {
         // split_whitespace splits at no-break spaces too

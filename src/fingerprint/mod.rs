@@ -17,6 +17,7 @@
 //! assert!((a.value ^ b.value).count_ones() <= 12);
 //! ```
 
+pub mod chunks;
 pub mod features;
 pub mod hash;
 #[cfg(feature = "html")]
@@ -52,17 +53,31 @@ pub enum Error {
     /// would say nothing (an empty document would get 0 and match every other empty one), so
     /// none is given; skip or store the document by its content hash instead.
     #[error("document is empty or nearly empty: {words} words, at least {min_words} needed")]
-    EmptyDocument { words: u64, min_words: u64 },
+    EmptyDocument {
+        /// Words the document has (after stop words).
+        words: u64,
+        /// Words a fingerprint needs ([`FingerprintOptions::min_words`], at least 1).
+        min_words: u64,
+    },
     /// Strict input found bytes that are not UTF-8; fix the input or drop strict mode to have
     /// them replaced by U+FFFD (and counted).
     #[error("invalid UTF-8 at byte offset {offset}")]
-    InvalidUtf8 { offset: u64 },
+    InvalidUtf8 {
+        /// Byte offset of the first invalid byte in the input.
+        offset: u64,
+    },
     /// The options ask for something this build left out; rebuild with the cargo feature.
     #[error("this build of simdex lacks the cargo feature `{feature}`")]
-    FeatureNotCompiled { feature: &'static str },
+    FeatureNotCompiled {
+        /// The cargo feature to enable (`cjk`, `stem`, ...).
+        feature: &'static str,
+    },
     /// Stemming was asked for a language that has no stemmer.
     #[error("no stemmer for language `{language}`")]
-    NoStemmer { language: &'static str },
+    NoStemmer {
+        /// ISO 639-1 code of the language.
+        language: &'static str,
+    },
     /// Options that contradict each other; the message says which.
     #[error("invalid fingerprint options: {0}")]
     InvalidOptions(String),
@@ -70,7 +85,9 @@ pub enum Error {
     /// table with the same feature options.
     #[error("IDF table was learned with features `{table}`, but the fingerprinter uses `{fingerprinter}`")]
     IdfRecipeMismatch {
+        /// The feature recipe the table was learned with.
         table: String,
+        /// The feature recipe of the fingerprinter.
         fingerprinter: String,
     },
     /// Not an IDF table file.
@@ -78,19 +95,40 @@ pub enum Error {
     IdfBadMagic,
     /// An IDF table of a format this build does not read.
     #[error("IDF table format version {found} is not supported (this build reads {supported})")]
-    IdfUnsupportedVersion { found: u32, supported: u32 },
+    IdfUnsupportedVersion {
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
     /// The IDF table's bytes do not match its checksum: the file is damaged; learn it again.
     #[error("IDF table checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
-    IdfChecksum { stored: u32, computed: u32 },
+    IdfChecksum {
+        /// The CRC-32 stored in the file.
+        stored: u32,
+        /// The CRC-32 of the bytes read.
+        computed: u32,
+    },
     /// The IDF table file ends early.
     #[error("IDF table truncated: {needed} more bytes expected")]
-    IdfTruncated { needed: usize },
+    IdfTruncated {
+        /// How many more bytes the file should have had.
+        needed: usize,
+    },
     /// The IDF table passed its checksum but is inconsistent (written by a faulty writer).
     #[error("IDF table corrupt: {what}")]
-    IdfCorrupt { what: &'static str },
+    IdfCorrupt {
+        /// Which check failed.
+        what: &'static str,
+    },
     /// A JSON-lines document could not be read; `line` is 1-based.
     #[error("line {line}: {message}")]
-    JsonLine { line: u64, message: String },
+    JsonLine {
+        /// The 1-based line number.
+        line: u64,
+        /// What is wrong with the line.
+        message: String,
+    },
     /// An I/O error while reading a document or a table.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -212,7 +250,29 @@ pub struct Fingerprinter {
     stop: StopWords,
     stemmer: Option<std::sync::Arc<Stemmer>>,
     idf: Option<std::sync::Arc<IdfTable>>,
-    scratch: weights::CountTable,
+    scratch: weights::Scratch,
+    batch: Batch,
+}
+
+/// Word and feature hashes on their way through a [`Session`], a batch at a time: each stage
+/// runs as one tight loop over a slice.
+#[derive(Debug, Clone, Default)]
+struct Batch {
+    words: Vec<u64>,
+    features: Vec<u64>,
+}
+
+/// Words per batch.
+const BATCH: usize = 1024;
+
+impl Batch {
+    /// Turns the batched words into features and adds them to `acc`.
+    fn flush(&mut self, features: &mut FeatureExtractor<'_>, acc: &mut Accumulator<'_>) {
+        features.hashed_words(&self.words, &mut self.features);
+        acc.add_all(&self.features);
+        self.words.clear();
+        self.features.clear();
+    }
 }
 
 impl Fingerprinter {
@@ -229,7 +289,8 @@ impl Fingerprinter {
             stop: StopWords::new(&options.stop_words),
             stemmer,
             idf: None,
-            scratch: weights::CountTable::default(),
+            scratch: weights::Scratch::default(),
+            batch: Batch::default(),
             options,
         })
     }
@@ -289,7 +350,11 @@ impl Fingerprinter {
         );
         let mut out = Vec::new();
         let mut emit = |h| out.push(h);
-        tokenizer.words(text, |w| fx.word(w, &mut emit));
+        if fx.needs_text() {
+            tokenizer.words(text, |w| fx.word(w, &mut emit));
+        } else {
+            tokenizer.word_hashes(text, |h| fx.hashed_word(h, &mut emit));
+        }
         fx.finish(&mut emit);
         out.sort_unstable();
         out.dedup();
@@ -306,7 +371,11 @@ impl Fingerprinter {
             idf,
             options,
             scratch,
+            batch,
         } = self;
+        // a session dropped without `finish` may have left words behind
+        batch.words.clear();
+        batch.features.clear();
         Session {
             features: FeatureExtractor::new(
                 &options.features,
@@ -317,6 +386,7 @@ impl Fingerprinter {
             acc: Accumulator::new(options.tf, idf.as_deref(), scratch),
             tokenizer,
             options,
+            batch,
             pending: String::new(),
         }
     }
@@ -332,6 +402,7 @@ pub struct Session<'a> {
     features: FeatureExtractor<'a>,
     acc: Accumulator<'a>,
     options: &'a FingerprintOptions,
+    batch: &'a mut Batch,
     pending: String,
 }
 
@@ -339,8 +410,11 @@ impl Session<'_> {
     /// Adds a piece of the document. Pieces join without a separator, so a word may be split
     /// across two pushes.
     pub fn push(&mut self, piece: &str) {
-        let is_space = |c: char| c.is_ascii_whitespace();
-        let (Some(first), Some(last)) = (piece.find(is_space), piece.rfind(is_space)) else {
+        let bytes = piece.as_bytes();
+        let (Some(first), Some(last)) = (
+            bytes.iter().position(u8::is_ascii_whitespace),
+            bytes.iter().rposition(u8::is_ascii_whitespace),
+        ) else {
             // no word boundary in `piece`: keep it, unless the run gets too long
             self.pending.push_str(piece);
             if self.pending.len() >= MAX_PENDING {
@@ -373,9 +447,24 @@ impl Session<'_> {
             tokenizer,
             features,
             acc,
+            batch,
             ..
         } = self;
-        tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
+        if text.is_empty() {
+            return;
+        }
+        if features.needs_text() {
+            tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
+            return;
+        }
+        // the batch is flushed when full and by `finish`, so that many small pieces (the text
+        // nodes of a page) do not each pay for a pass through the later stages
+        tokenizer.word_hashes(text, |h| {
+            batch.words.push(h);
+            if batch.words.len() == BATCH {
+                batch.flush(features, acc);
+            }
+        });
     }
 
     /// The fingerprint of everything pushed.
@@ -386,8 +475,10 @@ impl Session<'_> {
             mut features,
             mut acc,
             options,
+            batch,
             ..
         } = self;
+        batch.flush(&mut features, &mut acc);
         features.finish(&mut |h| acc.add(h));
         let words = features.words();
         if words < options.min_words.max(1) {

@@ -12,12 +12,19 @@ use std::collections::HashSet;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Language {
+    /// English (`en`).
     English,
+    /// Russian (`ru`).
     Russian,
+    /// Arabic (`ar`).
     Arabic,
+    /// Chinese (`zh`): stop words only, no stemmer.
     Chinese,
+    /// German (`de`).
     German,
+    /// French (`fr`).
     French,
+    /// Spanish (`es`).
     Spanish,
 }
 
@@ -80,6 +87,11 @@ impl StopWords {
             .map(|w| sfh64(seed::WORD, w.as_bytes()))
             .collect();
         StopWords { hashes }
+    }
+
+    /// Whether no word is a stop word.
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
     }
 
     /// Whether the word with feature hash `h` is a stop word.

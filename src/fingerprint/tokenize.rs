@@ -12,6 +12,8 @@
 //! ASCII chunks take a byte-level implementation of the same UAX #29 rules (WB5-WB13b restricted
 //! to ASCII), checked against `unicode-segmentation` by a property test.
 
+use super::chunks::{for_each_chunk, ChunkKind};
+use super::hash::{seed, sfh64, sfh64_ascii_lower, sfh64_ascii_lower_at};
 use super::normalize::{ascii_lower_into, nfkc_lower_into};
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -48,6 +50,15 @@ pub enum Token<'a> {
 }
 
 impl<'a> Token<'a> {
+    /// The word's feature hash, `sfh64(0, normalised word)`.
+    #[inline]
+    pub fn hash(&self) -> u64 {
+        match *self {
+            Token::Ascii(s) => sfh64_ascii_lower(seed::WORD, s.as_bytes()),
+            Token::Normalized(s) => sfh64(seed::WORD, s.as_bytes()),
+        }
+    }
+
     /// The normalised word, lowercased into `buf` where needed.
     pub fn normalized<'b>(&self, buf: &'b mut String) -> &'b str
     where
@@ -168,8 +179,23 @@ fn segment(n: usize, class: impl Fn(usize) -> Wb, mut emit: impl FnMut(usize, us
 }
 
 /// UAX #29 words of the ASCII string `s`, as byte ranges.
-fn ascii_words(s: &[u8], emit: impl FnMut(usize, usize)) {
-    segment(s.len(), |i| WB_TABLE[(s[i] & 0x7F) as usize], emit)
+///
+/// Common case first: punctuation around one run of letters and digits (`"word,"`,
+/// `(word)`). Leading and trailing bytes other than letters, digits and `_` never join a word
+/// (the Mid* classes need a letter or digit on both sides, WB6-WB7 and WB11-WB12; `Other`
+/// never joins), so such a chunk has exactly that one word.
+#[inline]
+fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) {
+    let in_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    let Some(first) = s.iter().position(in_word) else {
+        return; // no letter or digit
+    };
+    let last = s.iter().rposition(in_word).unwrap_or(first);
+    if s[first..=last].iter().all(u8::is_ascii_alphanumeric) {
+        emit(first, last + 1);
+    } else {
+        segment(s.len(), |i| WB_TABLE[(s[i] & 0x7F) as usize], emit)
+    }
 }
 
 /// A "plain" character's normalised form and word-break class: a character whose NFKC form
@@ -204,27 +230,18 @@ fn plain(c: char) -> Option<(char, Wb)> {
     })
 }
 
-/// Byte classes for the chunk scanner (bit flags, or-ed over a chunk).
-const SPACE: u8 = 0;
-const ALNUM: u8 = 1;
-const OTHER_ASCII: u8 = 2;
-const NON_ASCII: u8 = 4;
-const BYTE_CLASS: [u8; 256] = {
-    let mut t = [NON_ASCII; 256];
-    let mut b = 0;
-    while b < 128 {
-        let c = b as u8;
-        t[b] = if c.is_ascii_whitespace() {
-            SPACE
-        } else if c.is_ascii_alphanumeric() {
-            ALNUM
-        } else {
-            OTHER_ASCII
-        };
-        b += 1;
-    }
-    t
-};
+/// [`plain`] of every character below U+0800 (Latin-1, Greek, Cyrillic, Arabic: two bytes of
+/// UTF-8 at most), computed once from [`plain`] itself.
+fn plain_table() -> &'static [Option<(char, Wb)>; 0x800] {
+    static TABLE: std::sync::OnceLock<Box<[Option<(char, Wb)>; 0x800]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([None; 0x800]);
+        for (u, entry) in t.iter_mut().enumerate() {
+            *entry = char::from_u32(u as u32).and_then(plain);
+        }
+        t
+    })
+}
 
 #[cfg(feature = "cjk")]
 fn is_han(c: char) -> bool {
@@ -257,34 +274,60 @@ impl Tokenizer {
 
     /// Calls `emit` with every word of `text`, in order.
     pub fn words(&mut self, text: &str, mut emit: impl FnMut(Token<'_>)) {
+        for_each_chunk(text.as_bytes(), |start, end, kind| {
+            // chunks end at ASCII bytes, so `start..end` lies on char boundaries
+            let chunk = &text[start..end];
+            match kind {
+                ChunkKind::Alnum => emit(Token::Ascii(chunk)),
+                ChunkKind::Ascii => {
+                    ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b])))
+                }
+                ChunkKind::Unicode => self.unicode_chunk(chunk, &mut emit),
+            }
+        });
+    }
+
+    /// Calls `emit` with the feature hash (`sfh64(0, word)`) of every word of `text`, in
+    /// order: [`Tokenizer::words`] for callers that need no word's text, with ASCII words
+    /// hashed straight from `text`.
+    pub fn word_hashes(&mut self, text: &str, mut emit: impl FnMut(u64)) {
         let bytes = text.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            while i < bytes.len() && BYTE_CLASS[bytes[i] as usize] == SPACE {
-                i += 1;
+        for_each_chunk(bytes, |start, end, kind| {
+            if kind == ChunkKind::Alnum {
+                emit(sfh64_ascii_lower_at(seed::WORD, bytes, start, end))
+            } else {
+                self.other_chunk_hashes(text, start..end, kind, &mut emit)
             }
-            let start = i;
-            let mut seen = 0u8;
-            while i < bytes.len() && BYTE_CLASS[bytes[i] as usize] != SPACE {
-                seen |= BYTE_CLASS[bytes[i] as usize];
-                i += 1;
-            }
-            if start == i {
-                break;
-            }
-            // chunks end at ASCII bytes, so `start..i` lies on char boundaries
-            let chunk = &text[start..i];
-            if seen == ALNUM {
-                emit(Token::Ascii(chunk));
-            } else if seen & NON_ASCII == 0 {
-                ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b])));
-            } else if !self.plain_words(chunk, &mut emit) {
-                let mut norm = std::mem::take(&mut self.norm);
-                norm.clear();
-                nfkc_lower_into(chunk, &mut norm);
-                self.unicode_words(&norm, &mut |w| emit(Token::Normalized(w)));
-                self.norm = norm;
-            }
+        });
+    }
+
+    /// [`Tokenizer::word_hashes`] of a chunk with punctuation or non-ASCII characters (out of
+    /// line, so that the loop over plain words stays small).
+    #[inline(never)]
+    fn other_chunk_hashes(
+        &mut self,
+        text: &str,
+        chunk: std::ops::Range<usize>,
+        kind: ChunkKind,
+        emit: &mut dyn FnMut(u64),
+    ) {
+        let start = chunk.start;
+        match kind {
+            ChunkKind::Unicode => self.unicode_chunk(&text[chunk], &mut |t| emit(t.hash())),
+            _ => ascii_words(&text.as_bytes()[chunk], |a, b| {
+                emit(sfh64_ascii_lower_at(seed::WORD, text.as_bytes(), start + a, start + b))
+            }),
+        }
+    }
+
+    /// The words of a chunk with non-ASCII characters.
+    fn unicode_chunk(&mut self, chunk: &str, emit: &mut impl FnMut(Token<'_>)) {
+        if !self.plain_words(chunk, emit) {
+            let mut norm = std::mem::take(&mut self.norm);
+            norm.clear();
+            nfkc_lower_into(chunk, &mut norm);
+            self.unicode_words(&norm, &mut |w| emit(Token::Normalized(w)));
+            self.norm = norm;
         }
     }
 
@@ -302,8 +345,14 @@ impl Tokenizer {
         classes.clear();
         offsets.clear();
         norm.clear();
+        let table = plain_table();
         for c in chunk.chars() {
-            match plain(c) {
+            let found = match c as u32 {
+                u @ 0..=0x7FF => table[u as usize],
+                0x4E00..=0x9FFF => Some((c, Wb::Ideograph)),
+                _ => plain(c),
+            };
+            match found {
                 Some((_, Wb::Ideograph)) if *cjk != CjkSegmenter::Chars => return false,
                 Some((n, class)) => {
                     classes.push(class);
@@ -314,6 +363,20 @@ impl Tokenizer {
             }
         }
         offsets.push(norm.len());
+        // common case first, as for ASCII chunks (`ascii_words`): one run of letters and
+        // digits between characters that never join a word
+        let joins = |c: &Wb| !matches!(c, Wb::Other | Wb::MidLetter | Wb::MidNum | Wb::MidNumLet | Wb::SingleQuote);
+        let Some(first) = classes.iter().position(joins) else {
+            return true; // no letter, digit or ideograph
+        };
+        let last = classes.iter().rposition(joins).unwrap_or(first);
+        if classes[first..=last]
+            .iter()
+            .all(|c| matches!(c, Wb::Letter | Wb::Numeric))
+        {
+            emit(Token::Normalized(&norm[offsets[first]..offsets[last + 1]]));
+            return true;
+        }
         segment(
             classes.len(),
             |i| classes[i],
@@ -441,9 +504,21 @@ mod tests {
 
         // the ASCII fast path equals unicode-segmentation on ASCII text
         #[test]
-        fn ascii_path_matches_uax29(s in "[a-cA-C0-2_:.,;' \t\n!@#-]{0,40}") {
+        fn ascii_path_matches_uax29(s in "[a-cA-C0-2_:.,;' \t\n!@#()\"-]{0,40}") {
             let expected: Vec<String> = s.unicode_words().map(|w| w.to_ascii_lowercase()).collect();
             prop_assert_eq!(words(&s), expected);
+        }
+
+        // the hashes-only path hashes the same words
+        #[test]
+        fn word_hashes_are_the_hashes_of_the_words(
+            s in "([a-zA-Z0-9]{1,12}|[_:.,;'()!-]|é|Ж|中|\u{301}|ﬁ|[ \t\n]){0,60}"
+        ) {
+            let mut t = Tokenizer::new(CjkSegmenter::Chars).unwrap();
+            let mut hashes = Vec::new();
+            t.word_hashes(&s, |h| hashes.push(h));
+            let expected: Vec<u64> = words(&s).iter().map(|w| sfh64(seed::WORD, w.as_bytes())).collect();
+            prop_assert_eq!(hashes, expected);
         }
     }
 }

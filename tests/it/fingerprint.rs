@@ -386,3 +386,151 @@ proptest! {
         prop_assert_eq!(format!("{:?}", s.finish()), format!("{:?}", whole));
     }
 }
+
+/// Every page of `fixtures/corpus` and a set of generated texts full of tokenizer edge cases,
+/// fingerprinted with several recipes, against `fixtures/corpus/fingerprints-recipe1.tsv`
+/// (written by recipe version 1 before the fast paths existed; the HTML pages need the `html`
+/// feature). Pins the whole pipeline on
+/// more text than the hand-picked golden values: any fast path that disagrees with the
+/// definition on any of these documents fails here.
+///
+/// The file is only ever rewritten for a new recipe version:
+/// `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it corpus_fingerprints`.
+#[test]
+fn corpus_fingerprints_are_pinned() {
+    use FeatureKind::*;
+    let base = FingerprintOptions {
+        min_words: 1,
+        ..FingerprintOptions::default()
+    };
+    let recipes = [
+        ("default", base.clone()),
+        ("w+tf", opts(&[Words], TfMode::Raw, &[])),
+        (
+            "short-text",
+            FingerprintOptions {
+                min_words: 1,
+                ..FingerprintOptions::short_text()
+            },
+        ),
+        ("w3+logtf", opts(&[WordShingles(3)], TfMode::Log, &[])),
+        ("c4+tf", opts(&[CharNgrams(4)], TfMode::Raw, &[])),
+        (
+            "w+w2+tf+stop",
+            opts(
+                &[Words, WordShingles(2)],
+                TfMode::Raw,
+                &[Language::English, Language::Russian],
+            ),
+        ),
+        (
+            "w2+binary+fold",
+            FingerprintOptions {
+                fold_digits: true,
+                ..base.clone()
+            },
+        ),
+    ];
+    let mut fingerprinters: Vec<(&str, Fingerprinter)> = recipes
+        .into_iter()
+        .map(|(name, o)| (name, Fingerprinter::new(o).unwrap()))
+        .collect();
+    let mut actual = String::new();
+    for (id, text) in pinned_documents() {
+        for (name, f) in &mut fingerprinters {
+            let value = f
+                .fingerprint(&text)
+                .map_or("empty".to_owned(), |x| format!("{:016x}", x.value));
+            actual.push_str(&format!("{id}\t{name}\t{value}\n"));
+        }
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/corpus/fingerprints-recipe1.tsv");
+    if std::env::var_os("SIMDEX_REGENERATE_FIXTURES").is_some() {
+        std::fs::write(&path, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap();
+    let expected: std::collections::HashMap<&str, &str> = expected
+        .lines()
+        .filter_map(|l| l.rsplit_once('\t'))
+        .collect();
+    for line in actual.lines() {
+        let (key, value) = line.rsplit_once('\t').unwrap();
+        assert_eq!(expected.get(key), Some(&value), "{key}");
+    }
+    // without the `html` feature the HTML pages are left out
+    if cfg!(feature = "html") {
+        assert_eq!(expected.len(), actual.lines().count());
+    }
+}
+
+/// `(id, text)`: the visible text of every HTML page of `fixtures/corpus/pages` (the text of
+/// the `.txt` pages), then 64 generated texts.
+fn pinned_documents() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/pages");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut docs = Vec::new();
+    for name in names {
+        let raw = std::fs::read_to_string(dir.join(&name)).unwrap();
+        if name.ends_with(".html") {
+            #[cfg(feature = "html")]
+            docs.push((name, simdex::fingerprint::html::visible_text(&raw)));
+        } else {
+            docs.push((name, raw));
+        }
+    }
+    // pieces that exercise every branch of the tokenizer: ASCII words of every length around
+    // the 8-byte hash blocks, UAX #29 punctuation rules, case mappings that change length,
+    // compatibility characters, combining marks, scripts with and without fast paths
+    const PIECES: &[&str] = &[
+        "the", "Cat", "SAT", "on", "a", "mat", "internationalization", "x", "abcdefgh",
+        "abcdefghi", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "can't", "e.g.", "3.14", "1,000", "foo_bar",
+        "std::vec", "a:b", "_x_", "'q'", "1.2.3", "a.b.c", "x;y", "9,a", "a'b'", "..", "::",
+        "café", "CAFÉ", "Straße", "ΣΊΣΥΦΟΣ", "σς", "Привет", "МИР", "ёЁ", "مرحبا", "بِسْمِ",
+        "回家", "吃饭哦", "、", "。", "（测试）", "ＡＢＣ１２", "ﬁne", "e\u{301}", "a\u{a0}b",
+        "\u{200b}", "🦀", "👍🏽", "ǅ", "ᾈ", "İstanbul", "\u{feff}", "\t", "\n", "\r\n", "\u{c}",
+        "\u{b}", "\u{85}", "—", "«", "»", "؟", "،", "٫", "٣٤", "한국어", "日本語", "カタカナ",
+        "ｶﾀｶﾅ", "ℌ", "Ⅻ", "①", "½", "x²", "ǈ", "Ǳ", "ß", "ŉ", "ΐ", "ﬀ", "\u{0}", "<", "&amp;",
+        "a-b", "--", "http://example.com/a?b=c", "user@example.com", "$100", "#tag", "@me",
+        "C++", "f32", "_mm256_add_epi32", "\u{300}", "a\u{300}b", "Ⓐ", "𝐀𝐁", "ꙮ", "\u{2028}",
+        "  ", " ",
+    ];
+    let mut state = 12345u64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        simdex::fingerprint::hash::fmix64(state)
+    };
+    for i in 0..64 {
+        let len = (next() % 400) as usize + 1;
+        let mut text = String::new();
+        for _ in 0..len {
+            let r = next();
+            text.push_str(PIECES[(r % PIECES.len() as u64) as usize]);
+            match (r >> 20) % 8 {
+                0 => {}
+                1 => text.push('\n'),
+                _ => text.push(' '),
+            }
+        }
+        docs.push((format!("generated-{i}"), text));
+    }
+    docs
+}
+
+/// A session dropped before `finish` leaves nothing behind in the fingerprinter.
+#[test]
+fn abandoned_session_does_not_leak_into_the_next() {
+    let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+    let expected = f.fingerprint(EN).unwrap();
+    let mut s = f.session();
+    s.push(RU);
+    s.push(" more words ");
+    drop(s);
+    assert_eq!(f.fingerprint(EN).unwrap(), expected);
+}
