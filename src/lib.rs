@@ -5,7 +5,7 @@
 //! fresh writes, [`tombstone`] files for deletes, and compaction. File I/O goes through
 //! [`storage::Storage`].
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod batch;
 pub mod cluster;
