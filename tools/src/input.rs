@@ -8,12 +8,15 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-/// How fingerprints are encoded in an input.
-#[derive(Clone, Copy, Debug)]
+/// How fingerprints are encoded in an input (also the `--binary`/`--with-ids` flags of the
+/// commands that read fingerprints with their document ids).
+#[derive(Clone, Copy, Debug, clap::Args)]
 pub struct InputFormat {
-    /// Little-endian u64s instead of text.
+    /// Input is little-endian u64 fingerprints.
+    #[arg(long)]
     pub binary: bool,
-    /// With `binary`: each fingerprint is followed by a u64 document id.
+    /// With --binary: each fingerprint is followed by a u64 document id.
+    #[arg(long, requires = "binary")]
     pub with_ids: bool,
 }
 

@@ -28,12 +28,8 @@ pub struct Args {
     /// Largest Hamming distance the index serves (only when it is created).
     #[arg(short, long, default_value_t = 3)]
     k: u32,
-    /// Input is little-endian u64 fingerprints.
-    #[arg(long)]
-    binary: bool,
-    /// With --binary: each fingerprint is followed by a u64 document id.
-    #[arg(long, requires = "binary")]
-    with_ids: bool,
+    #[command(flatten)]
+    format: InputFormat,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -45,7 +41,7 @@ const BATCH: usize = 1 << 16;
 pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
     let bar = progress::bytes(input::size_hint(&args.input), "reading");
-    let data = input::read_all(&args.input, InputFormat { binary: args.binary, with_ids: args.with_ids }, |b| bar.set_position(b))?;
+    let data = input::read_all(&args.input, args.format, |b| bar.set_position(b))?;
     bar.finish_and_clear();
     // Writes go to the OS per batch; one sync at the end acknowledges them all.
     let options = IndexOptions { k: args.k, durability: Durability::NoSync, ..IndexOptions::default() };

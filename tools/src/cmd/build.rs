@@ -39,12 +39,8 @@ pub struct Args {
     /// Exactly this many tables (see `simdex plan`).
     #[arg(long)]
     tables: Option<usize>,
-    /// Input is little-endian u64 fingerprints.
-    #[arg(long)]
-    binary: bool,
-    /// With --binary: each fingerprint is followed by a u64 document id.
-    #[arg(long, requires = "binary")]
-    with_ids: bool,
+    #[command(flatten)]
+    format: InputFormat,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -53,7 +49,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
     let bar = progress::bytes(input::size_hint(&args.input), "reading");
-    let data = input::read_all(&args.input, InputFormat { binary: args.binary, with_ids: args.with_ids }, |b| bar.set_position(b))?;
+    let data = input::read_all(&args.input, args.format, |b| bar.set_position(b))?;
     bar.finish_and_clear();
     let read_time = start.elapsed();
     let design: Design = plan(&PlanOptions { tables: args.tables, ..PlanOptions::new(data.fps.len() as u64, args.k) })?.chosen.design;
