@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use simdex::engine::{CompactionOptions, IndexOptions};
-use simdex::storage::FsStorage;
+use simdex::storage::{FileBytes, FsStorage, LockGuard, Storage, SyncHandle, WriteFile};
 use simdex::{build_segment, BuildOptions, Durability, Index, Match, Segment};
 
 #[path = "common.rs"]
@@ -49,10 +49,92 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// The real file system with every log fsync made `delay` slower: a slow disk (or a busy
+/// one: this machine's fsync latency swung between 0.1 and 3 ms over a day).
+#[derive(Debug)]
+struct SlowSync {
+    delay: Duration,
+}
+
+struct SlowFile {
+    file: Box<dyn WriteFile>,
+    delay: Duration,
+}
+
+impl std::io::Write for SlowFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl WriteFile for SlowFile {
+    fn sync(&mut self) -> std::io::Result<()> {
+        std::thread::sleep(self.delay);
+        self.file.sync()
+    }
+    fn sync_handle(&self) -> std::io::Result<Arc<dyn SyncHandle>> {
+        Ok(Arc::new(SlowHandle { handle: self.file.sync_handle()?, delay: self.delay }))
+    }
+}
+
+struct SlowHandle {
+    handle: Arc<dyn SyncHandle>,
+    delay: Duration,
+}
+
+impl SyncHandle for SlowHandle {
+    fn sync(&self) -> std::io::Result<()> {
+        std::thread::sleep(self.delay);
+        self.handle.sync()
+    }
+}
+
+impl Storage for SlowSync {
+    fn create(&self, path: &Path) -> std::io::Result<Box<dyn WriteFile>> {
+        let file = FsStorage.create(path)?;
+        Ok(Box::new(SlowFile { file, delay: self.delay }))
+    }
+    fn append(&self, path: &Path) -> std::io::Result<Box<dyn WriteFile>> {
+        let file = FsStorage.append(path)?;
+        Ok(Box::new(SlowFile { file, delay: self.delay }))
+    }
+    fn read(&self, path: &Path) -> std::io::Result<FileBytes> {
+        FsStorage.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        FsStorage.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        FsStorage.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        FsStorage.sync_dir(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        FsStorage.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        FsStorage.create_dir_all(dir)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> std::io::Result<()> {
+        FsStorage.truncate(path, len)
+    }
+    fn lock(&self, path: &Path) -> std::io::Result<LockGuard> {
+        FsStorage.lock(path)
+    }
+}
+
 /// Inserts `data` in calls of `batch` pairs with `durability`, for at most `limit`;
-/// returns (pairs written, seconds) including the final sync.
-fn ingest(dir: &Path, data: &[(u64, u64)], batch: usize, durability: Durability, limit: Duration) -> (usize, f64) {
-    let options = IndexOptions { durability, ..IndexOptions::default() };
+/// returns (pairs written, seconds) including the final sync. `slow_sync` adds that much to
+/// every fsync of a written file.
+fn ingest(dir: &Path, data: &[(u64, u64)], batch: usize, durability: Durability, limit: Duration, slow_sync: Duration) -> (usize, f64) {
+    let mut options = IndexOptions { durability, ..IndexOptions::default() };
+    if !slow_sync.is_zero() {
+        options.storage = Arc::new(SlowSync { delay: slow_sync });
+    }
     let index = Index::open(dir, options).unwrap();
     let start = Instant::now();
     let mut done = 0;
@@ -79,9 +161,11 @@ fn ingest_table() {
     println!("|---|---|---|---|---|---|");
     let data = pairs(4_000_000, 1);
     let group = Durability::Group { max_delay: Duration::from_millis(10), max_ops: 100_000 };
-    let rows: [(&str, Durability, usize, usize, Duration); 7] = [
+    let rows: [(&str, Durability, usize, usize, Duration); 9] = [
         ("group commit (10 ms / 100k ops)", group, 1000, data.len(), Duration::from_secs(60)),
         ("group commit (10 ms / 100k ops)", group, 1, 1_000_000, Duration::from_secs(20)),
+        ("group commit, every fsync 3 ms slower", group, 1000, data.len(), Duration::from_secs(60)),
+        ("group commit, every fsync 3 ms slower", group, 1, 1_000_000, Duration::from_secs(20)),
         ("none (OS buffers)", Durability::NoSync, 1000, data.len(), Duration::from_secs(60)),
         ("none (OS buffers)", Durability::NoSync, 1, 1_000_000, Duration::from_secs(20)),
         ("fsync per write", Durability::Sync, 1, 1_000_000, Duration::from_secs(5)),
@@ -90,7 +174,8 @@ fn ingest_table() {
     ];
     for (name, durability, batch, n, limit) in rows {
         let dir = bench_dir();
-        let (done, secs) = ingest(dir.path(), &data[..n], batch, durability, limit);
+        let slow = if name.contains("slower") { Duration::from_millis(3) } else { Duration::ZERO };
+        let (done, secs) = ingest(dir.path(), &data[..n], batch, durability, limit, slow);
         let syncs = match durability {
             Durability::Sync => format!("{}", done.div_ceil(batch)),
             Durability::Group { .. } => "every 10 ms or 100k ops".into(),

@@ -11,12 +11,13 @@
 //! look like the zero-filled tail a power loss can leave.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::error::{Error, Result};
 use crate::format::check_magic_and_version;
-use crate::storage::{parent_dir, Storage, WriteFile};
+use crate::storage::{parent_dir, Storage, SyncHandle, WriteFile};
 
 /// First bytes of every log file.
 pub const LOG_MAGIC: [u8; 8] = *b"SIMDXLOG";
@@ -348,6 +349,24 @@ pub struct LogWriter {
     len: u64,
     buf: Vec<u8>,
     synced_len: u64,
+    /// Made on the first [`LogWriter::pending_sync`].
+    sync_handle: Option<Arc<dyn SyncHandle>>,
+}
+
+/// A sync of a log that runs without the [`LogWriter`]: taken with
+/// [`LogWriter::pending_sync`], run anywhere, reported back with [`LogWriter::synced`].
+pub struct PendingSync {
+    path: PathBuf,
+    number: u64,
+    len: u64,
+    handle: Arc<dyn SyncHandle>,
+}
+
+impl PendingSync {
+    /// Syncs the log: every byte appended before the sync was taken becomes durable.
+    pub fn run(&self) -> Result<()> {
+        self.handle.sync().map_err(|e| Error::io(&self.path, "fsync", e))
+    }
 }
 
 impl std::fmt::Debug for LogWriter {
@@ -366,14 +385,14 @@ impl LogWriter {
         let dir = parent_dir(path);
         storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
         let len = LOG_HEADER_BYTES as u64;
-        Ok(Self { path: path.to_path_buf(), number, file, len, buf: Vec::new(), synced_len: len })
+        Ok(Self { path: path.to_path_buf(), number, file, len, buf: Vec::new(), synced_len: len, sync_handle: None })
     }
 
     /// Continues log `number` at `path`, whose intact part is `len` bytes long (the caller
     /// has cut any torn tail).
     pub fn reopen(storage: &dyn Storage, path: &Path, number: u64, len: u64) -> Result<Self> {
         let file = storage.append(path).map_err(|e| Error::io(path, "open for append", e))?;
-        Ok(Self { path: path.to_path_buf(), number, file, len, buf: Vec::new(), synced_len: len })
+        Ok(Self { path: path.to_path_buf(), number, file, len, buf: Vec::new(), synced_len: len, sync_handle: None })
     }
 
     /// The file.
@@ -422,6 +441,29 @@ impl LogWriter {
         self.file.sync().map_err(|e| Error::io(&self.path, "fsync", e))?;
         self.synced_len = self.len;
         Ok(())
+    }
+
+    /// The sync of everything appended so far, to run without `self` (so that appends go on
+    /// meanwhile); `None` when everything is synced already.
+    pub fn pending_sync(&mut self) -> Result<Option<PendingSync>> {
+        if self.synced_len == self.len {
+            return Ok(None);
+        }
+        let handle = match &self.sync_handle {
+            Some(h) => h.clone(),
+            None => {
+                let h = self.file.sync_handle().map_err(|e| Error::io(&self.path, "open for fsync", e))?;
+                self.sync_handle.insert(h).clone()
+            }
+        };
+        Ok(Some(PendingSync { path: self.path.clone(), number: self.number, len: self.len, handle }))
+    }
+
+    /// Records that `done` ran successfully (a sync taken from another log changes nothing).
+    pub fn synced(&mut self, done: &PendingSync) {
+        if done.number == self.number {
+            self.synced_len = self.synced_len.max(done.len);
+        }
     }
 
     /// Makes every appended record durable (fsync).

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::storage::{parent_dir, FileBytes, LockGuard, Storage, WriteFile};
+use crate::storage::{parent_dir, FileBytes, LockGuard, Storage, SyncHandle, WriteFile};
 
 /// What survives of a file's unsynced bytes when the storage restarts after a crash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +224,16 @@ impl Write for MemFile {
 
 impl WriteFile for MemFile {
     fn sync(&mut self) -> io::Result<()> {
+        SyncHandle::sync(self)
+    }
+
+    fn sync_handle(&self) -> io::Result<Arc<dyn SyncHandle>> {
+        Ok(Arc::new(MemFile { fs: self.fs.clone(), ino: self.ino }))
+    }
+}
+
+impl SyncHandle for MemFile {
+    fn sync(&self) -> io::Result<()> {
         let mut fs = self.fs();
         fs.op()?;
         let inode = &mut fs.inodes[self.ino];

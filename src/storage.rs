@@ -14,6 +14,17 @@ use std::sync::Arc;
 pub trait WriteFile: Write + Send {
     /// Makes everything written so far durable (fsync of the data).
     fn sync(&mut self) -> io::Result<()>;
+
+    /// A handle that syncs this file from another thread while this one goes on writing
+    /// (the engine's group commit fsyncs the log without holding the writer's lock).
+    fn sync_handle(&self) -> io::Result<Arc<dyn SyncHandle>>;
+}
+
+/// Syncs one file's data; see [`WriteFile::sync_handle`].
+pub trait SyncHandle: Send + Sync {
+    /// Makes everything written to the file before this call durable. (Writes that run
+    /// concurrently with it may or may not be made durable.)
+    fn sync(&self) -> io::Result<()>;
 }
 
 /// The whole content of a file, shared and immutable (an mmap for files on disk).
@@ -104,6 +115,19 @@ impl Write for FsFile {
 
 impl WriteFile for FsFile {
     fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+
+    fn sync_handle(&self) -> io::Result<Arc<dyn SyncHandle>> {
+        // A second descriptor of the same open file: fdatasync through it flushes the file.
+        Ok(Arc::new(FsSync(self.0.try_clone()?)))
+    }
+}
+
+struct FsSync(File);
+
+impl SyncHandle for FsSync {
+    fn sync(&self) -> io::Result<()> {
         self.0.sync_data()
     }
 }

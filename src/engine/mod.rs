@@ -11,7 +11,8 @@
 //! Concurrency: one writer at a time (a mutex in-process, the `LOCK` file across
 //! processes); any number of queries, each on an `Arc` snapshot of the live set (a
 //! [`version`]), so flushes and compactions never block them. A background thread (when
-//! enabled) flushes, compacts and runs group commit's timed syncs.
+//! enabled) flushes and compacts; under group commit a second one syncs the log, without
+//! holding the writer's lock during the fsync, so writes go on meanwhile.
 //!
 //! This module owns the directory: which files are live, recovery on open, orphan removal.
 //! File formats belong to `log`, `manifest`, `tombstone` and `segment`.
@@ -74,12 +75,14 @@ pub enum Durability {
     /// Group commit: every write reaches the operating system before it returns (so it
     /// survives a crash of the process), and the log is fsynced once `max_delay` has passed
     /// since the oldest unsynced write or `max_ops` operations are unsynced, whichever comes
-    /// first. [`Index::sync`] forces it.
+    /// first (the fsync starts then; with `background`, a sync thread runs it while the
+    /// writer goes on). [`Index::sync`] forces it.
     Group {
-        /// Longest time a write stays unsynced (checked on writes and by the background
-        /// thread, when there is one).
+        /// Longest time a write stays unsynced before its sync starts (checked on writes and
+        /// by the sync thread, when there is one).
         max_delay: Duration,
-        /// Most operations left unsynced.
+        /// Unsynced operations that start a sync; a writer `2 * max_ops` ahead of a sync
+        /// still running waits for one of its own.
         max_ops: u64,
     },
     /// Writes reach the operating system's buffers before they return and are fsynced only
@@ -250,7 +253,8 @@ pub struct Stats {
 /// An open index. Queries may run from many threads while one thread writes.
 pub struct Index {
     shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    /// The maintenance thread and, under group commit, the sync thread.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 struct Writer {
@@ -260,12 +264,19 @@ struct Writer {
     pending_ops: u64,
     first_pending: Option<Instant>,
     synced_seq: u64,
+    /// Counts completed syncs; an unlocked sync that finds it unchanged knows that only
+    /// appends happened while it ran.
+    sync_generation: u64,
+    /// Group commit: the sync thread has been asked for a sync that has not started yet.
+    sync_requested: bool,
 }
 
 #[derive(Default)]
 struct Background {
     stop: bool,
     wake: bool,
+    /// Group commit: a sync is due (the sync thread's wake-up).
+    sync: bool,
     error: Option<String>,
 }
 
@@ -285,6 +296,8 @@ struct Shared {
     next_file: AtomicU64,
     background: Mutex<Background>,
     wake: Condvar,
+    /// Wakes the group-commit sync thread.
+    sync_wake: Condvar,
     flushes: AtomicU64,
     compactions: AtomicU64,
     dropped_deleted: AtomicU64,
@@ -348,6 +361,7 @@ impl Index {
             next_file: AtomicU64::new(next_file),
             background: Mutex::new(Background::default()),
             wake: Condvar::new(),
+            sync_wake: Condvar::new(),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             dropped_deleted: AtomicU64::new(0),
@@ -357,15 +371,21 @@ impl Index {
             _lock: lock,
             options,
         });
-        let thread = (!read_only && shared.options.background).then(|| {
+        let mut threads = Vec::new();
+        if !read_only && shared.options.background {
             let s = shared.clone();
-            std::thread::Builder::new().name("simdex-maintenance".into()).spawn(move || s.maintenance_loop())
-        });
-        let thread = match thread {
-            Some(t) => Some(t.map_err(|e| Error::io(dir, "spawn the maintenance thread", e))?),
-            None => None,
-        };
-        Ok(Index { shared, thread: Mutex::new(thread) })
+            let t = std::thread::Builder::new().name("simdex-maintenance".into()).spawn(move || s.maintenance_loop());
+            threads.push(t.map_err(|e| Error::io(dir, "spawn the maintenance thread", e))?);
+            if let Durability::Group { max_delay, max_ops } = shared.options.durability {
+                let s = shared.clone();
+                let t = std::thread::Builder::new().name("simdex-sync".into()).spawn(move || s.sync_loop(max_delay, max_ops));
+                let index = Index { shared: shared.clone(), threads: Mutex::new(threads) };
+                let t = t.map_err(|e| Error::io(dir, "spawn the sync thread", e))?;
+                index.threads.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+                return Ok(index);
+            }
+        }
+        Ok(Index { shared, threads: Mutex::new(threads) })
     }
 
     /// The index directory.
@@ -429,7 +449,8 @@ impl Index {
         if !found.is_empty() {
             return Ok(FindOrInsert::Found(found));
         }
-        let seq = s.append(&mut w, OpKind::Insert, &[(fingerprint, doc_id)])?;
+        let (seq, due) = s.append(&mut w, OpKind::Insert, &[(fingerprint, doc_id)])?;
+        let w = if due { s.commit_group(w)? } else { w };
         s.after_write(w);
         Ok(FindOrInsert::Inserted { seq })
     }
@@ -437,8 +458,7 @@ impl Index {
     /// Makes every write so far durable (fsync of the log).
     pub fn sync(&self) -> Result<()> {
         self.shared.check_writable()?;
-        let mut w = lock(&self.shared.writer);
-        self.shared.sync_locked(&mut w)
+        self.shared.sync_unlocked(lock(&self.shared.writer)).map(drop)
     }
 
     /// Writes the memtable out as a segment (and tombstone file) and waits until it is
@@ -501,9 +521,13 @@ impl Index {
     }
 
     fn stop_background(&self) {
-        if let Some(t) = lock(&self.thread).take() {
+        let threads = std::mem::take(&mut *lock(&self.threads));
+        if !threads.is_empty() {
             lock(&self.shared.background).stop = true;
             self.shared.wake.notify_all();
+            self.shared.sync_wake.notify_all();
+        }
+        for t in threads {
             let _ = t.join();
         }
     }
@@ -699,7 +723,7 @@ fn load(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read_only: bo
         }
     }
 
-    let mut writer = Writer { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1 };
+    let mut writer = Writer { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false };
     let mut memtable = memtable;
     if !read_only {
         let log = match append_to {
@@ -759,14 +783,16 @@ impl Shared {
         if ops.is_empty() {
             return Ok(w.next_seq - 1);
         }
-        let seq = self.append(&mut w, kind, ops)?;
+        let (seq, due) = self.append(&mut w, kind, ops)?;
+        let w = if due { self.commit_group(w)? } else { w };
         self.after_write(w);
         Ok(seq + ops.len() as u64 - 1)
     }
 
-    /// Logs the operations (syncing per the durability), then applies them to the active
-    /// memtable. Returns the first sequence number.
-    fn append(&self, w: &mut Writer, kind: OpKind, ops: &[(u64, u64)]) -> Result<u64> {
+    /// Logs the operations (synced before this returns under [`Durability::Sync`]), then
+    /// applies them to the active memtable. Returns the first sequence number, and whether a
+    /// group commit's sync is due ([`Shared::commit_group`]).
+    fn append(&self, w: &mut Writer, kind: OpKind, ops: &[(u64, u64)]) -> Result<(u64, bool)> {
         if let Some(detail) = &w.failed {
             return Err(Error::WriterFailed { dir: self.dir.clone(), detail: detail.clone() });
         }
@@ -779,20 +805,80 @@ impl Shared {
         w.next_seq += ops.len() as u64;
         w.pending_ops += ops.len() as u64;
         let first = *w.first_pending.get_or_insert_with(Instant::now);
-        let due = match self.options.durability {
-            Durability::Sync => true,
+        let group_due = match self.options.durability {
+            Durability::Sync => {
+                self.sync_locked(w)?;
+                false
+            }
             Durability::Group { max_delay, max_ops } => w.pending_ops >= max_ops || first.elapsed() >= max_delay,
             Durability::NoSync => false,
         };
-        if due {
-            self.sync_locked(w)?;
-        }
         let v = self.current();
         match kind {
             OpKind::Insert => v.active.insert(seq, ops),
             OpKind::Delete => v.active.delete(seq, ops),
         }
-        Ok(seq)
+        Ok((seq, group_due))
+    }
+
+    /// Group commit, after a write that found a sync due: asks the sync thread for it (once
+    /// per sync) and returns at once; syncs here, without holding the lock during the
+    /// fsync, when there is no sync thread or when the writes have run `max_ops` further
+    /// ahead of a sync still in flight (so the unsynced tail stays bounded).
+    fn commit_group<'a>(&'a self, mut w: MutexGuard<'a, Writer>) -> Result<MutexGuard<'a, Writer>> {
+        let Durability::Group { max_ops, .. } = self.options.durability else { return Ok(w) };
+        if !self.options.background || w.pending_ops >= max_ops.saturating_mul(2) {
+            return self.sync_unlocked(w);
+        }
+        if !w.sync_requested {
+            w.sync_requested = true;
+            lock(&self.background).sync = true;
+            self.sync_wake.notify_one();
+        }
+        Ok(w)
+    }
+
+    /// Syncs the log without holding the writer's lock during the fsync (writes go on
+    /// meanwhile, and are not covered by it): what to sync is taken under the lock, the
+    /// fsync runs unlocked, the result is recorded under the lock again, which is returned.
+    fn sync_unlocked<'a>(&'a self, mut w: MutexGuard<'a, Writer>) -> Result<MutexGuard<'a, Writer>> {
+        if let Some(detail) = &w.failed {
+            return Err(Error::WriterFailed { dir: self.dir.clone(), detail: detail.clone() });
+        }
+        w.sync_requested = false;
+        let Some(log) = w.log.as_mut() else { return Ok(w) };
+        let pending = match log.pending_sync() {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                // everything written is synced (earlier logs were synced when they rotated)
+                (w.synced_seq, w.pending_ops, w.first_pending) = (w.next_seq - 1, 0, None);
+                return Ok(w);
+            }
+            Err(e) => {
+                w.failed = Some(e.to_string());
+                return Err(e);
+            }
+        };
+        let (seq, ops, generation, started) = (w.next_seq - 1, w.pending_ops, w.sync_generation, Instant::now());
+        drop(w);
+        let result = pending.run();
+        let mut w = lock(&self.writer);
+        if let Err(e) = result {
+            w.failed = Some(e.to_string());
+            return Err(e);
+        }
+        if let Some(log) = w.log.as_mut() {
+            log.synced(&pending);
+        }
+        w.synced_seq = w.synced_seq.max(seq);
+        if w.sync_generation == generation {
+            // only appends ran meanwhile: what is unsynced now is exactly what they wrote,
+            // all of it after `started`
+            w.pending_ops -= ops;
+            w.first_pending = (w.pending_ops > 0).then_some(started);
+        }
+        w.sync_generation += 1;
+        Ok(w)
     }
 
     fn sync_locked(&self, w: &mut Writer) -> Result<()> {
@@ -807,6 +893,8 @@ impl Shared {
         w.synced_seq = w.next_seq - 1;
         w.pending_ops = 0;
         w.first_pending = None;
+        w.sync_generation += 1;
+        w.sync_requested = false;
         Ok(())
     }
 
@@ -1032,29 +1120,42 @@ impl Shared {
         Ok(())
     }
 
+    /// Group commit's sync thread: syncs when a writer asks (a sync is due by `max_ops`
+    /// or `max_delay`) or when the oldest unsynced write is `max_delay` old.
+    fn sync_loop(&self, max_delay: Duration, max_ops: u64) {
+        loop {
+            let timeout = lock(&self.writer).first_pending.map_or(max_delay, |t| max_delay.saturating_sub(t.elapsed()));
+            {
+                let mut bg = lock(&self.background);
+                if !bg.stop && !bg.sync && !timeout.is_zero() {
+                    bg = self.sync_wake.wait_timeout(bg, timeout).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                if bg.stop {
+                    return;
+                }
+                bg.sync = false;
+            }
+            let w = lock(&self.writer);
+            let due = w.pending_ops >= max_ops || w.first_pending.is_some_and(|t| t.elapsed() >= max_delay);
+            if due && w.failed.is_none() {
+                if let Err(e) = self.sync_unlocked(w) {
+                    self.record_error(&e);
+                }
+            }
+        }
+    }
+
     fn maintenance_loop(&self) {
-        let group_delay = match self.options.durability {
-            Durability::Group { max_delay, .. } => Some(max_delay),
-            _ => None,
-        };
         loop {
             {
                 let mut bg = lock(&self.background);
                 if !bg.stop && !bg.wake {
-                    bg = self.wake.wait_timeout(bg, group_delay.unwrap_or(Duration::from_secs(1))).unwrap_or_else(|p| p.into_inner()).0;
+                    bg = self.wake.wait_timeout(bg, Duration::from_secs(1)).unwrap_or_else(|p| p.into_inner()).0;
                 }
                 if bg.stop {
                     return;
                 }
                 bg.wake = false;
-            }
-            if let Some(delay) = group_delay {
-                let mut w = lock(&self.writer);
-                if w.first_pending.is_some_and(|t| t.elapsed() >= delay) && w.failed.is_none() {
-                    if let Err(e) = self.sync_locked(&mut w) {
-                        self.record_error(&e);
-                    }
-                }
             }
             let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { Ok(()) });
             if let Err(e) = result {

@@ -1,5 +1,8 @@
 //! A real kill -9 loop: a child process (this test binary, re-run on the ignored test
-//! `kill_child`) ingests with an fsync per write and prints each acknowledged operation;
+//! `kill_child`) ingests and prints each acknowledged operation, with an fsync per write on
+//! even cycles and group commit (a sync thread fsyncing every millisecond while the writer
+//! goes on) on odd cycles (a returned write is in the operating system's buffers, which
+//! kill -9 does not lose);
 //! the parent kills it at a random moment (its background thread flushes and compacts all
 //! the time, so kills land in those too), reopens the index and checks that every
 //! acknowledged write is there and nothing else is, except the one operation in flight.
@@ -20,6 +23,7 @@ use crate::common::Rng;
 
 const CHILD_DIR: &str = "SIMDEX_KILL_CHILD_DIR";
 const CHILD_START: &str = "SIMDEX_KILL_CHILD_START";
+const CHILD_GROUP: &str = "SIMDEX_KILL_CHILD_GROUP";
 
 /// The pair written for id `i`.
 fn pair(i: u64) -> (u64, u64) {
@@ -34,9 +38,9 @@ fn is_delete(i: u64) -> bool {
     i % 5 == 4
 }
 
-fn child_options(background: bool) -> IndexOptions {
+fn child_options(background: bool, group: bool) -> IndexOptions {
     IndexOptions {
-        durability: Durability::Sync,
+        durability: if group { Durability::Group { max_delay: Duration::from_millis(1), max_ops: 8 } } else { Durability::Sync },
         memtable_ops: 24,
         background,
         compaction: CompactionOptions { fanout: 3, buffer_entries: 1 << 12, automatic: true },
@@ -51,7 +55,8 @@ fn child_options(background: bool) -> IndexOptions {
 fn kill_child() {
     let (Ok(dir), Ok(start)) = (std::env::var(CHILD_DIR), std::env::var(CHILD_START)) else { return };
     let start: u64 = start.parse().unwrap();
-    let index = Index::open(&dir, child_options(true)).unwrap();
+    let group = std::env::var(CHILD_GROUP).is_ok_and(|v| v == "1");
+    let index = Index::open(&dir, child_options(true, group)).unwrap();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     writeln!(out, "READY").unwrap();
@@ -94,6 +99,7 @@ fn kill_9_loop() {
             .args(["--exact", "engine_kill::kill_child", "--ignored", "--nocapture", "--test-threads=1", "-q"])
             .env(CHILD_DIR, &idx)
             .env(CHILD_START, next.to_string())
+            .env(CHILD_GROUP, if cycle % 2 == 1 { "1" } else { "0" })
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -135,7 +141,7 @@ fn kill_9_loop() {
         acked_total += acked.len() as u64;
         let in_flight = next + acked.len() as u64;
 
-        let index = Index::open(&idx, child_options(false)).unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
+        let index = Index::open(&idx, child_options(false, false)).unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
         let report = index.open_report();
         orphan_cycles += u64::from(!report.removed.is_empty());
         torn_cycles += u64::from(report.logs.iter().any(|l| l.valid_len != l.len));
