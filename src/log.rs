@@ -480,7 +480,10 @@ impl LogWriter {
 mod tests {
     use super::*;
 
-    fn log_bytes(records: &[(u64, OpKind, Vec<(u64, u64)>)]) -> Vec<u8> {
+    /// (first sequence number, kind, operations) of each record
+    type Records = [(u64, OpKind, Vec<(u64, u64)>)];
+
+    fn log_bytes(records: &Records) -> Vec<u8> {
         let mut b = encode_header(7).to_vec();
         for (seq, kind, ops) in records {
             encode_record(&mut b, *seq, *kind, ops);

@@ -271,8 +271,8 @@ impl Memtable {
         all.sort_unstable();
         let mut live: Vec<(u64, u64)> = Vec::with_capacity(all.len());
         for (i, e) in all.iter().enumerate() {
-            let last_of_pair = all.get(i + 1).map_or(true, |n| (n.fp, n.id) != (e.fp, e.id));
-            if last_of_pair && d.deletes.get(&(e.fp, e.id)).map_or(true, |&s| s < e.seq) {
+            let last_of_pair = all.get(i + 1).is_none_or(|n| (n.fp, n.id) != (e.fp, e.id));
+            if last_of_pair && d.deletes.get(&(e.fp, e.id)).is_none_or(|&s| s < e.seq) {
                 live.push((e.fp, e.id));
             }
         }

@@ -477,7 +477,7 @@ fn min_tables_at(f: u32, k: u32, d: f64, tau: f64, depth: usize) -> Option<u64> 
         };
         if let Some(sub) = sub {
             let total = tables.saturating_mul(sub);
-            if total <= MAX_TABLES as u64 && best.map_or(true, |b| total < b) {
+            if total <= MAX_TABLES as u64 && best.is_none_or(|b| total < b) {
                 best = Some(total);
             }
         }

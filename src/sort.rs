@@ -55,7 +55,7 @@ fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: 
     let mut dst = vec![T::default(); n];
     for (c, &(shift, mask)) in counts.iter().zip(&digits) {
         // A digit shared by every value does not reorder anything.
-        if c.iter().any(|&x| x == n) {
+        if c.contains(&n) {
             continue;
         }
         let mut offsets = [0usize; 256];

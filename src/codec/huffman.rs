@@ -291,7 +291,7 @@ mod tests {
             freqs.iter().enumerate().filter(|(_, &f)| f > 0).map(|(s, &f)| (f, vec![s])).collect();
         let mut lengths = [0u8; SYMBOLS];
         while nodes.len() > 1 {
-            nodes.sort_by(|a, b| b.0.cmp(&a.0));
+            nodes.sort_by_key(|n| std::cmp::Reverse(n.0));
             let a = nodes.pop().unwrap();
             let b = nodes.pop().unwrap();
             for &s in a.1.iter().chain(&b.1) {

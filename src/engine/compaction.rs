@@ -144,7 +144,7 @@ impl Iterator for LiveMerge<'_> {
             let mut best: Option<(usize, (u64, u64))> = None;
             for (i, s) in self.sources.iter().enumerate() {
                 if let Some(h) = s.head {
-                    if best.map_or(true, |(_, b)| h < b) {
+                    if best.is_none_or(|(_, b)| h < b) {
                         best = Some((i, h));
                     }
                 }
@@ -297,7 +297,7 @@ impl<I: Iterator<Item = Result<u64>>> Iterator for SortedMerge<I> {
         let mut best: Option<(usize, u64)> = None;
         for (i, (_, head)) in self.sources.iter().enumerate() {
             if let Some(v) = *head {
-                if best.map_or(true, |(_, b)| v < b) {
+                if best.is_none_or(|(_, b)| v < b) {
                     best = Some((i, v));
                 }
             }

@@ -1092,7 +1092,7 @@ impl Shared {
             assert_eq!(removed, inputs, "compaction inputs are adjacent and still live");
         }
         let floor = m.segments.iter().map(|s| s.max_seq).min();
-        let dropped: Vec<u64> = m.tombstones.iter().filter(|t| floor.map_or(true, |f| t.max_seq <= f)).map(|t| t.number).collect();
+        let dropped: Vec<u64> = m.tombstones.iter().filter(|t| floor.is_none_or(|f| t.max_seq <= f)).map(|t| t.number).collect();
         if inputs.is_empty() && dropped.is_empty() {
             return Ok(());
         }

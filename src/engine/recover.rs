@@ -183,7 +183,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     }
 
     // The live set, by the engine's rule, into the new index.
-    let mut live: Vec<(u64, u64)> = pairs.into_iter().filter(|&(fp, id, bound)| deletes.get(&(fp, id)).map_or(true, |&d| d <= bound)).map(|(fp, id, _)| (fp, id)).collect();
+    let mut live: Vec<(u64, u64)> = pairs.into_iter().filter(|&(fp, id, bound)| deletes.get(&(fp, id)).is_none_or(|&d| d <= bound)).map(|(fp, id, _)| (fp, id)).collect();
     live.sort_unstable();
     live.dedup();
     report.live_pairs = live.len() as u64;

@@ -229,7 +229,7 @@ mod tests {
         for len in [0, 1, 63, 64, 65, 127, 128, 129, 200] {
             for start in [0, 1, 60, 64, 65] {
                 let mut text = vec![b' '; start];
-                text.extend(std::iter::repeat(b'x').take(len));
+                text.extend(std::iter::repeat_n(b'x', len));
                 assert_eq!(chunks(&text), naive(&text), "len {len} start {start}");
                 text.extend_from_slice(b" a,b \xc3\xa9 ");
                 assert_eq!(chunks(&text), naive(&text), "len {len} start {start}");

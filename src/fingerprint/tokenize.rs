@@ -230,10 +230,13 @@ fn plain(c: char) -> Option<(char, Wb)> {
     })
 }
 
+/// The normalised form and word-break class of each character below U+0800, if plain.
+type PlainTable = [Option<(char, Wb)>; 0x800];
+
 /// [`plain`] of every character below U+0800 (Latin-1, Greek, Cyrillic, Arabic: two bytes of
 /// UTF-8 at most), computed once from [`plain`] itself.
-fn plain_table() -> &'static [Option<(char, Wb)>; 0x800] {
-    static TABLE: std::sync::OnceLock<Box<[Option<(char, Wb)>; 0x800]>> = std::sync::OnceLock::new();
+fn plain_table() -> &'static PlainTable {
+    static TABLE: std::sync::OnceLock<Box<PlainTable>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         let mut t = Box::new([None; 0x800]);
         for (u, entry) in t.iter_mut().enumerate() {

@@ -18,7 +18,7 @@ fn data(n: usize, seed: u64, clustered: bool) -> Vec<u64> {
             }
             match i % 7 {
                 0 => 0,
-                1 | 2 | 3 => {
+                1..=3 => {
                     let flips = (rng.next() % 5) as u32;
                     rng.flip(centers[i % 5], flips)
                 }
@@ -81,7 +81,7 @@ proptest! {
         let mut queries: Vec<u64> = (0..60).map(|_| rng.next()).collect();
         for i in 0..60 {
             if let Some(&f) = fps.get(rng.next() as usize % fps.len().max(1)) {
-                queries.push(rng.flip(f, (i % (k + 2)) as u32));
+                queries.push(rng.flip(f, i % (k + 2)));
             }
         }
         queries.push(queries.first().copied().unwrap_or(0));

@@ -77,7 +77,6 @@ pub fn run(args: Args) -> Result<()> {
         batch_query_each(&segment, &queries, &options, emit)?;
         segment.len()
     };
-    drop(write);
     out.flush()?;
     eprintln!(
         "{} queries against {} fingerprints: {} matches in {:.2}s",

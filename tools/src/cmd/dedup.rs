@@ -343,39 +343,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn near_pairs_equal_brute_force() {
-        let mut s = 0x1234_5678u64;
-        let mut fps = Vec::new();
-        for i in 0..400u32 {
-            s = simdex::fingerprint::hash::fmix64(s.wrapping_add(i as u64));
-            // clustered values: a few bases with a few bits flipped
-            let base = [0u64, u64::MAX, 0xF0F0_F0F0_F0F0_F0F0][i as usize % 3];
-            let flips = (s & 0xFF) as u32 % 7;
-            let mut x = base;
-            for f in 0..flips {
-                x ^= 1 << ((s >> (8 + 6 * f)) & 63);
-            }
-            fps.push((x, i));
-        }
-        for k in [0, 1, 3, 5] {
-            let mut brute = Vec::new();
-            for a in 0..fps.len() {
-                for b in a + 1..fps.len() {
-                    if (fps[a].0 ^ fps[b].0).count_ones() <= k {
-                        brute.push((a as u32, b as u32));
-                    }
-                }
-            }
-            assert_eq!(near_pairs(&fps, k), brute, "k = {k}");
-        }
-    }
-}
-
 /// The index's document id for a document id string.
 fn index_doc_id(id: &str) -> u64 {
     simdex::fingerprint::hash::sfh64(0, id.as_bytes())
@@ -415,4 +382,37 @@ fn check_and_add(dir: &std::path::Path, docs: &[DocInfo], k: u32, report: &mut d
     index.sync()?;
     index.close()?;
     Ok((known, pairs.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_pairs_equal_brute_force() {
+        let mut s = 0x1234_5678u64;
+        let mut fps = Vec::new();
+        for i in 0..400u32 {
+            s = simdex::fingerprint::hash::fmix64(s.wrapping_add(i as u64));
+            // clustered values: a few bases with a few bits flipped
+            let base = [0u64, u64::MAX, 0xF0F0_F0F0_F0F0_F0F0][i as usize % 3];
+            let flips = (s & 0xFF) as u32 % 7;
+            let mut x = base;
+            for f in 0..flips {
+                x ^= 1 << ((s >> (8 + 6 * f)) & 63);
+            }
+            fps.push((x, i));
+        }
+        for k in [0, 1, 3, 5] {
+            let mut brute = Vec::new();
+            for a in 0..fps.len() {
+                for b in a + 1..fps.len() {
+                    if (fps[a].0 ^ fps[b].0).count_ones() <= k {
+                        brute.push((a as u32, b as u32));
+                    }
+                }
+            }
+            assert_eq!(near_pairs(&fps, k), brute, "k = {k}");
+        }
+    }
 }

@@ -44,6 +44,9 @@ pub struct Args {
     json: bool,
 }
 
+/// Answers one query into a buffer (from a segment file or an index directory).
+type Answer = Box<dyn Fn(u64, &mut Vec<Match>) -> simdex::Result<()>>;
+
 pub fn run(args: Args) -> Result<()> {
     let mut queries = Vec::new();
     for (i, fp) in args.fps.iter().enumerate() {
@@ -56,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
         bail!("no queries: give fingerprints as arguments or --input QFILE");
     }
     let options = QueryOptions { k: args.k, full_scan: args.full_scan };
-    let answer: Box<dyn Fn(u64, &mut Vec<Match>) -> simdex::Result<()>> = if args.file.is_dir() {
+    let answer: Answer = if args.file.is_dir() {
         if args.full_scan {
             bail!("--full-scan applies to segment files; an index answers up to its k");
         }
