@@ -21,7 +21,9 @@
 //! at most [`CompactionOptions::buffer_entries`] (shared by the tables), which is sorted and
 //! spilled to a temporary run file whenever it fills; the runs are then merged. Each table
 //! is read twice (once for the Huffman code's histogram, once to write it), the merged
-//! stream three times (histogram, table 0, ids): decoding is cheaper than keeping it.
+//! stream three times (histogram, table 0, ids): decoding is cheaper than keeping it. When
+//! no sorting is needed, the histogram pass of the next table runs on a second thread while
+//! a table is written.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -198,24 +200,46 @@ pub(crate) fn merge(storage: &dyn Storage, inputs: &[std::sync::Arc<LiveSegment>
     // When nothing was dropped and every input has the output's design, each permuted table
     // of the output is the merge of the inputs' same table: no sorting at all.
     if deleted == 0 && repeated == 0 && inputs.iter().all(|s| *s.segment.design() == design) {
-        let mut stream = LiveMerge::new(inputs, tombstones);
-        writer.write_table(&first.code(), (&mut stream).map(|(fp, _)| fp))?;
-        stream.finish()?;
-        for t in 1..tables.len() {
-            let mut hist = SymbolHistogram::new();
-            let mut merged = SortedMerge::new(inputs.iter().map(|s| s.segment.table_entries(t)));
-            for v in &mut merged {
-                hist.push(codec, v);
+        // The histogram pass of table t + 1 runs on a second thread while table t is
+        // written (both stream block by block; at most two histograms wait in the channel).
+        let file_len = std::thread::scope(|scope| -> Result<u64> {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            scope.spawn(move || {
+                for t in 1..tables.len() {
+                    let mut hist = SymbolHistogram::new();
+                    let mut merged = SortedMerge::new(inputs.iter().map(|s| s.segment.table_entries(t)));
+                    for v in &mut merged {
+                        hist.push(codec, v);
+                    }
+                    let failed = merged.finish().is_err();
+                    if tx.send((!failed).then(|| hist.code())).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            let mut stream = LiveMerge::new(inputs, tombstones);
+            writer.write_table(&first.code(), (&mut stream).map(|(fp, _)| fp))?;
+            stream.finish()?;
+            for t in 1..tables.len() {
+                // a failed histogram pass is reported by the write pass, which reads the same
+                // blocks (dropping `rx` on an error stops the histogram thread)
+                let code = rx.recv().ok().flatten();
+                let mut merged = SortedMerge::new(inputs.iter().map(|s| s.segment.table_entries(t)));
+                match code {
+                    Some(code) => writer.write_table(&code, &mut merged)?,
+                    None => {
+                        merged.by_ref().for_each(drop);
+                        merged.finish()?;
+                        return Err(Error::InvalidArgument(format!("compaction: the histogram pass of table {t} failed where the write pass did not")));
+                    }
+                };
+                merged.finish()?;
             }
-            merged.finish()?;
-            let mut merged = SortedMerge::new(inputs.iter().map(|s| s.segment.table_entries(t)));
-            writer.write_table(&hist.code(), &mut merged)?;
-            merged.finish()?;
-        }
-        let mut stream = LiveMerge::new(inputs, tombstones);
-        writer.write_ids((&mut stream).map(|(_, id)| id))?;
-        stream.finish()?;
-        let file_len = writer.finish()?;
+            let mut stream = LiveMerge::new(inputs, tombstones);
+            writer.write_ids((&mut stream).map(|(_, id)| id))?;
+            stream.finish()?;
+            writer.finish()
+        })?;
         return Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs: 0 }));
     }
     let per_table = (buffer_entries / tables.len().saturating_sub(1).max(1)).max(1024);
