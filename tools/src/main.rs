@@ -4,6 +4,15 @@
 //! `run` function. Errors are reported through `anyhow` with the file, offset or argument
 //! they concern; the process exits non-zero on any error.
 
+/// `println!` that returns the write error instead of panicking: a closed pipe
+/// (`simdex plan ... | head -1`) then ends the command quietly in `main`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)?
+    }};
+}
+
 mod cmd;
 mod input;
 mod progress;

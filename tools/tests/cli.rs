@@ -438,3 +438,38 @@ fn dedup_adds_the_corpus_to_an_index_and_finds_it_there_next_time() {
         assert!(v["matches"].as_array().unwrap().iter().any(|m| m["index_doc_id"] == own && m["distance"] == 0), "{v}");
     }
 }
+
+/// A reader that stops early (`simdex plan ... | head -1`) closes the pipe: every reporting
+/// subcommand then ends quietly with exit 0, never with a panic or an error message.
+#[test]
+fn a_closed_output_pipe_ends_every_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_text(dir.path(), &sample(), true);
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&input)]));
+    let idx = dir.path().join("idx");
+    ok(&run(&["add", p(&idx), p(&input)]));
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["plan", "--count", "1000000"],
+        vec!["inspect", p(&seg)],
+        vec!["inspect", "--json", p(&seg)],
+        vec!["verify", p(&seg)],
+        vec!["dump", p(&seg)],
+        vec!["query", p(&seg), "--input", p(&input)],
+        vec!["batch", p(&seg), "--queries", p(&input)],
+        vec!["cluster", p(&seg)],
+        vec!["stats", p(&idx)],
+        vec!["dump-log", p(&idx)],
+        vec!["bench", "generate", "--count", "100000"],
+        vec!["fingerprint", "fixtures/corpus/pages"],
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    for args in commands {
+        let mut child = simdex().args(&args).current_dir(root).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        drop(child.stdout.take()); // the reader is gone before the first line
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "simdex {args:?} panicked on a closed pipe:\n{err}");
+        assert!(out.status.success(), "simdex {args:?}: exit {:?}\n{err}", out.status);
+    }
+}

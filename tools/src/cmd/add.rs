@@ -62,7 +62,7 @@ pub fn run(args: Args) -> Result<()> {
     index.close()?;
     let n = pairs.len();
     if args.json {
-        println!(
+        out!(
             "{}",
             json!({"dir": args.dir, "added": n, "first_seq": first_seq, "last_seq": stats.last_seq, "ids_assigned": data.ids.is_none(), "segments": stats.segments.len(), "seconds": start.elapsed().as_secs_f64()})
         );

@@ -193,14 +193,14 @@ fn query(args: QueryArgs) -> Result<()> {
     let p99 = us(latencies[(n * 99 / 100).min(n - 1)]);
     let qps = n as f64 / wall;
     if args.json {
-        println!(
+        out!(
             "{}",
             json!({"file": args.file, "entries": seg.len(), "design": seg.design().summary(), "k": args.k, "queries": n,
                    "matches": matches, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
         );
     } else {
-        println!("{}: {} fingerprints, {}", args.file.display(), seg.len(), seg.design().summary());
-        println!("{n} queries (k = {}), {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
+        out!("{}: {} fingerprints, {}", args.file.display(), seg.len(), seg.design().summary());
+        out!("{n} queries (k = {}), {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
     }
     Ok(())
 }

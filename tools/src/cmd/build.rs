@@ -62,7 +62,7 @@ pub fn run(args: Args) -> Result<()> {
     let build_time = built.elapsed();
     let n = data.fps.len();
     if args.json {
-        println!(
+        out!(
             "{}",
             json!({
                 "out": args.out, "count": n, "file_bytes": bytes, "has_ids": data.ids.is_some(),

@@ -88,9 +88,9 @@ pub fn run(args: Args) -> Result<()> {
         "tables": tables,
     });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        out!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_text(&report);
+        print_text(&report)?;
     }
     Ok(())
 }
@@ -112,35 +112,36 @@ fn symbol_name(s: usize) -> String {
     }
 }
 
-fn print_text(r: &serde_json::Value) {
-    println!("file:            {}", r["file"].as_str().unwrap_or_default());
-    println!("format version:  {}", r["format_version"]);
-    println!("fingerprints:    {} (f = 64){}", r["count"], if r["has_ids"] == true { ", with document ids" } else { "" });
-    println!("design:          {}", r["design"].as_str().unwrap_or_default());
-    println!("file size:       {} bytes ({:.2} bytes per fingerprint)", r["file_bytes"], r["bytes_per_entry"].as_f64().unwrap_or(0.0));
-    println!("info. bound:     {:.2} bits per fingerprint per table", r["information_bound_bits"].as_f64().unwrap_or(0.0));
+fn print_text(r: &serde_json::Value) -> Result<()> {
+    out!("file:            {}", r["file"].as_str().unwrap_or_default());
+    out!("format version:  {}", r["format_version"]);
+    out!("fingerprints:    {} (f = 64){}", r["count"], if r["has_ids"] == true { ", with document ids" } else { "" });
+    out!("design:          {}", r["design"].as_str().unwrap_or_default());
+    out!("file size:       {} bytes ({:.2} bytes per fingerprint)", r["file_bytes"], r["bytes_per_entry"].as_f64().unwrap_or(0.0));
+    out!("info. bound:     {:.2} bits per fingerprint per table", r["information_bound_bits"].as_f64().unwrap_or(0.0));
     for t in r["tables"].as_array().into_iter().flatten() {
-        println!();
-        println!(
+        out!();
+        out!(
             "table {}: {} entries in {} blocks, prefix {} bits, codec {}, permutation {}",
             t["table"], t["entries"], t["blocks"], t["prefix_bits"], t["codec"].as_str().unwrap_or_default(), t["permutation"].as_str().unwrap_or_default()
         );
-        println!(
+        out!(
             "  bits per fingerprint: {:.3} in blocks, {:.3} with the block index ({:.4}x the bound)",
             t["bits_per_entry_blocks"].as_f64().unwrap_or(0.0),
             t["bits_per_entry_total"].as_f64().unwrap_or(0.0),
             t["ratio_to_bound_total"].as_f64().unwrap_or(0.0)
         );
         let lengths = t["code_lengths"].as_object().map(|m| m.iter().map(|(s, l)| format!("{s}:{l}")).collect::<Vec<_>>().join(" "));
-        println!("  code lengths (symbol:bits): {}", lengths.unwrap_or_default());
+        out!("  code lengths (symbol:bits): {}", lengths.unwrap_or_default());
         if let Some(h) = t["h_histogram"].as_object() {
             let total: u64 = h.values().filter_map(|v| v.as_u64()).sum();
-            println!("  histogram of h (top differing bit between successive entries):");
+            out!("  histogram of h (top differing bit between successive entries):");
             for (s, c) in h {
                 let c = c.as_u64().unwrap_or(0);
                 let frac = c as f64 / total.max(1) as f64;
-                println!("    {:>5} {:>12} {:>7.3}% {}", s, c, 100.0 * frac, "#".repeat((frac * 60.0).round() as usize));
+                out!("    {:>5} {:>12} {:>7.3}% {}", s, c, 100.0 * frac, "#".repeat((frac * 60.0).round() as usize));
             }
         }
     }
+    Ok(())
 }

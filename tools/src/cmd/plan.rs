@@ -48,31 +48,31 @@ pub fn run(args: Args) -> Result<()> {
             "chosen": describe_json(&plan.chosen),
             "alternatives": if args.all { json!(alternatives) } else { json!(null) },
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        out!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     let c = &plan.chosen;
-    println!("{} fingerprints (d = log2 N = {:.2}), k = {}", args.count, c.d, args.k);
-    println!("design: {}", c.design.summary());
-    println!("why: {}", plan.reason);
-    println!(
+    out!("{} fingerprints (d = log2 N = {:.2}), k = {}", args.count, c.d, args.k);
+    out!("design: {}", c.design.summary());
+    out!("why: {}", plan.reason);
+    out!(
         "expected: {:.1} candidates per probe at most, {:.1} per query over all tables; about {:.1} bits per fingerprint per table, {} for all tables (document ids not counted)",
         c.max_candidates(),
         c.total_candidates(),
         c.bits_per_entry,
         human_bytes(c.expected_bytes)
     );
-    println!();
-    println!("{:>5}  {:>6}  {:>12}  permutation (source bit runs, from the MSB)", "table", "p", "candidates");
+    out!();
+    out!("{:>5}  {:>6}  {:>12}  permutation (source bit runs, from the MSB)", "table", "p", "candidates");
     for (i, (t, cand)) in c.design.tables().iter().zip(&c.candidates).enumerate() {
-        println!("{i:>5}  {:>6}  {:>12.1}  {}", t.prefix_bits, cand, t.permutation.describe());
+        out!("{i:>5}  {:>6}  {:>12.1}  {}", t.prefix_bits, cand, t.permutation.describe());
     }
     if args.all {
-        println!();
-        println!("{:>6}  {:>10}  {:>14}  {:>12}  design", "tables", "p", "max cand.", "bytes");
+        out!();
+        out!("{:>6}  {:>10}  {:>14}  {:>12}  design", "tables", "p", "max cand.", "bytes");
         for a in &plan.alternatives {
             let (lo, hi) = a.design.prefix_range();
-            println!("{:>6}  {:>10}  {:>14.1}  {:>12}  {}", a.design.tables().len(), format!("{lo}..{hi}"), a.max_candidates(), human_bytes(a.expected_bytes), a.design.summary());
+            out!("{:>6}  {:>10}  {:>14.1}  {:>12}  {}", a.design.tables().len(), format!("{lo}..{hi}"), a.max_candidates(), human_bytes(a.expected_bytes), a.design.summary());
         }
     }
     Ok(())

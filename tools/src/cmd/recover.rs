@@ -38,7 +38,7 @@ pub fn run(args: Args) -> Result<()> {
     bar.finish_and_clear();
     if args.json {
         let pairs = |v: &[(String, String)]| v.iter().map(|(f, d)| json!({"file": f, "detail": d})).collect::<Vec<_>>();
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "from": args.dir, "to": args.out, "manifest_problem": report.manifest_problem,
@@ -51,15 +51,15 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     if let Some(p) = &report.manifest_problem {
-        println!("manifest unusable ({p}): took every file in the directory; tombstones applied to every segment");
+        out!("manifest unusable ({p}): took every file in the directory; tombstones applied to every segment");
     }
     for (file, what) in &report.recovered {
-        println!("recovered {file}: {what}");
+        out!("recovered {file}: {what}");
     }
     for (file, what) in &report.lost {
-        println!("LOST {file}: {what}");
+        out!("LOST {file}: {what}");
     }
-    println!(
+    out!(
         "{} live pairs written to {}; lost: {} segment entries, {} log operations{}",
         report.live_pairs,
         args.out.display(),

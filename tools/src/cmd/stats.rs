@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<()> {
             .map(|x| json!({"name": x.name, "entries": x.entries, "bytes": x.file_len, "min_seq": x.min_seq, "max_seq": x.max_seq, "tables": x.tables, "design": x.design}))
             .collect();
         let logs: Vec<_> = report.logs.iter().map(|l| json!({"name": l.name, "bytes": l.len, "valid_bytes": l.valid_len, "end": format!("{:?}", l.end), "operations": l.ops})).collect();
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "dir": s.dir, "k": s.k, "codec": s.codec.name(),
@@ -47,19 +47,19 @@ pub fn run(args: Args) -> Result<()> {
         );
         return Ok(());
     }
-    println!("index {} (k = {}, codec {})", s.dir.display(), s.k, s.codec.name());
-    println!("segments: {} ({fingerprints} fingerprints, {bytes} bytes)", s.segments.len());
+    out!("index {} (k = {}, codec {})", s.dir.display(), s.k, s.codec.name());
+    out!("segments: {} ({fingerprints} fingerprints, {bytes} bytes)", s.segments.len());
     for x in &s.segments {
-        println!("  {}  {:>12} fingerprints  {:>14} bytes  seq {}..{}  {}", x.name, x.entries, x.file_len, x.min_seq, x.max_seq, x.design);
+        out!("  {}  {:>12} fingerprints  {:>14} bytes  seq {}..{}  {}", x.name, x.entries, x.file_len, x.min_seq, x.max_seq, x.design);
     }
-    println!("tombstones: {} in {} file(s)", s.tombstones, s.tombstone_files);
-    println!("memtable: {} inserts, {} deletes (replayed from the logs)", s.memtable_inserts, s.memtable_deletes);
+    out!("tombstones: {} in {} file(s)", s.tombstones, s.tombstone_files);
+    out!("memtable: {} inserts, {} deletes (replayed from the logs)", s.memtable_inserts, s.memtable_deletes);
     for l in &report.logs {
-        println!("log {}: {} bytes, {} operations{}", l.name, l.len, l.ops, if l.len != l.valid_len { format!(", {} bytes of an unfinished record at the end", l.len - l.valid_len) } else { String::new() });
+        out!("log {}: {} bytes, {} operations{}", l.name, l.len, l.ops, if l.len != l.valid_len { format!(", {} bytes of an unfinished record at the end", l.len - l.valid_len) } else { String::new() });
     }
-    println!("sequence numbers: last {}, in segments up to {}", s.last_seq, s.flushed_seq);
+    out!("sequence numbers: last {}, in segments up to {}", s.last_seq, s.flushed_seq);
     if !s.unknown_files.is_empty() {
-        println!("files that are not simdex's (left alone): {}", s.unknown_files.join(", "));
+        out!("files that are not simdex's (left alone): {}", s.unknown_files.join(", "));
     }
     Ok(())
 }

@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .iter()
             .map(|p| json!({"offset": p.offset, "table": p.location.table, "block": p.location.block, "detail": p.detail}))
             .collect();
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "file": args.file, "clean": report.is_clean(), "entries": report.entries,
@@ -51,12 +51,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }))?
         );
     } else if report.is_clean() {
-        println!("{}: ok ({} fingerprints, {} tables, {} blocks checked)", args.file.display(), report.entries, report.tables, report.blocks);
+        out!("{}: ok ({} fingerprints, {} tables, {} blocks checked)", args.file.display(), report.entries, report.tables, report.blocks);
     } else {
         for p in &report.problems {
-            println!("{}: {p}", args.file.display());
+            out!("{}: {p}", args.file.display());
         }
-        println!("{}: {} problem(s) found", args.file.display(), report.problems.len());
+        out!("{}: {} problem(s) found", args.file.display(), report.problems.len());
     }
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -66,7 +66,7 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
     if args.json {
         let problems: Vec<_> = report.problems.iter().map(|p| json!({"file": p.file, "offset": p.offset, "detail": p.detail})).collect();
         let checked: Vec<_> = report.checked.iter().map(|(f, s)| json!({"file": f, "summary": s})).collect();
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "dir": args.file, "clean": report.is_clean(), "checked": checked, "problems": problems,
@@ -75,21 +75,21 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
         );
     } else {
         for (file, summary) in &report.checked {
-            println!("{}/{file}: ok ({summary})", args.file.display());
+            out!("{}/{file}: ok ({summary})", args.file.display());
         }
         for note in &report.notes {
-            println!("{}/{note}", args.file.display());
+            out!("{}/{note}", args.file.display());
         }
         for name in &report.unknown {
-            println!("{}/{name}: not a simdex file (left alone)", args.file.display());
+            out!("{}/{name}: not a simdex file (left alone)", args.file.display());
         }
         for p in &report.problems {
-            println!("{}/{p}", args.file.display());
+            out!("{}/{p}", args.file.display());
         }
         if report.is_clean() {
-            println!("{}: ok ({} files checked)", args.file.display(), report.checked.len());
+            out!("{}: ok ({} files checked)", args.file.display(), report.checked.len());
         } else {
-            println!("{}: {} problem(s) found", args.file.display(), report.problems.len());
+            out!("{}: {} problem(s) found", args.file.display(), report.problems.len());
         }
     }
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
