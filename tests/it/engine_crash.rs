@@ -68,19 +68,22 @@ fn apply(model: &mut BTreeSet<(u64, u64)>, op: &Op) {
     }
 }
 
+fn execute(index: &Index, op: &Op) -> simdex::Result<()> {
+    match op {
+        Op::Insert(pairs) => index.insert_batch(pairs).map(drop),
+        Op::Delete((fp, id)) => index.delete(*fp, *id).map(drop),
+        Op::Flush => index.flush(),
+        Op::Compact => index.compact(),
+    }
+}
+
 /// Runs the workload until an operation fails; returns the model of the acknowledged
 /// writes and the operation that was in flight, if any.
 fn run(storage: &MemStorage, ops: &[Op]) -> (BTreeSet<(u64, u64)>, Option<Op>) {
     let mut model = BTreeSet::new();
     let Ok(index) = Index::open(DIR, options(storage)) else { return (model, None) };
     for op in ops {
-        let result = match op {
-            Op::Insert(pairs) => index.insert_batch(pairs).map(drop),
-            Op::Delete((fp, id)) => index.delete(*fp, *id).map(drop),
-            Op::Flush => index.flush(),
-            Op::Compact => index.compact(),
-        };
-        if result.is_err() {
+        if execute(&index, op).is_err() {
             return (model, Some(op.clone()));
         }
         apply(&mut model, op);
@@ -184,13 +187,7 @@ fn group_commit_crash_leaves_a_prefix_that_holds_every_synced_write() {
         let Ok(index) = Index::open(DIR, group(storage)) else { return (0, 0) };
         let mut acked = 0;
         for (i, op) in ops.iter().enumerate() {
-            let result = match op {
-                Op::Insert(pairs) => index.insert_batch(pairs).map(drop),
-                Op::Delete((fp, id)) => index.delete(*fp, *id).map(drop),
-                Op::Flush => index.flush(),
-                Op::Compact => index.compact(),
-            };
-            if result.is_err() {
+            if execute(&index, op).is_err() {
                 return (i, acked);
             }
             if matches!(op, Op::Flush | Op::Compact) || i % 7 == 6 {
