@@ -5,7 +5,9 @@
 //! Segments are kept in the order of their data (sequence numbers), oldest first. A
 //! segment's *tier* is `floor(log_F(entries / flush_size))` with `F` the fan-out
 //! ([`CompactionOptions::fanout`], default 4). Whenever the newest `F` segments share a
-//! tier, they merge into one (which lands about one tier up), and the check repeats. Like a
+//! tier (or are smaller), they merge into one (which lands about one tier up), and the
+//! check repeats; a longer run of such segments (left by merges that crashes cut short)
+//! merges `F` at a time, oldest first, so no merge grows with the backlog. Like a
 //! base-`F` counter, this keeps at most `F - 1` segments per tier, so the live count stays
 //! below `(F - 1) * (1 + log_F(total / flush_size))` and query cost grows with the log of
 //! the data size, while each entry is rewritten about `log_F(total / flush_size)` times.
@@ -74,9 +76,29 @@ pub(crate) fn pick(segments: &[SegmentMeta], flush_size: u64, fanout: usize) -> 
         }
         t
     };
-    let newest = tier(segments[segments.len() - 1].entries);
-    let same = segments.iter().rev().take_while(|s| tier(s.entries) <= newest).count();
-    (same >= fanout).then(|| segments.len() - same..segments.len())
+    let tiers: Vec<u32> = segments.iter().map(|s| tier(s.entries)).collect();
+    let newest = tiers[tiers.len() - 1];
+    let same = tiers.iter().rev().take_while(|&&t| t <= newest).count();
+    if same >= fanout {
+        // The oldest `fanout` of that run: a merge's size stays bounded even when segments
+        // piled up (merges cut short by crashes again and again), and its output stays older
+        // than the small segments left after it, so repeated picks work through the run.
+        let start = tiers.len() - same;
+        return Some(start..start + fanout);
+    }
+    // Otherwise the newest `fanout` adjacent segments of one tier further back (what working
+    // through a backlog leaves behind the newest, smaller segments).
+    (0..=tiers.len() - fanout).rev().find(|&i| tiers[i..i + fanout].iter().all(|&t| t == tiers[i])).map(|i| i..i + fanout)
+}
+
+/// True when the live segments are more than twice what the tiered policy keeps for their
+/// total size, `2 * ((fanout - 1) * (2 + log_F(total / flush_size)) + fanout)`: merges have
+/// fallen behind flushes (the engine then stalls writes until they catch up).
+pub(crate) fn over_budget(segments: &[SegmentMeta], flush_size: u64, fanout: usize) -> bool {
+    let fanout = fanout.max(2) as f64;
+    let total: u64 = segments.iter().map(|s| s.entries).sum();
+    let tiers = (total as f64 / flush_size.max(1) as f64).max(1.0).log(fanout);
+    segments.len() as f64 > 2.0 * ((fanout - 1.0) * (2.0 + tiers) + fanout)
 }
 
 /// One source of the merge: a segment's `(fingerprint, id)` stream and its bound.
@@ -477,5 +499,61 @@ mod tests {
         assert_eq!(pick(&segs, 100, 4), Some(1..5));
         let segs: Vec<SegmentMeta> = [400, 400, 400, 100].map(meta).to_vec();
         assert_eq!(pick(&segs, 100, 4), None);
+        // a backlog merges `fanout` at a time, oldest first
+        let segs: Vec<SegmentMeta> = [1600, 100, 100, 100, 100, 100, 100, 100].map(meta).to_vec();
+        assert_eq!(pick(&segs, 100, 4), Some(1..5));
+    }
+
+    #[test]
+    fn a_backlog_of_small_segments_converges_with_bounded_merges() {
+        // 3,000 segments of 20 entries (what thousands of flushes whose merges were all cut
+        // short leave), flush size 24, fan-out 3: applying the policy to completion must use
+        // merges of exactly 3 inputs and end within the tier bound.
+        let (flush, fanout) = (24u64, 3usize);
+        let mut segs: Vec<SegmentMeta> = vec![meta(20); 3000];
+        let mut merges = 0;
+        while let Some(r) = pick(&segs, flush, fanout) {
+            assert_eq!(r.len(), fanout);
+            let entries = segs[r.clone()].iter().map(|s| s.entries).sum();
+            segs.splice(r, [meta(entries)]);
+            merges += 1;
+        }
+        let total: u64 = segs.iter().map(|s| s.entries).sum();
+        assert_eq!(total, 60_000);
+        let bound = (fanout as f64 - 1.0) * (1.0 + (total as f64 / flush as f64).log(fanout as f64));
+        assert!((segs.len() as f64) <= bound, "{} segments left, bound {bound:.1}", segs.len());
+        // each merge removes fanout - 1 segments
+        assert_eq!(merges, (3000 - segs.len()) / (fanout - 1));
+    }
+
+    #[test]
+    fn the_live_segment_count_stays_logarithmic_under_flushes_deletes_and_lost_merges() {
+        for fanout in [2usize, 3, 4] {
+            let flush = 100u64;
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let mut rand = |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            let mut segs: Vec<SegmentMeta> = Vec::new();
+            for round in 0..5000 {
+                // flushes of 1 to 100 entries; one round in ten loses its merges (a crash)
+                segs.push(meta(1 + rand(flush)));
+                if rand(10) == 0 {
+                    continue;
+                }
+                while let Some(r) = pick(&segs, flush, fanout) {
+                    assert_eq!(r.len(), fanout);
+                    // merges drop deleted pairs: 70% to 100% of the inputs survive
+                    let entries: u64 = segs[r.clone()].iter().map(|s| s.entries).sum();
+                    segs.splice(r, [meta((entries * (70 + rand(31)) / 100).max(1))]);
+                }
+                let total: u64 = segs.iter().map(|s| s.entries).sum();
+                let bound = (fanout as f64 - 1.0) * (2.0 + (total as f64 / flush as f64).max(1.0).log(fanout as f64)) + 3.0;
+                assert!((segs.len() as f64) <= bound, "fan-out {fanout}, round {round}: {} segments for {total} entries (bound {bound:.1})", segs.len());
+            }
+        }
     }
 }

@@ -911,8 +911,17 @@ impl Shared {
         drop(w);
         if self.options.background {
             self.wake_background();
-            if self.current().frozen.len() <= self.options.max_frozen {
+            let v = self.current();
+            let behind = self.options.compaction.automatic && compaction::over_budget(&v.segment_metas(), self.options.memtable_ops, self.options.compaction.fanout);
+            if v.frozen.len() <= self.options.max_frozen && !behind {
                 return;
+            }
+            if behind {
+                // A write stall: flushes outran the background merges (twice the segments
+                // the policy keeps), so this writer merges until the policy is met.
+                if let Err(e) = self.compact_tiered() {
+                    self.record_error(&e);
+                }
             }
         }
         let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic && !self.options.background { self.compact_tiered() } else { Ok(()) });
@@ -1038,7 +1047,7 @@ impl Shared {
         let _guard = lock(&self.compacting);
         loop {
             let v = self.current();
-            let metas: Vec<SegmentMeta> = v.segments.iter().map(|s| s.meta).collect();
+            let metas = v.segment_metas();
             let Some(range) = compaction::pick(&metas, self.options.memtable_ops, self.options.compaction.fanout) else { return Ok(()) };
             self.compact_range(&v, range)?;
         }

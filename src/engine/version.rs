@@ -71,6 +71,11 @@ pub(crate) struct Version {
 pub(crate) struct Views<'a>(pub Vec<MemView<'a>>);
 
 impl Version {
+    /// The live segments' manifest entries, oldest first.
+    pub(crate) fn segment_metas(&self) -> Vec<crate::manifest::SegmentMeta> {
+        self.segments.iter().map(|s| s.meta).collect()
+    }
+
     pub(crate) fn views(&self) -> Views<'_> {
         Views(self.frozen.iter().chain(std::iter::once(&self.active)).map(|m| m.view()).collect())
     }

@@ -94,6 +94,7 @@ fn kill_9_loop() {
     let mut next = 4u64;
     let (mut acked_total, mut in_flight_applied, mut orphan_cycles, mut torn_cycles) = (0u64, 0u64, 0u64, 0u64);
     let started = Instant::now();
+    let mut segments_at_end = 0;
     for cycle in 0..cycles {
         let mut child = Command::new(&exe)
             .args(["--exact", "engine_kill::kill_child", "--ignored", "--nocapture", "--test-threads=1", "-q"])
@@ -173,6 +174,7 @@ fn kill_9_loop() {
             live = with;
             in_flight_applied += 1;
         }
+        segments_at_end = index.stats().segments.len();
         drop(index);
         next = in_flight + 1;
         if (cycle + 1) % 1000 == 0 {
@@ -180,8 +182,13 @@ fn kill_9_loop() {
         }
     }
     eprintln!(
-        "kill -9 loop: {cycles} cycles in {:.1}s, {acked_total} acknowledged operations, {in_flight_applied} in-flight operations found applied, {orphan_cycles} reopens removed orphans of an interrupted flush or compaction, {torn_cycles} reopens cut a torn log tail, {} live pairs at the end; no acknowledged write lost, no failed open",
+        "kill -9 loop: {cycles} cycles in {:.1}s, {acked_total} acknowledged operations, {in_flight_applied} in-flight operations found applied, {orphan_cycles} reopens removed orphans of an interrupted flush or compaction, {torn_cycles} reopens cut a torn log tail, {} live pairs in {segments_at_end} segments at the end; no acknowledged write lost, no failed open",
         started.elapsed().as_secs_f64(),
         live.len()
     );
+    // Merges cut short by kills must not pile up segments: the tiered policy catches up
+    // (fan-out 3 over 24-operation flushes keeps about 2 per tier; the bound is generous).
+    let tiers = ((live.len().max(24) / 24) as f64).log(3.0) + 2.0;
+
+    assert!((segments_at_end as f64) < 4.0 * tiers + 16.0, "{segments_at_end} live segments for {} pairs", live.len());
 }
