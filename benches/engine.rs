@@ -220,7 +220,7 @@ fn query_table() {
     let seg = Segment::open(&seg_path).unwrap();
     let mut out: Vec<Match> = Vec::new();
     let single = latencies(&queries, |q| {
-        seg.query_into(q, simdex::QueryOptions::within(3), &mut out).unwrap();
+        seg.query_into(q, &simdex::QueryOptions::within(3), &mut out).unwrap();
         out.len()
     });
     let single_design = seg.design().summary();
@@ -250,7 +250,7 @@ fn query_table() {
     );
     let mut out = Vec::new();
     let idle = latencies(&queries, |q| {
-        index.query_into(q, 3, &mut out).unwrap();
+        index.query_into(q, &simdex::QueryOptions::within(3), &mut out).unwrap();
         out.len()
     });
 
@@ -299,13 +299,13 @@ fn query_table() {
             if start.elapsed() < Duration::from_secs(5) {
                 let mut out = Vec::new();
                 for &q in &queries {
-                    index.query_into(q, 3, &mut out).unwrap();
+                    index.query_into(q, &simdex::QueryOptions::within(3), &mut out).unwrap();
                 }
             }
         }
         let mut out = Vec::new();
         let r = latencies(&queries, |q| {
-            index.query_into(q, 3, &mut out).unwrap();
+            index.query_into(q, &simdex::QueryOptions::within(3), &mut out).unwrap();
             out.len()
         });
         let secs = start.elapsed().as_secs_f64();

@@ -38,7 +38,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("k3", n), |b| {
             b.iter(|| {
                 i = (i + 1) % qs.len();
-                seg.query_into(qs[i], QueryOptions::within(3), &mut out).unwrap();
+                seg.query_into(qs[i], &QueryOptions::within(3), &mut out).unwrap();
                 out.len()
             })
         });

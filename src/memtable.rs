@@ -283,8 +283,13 @@ impl Memtable {
 }
 
 impl MemView<'_> {
-    /// Appends every insert within `k` of `q`, each with its sequence number.
+    /// Appends every insert within `k` of `q`, each with its sequence number. A `k` above
+    /// the design's scans every entry.
     pub fn query(&self, q: u64, k: u32, out: &mut Vec<(Match, u64)>) {
+        if k > self.design.k() {
+            out.extend(self.entries().filter(|e| (e.fp ^ q).count_ones() <= k).map(|e| entry_match(e, q)));
+            return;
+        }
         for e in &self.data.tail {
             if (e.fp ^ q).count_ones() <= k {
                 out.push(entry_match(e, q));

@@ -12,8 +12,18 @@ pub struct Match {
     pub doc_id: Option<u64>,
 }
 
-/// How to answer a query.
+/// How to answer a query: the one argument every `query` takes ([`crate::Index::query`],
+/// [`crate::Snapshot::query`], [`crate::Segment::query`]).
+///
+/// ```
+/// use simdex::QueryOptions;
+/// let options = QueryOptions::within(3);
+/// assert_eq!((options.k, options.full_scan), (3, false));
+/// let scan = QueryOptions::within(6).with_full_scan();
+/// assert!(scan.full_scan);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QueryOptions {
     /// Largest Hamming distance to report.
     pub k: u32,
@@ -25,6 +35,18 @@ impl QueryOptions {
     /// Matches within `k`, using the tables (an error if `k` exceeds the design's).
     pub fn within(k: u32) -> Self {
         Self { k, full_scan: false }
+    }
+
+    /// The same options, answering a `k` above the design's by a full scan.
+    pub fn with_full_scan(self) -> Self {
+        Self { full_scan: true, ..self }
+    }
+}
+
+impl Default for QueryOptions {
+    /// The paper's choice: `k = 3`, tables only.
+    fn default() -> Self {
+        Self::within(3)
     }
 }
 

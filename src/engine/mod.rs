@@ -18,18 +18,18 @@
 //! File formats belong to `log`, `manifest`, `tombstone` and `segment`.
 //!
 //! ```
-//! use simdex::{FindOrInsert, Index, IndexOptions};
+//! use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let index = Index::open(dir.path(), IndexOptions::default())?;
 //! index.insert(0x0123_4567_89ab_cdef, 1)?;
 //! // One bit away: a near-duplicate of document 1.
-//! let near = index.query(0x0123_4567_89ab_cdee, 3)?;
+//! let near = index.query(0x0123_4567_89ab_cdee, &QueryOptions::within(3))?;
 //! assert_eq!(near[0].doc_id, Some(1));
 //! // The crawler's check-then-add in one call.
-//! assert!(matches!(index.find_or_insert(0x0123_4567_89ab_cdec, 2, 3)?, FindOrInsert::Found(_)));
+//! assert!(matches!(index.find_or_insert(0x0123_4567_89ab_cdec, 2, &QueryOptions::within(3))?, FindOrInsert::Found(_)));
 //! index.delete(0x0123_4567_89ab_cdef, 1)?;
-//! assert!(index.query(0x0123_4567_89ab_cdee, 3)?.is_empty());
+//! assert!(index.query(0x0123_4567_89ab_cdee, &QueryOptions::within(3))?.is_empty());
 //! index.close()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -57,7 +57,7 @@ use crate::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES
 use crate::manifest::{Manifest, SegmentMeta, TombstoneMeta};
 use crate::memtable::Memtable;
 use crate::plan::{planned_design, Design, PlanOptions};
-use crate::query::Match;
+use crate::query::{Match, QueryOptions};
 use crate::codec::SymbolHistogram;
 use crate::segment::{build_segment, BuildOptions, Segment, SegmentWriter};
 use crate::storage::{FsStorage, LockGuard, Storage};
@@ -423,29 +423,30 @@ impl Index {
         self.shared.write(OpKind::Delete, pairs)
     }
 
-    /// Every live pair within `k` bits of `fingerprint`, each once, sorted by distance,
-    /// fingerprint and id. Sees every write that returned before the call.
-    pub fn query(&self, fingerprint: u64, k: u32) -> Result<Vec<Match>> {
+    /// Every live pair within `options.k` bits of `fingerprint`, each once, sorted by
+    /// distance, fingerprint and id. Sees every write that returned before the call.
+    pub fn query(&self, fingerprint: u64, options: &QueryOptions) -> Result<Vec<Match>> {
         let mut out = Vec::new();
-        self.query_into(fingerprint, k, &mut out)?;
+        self.query_into(fingerprint, options, &mut out)?;
         Ok(out)
     }
 
     /// [`Self::query`] into a reused vector (cleared first).
-    pub fn query_into(&self, fingerprint: u64, k: u32, out: &mut Vec<Match>) -> Result<()> {
-        self.shared.check_k(k)?;
-        self.shared.current().query_into(fingerprint, k, out)
+    pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
+        self.shared.check_k(options)?;
+        self.shared.current().query_into(fingerprint, options, out)
     }
 
-    /// The crawler's check-then-add: when no live pair is within `k` of `fingerprint`,
-    /// inserts `(fingerprint, doc_id)`. Atomic with respect to other writers of the index.
-    pub fn find_or_insert(&self, fingerprint: u64, doc_id: u64, k: u32) -> Result<FindOrInsert> {
+    /// The crawler's check-then-add: when no live pair is within `options.k` of
+    /// `fingerprint`, inserts `(fingerprint, doc_id)`. Atomic with respect to other writers
+    /// of the index.
+    pub fn find_or_insert(&self, fingerprint: u64, doc_id: u64, options: &QueryOptions) -> Result<FindOrInsert> {
         let s = &self.shared;
         s.check_writable()?;
-        s.check_k(k)?;
+        s.check_k(options)?;
         let mut w = lock(&s.writer);
         let mut found = Vec::new();
-        s.current().query_into(fingerprint, k, &mut found)?;
+        s.current().query_into(fingerprint, options, &mut found)?;
         if !found.is_empty() {
             return Ok(FindOrInsert::Found(found));
         }
@@ -493,7 +494,7 @@ impl Index {
     /// A consistent read-only view of everything the index holds now, for whole-index jobs
     /// (batch queries, clusters, splitting); later writes do not change it.
     pub fn snapshot(&self) -> snapshot::Snapshot {
-        snapshot::Snapshot::new(self.shared.current())
+        snapshot::Snapshot::new(self.shared.current(), self.shared.k)
     }
 
     /// Every live pair, sorted, each once. Reads every segment: meant for tools and tests.
@@ -766,9 +767,9 @@ impl Shared {
         Ok(())
     }
 
-    fn check_k(&self, k: u32) -> Result<()> {
-        if k > self.k {
-            return Err(Error::KTooLarge { requested: k, design_k: self.k });
+    fn check_k(&self, options: &QueryOptions) -> Result<()> {
+        if options.k > self.k && !options.full_scan {
+            return Err(Error::KTooLarge { requested: options.k, design_k: self.k });
         }
         Ok(())
     }

@@ -5,17 +5,42 @@
 use std::sync::Arc;
 
 use super::version::Version;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::query::{Match, QueryOptions};
 use crate::segment::Segment;
 
 /// What an index holds at one moment.
 pub struct Snapshot {
     version: Arc<Version>,
+    /// The index design's `k`: the largest distance its tables answer.
+    k: u32,
 }
 
 impl Snapshot {
-    pub(crate) fn new(version: Arc<Version>) -> Self {
-        Self { version }
+    pub(crate) fn new(version: Arc<Version>, k: u32) -> Self {
+        Self { version, k }
+    }
+
+    /// The largest distance the index's tables answer without a full scan.
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+
+    /// Every live pair within `options.k` bits of `fingerprint` at the snapshot's moment,
+    /// each once, sorted by distance, fingerprint and id.
+    pub fn query(&self, fingerprint: u64, options: &QueryOptions) -> Result<Vec<Match>> {
+        let mut out = Vec::new();
+        self.query_into(fingerprint, options, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::query`] into a reused vector (cleared first).
+    pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
+        let design_k = self.k;
+        if options.k > design_k && !options.full_scan {
+            return Err(Error::KTooLarge { requested: options.k, design_k });
+        }
+        self.version.query_into(fingerprint, options, out)
     }
 
     /// The live segments, oldest data first.

@@ -85,17 +85,17 @@ impl Version {
         self.tombstones.get(fp, id).is_some_and(|s| s > bound) || views.0.iter().any(|v| v.delete_seq(fp, id).is_some_and(|s| s > bound))
     }
 
-    /// Every live pair within `k` of `q`, each once, sorted like segment answers.
-    pub fn query_into(&self, q: u64, k: u32, out: &mut Vec<Match>) -> Result<()> {
+    /// Every live pair within `options.k` of `q`, each once, sorted like segment answers.
+    pub fn query_into(&self, q: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
         let mut found: Vec<(Match, u64)> = Vec::new();
         let mut tmp = Vec::new();
         for s in &self.segments {
-            s.segment.query_into(q, QueryOptions::within(k), &mut tmp)?;
+            s.segment.query_into(q, options, &mut tmp)?;
             found.extend(tmp.iter().map(|&m| (m, s.meta.max_seq)));
         }
         let views = self.views();
         for v in &views.0 {
-            v.query(q, k, &mut found);
+            v.query(q, options.k, &mut found);
         }
         out.clear();
         let any_deletes = !self.tombstones.files.is_empty() || views.0.iter().any(|v| v.has_deletes());

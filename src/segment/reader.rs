@@ -276,16 +276,17 @@ impl Segment {
         Ok(bytes)
     }
 
-    /// All stored fingerprints within `k` bits of `fingerprint`.
-    pub fn query(&self, fingerprint: u64, k: u32) -> Result<Vec<Match>> {
+    /// All stored fingerprints within `options.k` bits of `fingerprint`, each once, sorted
+    /// by distance, fingerprint and id.
+    pub fn query(&self, fingerprint: u64, options: &QueryOptions) -> Result<Vec<Match>> {
         let mut out = Vec::new();
-        self.query_into(fingerprint, QueryOptions::within(k), &mut out)?;
+        self.query_into(fingerprint, options, &mut out)?;
         Ok(out)
     }
 
     /// Appends the matches of one query to `out` (cleared first), each once, sorted by
     /// distance, fingerprint and id.
-    pub fn query_into(&self, fingerprint: u64, options: QueryOptions, out: &mut Vec<Match>) -> Result<()> {
+    pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
         out.clear();
         if options.k > self.design.k() {
             if !options.full_scan {

@@ -3,7 +3,7 @@
 
 use simdex::segment::verify::{verify_segment, verify_segment_bytes};
 use simdex::storage::FileBytes;
-use simdex::{BuildOptions, Segment};
+use simdex::{BuildOptions, QueryOptions, Segment};
 use std::path::PathBuf;
 
 use crate::common::{brute_force, build, Rng};
@@ -33,7 +33,7 @@ fn every_single_bit_flip_is_detected() {
             Ok(seg) => {
                 let mut all_ok = true;
                 for (q, want) in queries.iter().zip(&expected) {
-                    match seg.query(*q, 3) {
+                    match seg.query(*q, &QueryOptions::within(3)) {
                         Ok(got) => assert_eq!(&got, want, "bit {bit}: wrong answer for {q:#x}"),
                         Err(e) => {
                             assert!(e.is_corruption(), "bit {bit}: {e}");

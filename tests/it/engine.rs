@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use simdex::engine::{CompactionOptions, FindOrInsert, IndexOptions};
 use simdex::storage::{MemStorage, Storage};
-use simdex::{Durability, Error, Index, Match};
+use simdex::{Durability, Error, Index, Match, QueryOptions};
 
 use crate::common::Rng;
 
@@ -54,7 +54,7 @@ fn writes_are_visible_at_once_and_survive_flush_compaction_and_reopen() {
         }
         if i % 500 == 0 {
             let q = rng.flip(fp, 2);
-            assert_eq!(index.query(q, 3).unwrap(), model_query(&live, q, 3), "after insert {i}");
+            assert_eq!(index.query(q, &QueryOptions::within(3)).unwrap(), model_query(&live, q, 3), "after insert {i}");
         }
     }
     let stats = index.stats();
@@ -63,7 +63,7 @@ fn writes_are_visible_at_once_and_survive_flush_compaction_and_reopen() {
     let check = |index: &Index, live: &BTreeSet<(u64, u64)>| {
         assert_eq!(index.live_entries().unwrap(), live.iter().copied().collect::<Vec<_>>());
         for q in [0x1234_5678_9abc_def0u64, 0x1234_5678_9abc_def1, 42] {
-            assert_eq!(index.query(q, 3).unwrap(), model_query(live, q, 3));
+            assert_eq!(index.query(q, &QueryOptions::within(3)).unwrap(), model_query(live, q, 3));
         }
     };
     check(&index, &live);
@@ -83,13 +83,13 @@ fn writes_are_visible_at_once_and_survive_flush_compaction_and_reopen() {
 fn find_or_insert_checks_then_adds() {
     let storage = MemStorage::default();
     let index = Index::open("i", mem_options(&storage, 100)).unwrap();
-    assert_eq!(index.find_or_insert(0xff, 1, 3).unwrap(), FindOrInsert::Inserted { seq: 1 });
-    match index.find_or_insert(0xfe, 2, 3).unwrap() {
+    assert_eq!(index.find_or_insert(0xff, 1, &QueryOptions::within(3)).unwrap(), FindOrInsert::Inserted { seq: 1 });
+    match index.find_or_insert(0xfe, 2, &QueryOptions::within(3)).unwrap() {
         FindOrInsert::Found(m) => assert_eq!(m, vec![Match { distance: 1, fingerprint: 0xff, doc_id: Some(1) }]),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(index.find_or_insert(0xfe, 2, 0).unwrap(), FindOrInsert::Inserted { .. }));
-    assert!(matches!(index.query(0, 4), Err(Error::KTooLarge { .. })));
+    assert!(matches!(index.find_or_insert(0xfe, 2, &QueryOptions::within(0)).unwrap(), FindOrInsert::Inserted { .. }));
+    assert!(matches!(index.query(0, &QueryOptions::within(4)), Err(Error::KTooLarge { .. })));
 }
 
 #[test]
@@ -101,7 +101,7 @@ fn a_second_writer_is_refused_and_names_the_lock_file_while_readers_open() {
     assert!(matches!(&err, Error::Locked { path } if path.ends_with("LOCK")), "{err}");
     assert!(err.to_string().contains("LOCK"), "{err}");
     let reader = Index::open_read_only(dir.path(), IndexOptions::default()).unwrap();
-    assert_eq!(reader.query(1, 0).unwrap().len(), 1);
+    assert_eq!(reader.query(1, &QueryOptions::within(0)).unwrap().len(), 1);
     assert!(matches!(reader.insert(2, 2), Err(Error::ReadOnly { .. })));
     drop(writer);
     let again = Index::open(dir.path(), IndexOptions::default()).unwrap();
@@ -141,7 +141,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
         let probe = pairs[0];
         std::thread::spawn(move || {
             for _ in 0..2000 {
-                assert!(index.query(probe.0, 3).unwrap().contains(&Match { distance: 0, fingerprint: probe.0, doc_id: Some(probe.1) }));
+                assert!(index.query(probe.0, &QueryOptions::within(3)).unwrap().contains(&Match { distance: 0, fingerprint: probe.0, doc_id: Some(probe.1) }));
             }
         })
     };
@@ -164,7 +164,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
     let live: BTreeSet<(u64, u64)> = pairs.iter().copied().collect();
     for &(fp, _) in pairs.iter().step_by(997) {
         let q = rng.flip(fp, 3);
-        assert_eq!(index.query(q, 3).unwrap(), model_query(&live, q, 3));
+        assert_eq!(index.query(q, &QueryOptions::within(3)).unwrap(), model_query(&live, q, 3));
     }
 }
 

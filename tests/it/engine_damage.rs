@@ -10,7 +10,7 @@ use simdex::engine::verify::verify_index;
 use simdex::log::{scan_log, ScanMode};
 use simdex::segment::verify::verify_segment_bytes;
 use simdex::storage::{FileBytes, MemStorage, Storage};
-use simdex::{Index, Segment};
+use simdex::{Index, QueryOptions, Segment};
 
 use crate::common::{brute_force, Rng};
 use crate::engine::mem_options;
@@ -178,7 +178,7 @@ fn every_single_bit_flip_of_a_64_kib_segment_is_detected_never_a_wrong_answer() 
                         Ok(segment) => segment,
                     };
                     for (q, want) in queries.iter().zip(expected).skip(bit % 4).step_by(4) {
-                        match segment.query(*q, 3) {
+                        match segment.query(*q, &QueryOptions::within(3)) {
                             Ok(got) => assert_eq!(&got, want, "bit {bit}: wrong answer"),
                             Err(e) => assert!(e.is_corruption(), "bit {bit}: {e}"),
                         }

@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use simdex::engine::{CompactionOptions, IndexOptions};
-use simdex::{Durability, Index};
+use simdex::{Durability, Index, QueryOptions};
 
 use crate::common::Rng;
 
@@ -158,7 +158,7 @@ fn kill_9_loop() {
             // Every operation of this cycle, and the one in flight, by exact query.
             let present = |i: u64| {
                 let (fp, id) = pair(i);
-                index.query(fp, 0).unwrap().iter().any(|m| m.doc_id == Some(id))
+                index.query(fp, &QueryOptions::within(0)).unwrap().iter().any(|m| m.doc_id == Some(id))
             };
             let in_flight_target = if is_delete(in_flight) { in_flight - 3 } else { in_flight };
             for &i in &acked {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use simdex::storage::MemStorage;
-use simdex::Index;
+use simdex::{Index, QueryOptions};
 
 use crate::engine::{mem_options, model_query};
 
@@ -81,7 +81,7 @@ proptest! {
                     index = Index::open("m", options.clone()).unwrap();
                 }
                 Step::Query { q, k } => {
-                    prop_assert_eq!(index.query(*q, *k).unwrap(), model_query(&live, *q, *k), "step {}: {:?}", i, s);
+                    prop_assert_eq!(index.query(*q, &QueryOptions::within(*k)).unwrap(), model_query(&live, *q, *k), "step {}: {:?}", i, s);
                 }
             }
         }

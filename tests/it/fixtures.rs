@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use simdex::codec::{encode_all, Codec, SymbolHistogram};
 use simdex::segment::verify::verify_segment;
 use simdex::storage::FsStorage;
-use simdex::{build_segment, BuildOptions, Error, Segment};
+use simdex::{build_segment, BuildOptions, Error, QueryOptions, Segment};
 
 use crate::common::{brute_force, Rng};
 
@@ -71,7 +71,7 @@ fn frozen_segment_reads_back_exactly() {
     for i in 0..200 {
         let q = rng.flip(fps[i * 5], (i % 5) as u32);
         for k in 0..=3 {
-            assert_eq!(seg.query(q, k).unwrap(), brute_force(&fps, Some(&ids), q, k));
+            assert_eq!(seg.query(q, &QueryOptions::within(k)).unwrap(), brute_force(&fps, Some(&ids), q, k));
         }
     }
     assert!(verify_segment(fixture("small.sdx")).unwrap().is_clean());

@@ -1,14 +1,14 @@
 //! The README's Rust examples, run as written (in a temporary directory).
 
-use simdex::{build_segment, storage::FsStorage, BuildOptions, FindOrInsert, Index, IndexOptions, Segment};
+use simdex::{build_segment, storage::FsStorage, BuildOptions, FindOrInsert, Index, IndexOptions, QueryOptions, Segment};
 
 #[test]
 fn crawler_loop_example() -> Result<(), simdex::Error> {
     let dir = tempfile::tempdir().unwrap();
     let pages = dir.path().join("pages");
     let index = Index::open(&pages, IndexOptions::default())?;
-    assert!(matches!(index.find_or_insert(0x0123_4567_89ab_cdef, 42, 3)?, FindOrInsert::Inserted { .. }));
-    match index.find_or_insert(0x0123_4567_89ab_cdee, 43, 3)? {
+    assert!(matches!(index.find_or_insert(0x0123_4567_89ab_cdef, 42, &QueryOptions::within(3))?, FindOrInsert::Inserted { .. }));
+    match index.find_or_insert(0x0123_4567_89ab_cdee, 43, &QueryOptions::within(3))? {
         FindOrInsert::Found(matches) => assert_eq!(matches[0].doc_id, Some(42)),
         FindOrInsert::Inserted { .. } => panic!("one bit away must be found"),
     }
@@ -24,7 +24,7 @@ fn segment_example() -> Result<(), simdex::Error> {
     let ids = vec![1_u64, 2];
     build_segment(&FsStorage, &path, &fingerprints, Some(&ids), &BuildOptions::default())?;
     let segment = Segment::open(&path)?;
-    let found = segment.query(0x0123_4567_89ab_cdee, 3)?;
+    let found = segment.query(0x0123_4567_89ab_cdee, &QueryOptions::within(3))?;
     assert_eq!(found.len(), 1);
     assert_eq!((found[0].fingerprint, found[0].distance, found[0].doc_id), (0x0123_4567_89ab_cdef, 1, Some(1)));
     Ok(())

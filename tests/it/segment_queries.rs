@@ -104,15 +104,15 @@ proptest! {
         }
         for q in queries {
             for k in 0..=design_k {
-                let got = seg.query(q, k).unwrap();
+                let got = seg.query(q, &QueryOptions::within(k)).unwrap();
                 prop_assert_eq!(&got, &brute_force(&fps, ids, q, k), "q={:#x} k={}", q, k);
             }
             // Above the design's k: refused, unless a full scan is asked for.
             let over = design_k + 2;
-            let refused = matches!(seg.query(q, over), Err(Error::KTooLarge { .. }));
+            let refused = matches!(seg.query(q, &QueryOptions::within(over)), Err(Error::KTooLarge { .. }));
             prop_assert!(refused);
             let mut got = Vec::new();
-            seg.query_into(q, QueryOptions { k: over, full_scan: true }, &mut got).unwrap();
+            seg.query_into(q, &QueryOptions::within(over).with_full_scan(), &mut got).unwrap();
             prop_assert_eq!(got, brute_force(&fps, ids, q, over));
         }
     }
@@ -127,7 +127,7 @@ fn planner_designs_answer_exactly_on_a_larger_random_set() {
     assert_eq!(seg.design().tables().len(), 4, "{}", seg.design().summary());
     for i in 0..300 {
         let q = rng.flip(fps[i * 97], (i % 5) as u32);
-        assert_eq!(seg.query(q, 3).unwrap(), brute_force(&fps, None, q, 3));
+        assert_eq!(seg.query(q, &QueryOptions::within(3)).unwrap(), brute_force(&fps, None, q, 3));
     }
 }
 

@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let entries: Vec<_> = seg.entries().collect();
     let mut out = Vec::new();
     for q in [0u64, u64::MAX, 0x0123_4567_89ab_cdef] {
-        let _ = seg.query_into(q, QueryOptions::within(seg.design().k()), &mut out);
+        let _ = seg.query_into(q, &QueryOptions::within(seg.design().k()), &mut out);
         if report.is_clean() {
             let all: Vec<(u64, Option<u64>)> = entries.iter().map(|e| *e.as_ref().expect("clean file decodes")).collect();
             let mut want: Vec<_> = all.iter().filter(|(f, _)| (f ^ q).count_ones() <= seg.design().k()).collect();

@@ -172,14 +172,14 @@ fn query(args: QueryArgs) -> Result<()> {
     let mut out = Vec::new();
     let mut matches = 0u64;
     for &q in &queries {
-        seg.query_into(q, options, &mut out)?;
+        seg.query_into(q, &options, &mut out)?;
     }
     let mut latencies = Vec::with_capacity(queries.len() * args.rounds as usize);
     let start = Instant::now();
     for _ in 0..args.rounds {
         for &q in &queries {
             let t = Instant::now();
-            seg.query_into(q, options, &mut out)?;
+            seg.query_into(q, &options, &mut out)?;
             latencies.push(t.elapsed().as_nanos() as u64);
             matches += out.len() as u64;
         }

@@ -363,7 +363,7 @@ fn check_and_add(dir: &std::path::Path, docs: &[DocInfo], k: u32, report: &mut d
     let mut matches = Vec::new();
     for d in docs {
         let Some(fp) = d.fingerprint else { continue };
-        index.query_into(fp, k, &mut matches)?;
+        index.query_into(fp, &simdex::QueryOptions::within(k), &mut matches)?;
         if !matches.is_empty() {
             known += 1;
             let found: Vec<_> = matches

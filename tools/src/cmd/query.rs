@@ -58,16 +58,16 @@ pub fn run(args: Args) -> Result<()> {
     if queries.is_empty() {
         bail!("no queries: give fingerprints as arguments or --input QFILE");
     }
-    let options = QueryOptions { k: args.k, full_scan: args.full_scan };
+    let options = if args.full_scan { QueryOptions::within(args.k).with_full_scan() } else { QueryOptions::within(args.k) };
     let answer: Answer = if args.file.is_dir() {
         if args.full_scan {
             bail!("--full-scan applies to segment files; an index answers up to its k");
         }
         let index = Index::open_read_only(&args.file, IndexOptions::default())?;
-        Box::new(move |q, out| index.query_into(q, options.k, out))
+        Box::new(move |q, out| index.query_into(q, &options, out))
     } else {
         let segment = Segment::open(&args.file)?;
-        Box::new(move |q, out| segment.query_into(q, options, out))
+        Box::new(move |q, out| segment.query_into(q, &options, out))
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
