@@ -68,7 +68,7 @@ pub(crate) struct Version {
 }
 
 /// Read views of every memtable of a version, held for one query.
-pub(crate) struct Views<'a>(pub Vec<MemView<'a>>);
+pub(crate) struct MemViews<'a>(pub Vec<MemView<'a>>);
 
 impl Version {
     /// The live segments' manifest entries, oldest first.
@@ -76,12 +76,12 @@ impl Version {
         self.segments.iter().map(|s| s.meta).collect()
     }
 
-    pub(crate) fn views(&self) -> Views<'_> {
-        Views(self.frozen.iter().chain(std::iter::once(&self.active)).map(|m| m.view()).collect())
+    pub(crate) fn views(&self) -> MemViews<'_> {
+        MemViews(self.frozen.iter().chain(std::iter::once(&self.active)).map(|m| m.view()).collect())
     }
 
     /// True when a delete newer than `bound` hides `(fp, id)`.
-    pub(crate) fn hidden(&self, views: &Views<'_>, fp: u64, id: u64, bound: u64) -> bool {
+    pub(crate) fn hidden(&self, views: &MemViews<'_>, fp: u64, id: u64, bound: u64) -> bool {
         self.tombstones.get(fp, id).is_some_and(|s| s > bound) || views.0.iter().any(|v| v.delete_seq(fp, id).is_some_and(|s| s > bound))
     }
 

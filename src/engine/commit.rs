@@ -1,0 +1,175 @@
+//! Durability of writes: appending operations to the log, group commit, and the sync
+//! thread that fsyncs the log without holding the writer's lock (contract in
+//! `format-spec/log.md`). What a write does to the memtable after it is logged is here too;
+//! what happens when the memtable fills is `flush`'s.
+
+use std::sync::MutexGuard;
+use std::time::{Duration, Instant};
+
+use super::state::{lock, Engine};
+use super::Durability;
+use crate::error::{Error, Result};
+use crate::log::{LogWriter, OpKind};
+
+/// The writer's state, behind the writer's lock: the open log and where syncing stands.
+pub(super) struct WriterState {
+    pub(super) log: Option<LogWriter>,
+    pub(super) next_seq: u64,
+    pub(super) failed: Option<String>,
+    pub(super) pending_ops: u64,
+    pub(super) first_pending: Option<Instant>,
+    pub(super) synced_seq: u64,
+    /// Counts completed syncs; an unlocked sync that finds it unchanged knows that only
+    /// appends happened while it ran.
+    pub(super) sync_generation: u64,
+    /// Group commit: the sync thread has been asked for a sync that has not started yet.
+    pub(super) sync_requested: bool,
+}
+
+impl Engine {
+    pub(super) fn write(&self, kind: OpKind, ops: &[(u64, u64)]) -> Result<u64> {
+        self.check_writable()?;
+        let mut w = lock(&self.writer);
+        if ops.is_empty() {
+            return Ok(w.next_seq - 1);
+        }
+        let (seq, due) = self.append(&mut w, kind, ops)?;
+        let w = if due { self.commit_group(w)? } else { w };
+        self.after_write(w);
+        Ok(seq + ops.len() as u64 - 1)
+    }
+
+    /// Logs the operations (synced before this returns under [`Durability::Sync`]), then
+    /// applies them to the active memtable. Returns the first sequence number, and whether a
+    /// group commit's sync is due ([`Engine::commit_group`]).
+    pub(super) fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[(u64, u64)]) -> Result<(u64, bool)> {
+        if let Some(detail) = &w.failed {
+            return Err(Error::WriterFailed { dir: self.dir.clone(), detail: detail.clone() });
+        }
+        let seq = w.next_seq;
+        let log = w.log.as_mut().expect("a writable index has a log");
+        if let Err(e) = log.append(seq, kind, ops) {
+            w.failed = Some(e.to_string());
+            return Err(e);
+        }
+        w.next_seq += ops.len() as u64;
+        w.pending_ops += ops.len() as u64;
+        let first = *w.first_pending.get_or_insert_with(Instant::now);
+        let group_due = match self.options.durability {
+            Durability::Sync => {
+                self.sync_locked(w)?;
+                false
+            }
+            Durability::Group { max_delay, max_ops } => w.pending_ops >= max_ops || first.elapsed() >= max_delay,
+            Durability::NoSync => false,
+        };
+        let v = self.current();
+        match kind {
+            OpKind::Insert => v.active.insert(seq, ops),
+            OpKind::Delete => v.active.delete(seq, ops),
+        }
+        Ok((seq, group_due))
+    }
+
+    /// Group commit, after a write that found a sync due: asks the sync thread for it (once
+    /// per sync) and returns at once; syncs here, without holding the lock during the
+    /// fsync, when there is no sync thread or when the writes have run `max_ops` further
+    /// ahead of a sync still in flight (so the unsynced tail stays bounded).
+    pub(super) fn commit_group<'a>(&'a self, mut w: MutexGuard<'a, WriterState>) -> Result<MutexGuard<'a, WriterState>> {
+        let Durability::Group { max_ops, .. } = self.options.durability else { return Ok(w) };
+        if !self.options.background || w.pending_ops >= max_ops.saturating_mul(2) {
+            return self.sync_unlocked(w);
+        }
+        if !w.sync_requested {
+            w.sync_requested = true;
+            lock(&self.signals).sync = true;
+            self.sync_wake.notify_one();
+        }
+        Ok(w)
+    }
+
+    /// Syncs the log without holding the writer's lock during the fsync (writes go on
+    /// meanwhile, and are not covered by it): what to sync is taken under the lock, the
+    /// fsync runs unlocked, the result is recorded under the lock again, which is returned.
+    pub(super) fn sync_unlocked<'a>(&'a self, mut w: MutexGuard<'a, WriterState>) -> Result<MutexGuard<'a, WriterState>> {
+        if let Some(detail) = &w.failed {
+            return Err(Error::WriterFailed { dir: self.dir.clone(), detail: detail.clone() });
+        }
+        w.sync_requested = false;
+        let Some(log) = w.log.as_mut() else { return Ok(w) };
+        let pending = match log.pending_sync() {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                // everything written is synced (earlier logs were synced when they rotated)
+                (w.synced_seq, w.pending_ops, w.first_pending) = (w.next_seq - 1, 0, None);
+                return Ok(w);
+            }
+            Err(e) => {
+                w.failed = Some(e.to_string());
+                return Err(e);
+            }
+        };
+        let (seq, ops, generation, started) = (w.next_seq - 1, w.pending_ops, w.sync_generation, Instant::now());
+        drop(w);
+        let result = pending.run();
+        let mut w = lock(&self.writer);
+        if let Err(e) = result {
+            w.failed = Some(e.to_string());
+            return Err(e);
+        }
+        if let Some(log) = w.log.as_mut() {
+            log.synced(&pending);
+        }
+        w.synced_seq = w.synced_seq.max(seq);
+        if w.sync_generation == generation {
+            // only appends ran meanwhile: what is unsynced now is exactly what they wrote,
+            // all of it after `started`
+            w.pending_ops -= ops;
+            w.first_pending = (w.pending_ops > 0).then_some(started);
+        }
+        w.sync_generation += 1;
+        Ok(w)
+    }
+
+    pub(super) fn sync_locked(&self, w: &mut WriterState) -> Result<()> {
+        if let Some(detail) = &w.failed {
+            return Err(Error::WriterFailed { dir: self.dir.clone(), detail: detail.clone() });
+        }
+        let Some(log) = w.log.as_mut() else { return Ok(()) };
+        if let Err(e) = log.sync() {
+            w.failed = Some(e.to_string());
+            return Err(e);
+        }
+        w.synced_seq = w.next_seq - 1;
+        w.pending_ops = 0;
+        w.first_pending = None;
+        w.sync_generation += 1;
+        w.sync_requested = false;
+        Ok(())
+    }
+
+    /// Group commit's sync thread: syncs when a writer asks (a sync is due by `max_ops`
+    /// or `max_delay`) or when the oldest unsynced write is `max_delay` old.
+    pub(super) fn sync_loop(&self, max_delay: Duration, max_ops: u64) {
+        loop {
+            let timeout = lock(&self.writer).first_pending.map_or(max_delay, |t| max_delay.saturating_sub(t.elapsed()));
+            {
+                let mut bg = lock(&self.signals);
+                if !bg.stop && !bg.sync && !timeout.is_zero() {
+                    bg = self.sync_wake.wait_timeout(bg, timeout).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                if bg.stop {
+                    return;
+                }
+                bg.sync = false;
+            }
+            let w = lock(&self.writer);
+            let due = w.pending_ops >= max_ops || w.first_pending.is_some_and(|t| t.elapsed() >= max_delay);
+            if due && w.failed.is_none() {
+                if let Err(e) = self.sync_unlocked(w) {
+                    self.record_error(&e);
+                }
+            }
+        }
+    }
+}

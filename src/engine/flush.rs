@@ -1,0 +1,185 @@
+//! Flushing: freezing a full memtable (the log rotates), writing it as a segment and a
+//! tombstone file, and installing the result (and compactions' results) in a new manifest
+//! before obsolete files are deleted.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::commit::WriterState;
+use super::files::{self, log_name, segment_name, tombstones_name, FileKind};
+use super::state::{lock, Engine};
+use super::version::{LiveSegment, TombstoneSet};
+use crate::codec::{Codec, SymbolHistogram};
+use crate::error::Result;
+use crate::log::LogWriter;
+use crate::manifest::{SegmentMeta, TombstoneMeta};
+use crate::memtable::{Memtable, Run};
+use crate::plan::{planned_design, Design, PlanOptions};
+use crate::segment::{build_segment, BuildOptions, Segment, SegmentWriter};
+use crate::storage::Storage;
+use crate::tombstone;
+
+/// Writes a memtable run (no deletes, no repeated pairs) as a segment with `design`, the
+/// run's own: its arrays are the sorted tables, so nothing is sorted again.
+fn write_sorted_run(storage: &dyn Storage, path: &Path, design: &Design, codec: Codec, run: &Run) -> Result<u64> {
+    let codecs = vec![codec; design.tables().len()];
+    let mut writer = SegmentWriter::create(storage, path, design, &codecs, true)?;
+    let mut first = SymbolHistogram::new();
+    for e in &run.entries {
+        first.push(codec, e.fp);
+    }
+    writer.write_table(&first.code(), run.entries.iter().map(|e| e.fp))?;
+    for values in &run.tables {
+        writer.write_table(&SymbolHistogram::of_sorted(codec, values).code(), values.iter().copied())?;
+    }
+    writer.write_ids(run.entries.iter().map(|e| e.id))?;
+    writer.finish()
+}
+
+impl Engine {
+    /// Moves the active memtable to the frozen list and starts a new log for the next one.
+    /// The old log is synced first, so a power loss cannot leave a gap between the logs.
+    pub(super) fn freeze(&self, w: &mut WriterState) -> Result<()> {
+        if self.current().active.ops() == 0 {
+            return Ok(());
+        }
+        self.sync_locked(w)?;
+        let number = self.alloc_number();
+        let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number) {
+            Ok(log) => log,
+            Err(e) => {
+                w.failed = Some(e.to_string());
+                return Err(e);
+            }
+        };
+        w.log = Some(log);
+        let design = self.mem_design.clone();
+        self.edit_version(|v| {
+            let old = std::mem::replace(&mut v.active, Arc::new(Memtable::new(design, number)));
+            v.frozen.push(old);
+        });
+        Ok(())
+    }
+
+    /// Flushes every frozen memtable, oldest first.
+    pub(super) fn flush_frozen(&self) -> Result<()> {
+        let mut manifest = lock(&self.manifest);
+        loop {
+            let v = self.current();
+            let Some(mem) = v.frozen.first().cloned() else { return Ok(()) };
+            let (min_seq, max_seq) = mem.seq_range().expect("a frozen memtable holds operations");
+            let mut m = manifest.clone();
+            let mut new_segment = None;
+            // Usually the memtable's runs already are the segment's sorted tables.
+            let (inserts, _) = mem.counts();
+            let sorted = (planned_design(&PlanOptions::new(inserts, self.k))? == *mem.design()).then(|| mem.sorted_tables()).flatten();
+            let (entries, tombs, written) = match sorted {
+                Some(run) => {
+                    let number = self.alloc_number();
+                    let path = self.dir.join(segment_name(number));
+                    let file_len = write_sorted_run(&*self.storage, &path, mem.design(), self.codec, &run)?;
+                    (run.entries.len() as u64, Vec::new(), Some((number, path, file_len)))
+                }
+                None => {
+                    let (live, tombs) = mem.flush_output();
+                    if live.is_empty() {
+                        (0, tombs, None)
+                    } else {
+                        let number = self.alloc_number();
+                        let path = self.dir.join(segment_name(number));
+                        let (fps, ids): (Vec<u64>, Vec<u64>) = live.iter().copied().unzip();
+                        let design = planned_design(&PlanOptions::new(fps.len() as u64, self.k))?;
+                        let options = BuildOptions { design: Some(design), k: self.k, codec: self.codec };
+                        let file_len = build_segment(&*self.storage, &path, &fps, Some(&ids), &options)?;
+                        (fps.len() as u64, tombs, Some((number, path, file_len)))
+                    }
+                }
+            };
+            if let Some((number, path, file_len)) = written {
+                let segment = Segment::open_with(&*self.storage, &path)?;
+                let meta = SegmentMeta { number, entries, file_len, min_seq, max_seq };
+                m.segments.push(meta);
+                new_segment = Some(Arc::new(LiveSegment { meta, segment }));
+            }
+            let mut new_tombstones = None;
+            if !tombs.is_empty() {
+                let number = self.alloc_number();
+                let path = self.dir.join(tombstones_name(number));
+                let file_len = tombstone::write(&*self.storage, &path, &tombs)?;
+                let meta = TombstoneMeta { number, count: tombs.len() as u64, max_seq: tombs.iter().map(|t| t.seq).max().unwrap_or(0), file_len };
+                m.tombstones.push(meta);
+                new_tombstones = Some((meta, Arc::new(tombs)));
+            }
+            m.number += 1;
+            m.last_seq = max_seq;
+            m.log_number = mem.log_number + 1;
+            m.next_file = self.next_file.load(Ordering::SeqCst);
+            m.store(&*self.storage, &self.dir)?;
+            *manifest = m;
+            self.edit_version(|v| {
+                v.frozen.retain(|f| !Arc::ptr_eq(f, &mem));
+                v.segments.extend(new_segment);
+                if let Some(t) = new_tombstones {
+                    let mut files = v.tombstones.files.clone();
+                    files.push(t);
+                    v.tombstones = Arc::new(TombstoneSet::new(files));
+                }
+            });
+            self.flushes.fetch_add(1, Ordering::Relaxed);
+            self.remove_files(|kind| matches!(kind, FileKind::Log(n) if n < manifest.log_number));
+        }
+    }
+
+    /// Deletes the files `obsolete` picks (best effort: a file left behind is an orphan the
+    /// next open removes).
+    pub(super) fn remove_files(&self, obsolete: impl Fn(FileKind) -> bool) {
+        if let Ok(names) = self.storage.list(&self.dir) {
+            for name in names.iter().filter(|n| obsolete(files::parse(n))) {
+                let _ = self.storage.remove(&self.dir.join(name));
+            }
+        }
+    }
+
+
+    /// Installs a compaction: the segments `inputs` (adjacent) give way to `output`, and
+    /// tombstone files every remaining segment is newer than are dropped. The new manifest
+    /// is durable before any file is deleted.
+    pub(super) fn install(&self, inputs: &[u64], output: Option<Arc<LiveSegment>>) -> Result<()> {
+        let mut manifest = lock(&self.manifest);
+        let mut m = manifest.clone();
+        if let Some(first) = inputs.first() {
+            let at = m.segments.iter().position(|s| s.number == *first).expect("compaction inputs are live: only compaction removes segments");
+            let removed: Vec<u64> = m.segments.splice(at..at + inputs.len(), output.iter().map(|s| s.meta)).map(|s| s.number).collect();
+            assert_eq!(removed, inputs, "compaction inputs are adjacent and still live");
+        }
+        let floor = m.segments.iter().map(|s| s.max_seq).min();
+        let dropped: Vec<u64> = m.tombstones.iter().filter(|t| floor.is_none_or(|f| t.max_seq <= f)).map(|t| t.number).collect();
+        if inputs.is_empty() && dropped.is_empty() {
+            return Ok(());
+        }
+        m.tombstones.retain(|t| !dropped.contains(&t.number));
+        m.number += 1;
+        m.next_file = self.next_file.load(Ordering::SeqCst);
+        m.store(&*self.storage, &self.dir)?;
+        *manifest = m;
+        self.edit_version(|v| {
+            if let Some(first) = inputs.first() {
+                let at = v.segments.iter().position(|s| s.meta.number == *first).expect("installed above");
+                v.segments.splice(at..at + inputs.len(), output);
+            }
+            if !dropped.is_empty() {
+                let files = v.tombstones.files.iter().filter(|(t, _)| !dropped.contains(&t.number)).cloned().collect();
+                v.tombstones = Arc::new(TombstoneSet::new(files));
+            }
+        });
+        drop(manifest);
+        self.remove_files(|kind| match kind {
+            FileKind::Segment(n) => inputs.contains(&n),
+            FileKind::Tombstones(n) => dropped.contains(&n),
+            _ => false,
+        });
+        Ok(())
+    }
+
+}

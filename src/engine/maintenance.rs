@@ -1,0 +1,128 @@
+//! MaintenanceSignals work and its triggers: what a write does when the memtable fills (freeze,
+//! flush, the write stall when merges fall behind), the maintenance thread, and running
+//! compactions (the policy and the merge itself are `compaction`'s).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
+
+use super::commit::WriterState;
+use super::compaction;
+use super::files::segment_name;
+use super::state::{lock, Engine};
+use super::version::{LiveSegment, Version};
+use crate::error::{Error, Result};
+use crate::manifest::SegmentMeta;
+use crate::segment::Segment;
+
+impl Engine {
+
+    /// After a write: freeze a full memtable and get it flushed (by the background thread,
+    /// or here). Maintenance errors are recorded, not returned: the write itself is done.
+    pub(super) fn after_write(&self, mut w: MutexGuard<'_, WriterState>) {
+        if self.current().active.ops() < self.options.memtable_ops {
+            return;
+        }
+        if let Err(e) = self.freeze(&mut w) {
+            self.record_error(&e);
+            return;
+        }
+        drop(w);
+        if self.options.background {
+            self.wake_background();
+            let v = self.current();
+            let behind = self.options.compaction.automatic && compaction::over_budget(&v.segment_metas(), self.options.memtable_ops, self.options.compaction.fanout);
+            if v.frozen.len() <= self.options.max_frozen && !behind {
+                return;
+            }
+            if behind {
+                // A write stall: flushes outran the background merges (twice the segments
+                // the policy keeps), so this writer merges until the policy is met.
+                if let Err(e) = self.compact_tiered() {
+                    self.record_error(&e);
+                }
+            }
+        }
+        let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic && !self.options.background { self.compact_tiered() } else { Ok(()) });
+        if let Err(e) = result {
+            self.record_error(&e);
+        }
+    }
+
+    pub(super) fn wake_background(&self) {
+        lock(&self.signals).wake = true;
+        self.wake.notify_all();
+    }
+
+    pub(super) fn record_error(&self, e: &Error) {
+        lock(&self.signals).error = Some(e.to_string());
+    }
+
+    /// Runs the tiered policy until it picks nothing.
+    pub(super) fn compact_tiered(&self) -> Result<()> {
+        let _guard = lock(&self.compacting);
+        loop {
+            let v = self.current();
+            let metas = v.segment_metas();
+            let Some(range) = compaction::pick(&metas, self.options.memtable_ops, self.options.compaction.fanout) else { return Ok(()) };
+            self.compact_range(&v, range)?;
+        }
+    }
+
+    /// Merges every segment into one, when that changes anything.
+    pub(super) fn compact_all(&self) -> Result<()> {
+        self.check_writable()?;
+        let _guard = lock(&self.compacting);
+        let v = self.current();
+        let n = v.segments.len();
+        let worth = n >= 2 || (n == 1 && v.tombstones.hides_any_below(v.segments[0].meta.max_seq));
+        if worth {
+            self.compact_range(&v, 0..n)
+        } else {
+            self.install(&[], None)
+        }
+    }
+
+    pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>) -> Result<()> {
+        let inputs: Vec<Arc<LiveSegment>> = v.segments[range].to_vec();
+        let number = self.alloc_number();
+        let path = self.dir.join(segment_name(number));
+        let merged = compaction::merge(&*self.storage, &inputs, &v.tombstones, &path, self.k, self.codec, self.options.compaction.buffer_entries)?;
+        let output = match merged {
+            Some(m) => {
+                self.dropped_deleted.fetch_add(m.deleted, Ordering::Relaxed);
+                self.dropped_repeats.fetch_add(m.repeated, Ordering::Relaxed);
+                self.spilled_runs.fetch_add(m.spilled_runs as u64, Ordering::Relaxed);
+                let segment = Segment::open_with(&*self.storage, &path)?;
+                let meta = SegmentMeta { number, entries: m.entries, file_len: m.file_len, min_seq: inputs[0].meta.min_seq, max_seq: inputs[inputs.len() - 1].meta.max_seq };
+                Some(Arc::new(LiveSegment { meta, segment }))
+            }
+            None => None,
+        };
+        let numbers: Vec<u64> = inputs.iter().map(|s| s.meta.number).collect();
+        self.install(&numbers, output)?;
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+
+    pub(super) fn maintenance_loop(&self) {
+        loop {
+            {
+                let mut bg = lock(&self.signals);
+                if !bg.stop && !bg.wake {
+                    bg = self.wake.wait_timeout(bg, Duration::from_secs(1)).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                if bg.stop {
+                    return;
+                }
+                bg.wake = false;
+            }
+            let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { Ok(()) });
+            if let Err(e) = result {
+                self.record_error(&e);
+            }
+        }
+    }
+
+}

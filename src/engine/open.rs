@@ -1,0 +1,272 @@
+//! Opening an index: the lock, then recovery of what the directory holds (manifest,
+//! segments, tombstone files, logs replayed into the memtable; on a writable open also torn
+//! log tails cut and orphans of interrupted flushes and compactions removed), then the
+//! background threads. Salvage of a damaged directory is `salvage`'s, not this module's.
+
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+
+use super::commit::WriterState;
+use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
+use super::state::{Engine, MaintenanceSignals};
+use super::stats::{LogReport, OpenReport};
+use super::version::{LiveSegment, TombstoneSet, Version};
+use super::{Durability, Index, IndexOptions, OpenMode};
+use crate::error::{Error, Result};
+use crate::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
+use crate::manifest::Manifest;
+use crate::memtable::Memtable;
+use crate::plan::{planned_design, Design, PlanOptions};
+use crate::segment::Segment;
+use crate::storage::Storage;
+use crate::tombstone;
+
+/// The memtable's query design is planned for its flush size, but never for more entries
+/// than this (a memtable that is never flushed should not get hundreds of tables).
+const MEMTABLE_DESIGN_CAP: u64 = 1 << 22;
+
+/// Opens the index in `dir`: see [`Index::open`] and [`Index::open_read_only`].
+pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<Index> {
+    let storage = options.storage.clone();
+    let read_only = mode == OpenMode::ReadOnly;
+    let lock = if read_only {
+        None
+    } else {
+        storage.create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        let path = dir.join(LOCK_NAME);
+        Some(storage.lock(&path).map_err(|e| if e.kind() == std::io::ErrorKind::WouldBlock { Error::Locked { path: path.clone() } } else { Error::io(&path, "lock", e) })?)
+    };
+    // A read-only open races with a running writer: a flush or compaction may install a
+    // new manifest and delete files the one it read names (or logs it did not see yet).
+    // It reads again until the manifest did not change while it loaded.
+    let mut attempts = 0;
+    let loaded = loop {
+        attempts += 1;
+        match recover(&*storage, dir, &options, mode) {
+            Err(Error::Io { source, .. }) if read_only && attempts < 20 && source.kind() == std::io::ErrorKind::NotFound => {}
+            Ok(l) if read_only && attempts < 20 && Manifest::load(&*storage, dir).ok().flatten().map(|m| m.number) != Some(l.manifest.number) => {}
+            other => break other?,
+        }
+    };
+    let Recovered { manifest, version, writer, next_file, report, mem_design } = loaded;
+    let engine = Arc::new(Engine {
+        dir: dir.to_path_buf(),
+        storage,
+        read_only,
+        k: manifest.k,
+        codec: manifest.codec,
+        mem_design,
+        writer: Mutex::new(writer),
+        current: RwLock::new(Arc::new(version)),
+        manifest: Mutex::new(manifest),
+        compacting: Mutex::new(()),
+        next_file: AtomicU64::new(next_file),
+        signals: Mutex::new(MaintenanceSignals::default()),
+        wake: Condvar::new(),
+        sync_wake: Condvar::new(),
+        flushes: AtomicU64::new(0),
+        compactions: AtomicU64::new(0),
+        dropped_deleted: AtomicU64::new(0),
+        dropped_repeats: AtomicU64::new(0),
+        spilled_runs: AtomicU64::new(0),
+        report,
+        _lock: lock,
+        options,
+    });
+    let mut threads = Vec::new();
+    if !read_only && engine.options.background {
+        let s = engine.clone();
+        let t = std::thread::Builder::new().name("simdex-maintenance".into()).spawn(move || s.maintenance_loop());
+        threads.push(t.map_err(|e| Error::io(dir, "spawn the maintenance thread", e))?);
+        if let Durability::Group { max_delay, max_ops } = engine.options.durability {
+            let s = engine.clone();
+            let t = std::thread::Builder::new().name("simdex-sync".into()).spawn(move || s.sync_loop(max_delay, max_ops));
+            let index = Index { engine: engine.clone(), threads: Mutex::new(threads) };
+            let t = t.map_err(|e| Error::io(dir, "spawn the sync thread", e))?;
+            index.threads.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+            return Ok(index);
+        }
+    }
+    Ok(Index { engine, threads: Mutex::new(threads) })
+}
+
+
+/// Everything [`recover`] reads from the directory.
+struct Recovered {
+    manifest: Manifest,
+    version: Version,
+    writer: WriterState,
+    next_file: u64,
+    report: OpenReport,
+    mem_design: Arc<Design>,
+}
+
+fn not_found(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+}
+
+/// Reads the index in `dir`: manifest, segments, tombstones, logs; on a writable open also
+/// removes orphans, cuts torn log tails and opens the log for appending.
+fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: OpenMode) -> Result<Recovered> {
+    let read_only = mode == OpenMode::ReadOnly;
+    let mut report = OpenReport::default();
+    let list = || storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: String::new() } } else { Error::io(dir, "list", e) });
+    // The manifest first, then the listing: a log a running writer starts in between is in
+    // the listing (and a manifest replaced meanwhile makes a read-only open start over).
+    let loaded = Manifest::load(storage, dir)?;
+    let mut names = list()?;
+    let manifest = match loaded {
+        Some(m) => m,
+        None => {
+            let has_data = names.iter().any(|n| matches!(files::parse(n), FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_)));
+            if read_only || !options.create || has_data {
+                let hint = if has_data { "; it holds simdex data files, so the manifest was lost: run `simdex recover` on it".to_string() } else { String::new() };
+                return Err(Error::NoIndex { dir: dir.to_path_buf(), hint });
+            }
+            planned_design(&PlanOptions::new(1, options.k))?;
+            let m = Manifest::new(options.k, options.codec);
+            m.store(storage, dir)?;
+            report.created = true;
+            names = list()?;
+            m
+        }
+    };
+    let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
+
+    // Classify every file.
+    let mut max_number = 0u64;
+    let mut orphans = Vec::new();
+    let mut logs: Vec<u64> = Vec::new();
+    for name in &names {
+        match files::parse(name) {
+            FileKind::Manifest | FileKind::Lock => {}
+            FileKind::Temporary => orphans.push(name.clone()),
+            FileKind::Segment(n) => {
+                max_number = max_number.max(n);
+                if !manifest.segments.iter().any(|s| s.number == n) {
+                    orphans.push(name.clone());
+                }
+            }
+            FileKind::Tombstones(n) => {
+                max_number = max_number.max(n);
+                if !manifest.tombstones.iter().any(|t| t.number == n) {
+                    orphans.push(name.clone());
+                }
+            }
+            FileKind::Log(n) => {
+                max_number = max_number.max(n);
+                if n < manifest.log_number {
+                    orphans.push(name.clone());
+                } else {
+                    logs.push(n);
+                }
+            }
+            FileKind::Unknown => report.unknown.push(name.clone()),
+        }
+    }
+    logs.sort_unstable();
+    if !read_only {
+        for name in orphans {
+            let path = dir.join(&name);
+            storage.remove(&path).map_err(|e| Error::io(&path, "remove orphan", e))?;
+            report.removed.push(name);
+        }
+    }
+    let mut next_file = manifest.next_file.max(max_number + 1);
+
+    // Segments and tombstones the manifest names.
+    let mut segments = Vec::with_capacity(manifest.segments.len());
+    for meta in &manifest.segments {
+        let path = dir.join(segment_name(meta.number));
+        let segment = Segment::open_with(storage, &path)?;
+        let problem = if segment.file_len() != meta.file_len {
+            Some(format!("the file is {} bytes, the manifest says {}", segment.file_len(), meta.file_len))
+        } else if segment.len() != meta.entries {
+            Some(format!("the segment holds {} entries, the manifest says {}", segment.len(), meta.entries))
+        } else if !segment.has_ids() {
+            Some("an index segment must store document ids".to_string())
+        } else if segment.design().k() < manifest.k {
+            Some(format!("the segment's design serves k = {}, the index k = {}", segment.design().k(), manifest.k))
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            return Err(Error::corrupt(&path, 0, p));
+        }
+        segments.push(Arc::new(LiveSegment { meta: *meta, segment }));
+    }
+    let mut tombstone_files = Vec::with_capacity(manifest.tombstones.len());
+    for meta in &manifest.tombstones {
+        let path = dir.join(tombstones_name(meta.number));
+        let t = tombstone::read(storage, &path)?;
+        if t.len() as u64 != meta.count {
+            return Err(Error::corrupt(&path, 0, format!("{} tombstones, the manifest says {}", t.len(), meta.count)));
+        }
+        tombstone_files.push((*meta, Arc::new(t)));
+    }
+
+    // Replay the live logs, oldest first, checking that sequence numbers continue.
+    let mut next_seq = manifest.last_seq + 1;
+    let mut append_to: Option<(u64, u64)> = None;
+    let last_log = logs.last().copied();
+    let memtable = Memtable::new(mem_design.clone(), last_log.unwrap_or(0));
+    for &n in &logs {
+        let path = dir.join(log_name(n));
+        let bytes = storage.read_copy(&path).map_err(|e| Error::io(&path, "read", e))?;
+        let mut ops = 0u64;
+        let scan = scan_log(&path, &bytes, n, ScanMode::Strict, |r| {
+            if r.last_seq() < next_seq {
+                return Ok(());
+            }
+            if r.seq != next_seq {
+                return Err(Error::corrupt(&path, r.offset, format!("record starts at sequence number {}, expected {next_seq}: records are missing", r.seq)));
+            }
+            let pairs: Vec<(u64, u64)> = r.ops().collect();
+            match r.kind {
+                OpKind::Insert => memtable.insert(r.seq, &pairs),
+                OpKind::Delete => memtable.delete(r.seq, &pairs),
+            }
+            ops += pairs.len() as u64;
+            next_seq = r.last_seq() + 1;
+            Ok(())
+        })?;
+        report.replayed_ops += ops;
+        report.logs.push(LogReport { name: log_name(n), len: bytes.len() as u64, valid_len: scan.valid_len, end: scan.end, ops });
+        if !read_only {
+            // A log whose header never got written whole holds nothing: start it afresh.
+            if scan.valid_len < LOG_HEADER_BYTES as u64 {
+                storage.remove(&path).map_err(|e| Error::io(&path, "remove", e))?;
+                continue;
+            }
+            if scan.end != LogEnd::Clean {
+                storage.truncate(&path, scan.valid_len).map_err(|e| Error::io(&path, "truncate", e))?;
+            }
+        }
+        if Some(n) == last_log {
+            append_to = Some((n, scan.valid_len));
+        }
+    }
+
+    let mut writer = WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false };
+    let mut memtable = memtable;
+    if !read_only {
+        let log = match append_to {
+            Some((n, len)) => {
+                let mut log = LogWriter::reopen(storage, &dir.join(log_name(n)), n, len)?;
+                // What was replayed may not have been synced before the crash; it is acked.
+                log.sync_all()?;
+                log
+            }
+            None => {
+                let n = next_file;
+                next_file += 1;
+                memtable.log_number = n;
+                LogWriter::create(storage, &dir.join(log_name(n)), n)?
+            }
+        };
+        writer.log = Some(log);
+    }
+    let version = Version { active: Arc::new(memtable), frozen: Vec::new(), segments, tombstones: Arc::new(TombstoneSet::new(tombstone_files)) };
+    Ok(Recovered { manifest, version, writer, next_file, report, mem_design })
+}

@@ -1,0 +1,100 @@
+//! The state an open index shares between its handle ([`super::Index`]) and its
+//! background threads: the current version, the writer, the durable manifest, counters and
+//! the signals that wake the threads. The operations on it live in `commit`, `flush`,
+//! `maintenance` and `stats`; this module holds the state and its small accessors.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+
+use super::commit::WriterState;
+use super::stats::OpenReport;
+use super::version::Version;
+use super::IndexOptions;
+use crate::codec::Codec;
+use crate::error::{Error, Result};
+use crate::manifest::Manifest;
+use crate::plan::Design;
+use crate::query::QueryOptions;
+use crate::storage::{LockGuard, Storage};
+
+/// What wakes the background threads, behind one mutex.
+#[derive(Default)]
+pub(super) struct MaintenanceSignals {
+    /// The index is closing: threads return.
+    pub(super) stop: bool,
+    /// A flush or compaction may be due (the maintenance thread's wake-up).
+    pub(super) wake: bool,
+    /// Group commit: a sync is due (the sync thread's wake-up).
+    pub(super) sync: bool,
+    /// The last error of a background flush, compaction or sync.
+    pub(super) error: Option<String>,
+}
+
+/// The engine behind an [`super::Index`] handle.
+pub(super) struct Engine {
+    pub(super) dir: PathBuf,
+    pub(super) storage: Arc<dyn Storage>,
+    pub(super) options: IndexOptions,
+    pub(super) read_only: bool,
+    pub(super) k: u32,
+    pub(super) codec: Codec,
+    pub(super) mem_design: Arc<Design>,
+    pub(super) writer: Mutex<WriterState>,
+    pub(super) current: RwLock<Arc<Version>>,
+    /// The durable manifest; held while a flush or compaction installs a new one.
+    pub(super) manifest: Mutex<Manifest>,
+    pub(super) compacting: Mutex<()>,
+    pub(super) next_file: AtomicU64,
+    pub(super) signals: Mutex<MaintenanceSignals>,
+    pub(super) wake: Condvar,
+    /// Wakes the group-commit sync thread.
+    pub(super) sync_wake: Condvar,
+    pub(super) flushes: AtomicU64,
+    pub(super) compactions: AtomicU64,
+    pub(super) dropped_deleted: AtomicU64,
+    pub(super) dropped_repeats: AtomicU64,
+    pub(super) spilled_runs: AtomicU64,
+    pub(super) report: OpenReport,
+    pub(super) _lock: Option<LockGuard>,
+}
+
+/// Locks `m`, ignoring poisoning (a panicked holder leaves consistent state: every
+/// protected structure is replaced whole, never edited in place half-way).
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Engine {
+    pub(super) fn current(&self) -> Arc<Version> {
+        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the current version with an edited copy.
+    pub(super) fn edit_version(&self, edit: impl FnOnce(&mut Version)) {
+        let mut cur = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let mut next = (**cur).clone();
+        edit(&mut next);
+        *cur = Arc::new(next);
+    }
+
+    pub(super) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly { dir: self.dir.clone() });
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_k(&self, options: &QueryOptions) -> Result<()> {
+        if options.k > self.k && !options.full_scan {
+            return Err(Error::KTooLarge { requested: options.k, design_k: self.k });
+        }
+        Ok(())
+    }
+
+    /// A new file number (segments, tombstone files and logs share one sequence).
+    pub(super) fn alloc_number(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::SeqCst)
+    }
+
+}

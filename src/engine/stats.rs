@@ -1,0 +1,169 @@
+//! What an index reports about itself: [`Stats`] (segments, memtable, logs, tombstones,
+//! counters) and [`OpenReport`] (what opening found and did).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use super::files::{self, segment_name, FileKind};
+use super::state::{lock, Engine};
+use crate::codec::Codec;
+use crate::log::LogEnd;
+
+/// How one log looked when the index was opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogReport {
+    /// File name.
+    pub name: String,
+    /// Bytes in the file.
+    pub len: u64,
+    /// Bytes of intact records and header.
+    pub valid_len: u64,
+    /// How it ended.
+    pub end: LogEnd,
+    /// Operations replayed from it.
+    pub ops: u64,
+}
+
+/// What opening the index found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Orphans of interrupted flushes and compactions that were removed (writable opens).
+    pub removed: Vec<String>,
+    /// Files that are not simdex's: left alone.
+    pub unknown: Vec<String>,
+    /// The live logs and how each ended.
+    pub logs: Vec<LogReport>,
+    /// Operations replayed from the logs into the memtable.
+    pub replayed_ops: u64,
+    /// True when the index was created by this open.
+    pub created: bool,
+}
+
+/// One live segment, as [`Index::stats`] reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentStats {
+    /// File name.
+    pub name: String,
+    /// Fingerprints stored (including ones hidden by tombstones).
+    pub entries: u64,
+    /// File size in bytes.
+    pub file_len: u64,
+    /// Sequence numbers of its operations.
+    pub min_seq: u64,
+    /// See `min_seq`.
+    pub max_seq: u64,
+    /// Number of tables.
+    pub tables: usize,
+    /// The design, in words.
+    pub design: String,
+}
+
+/// A summary of the index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stats {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Opened read-only.
+    pub read_only: bool,
+    /// Largest query distance the designs guarantee.
+    pub k: u32,
+    /// Gap codec of new segments.
+    pub codec: Codec,
+    /// Live segments, oldest data first.
+    pub segments: Vec<SegmentStats>,
+    /// Live tombstone files.
+    pub tombstone_files: usize,
+    /// Tombstones in them.
+    pub tombstones: u64,
+    /// Inserts in the active memtable.
+    pub memtable_inserts: u64,
+    /// Deletes in the active memtable.
+    pub memtable_deletes: u64,
+    /// Frozen memtables waiting for a flush, and their operations.
+    pub frozen_memtables: usize,
+    /// Operations in frozen memtables.
+    pub frozen_ops: u64,
+    /// Live logs: name and size in bytes.
+    pub logs: Vec<(String, u64)>,
+    /// Sequence number of the last write.
+    pub last_seq: u64,
+    /// Every write up to this sequence number is synced.
+    pub synced_seq: u64,
+    /// Every write up to this sequence number is in a segment or tombstone file.
+    pub flushed_seq: u64,
+    /// Flushes and compactions since open.
+    pub flushes: u64,
+    /// See `flushes`.
+    pub compactions: u64,
+    /// Pairs compactions since open dropped because a tombstone hid them.
+    pub compaction_dropped_deleted: u64,
+    /// Pairs compactions since open dropped because an equal pair was already kept.
+    pub compaction_dropped_repeats: u64,
+    /// Sorted runs compactions since open spilled to temporary files (0 when every
+    /// table fitted the buffer).
+    pub compaction_spilled_runs: u64,
+    /// Files that are not simdex's.
+    pub unknown_files: Vec<String>,
+    /// The last error of a background flush or compaction, if any.
+    pub maintenance_error: Option<String>,
+}
+
+impl Engine {
+    pub(super) fn stats(&self) -> Stats {
+        let v = self.current();
+        let (last_seq, synced_seq, log) = {
+            let w = lock(&self.writer);
+            (w.next_seq - 1, w.synced_seq, w.log.as_ref().map(|l| (l.number(), l.len())))
+        };
+        let flushed_seq = lock(&self.manifest).last_seq;
+        let mut logs = Vec::new();
+        if let Ok(names) = self.storage.list(&self.dir) {
+            for name in names {
+                if let FileKind::Log(n) = files::parse(&name) {
+                    let len = match log {
+                        Some((number, len)) if number == n => len,
+                        _ => self.storage.read_copy(&self.dir.join(&name)).map(|b| b.len() as u64).unwrap_or(0),
+                    };
+                    logs.push((name, len));
+                }
+            }
+        }
+        let (memtable_inserts, memtable_deletes) = v.active.counts();
+        Stats {
+            dir: self.dir.clone(),
+            read_only: self.read_only,
+            k: self.k,
+            codec: self.codec,
+            segments: v
+                .segments
+                .iter()
+                .map(|s| SegmentStats {
+                    name: segment_name(s.meta.number),
+                    entries: s.meta.entries,
+                    file_len: s.meta.file_len,
+                    min_seq: s.meta.min_seq,
+                    max_seq: s.meta.max_seq,
+                    tables: s.segment.design().tables().len(),
+                    design: s.segment.design().summary(),
+                })
+                .collect(),
+            tombstone_files: v.tombstones.files.len(),
+            tombstones: v.tombstones.len(),
+            memtable_inserts,
+            memtable_deletes,
+            frozen_memtables: v.frozen.len(),
+            frozen_ops: v.frozen.iter().map(|m| m.ops()).sum(),
+            logs,
+            last_seq,
+            synced_seq,
+            flushed_seq,
+            flushes: self.flushes.load(Ordering::Relaxed),
+            compactions: self.compactions.load(Ordering::Relaxed),
+            compaction_dropped_deleted: self.dropped_deleted.load(Ordering::Relaxed),
+            compaction_dropped_repeats: self.dropped_repeats.load(Ordering::Relaxed),
+            compaction_spilled_runs: self.spilled_runs.load(Ordering::Relaxed),
+            unknown_files: self.report.unknown.clone(),
+            maintenance_error: lock(&self.signals).error.clone(),
+        }
+    }
+}
