@@ -4,6 +4,7 @@
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::plan::DesignError;
 
@@ -36,11 +37,16 @@ impl fmt::Display for Location {
 /// space); `NotASegment`, `UnsupportedVersion` and `Corrupt` mean the file cannot be read as
 /// it is (restore it, rebuild it, or for an index directory run `simdex recover`); the others
 /// are mistakes in the call and change nothing on disk.
-#[derive(Debug, thiserror::Error)]
+///
+/// A message names what failed and where; the cause, when there is one, is the error's
+/// [`source`](std::error::Error::source), not repeated in the message (print the chain, as
+/// `anyhow`'s `{:#}` does, to see both). Errors are `Clone` (an I/O cause is shared), so a
+/// failed writer can keep its first failure and report it again.
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// An I/O operation failed.
-    #[error("{}: {op}: {source}", path.display())]
+    #[error("{}: {op}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -48,7 +54,7 @@ pub enum Error {
         op: &'static str,
         /// The operating system's error.
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
     /// The file does not start with a simdex magic number.
     #[error("{}: not a simdex {expected} (it starts with {found})", path.display())]
@@ -119,19 +125,33 @@ pub enum Error {
     },
     /// An earlier write failed part-way, so the log may end in a partial record; the index
     /// refuses further writes until it is reopened (which recovers the log's valid prefix).
-    #[error("{}: an earlier write failed ({detail}); reopen the index to recover", dir.display())]
+    #[error("{}: an earlier write failed; reopen the index to recover", dir.display())]
     WriterFailed {
         /// The index directory.
         dir: PathBuf,
         /// The first failure.
-        detail: String,
+        #[source]
+        source: Box<Error>,
     },
 }
 
 impl Error {
     /// Wraps an I/O error with the path and the operation.
     pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
-        Error::Io { path: path.into(), op, source }
+        Error::Io { path: path.into(), op, source: Arc::new(source) }
+    }
+
+    /// The message followed by every cause, joined by `": "` (what `anyhow`'s `{:#}`
+    /// prints): for reports that keep errors as text.
+    pub fn chain_message(&self) -> String {
+        let mut out = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
     }
 
     /// True for errors that mean stored data is damaged or unreadable.

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod codec;
 mod cpu;
 pub mod engine;
+pub mod inspect;
 mod error;
 mod format;
 #[cfg(feature = "fingerprint")]

@@ -15,7 +15,7 @@ use crate::log::{LogWriter, OpKind};
 pub(super) struct WriterState {
     pub(super) log: Option<LogWriter>,
     pub(super) next_seq: u64,
-    pub(super) failed: Option<String>,
+    pub(super) failed: Option<Error>,
     pub(super) pending_ops: u64,
     pub(super) first_pending: Option<Instant>,
     pub(super) synced_seq: u64,
@@ -43,13 +43,13 @@ impl Engine {
     /// applies them to the active memtable. Returns the first sequence number, and whether a
     /// group commit's sync is due ([`Engine::commit_group`]).
     pub(super) fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[(u64, u64)]) -> Result<(u64, bool)> {
-        if let Some(detail) = &w.failed {
-            return Err(Error::WriterFailed { dir: self.dir.clone(), detail: detail.clone() });
+        if let Some(first) = &w.failed {
+            return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }
         let seq = w.next_seq;
         let log = w.log.as_mut().expect("a writable index has a log");
         if let Err(e) = log.append(seq, kind, ops) {
-            w.failed = Some(e.to_string());
+            w.failed = Some(e.clone());
             return Err(e);
         }
         w.next_seq += ops.len() as u64;
@@ -92,8 +92,8 @@ impl Engine {
     /// meanwhile, and are not covered by it): what to sync is taken under the lock, the
     /// fsync runs unlocked, the result is recorded under the lock again, which is returned.
     pub(super) fn sync_unlocked<'a>(&'a self, mut w: MutexGuard<'a, WriterState>) -> Result<MutexGuard<'a, WriterState>> {
-        if let Some(detail) = &w.failed {
-            return Err(Error::WriterFailed { dir: self.dir.clone(), detail: detail.clone() });
+        if let Some(first) = &w.failed {
+            return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }
         w.sync_requested = false;
         let Some(log) = w.log.as_mut() else { return Ok(w) };
@@ -105,7 +105,7 @@ impl Engine {
                 return Ok(w);
             }
             Err(e) => {
-                w.failed = Some(e.to_string());
+                w.failed = Some(e.clone());
                 return Err(e);
             }
         };
@@ -114,7 +114,7 @@ impl Engine {
         let result = pending.run();
         let mut w = lock(&self.writer);
         if let Err(e) = result {
-            w.failed = Some(e.to_string());
+            w.failed = Some(e.clone());
             return Err(e);
         }
         if let Some(log) = w.log.as_mut() {
@@ -132,12 +132,12 @@ impl Engine {
     }
 
     pub(super) fn sync_locked(&self, w: &mut WriterState) -> Result<()> {
-        if let Some(detail) = &w.failed {
-            return Err(Error::WriterFailed { dir: self.dir.clone(), detail: detail.clone() });
+        if let Some(first) = &w.failed {
+            return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }
         let Some(log) = w.log.as_mut() else { return Ok(()) };
         if let Err(e) = log.sync() {
-            w.failed = Some(e.to_string());
+            w.failed = Some(e.clone());
             return Err(e);
         }
         w.synced_seq = w.next_seq - 1;

@@ -49,7 +49,7 @@ impl Engine {
         let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number) {
             Ok(log) => log,
             Err(e) => {
-                w.failed = Some(e.to_string());
+                w.failed = Some(e.clone());
                 return Err(e);
             }
         };

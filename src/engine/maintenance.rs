@@ -55,7 +55,7 @@ impl Engine {
     }
 
     pub(super) fn record_error(&self, e: &Error) {
-        lock(&self.signals).error = Some(e.to_string());
+        lock(&self.signals).error = Some(e.chain_message());
     }
 
     /// Runs the tiered policy until it picks nothing.

@@ -61,7 +61,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
             None
         }
         Err(e) => {
-            report.manifest_problem = Some(e.to_string());
+            report.manifest_problem = Some(e.chain_message());
             None
         }
     };
@@ -88,7 +88,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
             Err(e) => {
                 report.segment_entries_lost += expected.unwrap_or(0);
                 let count = expected.map_or("all its entries (count unknown)".to_string(), |n| format!("all {n} entries"));
-                report.lost.push((name, format!("{count}: {e}")));
+                report.lost.push((name, format!("{count}: {}", e.chain_message())));
                 continue;
             }
         };
@@ -119,7 +119,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
                     *e = (*e).max(seq);
                 }
             }
-            Err(e) => report.lost.push((name, format!("every tombstone in it (the deleted pairs may come back): {e}"))),
+            Err(e) => report.lost.push((name, format!("every tombstone in it (the deleted pairs may come back): {}", e.chain_message()))),
         }
     }
 
@@ -160,7 +160,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
             Ok(())
         });
         match scanned {
-            Err(e) => report.lost.push((name, format!("the whole log: {e}"))),
+            Err(e) => report.lost.push((name, format!("the whole log: {}", e.chain_message()))),
             Ok(scan) => {
                 report.log_ops += ops;
                 report.log_ops_lost += gaps;
@@ -217,7 +217,7 @@ fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -
             fps.push(v);
             true
         }) {
-            lost.push((n, format!("table 0 block {b} at byte offset {}: {e}", table.block_offset(b))));
+            lost.push((n, format!("table 0 block {b} at byte offset {}: {}", table.block_offset(b), e.chain_message())));
             ordinal += n;
             continue;
         }
@@ -227,7 +227,7 @@ fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -
                     out.push((fp, id, bound));
                     got += 1;
                 }
-                Err(e) => lost.push((1, format!("entry {} (fingerprint {fp:016x}): its document id is unreadable: {e}", ordinal + i as u64))),
+                Err(e) => lost.push((1, format!("entry {} (fingerprint {fp:016x}): its document id is unreadable: {}", ordinal + i as u64, e.chain_message()))),
             }
         }
         ordinal += n;

@@ -61,7 +61,7 @@ impl IndexVerifyReport {
         };
         let detail = match e {
             Error::Corrupt { detail, location, .. } => format!("{detail}{location}"),
-            other => other.to_string(),
+            other => other.chain_message(),
         };
         self.problems.push(FileProblem { file: file.to_string(), offset, detail });
     }

@@ -1,12 +1,10 @@
 //! `simdex dump-log`: the records of an index's logs.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::engine::files::{self, FileKind};
-use simdex::log::{scan_log, ScanMode};
-use simdex::manifest::Manifest;
-use simdex::storage::{FsStorage, Storage};
+use simdex::inspect::{log_files, LogContents};
+use simdex::storage::FsStorage;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,22 +34,18 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let storage = FsStorage;
-    let mut names = storage.list(&args.dir).with_context(|| format!("listing {}", args.dir.display()))?;
-    names.sort();
-    let log_number = Manifest::load(&storage, &args.dir).ok().flatten().map(|m| m.log_number);
+    let logs = log_files(&storage, &args.dir)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut damaged = false;
-    for name in names {
-        let FileKind::Log(n) = files::parse(&name) else { continue };
-        let path = args.dir.join(&name);
-        let bytes = storage.read_copy(&path).with_context(|| format!("reading {}", path.display()))?;
-        let obsolete = log_number.is_some_and(|l| n < l);
+    for log in logs {
+        let name = &log.name;
+        let contents = LogContents::read(&storage, &log)?;
         if !args.json {
-            writeln!(out, "# {name}: {} bytes{}", bytes.len(), if obsolete { " (obsolete: already flushed)" } else { "" })?;
+            writeln!(out, "# {name}: {} bytes{}", contents.len(), if log.obsolete { " (obsolete: already flushed)" } else { "" })?;
         }
         let mut result = Ok(());
-        let scan = scan_log(&path, &bytes, n, ScanMode::Salvage, |r| {
+        let scan = contents.scan(|r| {
             let w = if args.json {
                 let ops: Option<Vec<_>> = args.ops.then(|| r.ops().map(|(fp, id)| json!([hex(fp), id])).collect());
                 writeln!(out, "{}", json!({"log": name, "offset": r.offset, "seq": r.seq, "kind": r.kind.name(), "count": r.len(), "ops": ops}))
@@ -68,8 +62,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 result = Err(e);
             }
             Ok(())
-        })
-        .with_context(|| format!("reading {}", path.display()))?;
+        })?;
         result?;
         for d in &scan.damage {
             damaged = true;
@@ -79,8 +72,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 writeln!(out, "{name} {} DAMAGE {} bytes skipped: {}", d.offset, d.len, d.detail)?;
             }
         }
-        if !args.json && scan.valid_len < bytes.len() as u64 && scan.damage.is_empty() {
-            writeln!(out, "# {name}: {} bytes at the end are an unfinished record ({:?})", bytes.len() as u64 - scan.valid_len, scan.end)?;
+        if !args.json && scan.valid_len < contents.len() && scan.damage.is_empty() {
+            writeln!(out, "# {name}: {} bytes at the end are an unfinished record ({:?})", contents.len() - scan.valid_len, scan.end)?;
         }
     }
     out.flush()?;

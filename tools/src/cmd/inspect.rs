@@ -3,17 +3,13 @@
 use anyhow::Result;
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::codec::{SymbolHistogram, BLOCK_BYTES, EQUAL};
-use simdex::plan::information_bound_bits;
-use simdex::segment::FORMAT_VERSION;
+use simdex::inspect::{gap_histogram, segment_anatomy, GapSymbol};
 use simdex::Segment;
 use std::path::PathBuf;
 
 use crate::progress;
 
 /// Bytes of block index per block (key, count, CRC), as in format-spec/segment.md.
-const INDEX_BYTES_PER_BLOCK: u64 = 14;
-
 /// Show a segment's header, design and per-table statistics.
 ///
 /// Per table: entries, blocks, prefix bits, bits per fingerprint for the blocks alone and
@@ -37,53 +33,50 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let seg = Segment::open(&args.file)?;
-    let n = seg.len();
-    let bound = information_bound_bits(n);
-    let total_blocks: u64 = seg.tables().iter().map(|t| t.block_count()).sum();
-    let bar = progress::steps(if args.no_histogram { 0 } else { total_blocks }, "decoding blocks");
+    let anatomy = segment_anatomy(&seg);
+    let n = anatomy.entries;
+    let bound = anatomy.information_bound_bits;
+    let total_entries: u64 = anatomy.tables.iter().map(|t| t.entries).sum();
+    let bar = progress::steps(if args.no_histogram { 0 } else { total_entries }, "decoding tables");
     let mut tables = Vec::new();
-    for (i, t) in seg.tables().iter().enumerate() {
+    let mut done = 0;
+    for t in &anatomy.tables {
         let histogram = if args.no_histogram {
             None
         } else {
-            let mut h = SymbolHistogram::new();
-            for (j, v) in seg.table_entries(i).enumerate() {
-                h.push(t.codec(), v?);
-                if j % (1 << 16) == 0 {
-                    bar.set_position(bar.position() + 1);
-                }
-            }
+            let h = gap_histogram(&seg, t.table, |decoded| bar.set_position(done + decoded))?;
+            done += t.entries;
             Some(h)
         };
-        let blocks_bits = (t.block_count() * BLOCK_BYTES as u64 * 8) as f64;
-        let index_bits = (t.block_count() * INDEX_BYTES_PER_BLOCK * 8) as f64;
+        let blocks_bits = (t.block_bytes * 8) as f64;
+        let index_bits = (t.index_bytes * 8) as f64;
         let per = |bits: f64| if n == 0 { 0.0 } else { bits / n as f64 };
         tables.push(json!({
-            "table": i,
-            "entries": t.entries(),
-            "blocks": t.block_count(),
-            "prefix_bits": t.design().prefix_bits,
-            "codec": t.codec().name(),
-            "permutation": t.design().permutation.describe(),
+            "table": t.table,
+            "entries": t.entries,
+            "blocks": t.blocks,
+            "prefix_bits": t.prefix_bits,
+            "codec": t.codec.name(),
+            "permutation": t.permutation,
             "bits_per_entry_blocks": per(blocks_bits),
             "bits_per_entry_total": per(blocks_bits + index_bits),
             "ratio_to_bound_total": if bound > 0.0 { per(blocks_bits + index_bits) / bound } else { 0.0 },
-            "code_lengths": by_symbol(t.code().lengths().iter().map(|&l| u64::from(l))),
-            "h_histogram": histogram.map(|h| by_symbol(h.counts().iter().copied())),
+            "code_lengths": by_symbol(t.code_lengths.iter().map(|&(s, l)| (s, u64::from(l)))),
+            "h_histogram": histogram.map(|h| by_symbol(h)),
         }));
     }
     bar.finish_and_clear();
     let report = json!({
         "file": args.file,
-        "format_version": FORMAT_VERSION,
+        "format_version": anatomy.format_version,
         "f": 64,
-        "k": seg.design().k(),
-        "levels": seg.design().levels(),
-        "design": seg.design().summary(),
-        "has_ids": seg.has_ids(),
+        "k": anatomy.k,
+        "levels": anatomy.levels,
+        "design": anatomy.design,
+        "has_ids": anatomy.has_ids,
         "count": n,
-        "file_bytes": seg.file_len(),
-        "bytes_per_entry": if n == 0 { 0.0 } else { seg.file_len() as f64 / n as f64 },
+        "file_bytes": anatomy.file_bytes,
+        "bytes_per_entry": if n == 0 { 0.0 } else { anatomy.file_bytes as f64 / n as f64 },
         "information_bound_bits": bound,
         "tables": tables,
     });
@@ -95,21 +88,8 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// `{symbol: value}` for the symbols with a non-zero value (`"equal"` for `EQUAL`).
-fn by_symbol(values: impl IntoIterator<Item = u64>) -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for (s, v) in values.into_iter().enumerate().filter(|&(_, v)| v > 0) {
-        m.insert(symbol_name(s), json!(v));
-    }
-    serde_json::Value::Object(m)
-}
-
-fn symbol_name(s: usize) -> String {
-    if s == EQUAL {
-        "equal".to_string()
-    } else {
-        s.to_string()
-    }
+fn by_symbol(values: impl IntoIterator<Item = (GapSymbol, u64)>) -> serde_json::Value {
+    serde_json::Value::Object(values.into_iter().map(|(s, v)| (s.to_string(), json!(v))).collect())
 }
 
 fn print_text(r: &serde_json::Value) -> Result<()> {

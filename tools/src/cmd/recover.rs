@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::engine::salvage::salvage;
+use simdex::inspect::salvage;
 use simdex::engine::IndexOptions;
 use simdex::storage::FsStorage;
 use std::path::PathBuf;

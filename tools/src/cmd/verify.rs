@@ -3,8 +3,8 @@
 use anyhow::Result;
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::engine::verify::verify_index;
-use simdex::segment::verify::verify_segment;
+use simdex::inspect::verify_index;
+use simdex::inspect::verify_segment;
 use simdex::storage::FsStorage;
 use std::path::PathBuf;
 use std::process::ExitCode;
