@@ -38,16 +38,21 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         Some(storage.lock(&path).map_err(|e| if e.kind() == std::io::ErrorKind::WouldBlock { Error::Locked { path: path.clone() } } else { Error::io(&path, "lock", e) })?)
     };
     // A read-only open races with a running writer: a flush or compaction may install a
-    // new manifest and delete files the one it read names (or logs it did not see yet).
-    // It reads again until the manifest did not change while it loaded.
+    // new manifest and delete files the one it read names, or leave logs that continue from
+    // a newer manifest than the one it read. Readers take an optimistic snapshot: the
+    // manifest's number before, everything read, the number after. Writers replace the
+    // manifest (numbers only grow) before deleting any file it drops, so an unchanged
+    // number means the files read were one consistent state, and only then is the result,
+    // success or error, trusted; otherwise the reader starts over.
     let mut attempts = 0;
     let loaded = loop {
         attempts += 1;
-        match recover(&*storage, dir, &options, mode) {
-            Err(Error::Io { source, .. }) if read_only && attempts < 20 && source.kind() == std::io::ErrorKind::NotFound => {}
-            Ok(l) if read_only && attempts < 20 && Manifest::load(&*storage, dir).ok().flatten().map(|m| m.number) != Some(l.manifest.number) => {}
-            other => break other?,
+        let before = read_only.then(|| manifest_number(&*storage, dir));
+        let result = recover(&*storage, dir, &options, mode);
+        if attempts < MAX_READ_ATTEMPTS && before.is_some_and(|n| n != manifest_number(&*storage, dir)) {
+            continue;
         }
+        break result?;
     };
     let Recovered { manifest, version, writer, next_file, report, mem_design } = loaded;
     let engine = Arc::new(Engine {
@@ -91,6 +96,15 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
     Ok(Index { engine, threads: Mutex::new(threads) })
 }
 
+
+/// How often a read-only open starts over because a writer replaced the manifest while it
+/// read (each attempt is one read of the directory; a writer flushes far less often).
+const MAX_READ_ATTEMPTS: u32 = 20;
+
+/// The number of the manifest in `dir`, or `None` when there is none or it is unreadable.
+fn manifest_number(storage: &dyn Storage, dir: &Path) -> Option<u64> {
+    Manifest::load(storage, dir).ok().flatten().map(|m| m.number)
+}
 
 /// Everything [`recover`] reads from the directory.
 struct Recovered {

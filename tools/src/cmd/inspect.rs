@@ -62,7 +62,7 @@ pub fn run(args: Args) -> Result<()> {
             "bits_per_entry_total": per(blocks_bits + index_bits),
             "ratio_to_bound_total": if bound > 0.0 { per(blocks_bits + index_bits) / bound } else { 0.0 },
             "code_lengths": by_symbol(t.code_lengths.iter().map(|&(s, l)| (s, u64::from(l)))),
-            "h_histogram": histogram.map(|h| by_symbol(h)),
+            "h_histogram": histogram.map(by_symbol),
         }));
     }
     bar.finish_and_clear();
