@@ -25,7 +25,7 @@ use std::path::Path;
 use crate::cluster::UnionFind;
 use crate::engine::snapshot::Snapshot;
 use crate::error::{Error, Result};
-use crate::search::lower_bound;
+use crate::interpolation::lower_bound;
 use crate::segment::{build_segment, BuildOptions, Segment};
 use crate::storage::FsStorage;
 

@@ -17,6 +17,7 @@ mod error;
 mod format;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
+mod interpolation;
 pub mod log;
 pub mod manifest;
 #[cfg(any(test, feature = "test-support"))]
@@ -24,7 +25,6 @@ mod memstorage;
 mod memtable;
 pub mod plan;
 pub mod query;
-mod search;
 pub mod segment;
 mod sort;
 pub mod storage;

@@ -17,9 +17,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::interpolation::{lower_bound, lower_bound_by};
 use crate::plan::Design;
 use crate::query::Match;
-use crate::search::{lower_bound, lower_bound_by};
 use crate::sort::sort_u64;
 use crate::tombstone::Tombstone;
 

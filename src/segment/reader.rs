@@ -9,9 +9,9 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use super::layout::*;
 use crate::codec::{decode_block, BlockError, Code, Codec, Cursor, DeltaGaps, Gaps, XorGaps, BLOCK_BYTES};
 use crate::error::{Error, Location, Result};
+use crate::interpolation::lower_bound;
 use crate::plan::{Design, Permutation, TableDesign};
 use crate::query::{finish_matches, Match, QueryOptions};
-use crate::search::lower_bound;
 use crate::storage::{FileBytes, FsStorage, Storage};
 
 /// An open, immutable segment file.

@@ -276,7 +276,7 @@ pub fn build_segment_with_progress(
     let mut scratch: Vec<u64> = Vec::with_capacity(fingerprints.len());
     for (t, table) in design.tables().iter().enumerate() {
         // Every other table keeps the bits outside its prefix in their original order
-        // (plan.rs), so its order is table 0's, stably sorted by the permuted prefix alone:
+        // (plan/design.rs), so its order is table 0's, stably sorted by the permuted prefix alone:
         // one or two radix passes instead of a full sort.
         let values: &[u64] = if t == 0 {
             &table0

@@ -1,0 +1,49 @@
+//! Table designs: how the 64 bit positions are split into blocks, which blocks lead each
+//! permuted table, and the planner that picks a design from the number of fingerprints.
+//!
+//! This module owns the *recipe* of a design (the number of blocks at each level), the
+//! permutations derived from it and the cost model that explains a choice. It knows nothing
+//! about files; the segment stores a design and asks [`Design::from_parts`] to validate it.
+//!
+//! # The construction (paper section 3.1)
+//! Two fingerprints within Hamming distance `k` differ in at most `k` bits, so if the 64 bits
+//! are split into `r > k` blocks, at least `r - k` blocks agree exactly. For every choice of
+//! `r - k` blocks there is one table whose permutation moves those blocks to the top; its
+//! prefix length `p` is their total width. A level may be *nested*: the `k` blocks left over
+//! are split again into `r'` blocks, giving `C(r, k) * C(r', k)` tables (the paper's
+//! 16-table design is `4 blocks, then 4 blocks`). A design is the list of `r` per level.
+//!
+//! Blocks are cut from the most significant bit down, as evenly as possible with the wider
+//! blocks first (64 bits in 6 blocks: 11, 11, 11, 11, 10, 10). Within a table the chosen
+//! blocks keep their relative order, then the remaining bits follow in their original order,
+//! so the first table of every design is the identity permutation. The segment relies on that:
+//! it keeps document ids in the order of table 0.
+//!
+//! # Files
+//! `permutation.rs` holds [`Permutation`], the shift-and-mask bit permutation a table applies.
+//! `design.rs` turns a recipe into its tables ([`Design`], [`TableDesign`], [`DesignError`]).
+//! `planner.rs` holds the paper's `X(f, k, d)` rule ([`min_tables`]), the cost model and
+//! [`plan`], which picks a design for a count and explains why.
+
+mod design;
+mod permutation;
+mod planner;
+
+pub use design::{binomial, block_widths, Design, DesignError, TableDesign};
+pub use permutation::Permutation;
+pub use planner::{information_bound_bits, min_tables, plan, planned_design, Plan, PlanOptions, PlannedDesign};
+
+/// Width of a fingerprint in bits. The format stores it; only 64 is supported.
+pub const FINGERPRINT_BITS: u32 = 64;
+/// Largest Hamming distance a design can be built for.
+pub const MAX_K: u32 = 8;
+/// Largest number of tables the planner will consider.
+pub const MAX_TABLES: usize = 512;
+/// Largest nesting depth the planner will consider.
+pub const MAX_LEVELS: usize = 3;
+/// Default bound on the expected candidates of one probe, as a power of two.
+///
+/// 2^8 = 256 entries is about what one 1 KB block holds at the sizes simdex targets
+/// (40 to 48 bits per entry): while a probe's expected run fits in one or two blocks, an
+/// extra table costs more (another interpolation search and block decode) than it saves.
+pub const DEFAULT_MAX_CANDIDATES_LOG2: f64 = 8.0;
