@@ -10,7 +10,7 @@
 //!
 //! Concurrency: one writer at a time (a mutex in-process, the `LOCK` file across
 //! processes); any number of queries, each on an `Arc` snapshot of the live set (a
-//! [`version`]), so flushes and compactions never block them. A background thread (when
+//! `version`), so flushes and compactions never block them. A background thread (when
 //! enabled) flushes and compacts; under group commit a second one syncs the log, without
 //! holding the writer's lock during the fsync, so writes go on meanwhile.
 //!
@@ -177,7 +177,7 @@ pub struct Index {
 impl Index {
     /// Opens the index in `dir` for reading and writing (creating it when
     /// `options.create`), after recovering from any crash: replays the logs, cuts a torn
-    /// log tail, removes orphans. Fails with [`Error::Locked`] while another writer has it.
+    /// log tail, removes orphans. Fails with [`crate::Error::Locked`] while another writer has it.
     pub fn open(dir: impl AsRef<Path>, options: IndexOptions) -> Result<Index> {
         open::open(dir.as_ref(), options, OpenMode::ReadWrite)
     }

@@ -39,7 +39,7 @@ pub struct OpenReport {
     pub created: bool,
 }
 
-/// One live segment, as [`Index::stats`] reports it.
+/// One live segment, as [`super::Index::stats`] reports it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SegmentStats {
     /// File name.
