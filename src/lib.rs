@@ -13,9 +13,9 @@ pub mod codec;
 mod cpu;
 pub mod engine;
 mod error;
-mod format;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
+mod integrity;
 pub mod log;
 pub mod manifest;
 #[cfg(any(test, feature = "test-support"))]
