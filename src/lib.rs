@@ -15,6 +15,9 @@ pub mod engine;
 mod error;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod integrity;
 pub mod log;
 pub mod manifest;
