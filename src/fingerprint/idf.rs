@@ -254,13 +254,11 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or(Error::IdfTruncated { needed: n })?;
-        let s = self
-            .bytes
-            .get(self.pos..end)
+        let end = self.pos.checked_add(n);
+        let s = end
+            .and_then(|end| self.bytes.get(self.pos..end))
             .ok_or(Error::IdfTruncated { needed: n })?;
-        self.pos = end;
+        self.pos += n;
         Ok(s)
     }
     fn array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
