@@ -14,10 +14,13 @@ mod cpu;
 pub mod engine;
 pub mod inspect;
 mod error;
-mod format;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
 mod interpolation;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+mod integrity;
 pub mod log;
 pub mod manifest;
 #[cfg(any(test, feature = "test-support"))]

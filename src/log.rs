@@ -10,13 +10,15 @@
 //! end marker has several bits set, so no single flipped bit can make a complete record
 //! look like the zero-filled tail a power loss can leave.
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use crate::error::{Error, Result};
-use crate::format::check_magic_and_version;
+use crate::error::{Error, Location, Result};
+use crate::integrity::{check_magic_and_version, verify_crc};
 use crate::storage::{parent_dir, Storage, SyncHandle, WriteFile};
 
 /// First bytes of every log file.
@@ -130,7 +132,11 @@ impl<'a> Record<'a> {
 
     /// The `(fingerprint, doc_id)` pairs, in order.
     pub fn ops(&self) -> impl Iterator<Item = (u64, u64)> + 'a {
-        self.payload.chunks_exact(OP_BYTES).map(|c| (LE::read_u64(c), LE::read_u64(&c[8..])))
+        self.payload.chunks_exact(OP_BYTES).map(|c| {
+            let mut op = [0u64; 2];
+            LE::read_u64_into(c, &mut op);
+            (op[0], op[1])
+        })
     }
 
     /// Bytes the record occupies in the file.
@@ -142,7 +148,7 @@ impl<'a> Record<'a> {
 /// Encodes the file header of log number `number`.
 pub fn encode_header(number: u64) -> [u8; LOG_HEADER_BYTES] {
     let mut b = [0u8; LOG_HEADER_BYTES];
-    b[LH_MAGIC..LH_MAGIC + 8].copy_from_slice(&LOG_MAGIC);
+    b[LH_MAGIC..LH_VERSION].copy_from_slice(&LOG_MAGIC);
     LE::write_u32(&mut b[LH_VERSION..], LOG_VERSION);
     LE::write_u64(&mut b[LH_NUMBER..], number);
     let crc = crc32fast::hash(&b[..LH_CRC]);
@@ -159,14 +165,15 @@ pub fn encode_record(out: &mut Vec<u8>, seq: u64, kind: OpKind, ops: &[(u64, u64
         out.extend_from_slice(&fp.to_le_bytes());
         out.extend_from_slice(&id.to_le_bytes());
     }
-    let payload_crc = crc32fast::hash(&out[start + R_PAYLOAD..]);
-    let h = &mut out[start..start + R_PAYLOAD];
-    LE::write_u32(&mut h[R_PAYLOAD_CRC..], payload_crc);
+    let (head, payload) = out.split_at_mut(start + R_PAYLOAD);
+    let mut h = [0u8; R_PAYLOAD];
+    LE::write_u32(&mut h[R_PAYLOAD_CRC..], crc32fast::hash(payload));
     LE::write_u64(&mut h[R_SEQ..], seq);
     h[R_KIND] = kind.id();
     LE::write_u32(&mut h[R_COUNT..], ops.len() as u32);
-    let header_crc = crc32fast::hash(&h[R_PAYLOAD_CRC..R_PAYLOAD]);
+    let header_crc = crc32fast::hash(&h[R_PAYLOAD_CRC..]);
     LE::write_u32(&mut h[R_HEADER_CRC..], header_crc);
+    head.split_at_mut(start).1.copy_from_slice(&h);
     out.extend_from_slice(&RECORD_END);
 }
 
@@ -232,12 +239,9 @@ enum Bad {
 
 /// Decodes the record at `at`, checking both CRCs, the kind, the count and the end marker.
 fn decode_record(bytes: &[u8], at: usize) -> Result<Record<'_>, Bad> {
-    let Some(h) = bytes.get(at..at + R_PAYLOAD) else { return Err(Bad::Incomplete) };
-    let header_crc = crc32fast::hash(&h[R_PAYLOAD_CRC..]);
-    let stored = LE::read_u32(&h[R_HEADER_CRC..]);
-    if header_crc != stored {
-        return Err(Bad::Damaged(format!("record header checksum mismatch (stored {stored:#010x}, computed {header_crc:#010x})")));
-    }
+    let rest = bytes.get(at..).unwrap_or_default();
+    let Some((h, rest)) = rest.split_first_chunk::<R_PAYLOAD>() else { return Err(Bad::Incomplete) };
+    verify_crc(&h[R_PAYLOAD_CRC..], LE::read_u32(&h[R_HEADER_CRC..])).map_err(|m| Bad::Damaged(m.detail("record header")))?;
     let kind = OpKind::from_id(h[R_KIND]).ok_or_else(|| Bad::Damaged(format!("unknown operation kind {}", h[R_KIND])))?;
     if h[R_RESERVED..R_COUNT] != [0, 0, 0] {
         return Err(Bad::Damaged("reserved record bytes are not zero".into()));
@@ -246,15 +250,10 @@ fn decode_record(bytes: &[u8], at: usize) -> Result<Record<'_>, Bad> {
     if count == 0 || count > MAX_RECORD_OPS {
         return Err(Bad::Damaged(format!("operation count {count} is outside 1..={MAX_RECORD_OPS}")));
     }
-    let payload_end = at + R_PAYLOAD + count * OP_BYTES;
-    let Some(end) = bytes.get(payload_end..payload_end + RECORD_END.len()) else { return Err(Bad::Incomplete) };
-    let payload = &bytes[at + R_PAYLOAD..payload_end];
-    let crc = crc32fast::hash(payload);
-    let stored = LE::read_u32(&h[R_PAYLOAD_CRC..]);
-    if crc != stored {
-        return Err(Bad::Damaged(format!("record payload checksum mismatch (stored {stored:#010x}, computed {crc:#010x})")));
-    }
-    if end != RECORD_END {
+    let Some((payload, rest)) = rest.split_at_checked(count * OP_BYTES) else { return Err(Bad::Incomplete) };
+    let Some(end) = rest.first_chunk::<4>() else { return Err(Bad::Incomplete) };
+    verify_crc(payload, LE::read_u32(&h[R_PAYLOAD_CRC..])).map_err(|m| Bad::Damaged(m.detail("record payload")))?;
+    if *end != RECORD_END {
         return Err(Bad::Damaged("record end marker is not SXRE".into()));
     }
     Ok(Record { offset: at as u64, seq: LE::read_u64(&h[R_SEQ..]), kind, payload })
@@ -272,12 +271,8 @@ pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<bool> {
         }
     }
     check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION)?;
-    let h = bytes.get(..LOG_HEADER_BYTES).ok_or_else(|| Error::corrupt(path, 0, format!("log header cut short at {} bytes", bytes.len())))?;
-    let crc = crc32fast::hash(&h[..LH_CRC]);
-    let stored = LE::read_u32(&h[LH_CRC..]);
-    if crc != stored {
-        return Err(Error::corrupt(path, LH_CRC as u64, format!("log header checksum mismatch (stored {stored:#010x}, computed {crc:#010x})")));
-    }
+    let h: &[u8; LOG_HEADER_BYTES] = bytes.first_chunk().ok_or_else(|| Error::corrupt(path, 0, format!("log header cut short at {} bytes", bytes.len())))?;
+    verify_crc(&h[..LH_CRC], LE::read_u32(&h[LH_CRC..])).map_err(|m| m.corrupt(path, LH_CRC as u64, Location::default(), "log header"))?;
     let found = LE::read_u64(&h[LH_NUMBER..]);
     if found != number || LE::read_u32(&h[LH_RESERVED..]) != 0 || LE::read_u32(&h[LH_PAD..]) != 0 {
         return Err(Error::corrupt(path, LH_NUMBER as u64, format!("log header names log {found}, the file name says {number}")));
@@ -326,7 +321,7 @@ pub fn scan_log(path: &Path, bytes: &[u8], number: u64, mode: ScanMode, mut each
             }
             Err(Bad::Damaged(detail)) => detail,
         };
-        if bytes[at..].iter().all(|&b| b == 0) {
+        if bytes.get(at..).unwrap_or_default().iter().all(|&b| b == 0) {
             scan.end = LogEnd::ZeroFilled;
             return Ok(scan);
         }
@@ -477,6 +472,7 @@ impl LogWriter {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

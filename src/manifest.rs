@@ -6,13 +6,15 @@
 //! holds either the previous manifest or the new one, whole. This module owns the format
 //! and that protocol; the engine decides what goes in it.
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
+
 use std::path::Path;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::codec::Codec;
-use crate::error::{Error, Result};
-use crate::format::{check_crc, check_magic_and_version};
+use crate::error::{Error, Location, Result};
+use crate::integrity::{check_magic_and_version, verify_crc};
 use crate::storage::{write_atomically, Storage};
 
 /// The manifest's file name inside an index directory.
@@ -115,76 +117,80 @@ impl Manifest {
     /// The encoded bytes.
     pub fn encode(&self) -> Vec<u8> {
         let len = M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + self.tombstones.len() * TOMBSTONE_ENTRY + M_CRC_BYTES;
-        let mut b = vec![0u8; len];
-        b[M_MAGIC..M_MAGIC + 8].copy_from_slice(&MANIFEST_MAGIC);
-        LE::write_u32(&mut b[M_VERSION..], MANIFEST_VERSION);
-        LE::write_u32(&mut b[M_LEN..], len as u32);
-        LE::write_u64(&mut b[M_NUMBER..], self.number);
-        LE::write_u64(&mut b[M_NEXT_FILE..], self.next_file);
-        LE::write_u64(&mut b[M_LOG_NUMBER..], self.log_number);
-        LE::write_u64(&mut b[M_LAST_SEQ..], self.last_seq);
-        b[M_K] = self.k as u8;
-        b[M_CODEC] = self.codec.id();
-        LE::write_u32(&mut b[M_SEGMENTS..], self.segments.len() as u32);
-        LE::write_u32(&mut b[M_TOMBSTONES..], self.tombstones.len() as u32);
-        let mut at = M_ENTRIES;
+        let mut b = Vec::with_capacity(len);
+        b.extend_from_slice(&MANIFEST_MAGIC);
+        b.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
+        b.extend_from_slice(&(len as u32).to_le_bytes());
+        for v in [self.number, self.next_file, self.log_number, self.last_seq] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&[self.k as u8, self.codec.id(), 0, 0]);
+        b.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(self.tombstones.len() as u32).to_le_bytes());
+        b.extend_from_slice(&[0; 4]);
+        debug_assert_eq!(b.len(), M_ENTRIES);
         for s in &self.segments {
-            LE::write_u64_into(&[s.number, s.entries, s.file_len, s.min_seq, s.max_seq], &mut b[at..at + SEGMENT_ENTRY]);
-            at += SEGMENT_ENTRY;
+            for v in [s.number, s.entries, s.file_len, s.min_seq, s.max_seq] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
         }
         for t in &self.tombstones {
-            LE::write_u64_into(&[t.number, t.count, t.max_seq, t.file_len], &mut b[at..at + TOMBSTONE_ENTRY]);
-            at += TOMBSTONE_ENTRY;
+            for v in [t.number, t.count, t.max_seq, t.file_len] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
         }
-        let crc = crc32fast::hash(&b[..at]);
-        LE::write_u32(&mut b[at..], crc);
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(b.len(), len);
         b
     }
 
     /// Decodes a manifest read from `path`, checking its CRC and invariants.
     pub fn decode(path: &Path, b: &[u8]) -> Result<Self> {
         check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION)?;
-        if b.len() < M_ENTRIES + M_CRC_BYTES {
-            return Err(Error::corrupt(path, b.len() as u64, format!("manifest is {} bytes, shorter than its {}-byte header: cut short", b.len(), M_ENTRIES)));
-        }
-        let len = LE::read_u32(&b[M_LEN..]) as usize;
+        let cut_short = || Error::corrupt(path, b.len() as u64, format!("manifest is {} bytes, shorter than its {}-byte header: cut short", b.len(), M_ENTRIES));
+        let head: &[u8; M_ENTRIES] = b.first_chunk().ok_or_else(cut_short)?;
+        let (body, crc) = b.split_last_chunk::<M_CRC_BYTES>().filter(|(body, _)| body.len() >= M_ENTRIES).ok_or_else(cut_short)?;
+        let len = LE::read_u32(&head[M_LEN..]) as usize;
         if len != b.len() {
             return Err(Error::corrupt(path, M_LEN as u64, format!("manifest says it is {len} bytes, the file is {}", b.len())));
         }
-        let crc_at = len - M_CRC_BYTES;
-        check_crc(path, &b[..crc_at], LE::read_u32(&b[crc_at..]), crc_at as u64, "manifest")?;
-        if b[M_RESERVED..M_SEGMENTS].iter().chain(&b[M_RESERVED2..M_ENTRIES]).any(|&x| x != 0) {
+        verify_crc(body, u32::from_le_bytes(*crc)).map_err(|m| m.corrupt(path, body.len() as u64, Location::default(), "manifest"))?;
+        if head[M_RESERVED..M_SEGMENTS].iter().chain(&head[M_RESERVED2..M_ENTRIES]).any(|&x| x != 0) {
             return Err(Error::corrupt(path, M_RESERVED as u64, "reserved manifest bytes are not zero"));
         }
-        let segments_n = LE::read_u32(&b[M_SEGMENTS..]) as usize;
-        let tombstones_n = LE::read_u32(&b[M_TOMBSTONES..]) as usize;
-        if M_ENTRIES + segments_n * SEGMENT_ENTRY + tombstones_n * TOMBSTONE_ENTRY + M_CRC_BYTES != len {
+        let segments_n = LE::read_u32(&head[M_SEGMENTS..]) as usize;
+        let tombstones_n = LE::read_u32(&head[M_TOMBSTONES..]) as usize;
+        let entries = body.get(M_ENTRIES..).unwrap_or_default();
+        let (segment_bytes, tombstone_bytes) = entries.split_at_checked(segments_n.saturating_mul(SEGMENT_ENTRY)).unwrap_or_default();
+        if segment_bytes.len() != segments_n.saturating_mul(SEGMENT_ENTRY) || tombstone_bytes.len() != tombstones_n.saturating_mul(TOMBSTONE_ENTRY) {
             return Err(Error::corrupt(path, M_SEGMENTS as u64, format!("{segments_n} segments and {tombstones_n} tombstone files do not fill {len} bytes")));
         }
-        let codec = Codec::from_id(b[M_CODEC]).ok_or_else(|| Error::corrupt(path, M_CODEC as u64, format!("unknown codec id {}", b[M_CODEC])))?;
-        let mut m = Manifest {
-            number: LE::read_u64(&b[M_NUMBER..]),
-            next_file: LE::read_u64(&b[M_NEXT_FILE..]),
-            log_number: LE::read_u64(&b[M_LOG_NUMBER..]),
-            last_seq: LE::read_u64(&b[M_LAST_SEQ..]),
-            k: u32::from(b[M_K]),
+        let codec = Codec::from_id(head[M_CODEC]).ok_or_else(|| Error::corrupt(path, M_CODEC as u64, format!("unknown codec id {}", head[M_CODEC])))?;
+        let m = Manifest {
+            number: LE::read_u64(&head[M_NUMBER..]),
+            next_file: LE::read_u64(&head[M_NEXT_FILE..]),
+            log_number: LE::read_u64(&head[M_LOG_NUMBER..]),
+            last_seq: LE::read_u64(&head[M_LAST_SEQ..]),
+            k: u32::from(head[M_K]),
             codec,
-            segments: Vec::with_capacity(segments_n),
-            tombstones: Vec::with_capacity(tombstones_n),
+            segments: segment_bytes
+                .chunks_exact(SEGMENT_ENTRY)
+                .map(|c| {
+                    let mut v = [0u64; 5];
+                    LE::read_u64_into(c, &mut v);
+                    SegmentMeta { number: v[0], entries: v[1], file_len: v[2], min_seq: v[3], max_seq: v[4] }
+                })
+                .collect(),
+            tombstones: tombstone_bytes
+                .chunks_exact(TOMBSTONE_ENTRY)
+                .map(|c| {
+                    let mut v = [0u64; 4];
+                    LE::read_u64_into(c, &mut v);
+                    TombstoneMeta { number: v[0], count: v[1], max_seq: v[2], file_len: v[3] }
+                })
+                .collect(),
         };
-        let mut at = M_ENTRIES;
-        for _ in 0..segments_n {
-            let mut v = [0u64; 5];
-            LE::read_u64_into(&b[at..at + SEGMENT_ENTRY], &mut v);
-            m.segments.push(SegmentMeta { number: v[0], entries: v[1], file_len: v[2], min_seq: v[3], max_seq: v[4] });
-            at += SEGMENT_ENTRY;
-        }
-        for _ in 0..tombstones_n {
-            let mut v = [0u64; 4];
-            LE::read_u64_into(&b[at..at + TOMBSTONE_ENTRY], &mut v);
-            m.tombstones.push(TombstoneMeta { number: v[0], count: v[1], max_seq: v[2], file_len: v[3] });
-            at += TOMBSTONE_ENTRY;
-        }
         m.check(path)?;
         Ok(m)
     }
@@ -229,6 +235,7 @@ impl Manifest {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

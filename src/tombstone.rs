@@ -6,12 +6,14 @@
 //! the engine drops a tombstone file once every live segment is newer than it. This module
 //! owns the file format only.
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
+
 use std::path::Path;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use crate::error::{Error, Result};
-use crate::format::{check_crc, check_magic_and_version};
+use crate::error::{Error, Location, Result};
+use crate::integrity::{check_magic_and_version, verify_crc};
 use crate::storage::{write_atomically, Storage};
 
 /// First bytes of a tombstone file.
@@ -46,42 +48,49 @@ pub struct Tombstone {
 
 /// Encodes `tombstones` (sorted by fingerprint and id).
 pub fn encode(tombstones: &[Tombstone]) -> Vec<u8> {
-    let mut b = vec![0u8; TB_ENTRIES + tombstones.len() * TOMBSTONE_BYTES + 4];
-    b[..8].copy_from_slice(&TOMBSTONE_MAGIC);
-    LE::write_u32(&mut b[TB_VERSION..], TOMBSTONE_VERSION);
-    LE::write_u64(&mut b[TB_COUNT..], tombstones.len() as u64);
-    LE::write_u64(&mut b[TB_MAX_SEQ..], tombstones.iter().map(|t| t.seq).max().unwrap_or(0));
-    let mut at = TB_ENTRIES;
+    let mut b = Vec::with_capacity(TB_ENTRIES + tombstones.len() * TOMBSTONE_BYTES + 4);
+    b.extend_from_slice(&TOMBSTONE_MAGIC);
+    b.extend_from_slice(&TOMBSTONE_VERSION.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(&(tombstones.len() as u64).to_le_bytes());
+    b.extend_from_slice(&tombstones.iter().map(|t| t.seq).max().unwrap_or(0).to_le_bytes());
+    debug_assert_eq!(b.len(), TB_ENTRIES);
     for t in tombstones {
-        LE::write_u64_into(&[t.fingerprint, t.doc_id, t.seq], &mut b[at..at + TOMBSTONE_BYTES]);
-        at += TOMBSTONE_BYTES;
+        for v in [t.fingerprint, t.doc_id, t.seq] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
     }
-    let crc = crc32fast::hash(&b[..at]);
-    LE::write_u32(&mut b[at..], crc);
+    let crc = crc32fast::hash(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
     b
 }
 
 /// Decodes a tombstone file read from `path`.
 pub fn decode(path: &Path, b: &[u8]) -> Result<Vec<Tombstone>> {
     check_magic_and_version(path, b, &TOMBSTONE_MAGIC, "tombstone file (magic SIMDXTMB)", TOMBSTONE_VERSION)?;
-    if b.len() < TB_ENTRIES + 4 {
-        return Err(Error::corrupt(path, b.len() as u64, "tombstone file cut short inside its header"));
-    }
-    let count = LE::read_u64(&b[TB_COUNT..]);
+    let cut_short = || Error::corrupt(path, b.len() as u64, "tombstone file cut short inside its header");
+    let head: &[u8; TB_ENTRIES] = b.first_chunk().ok_or_else(cut_short)?;
+    let (body, crc) = b.split_last_chunk::<4>().filter(|(body, _)| body.len() >= TB_ENTRIES).ok_or_else(cut_short)?;
+    let count = LE::read_u64(&head[TB_COUNT..]);
     let want = count.checked_mul(TOMBSTONE_BYTES as u64).and_then(|x| x.checked_add((TB_ENTRIES + 4) as u64));
     if want != Some(b.len() as u64) {
         return Err(Error::corrupt(path, TB_COUNT as u64, format!("{count} tombstones do not fill {} bytes", b.len())));
     }
-    let crc_at = b.len() - 4;
-    check_crc(path, &b[..crc_at], LE::read_u32(&b[crc_at..]), crc_at as u64, "tombstone file")?;
-    if LE::read_u32(&b[TB_RESERVED..]) != 0 {
+    verify_crc(body, u32::from_le_bytes(*crc)).map_err(|m| m.corrupt(path, body.len() as u64, Location::default(), "tombstone file"))?;
+    if LE::read_u32(&head[TB_RESERVED..]) != 0 {
         return Err(Error::corrupt(path, TB_RESERVED as u64, "reserved bytes are not zero"));
     }
-    let out: Vec<Tombstone> = b[TB_ENTRIES..crc_at]
+    let out: Vec<Tombstone> = body
+        .get(TB_ENTRIES..)
+        .unwrap_or_default()
         .chunks_exact(TOMBSTONE_BYTES)
-        .map(|c| Tombstone { fingerprint: LE::read_u64(c), doc_id: LE::read_u64(&c[8..]), seq: LE::read_u64(&c[16..]) })
+        .map(|c| {
+            let mut v = [0u64; 3];
+            LE::read_u64_into(c, &mut v);
+            Tombstone { fingerprint: v[0], doc_id: v[1], seq: v[2] }
+        })
         .collect();
-    let max_seq = LE::read_u64(&b[TB_MAX_SEQ..]);
+    let max_seq = LE::read_u64(&head[TB_MAX_SEQ..]);
     if out.iter().map(|t| t.seq).max().unwrap_or(0) != max_seq {
         return Err(Error::corrupt(path, TB_MAX_SEQ as u64, "largest sequence number disagrees with the tombstones"));
     }

@@ -5,6 +5,8 @@
 //! index does (see `format-spec/block.md`). The decoder is given that count and must be
 //! told the bytes are the block's; it never reads outside them.
 
+use byteorder::{BigEndian as BE, ByteOrder};
+
 use super::huffman::{CHANGES_PREFIX, FAST_EQUAL, SLOW};
 use super::{Code, Codec, EQUAL};
 
@@ -144,6 +146,9 @@ impl<'c> BlockEncoder<'c> {
     }
 
     /// Writes the low `n` bits of `value` (n <= 64) at the current bit, MSB first.
+    // The encoder's inner loop. In bounds: `push` only writes while `bit <= BLOCK_BITS`, so
+    // `byte <= BLOCK_BYTES` and the 16-byte window ends within the SLACK bytes after it.
+    #[allow(clippy::indexing_slicing)]
     #[inline]
     fn put(&mut self, value: u64, n: u32) {
         if n == 0 {
@@ -151,10 +156,10 @@ impl<'c> BlockEncoder<'c> {
         }
         let byte = self.bit / 8;
         let shift = (self.bit % 8) as u32;
-        let word_bytes: [u8; 16] = self.buf[byte..byte + 16].try_into().expect("slack keeps 16 bytes");
-        let mut word = u128::from_be_bytes(word_bytes);
+        let window = &mut self.buf[byte..byte + 16];
+        let mut word = BE::read_u128(window);
         word |= u128::from(value) << (128 - shift - n);
-        self.buf[byte..byte + 16].copy_from_slice(&word.to_be_bytes());
+        BE::write_u128(window, word);
         self.bit += n as usize;
     }
 }
@@ -164,13 +169,15 @@ impl<'c> BlockEncoder<'c> {
 #[inline(always)]
 fn peek(block: &[u8; BLOCK_BYTES], bit: usize) -> u64 {
     let byte = bit / 8;
-    let word = if byte <= BLOCK_BYTES - 8 {
-        u64::from_be_bytes(block[byte..byte + 8].try_into().expect("8 bytes"))
-    } else {
-        let mut w = [0u8; 8];
-        let tail = block.get(byte..).unwrap_or(&[]);
-        w[..tail.len()].copy_from_slice(tail);
-        u64::from_be_bytes(w)
+    let word = match block.get(byte..byte + 8) {
+        Some(w) => BE::read_u64(w),
+        None => {
+            let mut w = [0u8; 8];
+            for (to, &from) in w.iter_mut().zip(block.get(byte..).unwrap_or_default()) {
+                *to = from;
+            }
+            u64::from_be_bytes(w)
+        }
     };
     word << (bit % 8)
 }
@@ -291,7 +298,7 @@ impl<'a> Cursor<'a> {
     pub(crate) fn first(&mut self) -> u64 {
         self.entry = 1;
         self.bit = FIRST_BITS;
-        self.prev = u64::from_be_bytes(self.block[..8].try_into().expect("8 bytes"));
+        self.prev = BE::read_u64(&self.block[..8]);
         self.prev
     }
 
@@ -436,11 +443,14 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn check_padding(block: &[u8], bit: usize) -> Result<(), BlockError> {
-    let byte = bit / 8;
-    let partial_dirty = bit % 8 != 0 && block[byte] & (0xffu8 >> (bit % 8)) != 0;
-    let tail_start = byte + usize::from(bit % 8 != 0);
-    if partial_dirty || block[tail_start.min(BLOCK_BYTES)..].iter().any(|&b| b != 0) {
+fn check_padding(block: &[u8; BLOCK_BYTES], bit: usize) -> Result<(), BlockError> {
+    let rest = block.get(bit / 8..).unwrap_or_default();
+    // The bits of the byte the last entry ends in, below it, then the whole bytes after.
+    let (partial, whole) = match (bit % 8, rest.split_first()) {
+        (0, _) | (_, None) => (0, rest),
+        (used, Some((&first, after))) => (first & (0xffu8 >> used), after),
+    };
+    if partial != 0 || whole.iter().any(|&b| b != 0) {
         return Err(BlockError::DirtyPadding { bit });
     }
     Ok(())
@@ -462,6 +472,7 @@ pub fn encode_all(codec: Codec, code: &Code, values: &[u64]) -> Vec<([u8; BLOCK_
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::super::SymbolHistogram;
     use super::*;

@@ -72,73 +72,90 @@ const LONG: u16 = u16::MAX - 1;
 /// Bits resolved by the small first-level decoding table.
 pub const FAST_BITS: u32 = 9;
 
+/// Fails unless `lengths` (0 = symbol unused) are all within [`MAX_CODE_LEN`] and satisfy
+/// the Kraft inequality, that is, unless some prefix code has them.
+fn check_lengths(lengths: &[u8; SYMBOLS]) -> Result<(), CodeError> {
+    let mut kraft: u64 = 0;
+    for (symbol, &length) in lengths.iter().enumerate() {
+        if u32::from(length) > MAX_CODE_LEN {
+            return Err(CodeError::TooLong { symbol, length });
+        }
+        if length > 0 {
+            kraft += 1u64 << (MAX_CODE_LEN - u32::from(length));
+        }
+    }
+    if kraft > 1u64 << MAX_CODE_LEN {
+        return Err(CodeError::OverSubscribed { numerator: kraft, denominator: 1 << MAX_CODE_LEN });
+    }
+    Ok(())
+}
+
 impl Code {
     /// The optimal code for `freqs` with no word longer than [`MAX_CODE_LEN`] bits.
     /// Symbols with frequency 0 get no code. A single used symbol gets a 1-bit word.
     pub fn from_frequencies(freqs: &[u64; SYMBOLS]) -> Self {
         let lengths = limited_lengths(freqs, MAX_CODE_LEN);
-        Self::from_lengths(&lengths).expect("package-merge yields a valid limited code")
+        debug_assert_eq!(check_lengths(&lengths), Ok(()), "package-merge yields a valid limited code");
+        Self::build(&lengths)
     }
 
     /// Validates stored lengths (0 = symbol unused) and builds the code.
     pub fn from_lengths(lengths: &[u8; SYMBOLS]) -> Result<Self, CodeError> {
-        let mut kraft: u64 = 0;
-        for (symbol, &length) in lengths.iter().enumerate() {
-            if u32::from(length) > MAX_CODE_LEN {
-                return Err(CodeError::TooLong { symbol, length });
-            }
-            if length > 0 {
-                kraft += 1u64 << (MAX_CODE_LEN - u32::from(length));
-            }
-        }
-        if kraft > 1u64 << MAX_CODE_LEN {
-            return Err(CodeError::OverSubscribed { numerator: kraft, denominator: 1 << MAX_CODE_LEN });
-        }
-        let max_len = lengths.iter().copied().max().unwrap_or(0) as u32;
-        let mut order: Vec<usize> = (0..SYMBOLS).filter(|&s| lengths[s] > 0).collect();
-        order.sort_by_key(|&s| (lengths[s], s));
+        check_lengths(lengths)?;
+        Ok(Self::build(lengths))
+    }
+
+    /// The code of lengths that passed [`check_lengths`]. (Other lengths give a code that
+    /// decodes wrongly, but building it does not panic.)
+    fn build(lengths: &[u8; SYMBOLS]) -> Self {
+        let max_len = lengths.iter().copied().max().map_or(0, u32::from);
+        // Symbols with a code, by (length, symbol): the canonical order.
+        let mut order: Vec<(u32, usize)> = lengths.iter().enumerate().filter(|(_, &l)| l > 0).map(|(s, &l)| (u32::from(l), s)).collect();
+        order.sort_unstable();
         let mut words = [0u16; SYMBOLS];
+        let mut table = vec![INVALID; 1usize << max_len];
         let mut word: u32 = 0;
         let mut prev_len: u32 = 0;
-        for (i, &s) in order.iter().enumerate() {
-            let len = u32::from(lengths[s]);
+        for (i, &(len, s)) in order.iter().enumerate() {
             if i > 0 {
                 word = (word + 1) << (len - prev_len);
             } else {
                 word <<= len;
             }
-            words[s] = word as u16;
             prev_len = len;
-        }
-        let mut table = vec![INVALID; 1usize << max_len];
-        for &s in &order {
-            let len = u32::from(lengths[s]);
-            let first = (u32::from(words[s]) << (max_len - len)) as usize;
+            if let Some(w) = words.get_mut(s) {
+                *w = word as u16;
+            }
+            // Every pattern of max_len bits that starts with the word decodes to it.
+            let first = (word << (max_len - len)) as usize;
             let span = 1usize << (max_len - len);
-            for e in &mut table[first..first + span] {
+            for e in table.get_mut(first..first + span).into_iter().flatten() {
                 *e = s as u16 | (len as u16) << 8;
             }
         }
-        let mut fast = [INVALID; 1 << FAST_BITS];
-        for (i, f) in fast.iter_mut().enumerate() {
-            // The table entry for the longest word starting with these FAST_BITS bits.
-            let e = if max_len <= FAST_BITS {
-                table[i >> (FAST_BITS - max_len)]
-            } else {
-                table[i << (max_len - FAST_BITS)]
-            };
-            *f = if e != INVALID && u32::from(e >> 8) > FAST_BITS { LONG } else { e };
-        }
-        // A pattern whose first FAST_BITS bits start no short word may still start a long
-        // one somewhere below it: send those to the full table too.
-        if max_len > FAST_BITS {
-            for (i, f) in fast.iter_mut().enumerate() {
+        // The table entry for the longest word starting with a pattern's FAST_BITS bits.
+        let entry = |i: usize| {
+            let at = if max_len <= FAST_BITS { i >> (FAST_BITS - max_len) } else { i << (max_len - FAST_BITS) };
+            table.get(at).copied().unwrap_or(INVALID)
+        };
+        let fast: [u16; 1 << FAST_BITS] = std::array::from_fn(|i| {
+            let e = entry(i);
+            if e != INVALID && u32::from(e >> 8) > FAST_BITS {
+                LONG
+            } else if e == INVALID && max_len > FAST_BITS {
+                // A pattern whose first FAST_BITS bits start no short word may still start
+                // a long one somewhere below it: send those to the full table too.
                 let span = 1usize << (max_len - FAST_BITS);
-                if *f == INVALID && table[i * span..(i + 1) * span].iter().any(|&e| e != INVALID) {
-                    *f = LONG;
+                let below = table.get(i * span..(i + 1) * span).unwrap_or_default();
+                if below.iter().any(|&e| e != INVALID) {
+                    LONG
+                } else {
+                    INVALID
                 }
+            } else {
+                e
             }
-        }
+        });
         let fast = fast.map(|e| {
             let (symbol, len) = ((e & 0xff) as u32, u32::from(e >> 8));
             if e >= LONG {
@@ -151,7 +168,7 @@ impl Code {
                 len | symbol << 4 | (len + symbol) << 12
             }
         });
-        Ok(Self { lengths: *lengths, words, max_len, table, fast, marked_low_bits: 0 })
+        Self { lengths: *lengths, words, max_len, table, fast, marked_low_bits: 0 }
     }
 
     /// Code length per symbol (0 = no code).
@@ -162,7 +179,10 @@ impl Code {
     /// The code word of `symbol` (right-aligned) and its length; length 0 means no code.
     #[inline]
     pub fn word(&self, symbol: usize) -> (u64, u32) {
-        (u64::from(self.words[symbol]), u32::from(self.lengths[symbol]))
+        match (self.words.get(symbol), self.lengths.get(symbol)) {
+            (Some(&w), Some(&len)) => (u64::from(w), u32::from(len)),
+            _ => (0, 0),
+        }
     }
 
     /// Longest code word in bits.
@@ -212,68 +232,67 @@ impl Code {
     /// The fast-table entry for the code word at the top of `bits` (see [`FastEntry`]).
     #[inline(always)]
     pub fn fast_entry(&self, bits: u64) -> FastEntry {
-        self.fast[(bits >> (64 - FAST_BITS)) as usize]
+        // The index is below 2^FAST_BITS, the table's length: the check compiles away.
+        self.fast.get((bits >> (64 - FAST_BITS)) as usize).copied().unwrap_or(SLOW)
     }
 }
 
 /// Optimal code lengths with no length above `limit` (package-merge, Larmore and Hirschberg
 /// 1990). Symbols of frequency 0 get length 0; a lone used symbol gets length 1.
 pub fn limited_lengths(freqs: &[u64; SYMBOLS], limit: u32) -> [u8; SYMBOLS] {
-    let mut lengths = [0u8; SYMBOLS];
     let mut leaves: Vec<(u64, usize)> = freqs.iter().enumerate().filter(|(_, &f)| f > 0).map(|(s, &f)| (f, s)).collect();
-    match leaves.len() {
-        0 => return lengths,
-        1 => {
-            lengths[leaves[0].1] = 1;
-            return lengths;
-        }
+    leaves.sort();
+    // One symbol (a 1) per leaf.
+    let only = |s: usize| -> [u8; SYMBOLS] { std::array::from_fn(|i| u8::from(i == s)) };
+    match leaves.as_slice() {
+        [] => return [0; SYMBOLS],
+        &[(_, s)] => return only(s),
         _ => {}
     }
-    leaves.sort();
     debug_assert!(leaves.len() <= 1 << limit);
     // A node is a weight and how many times each symbol occurs below it.
-    type Node = (u128, Vec<u8>);
-    let leaf_nodes: Vec<Node> = leaves
-        .iter()
-        .map(|&(f, s)| {
-            let mut c = vec![0u8; SYMBOLS];
-            c[s] = 1;
-            (u128::from(f), c)
-        })
-        .collect();
+    type Node = (u128, [u8; SYMBOLS]);
+    let leaf_nodes: Vec<Node> = leaves.iter().map(|&(f, s)| (u128::from(f), only(s))).collect();
     let mut list: Vec<Node> = leaf_nodes.clone();
     for _ in 1..limit {
-        let mut packages: Vec<Node> = Vec::with_capacity(list.len() / 2);
-        for pair in list.chunks_exact(2) {
-            let mut c = pair[0].1.clone();
-            for (a, b) in c.iter_mut().zip(&pair[1].1) {
-                *a += b;
-            }
-            packages.push((pair[0].0 + pair[1].0, c));
-        }
+        let packages: Vec<Node> = list
+            .chunks_exact(2)
+            .filter_map(|pair| match pair {
+                [(wa, ca), (wb, cb)] => {
+                    let mut c = *ca;
+                    for (a, b) in c.iter_mut().zip(cb) {
+                        *a += b;
+                    }
+                    Some((wa + wb, c))
+                }
+                _ => None,
+            })
+            .collect();
         // Merge leaves and packages by weight; leaves first on ties keeps it deterministic.
         let mut merged = Vec::with_capacity(leaf_nodes.len() + packages.len());
-        let (mut i, mut j) = (0, 0);
-        while i < leaf_nodes.len() || j < packages.len() {
-            if j == packages.len() || (i < leaf_nodes.len() && leaf_nodes[i].0 <= packages[j].0) {
-                merged.push(leaf_nodes[i].clone());
-                i += 1;
-            } else {
-                merged.push(packages[j].clone());
-                j += 1;
-            }
+        let (mut leaves, mut packages) = (leaf_nodes.iter().copied().peekable(), packages.into_iter().peekable());
+        loop {
+            let leaf_first = match (leaves.peek(), packages.peek()) {
+                (Some(l), Some(p)) => l.0 <= p.0,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            merged.extend(if leaf_first { leaves.next() } else { packages.next() });
         }
         list = merged;
     }
+    let mut lengths = [0u8; SYMBOLS];
     for node in list.iter().take(2 * leaves.len() - 2) {
-        for (s, &c) in node.1.iter().enumerate() {
-            lengths[s] += c;
+        for (l, &c) in lengths.iter_mut().zip(&node.1) {
+            *l += c;
         }
     }
     lengths
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -15,6 +15,8 @@
 //! The module owns the encoding and decoding of blocks and never reads outside the bytes it
 //! is given; bad bytes produce a [`BlockError`], never a panic.
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
+
 mod block;
 mod huffman;
 pub mod reference;
@@ -136,7 +138,10 @@ impl SymbolHistogram {
     #[inline]
     pub fn push(&mut self, codec: Codec, value: u64) {
         if let Some(prev) = self.prev {
-            self.counts[codec.gap(prev, value).0] += 1;
+            // The symbol is below SYMBOLS: `gap` returns `h <= 63` or EQUAL.
+            if let Some(count) = self.counts.get_mut(codec.gap(prev, value).0) {
+                *count += 1;
+            }
         }
         self.prev = Some(value);
     }
@@ -168,6 +173,7 @@ impl Default for SymbolHistogram {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

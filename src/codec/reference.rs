@@ -19,7 +19,7 @@ pub fn decode_block_reference(codec: Codec, lengths: &[u8; SYMBOLS], block: &[u8
     let bits = block.view_bits::<Msb0>();
     let words = canonical_words(lengths);
     let mut out = Vec::with_capacity(count as usize);
-    let first: u64 = bits[..64].load_be();
+    let first: u64 = bits.get(..64)?.load_be();
     out.push(first);
     let mut pos = 64usize;
     for _ in 1..count {
@@ -31,10 +31,7 @@ pub fn decode_block_reference(codec: Codec, lengths: &[u8; SYMBOLS], block: &[u8
             continue;
         }
         let h = symbol;
-        if pos + h > bits.len() {
-            return None;
-        }
-        let payload = &bits[pos..pos + h];
+        let payload = bits.get(pos..pos + h)?;
         pos += h;
         let mut value = bitarr![u64, Msb0; 0; 64];
         let prev_bits = prev.view_bits::<Msb0>().to_bitvec();
@@ -42,36 +39,35 @@ pub fn decode_block_reference(codec: Codec, lengths: &[u8; SYMBOLS], block: &[u8
             Codec::Xor => {
                 // Bit h (from the LSB) is position 63 - h from the MSB.
                 let top = 63 - h;
-                if prev_bits[top] {
+                if *prev_bits.get(top)? {
                     return None;
                 }
-                value[..top].copy_from_bitslice(&prev_bits[..top]);
+                value.get_mut(..top)?.copy_from_bitslice(prev_bits.get(..top)?);
                 value.set(top, true);
-                value[top + 1..].clone_from_bitslice(payload);
+                value.get_mut(top + 1..)?.clone_from_bitslice(payload);
                 out.push(value.load_be::<u64>());
             }
             Codec::Delta => {
                 let mut gap = bitarr![u64, Msb0; 0; 64];
                 gap.set(63 - h, true);
-                gap[64 - h..].clone_from_bitslice(payload);
+                gap.get_mut(64 - h..)?.clone_from_bitslice(payload);
                 out.push(prev.checked_add(gap.load_be::<u64>())?);
             }
         }
     }
-    if bits[pos..].any() {
+    if bits.get(pos..)?.any() {
         return None;
     }
     Some(out)
 }
 
 fn canonical_words(lengths: &[u8; SYMBOLS]) -> Vec<Option<BitVec<u8, Msb0>>> {
-    let mut symbols: Vec<usize> = (0..SYMBOLS).filter(|&s| lengths[s] > 0).collect();
-    symbols.sort_by_key(|&s| (lengths[s], s));
+    let mut symbols: Vec<(u8, usize)> = lengths.iter().enumerate().filter(|(_, &l)| l > 0).map(|(s, &l)| (l, s)).collect();
+    symbols.sort_unstable();
     let mut out = vec![None; SYMBOLS];
     let mut word: Option<u64> = None;
     let mut prev_len = 0u8;
-    for s in symbols {
-        let len = lengths[s];
+    for (len, s) in symbols {
         let w = match word {
             None => 0,
             Some(w) => (w + 1) << (len - prev_len),
@@ -80,7 +76,9 @@ fn canonical_words(lengths: &[u8; SYMBOLS]) -> Vec<Option<BitVec<u8, Msb0>>> {
         for i in (0..len).rev() {
             bv.push((w >> i) & 1 == 1);
         }
-        out[s] = Some(bv);
+        if let Some(slot) = out.get_mut(s) {
+            *slot = Some(bv);
+        }
         word = Some(w);
         prev_len = len;
     }
@@ -93,9 +91,8 @@ fn match_word(
     lengths: &[u8; SYMBOLS],
     words: &[Option<BitVec<u8, Msb0>>],
 ) -> Option<(usize, usize)> {
-    (0..SYMBOLS).find_map(|s| {
-        let w = words[s].as_ref()?;
-        let len = lengths[s] as usize;
-        (pos + len <= bits.len() && bits[pos..pos + len] == w[..]).then_some((s, len))
+    words.iter().zip(lengths).enumerate().find_map(|(s, (w, &len))| {
+        let len = len as usize;
+        (bits.get(pos..pos + len)? == w.as_ref()?.as_bitslice()).then_some((s, len))
     })
 }

@@ -19,8 +19,11 @@
 //! ..  CRC-32 (IEEE) of all bytes above  u32
 //! ```
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
+
 use super::stopwords::BuildIdentity;
 use super::Error;
+use crate::integrity::verify_crc;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -144,8 +147,9 @@ impl IdfTable {
     /// CRC-32 of the encoded table: identifies it in fingerprint recipe descriptors.
     pub fn id(&self) -> u32 {
         let bytes = self.encode();
-        let n = bytes.len() - 4;
-        u32::from_le_bytes([bytes[n], bytes[n + 1], bytes[n + 2], bytes[n + 3]])
+        bytes
+            .last_chunk()
+            .map_or(0, |&crc| u32::from_le_bytes(crc))
     }
 
     /// The file bytes.
@@ -182,19 +186,13 @@ impl IdfTable {
                 supported: FORMAT_VERSION,
             });
         }
-        let body_len = bytes
-            .len()
-            .checked_sub(4)
+        let (body, stored) = bytes
+            .split_last_chunk::<4>()
             .ok_or(Error::IdfTruncated { needed: 4 })?;
-        let stored = u32::from_le_bytes(
-            bytes[body_len..]
-                .try_into()
-                .map_err(|_| Error::IdfTruncated { needed: 4 })?,
-        );
-        let computed = crc32fast::hash(&bytes[..body_len]);
-        if stored != computed {
-            return Err(Error::IdfChecksum { stored, computed });
-        }
+        verify_crc(body, u32::from_le_bytes(*stored)).map_err(|m| Error::IdfChecksum {
+            stored: m.stored,
+            computed: m.computed,
+        })?;
         let recipe_len = r.u32()? as usize;
         let recipe = std::str::from_utf8(r.take(recipe_len)?)
             .map_err(|_| Error::IdfCorrupt {
@@ -256,25 +254,28 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or(Error::IdfTruncated { needed: n })?;
-        let s = &self.bytes[self.pos..end];
-        self.pos = end;
+        let end = self.pos.checked_add(n);
+        let s = end
+            .and_then(|end| self.bytes.get(self.pos..end))
+            .ok_or(Error::IdfTruncated { needed: n })?;
+        self.pos += n;
         Ok(s)
     }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        let mut b = [0u8; N];
+        b.copy_from_slice(self.take(N)?);
+        Ok(b)
+    }
     fn u32(&mut self) -> Result<u32, Error> {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(self.take(4)?);
-        Ok(u32::from_le_bytes(b))
+        self.array().map(u32::from_le_bytes)
     }
     fn u64(&mut self) -> Result<u64, Error> {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(b))
+        self.array().map(u64::from_le_bytes)
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

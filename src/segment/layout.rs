@@ -8,6 +8,7 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::codec::{Codec, SYMBOLS};
 use crate::error::Location;
+use crate::integrity::{verify_crc, Fault};
 
 /// Format version written by this build, and the only one it reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -78,33 +79,6 @@ pub const F_MAGIC: usize = F_CRC + 4;
 /// Bytes of the footer, the last bytes of the file.
 pub const FOOTER_BYTES: usize = F_MAGIC + 8;
 
-/// A damaged field: where it is and what is wrong. Offsets are absolute in the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fault {
-    /// Byte offset in the file.
-    pub offset: u64,
-    /// Table and block.
-    pub location: Location,
-    /// What failed.
-    pub detail: String,
-}
-
-impl Fault {
-    pub fn at(offset: u64, detail: impl Into<String>) -> Self {
-        Self { offset, location: Location::default(), detail: detail.into() }
-    }
-
-    pub fn in_table(mut self, table: usize) -> Self {
-        self.location.table = Some(table);
-        self
-    }
-
-    pub fn in_block(mut self, block: u64) -> Self {
-        self.location.block = Some(block);
-        self
-    }
-}
-
 /// Rounds `x` up to a multiple of `to`.
 pub fn align_up(x: u64, to: u64) -> u64 {
     x.div_ceil(to) * to
@@ -112,24 +86,19 @@ pub fn align_up(x: u64, to: u64) -> u64 {
 
 /// The bytes `offset..offset + len` of `bytes`, or a fault naming what was cut short.
 pub fn slice<'a>(bytes: &'a [u8], offset: u64, len: u64, what: &str) -> Result<&'a [u8], Fault> {
-    let end = offset.checked_add(len).filter(|&e| e <= bytes.len() as u64);
-    match end {
-        Some(end) => Ok(&bytes[offset as usize..end as usize]),
-        None => Err(Fault::at(
-            offset,
-            format!("{what} ({len} bytes at offset {offset}) runs past the end of the {}-byte file", bytes.len()),
-        )),
-    }
+    let range = usize::try_from(offset).ok().zip(usize::try_from(len).ok()).and_then(|(o, l)| Some(o..o.checked_add(l)?));
+    range.and_then(|r| bytes.get(r)).ok_or_else(|| past_end(bytes, offset, len, what))
 }
 
-/// Checks the CRC-32 of `data` against `stored`.
-pub fn check_crc(data: &[u8], stored: u32, offset: u64, what: &str) -> Result<(), Fault> {
-    let actual = crc32fast::hash(data);
-    if actual == stored {
-        Ok(())
-    } else {
-        Err(Fault::at(offset, format!("{what} checksum mismatch (stored {stored:#010x}, computed {actual:#010x})")))
-    }
+/// The `N` bytes at `offset` of `bytes` as an array, or a fault naming what was cut short.
+pub fn array<'a, const N: usize>(bytes: &'a [u8], offset: u64, what: &str) -> Result<&'a [u8; N], Fault> {
+    let field = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)?.first_chunk());
+    field.ok_or_else(|| past_end(bytes, offset, N as u64, what))
+}
+
+#[cold]
+fn past_end(bytes: &[u8], offset: u64, len: u64, what: &str) -> Fault {
+    Fault::at(offset, format!("{what} ({len} bytes at offset {offset}) runs past the end of the {}-byte file", bytes.len()))
 }
 
 /// The per-table part of the header.
@@ -158,65 +127,64 @@ impl Header {
     /// The header bytes, zero-padded to [`ALIGN`].
     pub fn encode(&self) -> Vec<u8> {
         let len = self.encoded_len();
-        let mut b = vec![0u8; align_up(len as u64, ALIGN) as usize];
-        b[H_MAGIC..H_MAGIC + 8].copy_from_slice(&HEADER_MAGIC);
-        LE::write_u32(&mut b[H_VERSION..], FORMAT_VERSION);
-        LE::write_u32(&mut b[H_LEN..], len as u32);
-        b[H_F] = 64;
-        b[H_K] = self.k;
-        b[H_LEVEL_COUNT] = self.levels.len() as u8;
-        b[H_FLAGS] = if self.has_ids { FLAG_HAS_IDS } else { 0 };
-        LE::write_u16(&mut b[H_TABLE_COUNT..], self.tables.len() as u16);
-        b[H_LEVELS..H_LEVELS + self.levels.len()].copy_from_slice(&self.levels);
-        let mut at = H_LEVELS + self.levels.len();
+        let padded = align_up(len as u64, ALIGN) as usize;
+        let mut b = Vec::with_capacity(padded);
+        b.extend_from_slice(&HEADER_MAGIC);
+        b.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b.extend_from_slice(&(len as u32).to_le_bytes());
+        b.extend_from_slice(&[64, self.k, self.levels.len() as u8, if self.has_ids { FLAG_HAS_IDS } else { 0 }]);
+        b.extend_from_slice(&(self.tables.len() as u16).to_le_bytes());
+        b.extend_from_slice(&[0; 2]);
+        debug_assert_eq!(b.len(), H_LEVELS);
+        b.extend_from_slice(&self.levels);
         for t in &self.tables {
-            b[at] = t.prefix_bits;
-            b[at + 1] = t.codec.id();
-            b[at + 2..at + 2 + 64].copy_from_slice(&t.order);
-            at += H_TABLE_ENTRY;
+            b.extend_from_slice(&[t.prefix_bits, t.codec.id()]);
+            b.extend_from_slice(&t.order);
         }
-        let crc = crc32fast::hash(&b[..at]);
-        LE::write_u32(&mut b[at..], crc);
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(b.len(), len);
+        b.resize(padded, 0);
         b
     }
 
     /// Decodes the header at the start of `bytes`. Magic and version problems are reported
     /// by the caller, which knows the path; this checks everything after them.
     pub fn decode(bytes: &[u8]) -> Result<(Header, u64), Fault> {
-        let fixed = slice(bytes, 0, H_LEVELS as u64, "header")?;
-        let len = LE::read_u32(&fixed[H_LEN..]) as u64;
+        let fixed: &[u8; H_LEVELS] = array(bytes, 0, "header")?;
+        let len = u64::from(LE::read_u32(&fixed[H_LEN..]));
         let head = slice(bytes, 0, len, "header")?;
-        if (len as usize) < H_LEVELS + 4 {
+        let Some((body, crc)) = head.split_last_chunk::<4>().filter(|(body, _)| body.len() >= H_LEVELS) else {
             return Err(Fault::at(H_LEN as u64, format!("header length {len} is too small")));
+        };
+        verify_crc(body, u32::from_le_bytes(*crc)).map_err(|m| m.fault(body.len() as u64, Location::default(), "header"))?;
+        if fixed[H_F] != 64 {
+            return Err(Fault::at(H_F as u64, format!("fingerprint width {} is not supported (only 64)", fixed[H_F])));
         }
-        let crc_at = len as usize - 4;
-        check_crc(&head[..crc_at], LE::read_u32(&head[crc_at..]), crc_at as u64, "header")?;
-        if head[H_F] != 64 {
-            return Err(Fault::at(H_F as u64, format!("fingerprint width {} is not supported (only 64)", head[H_F])));
+        if fixed[H_FLAGS] & !FLAG_HAS_IDS != 0 {
+            return Err(Fault::at(H_FLAGS as u64, format!("unknown flags {:#04x}", fixed[H_FLAGS])));
         }
-        if head[H_FLAGS] & !FLAG_HAS_IDS != 0 {
-            return Err(Fault::at(H_FLAGS as u64, format!("unknown flags {:#04x}", head[H_FLAGS])));
-        }
-        let levels_n = head[H_LEVEL_COUNT] as usize;
-        let tables_n = LE::read_u16(&head[H_TABLE_COUNT..]) as usize;
-        if H_LEVELS + levels_n + tables_n * H_TABLE_ENTRY + 4 != len as usize {
+        let levels_n = usize::from(fixed[H_LEVEL_COUNT]);
+        let tables_n = usize::from(LE::read_u16(&fixed[H_TABLE_COUNT..]));
+        if H_LEVELS + levels_n + tables_n * H_TABLE_ENTRY != body.len() {
             return Err(Fault::at(
                 H_LEN as u64,
                 format!("header length {len} does not fit {levels_n} levels and {tables_n} tables"),
             ));
         }
-        let levels = head[H_LEVELS..H_LEVELS + levels_n].to_vec();
+        let levels = slice(body, H_LEVELS as u64, levels_n as u64, "header levels")?.to_vec();
         let mut tables = Vec::with_capacity(tables_n);
-        let mut at = H_LEVELS + levels_n;
+        let mut at = (H_LEVELS + levels_n) as u64;
         for i in 0..tables_n {
-            let codec = Codec::from_id(head[at + 1])
-                .ok_or_else(|| Fault::at(at as u64 + 1, format!("unknown codec id {}", head[at + 1])).in_table(i))?;
+            let e: &[u8; H_TABLE_ENTRY] = array(body, at, "header table entry")?;
+            let [prefix_bits, codec_id, ..] = *e;
+            let codec = Codec::from_id(codec_id).ok_or_else(|| Fault::at(at + 1, format!("unknown codec id {codec_id}")).in_table(i))?;
             let mut order = [0u8; 64];
-            order.copy_from_slice(&head[at + 2..at + 66]);
-            tables.push(HeaderTable { prefix_bits: head[at], codec, order });
-            at += H_TABLE_ENTRY;
+            order.copy_from_slice(&e[2..]);
+            tables.push(HeaderTable { prefix_bits, codec, order });
+            at += H_TABLE_ENTRY as u64;
         }
-        Ok((Header { k: head[H_K], levels, has_ids: head[H_FLAGS] & FLAG_HAS_IDS != 0, tables }, len))
+        Ok((Header { k: fixed[H_K], levels, has_ids: fixed[H_FLAGS] & FLAG_HAS_IDS != 0, tables }, len))
     }
 }
 
@@ -232,28 +200,28 @@ pub struct TableHead {
 impl TableHead {
     /// [`TABLE_HEAD_BYTES`] bytes: the fields, their CRC, zero padding.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = vec![0u8; TABLE_HEAD_BYTES as usize];
-        b[T_MAGIC..T_MAGIC + 8].copy_from_slice(&TABLE_MAGIC);
+        let mut b = [0u8; TABLE_HEAD_BYTES as usize];
+        b[T_MAGIC..T_INDEX].copy_from_slice(&TABLE_MAGIC);
         LE::write_u16(&mut b[T_INDEX..], self.index);
         b[T_CODEC] = self.codec.id();
         b[T_PREFIX] = self.prefix_bits;
-        b[T_LENGTHS..T_LENGTHS + SYMBOLS].copy_from_slice(&self.lengths);
+        b[T_LENGTHS..T_RESERVED].copy_from_slice(&self.lengths);
         let crc = crc32fast::hash(&b[..T_CRC]);
         LE::write_u32(&mut b[T_CRC..], crc);
-        b
+        b.to_vec()
     }
 
     /// Decodes the table head at absolute offset `at`.
     pub fn decode(bytes: &[u8], at: u64) -> Result<TableHead, Fault> {
-        let b = slice(bytes, at, T_END as u64, "table head")?;
-        check_crc(&b[..T_CRC], LE::read_u32(&b[T_CRC..]), at + T_CRC as u64, "table head")?;
-        if b[T_MAGIC..T_MAGIC + 8] != TABLE_MAGIC {
+        let b: &[u8; T_END] = array(bytes, at, "table head")?;
+        verify_crc(&b[..T_CRC], LE::read_u32(&b[T_CRC..])).map_err(|m| m.fault(at + T_CRC as u64, Location::default(), "table head"))?;
+        if b[T_MAGIC..T_INDEX] != TABLE_MAGIC {
             return Err(Fault::at(at, "table head magic is not SIMDXTBL"));
         }
         let codec = Codec::from_id(b[T_CODEC])
             .ok_or_else(|| Fault::at(at + T_CODEC as u64, format!("unknown codec id {}", b[T_CODEC])))?;
         let mut lengths = [0u8; SYMBOLS];
-        lengths.copy_from_slice(&b[T_LENGTHS..T_LENGTHS + SYMBOLS]);
+        lengths.copy_from_slice(&b[T_LENGTHS..T_RESERVED]);
         Ok(TableHead { index: LE::read_u16(&b[T_INDEX..]), codec, prefix_bits: b[T_PREFIX], lengths })
     }
 }
@@ -293,52 +261,54 @@ pub struct Directory {
 
 impl Directory {
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = vec![0u8; D_TABLES + self.tables.len() * D_TABLE_ENTRY + D_IDS_ENTRY];
-        b[D_MAGIC..D_MAGIC + 8].copy_from_slice(&DIR_MAGIC);
-        LE::write_u64(&mut b[D_ENTRIES..], self.entries);
-        LE::write_u16(&mut b[D_TABLE_COUNT..], self.tables.len() as u16);
-        let mut at = D_TABLES;
+        let mut b = Vec::with_capacity(D_TABLES + self.tables.len() * D_TABLE_ENTRY + D_IDS_ENTRY);
+        b.extend_from_slice(&DIR_MAGIC);
+        b.extend_from_slice(&self.entries.to_le_bytes());
+        b.extend_from_slice(&(self.tables.len() as u16).to_le_bytes());
+        b.extend_from_slice(&[0; 6]);
+        debug_assert_eq!(b.len(), D_TABLES);
         for t in &self.tables {
-            LE::write_u64(&mut b[at..], t.head_offset);
-            LE::write_u64(&mut b[at + 8..], t.block_count);
-            LE::write_u64(&mut b[at + 16..], t.entries);
-            LE::write_u64(&mut b[at + 24..], t.index_offset);
-            LE::write_u32(&mut b[at + 32..], t.index_crc);
-            at += D_TABLE_ENTRY;
+            for v in [t.head_offset, t.block_count, t.entries, t.index_offset] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend_from_slice(&t.index_crc.to_le_bytes());
+            b.extend_from_slice(&[0; 4]);
         }
-        LE::write_u64(&mut b[at..], self.ids.ids_offset);
-        LE::write_u64(&mut b[at + 8..], self.ids.crcs_offset);
-        LE::write_u32(&mut b[at + 16..], self.ids.crcs_crc);
+        b.extend_from_slice(&self.ids.ids_offset.to_le_bytes());
+        b.extend_from_slice(&self.ids.crcs_offset.to_le_bytes());
+        b.extend_from_slice(&self.ids.crcs_crc.to_le_bytes());
+        b.extend_from_slice(&[0; 4]);
         b
     }
 
     /// Decodes the directory bytes found at absolute offset `at` (CRC already checked).
     pub fn decode(b: &[u8], at: u64) -> Result<Directory, Fault> {
-        if b.len() < D_TABLES || b[D_MAGIC..D_MAGIC + 8] != DIR_MAGIC {
+        let Some(fixed) = b.first_chunk::<D_TABLES>().filter(|f| f[D_MAGIC..D_ENTRIES] == DIR_MAGIC) else {
             return Err(Fault::at(at, "directory magic is not SIMDXDIR"));
-        }
-        let n = LE::read_u16(&b[D_TABLE_COUNT..]) as usize;
-        if b.len() != D_TABLES + n * D_TABLE_ENTRY + D_IDS_ENTRY {
-            return Err(Fault::at(at, format!("directory is {} bytes, {n} tables need {}", b.len(), D_TABLES + n * D_TABLE_ENTRY + D_IDS_ENTRY)));
-        }
+        };
+        let n = usize::from(LE::read_u16(&fixed[D_TABLE_COUNT..]));
+        let want = D_TABLES + n * D_TABLE_ENTRY + D_IDS_ENTRY;
+        let Some((entries, ids)) = b.get(D_TABLES..).and_then(|rest| rest.split_last_chunk::<D_IDS_ENTRY>()).filter(|_| b.len() == want) else {
+            return Err(Fault::at(at, format!("directory is {} bytes, {n} tables need {want}", b.len())));
+        };
         let mut tables = Vec::with_capacity(n);
-        let mut p = D_TABLES;
-        for _ in 0..n {
+        let mut rest = entries;
+        while let Some((e, tail)) = rest.split_first_chunk::<D_TABLE_ENTRY>() {
             tables.push(DirTable {
-                head_offset: LE::read_u64(&b[p..]),
-                block_count: LE::read_u64(&b[p + 8..]),
-                entries: LE::read_u64(&b[p + 16..]),
-                index_offset: LE::read_u64(&b[p + 24..]),
-                index_crc: LE::read_u32(&b[p + 32..]),
+                head_offset: LE::read_u64(&e[0..]),
+                block_count: LE::read_u64(&e[8..]),
+                entries: LE::read_u64(&e[16..]),
+                index_offset: LE::read_u64(&e[24..]),
+                index_crc: LE::read_u32(&e[32..]),
             });
-            p += D_TABLE_ENTRY;
+            rest = tail;
         }
         let ids = DirIds {
-            ids_offset: LE::read_u64(&b[p..]),
-            crcs_offset: LE::read_u64(&b[p + 8..]),
-            crcs_crc: LE::read_u32(&b[p + 16..]),
+            ids_offset: LE::read_u64(&ids[0..]),
+            crcs_offset: LE::read_u64(&ids[8..]),
+            crcs_crc: LE::read_u32(&ids[16..]),
         };
-        Ok(Directory { entries: LE::read_u64(&b[D_ENTRIES..]), tables, ids })
+        Ok(Directory { entries: LE::read_u64(&fixed[D_ENTRIES..]), tables, ids })
     }
 }
 
@@ -364,16 +334,19 @@ impl Footer {
         b
     }
 
-    /// Decodes the footer from the last [`FOOTER_BYTES`] of the file (`file_len` long).
-    pub fn decode(b: &[u8], file_len: u64) -> Result<Footer, Fault> {
-        let at = file_len - FOOTER_BYTES as u64;
+    /// Decodes the footer from the last [`FOOTER_BYTES`] of the file.
+    pub fn decode(bytes: &[u8]) -> Result<Footer, Fault> {
+        let Some((before, b)) = bytes.split_last_chunk::<FOOTER_BYTES>() else {
+            return Err(Fault::at(0, format!("file is only {} bytes: too short to hold a footer; it was cut short", bytes.len())));
+        };
+        let at = before.len() as u64;
         if b[F_MAGIC..] != FOOTER_MAGIC {
             return Err(Fault::at(
                 at + F_MAGIC as u64,
                 "the file does not end with the footer magic SIMDXEND: it was cut short or not completely written",
             ));
         }
-        check_crc(&b[..F_CRC], LE::read_u32(&b[F_CRC..]), at + F_CRC as u64, "footer")?;
+        verify_crc(&b[..F_CRC], LE::read_u32(&b[F_CRC..])).map_err(|m| m.fault(at + F_CRC as u64, Location::default(), "footer"))?;
         Ok(Footer {
             dir_offset: LE::read_u64(&b[F_DIR_OFFSET..]),
             dir_len: LE::read_u32(&b[F_DIR_LEN..]),

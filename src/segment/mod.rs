@@ -6,6 +6,8 @@
 //! queries, and [`verify`](verify::verify_segment) checks every byte. It does not decide
 //! which segments exist; the engine's manifest does.
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
+
 pub(crate) mod layout;
 mod reader;
 pub mod verify;

@@ -10,6 +10,7 @@ use super::layout::*;
 use crate::codec::{decode_block, BlockError, Code, Codec, Cursor, DeltaGaps, Gaps, XorGaps, BLOCK_BYTES};
 use crate::error::{Error, Location, Result};
 use crate::interpolation::lower_bound;
+use crate::integrity::{check_magic_and_version, verify_crc, Fault};
 use crate::plan::{Design, Permutation, TableDesign};
 use crate::query::{finish_matches, Match, QueryOptions};
 use crate::storage::{FileBytes, FsStorage, Storage};
@@ -69,14 +70,19 @@ impl Table {
         &self.keys
     }
 
-    /// Position in the table of block `b`'s first entry.
+    /// Position in the table of block `b`'s first entry (the table's entry count for a
+    /// block past the end).
     pub fn first_ordinal(&self, b: u64) -> u64 {
-        self.ordinals[b as usize]
+        self.ordinals.get(b as usize).copied().unwrap_or(self.dir.entries)
     }
 
-    /// Entries in block `b`.
+    /// Entries in block `b` (0 for a block past the end).
+    #[inline(always)]
     pub fn block_entries(&self, b: u64) -> u32 {
-        (self.ordinals[b as usize + 1] - self.ordinals[b as usize]) as u32
+        match self.ordinals.get(b as usize..).and_then(|o| o.first_chunk::<2>()) {
+            Some(&[first, next]) => (next - first) as u32,
+            None => 0,
+        }
     }
 
     /// Byte offset of block `b` in the file.
@@ -117,8 +123,8 @@ impl Segment {
 
     /// Opens a segment held in memory; `path` is used in error messages.
     pub fn from_bytes(path: PathBuf, bytes: FileBytes) -> Result<Self> {
-        let corrupt = |f: Fault| Error::Corrupt { path: path.clone(), offset: f.offset, location: f.location, detail: f.detail };
-        check_magic_and_version(&path, &bytes)?;
+        let corrupt = |f: Fault| f.into_error(&path);
+        check_magic_and_version(&path, &bytes, &HEADER_MAGIC, "segment (magic SIMDXSEG)", FORMAT_VERSION)?;
         let (header, _) = Header::decode(&bytes).map_err(corrupt)?;
         let design = design_from_header(&header).map_err(corrupt)?;
         let dir = read_directory(&bytes).map_err(corrupt)?;
@@ -129,8 +135,8 @@ impl Segment {
             )));
         }
         let mut tables = Vec::with_capacity(dir.tables.len());
-        for (i, (d, h)) in dir.tables.iter().zip(&header.tables).enumerate() {
-            let table = open_table(&bytes, i, d, h, design.tables()[i].clone(), dir.entries).map_err(|f| corrupt(f.in_table(i)))?;
+        for (i, ((d, h), td)) in dir.tables.iter().zip(&header.tables).zip(design.tables()).enumerate() {
+            let table = open_table(&bytes, i, d, h, td.clone(), dir.entries).map_err(|f| corrupt(f.in_table(i)))?;
             tables.push(table);
         }
         let ids = if header.has_ids {
@@ -189,17 +195,44 @@ impl Segment {
         Error::Corrupt { path: self.path.clone(), offset, location, detail: detail.into() }
     }
 
+    /// Table `t`, or an error naming the tables there are.
+    #[inline(always)]
+    fn table(&self, t: usize) -> Result<&Table> {
+        match self.tables.get(t) {
+            Some(table) => Ok(table),
+            None => Err(self.no_such_table(t)),
+        }
+    }
+
+    #[cold]
+    fn no_such_table(&self, t: usize) -> Error {
+        Error::InvalidArgument(format!("table {t} out of range ({} tables)", self.tables.len()))
+    }
+
+    /// The `N` bytes at `at`. Open checked that every structure is inside the file, so a
+    /// miss means the segment's own offsets are inconsistent: reported as damage.
+    #[inline(always)]
+    fn array<const N: usize>(&self, at: u64, location: Location, what: &str) -> Result<&[u8; N]> {
+        array(&self.bytes, at, what).map_err(|f| Fault { location, ..f }.into_error(&self.path))
+    }
+
     /// The bytes of block `b` of table `t`, after checking them against the block's CRC.
     pub fn block(&self, t: usize, b: u64) -> Result<&[u8]> {
-        let table = &self.tables[t];
+        self.checked_block(t, b).map(|block| block.as_slice())
+    }
+
+    /// [`Self::block`] as an array.
+    #[inline(always)]
+    fn checked_block(&self, t: usize, b: u64) -> Result<&[u8; BLOCK_BYTES]> {
+        let table = self.table(t)?;
+        if b >= table.dir.block_count {
+            return Err(Error::InvalidArgument(format!("block {b} out of range (table {t} has {} blocks)", table.dir.block_count)));
+        }
         let at = table.block_offset(b);
         let loc = Location { table: Some(t), block: Some(b) };
-        let block = &self.bytes[at as usize..at as usize + BLOCK_BYTES];
-        let stored = LE::read_u32(&self.bytes[table.crc_offset(b) as usize..]);
-        let actual = crc32fast::hash(block);
-        if stored != actual {
-            return Err(self.corrupt(at, loc, format!("block checksum mismatch (stored {stored:#010x}, computed {actual:#010x})")));
-        }
+        let block = self.array::<BLOCK_BYTES>(at, loc, "block")?;
+        let stored = self.array::<4>(table.crc_offset(b), loc, "block checksum")?;
+        verify_crc(block, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, at, loc, "block"))?;
         Ok(block)
     }
 
@@ -213,8 +246,8 @@ impl Segment {
     /// loop's instruction set.
     #[inline(always)]
     fn visit_block_inline(&self, t: usize, b: u64, visit: impl FnMut(u64) -> bool) -> Result<()> {
-        let table = &self.tables[t];
-        let block = self.block(t, b)?;
+        let table = self.table(t)?;
+        let block = self.checked_block(t, b)?;
         decode_block(table.codec, &table.code, block, table.block_entries(b), visit)
             .map_err(|e| self.block_error(t, b, e))?;
         Ok(())
@@ -222,7 +255,9 @@ impl Segment {
 
     /// Every entry of table `t` in stored (permuted, sorted) order.
     pub fn table_entries(&self, t: usize) -> TableEntries<'_> {
-        TableEntries { segment: self, table: t, block: 0, buf: Vec::new(), at: 0 }
+        // An unknown table has one "block": visiting it reports the error once.
+        let blocks = self.tables.get(t).map_or(1, |table| table.dir.block_count);
+        TableEntries { segment: self, table: t, block: 0, blocks, buf: Vec::new(), at: 0 }
     }
 
     /// All stored `(fingerprint, document id)` pairs in fingerprint order (ids are `None`
@@ -258,21 +293,19 @@ impl Segment {
             return Err(Error::InvalidArgument(format!("entry {ordinal} out of range ({} entries)", self.entries)));
         }
         let bytes = self.id_page(ordinal / IDS_PER_PAGE)?;
-        let at = ((ordinal % IDS_PER_PAGE) * 8) as usize;
-        Ok(LE::read_u64(&bytes[at..]))
+        let at = (ordinal % IDS_PER_PAGE) * 8;
+        let id: &[u8; 8] = array(bytes, at, "document id").map_err(|f| f.into_error(&self.path))?;
+        Ok(u64::from_le_bytes(*id))
     }
 
     /// The bytes of id page `page`, after checking its CRC.
     fn id_page(&self, page: u64) -> Result<&[u8]> {
         let ids = self.ids.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no document ids".into()))?;
         let page_start = ids.ids_offset + page * IDS_PER_PAGE * 8;
-        let page_len = (self.entries - page * IDS_PER_PAGE).min(IDS_PER_PAGE) * 8;
-        let bytes = &self.bytes[page_start as usize..(page_start + page_len) as usize];
-        let stored = LE::read_u32(&self.bytes[(ids.crcs_offset + page * 4) as usize..]);
-        let actual = crc32fast::hash(bytes);
-        if stored != actual {
-            return Err(self.corrupt(page_start, Location::default(), format!("document-id page {page} checksum mismatch (stored {stored:#010x}, computed {actual:#010x})")));
-        }
+        let page_len = self.entries.saturating_sub(page * IDS_PER_PAGE).min(IDS_PER_PAGE) * 8;
+        let bytes = slice(&self.bytes, page_start, page_len, "document-id page").map_err(|f| f.into_error(&self.path))?;
+        let stored = self.array::<4>(ids.crcs_offset + page * 4, Location::default(), "document-id page checksum")?;
+        verify_crc(bytes, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, page_start, Location::default(), format_args!("document-id page {page}")))?;
         Ok(bytes)
     }
 
@@ -337,15 +370,14 @@ impl Segment {
         // the blocks of a large segment are usually not in the CPU cache, and loads issued
         // together overlap their memory latency instead of paying it table after table.
         let mut starts = [0u64; PREFETCH_TABLES];
-        for (t, start) in starts.iter_mut().enumerate().take(self.tables.len()) {
-            let table = &self.tables[t];
+        for (start, table) in starts.iter_mut().zip(&self.tables) {
             let q = table.design.permutation.apply(fingerprint);
             *start = lower_bound(&table.keys, q & table.design.prefix_mask()) as u64;
             if *start < table.dir.block_count {
                 let at = table.block_offset(*start) as usize;
-                let block = &self.bytes[at..at + BLOCK_BYTES];
-                for line in block.chunks(64) {
-                    std::hint::black_box(line[0]);
+                let block = self.bytes.get(at..).unwrap_or_default().iter().take(BLOCK_BYTES);
+                for &byte in block.step_by(64) {
+                    std::hint::black_box(byte);
                 }
             }
         }
@@ -360,7 +392,7 @@ impl Segment {
     /// matches, un-permuted, to `found`.
     #[inline(always)]
     fn probe(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
-        match self.tables[t].codec {
+        match self.table(t)?.codec {
             Codec::Xor => self.probe_with::<XorGaps>(t, fingerprint, k, start, found),
             Codec::Delta => self.probe_with::<DeltaGaps>(t, fingerprint, k, start, found),
         }
@@ -370,7 +402,7 @@ impl Segment {
     /// block for this query.
     #[inline(always)]
     fn probe_with<G: Gaps>(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
-        let table = &self.tables[t];
+        let table = self.table(t)?;
         let permutation = &table.design.permutation;
         let q = permutation.apply(fingerprint);
         let low_bits = 64 - table.design.prefix_bits;
@@ -396,7 +428,7 @@ impl Segment {
                     v = cursor.next::<G>().map_err(|e| self.block_error(t, b, e))?;
                 }
             }
-            if table.keys[b as usize] > hi {
+            if table.keys.get(b as usize).is_none_or(|&key| key > hi) {
                 break;
             }
             b += 1;
@@ -407,20 +439,21 @@ impl Segment {
     /// A cursor over block `b` of table `t`, after its CRC check.
     #[inline(always)]
     fn cursor(&self, t: usize, b: u64) -> Result<Cursor<'_>> {
-        let table = &self.tables[t];
-        let block: &[u8; BLOCK_BYTES] = self.block(t, b)?.try_into().expect("blocks are BLOCK_BYTES long");
+        let table = self.table(t)?;
+        let block = self.checked_block(t, b)?;
         Cursor::new(&table.code, block, table.block_entries(b)).map_err(|e| self.block_error(t, b, e))
     }
 
     #[cold]
     fn block_error(&self, t: usize, b: u64, e: BlockError) -> Error {
-        self.corrupt(self.tables[t].block_offset(b), Location { table: Some(t), block: Some(b) }, e.to_string())
+        let offset = self.tables.get(t).map_or(0, |table| table.block_offset(b));
+        self.corrupt(offset, Location { table: Some(t), block: Some(b) }, e.to_string())
     }
 
     /// Calls `each` with every document id stored under fingerprint `fp` (table 0 is the
     /// identity, and ids follow its order).
     fn ids_of(&self, fp: u64, mut each: impl FnMut(u64)) -> Result<()> {
-        let table = &self.tables[0];
+        let table = self.table(0)?;
         let mut b = lower_bound(&table.keys, fp) as u64;
         let mut first: Option<u64> = None;
         let mut run = 0u64;
@@ -429,7 +462,7 @@ impl Segment {
             let mut past = false;
             self.visit_block(0, b, |v| {
                 if v == fp {
-                    first.get_or_insert(table.ordinals[b as usize] + pos);
+                    first.get_or_insert(table.first_ordinal(b) + pos);
                     run += 1;
                 } else if v > fp {
                     past = true;
@@ -438,7 +471,7 @@ impl Segment {
                 pos += 1;
                 true
             })?;
-            if past || table.keys[b as usize] > fp {
+            if past || table.keys.get(b as usize).is_none_or(|&key| key > fp) {
                 break;
             }
             b += 1;
@@ -482,6 +515,7 @@ pub struct TableEntries<'s> {
     segment: &'s Segment,
     table: usize,
     block: u64,
+    blocks: u64,
     buf: Vec<u64>,
     at: usize,
 }
@@ -491,8 +525,7 @@ impl Iterator for TableEntries<'_> {
 
     fn next(&mut self) -> Option<Result<u64>> {
         while self.at == self.buf.len() {
-            let table = &self.segment.tables[self.table];
-            if self.block >= table.dir.block_count {
+            if self.block >= self.blocks {
                 return None;
             }
             self.buf.clear();
@@ -504,32 +537,14 @@ impl Iterator for TableEntries<'_> {
             });
             self.block += 1;
             if let Err(e) = r {
-                self.block = table.dir.block_count;
+                self.block = self.blocks;
                 return Some(Err(e));
             }
         }
+        let v = self.buf.get(self.at).copied();
         self.at += 1;
-        Some(Ok(self.buf[self.at - 1]))
+        v.map(Ok)
     }
-}
-
-fn check_magic_and_version(path: &Path, bytes: &[u8]) -> Result<()> {
-    if bytes.len() < 8 || bytes[..8] != HEADER_MAGIC {
-        let shown: String = bytes.iter().take(8).flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
-        return Err(Error::NotSimdexFile {
-            path: path.to_path_buf(),
-            expected: "segment (magic SIMDXSEG)",
-            found: if bytes.is_empty() { "nothing: the file is empty".into() } else { format!("\"{shown}\"") },
-        });
-    }
-    if bytes.len() < 12 {
-        return Err(Error::Corrupt { path: path.to_path_buf(), offset: 8, location: Location::default(), detail: format!("file is only {} bytes: cut short inside the header", bytes.len()) });
-    }
-    let version = LE::read_u32(&bytes[H_VERSION..]);
-    if version != FORMAT_VERSION {
-        return Err(Error::UnsupportedVersion { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
-    }
-    Ok(())
 }
 
 pub(crate) fn design_from_header(header: &Header) -> Result<Design, Fault> {
@@ -552,15 +567,16 @@ pub(crate) fn read_directory(bytes: &[u8]) -> Result<Directory, Fault> {
     if len < FOOTER_BYTES as u64 + ALIGN {
         return Err(Fault::at(len, format!("file is only {len} bytes: too short to hold a header and a footer; it was cut short")));
     }
-    let footer = Footer::decode(&bytes[(len - FOOTER_BYTES as u64) as usize..], len)?;
+    let footer = Footer::decode(bytes)?;
+    let footer_at = len - FOOTER_BYTES as u64;
     if footer.version != FORMAT_VERSION {
-        return Err(Fault::at(len - FOOTER_BYTES as u64 + F_VERSION as u64, format!("footer says format version {}, header says {FORMAT_VERSION}", footer.version)));
+        return Err(Fault::at(footer_at + F_VERSION as u64, format!("footer says format version {}, header says {FORMAT_VERSION}", footer.version)));
     }
     let dir_bytes = slice(bytes, footer.dir_offset, u64::from(footer.dir_len), "directory")?;
-    if footer.dir_offset + u64::from(footer.dir_len) != len - FOOTER_BYTES as u64 {
+    if footer.dir_offset + u64::from(footer.dir_len) != footer_at {
         return Err(Fault::at(footer.dir_offset, "directory does not end where the footer starts"));
     }
-    check_crc(dir_bytes, footer.dir_crc, footer.dir_offset, "directory")?;
+    verify_crc(dir_bytes, footer.dir_crc).map_err(|m| m.fault(footer.dir_offset, Location::default(), "directory"))?;
     Directory::decode(dir_bytes, footer.dir_offset)
 }
 
@@ -583,22 +599,25 @@ fn open_table(bytes: &[u8], i: usize, d: &DirTable, h: &HeaderTable, design: Tab
         return Err(Fault::at(d.index_offset, "block index does not follow the blocks"));
     }
     let index = slice(bytes, d.index_offset, d.block_count * INDEX_BYTES_PER_BLOCK, "block index")?;
-    check_crc(index, d.index_crc, d.index_offset, "block index")?;
+    verify_crc(index, d.index_crc).map_err(|m| m.fault(d.index_offset, Location::default(), "block index"))?;
     let n = d.block_count as usize;
-    let mut keys = vec![0u64; n];
-    LE::read_u64_into(&index[..n * 8], &mut keys);
+    // Columns: n keys (u64), n counts (u16), n block CRCs (u32).
+    let (keys, rest) = index.split_at(n * 8);
+    let (counts, _) = rest.split_at(n * 2);
+    let keys: Vec<u64> = keys.chunks_exact(8).map(LE::read_u64).collect();
     let mut ordinals = Vec::with_capacity(n + 1);
     let mut total = 0u64;
     ordinals.push(0);
-    for b in 0..n {
-        let count = u64::from(LE::read_u16(&index[n * 8 + b * 2..]));
+    let mut prev = keys.first().copied().unwrap_or(0);
+    for (b, (count, &key)) in counts.chunks_exact(2).map(LE::read_u16).zip(&keys).enumerate() {
         if count == 0 {
             return Err(Fault::at(d.index_offset + (n * 8 + b * 2) as u64, "block holds no entries").in_block(b as u64));
         }
-        if b > 0 && keys[b] < keys[b - 1] {
+        if key < prev {
             return Err(Fault::at(d.index_offset + (b * 8) as u64, "block keys are not sorted").in_block(b as u64));
         }
-        total += count;
+        prev = key;
+        total += u64::from(count);
         ordinals.push(total);
     }
     if total != d.entries {
@@ -615,10 +634,11 @@ fn check_ids(bytes: &[u8], dir: &Directory) -> Result<(), Fault> {
         return Err(Fault::at(ids.crcs_offset, "id-page checksums do not follow the ids"));
     }
     let crcs = slice(bytes, ids.crcs_offset, pages * 4, "id-page checksums")?;
-    check_crc(crcs, ids.crcs_crc, ids.crcs_offset, "id-page checksums")
+    verify_crc(crcs, ids.crcs_crc).map_err(|m| m.fault(ids.crcs_offset, Location::default(), "id-page checksums"))
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
     use crate::segment::{build_segment, BuildOptions};
@@ -650,5 +670,24 @@ mod tests {
             assert_eq!(a, b);
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tables_and_blocks_out_of_range_are_errors_not_panics() {
+        let fps: Vec<u64> = (0..5000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        let storage = crate::memstorage::MemStorage::default();
+        let path = Path::new("s.sdx");
+        build_segment(&storage, path, &fps, Some(&fps), &BuildOptions::default()).unwrap();
+        let seg = Segment::open_with(&storage, path).unwrap();
+        let (t, blocks) = (seg.tables().len(), seg.tables()[0].block_count());
+        assert!(matches!(seg.block(t, 0), Err(Error::InvalidArgument(_))));
+        assert!(matches!(seg.block(0, blocks), Err(Error::InvalidArgument(_))));
+        assert!(matches!(seg.visit_block(0, blocks, |_| true), Err(Error::InvalidArgument(_))));
+        let past: Vec<_> = seg.table_entries(t).collect();
+        assert!(matches!(past.as_slice(), [Err(Error::InvalidArgument(_))]), "{past:?}");
+        assert_eq!(seg.table_entries(0).count(), fps.len());
+        assert_eq!(seg.tables()[0].block_entries(blocks), 0);
+        assert_eq!(seg.tables()[0].first_ordinal(blocks), fps.len() as u64);
+        assert!(matches!(seg.doc_id(fps.len() as u64), Err(Error::InvalidArgument(_))));
     }
 }

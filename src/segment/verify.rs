@@ -5,8 +5,6 @@
 
 use std::path::Path;
 
-use byteorder::{ByteOrder, LittleEndian as LE};
-
 use super::layout::*;
 use super::reader::Segment;
 use crate::codec::BLOCK_BYTES;
@@ -82,7 +80,7 @@ pub fn verify_segment_bytes(path: &Path, bytes: FileBytes) -> Result<VerifyRepor
     report.entries = segment.len();
     let bytes = segment.bytes();
     let mut gaps = GapChecker::new(bytes);
-    let (_, header_len) = Header::decode(bytes).map_err(|f| Error::Corrupt { path: path.to_path_buf(), offset: f.offset, location: f.location, detail: f.detail })?;
+    let (_, header_len) = Header::decode(bytes).map_err(|f| f.into_error(path))?;
     gaps.region(0, header_len, &mut report.problems);
 
     let mut digests = Vec::new();
@@ -116,7 +114,7 @@ pub fn verify_segment_bytes(path: &Path, bytes: FileBytes) -> Result<VerifyRepor
                 report.problems.push(Problem { offset, location: loc, detail });
                 continue;
             }
-            let key = table.keys()[b as usize];
+            let key = table.keys().get(b as usize).copied().unwrap_or_default();
             if last != key {
                 intact = false;
                 report.problems.push(Problem { offset: table.block_offset(b), location: loc, detail: format!("last entry {last:#018x} differs from the block key {key:#018x}") });
@@ -132,10 +130,9 @@ pub fn verify_segment_bytes(path: &Path, bytes: FileBytes) -> Result<VerifyRepor
         digests.push(intact.then_some(digest));
     }
     if let Some(Some(reference)) = digests.first() {
-        for (t, d) in digests.iter().enumerate().skip(1) {
+        for (t, (d, table)) in digests.iter().zip(segment.tables()).enumerate().skip(1) {
             if let Some(d) = d {
                 if d != reference {
-                    let table = &segment.tables()[t];
                     report.problems.push(Problem {
                         offset: table.head_offset(),
                         location: Location { table: Some(t), block: None },
@@ -154,8 +151,8 @@ pub fn verify_segment_bytes(path: &Path, bytes: FileBytes) -> Result<VerifyRepor
             }
         }
     }
-    let dir_offset = LE::read_u64(&bytes[bytes.len() - FOOTER_BYTES + F_DIR_OFFSET..]);
-    gaps.region(dir_offset, bytes.len() as u64, &mut report.problems);
+    let footer = Footer::decode(bytes).map_err(|f| f.into_error(path))?;
+    gaps.region(footer.dir_offset, bytes.len() as u64, &mut report.problems);
     report.problems.sort_by_key(|p| (p.location.table, p.offset));
     Ok(report)
 }
@@ -175,7 +172,7 @@ impl<'a> GapChecker<'a> {
     fn region(&mut self, start: u64, end: u64, problems: &mut Vec<Problem>) {
         if start < self.cursor {
             problems.push(Problem { offset: start, location: Location::default(), detail: format!("structure at {start} overlaps the previous one (ending at {})", self.cursor) });
-        } else if let Some(i) = self.bytes[self.cursor as usize..start as usize].iter().position(|&b| b != 0) {
+        } else if let Some(i) = self.bytes.get(self.cursor as usize..start as usize).unwrap_or_default().iter().position(|&b| b != 0) {
             problems.push(Problem { offset: self.cursor + i as u64, location: Location::default(), detail: "padding byte is not zero".into() });
         }
         self.cursor = self.cursor.max(end);
