@@ -129,10 +129,10 @@ pub fn batch_query_index(
     mut emit: impl FnMut(BatchMatch) -> Result<()>,
 ) -> Result<u64> {
     let mut all: Vec<BatchMatch> = Vec::new();
-    let deletes = snapshot.has_deletes();
+    let deletes = snapshot.deletes();
     for (i, segment) in snapshot.segments().into_iter().enumerate() {
         batch_query_each(segment, queries, options, |m| {
-            if !(deletes && snapshot.hidden_in_segment(i, m.fingerprint, m.doc_id.unwrap_or(0))) {
+            if !(!deletes.is_empty() && deletes.hidden_in_segment(i, m.fingerprint, m.doc_id.unwrap_or(0))) {
                 all.push(m);
             }
             Ok(())
@@ -141,7 +141,7 @@ pub fn batch_query_index(
     let unflushed = snapshot.unflushed();
     if !unflushed.is_empty() {
         let path = scratch.join("unflushed.sdx");
-        let (fps, ids): (Vec<u64>, Vec<u64>) = unflushed.into_iter().unzip();
+        let (fps, ids): (Vec<u64>, Vec<u64>) = unflushed.iter().copied().unzip();
         build_segment(&FsStorage, &path, &fps, Some(&ids), &BuildOptions { k: options.k, ..BuildOptions::default() })?;
         let segment = Segment::open(&path)?;
         batch_query_each(&segment, queries, options, |m| {

@@ -18,7 +18,7 @@ pub fn consolidated(path: &Path, scratch: &Path) -> Result<Segment> {
     let index = Index::open_read_only(path, IndexOptions::default()).with_context(|| format!("opening index {}", path.display()))?;
     let snapshot = index.snapshot();
     let segments = snapshot.segments();
-    if segments.len() == 1 && !snapshot.has_deletes() && snapshot.unflushed().is_empty() {
+    if segments.len() == 1 && snapshot.deletes().is_empty() && snapshot.unflushed().is_empty() {
         return Ok(Segment::open(segments[0].path())?);
     }
     let live = snapshot.live_entries()?;
