@@ -16,6 +16,7 @@ mod error;
 mod format;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
+mod join;
 pub mod log;
 pub mod manifest;
 #[cfg(any(test, feature = "test-support"))]
@@ -26,7 +27,9 @@ pub mod query;
 mod search;
 pub mod segment;
 mod sort;
+pub mod split;
 pub mod storage;
+pub mod stored;
 pub mod tombstone;
 
 pub use engine::{Durability, FindOrInsert, Index, IndexOptions};
