@@ -1,10 +1,9 @@
 //! `simdex dedup`: exact duplicates by content hash, then near-duplicates within Hamming
 //! distance k among the remaining documents, grouped into clusters by union-find.
 //!
-//! Near-duplicate pairs are found exactly in memory with the pigeonhole rule of the paper's
-//! permuted tables: split the 64 bits into k + 1 blocks; two fingerprints within distance k
-//! agree on at least one block, so sorting by each block and comparing within runs of equal
-//! blocks finds every pair (each pair is counted in the first block it agrees on).
+//! Near-duplicate pairs are found exactly by the library's self-join of the fingerprints,
+//! sorted into permuted tables in memory (`simdex::cluster::near_pairs` over
+//! `SortedTables`).
 //!
 //! Output: a JSON-lines report (`--report FILE`, or stdout with `--json`) and a readable
 //! summary (stdout, or stderr with `--json`).
@@ -16,7 +15,8 @@ use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use simdex::cluster::clusters_from_pairs;
+use simdex::cluster::{clusters_from_pairs, near_pairs};
+use simdex::stored::SortedTables;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -66,40 +66,31 @@ struct DocInfo {
     short: bool,
 }
 
-/// Every pair `(i, j)`, `i < j`, with `popcount(fps[i] ^ fps[j]) <= k`.
-pub fn near_pairs(fps: &[(u64, u32)], k: u32) -> Vec<(u32, u32)> {
-    let blocks = k as usize + 1;
-    let bounds: Vec<(u32, u32)> = (0..blocks)
-        .map(|b| ((64 * b / blocks) as u32, (64 * (b + 1) / blocks) as u32))
-        .collect();
-    let block = |x: u64, (lo, hi): (u32, u32)| (x >> lo) & (u64::MAX >> (64 - (hi - lo)));
-    let mut pairs = Vec::new();
-    let mut sorted = fps.to_vec();
-    for (bi, &bound) in bounds.iter().enumerate() {
-        sorted.sort_unstable_by_key(|&(x, i)| (block(x, bound), i));
-        let mut start = 0;
-        while start < sorted.len() {
-            let key = block(sorted[start].0, bound);
-            let end = start
-                + sorted[start..]
-                    .iter()
-                    .take_while(|e| block(e.0, bound) == key)
-                    .count();
-            for a in start..end {
-                for b in a + 1..end {
-                    let (x, y) = (sorted[a], sorted[b]);
-                    // count the pair only in the first block both agree on
-                    let first = bounds[..bi].iter().all(|&o| block(x.0, o) != block(y.0, o));
-                    if first && (x.0 ^ y.0).count_ones() <= k {
-                        pairs.push((x.1.min(y.1), x.1.max(y.1)));
-                    }
-                }
-            }
-            start = end;
-        }
+/// Links between the representatives whose fingerprints are equal or within `k` (one per
+/// pair of fingerprints and one per further representative of a fingerprint: enough for
+/// union-find), and how many such pairs of representatives there are.
+fn near_links(reps: &[(u64, u32)], k: u32) -> anyhow::Result<(Vec<(u32, u32)>, u64)> {
+    let tables = SortedTables::new(reps.iter().map(|&(fp, i)| (fp, u64::from(i))).collect(), k)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let fp_pairs = near_pairs(&tables, k, threads)?;
+    let mut by_fp = reps.to_vec();
+    by_fp.sort_unstable();
+    let docs_of = |fp: u64| {
+        let from = by_fp.partition_point(|r| r.0 < fp);
+        &by_fp[from..from + by_fp[from..].partition_point(|r| r.0 == fp)]
+    };
+    let mut links = Vec::new();
+    let mut count = 0u64;
+    for run in by_fp.chunk_by(|a, b| a.0 == b.0) {
+        count += (run.len() * (run.len() - 1) / 2) as u64;
+        links.extend(run[1..].iter().map(|r| (run[0].1, r.1)));
     }
-    pairs.sort_unstable();
-    pairs
+    for (a, b) in fp_pairs {
+        let (a, b) = (docs_of(a), docs_of(b));
+        count += (a.len() * b.len()) as u64;
+        links.push((a[0].1, b[0].1));
+    }
+    Ok((links, count))
 }
 
 fn progress(len: u64, what: &str) -> ProgressBar {
@@ -193,11 +184,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|f| (f, i as u32))
         })
         .collect();
-    let pairs = near_pairs(&reps, args.k);
+    let (links, pairs) = near_links(&reps, args.k)?;
     let exact_links = exact
         .iter()
         .flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
-    let clusters = clusters_from_pairs(docs.len(), pairs.iter().copied().chain(exact_links));
+    let clusters = clusters_from_pairs(docs.len(), links.into_iter().chain(exact_links));
     // clusters made of exact copies only are reported as exact groups, not again as near ones
     let content_of = |i: u32| docs[i as usize].content.as_str();
     let near: Vec<&Vec<u32>> = clusters
@@ -294,7 +285,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.k,
         near.len(),
         in_near,
-        pairs.len()
+        pairs
     )?;
     let mut sizes: std::collections::BTreeMap<usize, usize> = Default::default();
     near.iter()
@@ -382,37 +373,4 @@ fn check_and_add(dir: &std::path::Path, docs: &[DocInfo], k: u32, report: &mut d
     index.sync()?;
     index.close()?;
     Ok((known, pairs.len()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn near_pairs_equal_brute_force() {
-        let mut s = 0x1234_5678u64;
-        let mut fps = Vec::new();
-        for i in 0..400u32 {
-            s = simdex::fingerprint::hash::fmix64(s.wrapping_add(i as u64));
-            // clustered values: a few bases with a few bits flipped
-            let base = [0u64, u64::MAX, 0xF0F0_F0F0_F0F0_F0F0][i as usize % 3];
-            let flips = (s & 0xFF) as u32 % 7;
-            let mut x = base;
-            for f in 0..flips {
-                x ^= 1 << ((s >> (8 + 6 * f)) & 63);
-            }
-            fps.push((x, i));
-        }
-        for k in [0, 1, 3, 5] {
-            let mut brute = Vec::new();
-            for a in 0..fps.len() {
-                for b in a + 1..fps.len() {
-                    if (fps[a].0 ^ fps[b].0).count_ones() <= k {
-                        brute.push((a as u32, b as u32));
-                    }
-                }
-            }
-            assert_eq!(near_pairs(&fps, k), brute, "k = {k}");
-        }
-    }
 }
