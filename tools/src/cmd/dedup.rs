@@ -8,8 +8,7 @@
 //! Output: a JSON-lines report (`--report FILE`, or stdout with `--json`) and a readable
 //! summary (stdout, or stderr with `--json`).
 
-use crate::cmd::fingerprint::{fingerprint_doc, learn_idf};
-use crate::corpus::{self, Format, HashingReader};
+use crate::corpus::{self, HashingReader, ReadArgs};
 use crate::recipe::RecipeArgs;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
@@ -31,12 +30,8 @@ pub struct Args {
     /// Near-duplicates differ in at most K bits
     #[arg(short, long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub k: u32,
-    /// Input format
-    #[arg(long, value_enum, default_value = "auto")]
-    pub format: Format,
-    /// Refuse documents with invalid UTF-8 instead of replacing the bad bytes
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// Do not learn IDF weights from the inputs (by default dedup reads them twice: once to
     /// learn document frequencies, once to fingerprint with TF-IDF weights)
     #[arg(long)]
@@ -111,7 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
         }
         let bar = progress(files.len() as u64, "learning IDF");
-        let table = learn_idf(&mut fp, &files, args.format, args.strict)?;
+        let table = corpus::learn_idf(&mut fp, &files, &args.read, &bar)?;
         bar.finish_and_clear();
         fp = fp.with_idf(std::sync::Arc::new(table))?;
     }
@@ -120,41 +115,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let bar = progress(files.len() as u64, "fingerprinting");
     let mut docs: Vec<DocInfo> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
-    for path in &files {
-        let mut failed = Vec::new();
-        corpus::for_each_doc(
-            path,
-            args.format,
-            args.strict,
-            |mut doc| {
-                let mut reader = HashingReader::new(std::mem::replace(
-                    &mut doc.content,
-                    Box::new(std::io::empty()),
-                ));
-                let outcome = fingerprint_doc(&mut fp, &doc, &mut reader, args.strict);
-                // hash the whole content even where the fingerprinter stopped early
-                std::io::copy(&mut reader, &mut std::io::sink())?;
-                let content = reader.hex();
-                let (fingerprint, short) = match outcome {
-                    Ok(o) => (Some(o.fingerprint.value), o.fingerprint.short),
-                    Err(reason) => {
-                        failed.push((doc.id.clone(), reason));
-                        (None, true)
-                    }
-                };
-                docs.push(DocInfo {
-                    id: doc.id,
-                    content,
-                    fingerprint,
-                    short,
-                });
-                Ok(())
-            },
-            |s| skipped.push((s.id, s.reason)),
-        )?;
-        skipped.extend(failed);
-        bar.inc(1);
-    }
+    let utf8 = args.read.invalid_utf8();
+    corpus::for_each_doc(
+        &files,
+        &args.read,
+        &bar,
+        |doc| {
+            let mut doc = doc.map_content(HashingReader::new);
+            let outcome = doc.fingerprint(&mut fp, utf8);
+            // hash the whole content even where the fingerprinter stopped early
+            std::io::copy(&mut doc.content, &mut std::io::sink())?;
+            let (fingerprint, short, failed) = match outcome {
+                Ok(o) => (Some(o.fingerprint.value), o.fingerprint.short, None),
+                Err(e) => (None, true, Some(e.to_string())),
+            };
+            docs.push(DocInfo {
+                content: doc.content.hex(),
+                id: doc.id,
+                fingerprint,
+                short,
+            });
+            Ok(failed)
+        },
+        |s| skipped.push((s.id, s.reason)),
+    )?;
     bar.finish_and_clear();
 
     // exact duplicates: same content hash (documents without a fingerprint included)
