@@ -9,16 +9,17 @@
 //! summary (stdout, or stderr with `--json`).
 
 use crate::corpus::{self, HashingReader, ReadArgs};
+use crate::progress;
 use crate::recipe::RecipeArgs;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use simdex::cluster::{clusters_from_pairs, near_pairs};
+use simdex::fingerprint::Fingerprinter;
 use simdex::stored::SortedTables;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Find exact and near-duplicate documents and group them into clusters
@@ -61,6 +62,160 @@ struct DocInfo {
     short: bool,
 }
 
+/// What the fingerprint pass read.
+struct Corpus {
+    docs: Vec<DocInfo>,
+    /// Documents without a fingerprint, and why: `(id, reason)`.
+    skipped: Vec<(String, String)>,
+    /// The fingerprint recipe's descriptor.
+    recipe: String,
+}
+
+impl Corpus {
+    fn content_of(&self, i: u32) -> &str {
+        &self.docs[i as usize].content
+    }
+
+    fn ids(&self, group: &[u32]) -> Vec<String> {
+        group.iter().map(|&i| self.docs[i as usize].id.clone()).collect()
+    }
+}
+
+/// Near-duplicate clusters (each with at least two distinct contents), largest first.
+struct Near {
+    clusters: Vec<Vec<u32>>,
+    /// Pairs of representatives within `k`.
+    pairs: u64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let files = corpus::expand(&args.inputs)?;
+    let fp = fingerprinter(&args, &files)?;
+    let corpus = read(&args, &files, fp)?;
+    let exact = exact_groups(&corpus);
+    let near = near_duplicates(&corpus, &exact, args.k)?;
+    let mut report: Box<dyn Write> = match (&args.report, args.json) {
+        (Some(p), _) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        (None, true) => Box::new(std::io::BufWriter::new(std::io::stdout())),
+        (None, false) => Box::new(std::io::sink()),
+    };
+    write_report(&mut report, &corpus, &exact, &near)?;
+    let indexed = match &args.index {
+        Some(dir) => Some(check_and_add(dir, &corpus.docs, args.k, &mut report)?),
+        None => None,
+    };
+    report.flush()?;
+    let mut summary: Box<dyn Write> = if args.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    write_summary(&mut summary, &args, &corpus, &exact, &near, indexed)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The recipe's fingerprinter, with IDF weights learned from the inputs (a first pass over
+/// them) unless `--no-idf` or `--idf` says otherwise.
+fn fingerprinter(args: &Args, files: &[PathBuf]) -> anyhow::Result<Fingerprinter> {
+    let fp = args.recipe.fingerprinter()?;
+    if args.no_idf || args.recipe.idf.is_some() {
+        return Ok(fp);
+    }
+    if files.iter().any(|f| f.as_os_str() == "-") {
+        bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
+    }
+    let mut fp = fp;
+    let bar = progress::steps(files.len() as u64, "learning IDF");
+    let table = corpus::learn_idf(&mut fp, files, &args.read, &bar)?;
+    bar.finish_and_clear();
+    Ok(fp.with_idf(std::sync::Arc::new(table))?)
+}
+
+/// The pass over the inputs: content hash and fingerprint of every document.
+fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter) -> anyhow::Result<Corpus> {
+    let bar = progress::steps(files.len() as u64, "fingerprinting");
+    let mut docs: Vec<DocInfo> = Vec::new();
+    let mut skipped: Vec<(String, String)> = Vec::new();
+    let utf8 = args.read.invalid_utf8();
+    corpus::for_each_doc(
+        files,
+        &args.read,
+        &bar,
+        |doc| {
+            let mut doc = doc.map_content(HashingReader::new);
+            let outcome = doc.fingerprint(&mut fp, utf8);
+            // hash the whole content even where the fingerprinter stopped early
+            std::io::copy(&mut doc.content, &mut std::io::sink())?;
+            let (fingerprint, short, failed) = match outcome {
+                Ok(o) => (Some(o.fingerprint.value), o.fingerprint.short, None),
+                Err(e) => (None, true, Some(e.to_string())),
+            };
+            docs.push(DocInfo {
+                content: doc.content.hex(),
+                id: doc.id,
+                fingerprint,
+                short,
+            });
+            Ok(failed)
+        },
+        |s| skipped.push((s.id, s.reason)),
+    )?;
+    bar.finish_and_clear();
+    Ok(Corpus {
+        docs,
+        skipped,
+        recipe: fp.recipe(),
+    })
+}
+
+/// Exact duplicates: groups of documents with the same content hash (documents without a
+/// fingerprint included), largest first.
+fn exact_groups(corpus: &Corpus) -> Vec<Vec<u32>> {
+    let mut by_content: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (i, d) in corpus.docs.iter().enumerate() {
+        by_content
+            .entry(d.content.as_str())
+            .or_default()
+            .push(i as u32);
+    }
+    let mut exact: Vec<Vec<u32>> = by_content.into_values().filter(|g| g.len() > 1).collect();
+    exact.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
+    exact
+}
+
+/// Near duplicates among one representative per content, clustered by union-find together
+/// with their exact copies.
+fn near_duplicates(corpus: &Corpus, exact: &[Vec<u32>], k: u32) -> anyhow::Result<Near> {
+    let docs = &corpus.docs;
+    let mut representative = vec![true; docs.len()];
+    for g in exact {
+        for &i in &g[1..] {
+            representative[i as usize] = false;
+        }
+    }
+    let reps: Vec<(u64, u32)> = docs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            d.fingerprint
+                .filter(|_| representative[i])
+                .map(|f| (f, i as u32))
+        })
+        .collect();
+    let (links, pairs) = near_links(&reps, k)?;
+    let exact_links = exact
+        .iter()
+        .flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
+    let clusters = clusters_from_pairs(docs.len(), links.into_iter().chain(exact_links))
+        .into_iter()
+        // clusters made of exact copies only are reported as exact groups, not again as near ones
+        .filter(|c| c.iter().any(|&i| corpus.content_of(i) != corpus.content_of(c[0])))
+        .collect();
+    Ok(Near { clusters, pairs })
+}
+
 /// Links between the representatives whose fingerprints are equal or within `k` (one per
 /// pair of fingerprints and one per further representative of a fingerprint: enough for
 /// union-find), and how many such pairs of representatives there are.
@@ -88,167 +243,63 @@ fn near_links(reps: &[(u64, u32)], k: u32) -> anyhow::Result<(Vec<(u32, u32)>, u
     Ok((links, count))
 }
 
-fn progress(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} files [{elapsed}]")
-    {
-        bar.set_style(style);
-    }
-    bar.set_message(what.to_owned());
-    bar
-}
-
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let files = corpus::expand(&args.inputs)?;
-    let mut fp = args.recipe.fingerprinter()?;
-    if !args.no_idf && args.recipe.idf.is_none() {
-        if files.iter().any(|f| f.as_os_str() == "-") {
-            bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
-        }
-        let bar = progress(files.len() as u64, "learning IDF");
-        let table = corpus::learn_idf(&mut fp, &files, &args.read, &bar)?;
-        bar.finish_and_clear();
-        fp = fp.with_idf(std::sync::Arc::new(table))?;
-    }
-
-    // pass: content hash and fingerprint of every document
-    let bar = progress(files.len() as u64, "fingerprinting");
-    let mut docs: Vec<DocInfo> = Vec::new();
-    let mut skipped: Vec<(String, String)> = Vec::new();
-    let utf8 = args.read.invalid_utf8();
-    corpus::for_each_doc(
-        &files,
-        &args.read,
-        &bar,
-        |doc| {
-            let mut doc = doc.map_content(HashingReader::new);
-            let outcome = doc.fingerprint(&mut fp, utf8);
-            // hash the whole content even where the fingerprinter stopped early
-            std::io::copy(&mut doc.content, &mut std::io::sink())?;
-            let (fingerprint, short, failed) = match outcome {
-                Ok(o) => (Some(o.fingerprint.value), o.fingerprint.short, None),
-                Err(e) => (None, true, Some(e.to_string())),
-            };
-            docs.push(DocInfo {
-                content: doc.content.hex(),
-                id: doc.id,
-                fingerprint,
-                short,
-            });
-            Ok(failed)
-        },
-        |s| skipped.push((s.id, s.reason)),
-    )?;
-    bar.finish_and_clear();
-
-    // exact duplicates: same content hash (documents without a fingerprint included)
-    let mut by_content: HashMap<&str, Vec<u32>> = HashMap::new();
-    for (i, d) in docs.iter().enumerate() {
-        by_content
-            .entry(d.content.as_str())
-            .or_default()
-            .push(i as u32);
-    }
-    let mut exact: Vec<Vec<u32>> = by_content.into_values().filter(|g| g.len() > 1).collect();
-    exact.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
-
-    // near duplicates among one representative per content
-    let mut representative = vec![true; docs.len()];
-    for g in &exact {
-        for &i in &g[1..] {
-            representative[i as usize] = false;
-        }
-    }
-    let reps: Vec<(u64, u32)> = docs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| {
-            d.fingerprint
-                .filter(|_| representative[i])
-                .map(|f| (f, i as u32))
-        })
-        .collect();
-    let (links, pairs) = near_links(&reps, args.k)?;
-    let exact_links = exact
-        .iter()
-        .flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
-    let clusters = clusters_from_pairs(docs.len(), links.into_iter().chain(exact_links));
-    // clusters made of exact copies only are reported as exact groups, not again as near ones
-    let content_of = |i: u32| docs[i as usize].content.as_str();
-    let near: Vec<&Vec<u32>> = clusters
-        .iter()
-        .filter(|c| c.iter().any(|&i| content_of(i) != content_of(c[0])))
-        .collect();
-
-    let ids = |g: &[u32]| {
-        g.iter()
-            .map(|&i| docs[i as usize].id.clone())
-            .collect::<Vec<_>>()
-    };
-    let mut report: Box<dyn Write> = match (&args.report, args.json) {
-        (Some(p), _) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        (None, true) => Box::new(std::io::BufWriter::new(std::io::stdout())),
-        (None, false) => Box::new(std::io::sink()),
-    };
+/// The JSON-lines report: exact groups, near clusters, skipped documents.
+fn write_report(report: &mut dyn Write, corpus: &Corpus, exact: &[Vec<u32>], near: &Near) -> anyhow::Result<()> {
     for (n, g) in exact.iter().enumerate() {
         writeln!(
             report,
             "{}",
-            json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": content_of(g[0]), "members": ids(g)})
+            json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": corpus.content_of(g[0]), "members": corpus.ids(g)})
         )?;
     }
-    for (n, c) in near.iter().enumerate() {
+    for (n, c) in near.clusters.iter().enumerate() {
         let fps: Vec<u64> = c
             .iter()
-            .filter_map(|&i| docs[i as usize].fingerprint)
+            .filter_map(|&i| corpus.docs[i as usize].fingerprint)
             .collect();
         let max_d = fps
             .iter()
             .flat_map(|a| fps.iter().map(move |b| (a ^ b).count_ones()))
             .max()
             .unwrap_or(0);
-        let short = c.iter().filter(|&&i| docs[i as usize].short).count();
+        let short = c.iter().filter(|&&i| corpus.docs[i as usize].short).count();
         writeln!(
             report,
             "{}",
-            json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": ids(c)})
+            json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": corpus.ids(c)})
         )?;
     }
-    for (id, reason) in &skipped {
+    for (id, reason) in &corpus.skipped {
         writeln!(
             report,
             "{}",
             json!({"kind": "skipped", "id": id, "reason": reason})
         )?;
     }
-    let indexed = match &args.index {
-        Some(dir) => Some(check_and_add(dir, &docs, args.k, &mut report)?),
-        None => None,
-    };
-    report.flush()?;
+    Ok(())
+}
 
-    let mut summary: Box<dyn Write> = if args.json {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    };
+/// The readable summary: counts, the size histogram, then the largest near-duplicate
+/// clusters and exact-duplicate groups, `--show` members each.
+fn write_summary(
+    summary: &mut dyn Write,
+    args: &Args,
+    corpus: &Corpus,
+    exact: &[Vec<u32>],
+    near: &Near,
+    indexed: Option<(usize, usize)>,
+) -> anyhow::Result<()> {
+    let docs = &corpus.docs;
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
-    let in_near: usize = near.iter().map(|c| c.len()).sum();
+    let in_near: usize = near.clusters.iter().map(|c| c.len()).sum();
     writeln!(
         summary,
         "documents: {} ({} fingerprinted, {} skipped)",
         docs.len(),
-        reps.len()
-            + docs
-                .iter()
-                .enumerate()
-                .filter(|(i, d)| d.fingerprint.is_some() && !representative[*i])
-                .count(),
-        skipped.len()
+        docs.iter().filter(|d| d.fingerprint.is_some()).count(),
+        corpus.skipped.len()
     )?;
-    writeln!(summary, "recipe: {}", fp.recipe())?;
+    writeln!(summary, "recipe: {}", corpus.recipe)?;
     if let (Some(dir), Some((known, added))) = (&args.index, indexed) {
         writeln!(
             summary,
@@ -267,12 +318,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         summary,
         "near-duplicate clusters (k = {}): {} clusters, {} documents, {} pairs within k",
         args.k,
-        near.len(),
+        near.clusters.len(),
         in_near,
-        pairs
+        near.pairs
     )?;
-    let mut sizes: std::collections::BTreeMap<usize, usize> = Default::default();
-    near.iter()
+    let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
+    near.clusters
+        .iter()
         .for_each(|c| *sizes.entry(c.len()).or_default() += 1);
     if !sizes.is_empty() {
         let hist: Vec<String> = sizes
@@ -284,9 +336,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // the largest near-duplicate clusters, then the largest exact-duplicate groups
     let listed = (near
+        .clusters
         .iter()
         .take(args.show)
-        .map(|c| ("near-duplicate cluster", *c))
+        .map(|c| ("near-duplicate cluster", c))
         .enumerate())
     .chain(
         exact
@@ -312,10 +365,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             writeln!(summary, "  ... and {} more", c.len() - args.show)?;
         }
     }
-    for (id, reason) in skipped.iter().take(args.show) {
+    for (id, reason) in corpus.skipped.iter().take(args.show) {
         writeln!(summary, "skipped {id}: {reason}")?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The index's document id for a document id string.
@@ -326,7 +379,7 @@ fn index_doc_id(id: &str) -> u64 {
 /// Checks every fingerprinted document against the index at `dir` (reporting what was stored
 /// before this run), then adds them all and syncs. Returns (documents with earlier matches,
 /// documents added).
-fn check_and_add(dir: &std::path::Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
+fn check_and_add(dir: &Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     use simdex::engine::{Index, IndexOptions};
     let index = Index::open(dir, IndexOptions { k: k.max(3), ..IndexOptions::default() })
         .with_context(|| format!("opening index {}", dir.display()))?;
