@@ -10,15 +10,16 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::join::{join, self_join};
+use crate::join::{join, self_join, Part};
 use crate::stored::{SortedTables, Stored};
 
 /// Every pair of distinct stored fingerprints within `k` of each other (`a < b`), sorted.
 /// Exact duplicates (the same fingerprint stored more than once) are not pairs; see
 /// [`clusters`]. `k` is at most the set's (for a snapshot, the index's `k`).
 ///
-/// Over a snapshot of several parts (segments, unflushed pairs) or with deletes, the live
-/// fingerprints are held in memory (8 bytes each) and joined with each part in turn.
+/// A snapshot of several parts (segments, unflushed pairs) is the self-join of each part
+/// and the join of each part's fingerprints (held in memory, 8 bytes each) with the tables
+/// of every larger part; pairs with a fingerprint whose every copy is deleted are left out.
 pub fn near_pairs<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
     let snapshot = match stored.into() {
         Stored::Snapshot(s) if k > s.k() => return Err(Error::KTooLarge { requested: k, design_k: s.k() }),
@@ -28,24 +29,23 @@ pub fn near_pairs<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> 
             Stored::Snapshot(s) => s,
         },
     };
-    let mut live: Vec<u64> = Vec::new();
-    snapshot.for_each_live(|fp, _| {
-        if live.last() != Some(&fp) {
-            live.push(fp);
-        }
-        Ok(())
-    })?;
-    let mut pairs = Vec::new();
-    // A part may still hold a fingerprint whose every copy there is deleted.
-    let mut keep = |found: Vec<(u64, u64)>| {
-        pairs.extend(found.into_iter().filter(|&(q, fp)| q != fp && live.binary_search(&fp).is_ok()).map(|(q, fp)| (q.min(fp), q.max(fp))));
-    };
-    for segment in snapshot.segments() {
-        keep(join(segment, &live, k, threads)?);
-    }
     let unflushed = snapshot.unflushed();
-    if !unflushed.is_empty() {
-        keep(join(&SortedTables::new(unflushed.to_vec(), k)?, &live, k, threads)?);
+    let memory = if unflushed.is_empty() { None } else { Some(SortedTables::new(unflushed.to_vec(), k)?) };
+    let mut parts: Vec<Part<'_>> = snapshot.segments().into_iter().map(Part::Segment).chain(memory.as_ref().map(Part::Sorted)).collect();
+    parts.sort_by_key(|p| p.len());
+    let mut pairs = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        pairs.append(&mut self_join(part, k, threads)?);
+        if i + 1 < parts.len() {
+            let fps = part.fingerprints()?;
+            for larger in &parts[i + 1..] {
+                pairs.extend(join(larger, &fps, k, threads)?.into_iter().filter(|&(a, b)| a != b).map(|(a, b)| (a.min(b), a.max(b))));
+            }
+        }
+    }
+    let dead = snapshot.dead_fingerprints()?;
+    if !dead.is_empty() {
+        pairs.retain(|&(a, b)| dead.binary_search(&a).is_err() && dead.binary_search(&b).is_err());
     }
     pairs.sort_unstable();
     pairs.dedup();

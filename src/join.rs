@@ -192,6 +192,76 @@ impl Tables for SortedTables {
     }
 }
 
+/// One part of a snapshot: a live segment, or its unflushed pairs in memory.
+pub(crate) enum Part<'a> {
+    Segment(&'a Segment),
+    Sorted(&'a SortedTables),
+}
+
+impl Part<'_> {
+    /// Entries held.
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Part::Segment(s) => s.len(),
+            Part::Sorted(t) => t.len() as u64,
+        }
+    }
+
+    /// The distinct fingerprints held, sorted.
+    pub(crate) fn fingerprints(&self) -> Result<Vec<u64>> {
+        let mut fps = match self {
+            Part::Segment(s) => s.table_entries(0).collect::<Result<Vec<u64>>>()?,
+            Part::Sorted(t) => t.values[0].clone(),
+        };
+        fps.dedup();
+        Ok(fps)
+    }
+}
+
+impl Tables for Part<'_> {
+    fn designs(&self) -> &[TableDesign] {
+        match self {
+            Part::Segment(s) => s.designs(),
+            Part::Sorted(t) => t.designs(),
+        }
+    }
+
+    fn k(&self) -> u32 {
+        match self {
+            Part::Segment(s) => Tables::k(*s),
+            Part::Sorted(t) => t.k(),
+        }
+    }
+
+    fn marks(&self, t: usize) -> &[u64] {
+        match self {
+            Part::Segment(s) => s.marks(t),
+            Part::Sorted(m) => m.marks(t),
+        }
+    }
+
+    fn for_each_group(&self, t: usize, range: PrefixRange, group: impl FnMut(u64, &[u64])) -> Result<()> {
+        match self {
+            Part::Segment(s) => s.for_each_group(t, range, group),
+            Part::Sorted(m) => m.for_each_group(t, range, group),
+        }
+    }
+
+    fn has_ids(&self) -> bool {
+        match self {
+            Part::Segment(s) => Tables::has_ids(*s),
+            Part::Sorted(t) => t.has_ids(),
+        }
+    }
+
+    fn id_map(&self, fps: Vec<u64>) -> Result<IdMap> {
+        match self {
+            Part::Segment(s) => s.id_map(fps),
+            Part::Sorted(t) => t.id_map(fps),
+        }
+    }
+}
+
 /// Refuses a distance the tables cannot answer exactly.
 pub(crate) fn check_k(tables: &impl Tables, k: u32) -> Result<()> {
     if k > tables.k() {

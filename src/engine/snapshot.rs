@@ -107,6 +107,33 @@ impl Snapshot {
         }
     }
 
+    /// The fingerprints some delete touches of which no copy is live (every copy the
+    /// segments hold is hidden, none is unflushed), sorted: a stored fingerprint not in it
+    /// has a live copy. One exact lookup per deleted fingerprint and segment.
+    pub(crate) fn dead_fingerprints(&self) -> Result<Vec<u64>> {
+        let deletes = self.deletes();
+        let mut deleted: Vec<u64> = self.version.tombstones.files.iter().flat_map(|(_, ts)| ts.iter().map(|t| t.fingerprint)).chain(deletes.memtables.keys().map(|&(fp, _)| fp)).collect();
+        deleted.sort_unstable();
+        deleted.dedup();
+        let unflushed = self.unflushed();
+        let exact = QueryOptions::within(0);
+        let mut found = Vec::new();
+        let mut dead = Vec::new();
+        'next: for fp in deleted {
+            if unflushed.binary_search_by_key(&fp, |p| p.0).is_ok() {
+                continue;
+            }
+            for (i, s) in self.version.segments.iter().enumerate() {
+                s.segment.query_into(fp, &exact, &mut found)?;
+                if found.iter().any(|m| !deletes.hidden_in_segment(i, fp, m.doc_id.unwrap_or(0))) {
+                    continue 'next;
+                }
+            }
+            dead.push(fp);
+        }
+        Ok(dead)
+    }
+
     /// Calls `each` with every live pair in `(fingerprint, id)` order, each once: the
     /// streaming form of [`Self::live_entries`]. Reads table 0 of every segment in step and
     /// holds one run of equal fingerprints at a time.
