@@ -55,8 +55,9 @@ pub fn batch_query<'a>(stored: impl Into<Stored<'a>>, queries: &[u64], options: 
 ///
 /// Peak memory over a segment: one sorted copy of the queries (freed before the output
 /// phase), 16 bytes per (query, fingerprint) match, and 20 bytes per distinct matched
-/// fingerprint for its ids; the stored tables are streamed. Over a snapshot of several
-/// segments, the matches are also collected (32 bytes each) to be sorted together.
+/// fingerprint for its ids; the stored tables are streamed. Over a snapshot (unless one
+/// segment holds all its live pairs), the matches are also collected (32 bytes each) to be
+/// sorted together, and its unflushed pairs are sorted into tables in memory.
 pub fn batch_query_each<'a>(stored: impl Into<Stored<'a>>, queries: &[u64], options: &BatchOptions, mut emit: impl FnMut(BatchMatch) -> Result<()>) -> Result<u64> {
     let snapshot = match stored.into().simplest() {
         Stored::Segment(s) => return emit_matches(s, queries, options, &mut emit),

@@ -1,4 +1,5 @@
-//! Batch queries, all-pairs and clusters agree with brute force over every design shape.
+//! Batch queries, all-pairs, clusters and split agree with brute force over every design
+//! shape, in memory, and over index snapshots with the same jobs over their live pairs.
 
 use proptest::prelude::*;
 use simdex::batch::{batch_query, BatchMatch, BatchOptions};
