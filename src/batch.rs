@@ -1,10 +1,10 @@
 //! Batch queries (paper section 3.3): a whole list of queries against a stored set in one
 //! merge join per table (`join.rs`) instead of one probe per query.
 //!
-//! A segment (or [`SortedTables`](crate::stored::SortedTables)) streams its matches in
-//! order. A snapshot is joined one live segment at a time, leaving out the pairs newer
-//! deletes hide, and its unflushed pairs are sorted into tables in memory; its matches are
-//! collected, sorted and handed out at the end.
+//! A segment (or [`SortedTables`]) streams its matches in order. A snapshot is joined one
+//! live segment at a time, leaving out the pairs newer deletes hide, and its unflushed pairs
+//! are sorted into tables in memory; its matches are collected, sorted and handed out at the
+//! end.
 
 use crate::error::Result;
 use crate::join::{join, Tables};

@@ -2,7 +2,7 @@
 //! documents, each fingerprinted with the recipe, and IDF tables learned from documents.
 //!
 //! What text the recipe sees is decided here, once for both: invalid UTF-8 is replaced (or
-//! refused), HTML is reduced to its visible text ([`super::html`], cargo feature `html`),
+//! refused), HTML is reduced to its visible text (module `html`, cargo feature `html`),
 //! a JSON-lines record (cargo feature `jsonl`) to its `text` or `html` body. A table learned
 //! from documents therefore counts the features their fingerprints are made of.
 //!
@@ -33,7 +33,7 @@ pub enum Format {
     /// One HTML page, fingerprinted by its visible text (cargo feature `html`).
     Html,
     /// One document per line: `{"id": ..., "text": ...}` or `{"id": ..., "html": ...}`
-    /// (cargo feature `jsonl`; see [`super::input::JsonLines`]).
+    /// (cargo feature `jsonl`; see `input::JsonLines`).
     JsonLines,
 }
 
