@@ -8,7 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use simdex::batch::{batch_query_each, clusters, BatchOptions};
+use simdex::batch::{batch_query_each, BatchOptions};
+use simdex::cluster::clusters;
 use simdex::storage::FsStorage;
 use simdex::{build_segment, BuildOptions, Segment};
 

@@ -1,7 +1,140 @@
-//! Clusters from pairs: union-find over document numbers, and the grouping of near-duplicate
-//! pairs into clusters (PAPER.md section 3: near-duplicate pairs are grouped with union-find).
+//! Near-duplicate pairs and clusters of a stored set, and the union-find under them (PAPER.md
+//! section 3: near-duplicate pairs are grouped with union-find).
 //!
-//! Knows nothing of fingerprints or files: documents are `0..n`, pairs are `(a, b)`.
+//! [`near_pairs`] is the self-join of a set's permuted tables (`join.rs`): a segment's, an
+//! in-memory set's ([`SortedTables`]), or, for an index snapshot of several parts, each
+//! part's and the joins between parts. [`clusters`] joins the pairs by union-find and adds
+//! fingerprints stored more than once. [`UnionFind`] and [`clusters_from_pairs`] know nothing
+//! of fingerprints: items are `0..n`, pairs are `(a, b)`.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::join::{join, self_join, Part};
+use crate::stored::{SortedTables, Stored};
+
+/// Every pair of distinct stored fingerprints within `k` of each other (`a < b`), sorted.
+/// Exact duplicates (the same fingerprint stored more than once) are not pairs; see
+/// [`clusters`]. `k` is at most the set's (for a snapshot, the index's `k`).
+///
+/// A snapshot of several parts (segments, unflushed pairs) is the self-join of each part
+/// and the join of each part's fingerprints (held in memory, 8 bytes each) with the tables
+/// of every larger part; pairs with a fingerprint whose every copy is deleted are left out.
+pub fn near_pairs<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
+    let snapshot = match stored.into() {
+        Stored::Snapshot(s) if k > s.k() => return Err(Error::KTooLarge { requested: k, design_k: s.k() }),
+        stored => match stored.simplest() {
+            Stored::Segment(s) => return self_join(s, k, threads),
+            Stored::Sorted(t) => return self_join(t, k, threads),
+            Stored::Snapshot(s) => s,
+        },
+    };
+    let unflushed = snapshot.unflushed();
+    let memory = if unflushed.is_empty() { None } else { Some(SortedTables::new(unflushed.to_vec(), k)?) };
+    let mut parts: Vec<Part<'_>> = snapshot.segments().into_iter().map(Part::Segment).chain(memory.as_ref().map(Part::Sorted)).collect();
+    parts.sort_by_key(|p| p.len());
+    let mut pairs = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        pairs.append(&mut self_join(part, k, threads)?);
+        if i + 1 < parts.len() {
+            let fps = part.fingerprints()?;
+            for larger in &parts[i + 1..] {
+                pairs.extend(join(larger, &fps, k, threads)?.into_iter().filter(|&(a, b)| a != b).map(|(a, b)| (a.min(b), a.max(b))));
+            }
+        }
+    }
+    let dead = snapshot.dead_fingerprints()?;
+    if !dead.is_empty() {
+        pairs.retain(|&(a, b)| dead.binary_search(&a).is_err() && dead.binary_search(&b).is_err());
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    Ok(pairs)
+}
+
+/// A group of stored entries connected by near-duplicate pairs (or sharing one fingerprint).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cluster {
+    /// Every stored `(fingerprint, document id)` of the cluster, sorted.
+    pub members: Vec<(u64, Option<u64>)>,
+}
+
+/// Near-duplicate clusters of a stored set: entries whose fingerprints are within `k`
+/// (transitively, by union-find), plus fingerprints stored more than once. Largest first.
+pub fn clusters<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Result<Vec<Cluster>> {
+    let stored = stored.into();
+    let mut members = Members::new(near_pairs(stored, k, threads)?);
+    // One pass over the entries in fingerprint order collects the members.
+    stored.for_each_entry(|fp, id| {
+        members.push(fp, id);
+        Ok(())
+    })?;
+    Ok(members.finish())
+}
+
+/// A stored entry: fingerprint and document id.
+type Entry = (u64, Option<u64>);
+
+/// The members of clusters, gathered from runs of equal fingerprints in fingerprint order:
+/// every entry of a paired fingerprint, by the root of its pairs, and runs of one unpaired
+/// fingerprint stored more than once (exact duplicates).
+struct Members {
+    /// The paired fingerprints, sorted: node `i` of `uf` is `nodes[i]`.
+    nodes: Vec<u64>,
+    /// The first node not below the current run's fingerprint (runs come in order, so the
+    /// nodes are walked once rather than searched).
+    next_node: usize,
+    uf: UnionFind,
+    by_root: HashMap<u32, Vec<Entry>>,
+    exact: Vec<Vec<Entry>>,
+    run: Vec<Entry>,
+}
+
+impl Members {
+    fn new(pairs: Vec<(u64, u64)>) -> Self {
+        let mut nodes: Vec<u64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let index = |fp: u64| nodes.binary_search(&fp).expect("node of a pair") as u32;
+        let mut uf = UnionFind::new(nodes.len());
+        for &(a, b) in &pairs {
+            uf.union(index(a), index(b));
+        }
+        Self { nodes, next_node: 0, uf, by_root: HashMap::new(), exact: Vec::new(), run: Vec::new() }
+    }
+
+    fn push(&mut self, fp: u64, id: Option<u64>) {
+        if self.run.first().is_some_and(|r| r.0 != fp) {
+            self.end_run();
+        }
+        self.run.push((fp, id));
+    }
+
+    fn end_run(&mut self) {
+        if let Some(&(fp, _)) = self.run.first() {
+            while self.nodes.get(self.next_node).is_some_and(|&n| n < fp) {
+                self.next_node += 1;
+            }
+            if self.nodes.get(self.next_node) == Some(&fp) {
+                let root = self.uf.find(self.next_node as u32);
+                self.by_root.entry(root).or_default().append(&mut self.run);
+            } else if self.run.len() > 1 {
+                self.exact.push(std::mem::take(&mut self.run));
+            }
+        }
+        self.run.clear();
+    }
+
+    fn finish(mut self) -> Vec<Cluster> {
+        self.end_run();
+        let mut out: Vec<Cluster> = self.by_root.into_values().chain(self.exact).map(|mut members| {
+            members.sort_unstable();
+            Cluster { members }
+        }).collect();
+        out.sort_by(|a, b| b.members.len().cmp(&a.members.len()).then(a.members.cmp(&b.members)));
+        out
+    }
+}
 
 /// Disjoint sets over `0..n` with path halving and union by size.
 #[derive(Debug, Clone)]

@@ -21,6 +21,7 @@ mod interpolation;
 #[doc(hidden)]
 pub mod fuzzing;
 mod integrity;
+mod join;
 pub mod log;
 pub mod manifest;
 #[cfg(any(test, feature = "test-support"))]
@@ -30,7 +31,9 @@ pub mod plan;
 pub mod query;
 pub mod segment;
 mod sort;
+pub mod split;
 pub mod storage;
+pub mod stored;
 pub mod tombstone;
 
 pub use engine::{Durability, FindOrInsert, Index, IndexOptions};

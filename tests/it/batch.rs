@@ -1,9 +1,12 @@
-//! Batch queries, all-pairs and clusters agree with brute force over every design shape.
+//! Batch queries, all-pairs, clusters and split agree with brute force over every design
+//! shape, in memory, and over index snapshots with the same jobs over their live pairs.
 
 use proptest::prelude::*;
-use simdex::batch::{batch_query, clusters, near_pairs, BatchMatch, BatchOptions};
+use simdex::batch::{batch_query, BatchMatch, BatchOptions};
+use simdex::cluster::{clusters, near_pairs};
 use simdex::plan::Design;
-use simdex::BuildOptions;
+use simdex::stored::SortedTables;
+use simdex::{BuildOptions, Segment};
 use std::collections::BTreeSet;
 
 use crate::common::{build, Rng};
@@ -122,4 +125,107 @@ fn batch_refuses_k_above_the_design() {
     let dir = tempfile::tempdir().unwrap();
     let (_, seg) = build(dir.path(), "s.sdx", &[1, 2, 3], None, &BuildOptions { k: 2, ..BuildOptions::default() });
     assert!(batch_query(&seg, &[1], &BatchOptions { k: 3, threads: 1 }).is_err());
+}
+
+/// An index of three flushed segments (a pair stored twice, deletes in a tombstone file),
+/// plus unflushed inserts and deletes: every whole-set job over its snapshot answers what it
+/// answers over one segment of the live pairs.
+#[test]
+fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
+    use simdex::engine::{CompactionOptions, IndexOptions};
+    use simdex::split::{split, SplitOptions};
+    use simdex::storage::MemStorage;
+    use simdex::{Durability, Index};
+    use std::sync::Arc;
+
+    let storage = MemStorage::default();
+    let options = IndexOptions {
+        storage: Arc::new(storage.clone()),
+        background: false,
+        durability: Durability::NoSync,
+        compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() },
+        ..IndexOptions::default()
+    };
+    let index = Index::open("idx", options).unwrap();
+    let fps = data(3000, 17, true);
+    let pairs: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &fp)| (fp, i as u64)).collect();
+    let single = |index: &Index| index.snapshot().segments().len();
+    index.insert_batch(&pairs[..1000]).unwrap();
+    index.flush().unwrap();
+    index.insert_batch(&pairs[900..2000]).unwrap();
+    index.flush().unwrap();
+    index.delete_batch(&pairs[0..300]).unwrap();
+    index.flush().unwrap();
+    index.insert_batch(&pairs[2000..]).unwrap();
+    index.delete_batch(&pairs[2990..]).unwrap();
+    index.delete_batch(&pairs[1500..1600]).unwrap();
+    assert_eq!(single(&index), 2);
+
+    let snapshot = index.snapshot();
+    let live = index.live_entries().unwrap();
+    assert_eq!(snapshot.live_len().unwrap(), live.len() as u64);
+    let mut streamed = Vec::new();
+    snapshot.for_each_live(|fp, id| {
+        streamed.push((fp, id));
+        Ok(())
+    }).unwrap();
+    assert_eq!(streamed, live);
+    let (live_fps, live_ids): (Vec<u64>, Vec<u64>) = live.iter().copied().unzip();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, seg) = build(dir.path(), "live.sdx", &live_fps, Some(&live_ids), &BuildOptions::default());
+
+    let mut rng = Rng(23);
+    let queries: Vec<u64> = fps
+        .iter()
+        .step_by(7)
+        .map(|&f| {
+            let flips = (rng.next() % 4) as u32;
+            rng.flip(f, flips)
+        })
+        .collect();
+    for k in 0..=3 {
+        let options = BatchOptions { k, threads: 2 };
+        assert_eq!(batch_query(&snapshot, &queries, &options).unwrap(), batch_query(&seg, &queries, &options).unwrap(), "k = {k}");
+        assert_eq!(near_pairs(&snapshot, k, 2).unwrap(), near_pairs(&seg, k, 2).unwrap(), "k = {k}");
+        assert_eq!(clusters(&snapshot, k, 2).unwrap(), clusters(&seg, k, 2).unwrap(), "k = {k}");
+    }
+    assert!(matches!(near_pairs(&snapshot, 4, 2), Err(simdex::Error::KTooLarge { requested: 4, design_k: 3 })));
+
+    let options = SplitOptions { parts: 3, k: None, codec: simdex::codec::Codec::Xor };
+    let written = split(&snapshot, &storage, "chunks".as_ref(), &options, &mut |_, _| {}).unwrap();
+    assert_eq!(written.chunks.len(), 3);
+    let mut chunked = Vec::new();
+    for c in &written.chunks {
+        let chunk = Segment::open_with(&storage, &c.path).unwrap();
+        assert_eq!(chunk.len(), c.count);
+        chunked.extend(chunk.entries().map(|e| e.map(|(fp, id)| (fp, id.unwrap()))).collect::<simdex::Result<Vec<_>>>().unwrap());
+    }
+    assert_eq!(chunked, live);
+}
+
+/// Fingerprints in memory (a corpus being deduplicated): the self-join equals brute force,
+/// above the planner's largest k too.
+#[test]
+fn near_pairs_of_sorted_tables_equal_brute_force() {
+    let mut s = 0x1234_5678u64;
+    let mut fps = Vec::new();
+    for i in 0..400u32 {
+        s = simdex::fingerprint::hash::fmix64(s.wrapping_add(i as u64));
+        // clustered values: a few bases with a few bits flipped
+        let base = [0u64, u64::MAX, 0xF0F0_F0F0_F0F0_F0F0][i as usize % 3];
+        let flips = (s & 0xFF) as u32 % 7;
+        let mut x = base;
+        for f in 0..flips {
+            x ^= 1 << ((s >> (8 + 6 * f)) & 63);
+        }
+        fps.push(x);
+    }
+    for k in [0, 1, 3, 5, 9, 16] {
+        let tables = SortedTables::new(fps.iter().enumerate().map(|(i, &fp)| (fp, i as u64)).collect(), k).unwrap();
+        assert_eq!(near_pairs(&tables, k, 2).unwrap(), brute_pairs(&fps, k), "k = {k}");
+        let ids: Vec<u64> = (0..fps.len() as u64).collect();
+        let queries: Vec<u64> = fps.iter().step_by(5).map(|&f| f ^ 0b101).collect();
+        assert_eq!(batch_query(&tables, &queries, &BatchOptions { k, threads: 2 }).unwrap(), brute_batch(&fps, &ids, &queries, k), "k = {k}");
+    }
+    assert!(SortedTables::new(vec![(1, 1)], 64).is_err());
 }

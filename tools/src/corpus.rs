@@ -1,10 +1,13 @@
 //! Documents from the command line's inputs: files, folders (walked recursively, in name
-//! order), `-` for standard input; text, HTML or JSON lines, by `--format` or by extension.
+//! order), `-` for standard input, read by the library (`simdex::fingerprint::document`) as
+//! text, HTML or JSON lines, by `--format` or by extension.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::ValueEnum;
-use simdex::fingerprint::input::{Body, JsonLines};
-use std::io::{BufReader, Read};
+use indicatif::ProgressBar;
+use simdex::fingerprint::document::{self, Document, Documents, IdfLearner, InvalidUtf8};
+use simdex::fingerprint::{Fingerprinter, IdfTable};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -16,20 +19,36 @@ pub enum Format {
     Jsonl,
 }
 
-/// How a document's bytes are to be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Text,
-    Html,
+/// How documents are read (`--format`, `--strict`).
+#[derive(Debug, clap::Args)]
+pub struct ReadArgs {
+    /// Input format
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: Format,
+    /// Refuse documents with invalid UTF-8 instead of replacing the bad bytes
+    #[arg(long)]
+    pub strict: bool,
 }
 
-/// One document, ready to be read once.
-pub struct Doc {
-    pub id: String,
-    pub kind: Kind,
-    pub content: Box<dyn Read>,
-    /// invalid UTF-8 sequences already replaced while reading its JSON line
-    pub replaced_utf8: u64,
+impl ReadArgs {
+    /// What to do with invalid UTF-8.
+    pub fn invalid_utf8(&self) -> InvalidUtf8 {
+        if self.strict {
+            InvalidUtf8::Refuse
+        } else {
+            InvalidUtf8::Replace
+        }
+    }
+
+    /// The format of the input `path`.
+    fn format_of(&self, path: &Path) -> document::Format {
+        match self.format {
+            Format::Auto => document::Format::of_path(path),
+            Format::Text => document::Format::Text,
+            Format::Html => document::Format::Html,
+            Format::Jsonl => document::Format::JsonLines,
+        }
+    }
 }
 
 /// A problem with one document that does not stop the run (reported, document skipped).
@@ -75,87 +94,75 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn format_of(path: &Path, format: Format) -> Format {
-    if format != Format::Auto {
-        return format;
-    }
-    match path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("html" | "htm" | "xhtml") => Format::Html,
-        Some("jsonl" | "ndjson") => Format::Jsonl,
-        _ => Format::Text,
-    }
-}
-
-/// Calls `each` with every document of `path` (one, or one per JSON line); JSON-line problems
-/// go to `skip`. Fatal errors (unreadable files) stop the run.
+/// Calls `each` with every document of `files`, in order, and `bar.inc(1)` after each file.
+/// A JSON line that is not a document goes to `skip` at once; a document `each` gives up on
+/// (it returns the reason) goes to `skip` after the rest of its file. Inputs that cannot be
+/// read stop the run.
 pub fn for_each_doc(
-    path: &Path,
-    format: Format,
-    strict: bool,
-    mut each: impl FnMut(Doc) -> anyhow::Result<()>,
+    files: &[PathBuf],
+    read: &ReadArgs,
+    bar: &ProgressBar,
+    mut each: impl FnMut(Document<Box<dyn Read>>) -> anyhow::Result<Option<String>>,
     mut skip: impl FnMut(Skip),
 ) -> anyhow::Result<()> {
-    let stdin = path.as_os_str() == "-";
-    let name = if stdin {
-        "-".to_owned()
-    } else {
-        path.display().to_string()
-    };
-    let open = || -> anyhow::Result<Box<dyn Read>> {
-        if stdin {
-            Ok(Box::new(std::io::stdin()))
+    for path in files {
+        let stdin = path.as_os_str() == "-";
+        let name = if stdin {
+            "-".to_owned()
         } else {
-            let f = std::fs::File::open(path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            Ok(Box::new(f))
-        }
-    };
-    match format_of(path, format) {
-        Format::Auto => bail!("internal: unresolved format"),
-        Format::Text => each(Doc {
-            id: name,
-            kind: Kind::Text,
-            content: open()?,
-            replaced_utf8: 0,
-        }),
-        Format::Html => each(Doc {
-            id: name,
-            kind: Kind::Html,
-            content: open()?,
-            replaced_utf8: 0,
-        }),
-        Format::Jsonl => {
-            for item in JsonLines::new(BufReader::new(open()?), strict) {
-                match item {
-                    Ok(doc) => {
-                        let (kind, body) = match doc.body {
-                            Body::Text(t) => (Kind::Text, t),
-                            Body::Html(h) => (Kind::Html, h),
-                        };
-                        each(Doc {
-                            id: doc.id,
-                            kind,
-                            content: Box::new(std::io::Cursor::new(body.into_bytes())),
-                            replaced_utf8: doc.replaced_utf8,
-                        })?;
+            path.display().to_string()
+        };
+        let input: Box<dyn Read> = if stdin {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(
+                std::fs::File::open(path)
+                    .with_context(|| format!("cannot open {}", path.display()))?,
+            )
+        };
+        let mut failed = Vec::new();
+        for doc in Documents::new(input, name.clone(), read.format_of(path), read.invalid_utf8()) {
+            match doc {
+                Ok(doc) => {
+                    let id = doc.id.clone();
+                    if let Some(reason) = each(doc)? {
+                        failed.push(Skip { id, reason });
                     }
-                    Err(simdex::fingerprint::Error::Io(e)) => {
-                        return Err(e).with_context(|| format!("cannot read {name}"))
-                    }
-                    Err(e) => skip(Skip {
-                        id: name.clone(),
-                        reason: e.to_string(),
-                    }),
                 }
+                Err(simdex::fingerprint::Error::Io(e)) => {
+                    return Err(e).with_context(|| format!("cannot read {name}"))
+                }
+                Err(e) => skip(Skip {
+                    id: name.clone(),
+                    reason: e.to_string(),
+                }),
             }
-            Ok(())
         }
+        failed.into_iter().for_each(&mut skip);
+        bar.inc(1);
     }
+    Ok(())
+}
+
+/// Learns an IDF table from every document of `files` with `fp`'s feature recipe.
+pub fn learn_idf(
+    fp: &mut Fingerprinter,
+    files: &[PathBuf],
+    read: &ReadArgs,
+    bar: &ProgressBar,
+) -> anyhow::Result<IdfTable> {
+    let mut learner = IdfLearner::new(fp, read.invalid_utf8());
+    for_each_doc(
+        files,
+        read,
+        bar,
+        |doc| {
+            learner.add(doc);
+            Ok(None)
+        },
+        |_| {},
+    )?;
+    Ok(learner.finish())
 }
 
 /// A reader that also hashes what passes through (for exact-duplicate detection): 128 bits

@@ -16,7 +16,6 @@ macro_rules! out {
 mod cmd;
 mod input;
 mod progress;
-mod source;
 mod corpus;
 mod recipe;
 

@@ -1,11 +1,10 @@
 //! `simdex batch`: every query of a file against a segment, in one merge join.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::batch::{batch_query_each, batch_query_index, BatchOptions};
-use simdex::engine::{Index, IndexOptions};
-use simdex::Segment;
+use simdex::batch::{batch_query_each, BatchOptions};
+use simdex::stored::{Source, Stored};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -66,22 +65,13 @@ pub fn run(args: Args) -> Result<()> {
         }
     };
     let emit = |m| write(m).map_err(|e| simdex::Error::io("<stdout>", "write", e));
-    let stored = if args.index.is_dir() {
-        let index = Index::open_read_only(&args.index, IndexOptions::default())?;
-        let snapshot = index.snapshot();
-        let scratch = tempfile::tempdir().context("creating a scratch directory")?;
-        batch_query_index(&snapshot, &queries, &options, scratch.path(), emit)?;
-        snapshot.segments().iter().map(|s| s.len()).sum::<u64>() + snapshot.unflushed().len() as u64
-    } else {
-        let segment = Segment::open(&args.index)?;
-        batch_query_each(&segment, &queries, &options, emit)?;
-        segment.len()
-    };
+    let source = Source::open(&args.index)?;
+    batch_query_each(&source, &queries, &options, emit)?;
     out.flush()?;
     eprintln!(
         "{} queries against {} fingerprints: {} matches in {:.2}s",
         queries.len(),
-        stored,
+        Stored::from(&source).held_len(),
         matches,
         start.elapsed().as_secs_f64()
     );

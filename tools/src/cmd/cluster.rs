@@ -3,7 +3,8 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::batch::clusters;
+use simdex::cluster::clusters;
+use simdex::stored::{Source, Stored};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -22,8 +23,7 @@ use crate::input::hex;
 /// Example: `simdex cluster pages.sdx -k 3 --out clusters.jsonl`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// The index: a segment file or an index directory (an index with more than one
-    /// segment, deletes or unflushed writes is first consolidated into a temporary segment).
+    /// The index: a segment file or an index directory (read as a snapshot: its live pairs).
     index: PathBuf,
     /// Largest Hamming distance between near-duplicates (at most the design's k).
     #[arg(short, long, default_value_t = 3)]
@@ -38,14 +38,13 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
-    let scratch = tempfile::tempdir().map_err(|e| anyhow::anyhow!("creating a scratch directory: {e}"))?;
-    let segment = crate::source::consolidated(&args.index, scratch.path())?;
+    let source = Source::open(&args.index)?;
     let threads = match args.threads {
         Some(0) => bail!("--threads 0: at least one thread is needed"),
         Some(t) => t,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let found = clusters(&segment, args.k, threads)?;
+    let found = clusters(&source, args.k, threads)?;
     let sink: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?),
         None => Box::new(std::io::stdout().lock()),
@@ -64,7 +63,7 @@ pub fn run(args: Args) -> Result<()> {
     out.flush()?;
     eprintln!(
         "{} fingerprints, k = {}: {} clusters holding {} entries, in {:.2}s",
-        segment.len(),
+        Stored::from(&source).live_len()?,
         args.k,
         found.len(),
         in_clusters,

@@ -1,25 +1,25 @@
 //! `simdex dedup`: exact duplicates by content hash, then near-duplicates within Hamming
 //! distance k among the remaining documents, grouped into clusters by union-find.
 //!
-//! Near-duplicate pairs are found exactly in memory with the pigeonhole rule of the paper's
-//! permuted tables: split the 64 bits into k + 1 blocks; two fingerprints within distance k
-//! agree on at least one block, so sorting by each block and comparing within runs of equal
-//! blocks finds every pair (each pair is counted in the first block it agrees on).
+//! Near-duplicate pairs are found exactly by the library's self-join of the fingerprints,
+//! sorted into permuted tables in memory (`simdex::cluster::near_pairs` over
+//! `SortedTables`).
 //!
 //! Output: a JSON-lines report (`--report FILE`, or stdout with `--json`) and a readable
 //! summary (stdout, or stderr with `--json`).
 
-use crate::cmd::fingerprint::{fingerprint_doc, learn_idf};
-use crate::corpus::{self, Format, HashingReader};
+use crate::corpus::{self, HashingReader, ReadArgs};
+use crate::progress;
 use crate::recipe::RecipeArgs;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use simdex::cluster::clusters_from_pairs;
-use std::collections::HashMap;
+use simdex::cluster::{clusters_from_pairs, near_pairs};
+use simdex::fingerprint::Fingerprinter;
+use simdex::stored::SortedTables;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Find exact and near-duplicate documents and group them into clusters
@@ -31,12 +31,8 @@ pub struct Args {
     /// Near-duplicates differ in at most K bits
     #[arg(short, long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub k: u32,
-    /// Input format
-    #[arg(long, value_enum, default_value = "auto")]
-    pub format: Format,
-    /// Refuse documents with invalid UTF-8 instead of replacing the bad bytes
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// Do not learn IDF weights from the inputs (by default dedup reads them twice: once to
     /// learn document frequencies, once to fingerprint with TF-IDF weights)
     #[arg(long)]
@@ -66,109 +62,119 @@ struct DocInfo {
     short: bool,
 }
 
-/// Every pair `(i, j)`, `i < j`, with `popcount(fps[i] ^ fps[j]) <= k`.
-pub fn near_pairs(fps: &[(u64, u32)], k: u32) -> Vec<(u32, u32)> {
-    let blocks = k as usize + 1;
-    let bounds: Vec<(u32, u32)> = (0..blocks)
-        .map(|b| ((64 * b / blocks) as u32, (64 * (b + 1) / blocks) as u32))
-        .collect();
-    let block = |x: u64, (lo, hi): (u32, u32)| (x >> lo) & (u64::MAX >> (64 - (hi - lo)));
-    let mut pairs = Vec::new();
-    let mut sorted = fps.to_vec();
-    for (bi, &bound) in bounds.iter().enumerate() {
-        sorted.sort_unstable_by_key(|&(x, i)| (block(x, bound), i));
-        let mut start = 0;
-        while start < sorted.len() {
-            let key = block(sorted[start].0, bound);
-            let end = start
-                + sorted[start..]
-                    .iter()
-                    .take_while(|e| block(e.0, bound) == key)
-                    .count();
-            for a in start..end {
-                for b in a + 1..end {
-                    let (x, y) = (sorted[a], sorted[b]);
-                    // count the pair only in the first block both agree on
-                    let first = bounds[..bi].iter().all(|&o| block(x.0, o) != block(y.0, o));
-                    if first && (x.0 ^ y.0).count_ones() <= k {
-                        pairs.push((x.1.min(y.1), x.1.max(y.1)));
-                    }
-                }
-            }
-            start = end;
-        }
-    }
-    pairs.sort_unstable();
-    pairs
+/// What the fingerprint pass read.
+struct Corpus {
+    docs: Vec<DocInfo>,
+    /// Documents without a fingerprint, and why: `(id, reason)`.
+    skipped: Vec<(String, String)>,
+    /// The fingerprint recipe's descriptor.
+    recipe: String,
 }
 
-fn progress(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} files [{elapsed}]")
-    {
-        bar.set_style(style);
+impl Corpus {
+    fn content_of(&self, i: u32) -> &str {
+        &self.docs[i as usize].content
     }
-    bar.set_message(what.to_owned());
-    bar
+
+    fn ids(&self, group: &[u32]) -> Vec<String> {
+        group.iter().map(|&i| self.docs[i as usize].id.clone()).collect()
+    }
+}
+
+/// Near-duplicate clusters (each with at least two distinct contents), largest first.
+struct Near {
+    clusters: Vec<Vec<u32>>,
+    /// Pairs of representatives within `k`.
+    pairs: u64,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let files = corpus::expand(&args.inputs)?;
-    let mut fp = args.recipe.fingerprinter()?;
-    if !args.no_idf && args.recipe.idf.is_none() {
-        if files.iter().any(|f| f.as_os_str() == "-") {
-            bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
-        }
-        let bar = progress(files.len() as u64, "learning IDF");
-        let table = learn_idf(&mut fp, &files, args.format, args.strict)?;
-        bar.finish_and_clear();
-        fp = fp.with_idf(std::sync::Arc::new(table))?;
-    }
+    let fp = fingerprinter(&args, &files)?;
+    let corpus = read(&args, &files, fp)?;
+    let exact = exact_groups(&corpus);
+    let near = near_duplicates(&corpus, &exact, args.k)?;
+    let mut report: Box<dyn Write> = match (&args.report, args.json) {
+        (Some(p), _) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        (None, true) => Box::new(std::io::BufWriter::new(std::io::stdout())),
+        (None, false) => Box::new(std::io::sink()),
+    };
+    write_report(&mut report, &corpus, &exact, &near)?;
+    let indexed = match &args.index {
+        Some(dir) => Some(check_and_add(dir, &corpus.docs, args.k, &mut report)?),
+        None => None,
+    };
+    report.flush()?;
+    let mut summary: Box<dyn Write> = if args.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    write_summary(&mut summary, &args, &corpus, &exact, &near, indexed)?;
+    Ok(ExitCode::SUCCESS)
+}
 
-    // pass: content hash and fingerprint of every document
-    let bar = progress(files.len() as u64, "fingerprinting");
+/// The recipe's fingerprinter, with IDF weights learned from the inputs (a first pass over
+/// them) unless `--no-idf` or `--idf` says otherwise.
+fn fingerprinter(args: &Args, files: &[PathBuf]) -> anyhow::Result<Fingerprinter> {
+    let fp = args.recipe.fingerprinter()?;
+    if args.no_idf || args.recipe.idf.is_some() {
+        return Ok(fp);
+    }
+    if files.iter().any(|f| f.as_os_str() == "-") {
+        bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
+    }
+    let mut fp = fp;
+    let bar = progress::steps(files.len() as u64, "learning IDF");
+    let table = corpus::learn_idf(&mut fp, files, &args.read, &bar)?;
+    bar.finish_and_clear();
+    Ok(fp.with_idf(std::sync::Arc::new(table))?)
+}
+
+/// The pass over the inputs: content hash and fingerprint of every document.
+fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter) -> anyhow::Result<Corpus> {
+    let bar = progress::steps(files.len() as u64, "fingerprinting");
     let mut docs: Vec<DocInfo> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
-    for path in &files {
-        let mut failed = Vec::new();
-        corpus::for_each_doc(
-            path,
-            args.format,
-            args.strict,
-            |mut doc| {
-                let mut reader = HashingReader::new(std::mem::replace(
-                    &mut doc.content,
-                    Box::new(std::io::empty()),
-                ));
-                let outcome = fingerprint_doc(&mut fp, &doc, &mut reader, args.strict);
-                // hash the whole content even where the fingerprinter stopped early
-                std::io::copy(&mut reader, &mut std::io::sink())?;
-                let content = reader.hex();
-                let (fingerprint, short) = match outcome {
-                    Ok(o) => (Some(o.fingerprint.value), o.fingerprint.short),
-                    Err(reason) => {
-                        failed.push((doc.id.clone(), reason));
-                        (None, true)
-                    }
-                };
-                docs.push(DocInfo {
-                    id: doc.id,
-                    content,
-                    fingerprint,
-                    short,
-                });
-                Ok(())
-            },
-            |s| skipped.push((s.id, s.reason)),
-        )?;
-        skipped.extend(failed);
-        bar.inc(1);
-    }
+    let utf8 = args.read.invalid_utf8();
+    corpus::for_each_doc(
+        files,
+        &args.read,
+        &bar,
+        |doc| {
+            let mut doc = doc.map_content(HashingReader::new);
+            let outcome = doc.fingerprint(&mut fp, utf8);
+            // hash the whole content even where the fingerprinter stopped early
+            std::io::copy(&mut doc.content, &mut std::io::sink())?;
+            let (fingerprint, short, failed) = match outcome {
+                Ok(o) => (Some(o.fingerprint.value), o.fingerprint.short, None),
+                Err(e) => (None, true, Some(e.to_string())),
+            };
+            docs.push(DocInfo {
+                content: doc.content.hex(),
+                id: doc.id,
+                fingerprint,
+                short,
+            });
+            Ok(failed)
+        },
+        |s| skipped.push((s.id, s.reason)),
+    )?;
     bar.finish_and_clear();
+    Ok(Corpus {
+        docs,
+        skipped,
+        recipe: fp.recipe(),
+    })
+}
 
-    // exact duplicates: same content hash (documents without a fingerprint included)
+/// Exact duplicates: groups of documents with the same content hash (documents without a
+/// fingerprint included), largest first.
+fn exact_groups(corpus: &Corpus) -> Vec<Vec<u32>> {
     let mut by_content: HashMap<&str, Vec<u32>> = HashMap::new();
-    for (i, d) in docs.iter().enumerate() {
+    for (i, d) in corpus.docs.iter().enumerate() {
         by_content
             .entry(d.content.as_str())
             .or_default()
@@ -176,10 +182,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut exact: Vec<Vec<u32>> = by_content.into_values().filter(|g| g.len() > 1).collect();
     exact.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
+    exact
+}
 
-    // near duplicates among one representative per content
+/// Near duplicates among one representative per content, clustered by union-find together
+/// with their exact copies.
+fn near_duplicates(corpus: &Corpus, exact: &[Vec<u32>], k: u32) -> anyhow::Result<Near> {
+    let docs = &corpus.docs;
     let mut representative = vec![true; docs.len()];
-    for g in &exact {
+    for g in exact {
         for &i in &g[1..] {
             representative[i as usize] = false;
         }
@@ -193,87 +204,102 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|f| (f, i as u32))
         })
         .collect();
-    let pairs = near_pairs(&reps, args.k);
+    let (links, pairs) = near_links(&reps, k)?;
     let exact_links = exact
         .iter()
         .flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
-    let clusters = clusters_from_pairs(docs.len(), pairs.iter().copied().chain(exact_links));
-    // clusters made of exact copies only are reported as exact groups, not again as near ones
-    let content_of = |i: u32| docs[i as usize].content.as_str();
-    let near: Vec<&Vec<u32>> = clusters
-        .iter()
-        .filter(|c| c.iter().any(|&i| content_of(i) != content_of(c[0])))
+    let clusters = clusters_from_pairs(docs.len(), links.into_iter().chain(exact_links))
+        .into_iter()
+        // clusters made of exact copies only are reported as exact groups, not again as near ones
+        .filter(|c| c.iter().any(|&i| corpus.content_of(i) != corpus.content_of(c[0])))
         .collect();
+    Ok(Near { clusters, pairs })
+}
 
-    let ids = |g: &[u32]| {
-        g.iter()
-            .map(|&i| docs[i as usize].id.clone())
-            .collect::<Vec<_>>()
+/// Links between the representatives whose fingerprints are equal or within `k` (one per
+/// pair of fingerprints and one per further representative of a fingerprint: enough for
+/// union-find), and how many such pairs of representatives there are.
+fn near_links(reps: &[(u64, u32)], k: u32) -> anyhow::Result<(Vec<(u32, u32)>, u64)> {
+    let tables = SortedTables::new(reps.iter().map(|&(fp, i)| (fp, u64::from(i))).collect(), k)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let fp_pairs = near_pairs(&tables, k, threads)?;
+    let mut by_fp = reps.to_vec();
+    by_fp.sort_unstable();
+    let docs_of = |fp: u64| {
+        let from = by_fp.partition_point(|r| r.0 < fp);
+        &by_fp[from..from + by_fp[from..].partition_point(|r| r.0 == fp)]
     };
-    let mut report: Box<dyn Write> = match (&args.report, args.json) {
-        (Some(p), _) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        (None, true) => Box::new(std::io::BufWriter::new(std::io::stdout())),
-        (None, false) => Box::new(std::io::sink()),
-    };
+    let mut links = Vec::new();
+    let mut count = 0u64;
+    for run in by_fp.chunk_by(|a, b| a.0 == b.0) {
+        count += (run.len() * (run.len() - 1) / 2) as u64;
+        links.extend(run[1..].iter().map(|r| (run[0].1, r.1)));
+    }
+    for (a, b) in fp_pairs {
+        let (a, b) = (docs_of(a), docs_of(b));
+        count += (a.len() * b.len()) as u64;
+        links.push((a[0].1, b[0].1));
+    }
+    Ok((links, count))
+}
+
+/// The JSON-lines report: exact groups, near clusters, skipped documents.
+fn write_report(report: &mut dyn Write, corpus: &Corpus, exact: &[Vec<u32>], near: &Near) -> anyhow::Result<()> {
     for (n, g) in exact.iter().enumerate() {
         writeln!(
             report,
             "{}",
-            json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": content_of(g[0]), "members": ids(g)})
+            json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": corpus.content_of(g[0]), "members": corpus.ids(g)})
         )?;
     }
-    for (n, c) in near.iter().enumerate() {
+    for (n, c) in near.clusters.iter().enumerate() {
         let fps: Vec<u64> = c
             .iter()
-            .filter_map(|&i| docs[i as usize].fingerprint)
+            .filter_map(|&i| corpus.docs[i as usize].fingerprint)
             .collect();
         let max_d = fps
             .iter()
             .flat_map(|a| fps.iter().map(move |b| (a ^ b).count_ones()))
             .max()
             .unwrap_or(0);
-        let short = c.iter().filter(|&&i| docs[i as usize].short).count();
+        let short = c.iter().filter(|&&i| corpus.docs[i as usize].short).count();
         writeln!(
             report,
             "{}",
-            json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": ids(c)})
+            json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": corpus.ids(c)})
         )?;
     }
-    for (id, reason) in &skipped {
+    for (id, reason) in &corpus.skipped {
         writeln!(
             report,
             "{}",
             json!({"kind": "skipped", "id": id, "reason": reason})
         )?;
     }
-    let indexed = match &args.index {
-        Some(dir) => Some(check_and_add(dir, &docs, args.k, &mut report)?),
-        None => None,
-    };
-    report.flush()?;
+    Ok(())
+}
 
-    let mut summary: Box<dyn Write> = if args.json {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    };
+/// The readable summary: counts, the size histogram, then the largest near-duplicate
+/// clusters and exact-duplicate groups, `--show` members each.
+fn write_summary(
+    summary: &mut dyn Write,
+    args: &Args,
+    corpus: &Corpus,
+    exact: &[Vec<u32>],
+    near: &Near,
+    indexed: Option<(usize, usize)>,
+) -> anyhow::Result<()> {
+    let docs = &corpus.docs;
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
-    let in_near: usize = near.iter().map(|c| c.len()).sum();
+    let in_near: usize = near.clusters.iter().map(|c| c.len()).sum();
     writeln!(
         summary,
         "documents: {} ({} fingerprinted, {} skipped)",
         docs.len(),
-        reps.len()
-            + docs
-                .iter()
-                .enumerate()
-                .filter(|(i, d)| d.fingerprint.is_some() && !representative[*i])
-                .count(),
-        skipped.len()
+        docs.iter().filter(|d| d.fingerprint.is_some()).count(),
+        corpus.skipped.len()
     )?;
-    writeln!(summary, "recipe: {}", fp.recipe())?;
+    writeln!(summary, "recipe: {}", corpus.recipe)?;
     if let (Some(dir), Some((known, added))) = (&args.index, indexed) {
         writeln!(
             summary,
@@ -292,12 +318,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         summary,
         "near-duplicate clusters (k = {}): {} clusters, {} documents, {} pairs within k",
         args.k,
-        near.len(),
+        near.clusters.len(),
         in_near,
-        pairs.len()
+        near.pairs
     )?;
-    let mut sizes: std::collections::BTreeMap<usize, usize> = Default::default();
-    near.iter()
+    let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
+    near.clusters
+        .iter()
         .for_each(|c| *sizes.entry(c.len()).or_default() += 1);
     if !sizes.is_empty() {
         let hist: Vec<String> = sizes
@@ -309,9 +336,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // the largest near-duplicate clusters, then the largest exact-duplicate groups
     let listed = (near
+        .clusters
         .iter()
         .take(args.show)
-        .map(|c| ("near-duplicate cluster", *c))
+        .map(|c| ("near-duplicate cluster", c))
         .enumerate())
     .chain(
         exact
@@ -337,10 +365,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             writeln!(summary, "  ... and {} more", c.len() - args.show)?;
         }
     }
-    for (id, reason) in skipped.iter().take(args.show) {
+    for (id, reason) in corpus.skipped.iter().take(args.show) {
         writeln!(summary, "skipped {id}: {reason}")?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The index's document id for a document id string.
@@ -351,7 +379,7 @@ fn index_doc_id(id: &str) -> u64 {
 /// Checks every fingerprinted document against the index at `dir` (reporting what was stored
 /// before this run), then adds them all and syncs. Returns (documents with earlier matches,
 /// documents added).
-fn check_and_add(dir: &std::path::Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
+fn check_and_add(dir: &Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     use simdex::engine::{Index, IndexOptions};
     let index = Index::open(dir, IndexOptions { k: k.max(3), ..IndexOptions::default() })
         .with_context(|| format!("opening index {}", dir.display()))?;
@@ -382,37 +410,4 @@ fn check_and_add(dir: &std::path::Path, docs: &[DocInfo], k: u32, report: &mut d
     index.sync()?;
     index.close()?;
     Ok((known, pairs.len()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn near_pairs_equal_brute_force() {
-        let mut s = 0x1234_5678u64;
-        let mut fps = Vec::new();
-        for i in 0..400u32 {
-            s = simdex::fingerprint::hash::fmix64(s.wrapping_add(i as u64));
-            // clustered values: a few bases with a few bits flipped
-            let base = [0u64, u64::MAX, 0xF0F0_F0F0_F0F0_F0F0][i as usize % 3];
-            let flips = (s & 0xFF) as u32 % 7;
-            let mut x = base;
-            for f in 0..flips {
-                x ^= 1 << ((s >> (8 + 6 * f)) & 63);
-            }
-            fps.push((x, i));
-        }
-        for k in [0, 1, 3, 5] {
-            let mut brute = Vec::new();
-            for a in 0..fps.len() {
-                for b in a + 1..fps.len() {
-                    if (fps[a].0 ^ fps[b].0).count_ones() <= k {
-                        brute.push((a as u32, b as u32));
-                    }
-                }
-            }
-            assert_eq!(near_pairs(&fps, k), brute, "k = {k}");
-        }
-    }
 }

@@ -3,8 +3,8 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::engine::{Index, IndexOptions};
-use simdex::{Match, QueryOptions, Segment};
+use simdex::stored::Source;
+use simdex::QueryOptions;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -44,9 +44,6 @@ pub struct Args {
     json: bool,
 }
 
-/// Answers one query into a buffer (from a segment file or an index directory).
-type Answer = Box<dyn Fn(u64, &mut Vec<Match>) -> simdex::Result<()>>;
-
 pub fn run(args: Args) -> Result<()> {
     let mut queries = Vec::new();
     for (i, fp) in args.fps.iter().enumerate() {
@@ -59,21 +56,15 @@ pub fn run(args: Args) -> Result<()> {
         bail!("no queries: give fingerprints as arguments or --input QFILE");
     }
     let options = if args.full_scan { QueryOptions::within(args.k).with_full_scan() } else { QueryOptions::within(args.k) };
-    let answer: Answer = if args.file.is_dir() {
-        if args.full_scan {
-            bail!("--full-scan applies to segment files; an index answers up to its k");
-        }
-        let index = Index::open_read_only(&args.file, IndexOptions::default())?;
-        Box::new(move |q, out| index.query_into(q, &options, out))
-    } else {
-        let segment = Segment::open(&args.file)?;
-        Box::new(move |q, out| segment.query_into(q, &options, out))
-    };
+    if args.full_scan && args.file.is_dir() {
+        bail!("--full-scan applies to segment files; an index answers up to its k");
+    }
+    let source = Source::open(&args.file)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut matches = Vec::new();
     for q in queries {
-        answer(q, &mut matches)?;
+        source.query_into(q, &options, &mut matches)?;
         for m in &matches {
             if args.json {
                 writeln!(out, "{}", json!({"query": hex(q), "match": hex(m.fingerprint), "distance": m.distance, "doc_id": m.doc_id}))?;

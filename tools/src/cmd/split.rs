@@ -4,8 +4,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::codec::Codec;
+use simdex::split::{split, SplitOptions};
 use simdex::storage::FsStorage;
-use simdex::{build_segment, BuildOptions};
+use simdex::stored::Source;
 use std::path::PathBuf;
 
 use crate::progress;
@@ -26,8 +27,7 @@ use crate::progress;
 /// Example: `simdex split pages.sdx --parts 8 --out chunks/`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// The index: a segment file or an index directory (an index with more than one
-    /// segment, deletes or unflushed writes is first consolidated into a temporary segment).
+    /// The index: a segment file or an index directory (read as a snapshot: its live pairs).
     index: PathBuf,
     /// Number of chunks.
     #[arg(long)]
@@ -47,45 +47,26 @@ pub fn run(args: Args) -> Result<()> {
     if args.parts == 0 {
         bail!("--parts 0: at least one chunk is needed");
     }
-    let scratch = tempfile::tempdir().map_err(|e| anyhow::anyhow!("creating a scratch directory: {e}"))?;
-    let segment = crate::source::consolidated(&args.index, scratch.path())?;
+    let source = Source::open(&args.index)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let k = args.k.unwrap_or(segment.design().k());
-    let total = segment.len();
-    let per = total.div_ceil(args.parts as u64).max(1);
-    let bar = progress::steps(total, "splitting");
-    let mut manifest = Vec::new();
-    let (mut fps, mut ids) = (Vec::new(), Vec::new());
-    let mut part = 0usize;
-    let mut write = |fps: &mut Vec<u64>, ids: &mut Vec<u64>, part: &mut usize| -> Result<()> {
-        let path = args.out.join(format!("part-{:05}.sdx", *part));
-        let options = BuildOptions { design: None, k, codec: args.codec };
-        let id_slice = segment.has_ids().then_some(&ids[..]);
-        build_segment(&FsStorage, &path, fps, id_slice, &options).with_context(|| format!("writing {}", path.display()))?;
-        manifest.push(json!({"file": path.file_name().map(|n| n.to_string_lossy().into_owned()), "count": fps.len(),
-            "first": fps.first().map(|f| format!("{f:016x}")), "last": fps.last().map(|f| format!("{f:016x}"))}));
-        fps.clear();
-        ids.clear();
-        *part += 1;
-        Ok(())
-    };
-    for (n, e) in segment.entries().enumerate() {
-        let (fp, id) = e?;
-        // Cut when the chunk is full, but never between equal fingerprints.
-        if fps.len() as u64 >= per && fps.last() != Some(&fp) && part + 1 < args.parts {
-            write(&mut fps, &mut ids, &mut part)?;
-        }
-        fps.push(fp);
-        ids.extend(id);
-        if n % 65536 == 0 {
-            bar.set_position(n as u64);
-        }
-    }
-    write(&mut fps, &mut ids, &mut part)?;
+    let bar = progress::steps(0, "splitting");
+    let options = SplitOptions { parts: args.parts, k: args.k, codec: args.codec };
+    let written = split(&source, &FsStorage, &args.out, &options, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })?;
     bar.finish_and_clear();
+    let parts: Vec<_> = written
+        .chunks
+        .iter()
+        .map(|c| {
+            json!({"file": c.path.file_name().map(|n| n.to_string_lossy().into_owned()), "count": c.count,
+                "first": c.first.map(|f| format!("{f:016x}")), "last": c.last.map(|f| format!("{f:016x}"))})
+        })
+        .collect();
     let listing = args.out.join("parts.json");
-    std::fs::write(&listing, serde_json::to_string_pretty(&json!({"source": args.index, "parts": manifest}))?)
+    std::fs::write(&listing, serde_json::to_string_pretty(&json!({"source": args.index, "parts": parts}))?)
         .with_context(|| format!("cannot write {}", listing.display()))?;
-    eprintln!("wrote {part} chunks of about {per} fingerprints to {}", args.out.display());
+    eprintln!("wrote {} chunks of about {} fingerprints to {}", written.chunks.len(), written.per_chunk, args.out.display());
     Ok(())
 }

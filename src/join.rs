@@ -1,0 +1,489 @@
+//! The merge join under batch queries, near pairs and clusters (paper section 3.3), over the
+//! permuted tables of a segment or of [`SortedTables`] in memory.
+//!
+//! For each table `t`, the queries are permuted by `pi_t` and sorted in memory; the stored
+//! table, already sorted, is walked in step with them, one prefix group (entries sharing the
+//! table's top `p_t` bits) at a time. Every query-entry pair of a group is checked with a
+//! popcount. Memory is the sorted queries (one array the size of Q, permuted in place from
+//! table to table) plus one prefix group; a segment's tables are decoded block by block from
+//! the page cache and never held.
+//!
+//! The paper's map tasks build tables over Q and stream F once instead. That needs one
+//! permuted copy of Q per table (t times the memory) and random probes into them; the merge
+//! join needs one copy, probes nothing and streams each stored table once, which on two
+//! cores is the faster of the two (see `benches/RESULTS.md`).
+//!
+//! A pair within distance `k` shares its prefix in at least one table and often in several.
+//! It is reported only by the first such table: permutations are linear over XOR, so the
+//! pair shares table `j`'s prefix exactly when `a ^ b` has no bit in table `j`'s prefix
+//! positions, which is one AND per earlier table. Work is split between threads by ranges
+//! of prefixes, balanced by block count (by entry count in memory).
+
+use crate::error::{Error, Result};
+use crate::plan::TableDesign;
+use crate::interpolation::lower_bound;
+use crate::segment::Segment;
+use crate::stored::SortedTables;
+
+/// Prefixes `[lo, hi)` of one table, as a thread's share of the work (`hi == u64::MAX`: up
+/// to the last prefix, for 64-bit prefixes).
+type PrefixRange = (u64, u64);
+
+/// Sorted permuted tables that a merge join walks.
+pub(crate) trait Tables: Sync {
+    /// The tables' permutations and prefix lengths, table 0 (the identity) first.
+    fn designs(&self) -> &[TableDesign];
+
+    /// The largest distance the tables answer.
+    fn k(&self) -> u32;
+
+    /// Sorted values spread evenly over table `t`, where its work can be cut between
+    /// threads: a segment's block keys, an in-memory table's entries.
+    fn marks(&self, t: usize) -> &[u64];
+
+    /// Calls `group` with each prefix group of table `t` in `range`: the group's prefix and
+    /// its entries (permuted, sorted, duplicates kept), one group at a time.
+    fn for_each_group(&self, t: usize, range: PrefixRange, group: impl FnMut(u64, &[u64])) -> Result<()>;
+
+    /// True when the entries have document ids.
+    fn has_ids(&self) -> bool;
+
+    /// The document ids of `fps` (sorted, distinct).
+    fn id_map(&self, fps: Vec<u64>) -> Result<IdMap>;
+}
+
+impl Tables for Segment {
+    fn designs(&self) -> &[TableDesign] {
+        self.design().tables()
+    }
+
+    fn k(&self) -> u32 {
+        self.design().k()
+    }
+
+    fn marks(&self, t: usize) -> &[u64] {
+        self.tables()[t].keys()
+    }
+
+    fn for_each_group(&self, t: usize, range: PrefixRange, mut group: impl FnMut(u64, &[u64])) -> Result<()> {
+        let table = &self.tables()[t];
+        let p = table.design().prefix_bits;
+        let start = if p == 0 { 0 } else { range.0 << (64 - p) };
+        let mut b = lower_bound(table.keys(), start) as u64;
+        let mut buf: Vec<u64> = Vec::new();
+        let mut current = u64::MAX;
+        let mut done = false;
+        while b < table.block_count() && !done {
+            self.visit_block(t, b, |v| {
+                let pv = prefix(v, p);
+                if pv < range.0 {
+                    return true;
+                }
+                if pv >= range.1 && range.1 != u64::MAX {
+                    done = true;
+                    return false;
+                }
+                if pv != current {
+                    if !buf.is_empty() {
+                        group(current, &buf);
+                        buf.clear();
+                    }
+                    current = pv;
+                }
+                buf.push(v);
+                true
+            })?;
+            b += 1;
+        }
+        if !buf.is_empty() {
+            group(current, &buf);
+        }
+        Ok(())
+    }
+
+    fn has_ids(&self) -> bool {
+        Segment::has_ids(self)
+    }
+
+    fn id_map(&self, fps: Vec<u64>) -> Result<IdMap> {
+        let mut starts = Vec::with_capacity(fps.len() + 1);
+        let mut ids = Vec::with_capacity(fps.len());
+        // Walk table 0 (the identity, ids in its order) over the blocks holding them.
+        let table = &self.tables()[0];
+        let mut i = 0usize;
+        let mut b = 0u64;
+        while i < fps.len() && b < table.block_count() {
+            b = b.max(lower_bound(table.keys(), fps[i]) as u64);
+            if b >= table.block_count() {
+                break;
+            }
+            let mut ordinal = table.first_ordinal(b);
+            let mut hits: Vec<(usize, u64)> = Vec::new();
+            self.visit_block(0, b, |v| {
+                while i < fps.len() && fps[i] < v {
+                    i += 1;
+                }
+                if i < fps.len() && fps[i] == v {
+                    hits.push((i, ordinal));
+                }
+                ordinal += 1;
+                true
+            })?;
+            for (j, ordinal) in hits {
+                while starts.len() <= j {
+                    starts.push(ids.len() as u32);
+                }
+                ids.push(self.doc_id(ordinal)?);
+            }
+            // The last fingerprint of this block may continue in the next one.
+            b += 1;
+        }
+        while starts.len() <= fps.len() {
+            starts.push(ids.len() as u32);
+        }
+        Ok(IdMap { fps, starts, ids })
+    }
+}
+
+impl Tables for SortedTables {
+    fn designs(&self) -> &[TableDesign] {
+        &self.designs
+    }
+
+    fn k(&self) -> u32 {
+        self.k
+    }
+
+    fn marks(&self, t: usize) -> &[u64] {
+        &self.values[t]
+    }
+
+    fn for_each_group(&self, t: usize, range: PrefixRange, mut group: impl FnMut(u64, &[u64])) -> Result<()> {
+        let values = &self.values[t];
+        let p = self.designs[t].prefix_bits;
+        let mut i = lower_bound(values, if p == 0 { 0 } else { range.0 << (64 - p) });
+        while i < values.len() {
+            let pv = prefix(values[i], p);
+            if pv >= range.1 && range.1 != u64::MAX {
+                break;
+            }
+            let end = i + values[i..].partition_point(|&v| prefix(v, p) == pv);
+            group(pv, &values[i..end]);
+            i = end;
+        }
+        Ok(())
+    }
+
+    fn has_ids(&self) -> bool {
+        true
+    }
+
+    fn id_map(&self, fps: Vec<u64>) -> Result<IdMap> {
+        let table0 = &self.values[0];
+        let mut starts = Vec::with_capacity(fps.len() + 1);
+        let mut ids = Vec::with_capacity(fps.len());
+        for &fp in &fps {
+            starts.push(ids.len() as u32);
+            let from = lower_bound(table0, fp);
+            ids.extend(table0[from..].iter().zip(&self.ids[from..]).take_while(|(&v, _)| v == fp).map(|(_, &id)| id));
+        }
+        starts.push(ids.len() as u32);
+        Ok(IdMap { fps, starts, ids })
+    }
+}
+
+/// One part of a snapshot: a live segment, or its unflushed pairs in memory.
+pub(crate) enum Part<'a> {
+    Segment(&'a Segment),
+    Sorted(&'a SortedTables),
+}
+
+impl Part<'_> {
+    /// Entries held.
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Part::Segment(s) => s.len(),
+            Part::Sorted(t) => t.len() as u64,
+        }
+    }
+
+    /// The distinct fingerprints held, sorted.
+    pub(crate) fn fingerprints(&self) -> Result<Vec<u64>> {
+        let mut fps = match self {
+            Part::Segment(s) => s.table_entries(0).collect::<Result<Vec<u64>>>()?,
+            Part::Sorted(t) => t.values[0].clone(),
+        };
+        fps.dedup();
+        Ok(fps)
+    }
+}
+
+impl Tables for Part<'_> {
+    fn designs(&self) -> &[TableDesign] {
+        match self {
+            Part::Segment(s) => s.designs(),
+            Part::Sorted(t) => t.designs(),
+        }
+    }
+
+    fn k(&self) -> u32 {
+        match self {
+            Part::Segment(s) => Tables::k(*s),
+            Part::Sorted(t) => t.k(),
+        }
+    }
+
+    fn marks(&self, t: usize) -> &[u64] {
+        match self {
+            Part::Segment(s) => s.marks(t),
+            Part::Sorted(m) => m.marks(t),
+        }
+    }
+
+    fn for_each_group(&self, t: usize, range: PrefixRange, group: impl FnMut(u64, &[u64])) -> Result<()> {
+        match self {
+            Part::Segment(s) => s.for_each_group(t, range, group),
+            Part::Sorted(m) => m.for_each_group(t, range, group),
+        }
+    }
+
+    fn has_ids(&self) -> bool {
+        match self {
+            Part::Segment(s) => Tables::has_ids(*s),
+            Part::Sorted(t) => t.has_ids(),
+        }
+    }
+
+    fn id_map(&self, fps: Vec<u64>) -> Result<IdMap> {
+        match self {
+            Part::Segment(s) => s.id_map(fps),
+            Part::Sorted(t) => t.id_map(fps),
+        }
+    }
+}
+
+/// Refuses a distance the tables cannot answer exactly.
+pub(crate) fn check_k(tables: &impl Tables, k: u32) -> Result<()> {
+    if k > tables.k() {
+        return Err(Error::KTooLarge { requested: k, design_k: tables.k() });
+    }
+    Ok(())
+}
+
+/// Every `(query, entry)` pair within `k` between `queries` and the entries of `tables`, in
+/// original bit order, each once, sorted by query, then distance and entry.
+///
+/// Peak memory: one sorted copy of the queries (freed before returning) and 16 bytes per
+/// pair; the tables are walked.
+pub(crate) fn join(tables: &impl Tables, queries: &[u64], k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
+    check_k(tables, k)?;
+    let designs = tables.designs();
+    let mut sorted: Vec<u64> = queries.to_vec();
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    let mut current = 0usize;
+    for t in 0..designs.len() {
+        // Re-permute the queries in place from the previous table's order to this one's.
+        let (from, to) = (&designs[current].permutation, &designs[t].permutation);
+        for q in sorted.iter_mut() {
+            *q = to.apply(from.invert(*q));
+        }
+        current = t;
+        sorted.sort_unstable();
+        sorted.dedup();
+        let qs = &sorted;
+        for mut found in in_parallel(tables, t, threads, |range| {
+            let mut out = Vec::new();
+            join_range(tables, t, range, qs, k, &mut out).map(|_| out)
+        })? {
+            pairs.append(&mut found);
+        }
+    }
+    drop(sorted);
+    // An entry stored under several ids was found once per copy.
+    pairs.sort_unstable_by_key(|&(q, fp)| (q, (q ^ fp).count_ones(), fp));
+    pairs.dedup();
+    pairs.shrink_to_fit();
+    Ok(pairs)
+}
+
+/// Every pair of distinct entries of `tables` within `k` of each other (`a < b`), sorted.
+pub(crate) fn self_join(tables: &impl Tables, k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
+    check_k(tables, k)?;
+    let mut pairs = Vec::new();
+    for t in 0..tables.designs().len() {
+        for mut found in in_parallel(tables, t, threads, |range| {
+            let mut out = Vec::new();
+            self_join_range(tables, t, range, k, &mut out).map(|_| out)
+        })? {
+            pairs.append(&mut found);
+        }
+    }
+    for p in pairs.iter_mut() {
+        if p.0 > p.1 {
+            *p = (p.1, p.0);
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    Ok(pairs)
+}
+
+/// The prefix value of a permuted entry in a table with `p` prefix bits (0 when `p = 0`).
+#[inline]
+fn prefix(v: u64, p: u32) -> u64 {
+    if p == 0 {
+        0
+    } else {
+        v >> (64 - p)
+    }
+}
+
+/// Splits table `t`'s prefixes into `threads` ranges holding about equal numbers of marks,
+/// runs `work` on each in its own thread and concatenates the results.
+fn in_parallel<T: Send>(tables: &impl Tables, t: usize, threads: usize, work: impl Fn(PrefixRange) -> Result<Vec<T>> + Sync) -> Result<Vec<Vec<T>>> {
+    let p = tables.designs()[t].prefix_bits;
+    let marks = tables.marks(t);
+    let end = if p == 0 { 1 } else if p == 64 { u64::MAX } else { 1u64 << p };
+    let parts = threads.max(1).min(marks.len().max(1));
+    let mut bounds = vec![0u64];
+    for i in 1..parts {
+        let key = marks[(marks.len() * i) / parts];
+        let b = prefix(key, p).max(*bounds.last().expect("non-empty"));
+        bounds.push(b);
+    }
+    bounds.push(end);
+    let ranges: Vec<PrefixRange> = bounds.windows(2).map(|w| (w[0], w[1])).filter(|r| r.0 < r.1 || r.1 == u64::MAX).collect();
+    let results: Vec<Result<Vec<T>>> = std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = ranges.iter().map(|&r| s.spawn(move || work(r))).collect();
+        handles.into_iter().map(|h| h.join().expect("join worker panicked")).collect()
+    });
+    results.into_iter().collect()
+}
+
+/// Original-bit masks of the prefixes of tables `0..t`.
+fn earlier_prefixes(tables: &impl Tables, t: usize) -> Vec<u64> {
+    tables.designs()[..t].iter().map(|d| d.permutation.invert(d.prefix_mask())).collect()
+}
+
+/// The batch join of table `t` over `range`: pushes `(query, entry)` pairs in original bit
+/// order.
+fn join_range(tables: &impl Tables, t: usize, range: PrefixRange, queries: &[u64], k: u32, out: &mut Vec<(u64, u64)>) -> Result<()> {
+    let design = &tables.designs()[t];
+    let p = design.prefix_bits;
+    let perm = &design.permutation;
+    let earlier = earlier_prefixes(tables, t);
+    let mut qi = 0usize;
+    tables.for_each_group(t, range, |pv, entries| {
+        // Queries are sorted by the same permutation: advance to this group's queries.
+        while qi < queries.len() && prefix(queries[qi], p) < pv {
+            qi += 1;
+        }
+        let qs = &queries[qi..];
+        let n = qs.iter().take_while(|&&q| prefix(q, p) == pv).count();
+        cross_pairs(&qs[..n], entries, k, &mut |q, v| {
+            if earlier.iter().all(|&m| perm.invert(q ^ v) & m != 0) {
+                out.push((perm.invert(q), perm.invert(v)));
+            }
+        });
+    })
+}
+
+/// The self-join of table `t` over `range`: pushes pairs of distinct entries.
+fn self_join_range(tables: &impl Tables, t: usize, range: PrefixRange, k: u32, out: &mut Vec<(u64, u64)>) -> Result<()> {
+    let perm = &tables.designs()[t].permutation;
+    let earlier = earlier_prefixes(tables, t);
+    let mut distinct: Vec<u64> = Vec::new();
+    tables.for_each_group(t, range, |_, entries| {
+        distinct.clear();
+        distinct.extend_from_slice(entries);
+        distinct.dedup();
+        for (i, &a) in distinct.iter().enumerate() {
+            cross_pairs(&[a], &distinct[i + 1..], k, &mut |a, b| {
+                if earlier.iter().all(|&m| perm.invert(a ^ b) & m != 0) {
+                    out.push((perm.invert(a), perm.invert(b)));
+                }
+            });
+        }
+    })
+}
+
+/// Calls `hit(a, b)` for every `a` of `xs` and `b` of `ys` within distance `k`: the inner
+/// loop of both joins, compiled for the widest population count the CPU has (AVX-512
+/// VPOPCNTQ checks eight pairs per instruction, POPCNT one).
+fn cross_pairs(xs: &[u64], ys: &[u64], k: u32, hit: &mut dyn FnMut(u64, u64)) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::cpu::has_avx512_popcnt() {
+            // SAFETY: `cross_pairs_avx512` needs AVX-512F/VL/BW and VPOPCNTDQ, all just
+            // confirmed by `has_avx512_popcnt`. Exercised by every batch test on such CPUs
+            // against the brute-force oracle in tests/it/batch.rs.
+            unsafe { cross_pairs_avx512(xs, ys, k, hit) };
+            return;
+        }
+        if crate::cpu::has_bmi2_popcnt() {
+            // SAFETY: `cross_pairs_popcnt` needs only BMI1/2 and POPCNT, just confirmed by
+            // `has_bmi2_popcnt`; tested as above.
+            unsafe { cross_pairs_popcnt(xs, ys, k, hit) };
+            return;
+        }
+    }
+    cross_pairs_portable(xs, ys, k, hit);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512vpopcntdq,bmi1,bmi2,popcnt")]
+fn cross_pairs_avx512(xs: &[u64], ys: &[u64], k: u32, hit: &mut dyn FnMut(u64, u64)) {
+    cross_pairs_portable(xs, ys, k, hit);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2,popcnt")]
+fn cross_pairs_popcnt(xs: &[u64], ys: &[u64], k: u32, hit: &mut dyn FnMut(u64, u64)) {
+    cross_pairs_portable(xs, ys, k, hit);
+}
+
+/// Pairs are checked eight at a time into a bit mask (a shape compilers vectorize), and
+/// `hit` is called only for the rare set bits.
+#[inline(always)]
+fn cross_pairs_portable(xs: &[u64], ys: &[u64], k: u32, hit: &mut dyn FnMut(u64, u64)) {
+    const LANES: usize = 8;
+    let chunks = ys.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for &x in xs {
+        for (c, chunk) in ys.chunks_exact(LANES).enumerate() {
+            let mut mask = 0u32;
+            for (i, &y) in chunk.iter().enumerate() {
+                mask |= u32::from((x ^ y).count_ones() <= k) << i;
+            }
+            while mask != 0 {
+                let i = mask.trailing_zeros() as usize;
+                hit(x, ys[c * LANES + i]);
+                mask &= mask - 1;
+            }
+        }
+        for &y in rest {
+            if (x ^ y).count_ones() <= k {
+                hit(x, y);
+            }
+        }
+    }
+}
+
+/// The document ids of matched fingerprints: sorted distinct fingerprints, and for each
+/// the range of its ids in one flat array (20 bytes per fingerprint with one id).
+pub(crate) struct IdMap {
+    fps: Vec<u64>,
+    starts: Vec<u32>,
+    ids: Vec<u64>,
+}
+
+impl IdMap {
+    /// The ids of `fp` (empty for a fingerprint not asked for).
+    pub(crate) fn ids(&self, fp: u64) -> &[u64] {
+        match self.fps.binary_search(&fp) {
+            Ok(i) => &self.ids[self.starts[i] as usize..self.starts[i + 1] as usize],
+            Err(_) => &[],
+        }
+    }
+}
