@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use simdex::engine::{CompactionOptions, IndexOptions};
+use simdex::{CompactionOptions, IndexOptions};
 use simdex::storage::{FileBytes, FsStorage, LockGuard, Storage, SyncHandle, WriteFile};
 use simdex::{build_segment, BuildOptions, Durability, Index, Match, Segment};
 

@@ -10,6 +10,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use simdex::fingerprint::html::{extract_text, fingerprint_html_reader};
+use simdex::fingerprint::input::InvalidUtf8;
 use simdex::fingerprint::{FeatureKind, FingerprintOptions, Fingerprinter, TfMode};
 use std::hint::black_box;
 use std::path::Path;
@@ -110,7 +111,7 @@ fn bench(c: &mut Criterion) {
                 all_html
                     .iter()
                     .map(|p| {
-                        fingerprint_html_reader(&mut f, p.as_bytes(), false)
+                        fingerprint_html_reader(&mut f, p.as_bytes(), InvalidUtf8::Replace)
                             .map_or(0, |o| o.fingerprint.value)
                     })
                     .fold(0, |a, x| a ^ x)

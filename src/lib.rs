@@ -1,42 +1,97 @@
-//! simdex: an embeddable on-disk index of 64-bit simhash fingerprints.
+//! simdex: an embeddable on-disk index of 64-bit simhash fingerprints. It answers the
+//! question a web crawler asks for every page it fetches: *have I already stored a
+//! near-duplicate of this?* It implements Manku, Jain and Das Sarma, "Detecting
+//! Near-Duplicates for Web Crawling" (WWW 2007): Charikar simhash fingerprints, permuted
+//! tables that find every stored fingerprint within `k` bits of a query, compressed into
+//! 1 KB blocks with the paper's XOR leading-bit Huffman code.
 //!
-//! The persistent store is [`Index`] ([`engine`]): a directory of immutable [`segment`]s
-//! named by a [`manifest`], an append [`log`] for durability, an in-memory memtable for
-//! fresh writes, [`tombstone`] files for deletes, and compaction. File I/O goes through
-//! [`storage::Storage`].
+//! ```
+//! use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let index = Index::open(dir.path().join("pages"), IndexOptions::default())?; // created if missing
+//! let within3 = QueryOptions::within(3);
+//! // The crawler's loop: check and add in one atomic call.
+//! assert!(matches!(index.find_or_insert(0x0123_4567_89ab_cdef, 1, &within3)?, FindOrInsert::Inserted { .. }));
+//! match index.find_or_insert(0x0123_4567_89ab_cdee, 2, &within3)? {
+//!     FindOrInsert::Found(matches) => assert_eq!(matches[0].doc_id, Some(1)), // one bit away
+//!     FindOrInsert::Inserted { .. } => unreachable!(),
+//! }
+//! index.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The API
+//! - [`Index`]: the persistent, growing store (a directory): writes appended to a log and
+//!   made durable per [`Durability`], flushed into immutable segments and compacted;
+//!   queries from many threads; [`Snapshot`]s for whole-index jobs. Options in
+//!   [`IndexOptions`].
+//! - [`Segment`] and [`build_segment`]: one immutable segment file, without the engine.
+//! - [`QueryOptions`] and [`Match`]: what every `query` takes and returns.
+//! - [`batch`], [`cluster`] and [`split`]: whole-set jobs (a file of queries, all pairs
+//!   within `k`, chunks for scale-out) over a segment, a snapshot or fingerprints in memory
+//!   ([`Stored`]).
+//! - [`fingerprint`] (feature `fingerprint`, on by default): text, HTML or JSON lines to a
+//!   64-bit simhash.
+//! - [`plan`]: the table designs and the planner that picks one.
+//! - [`inspect`]: looking inside index files (what the `simdex` tool's `inspect`, `verify`,
+//!   `dump-log` and `recover` print).
+//! - [`storage`]: the file-system trait every file goes through.
+//!
+//! The file formats are specified byte for byte in the repository's `format-spec/`; the
+//! modules that read and write them (log, manifest, tombstones, codec, segment layout,
+//! engine files and compaction) are private.
 
 #![deny(missing_docs)]
 
+/// Declares a module private to the crate, or public and hidden from the docs with the
+/// `test-support` feature, so the integration tests and benches can check its internals
+/// against their oracles. Not an API: nothing behind `test-support` is stable.
+macro_rules! internal_mod {
+    ($name:ident) => {
+        #[cfg(feature = "test-support")]
+        #[doc(hidden)]
+        #[allow(missing_docs)]
+        pub mod $name;
+        #[cfg(not(feature = "test-support"))]
+        #[allow(dead_code, unused_imports)]
+        mod $name;
+    };
+}
+
 pub mod batch;
 pub mod cluster;
-pub mod codec;
+internal_mod!(codec);
 mod cpu;
-pub mod engine;
-pub mod inspect;
+mod engine;
 mod error;
 #[cfg(feature = "fingerprint")]
 pub mod fingerprint;
-mod interpolation;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod inspect;
 mod integrity;
+mod interpolation;
 mod join;
-pub mod log;
-pub mod manifest;
+internal_mod!(log);
+mod manifest;
 #[cfg(any(test, feature = "test-support"))]
 mod memstorage;
 mod memtable;
 pub mod plan;
-pub mod query;
-pub mod segment;
+mod query;
+internal_mod!(segment);
 mod sort;
 pub mod split;
 pub mod storage;
-pub mod stored;
-pub mod tombstone;
+mod stored;
+mod tombstone;
 
-pub use engine::{Durability, FindOrInsert, Index, IndexOptions};
+pub use codec::Codec;
+pub use engine::snapshot::{Deletes, Snapshot};
+pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogReport, OpenReport, SegmentStats, Stats};
 pub use error::{Error, Location, Result};
 pub use query::{Match, QueryOptions};
-pub use segment::{build_segment, BuildOptions, Segment};
+pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
+pub use stored::{Source, SortedTables, Stored};

@@ -39,7 +39,7 @@ use crate::codec::{Codec, SymbolHistogram};
 use crate::error::{Error, Result};
 use crate::manifest::SegmentMeta;
 use crate::plan::{planned_design, PlanOptions};
-use crate::segment::SegmentWriter;
+use crate::segment::{IdColumn, SegmentWriter};
 use crate::sort::sort_u64;
 use crate::storage::{FileBytes, Storage};
 
@@ -218,7 +218,7 @@ pub(crate) fn merge(storage: &dyn Storage, inputs: &[std::sync::Arc<LiveSegment>
     let design = planned_design(&PlanOptions::new(n, k))?;
     let tables = design.tables();
     let codecs = vec![codec; tables.len()];
-    let mut writer = SegmentWriter::create(storage, path, &design, &codecs, true)?;
+    let mut writer = SegmentWriter::create(storage, path, &design, &codecs, IdColumn::Present)?;
     // When nothing was dropped and every input has the output's design, each permuted table
     // of the output is the merge of the inputs' same table: no sorting at all.
     if deleted == 0 && repeated == 0 && inputs.iter().all(|s| *s.segment.design() == design) {

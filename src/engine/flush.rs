@@ -16,7 +16,7 @@ use crate::log::LogWriter;
 use crate::manifest::{SegmentMeta, TombstoneMeta};
 use crate::memtable::{Memtable, Run};
 use crate::plan::{planned_design, Design, PlanOptions};
-use crate::segment::{build_segment, BuildOptions, Segment, SegmentWriter};
+use crate::segment::{IdColumn, build_segment, BuildOptions, Segment, SegmentWriter};
 use crate::storage::Storage;
 use crate::tombstone;
 
@@ -24,7 +24,7 @@ use crate::tombstone;
 /// run's own: its arrays are the sorted tables, so nothing is sorted again.
 fn write_sorted_run(storage: &dyn Storage, path: &Path, design: &Design, codec: Codec, run: &Run) -> Result<u64> {
     let codecs = vec![codec; design.tables().len()];
-    let mut writer = SegmentWriter::create(storage, path, design, &codecs, true)?;
+    let mut writer = SegmentWriter::create(storage, path, design, &codecs, IdColumn::Present)?;
     let mut first = SymbolHistogram::new();
     for e in &run.entries {
         first.push(codec, e.fp);

@@ -22,6 +22,7 @@
 use std::io::Read;
 use std::path::Path;
 
+pub use super::input::InvalidUtf8;
 use super::input::{fingerprint_text_reader, Outcome, Utf8Stream};
 use super::{Error, Fingerprinter, IdfBuilder, IdfTable};
 
@@ -58,22 +59,6 @@ pub enum DocumentKind {
     Html,
 }
 
-/// What to do with bytes that are not UTF-8.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum InvalidUtf8 {
-    /// Replace each invalid sequence by U+FFFD and count it ([`Outcome::replaced_utf8`]).
-    #[default]
-    Replace,
-    /// Refuse the document with [`Error::InvalidUtf8`].
-    Refuse,
-}
-
-impl InvalidUtf8 {
-    fn strict(self) -> bool {
-        self == InvalidUtf8::Refuse
-    }
-}
-
 /// One document, ready to be read once.
 #[derive(Debug)]
 pub struct Document<R> {
@@ -93,9 +78,9 @@ impl<R: Read> Document<R> {
     /// visible text. Reads `content` as far as the fingerprint needs.
     pub fn fingerprint(&mut self, fp: &mut Fingerprinter, utf8: InvalidUtf8) -> Result<Outcome, Error> {
         let outcome = match self.kind {
-            DocumentKind::Text => fingerprint_text_reader(fp, &mut self.content, utf8.strict()),
+            DocumentKind::Text => fingerprint_text_reader(fp, &mut self.content, utf8),
             #[cfg(feature = "html")]
-            DocumentKind::Html => super::html::fingerprint_html_reader(fp, &mut self.content, utf8.strict()),
+            DocumentKind::Html => super::html::fingerprint_html_reader(fp, &mut self.content, utf8),
             #[cfg(not(feature = "html"))]
             DocumentKind::Html => Err(Error::FeatureNotCompiled { feature: "html" }),
         }?;
@@ -110,7 +95,7 @@ impl<R: Read> Document<R> {
     /// The whole text the fingerprint is made of.
     fn text(&mut self, utf8: InvalidUtf8) -> Result<String, Error> {
         let mut text = String::new();
-        let mut stream = Utf8Stream::new(&mut self.content, utf8.strict());
+        let mut stream = Utf8Stream::new(&mut self.content, utf8);
         match self.kind {
             DocumentKind::Text => {
                 while let Some(block) = stream.next_block()? {
@@ -156,7 +141,7 @@ impl<R: Read> Documents<R> {
             Format::Text => one(DocumentKind::Text, input),
             Format::Html => one(DocumentKind::Html, input),
             #[cfg(feature = "jsonl")]
-            Format::JsonLines => State::Lines(super::input::JsonLines::new(std::io::BufReader::new(input), utf8.strict())),
+            Format::JsonLines => State::Lines(super::input::JsonLines::new(std::io::BufReader::new(input), utf8)),
             #[cfg(not(feature = "jsonl"))]
             Format::JsonLines => State::NotCompiled(Some(Error::FeatureNotCompiled { feature: "jsonl" })),
         };

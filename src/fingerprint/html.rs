@@ -10,7 +10,7 @@
 //! A tokenizer, not a tree builder: a dropped element ends at its matching end tag, and end
 //! tags close whatever opened after them (implied end tags); void elements never open.
 
-use super::input::{Outcome, Utf8Stream};
+use super::input::{InvalidUtf8, Outcome, Utf8Stream};
 use super::{Error, Fingerprinter};
 use html5gum::emitters::callback::CallbackEvent;
 use html5gum::{Emitter, IoReader, State, Tokenizer};
@@ -315,9 +315,9 @@ pub fn visible_text(html: &str) -> String {
 pub fn fingerprint_html_reader(
     fp: &mut Fingerprinter,
     reader: impl Read,
-    strict: bool,
+    utf8: InvalidUtf8,
 ) -> Result<Outcome, Error> {
-    let mut stream = Utf8Stream::new(reader, strict);
+    let mut stream = Utf8Stream::new(reader, utf8);
     let mut session = fp.session();
     let result = extract_text(&mut stream, |piece| session.push(piece));
     if let Err(Error::Io(e)) = &result {

@@ -18,11 +18,21 @@ pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
 /// Block size for streaming reads.
 const BLOCK: usize = 16 * 1024;
 
+/// What to do with bytes that are not UTF-8.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InvalidUtf8 {
+    /// Replace each invalid sequence by U+FFFD and count it.
+    #[default]
+    Replace,
+    /// Refuse the document with [`Error::InvalidUtf8`].
+    Refuse,
+}
+
 /// Validates UTF-8 as it streams: complete, valid text comes out in blocks.
 #[derive(Debug)]
 pub struct Utf8Stream<R> {
     inner: R,
-    strict: bool,
+    utf8: InvalidUtf8,
     /// bytes read but not yet decoded: an incomplete sequence at the end of the last block
     carry: Vec<u8>,
     buf: Vec<u8>,
@@ -35,11 +45,11 @@ pub struct Utf8Stream<R> {
 }
 
 impl<R: Read> Utf8Stream<R> {
-    /// Reads `inner`; in `strict` mode the first invalid byte is an error.
-    pub fn new(inner: R, strict: bool) -> Self {
+    /// Reads `inner`; with [`InvalidUtf8::Refuse`] the first invalid byte is an error.
+    pub fn new(inner: R, utf8: InvalidUtf8) -> Self {
         Utf8Stream {
             inner,
-            strict,
+            utf8,
             carry: Vec::new(),
             buf: vec![0; BLOCK],
             out: String::new(),
@@ -88,7 +98,7 @@ impl<R: Read> Utf8Stream<R> {
     }
 
     fn invalid(&mut self, at: usize) -> Result<(), Error> {
-        if self.strict {
+        if self.utf8 == InvalidUtf8::Refuse {
             return Err(Error::InvalidUtf8 {
                 offset: self.offset + at as u64,
             });
@@ -150,14 +160,14 @@ impl<R: Read> Read for Utf8Stream<R> {
 }
 
 /// Decodes a whole byte string: the text and the number of replaced sequences.
-pub fn decode_utf8(bytes: &[u8], strict: bool) -> Result<(std::borrow::Cow<'_, str>, u64), Error> {
+pub fn decode_utf8(bytes: &[u8], invalid: InvalidUtf8) -> Result<(std::borrow::Cow<'_, str>, u64), Error> {
     match utf8(bytes) {
         Ok(s) => Ok((std::borrow::Cow::Borrowed(s), 0)),
-        Err(e) if strict => Err(Error::InvalidUtf8 {
+        Err(e) if invalid == InvalidUtf8::Refuse => Err(Error::InvalidUtf8 {
             offset: e.valid_up_to() as u64,
         }),
         Err(_) => {
-            let mut s = Utf8Stream::new(bytes, false);
+            let mut s = Utf8Stream::new(bytes, InvalidUtf8::Replace);
             let mut text = String::with_capacity(bytes.len());
             while let Some(block) = s.next_block()? {
                 text.push_str(block);
@@ -180,9 +190,9 @@ pub struct Outcome {
 pub fn fingerprint_text_reader(
     fp: &mut Fingerprinter,
     reader: impl Read,
-    strict: bool,
+    utf8: InvalidUtf8,
 ) -> Result<Outcome, Error> {
-    let mut stream = Utf8Stream::new(reader, strict);
+    let mut stream = Utf8Stream::new(reader, utf8);
     let mut session = fp.session();
     while let Some(block) = stream.next_block()? {
         session.push(block);
@@ -221,19 +231,19 @@ pub struct JsonDoc {
 #[derive(Debug)]
 pub struct JsonLines<R> {
     reader: R,
-    strict: bool,
+    utf8: InvalidUtf8,
     line: u64,
     buf: Vec<u8>,
 }
 
 #[cfg(feature = "jsonl")]
 impl<R: std::io::BufRead> JsonLines<R> {
-    /// Reads documents from `reader`; in `strict` mode a line that is not UTF-8 is an error,
+    /// Reads documents from `reader`; with [`InvalidUtf8::Refuse`] a line that is not UTF-8 is an error,
     /// otherwise invalid sequences are replaced by U+FFFD and counted.
-    pub fn new(reader: R, strict: bool) -> Self {
+    pub fn new(reader: R, utf8: InvalidUtf8) -> Self {
         JsonLines {
             reader,
-            strict,
+            utf8,
             line: 0,
             buf: Vec::new(),
         }
@@ -285,7 +295,7 @@ impl<R: std::io::BufRead> Iterator for JsonLines<R> {
             }
             self.line += 1;
             let line = self.line;
-            let decoded = match decode_utf8(&self.buf, self.strict) {
+            let decoded = match decode_utf8(&self.buf, self.utf8) {
                 Ok(d) => d,
                 Err(Error::InvalidUtf8 { offset }) => {
                     return Some(Err(Error::JsonLine {
@@ -320,8 +330,8 @@ mod tests {
         }
     }
 
-    fn stream_all(bytes: &[u8], strict: bool) -> Result<(String, u64), Error> {
-        let mut s = Utf8Stream::new(Trickle(bytes), strict);
+    fn stream_all(bytes: &[u8], utf8: InvalidUtf8) -> Result<(String, u64), Error> {
+        let mut s = Utf8Stream::new(Trickle(bytes), utf8);
         let mut text = String::new();
         while let Some(b) = s.next_block()? {
             text.push_str(b);
@@ -342,11 +352,11 @@ mod tests {
             let lossy = String::from_utf8_lossy(c);
             let replaced = lossy.matches('\u{FFFD}').count() as u64;
             assert_eq!(
-                stream_all(c, false).unwrap(),
+                stream_all(c, InvalidUtf8::Replace).unwrap(),
                 (lossy.to_string(), replaced),
                 "{c:?}"
             );
-            let (whole, n) = decode_utf8(c, false).unwrap();
+            let (whole, n) = decode_utf8(c, InvalidUtf8::Replace).unwrap();
             assert_eq!((whole.as_ref(), n), (lossy.as_ref(), replaced));
         }
     }
@@ -354,15 +364,15 @@ mod tests {
     #[test]
     fn strict_reports_the_offset() {
         assert!(matches!(
-            stream_all(b"abc\xffdef", true),
+            stream_all(b"abc\xffdef", InvalidUtf8::Refuse),
             Err(Error::InvalidUtf8 { offset: 3 })
         ));
         assert!(matches!(
-            stream_all(b"abcd\xe4\xbd", true),
+            stream_all(b"abcd\xe4\xbd", InvalidUtf8::Refuse),
             Err(Error::InvalidUtf8 { offset: 4 })
         ));
         assert!(matches!(
-            decode_utf8(b"ab\x80", true),
+            decode_utf8(b"ab\x80", InvalidUtf8::Refuse),
             Err(Error::InvalidUtf8 { offset: 2 })
         ));
     }
@@ -371,7 +381,7 @@ mod tests {
     #[test]
     fn json_lines_errors_name_the_line() {
         let input = "{\"id\": 1, \"text\": \"a b c\"}\n\n{\"id\": \"x\", \"html\": \"<p>hi</p>\"}\n[1]\n{\"id\": 2}\nnot json\n";
-        let docs: Vec<_> = JsonLines::new(input.as_bytes(), false).collect();
+        let docs: Vec<_> = JsonLines::new(input.as_bytes(), InvalidUtf8::Replace).collect();
         assert_eq!(docs.len(), 5);
         let d0 = docs[0].as_ref().unwrap();
         assert_eq!(

@@ -15,4 +15,4 @@ mod writer;
 
 pub use layout::FORMAT_VERSION;
 pub use reader::{Segment, Table, TableEntries};
-pub use writer::{build_segment, build_segment_with_progress, temporary_path, BuildOptions, SegmentWriter};
+pub use writer::{build_segment, build_segment_with_progress, temporary_path, BuildOptions, IdColumn, SegmentWriter};

@@ -36,10 +36,20 @@ pub fn temporary_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// Whether a segment stores a document id beside each fingerprint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdColumn {
+    /// An id column follows the tables.
+    Present,
+    /// Fingerprints only.
+    Absent,
+}
+
 impl<'s> SegmentWriter<'s> {
     /// Starts a segment at `path` with `design`, one codec per table, and an id column when
-    /// `has_ids`.
-    pub fn create(storage: &'s dyn Storage, path: &Path, design: &Design, codecs: &[Codec], has_ids: bool) -> Result<Self> {
+    /// `ids` says so.
+    pub fn create(storage: &'s dyn Storage, path: &Path, design: &Design, codecs: &[Codec], ids: IdColumn) -> Result<Self> {
+        let has_ids = ids == IdColumn::Present;
         if codecs.len() != design.tables().len() {
             return Err(Error::InvalidArgument(format!(
                 "{} codecs given for {} tables",
@@ -258,7 +268,7 @@ pub fn build_segment_with_progress(
         None => crate::plan::plan(&crate::plan::PlanOptions::new(fingerprints.len() as u64, options.k))?.chosen.design,
     };
     let codecs = vec![options.codec; design.tables().len()];
-    let mut writer = SegmentWriter::create(storage, path, &design, &codecs, ids.is_some())?;
+    let mut writer = SegmentWriter::create(storage, path, &design, &codecs, if ids.is_some() { IdColumn::Present } else { IdColumn::Absent })?;
     // Table 0 is the identity: sort (fingerprint, id) pairs so ids follow its order.
     let mut pairs: Vec<(u64, u64)> = match ids {
         Some(ids) => fingerprints.iter().copied().zip(ids.iter().copied()).collect(),

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use simdex::batch::{batch_query, BatchMatch, BatchOptions};
 use simdex::cluster::{clusters, near_pairs};
 use simdex::plan::Design;
-use simdex::stored::SortedTables;
+use simdex::SortedTables;
 use simdex::{BuildOptions, Segment};
 use std::collections::BTreeSet;
 
@@ -132,7 +132,7 @@ fn batch_refuses_k_above_the_design() {
 /// answers over one segment of the live pairs.
 #[test]
 fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
-    use simdex::engine::{CompactionOptions, IndexOptions};
+    use simdex::{CompactionOptions, IndexOptions};
     use simdex::split::{split, SplitOptions};
     use simdex::storage::MemStorage;
     use simdex::{Durability, Index};

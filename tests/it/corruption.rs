@@ -1,7 +1,8 @@
 //! Flipping any single bit of a small segment is detected by verify, and by open or the
 //! query path when a query touches the damaged part; never a panic or a wrong answer.
 
-use simdex::segment::verify::{verify_segment, verify_segment_bytes};
+use simdex::inspect::verify_segment;
+use simdex::segment::verify::verify_segment_bytes;
 use simdex::storage::FileBytes;
 use simdex::{BuildOptions, QueryOptions, Segment};
 use std::path::PathBuf;

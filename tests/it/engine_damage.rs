@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use simdex::engine::verify::verify_index;
+use simdex::inspect::verify_index;
 use simdex::log::{scan_log, ScanMode};
 use simdex::segment::verify::verify_segment_bytes;
 use simdex::storage::{FileBytes, MemStorage, Storage};

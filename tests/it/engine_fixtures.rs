@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use simdex::engine::verify::verify_index;
+use simdex::inspect::verify_index;
 use simdex::storage::{MemStorage, Storage};
 use simdex::Index;
 

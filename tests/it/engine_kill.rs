@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use simdex::engine::{CompactionOptions, IndexOptions};
+use simdex::{CompactionOptions, IndexOptions};
 use simdex::{Durability, Index, QueryOptions};
 
 use crate::common::Rng;

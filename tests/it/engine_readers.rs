@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use simdex::storage::{FileBytes, LockGuard, MemStorage, Storage, WriteFile};
-use simdex::engine::CompactionOptions;
+use simdex::CompactionOptions;
 use simdex::{Index, IndexOptions, QueryOptions};
 
 use crate::engine::{mem_options, model_query};

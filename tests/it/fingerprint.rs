@@ -3,7 +3,7 @@
 //! cases, HTML extraction, IDF tables and streaming.
 
 use proptest::prelude::*;
-use simdex::fingerprint::input::{decode_utf8, fingerprint_text_reader};
+use simdex::fingerprint::input::{decode_utf8, fingerprint_text_reader, InvalidUtf8};
 use simdex::fingerprint::{
     Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, IdfTable, Language, TfMode,
 };
@@ -203,15 +203,15 @@ fn empty_and_nearly_empty_documents_are_refused() {
 fn invalid_utf8_is_replaced_and_counted_or_refused() {
     let bytes = b"valid words then \xff\xfe bad bytes and \xe2\x82 a cut sequence at the end \xe2";
     let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
-    let lenient = fingerprint_text_reader(&mut f, &bytes[..], false).unwrap();
+    let lenient = fingerprint_text_reader(&mut f, &bytes[..], InvalidUtf8::Replace).unwrap();
     assert_eq!(lenient.replaced_utf8, 4);
     let lossy = String::from_utf8_lossy(bytes);
     assert_eq!(lenient.fingerprint, f.fingerprint(&lossy).unwrap());
-    match fingerprint_text_reader(&mut f, &bytes[..], true) {
+    match fingerprint_text_reader(&mut f, &bytes[..], InvalidUtf8::Refuse) {
         Err(Error::InvalidUtf8 { offset: 17 }) => {}
         other => panic!("{other:?}"),
     }
-    assert_eq!(decode_utf8(bytes, false).unwrap().1, 4);
+    assert_eq!(decode_utf8(bytes, InvalidUtf8::Replace).unwrap().1, 4);
 }
 
 #[test]
@@ -318,7 +318,7 @@ mod html {
     #[test]
     fn html_fingerprint_equals_fingerprint_of_its_visible_text() {
         let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
-        let from_html = fingerprint_html_reader(&mut f, PAGE.as_bytes(), true)
+        let from_html = fingerprint_html_reader(&mut f, PAGE.as_bytes(), InvalidUtf8::Refuse)
             .unwrap()
             .fingerprint;
         let text = "Fish & chips Café résumé naïve <tag> text. Second paragraph after a break.";
@@ -341,11 +341,11 @@ mod html {
                 doc.extend_from_slice(b" word ");
             }
             let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
-            match fingerprint_html_reader(&mut f, &doc[..], false) {
+            match fingerprint_html_reader(&mut f, &doc[..], InvalidUtf8::Replace) {
                 Ok(_) | Err(Error::EmptyDocument { .. }) => {}
                 Err(e) => prop_assert!(false, "lenient read failed: {e}"),
             }
-            let _ = fingerprint_html_reader(&mut f, &doc[..], true);
+            let _ = fingerprint_html_reader(&mut f, &doc[..], InvalidUtf8::Refuse);
         }
     }
 
@@ -354,10 +354,10 @@ mod html {
         let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
         let bad = b"<p>some words here \xff and more words</p>";
         assert!(matches!(
-            fingerprint_html_reader(&mut f, &bad[..], true),
+            fingerprint_html_reader(&mut f, &bad[..], InvalidUtf8::Refuse),
             Err(Error::InvalidUtf8 { offset: 19 })
         ));
-        let ok = fingerprint_html_reader(&mut f, &bad[..], false).unwrap();
+        let ok = fingerprint_html_reader(&mut f, &bad[..], InvalidUtf8::Replace).unwrap();
         assert_eq!(ok.replaced_utf8, 1);
     }
 }

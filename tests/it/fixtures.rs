@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use simdex::codec::{encode_all, Codec, SymbolHistogram};
-use simdex::segment::verify::verify_segment;
+use simdex::inspect::verify_segment;
 use simdex::storage::FsStorage;
 use simdex::{build_segment, BuildOptions, Error, QueryOptions, Segment};
 

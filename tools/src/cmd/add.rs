@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::engine::{Durability, Index, IndexOptions};
+use simdex::{Durability, Index, IndexOptions};
 use std::path::PathBuf;
 use std::time::Instant;
 

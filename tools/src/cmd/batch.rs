@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::batch::{batch_query_each, BatchOptions};
-use simdex::stored::{Source, Stored};
+use simdex::{Source, Stored};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;

@@ -3,9 +3,9 @@
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::codec::Codec;
+use simdex::Codec;
 use simdex::plan::{plan, Design, PlanOptions};
-use simdex::segment::build_segment_with_progress;
+use simdex::build_segment_with_progress;
 use simdex::storage::FsStorage;
 use simdex::BuildOptions;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::cluster::clusters;
-use simdex::stored::{Source, Stored};
+use simdex::{Source, Stored};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;

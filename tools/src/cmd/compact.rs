@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use simdex::engine::{Index, IndexOptions};
+use simdex::{Index, IndexOptions};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<()> {
     bar.finish_and_clear();
     let after = index.stats();
     index.close()?;
-    let bytes = |s: &simdex::engine::Stats| s.segments.iter().map(|x| x.file_len).sum::<u64>();
+    let bytes = |s: &simdex::Stats| s.segments.iter().map(|x| x.file_len).sum::<u64>();
     eprintln!(
         "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s) ({} bytes, {} fingerprints); dropped {} deleted and {} repeated pairs; {:.2}s",
         args.dir.display(),

@@ -16,7 +16,7 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::cluster::{clusters_from_pairs, near_pairs};
 use simdex::fingerprint::Fingerprinter;
-use simdex::stored::SortedTables;
+use simdex::SortedTables;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -380,7 +380,7 @@ fn index_doc_id(id: &str) -> u64 {
 /// before this run), then adds them all and syncs. Returns (documents with earlier matches,
 /// documents added).
 fn check_and_add(dir: &Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
-    use simdex::engine::{Index, IndexOptions};
+    use simdex::{Index, IndexOptions};
     let index = Index::open(dir, IndexOptions { k: k.max(3), ..IndexOptions::default() })
         .with_context(|| format!("opening index {}", dir.display()))?;
     if k > index.k() {

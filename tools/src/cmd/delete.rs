@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
-use simdex::engine::{Durability, Index, IndexOptions};
+use simdex::{Durability, Index, IndexOptions};
 use std::path::PathBuf;
 
 use crate::input::{self, InputFormat};

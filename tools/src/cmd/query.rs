@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::stored::Source;
+use simdex::Source;
 use simdex::QueryOptions;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;

@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::inspect::salvage;
-use simdex::engine::IndexOptions;
+use simdex::IndexOptions;
 use simdex::storage::FsStorage;
 use std::path::PathBuf;
 

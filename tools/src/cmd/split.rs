@@ -3,10 +3,10 @@
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::codec::Codec;
+use simdex::Codec;
 use simdex::split::{split, SplitOptions};
 use simdex::storage::FsStorage;
-use simdex::stored::Source;
+use simdex::Source;
 use std::path::PathBuf;
 
 use crate::progress;

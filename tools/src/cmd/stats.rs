@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::engine::{Index, IndexOptions};
+use simdex::{Index, IndexOptions};
 use std::path::PathBuf;
 
 /// Show an index's segments (sizes, counts, designs), tombstones, memtable and logs.
