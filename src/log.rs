@@ -190,7 +190,7 @@ pub enum LogEnd {
     ZeroFilled,
 }
 
-/// A damaged stretch that [`scan_log`] skipped in salvage mode.
+/// A damaged stretch that a log scan skipped in salvage mode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Damage {
     /// First damaged byte.
@@ -201,7 +201,7 @@ pub struct Damage {
     pub detail: String,
 }
 
-/// What [`scan_log`] found.
+/// What a log scan found.
 #[derive(Clone, Debug)]
 pub struct LogScan {
     /// Bytes up to the end of the last intact record (at least the header length when the

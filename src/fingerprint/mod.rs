@@ -3,7 +3,7 @@
 //! Owns the whole fingerprint recipe: normalisation ([`normalize`]), words ([`tokenize`]),
 //! stop words ([`stopwords`]), stemming ([`stem`]), features ([`features`]), the feature hash
 //! ([`hash`]), weights and the bit rule ([`weights`]), IDF tables ([`idf`]), and reading
-//! documents ([`input`], [`html`]): [`document`] is the entry point from an input's bytes
+//! documents ([`input`], `html`): [`document`] is the entry point from an input's bytes
 //! to fingerprints and IDF tables. It knows nothing of indexes: a fingerprint is a `u64`.
 //!
 //! The recipe is persisted with every fingerprint an index stores, so it is specified byte by
