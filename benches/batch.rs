@@ -50,16 +50,9 @@ fn mib(b: usize) -> f64 {
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::var("SIMDEX_BENCH_SIZES")
-        .map(|s| {
-            s.split(',')
-                .map(|x| x.trim().parse().expect("size"))
-                .collect()
-        })
-        .unwrap_or_else(|_| vec![1_000_000, 10_000_000]);
-    let nq: usize = std::env::var("SIMDEX_BENCH_QUERIES")
-        .map(|s| s.parse().expect("count"))
-        .unwrap_or(1_000_000);
+    let sizes: Vec<usize> =
+        std::env::var("SIMDEX_BENCH_SIZES").map(|s| s.split(',').map(|x| x.trim().parse().expect("size")).collect()).unwrap_or_else(|_| vec![1_000_000, 10_000_000]);
+    let nq: usize = std::env::var("SIMDEX_BENCH_QUERIES").map(|s| s.parse().expect("count")).unwrap_or(1_000_000);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let dir = tempfile::tempdir().expect("tempdir");
     println!("| operation | stored N | queries | threads | wall (s) | results | peak heap (MiB) | size of Q (MiB) | block keys (MiB) |");
@@ -74,24 +67,14 @@ fn main() {
         }
         let ids: Vec<u64> = (0..n as u64).collect();
         let path = dir.path().join(format!("s{n}.sdx"));
-        build_segment(
-            &FsStorage,
-            &path,
-            &fps,
-            Some(&ids),
-            &BuildOptions::default(),
-        )
-        .expect("build");
+        build_segment(&FsStorage, &path, &fps, Some(&ids), &BuildOptions::default()).expect("build");
         let seg = Segment::open(&path).expect("open");
         let keys: usize = seg.tables().iter().map(|t| t.keys().len() * 8).sum();
         let near = common::queries(&fps, nq, 5);
         let random = common::random(nq, 77);
         drop((fps, ids, noise));
 
-        for (label, queries) in [
-            ("half near-duplicate queries", &near),
-            ("random queries", &random),
-        ] {
+        for (label, queries) in [("half near-duplicate queries", &near), ("random queries", &random)] {
             let base = reset_peak();
             let t = Instant::now();
             // Stream the matches, as `simdex batch` does to its output.
@@ -103,12 +86,7 @@ fn main() {
             .expect("batch");
             let wall = t.elapsed().as_secs_f64();
             let peak = PEAK.load(Ordering::Relaxed) - base;
-            println!(
-            "| batch k=3, {label} | {n} | {nq} | {threads} | {wall:.2} | {matches} matches | {:.1} | {:.1} | {:.2} |",
-            mib(peak),
-            mib(nq * 8),
-            mib(keys)
-        );
+            println!("| batch k=3, {label} | {n} | {nq} | {threads} | {wall:.2} | {matches} matches | {:.1} | {:.1} | {:.2} |", mib(peak), mib(nq * 8), mib(keys));
         }
 
         let base = reset_peak();
@@ -117,11 +95,6 @@ fn main() {
         let wall = t.elapsed().as_secs_f64();
         let peak = PEAK.load(Ordering::Relaxed) - base;
         let members: usize = found.iter().map(|c| c.members.len()).sum();
-        println!(
-            "| cluster k=3 | {n} | - | {threads} | {wall:.2} | {} clusters, {members} entries | {:.1} | - | {:.2} |",
-            found.len(),
-            mib(peak),
-            mib(keys)
-        );
+        println!("| cluster k=3 | {n} | - | {threads} | {wall:.2} | {} clusters, {members} entries | {:.1} | - | {:.2} |", found.len(), mib(peak), mib(keys));
     }
 }

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use simdex::{CompactionOptions, IndexOptions};
 use simdex::storage::{FileBytes, FsStorage, LockGuard, Storage, SyncHandle, WriteFile};
 use simdex::{build_segment, BuildOptions, Durability, Index, Match, Segment};
+use simdex::{CompactionOptions, IndexOptions};
 
 #[path = "common.rs"]
 mod common;
@@ -38,10 +38,7 @@ fn n_total() -> usize {
 
 /// A field of /proc/self/status in KiB (VmRSS: now; VmHWM: peak since the last reset).
 fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
-        .unwrap_or(0)
+    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())).unwrap_or(0)
 }
 
 /// Resets the peak-RSS mark (Linux: writing 5 to clear_refs).
@@ -320,8 +317,22 @@ fn query_table() {
     println!("|---|---|---|---|---|");
     println!("| one segment ({single_design}) | {:.1} | {:.1} | {:.2} | 1.00x |", single.0, single.1, single.2);
     println!("| index, no writer: {layout} | {:.1} | {:.1} | {:.2} | {:.2}x |", idle.0, idle.1, idle.2, idle.0 / single.0);
-    println!("| index, writer at {:.0} pairs/s (then {seg_a} segments; {fl_a} flushes, {co_a} compactions so far) | {:.1} | {:.1} | {:.2} | {:.2}x |", limited_rate, limited.0, limited.1, limited.2, limited.0 / single.0);
-    println!("| index, writer flat out at {:.0} pairs/s (then {seg_b} segments; {fl_b} flushes, {co_b} compactions so far) | {:.1} | {:.1} | {:.2} | {:.2}x |", full_rate, full.0, full.1, full.2, full.0 / single.0);
+    println!(
+        "| index, writer at {:.0} pairs/s (then {seg_a} segments; {fl_a} flushes, {co_a} compactions so far) | {:.1} | {:.1} | {:.2} | {:.2}x |",
+        limited_rate,
+        limited.0,
+        limited.1,
+        limited.2,
+        limited.0 / single.0
+    );
+    println!(
+        "| index, writer flat out at {:.0} pairs/s (then {seg_b} segments; {fl_b} flushes, {co_b} compactions so far) | {:.1} | {:.1} | {:.2} | {:.2}x |",
+        full_rate,
+        full.0,
+        full.1,
+        full.2,
+        full.0 / single.0
+    );
 }
 
 fn compact_table() {

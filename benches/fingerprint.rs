@@ -19,10 +19,7 @@ use std::time::Duration;
 /// CPU time consumed by this thread.
 #[cfg(target_os = "linux")]
 fn thread_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID is supported on Linux.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime");
@@ -53,10 +50,7 @@ fn pages(prefix: &str) -> Vec<String> {
         .filter(|n| n.starts_with(prefix) && n.ends_with(".html"))
         .collect();
     names.sort();
-    names
-        .iter()
-        .map(|n| std::fs::read_to_string(dir.join(n)).expect("page"))
-        .collect()
+    names.iter().map(|n| std::fs::read_to_string(dir.join(n)).expect("page")).collect()
 }
 
 fn visible(html: &str) -> String {
@@ -71,14 +65,7 @@ fn bench(c: &mut Criterion) {
     let mixed: Vec<String> = all_html.iter().map(|p| visible(p)).collect();
     let recipes = [
         ("default", FingerprintOptions::default()),
-        (
-            "words-tf",
-            FingerprintOptions {
-                features: vec![FeatureKind::Words],
-                tf: TfMode::Raw,
-                ..Default::default()
-            },
-        ),
+        ("words-tf", FingerprintOptions { features: vec![FeatureKind::Words], tf: TfMode::Raw, ..Default::default() }),
         ("short-text", FingerprintOptions::short_text()),
     ];
 
@@ -89,13 +76,7 @@ fn bench(c: &mut Criterion) {
         for (name, o) in &recipes {
             let mut f = Fingerprinter::new(o.clone()).expect("recipe");
             g.bench_with_input(BenchmarkId::new(*name, corpus), docs, |b, docs| {
-                b.iter_custom(|iters| {
-                    timed(iters, || {
-                        docs.iter()
-                            .map(|d| f.fingerprint(d).map_or(0, |x| x.value))
-                            .fold(0, |a, x| a ^ x)
-                    })
-                })
+                b.iter_custom(|iters| timed(iters, || docs.iter().map(|d| f.fingerprint(d).map_or(0, |x| x.value)).fold(0, |a, x| a ^ x)))
             });
         }
     }
@@ -107,24 +88,10 @@ fn bench(c: &mut Criterion) {
     let mut f = Fingerprinter::new(FingerprintOptions::default()).expect("recipe");
     g.bench_function("default/multilingual", |b| {
         b.iter_custom(|iters| {
-            timed(iters, || {
-                all_html
-                    .iter()
-                    .map(|p| {
-                        fingerprint_html_reader(&mut f, p.as_bytes(), InvalidUtf8::Replace)
-                            .map_or(0, |o| o.fingerprint.value)
-                    })
-                    .fold(0, |a, x| a ^ x)
-            })
+            timed(iters, || all_html.iter().map(|p| fingerprint_html_reader(&mut f, p.as_bytes(), InvalidUtf8::Replace).map_or(0, |o| o.fingerprint.value)).fold(0, |a, x| a ^ x))
         })
     });
-    g.bench_function("extract-only/multilingual", |b| {
-        b.iter_custom(|iters| {
-            timed(iters, || {
-                all_html.iter().map(|p| visible(p).len()).sum::<usize>()
-            })
-        })
-    });
+    g.bench_function("extract-only/multilingual", |b| b.iter_custom(|iters| timed(iters, || all_html.iter().map(|p| visible(p).len()).sum::<usize>())));
     g.finish();
 }
 

@@ -17,10 +17,7 @@
 //! Without arguments on a machine without the docs, it says so and exits 0.
 
 use simdex::fingerprint::idf::idf_weight;
-use simdex::fingerprint::{
-    hash, html, tokenize::Tokenizer, CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter,
-    IdfBuilder, Language, TfMode,
-};
+use simdex::fingerprint::{hash, html, tokenize::Tokenizer, CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, TfMode};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,22 +37,10 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut a = Args {
-        sample: 20_000,
-        seed: 1,
-        roots: Vec::new(),
-        manifest: None,
-        configs: None,
-        write_fp: None,
-        dump_k: 3,
-        dump: None,
-    };
+    let mut a = Args { sample: 20_000, seed: 1, roots: Vec::new(), manifest: None, configs: None, write_fp: None, dump_k: 3, dump: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut val = || {
-            it.next()
-                .unwrap_or_else(|| die(&format!("{arg} needs a value")))
-        };
+        let mut val = || it.next().unwrap_or_else(|| die(&format!("{arg} needs a value")));
         match arg.as_str() {
             "--sample" => a.sample = val().parse().unwrap_or_else(|_| die("bad --sample")),
             "--seed" => a.seed = val().parse().unwrap_or_else(|_| die("bad --seed")),
@@ -87,9 +72,7 @@ impl SplitMix {
 }
 
 fn rustup_roots() -> Vec<(String, PathBuf)> {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
     let mut roots = Vec::new();
     let mut seen = Vec::new();
     let Ok(entries) = std::fs::read_dir(home.join(".rustup/toolchains")) else {
@@ -106,10 +89,7 @@ fn rustup_roots() -> Vec<(String, PathBuf)> {
             continue;
         }
         seen.push(real.clone());
-        let name = d
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let label = name.split('-').next().unwrap_or("").to_owned();
         roots.push((label, real));
     }
@@ -137,9 +117,7 @@ struct Doc {
 
 fn extract(path: &Path) -> String {
     let mut text = String::new();
-    let read = std::fs::File::open(path)
-        .map_err(simdex::fingerprint::Error::from)
-        .and_then(|f| html::extract_text(std::io::BufReader::new(f), |p| text.push_str(p)));
+    let read = std::fs::File::open(path).map_err(simdex::fingerprint::Error::from).and_then(|f| html::extract_text(std::io::BufReader::new(f), |p| text.push_str(p)));
     if let Err(e) = read {
         eprintln!("quality: skipping {}: {e}", path.display());
     }
@@ -156,54 +134,23 @@ fn word_count(tok: &mut Tokenizer, text: &str) -> usize {
 fn load_docs(a: &Args) -> Vec<Doc> {
     let mut tok = Tokenizer::new(CjkSegmenter::Chars).unwrap_or_else(|e| die(&e.to_string()));
     if let Some(m) = &a.manifest {
-        let list =
-            std::fs::read_to_string(m).unwrap_or_else(|e| die(&format!("{}: {e}", m.display())));
-        let items: Vec<(String, PathBuf)> = list
-            .lines()
-            .filter_map(|l| l.split_once('\t'))
-            .map(|(id, p)| (id.to_owned(), PathBuf::from(p)))
-            .collect();
-        return par_map(&items, |(id, p)| Doc {
-            id: id.clone(),
-            text: extract(p),
-        });
+        let list = std::fs::read_to_string(m).unwrap_or_else(|e| die(&format!("{}: {e}", m.display())));
+        let items: Vec<(String, PathBuf)> = list.lines().filter_map(|l| l.split_once('\t')).map(|(id, p)| (id.to_owned(), PathBuf::from(p))).collect();
+        return par_map(&items, |(id, p)| Doc { id: id.clone(), text: extract(p) });
     }
-    let roots: Vec<(String, PathBuf)> = if a.roots.is_empty() {
-        rustup_roots()
-    } else {
-        a.roots
-            .iter()
-            .map(|r| {
-                (
-                    r.file_name()
-                        .map_or("root".into(), |n| n.to_string_lossy().into_owned()),
-                    r.clone(),
-                )
-            })
-            .collect()
-    };
+    let roots: Vec<(String, PathBuf)> =
+        if a.roots.is_empty() { rustup_roots() } else { a.roots.iter().map(|r| (r.file_name().map_or("root".into(), |n| n.to_string_lossy().into_owned()), r.clone())).collect() };
     let mut groups: HashMap<String, Vec<(String, PathBuf)>> = HashMap::new();
     for (label, root) in &roots {
         let mut files = Vec::new();
         walk(root, &mut files);
         for f in files {
-            let rel = f
-                .strip_prefix(root)
-                .unwrap_or(&f)
-                .to_string_lossy()
-                .into_owned();
+            let rel = f.strip_prefix(root).unwrap_or(&f).to_string_lossy().into_owned();
             if rel.contains(char::is_whitespace) {
                 continue;
             }
-            let key = ["std/", "core/", "alloc/"]
-                .iter()
-                .find_map(|p| rel.strip_prefix(p))
-                .unwrap_or(&rel)
-                .to_owned();
-            groups
-                .entry(key)
-                .or_default()
-                .push((format!("{label}/{rel}"), f));
+            let key = ["std/", "core/", "alloc/"].iter().find_map(|p| rel.strip_prefix(p)).unwrap_or(&rel).to_owned();
+            groups.entry(key).or_default().push((format!("{label}/{rel}"), f));
         }
     }
     let mut keys: Vec<String> = groups.keys().cloned().collect();
@@ -215,10 +162,7 @@ fn load_docs(a: &Args) -> Vec<Doc> {
     let mut docs = Vec::new();
     for chunk in keys.chunks(256) {
         let items: Vec<(String, PathBuf)> = chunk.iter().flat_map(|k| groups[k].clone()).collect();
-        for d in par_map(&items, |(id, p)| Doc {
-            id: id.clone(),
-            text: extract(p),
-        }) {
+        for d in par_map(&items, |(id, p)| Doc { id: id.clone(), text: extract(p) }) {
             if word_count(&mut tok, &d.text) >= MIN_WORDS {
                 docs.push(d);
             }
@@ -233,19 +177,11 @@ fn load_docs(a: &Args) -> Vec<Doc> {
 
 /// Maps `f` over `items` on all cores, keeping the order.
 fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len().max(1));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
     let chunk = items.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|_| die("worker panicked")))
-            .collect()
+        let handles: Vec<_> = items.chunks(chunk).map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|_| die("worker panicked"))).collect()
     })
 }
 
@@ -255,16 +191,8 @@ fn shingle_sets(docs: &[Doc]) -> Vec<Vec<u64>> {
         let mut tok = Tokenizer::new(CjkSegmenter::Chars).unwrap_or_else(|e| die(&e.to_string()));
         let mut words = Vec::new();
         let mut buf = String::new();
-        tok.words(&d.text, |t| {
-            words.push(hash::sfh64(
-                hash::seed::WORD,
-                t.normalized(&mut buf).as_bytes(),
-            ))
-        });
-        let mut s: Vec<u64> = words
-            .windows(3)
-            .map(|w| hash::combine(hash::combine(w[0], w[1]), w[2]))
-            .collect();
+        tok.words(&d.text, |t| words.push(hash::sfh64(hash::seed::WORD, t.normalized(&mut buf).as_bytes())));
+        let mut s: Vec<u64> = words.windows(3).map(|w| hash::combine(hash::combine(w[0], w[1]), w[2])).collect();
         s.sort_unstable();
         s.dedup();
         s
@@ -308,11 +236,7 @@ fn similar_pairs(sets: &[Vec<u64>]) -> Vec<Pair> {
     }
     let mut order: Vec<(u32, u64)> = df.iter().map(|(&h, &n)| (n, h)).collect();
     order.sort_unstable();
-    let rank: HashMap<u64, u32> = order
-        .iter()
-        .enumerate()
-        .map(|(r, &(_, h))| (h, r as u32))
-        .collect();
+    let rank: HashMap<u64, u32> = order.iter().enumerate().map(|(r, &(_, h))| (h, r as u32)).collect();
     let ranked: Vec<Vec<u32>> = sets
         .iter()
         .map(|s| {
@@ -346,12 +270,7 @@ fn similar_pairs(sets: &[Vec<u64>]) -> Vec<Pair> {
                     let inter = intersection(rx, ry);
                     let union = n + ry.len() - inter;
                     if den * inter >= num * union {
-                        pairs.push(Pair {
-                            a: x.min(y) as u32,
-                            b: x.max(y) as u32,
-                            jaccard: inter as f64 / union as f64,
-                            near: 10 * inter >= 9 * union,
-                        });
+                        pairs.push(Pair { a: x.min(y) as u32, b: x.max(y) as u32, jaccard: inter as f64 / union as f64, near: 10 * inter >= 9 * union });
                     }
                 }
             }
@@ -371,12 +290,7 @@ fn config(name: &str) -> Option<(FingerprintOptions, Option<(f64, f64)>)> {
     if name == "default" {
         return Some((FingerprintOptions::default(), None));
     }
-    let mut o = FingerprintOptions {
-        features: Vec::new(),
-        fold_digits: false,
-        tf: TfMode::Raw,
-        ..FingerprintOptions::default()
-    };
+    let mut o = FingerprintOptions { features: Vec::new(), fold_digits: false, tf: TfMode::Raw, ..FingerprintOptions::default() };
     let mut idf = None;
     for part in name.split('+') {
         match (FeatureKind::parse(part), part) {
@@ -430,11 +344,7 @@ struct Score {
 }
 
 fn score(fps: &[u64], pairs: &[Pair]) -> Score {
-    let mut s = Score {
-        reported: [0; KMAX + 1],
-        tp: [0; KMAX + 1],
-        border: [0; KMAX + 1],
-    };
+    let mut s = Score { reported: [0; KMAX + 1], tp: [0; KMAX + 1], border: [0; KMAX + 1] };
     let n = fps.len();
     let hist = {
         let rows: Vec<usize> = (0..n).collect();
@@ -494,82 +404,48 @@ fn main() {
         pairs.len() as u64 - n_true,
         t0.elapsed()
     );
-    let names: Vec<String> = a
-        .configs
-        .clone()
-        .unwrap_or_else(|| DEFAULT_CONFIGS.iter().map(|s| s.to_string()).collect());
+    let names: Vec<String> = a.configs.clone().unwrap_or_else(|| DEFAULT_CONFIGS.iter().map(|s| s.to_string()).collect());
     let mut summary = Vec::new();
     for name in &names {
-        let Some((opts, idf)) = config(name) else {
-            die(&format!("unknown config {name}"))
-        };
+        let Some((opts, idf)) = config(name) else { die(&format!("unknown config {name}")) };
         let t = std::time::Instant::now();
         let mut fp = Fingerprinter::new(opts.clone()).unwrap_or_else(|e| die(&e.to_string()));
         if let Some((power, offset)) = idf {
             let feats = par_map(&docs, |d| fp.clone().distinct_features(&d.text));
             let mut b = IdfBuilder::new(opts.feature_recipe());
             feats.iter().for_each(|f| b.add_document(f));
-            let table = b.build_with(1, |n, df| {
-                1000.0 * ((f64::from(idf_weight(n, df)) / 1000.0).powf(power) + offset)
-            });
-            fp = fp
-                .with_idf(Arc::new(table))
-                .unwrap_or_else(|e| die(&e.to_string()));
+            let table = b.build_with(1, |n, df| 1000.0 * ((f64::from(idf_weight(n, df)) / 1000.0).powf(power) + offset));
+            fp = fp.with_idf(Arc::new(table)).unwrap_or_else(|e| die(&e.to_string()));
         }
         let fps: Vec<u64> = par_map(&docs, |d| {
             // documents under min_words get a fingerprint of their own (never 0-matches-all):
             // the sample keeps only documents of >= 20 words, so this does not happen
-            fp.clone()
-                .fingerprint(&d.text)
-                .map_or(hash::sfh64(1, d.id.as_bytes()), |f| f.value)
+            fp.clone().fingerprint(&d.text).map_or(hash::sfh64(1, d.id.as_bytes()), |f| f.value)
         });
         let s = score(&fps, &pairs);
-        println!(
-            "\n## {name}   (recipe: {}; {:.1?})",
-            fp.recipe(),
-            t.elapsed()
-        );
-        println!(
-            "{:>3} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>10}",
-            "k", "reported", "TP", "FP", "FN", "precision", "recall", "F1", "borderline"
-        );
+        println!("\n## {name}   (recipe: {}; {:.1?})", fp.recipe(), t.elapsed());
+        println!("{:>3} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>10}", "k", "reported", "TP", "FP", "FN", "precision", "recall", "F1", "borderline");
         for k in 0..=KMAX {
             let (r, tp) = (s.reported[k], s.tp[k]);
             let p = if r > 0 { tp as f64 / r as f64 } else { 0.0 };
             let rc = tp as f64 / n_true.max(1) as f64;
-            let f1 = if p + rc > 0.0 {
-                2.0 * p * rc / (p + rc)
-            } else {
-                0.0
-            };
-            println!(
-                "{k:>3} {r:>11} {tp:>9} {:>9} {:>9} {p:>9.4} {rc:>7.4} {f1:>7.4} {:>10}",
-                r - tp,
-                n_true - tp,
-                s.border[k]
-            );
+            let f1 = if p + rc > 0.0 { 2.0 * p * rc / (p + rc) } else { 0.0 };
+            println!("{k:>3} {r:>11} {tp:>9} {:>9} {:>9} {p:>9.4} {rc:>7.4} {f1:>7.4} {:>10}", r - tp, n_true - tp, s.border[k]);
             if k == 3 {
                 summary.push((name.clone(), p, rc, f1));
             }
         }
         if let Some(dir) = &a.write_fp {
             let _ = std::fs::create_dir_all(dir);
-            let body: String = docs
-                .iter()
-                .zip(&fps)
-                .map(|(d, f)| format!("{}\t{f:016x}\n", d.id))
-                .collect();
+            let body: String = docs.iter().zip(&fps).map(|(d, f)| format!("{}\t{f:016x}\n", d.id)).collect();
             let path = dir.join(format!("{name}.tsv"));
-            std::fs::write(&path, body)
-                .unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
+            std::fs::write(&path, body).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
         }
         if let (Some(path), true) = (&a.dump, names.len() == 1) {
             dump(path, a.dump_k, &docs, &fps, &pairs);
         }
     }
-    println!(
-        "\n## Summary at k = 3\n\n| config | precision | recall | F1 |\n| --- | --- | --- | --- |"
-    );
+    println!("\n## Summary at k = 3\n\n| config | precision | recall | F1 |\n| --- | --- | --- | --- |");
     for (name, p, r, f1) in summary {
         println!("| {name} | {p:.3} | {r:.3} | {f1:.3} |");
     }
@@ -594,15 +470,9 @@ fn dump(path: &Path, k: u32, docs: &[Doc], fps: &[u64], pairs: &[Pair]) {
     for p in pairs {
         let d = (fps[p.a as usize] ^ fps[p.b as usize]).count_ones();
         if p.near && d > k {
-            out.push_str(&format!(
-                "FN\t{}\t{}\t{d}\t{:.4}\n",
-                docs[p.a as usize].id, docs[p.b as usize].id, p.jaccard
-            ));
+            out.push_str(&format!("FN\t{}\t{}\t{d}\t{:.4}\n", docs[p.a as usize].id, docs[p.b as usize].id, p.jaccard));
         }
     }
     std::fs::write(path, out).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
-    eprintln!(
-        "false positives/negatives at k={k} written to {}",
-        path.display()
-    );
+    eprintln!("false positives/negatives at k={k} written to {}", path.display());
 }

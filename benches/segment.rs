@@ -11,9 +11,7 @@ use simdex::{build_segment, BuildOptions, QueryOptions, Segment};
 mod common;
 
 fn sizes() -> Vec<usize> {
-    std::env::var("SIMDEX_BENCH_SIZES")
-        .map(|s| s.split(',').map(|x| x.trim().parse().expect("size")).collect())
-        .unwrap_or_else(|_| vec![1_000_000, 10_000_000])
+    std::env::var("SIMDEX_BENCH_SIZES").map(|s| s.split(',').map(|x| x.trim().parse().expect("size")).collect()).unwrap_or_else(|_| vec![1_000_000, 10_000_000])
 }
 
 fn bench(c: &mut Criterion) {
@@ -24,9 +22,7 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group("build");
         g.sample_size(10);
         g.throughput(Throughput::Elements(n as u64));
-        g.bench_function(BenchmarkId::from_parameter(n), |b| {
-            b.iter(|| build_segment(&FsStorage, &path, &fps, None, &BuildOptions::default()).unwrap())
-        });
+        g.bench_function(BenchmarkId::from_parameter(n), |b| b.iter(|| build_segment(&FsStorage, &path, &fps, None, &BuildOptions::default()).unwrap()));
         g.finish();
 
         let seg = Segment::open(&path).unwrap();

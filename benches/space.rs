@@ -13,9 +13,8 @@ mod common;
 const INDEX_BYTES: usize = 14;
 
 fn main() {
-    let sizes: Vec<usize> = std::env::var("SIMDEX_BENCH_SIZES")
-        .map(|s| s.split(',').map(|x| x.trim().parse().expect("size")).collect())
-        .unwrap_or_else(|_| vec![1_000_000, 10_000_000, 1 << 26]);
+    let sizes: Vec<usize> =
+        std::env::var("SIMDEX_BENCH_SIZES").map(|s| s.split(',').map(|x| x.trim().parse().expect("size")).collect()).unwrap_or_else(|_| vec![1_000_000, 10_000_000, 1 << 26]);
     println!("| data | N | codec | bound (bits) | blocks (bits/fp) | + index (bits/fp) | ratio to bound |");
     println!("|---|---|---|---|---|---|---|");
     for &n in &sizes {
@@ -35,11 +34,7 @@ fn main() {
                 let blocks = simdex::codec::encode_all(codec, &code, &v).len();
                 let block_bits = (blocks * BLOCK_BYTES * 8) as f64 / n as f64;
                 let total_bits = (blocks * (BLOCK_BYTES + INDEX_BYTES) * 8) as f64 / n as f64;
-                println!(
-                    "| {kind} | {n} | {} | {bound:.2} | {block_bits:.3} | {total_bits:.3} | {:.4} |",
-                    codec.name(),
-                    total_bits / bound
-                );
+                println!("| {kind} | {n} | {} | {bound:.2} | {block_bits:.3} | {total_bits:.3} | {:.4} |", codec.name(), total_bits / bound);
             }
         }
     }

@@ -127,10 +127,15 @@ impl Members {
 
     fn finish(mut self) -> Vec<Cluster> {
         self.end_run();
-        let mut out: Vec<Cluster> = self.by_root.into_values().chain(self.exact).map(|mut members| {
-            members.sort_unstable();
-            Cluster { members }
-        }).collect();
+        let mut out: Vec<Cluster> = self
+            .by_root
+            .into_values()
+            .chain(self.exact)
+            .map(|mut members| {
+                members.sort_unstable();
+                Cluster { members }
+            })
+            .collect();
         out.sort_by(|a, b| b.members.len().cmp(&a.members.len()).then(a.members.cmp(&b.members)));
         out
     }
@@ -150,10 +155,7 @@ impl UnionFind {
     /// If `n` exceeds `u32::MAX` (document numbers are u32).
     pub fn new(n: usize) -> Self {
         assert!(u32::try_from(n).is_ok(), "at most u32::MAX elements");
-        UnionFind {
-            parent: (0..n as u32).collect(),
-            size: vec![1; n],
-        }
+        UnionFind { parent: (0..n as u32).collect(), size: vec![1; n] }
     }
 
     /// Number of elements.
@@ -194,8 +196,7 @@ impl UnionFind {
     /// smallest member.
     pub fn clusters(&mut self) -> Vec<Vec<u32>> {
         let n = self.len() as u32;
-        let mut by_root: std::collections::HashMap<u32, Vec<u32>> =
-            std::collections::HashMap::new();
+        let mut by_root: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
         for x in 0..n {
             let r = self.find(x);
             if self.size[r as usize] > 1 {

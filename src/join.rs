@@ -20,8 +20,8 @@
 //! of prefixes, balanced by block count (by entry count in memory).
 
 use crate::error::{Error, Result};
-use crate::plan::TableDesign;
 use crate::interpolation::lower_bound;
+use crate::plan::TableDesign;
 use crate::segment::Segment;
 use crate::stored::SortedTables;
 
@@ -343,7 +343,13 @@ fn prefix(v: u64, p: u32) -> u64 {
 fn in_parallel<T: Send>(tables: &impl Tables, t: usize, threads: usize, work: impl Fn(PrefixRange) -> Result<Vec<T>> + Sync) -> Result<Vec<Vec<T>>> {
     let p = tables.designs()[t].prefix_bits;
     let marks = tables.marks(t);
-    let end = if p == 0 { 1 } else if p == 64 { u64::MAX } else { 1u64 << p };
+    let end = if p == 0 {
+        1
+    } else if p == 64 {
+        u64::MAX
+    } else {
+        1u64 << p
+    };
     let parts = threads.max(1).min(marks.len().max(1));
     let mut bounds = vec![0u64];
     for i in 1..parts {

@@ -94,4 +94,4 @@ pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOption
 pub use error::{Error, Location, Result};
 pub use query::{Match, QueryOptions};
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
-pub use stored::{Source, SortedTables, Stored};
+pub use stored::{SortedTables, Source, Stored};

@@ -319,12 +319,7 @@ impl Storage for MemStorage {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let fs = self.fs();
         fs.alive()?;
-        Ok(fs
-            .names
-            .keys()
-            .filter(|p| parent_dir(p) == dir)
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect())
+        Ok(fs.names.keys().filter(|p| parent_dir(p) == dir).filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect())
     }
 
     fn create_dir_all(&self, _dir: &Path) -> io::Result<()> {

@@ -86,7 +86,11 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                if i % 7 == 0 { x & 0xffff } else { x }
+                if i % 7 == 0 {
+                    x & 0xffff
+                } else {
+                    x
+                }
             })
             .collect();
         let mut want = v.clone();

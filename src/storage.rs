@@ -199,9 +199,7 @@ impl Storage for FsStorage {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         match file.try_lock_exclusive() {
             Ok(()) => Ok(LockGuard::new(file)),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
-                Err(io::Error::new(io::ErrorKind::WouldBlock, e))
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
             Err(e) => Err(e),
         }
     }

@@ -202,7 +202,15 @@ pub(crate) struct Merged {
 }
 
 /// Merges `inputs` into a new segment at `path` (nothing is written when no pair is left).
-pub(crate) fn merge(storage: &dyn Storage, inputs: &[std::sync::Arc<LiveSegment>], tombstones: &TombstoneSet, path: &Path, k: u32, codec: Codec, buffer_entries: usize) -> Result<Option<Merged>> {
+pub(crate) fn merge(
+    storage: &dyn Storage,
+    inputs: &[std::sync::Arc<LiveSegment>],
+    tombstones: &TombstoneSet,
+    path: &Path,
+    k: u32,
+    codec: Codec,
+    buffer_entries: usize,
+) -> Result<Option<Merged>> {
     let mut first = SymbolHistogram::new();
     let mut n = 0u64;
     let mut stream = LiveMerge::new(inputs, tombstones);

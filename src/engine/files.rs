@@ -68,9 +68,8 @@ pub fn parse(name: &str) -> FileKind {
     if name.ends_with(".tmp") {
         return FileKind::Temporary;
     }
-    let number = |(prefix, suffix): (&str, &str)| {
-        name.strip_prefix(prefix)?.strip_suffix(suffix).filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?.parse::<u64>().ok()
-    };
+    let number =
+        |(prefix, suffix): (&str, &str)| name.strip_prefix(prefix)?.strip_suffix(suffix).filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?.parse::<u64>().ok();
     if let Some(n) = number(SEGMENT) {
         FileKind::Segment(n)
     } else if let Some(n) = number(TOMBSTONES) {

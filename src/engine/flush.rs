@@ -16,7 +16,7 @@ use crate::log::LogWriter;
 use crate::manifest::{SegmentMeta, TombstoneMeta};
 use crate::memtable::{Memtable, Run};
 use crate::plan::{planned_design, Design, PlanOptions};
-use crate::segment::{IdColumn, build_segment, BuildOptions, Segment, SegmentWriter};
+use crate::segment::{build_segment, BuildOptions, IdColumn, Segment, SegmentWriter};
 use crate::storage::Storage;
 use crate::tombstone;
 
@@ -141,7 +141,6 @@ impl Engine {
         }
     }
 
-
     /// Installs a compaction: the segments `inputs` (adjacent) give way to `output`, and
     /// tombstone files every remaining segment is newer than are dropped. The new manifest
     /// is durable before any file is deleted.
@@ -181,5 +180,4 @@ impl Engine {
         });
         Ok(())
     }
-
 }

@@ -16,7 +16,6 @@ use crate::manifest::SegmentMeta;
 use crate::segment::Segment;
 
 impl Engine {
-
     /// After a write: freeze a full memtable and get it flushed (by the background thread,
     /// or here). Maintenance errors are recorded, not returned: the write itself is done.
     pub(super) fn after_write(&self, mut w: MutexGuard<'_, WriterState>) {
@@ -105,7 +104,6 @@ impl Engine {
         Ok(())
     }
 
-
     pub(super) fn maintenance_loop(&self) {
         loop {
             {
@@ -124,5 +122,4 @@ impl Engine {
             }
         }
     }
-
 }

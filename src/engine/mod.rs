@@ -188,7 +188,6 @@ impl Index {
         open::open(dir.as_ref(), options, OpenMode::ReadOnly)
     }
 
-
     /// The index directory.
     pub fn dir(&self) -> &Path {
         &self.engine.dir
@@ -352,4 +351,3 @@ impl std::fmt::Debug for Index {
         f.debug_struct("Index").field("dir", &self.engine.dir).field("read_only", &self.engine.read_only).finish()
     }
 }
-

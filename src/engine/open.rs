@@ -96,7 +96,6 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
     Ok(Index { engine, threads: Mutex::new(threads) })
 }
 
-
 /// How often a read-only open starts over because a writer replaced the manifest while it
 /// read (each attempt is one read of the directory; a writer flushes far less often).
 const MAX_READ_ATTEMPTS: u32 = 20;
@@ -125,7 +124,8 @@ fn not_found(e: &std::io::Error) -> bool {
 fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: OpenMode) -> Result<Recovered> {
     let read_only = mode == OpenMode::ReadOnly;
     let mut report = OpenReport::default();
-    let list = || storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: String::new() } } else { Error::io(dir, "list", e) });
+    let list =
+        || storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: String::new() } } else { Error::io(dir, "list", e) });
     // The manifest first, then the listing: a log a running writer starts in between is in
     // the listing (and a manifest replaced meanwhile makes a read-only open start over).
     let loaded = Manifest::load(storage, dir)?;

@@ -170,7 +170,10 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
                     if at_end {
                         report.log_tail_bytes_lost += d.len;
                     }
-                    report.lost.push((name.clone(), format!("bytes {}..{} ({}){}", d.offset, d.offset + d.len, d.detail, if at_end { "; the operations in them cannot be counted" } else { "" })));
+                    report.lost.push((
+                        name.clone(),
+                        format!("bytes {}..{} ({}){}", d.offset, d.offset + d.len, d.detail, if at_end { "; the operations in them cannot be counted" } else { "" }),
+                    ));
                 }
                 if gaps > 0 {
                     report.lost.push((name.clone(), format!("{gaps} operations (sequence numbers missing between intact records)")));

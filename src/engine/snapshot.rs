@@ -112,7 +112,8 @@ impl Snapshot {
     /// has a live copy. One exact lookup per deleted fingerprint and segment.
     pub(crate) fn dead_fingerprints(&self) -> Result<Vec<u64>> {
         let deletes = self.deletes();
-        let mut deleted: Vec<u64> = self.version.tombstones.files.iter().flat_map(|(_, ts)| ts.iter().map(|t| t.fingerprint)).chain(deletes.memtables.keys().map(|&(fp, _)| fp)).collect();
+        let mut deleted: Vec<u64> =
+            self.version.tombstones.files.iter().flat_map(|(_, ts)| ts.iter().map(|t| t.fingerprint)).chain(deletes.memtables.keys().map(|&(fp, _)| fp)).collect();
         deleted.sort_unstable();
         deleted.dedup();
         let unflushed = self.unflushed();
@@ -198,13 +199,7 @@ impl Snapshot {
             let version = &self.version;
             let unflushed = {
                 let views = version.views();
-                let mut out: Vec<(u64, u64)> = views
-                    .0
-                    .iter()
-                    .flat_map(|v| v.entries())
-                    .filter(|e| !version.hidden(&views, e.fp, e.id, e.seq))
-                    .map(|e| (e.fp, e.id))
-                    .collect();
+                let mut out: Vec<(u64, u64)> = views.0.iter().flat_map(|v| v.entries()).filter(|e| !version.hidden(&views, e.fp, e.id, e.seq)).map(|e| (e.fp, e.id)).collect();
                 out.sort_unstable();
                 out.dedup();
                 out
@@ -220,11 +215,7 @@ impl Snapshot {
                     }
                 }
             }
-            let deletes = Deletes {
-                tombstones: version.tombstones.clone(),
-                memtables: deletes,
-                segment_bounds: version.segments.iter().map(|s| s.meta.max_seq).collect(),
-            };
+            let deletes = Deletes { tombstones: version.tombstones.clone(), memtables: deletes, segment_bounds: version.segments.iter().map(|s| s.meta.max_seq).collect() };
             Memtables { deletes, unflushed }
         })
     }

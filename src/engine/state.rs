@@ -96,5 +96,4 @@ impl Engine {
     pub(super) fn alloc_number(&self) -> u64 {
         self.next_file.fetch_add(1, Ordering::SeqCst)
     }
-
 }

@@ -107,7 +107,11 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
                         }
                         if let Some(meta) = meta {
                             if v.is_clean() && v.entries != meta.entries {
-                                report.problems.push(FileProblem { file: name.clone(), offset: None, detail: format!("holds {} entries, the manifest says {}", v.entries, meta.entries) });
+                                report.problems.push(FileProblem {
+                                    file: name.clone(),
+                                    offset: None,
+                                    detail: format!("holds {} entries, the manifest says {}", v.entries, meta.entries),
+                                });
                             }
                         }
                         report.checked.push((name.clone(), format!("{} fingerprints, {} tables, {} blocks", v.entries, v.tables, v.blocks)));
@@ -124,7 +128,11 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
                     Err(e) => report.problem(name, &e),
                     Ok(t) => {
                         if let Some(meta) = meta.filter(|m| m.count != t.len() as u64) {
-                            report.problems.push(FileProblem { file: name.clone(), offset: None, detail: format!("holds {} tombstones, the manifest says {}", t.len(), meta.count) });
+                            report.problems.push(FileProblem {
+                                file: name.clone(),
+                                offset: None,
+                                detail: format!("holds {} tombstones, the manifest says {}", t.len(), meta.count),
+                            });
                         }
                         report.checked.push((name.clone(), format!("{} tombstones", t.len())));
                     }
@@ -178,10 +186,18 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
             Err(e) => report.problem(&name, &e),
             Ok(scan) => {
                 if let Some((offset, expected, found)) = gap {
-                    report.problems.push(FileProblem { file: name.clone(), offset: Some(offset), detail: format!("record starts at sequence number {found}, expected {expected}: records are missing") });
+                    report.problems.push(FileProblem {
+                        file: name.clone(),
+                        offset: Some(offset),
+                        detail: format!("record starts at sequence number {found}, expected {expected}: records are missing"),
+                    });
                 }
                 if scan.end != LogEnd::Clean {
-                    report.notes.push(format!("{name}: ends in {} bytes that are not a whole record ({:?}): the tail of a write cut short; the next writable open cuts it", bytes.len() as u64 - scan.valid_len, scan.end));
+                    report.notes.push(format!(
+                        "{name}: ends in {} bytes that are not a whole record ({:?}): the tail of a write cut short; the next writable open cuts it",
+                        bytes.len() as u64 - scan.valid_len,
+                        scan.end
+                    ));
                 }
                 report.checked.push((name.clone(), format!("{} records, {} operations", scan.records, scan.ops)));
             }

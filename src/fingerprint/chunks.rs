@@ -78,11 +78,7 @@ pub fn for_each_chunk(text: &[u8], mut f: impl FnMut(usize, usize, ChunkKind)) {
         }
         let first = 64 * b + start as usize;
         let tail = u64::MAX << start;
-        let mut seen = Masks {
-            space: 0,
-            other: m.other & tail,
-            high: m.high & tail,
-        };
+        let mut seen = Masks { space: 0, other: m.other & tail, high: m.high & tail };
         loop {
             b += 1;
             if b == blocks {
@@ -144,11 +140,7 @@ fn classify_full(block: &[u8; 64]) -> Masks {
             let digit = within(x, b'0', 9);
             let letter = within(_mm_or_si128(x, splat(0x20)), b'a', 25);
             let word_or_space = _mm_or_si128(space, _mm_or_si128(digit, letter));
-            (
-                _mm_movemask_epi8(space),
-                _mm_movemask_epi8(word_or_space),
-                _mm_movemask_epi8(x),
-            )
+            (_mm_movemask_epi8(space), _mm_movemask_epi8(word_or_space), _mm_movemask_epi8(x))
         };
         let shift = 16 * i;
         m.space |= u64::from(space as u16) << shift;

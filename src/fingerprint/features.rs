@@ -70,17 +70,8 @@ pub struct FeatureExtractor<'a> {
 impl<'a> FeatureExtractor<'a> {
     /// An extractor for one document: features of `kinds` from the words that `stop` keeps,
     /// stemmed by `stemmer` and with ASCII digits folded to `0` if `fold_digits`.
-    pub fn new(
-        kinds: &'a [FeatureKind],
-        stop: &'a StopWords,
-        stemmer: Option<&'a Stemmer>,
-        fold_digits: bool,
-    ) -> Self {
-        let needs_text = fold_digits
-            || stemmer.is_some()
-            || kinds
-                .iter()
-                .any(|k| matches!(k, FeatureKind::CharNgrams(_)));
+    pub fn new(kinds: &'a [FeatureKind], stop: &'a StopWords, stemmer: Option<&'a Stemmer>, fold_digits: bool) -> Self {
+        let needs_text = fold_digits || stemmer.is_some() || kinds.iter().any(|k| matches!(k, FeatureKind::CharNgrams(_)));
         FeatureExtractor {
             kinds,
             stop,
@@ -120,13 +111,7 @@ impl<'a> FeatureExtractor<'a> {
         let mut word = std::mem::take(&mut self.word);
         let text = token.normalized(&mut word);
         let folded = self.fold_digits && text.bytes().any(|b| b.is_ascii_digit());
-        let text: String = if folded {
-            text.chars()
-                .map(|c| if c.is_ascii_digit() { '0' } else { c })
-                .collect()
-        } else {
-            text.to_owned()
-        };
+        let text: String = if folded { text.chars().map(|c| if c.is_ascii_digit() { '0' } else { c }).collect() } else { text.to_owned() };
         word = match self.stemmer {
             Some(stemmer) => stemmer.stem(&text).into_owned(),
             None => text,
@@ -222,12 +207,8 @@ impl<'a> FeatureExtractor<'a> {
     pub fn finish(&mut self, emit: &mut impl FnMut(u64)) {
         for &kind in self.kinds {
             match kind {
-                FeatureKind::WordShingles(n) if self.words > 0 && (self.words as usize) < n => {
-                    emit(self.shingle(self.words as usize))
-                }
-                FeatureKind::CharNgrams(n)
-                    if self.chars_seen > 0 && (self.chars_seen as usize) < n =>
-                {
+                FeatureKind::WordShingles(n) if self.words > 0 && (self.words as usize) < n => emit(self.shingle(self.words as usize)),
+                FeatureKind::CharNgrams(n) if self.chars_seen > 0 && (self.chars_seen as usize) < n => {
                     self.gram.clear();
                     self.gram.extend(self.chars.iter());
                     emit(sfh64(seed::CHAR_NGRAM, self.gram.as_bytes()));
@@ -260,38 +241,22 @@ mod tests {
 
     #[test]
     fn words_and_shingles() {
-        assert_eq!(
-            features(&[FeatureKind::Words], &["a", "b"]),
-            [w("a"), w("b")]
-        );
-        assert_eq!(
-            features(&[FeatureKind::WordShingles(2)], &["a", "b", "c"]),
-            [combine(w("a"), w("b")), combine(w("b"), w("c"))]
-        );
+        assert_eq!(features(&[FeatureKind::Words], &["a", "b"]), [w("a"), w("b")]);
+        assert_eq!(features(&[FeatureKind::WordShingles(2)], &["a", "b", "c"]), [combine(w("a"), w("b")), combine(w("b"), w("c"))]);
         // shorter than a shingle: one feature for all words
-        assert_eq!(
-            features(&[FeatureKind::WordShingles(3)], &["a", "b"]),
-            [combine(w("a"), w("b"))]
-        );
+        assert_eq!(features(&[FeatureKind::WordShingles(3)], &["a", "b"]), [combine(w("a"), w("b"))]);
     }
 
     #[test]
     fn char_ngrams_span_word_gaps() {
         let c = |s: &str| sfh64(seed::CHAR_NGRAM, s.as_bytes());
-        assert_eq!(
-            features(&[FeatureKind::CharNgrams(3)], &["ab", "cd"]),
-            [c("ab "), c("b c"), c(" cd")]
-        );
+        assert_eq!(features(&[FeatureKind::CharNgrams(3)], &["ab", "cd"]), [c("ab "), c("b c"), c(" cd")]);
         assert_eq!(features(&[FeatureKind::CharNgrams(5)], &["ab"]), [c("ab")]);
     }
 
     #[test]
     fn kind_names_roundtrip() {
-        for k in [
-            FeatureKind::Words,
-            FeatureKind::WordShingles(3),
-            FeatureKind::CharNgrams(5),
-        ] {
+        for k in [FeatureKind::Words, FeatureKind::WordShingles(3), FeatureKind::CharNgrams(5)] {
             assert_eq!(FeatureKind::parse(&k.name()), Some(k));
         }
         assert_eq!(FeatureKind::parse("w99"), None);

@@ -23,9 +23,7 @@ pub fn fmix64(mut x: u64) -> u64 {
 
 #[inline]
 fn step(h: u64, block: u64) -> u64 {
-    (h ^ block.wrapping_mul(K2).rotate_left(31))
-        .rotate_left(27)
-        .wrapping_mul(K1)
+    (h ^ block.wrapping_mul(K2).rotate_left(31)).rotate_left(27).wrapping_mul(K1)
 }
 
 /// The last `bytes.len() % 8` bytes of `bytes` (1 to 7 of them) as a little-endian u64,
@@ -143,10 +141,7 @@ mod tests {
         // the Python transcription of the spec in format-spec/fingerprint.md.
         assert_eq!(sfh64(seed::WORD, b""), fmix64(0));
         assert_eq!(sfh64(seed::WORD, b"cat"), 0xcc48_6143_cba4_1604);
-        assert_eq!(
-            sfh64(seed::WORD, b"the quick brown fox"),
-            0xddbf_2b43_22c7_d28e
-        );
+        assert_eq!(sfh64(seed::WORD, b"the quick brown fox"), 0xddbf_2b43_22c7_d28e);
         assert_eq!(combine(1, 2), 0xf8f7_6353_b6d8_77c5);
     }
 

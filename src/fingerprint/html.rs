@@ -16,31 +16,9 @@ use html5gum::emitters::callback::CallbackEvent;
 use html5gum::{Emitter, IoReader, State, Tokenizer};
 use std::io::Read;
 
-const DROP_TAGS: &[&[u8]] = &[
-    b"title",
-    b"script",
-    b"style",
-    b"noscript",
-    b"template",
-    b"svg",
-    b"iframe",
-    b"form",
-    b"button",
-    b"nav",
-    b"header",
-    b"footer",
-];
-const DROP_CLASSES: &[&[u8]] = &[
-    b"navheader",
-    b"navfooter",
-    b"docnav",
-    b"breadcrumb",
-    b"breadcrumbs",
-];
-const VOID_TAGS: &[&[u8]] = &[
-    b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta", b"param",
-    b"source", b"track", b"wbr",
-];
+const DROP_TAGS: &[&[u8]] = &[b"title", b"script", b"style", b"noscript", b"template", b"svg", b"iframe", b"form", b"button", b"nav", b"header", b"footer"];
+const DROP_CLASSES: &[&[u8]] = &[b"navheader", b"navfooter", b"docnav", b"breadcrumb", b"breadcrumbs"];
+const VOID_TAGS: &[&[u8]] = &[b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta", b"param", b"source", b"track", b"wbr"];
 
 /// Tracks which elements are being dropped while the tokenizer streams events.
 #[derive(Debug, Default)]
@@ -68,9 +46,7 @@ impl Dropper {
             CallbackEvent::AttributeValue { value } => {
                 self.boilerplate |= match self.attr.as_slice() {
                     b"role" => value.eq_ignore_ascii_case(b"navigation"),
-                    b"class" => value
-                        .split(|b| b.is_ascii_whitespace())
-                        .any(|c| DROP_CLASSES.contains(&c)),
+                    b"class" => value.split(|b| b.is_ascii_whitespace()).any(|c| DROP_CLASSES.contains(&c)),
                     _ => false,
                 };
             }
@@ -151,9 +127,7 @@ impl<F: FnMut(&str)> TextEmitter<F> {
     fn flush_open_start_tag(&mut self) {
         self.flush_text();
         if self.tag == Some(TagKind::Start) && !self.tag_name.is_empty() {
-            self.dropper.event(CallbackEvent::OpenStartTag {
-                name: &self.tag_name,
-            });
+            self.dropper.event(CallbackEvent::OpenStartTag { name: &self.tag_name });
             self.last_start_tag.clear();
             std::mem::swap(&mut self.last_start_tag, &mut self.tag_name);
         }
@@ -162,9 +136,7 @@ impl<F: FnMut(&str)> TextEmitter<F> {
     fn flush_attribute_name(&mut self) {
         self.flush_open_start_tag();
         if !self.attr_name.is_empty() {
-            self.dropper.event(CallbackEvent::AttributeName {
-                name: &self.attr_name,
-            });
+            self.dropper.event(CallbackEvent::AttributeName { name: &self.attr_name });
             self.attr_name.clear();
         }
     }
@@ -172,9 +144,7 @@ impl<F: FnMut(&str)> TextEmitter<F> {
     fn flush_attribute(&mut self) {
         self.flush_attribute_name();
         if !self.attr_value.is_empty() {
-            self.dropper.event(CallbackEvent::AttributeValue {
-                value: &self.attr_value,
-            });
+            self.dropper.event(CallbackEvent::AttributeValue { value: &self.attr_value });
             self.attr_value.clear();
         }
     }
@@ -185,8 +155,7 @@ impl<F: FnMut(&str)> Emitter for TextEmitter<F> {
 
     fn set_last_start_tag(&mut self, last_start_tag: Option<&[u8]>) {
         self.last_start_tag.clear();
-        self.last_start_tag
-            .extend_from_slice(last_start_tag.unwrap_or_default());
+        self.last_start_tag.extend_from_slice(last_start_tag.unwrap_or_default());
     }
 
     fn emit_eof(&mut self) {
@@ -227,15 +196,11 @@ impl<F: FnMut(&str)> Emitter for TextEmitter<F> {
         match self.tag {
             Some(TagKind::Start) => {
                 self.flush_open_start_tag();
-                self.dropper.event(CallbackEvent::CloseStartTag {
-                    self_closing: false,
-                });
+                self.dropper.event(CallbackEvent::CloseStartTag { self_closing: false });
             }
             Some(TagKind::End) => {
                 self.last_start_tag.clear();
-                self.dropper.event(CallbackEvent::EndTag {
-                    name: &self.tag_name,
-                });
+                self.dropper.event(CallbackEvent::EndTag { name: &self.tag_name });
             }
             None => {}
         }
@@ -287,9 +252,7 @@ impl<F: FnMut(&str)> Emitter for TextEmitter<F> {
     fn push_doctype_system_identifier(&mut self, _: &[u8]) {}
 
     fn current_is_appropriate_end_tag_token(&mut self) -> bool {
-        self.tag == Some(TagKind::End)
-            && !self.last_start_tag.is_empty()
-            && self.last_start_tag == self.tag_name
+        self.tag == Some(TagKind::End) && !self.last_start_tag.is_empty() && self.last_start_tag == self.tag_name
     }
 }
 
@@ -312,27 +275,18 @@ pub fn visible_text(html: &str) -> String {
 }
 
 /// Fingerprints the visible text of the HTML read from `reader`, streaming.
-pub fn fingerprint_html_reader(
-    fp: &mut Fingerprinter,
-    reader: impl Read,
-    utf8: InvalidUtf8,
-) -> Result<Outcome, Error> {
+pub fn fingerprint_html_reader(fp: &mut Fingerprinter, reader: impl Read, utf8: InvalidUtf8) -> Result<Outcome, Error> {
     let mut stream = Utf8Stream::new(reader, utf8);
     let mut session = fp.session();
     let result = extract_text(&mut stream, |piece| session.push(piece));
     if let Err(Error::Io(e)) = &result {
         // strict-mode UTF-8 errors travel through the tokenizer as io::Error(InvalidData)
-        if let Some(Error::InvalidUtf8 { offset }) =
-            e.get_ref().and_then(|i| i.downcast_ref::<Error>())
-        {
+        if let Some(Error::InvalidUtf8 { offset }) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
             return Err(Error::InvalidUtf8 { offset: *offset });
         }
     }
     result?;
-    Ok(Outcome {
-        fingerprint: session.finish()?,
-        replaced_utf8: stream.replaced(),
-    })
+    Ok(Outcome { fingerprint: session.finish()?, replaced_utf8: stream.replaced() })
 }
 
 #[cfg(test)]
@@ -347,14 +301,13 @@ mod tests {
     fn reference_text(html: &[u8]) -> String {
         let mut out = String::new();
         let mut dropper = Dropper::default();
-        let mut emitter =
-            CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<()> {
-                if let Some(text) = dropper.event(event) {
-                    out.push(' ');
-                    out.push_str(&String::from_utf8_lossy(text));
-                }
-                None
-            });
+        let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<()> {
+            if let Some(text) = dropper.event(event) {
+                out.push(' ');
+                out.push_str(&String::from_utf8_lossy(text));
+            }
+            None
+        });
         emitter.naively_switch_states(true);
         for item in Tokenizer::new_with_emitter(IoReader::new(html), emitter) {
             item.unwrap();
@@ -406,10 +359,7 @@ mod tests {
 
     fn words(html: &str) -> Vec<String> {
         // split_whitespace splits at no-break spaces too
-        visible_text(html)
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect()
+        visible_text(html).split_whitespace().map(str::to_owned).collect()
     }
 
     #[test]

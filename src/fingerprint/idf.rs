@@ -71,11 +71,7 @@ impl IdfBuilder {
     /// A builder for features made with the feature recipe `recipe`
     /// ([`super::FingerprintOptions::feature_recipe`]).
     pub fn new(recipe: impl Into<String>) -> Self {
-        IdfBuilder {
-            recipe: recipe.into(),
-            docs: 0,
-            df: HashMap::default(),
-        }
+        IdfBuilder { recipe: recipe.into(), docs: 0, df: HashMap::default() }
     }
 
     /// Counts one document; `distinct_features` must not repeat a hash.
@@ -102,18 +98,8 @@ impl IdfBuilder {
     /// with it stay exact.
     pub fn build_with(self, min_df: u64, weight: impl Fn(u64, u64) -> f64) -> IdfTable {
         let docs = self.docs;
-        let weights = self
-            .df
-            .into_iter()
-            .filter(|&(_, df)| df >= min_df)
-            .map(|(h, df)| (h, clamp_weight(weight(docs, df))))
-            .collect();
-        IdfTable {
-            recipe: self.recipe,
-            docs,
-            default_weight: clamp_weight(weight(docs, 0)),
-            weights,
-        }
+        let weights = self.df.into_iter().filter(|&(_, df)| df >= min_df).map(|(h, df)| (h, clamp_weight(weight(docs, df)))).collect();
+        IdfTable { recipe: self.recipe, docs, default_weight: clamp_weight(weight(docs, 0)), weights }
     }
 }
 
@@ -147,9 +133,7 @@ impl IdfTable {
     /// CRC-32 of the encoded table: identifies it in fingerprint recipe descriptors.
     pub fn id(&self) -> u32 {
         let bytes = self.encode();
-        bytes
-            .last_chunk()
-            .map_or(0, |&crc| u32::from_le_bytes(crc))
+        bytes.last_chunk().map_or(0, |&crc| u32::from_le_bytes(crc))
     }
 
     /// The file bytes.
@@ -181,32 +165,18 @@ impl IdfTable {
         }
         let version = r.u32()?;
         if version != FORMAT_VERSION {
-            return Err(Error::IdfUnsupportedVersion {
-                found: version,
-                supported: FORMAT_VERSION,
-            });
+            return Err(Error::IdfUnsupportedVersion { found: version, supported: FORMAT_VERSION });
         }
-        let (body, stored) = bytes
-            .split_last_chunk::<4>()
-            .ok_or(Error::IdfTruncated { needed: 4 })?;
-        verify_crc(body, u32::from_le_bytes(*stored)).map_err(|m| Error::IdfChecksum {
-            stored: m.stored,
-            computed: m.computed,
-        })?;
+        let (body, stored) = bytes.split_last_chunk::<4>().ok_or(Error::IdfTruncated { needed: 4 })?;
+        verify_crc(body, u32::from_le_bytes(*stored)).map_err(|m| Error::IdfChecksum { stored: m.stored, computed: m.computed })?;
         let recipe_len = r.u32()? as usize;
-        let recipe = std::str::from_utf8(r.take(recipe_len)?)
-            .map_err(|_| Error::IdfCorrupt {
-                what: "recipe is not UTF-8",
-            })?
-            .to_owned();
+        let recipe = std::str::from_utf8(r.take(recipe_len)?).map_err(|_| Error::IdfCorrupt { what: "recipe is not UTF-8" })?.to_owned();
         let docs = r.u64()?;
         let default_weight = r.u32()?;
         let count = r.u64()?;
         let expected = (count as u128) * ENTRY_LEN as u128 + 4;
         if (bytes.len() - r.pos) as u128 != expected {
-            return Err(Error::IdfCorrupt {
-                what: "entry count does not match the file length",
-            });
+            return Err(Error::IdfCorrupt { what: "entry count does not match the file length" });
         }
         let mut weights = HashMap::with_capacity_and_hasher(count as usize, BuildIdentity);
         let mut prev: Option<u64> = None;
@@ -214,19 +184,12 @@ impl IdfTable {
             let h = r.u64()?;
             let w = r.u32()?;
             if prev.is_some_and(|p| p >= h) {
-                return Err(Error::IdfCorrupt {
-                    what: "entries not strictly ascending",
-                });
+                return Err(Error::IdfCorrupt { what: "entries not strictly ascending" });
             }
             prev = Some(h);
             weights.insert(h, w);
         }
-        Ok(IdfTable {
-            recipe,
-            docs,
-            default_weight,
-            weights,
-        })
+        Ok(IdfTable { recipe, docs, default_weight, weights })
     }
 
     /// Writes the table to `path` (via a temporary file and a rename).
@@ -255,9 +218,7 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
         let end = self.pos.checked_add(n);
-        let s = end
-            .and_then(|end| self.bytes.get(self.pos..end))
-            .ok_or(Error::IdfTruncated { needed: n })?;
+        let s = end.and_then(|end| self.bytes.get(self.pos..end)).ok_or(Error::IdfTruncated { needed: n })?;
         self.pos += n;
         Ok(s)
     }
@@ -309,10 +270,7 @@ mod tests {
             assert!(IdfTable::decode(&bad).is_err(), "flip at {i} accepted");
         }
         for n in 0..bytes.len() {
-            assert!(
-                IdfTable::decode(&bytes[..n]).is_err(),
-                "truncation to {n} accepted"
-            );
+            assert!(IdfTable::decode(&bytes[..n]).is_err(), "truncation to {n} accepted");
         }
     }
 

@@ -47,17 +47,7 @@ pub struct Utf8Stream<R> {
 impl<R: Read> Utf8Stream<R> {
     /// Reads `inner`; with [`InvalidUtf8::Refuse`] the first invalid byte is an error.
     pub fn new(inner: R, utf8: InvalidUtf8) -> Self {
-        Utf8Stream {
-            inner,
-            utf8,
-            carry: Vec::new(),
-            buf: vec![0; BLOCK],
-            out: String::new(),
-            served: 0,
-            offset: 0,
-            replaced: 0,
-            eof: false,
-        }
+        Utf8Stream { inner, utf8, carry: Vec::new(), buf: vec![0; BLOCK], out: String::new(), served: 0, offset: 0, replaced: 0, eof: false }
     }
 
     /// Invalid sequences replaced so far (each maximal invalid subpart counts once, as in
@@ -99,9 +89,7 @@ impl<R: Read> Utf8Stream<R> {
 
     fn invalid(&mut self, at: usize) -> Result<(), Error> {
         if self.utf8 == InvalidUtf8::Refuse {
-            return Err(Error::InvalidUtf8 {
-                offset: self.offset + at as u64,
-            });
+            return Err(Error::InvalidUtf8 { offset: self.offset + at as u64 });
         }
         self.replaced += 1;
         self.out.push(char::REPLACEMENT_CHARACTER);
@@ -119,8 +107,7 @@ impl<R: Read> Utf8Stream<R> {
                 Err(e) => {
                     let (good, rest) = bytes.split_at(e.valid_up_to());
                     // `good` is valid UTF-8 by `valid_up_to`'s contract
-                    self.out
-                        .push_str(std::str::from_utf8(good).unwrap_or_default());
+                    self.out.push_str(std::str::from_utf8(good).unwrap_or_default());
                     self.offset += good.len() as u64;
                     match e.error_len() {
                         Some(len) => {
@@ -163,9 +150,7 @@ impl<R: Read> Read for Utf8Stream<R> {
 pub fn decode_utf8(bytes: &[u8], invalid: InvalidUtf8) -> Result<(std::borrow::Cow<'_, str>, u64), Error> {
     match utf8(bytes) {
         Ok(s) => Ok((std::borrow::Cow::Borrowed(s), 0)),
-        Err(e) if invalid == InvalidUtf8::Refuse => Err(Error::InvalidUtf8 {
-            offset: e.valid_up_to() as u64,
-        }),
+        Err(e) if invalid == InvalidUtf8::Refuse => Err(Error::InvalidUtf8 { offset: e.valid_up_to() as u64 }),
         Err(_) => {
             let mut s = Utf8Stream::new(bytes, InvalidUtf8::Replace);
             let mut text = String::with_capacity(bytes.len());
@@ -187,20 +172,13 @@ pub struct Outcome {
 }
 
 /// Fingerprints plain text read from `reader`, streaming.
-pub fn fingerprint_text_reader(
-    fp: &mut Fingerprinter,
-    reader: impl Read,
-    utf8: InvalidUtf8,
-) -> Result<Outcome, Error> {
+pub fn fingerprint_text_reader(fp: &mut Fingerprinter, reader: impl Read, utf8: InvalidUtf8) -> Result<Outcome, Error> {
     let mut stream = Utf8Stream::new(reader, utf8);
     let mut session = fp.session();
     while let Some(block) = stream.next_block()? {
         session.push(block);
     }
-    Ok(Outcome {
-        fingerprint: session.finish()?,
-        replaced_utf8: stream.replaced(),
-    })
+    Ok(Outcome { fingerprint: session.finish()?, replaced_utf8: stream.replaced() })
 }
 
 /// The body of a JSON-lines document.
@@ -241,19 +219,13 @@ impl<R: std::io::BufRead> JsonLines<R> {
     /// Reads documents from `reader`; with [`InvalidUtf8::Refuse`] a line that is not UTF-8 is an error,
     /// otherwise invalid sequences are replaced by U+FFFD and counted.
     pub fn new(reader: R, utf8: InvalidUtf8) -> Self {
-        JsonLines {
-            reader,
-            utf8,
-            line: 0,
-            buf: Vec::new(),
-        }
+        JsonLines { reader, utf8, line: 0, buf: Vec::new() }
     }
 
     fn parse(&self, text: &str, replaced_utf8: u64) -> Result<JsonDoc, Error> {
         let line = self.line;
         let err = |message: String| Error::JsonLine { line, message };
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?;
         let serde_json::Value::Object(mut obj) = value else {
             return Err(err("expected a JSON object".into()));
         };
@@ -266,18 +238,11 @@ impl<R: std::io::BufRead> JsonLines<R> {
         let body = match (obj.remove("text"), obj.remove("html")) {
             (Some(serde_json::Value::String(t)), None) => Body::Text(t),
             (None, Some(serde_json::Value::String(h))) => Body::Html(h),
-            (Some(_), Some(_)) => {
-                return Err(err("give either \"text\" or \"html\", not both".into()))
-            }
+            (Some(_), Some(_)) => return Err(err("give either \"text\" or \"html\", not both".into())),
             (None, None) => return Err(err("missing \"text\" or \"html\"".into())),
             _ => return Err(err("\"text\"/\"html\" must be a string".into())),
         };
-        Ok(JsonDoc {
-            id,
-            body,
-            line,
-            replaced_utf8,
-        })
+        Ok(JsonDoc { id, body, line, replaced_utf8 })
     }
 }
 
@@ -297,12 +262,7 @@ impl<R: std::io::BufRead> Iterator for JsonLines<R> {
             let line = self.line;
             let decoded = match decode_utf8(&self.buf, self.utf8) {
                 Ok(d) => d,
-                Err(Error::InvalidUtf8 { offset }) => {
-                    return Some(Err(Error::JsonLine {
-                        line,
-                        message: format!("invalid UTF-8 at byte {offset} of the line"),
-                    }))
-                }
+                Err(Error::InvalidUtf8 { offset }) => return Some(Err(Error::JsonLine { line, message: format!("invalid UTF-8 at byte {offset} of the line") })),
                 Err(e) => return Some(Err(e)),
             };
             let (text, replaced) = decoded;
@@ -341,21 +301,11 @@ mod tests {
 
     #[test]
     fn streaming_matches_lossy_decoding() {
-        let cases: &[&[u8]] = &[
-            b"plain",
-            "héllo wörld 你好".as_bytes(),
-            b"bad \xff byte",
-            b"cut \xe4\xbd",
-            b"\xf0\x9f\x98\x80 ok \xc0\xaf \xed\xa0\x80 end",
-        ];
+        let cases: &[&[u8]] = &[b"plain", "héllo wörld 你好".as_bytes(), b"bad \xff byte", b"cut \xe4\xbd", b"\xf0\x9f\x98\x80 ok \xc0\xaf \xed\xa0\x80 end"];
         for &c in cases {
             let lossy = String::from_utf8_lossy(c);
             let replaced = lossy.matches('\u{FFFD}').count() as u64;
-            assert_eq!(
-                stream_all(c, InvalidUtf8::Replace).unwrap(),
-                (lossy.to_string(), replaced),
-                "{c:?}"
-            );
+            assert_eq!(stream_all(c, InvalidUtf8::Replace).unwrap(), (lossy.to_string(), replaced), "{c:?}");
             let (whole, n) = decode_utf8(c, InvalidUtf8::Replace).unwrap();
             assert_eq!((whole.as_ref(), n), (lossy.as_ref(), replaced));
         }
@@ -363,18 +313,9 @@ mod tests {
 
     #[test]
     fn strict_reports_the_offset() {
-        assert!(matches!(
-            stream_all(b"abc\xffdef", InvalidUtf8::Refuse),
-            Err(Error::InvalidUtf8 { offset: 3 })
-        ));
-        assert!(matches!(
-            stream_all(b"abcd\xe4\xbd", InvalidUtf8::Refuse),
-            Err(Error::InvalidUtf8 { offset: 4 })
-        ));
-        assert!(matches!(
-            decode_utf8(b"ab\x80", InvalidUtf8::Refuse),
-            Err(Error::InvalidUtf8 { offset: 2 })
-        ));
+        assert!(matches!(stream_all(b"abc\xffdef", InvalidUtf8::Refuse), Err(Error::InvalidUtf8 { offset: 3 })));
+        assert!(matches!(stream_all(b"abcd\xe4\xbd", InvalidUtf8::Refuse), Err(Error::InvalidUtf8 { offset: 4 })));
+        assert!(matches!(decode_utf8(b"ab\x80", InvalidUtf8::Refuse), Err(Error::InvalidUtf8 { offset: 2 })));
     }
 
     #[cfg(feature = "jsonl")]
@@ -384,17 +325,10 @@ mod tests {
         let docs: Vec<_> = JsonLines::new(input.as_bytes(), InvalidUtf8::Replace).collect();
         assert_eq!(docs.len(), 5);
         let d0 = docs[0].as_ref().unwrap();
-        assert_eq!(
-            (d0.id.as_str(), &d0.body, d0.line),
-            ("1", &Body::Text("a b c".into()), 1)
-        );
+        assert_eq!((d0.id.as_str(), &d0.body, d0.line), ("1", &Body::Text("a b c".into()), 1));
         assert_eq!(docs[1].as_ref().unwrap().line, 3);
         let msg = |i: usize| docs[i].as_ref().unwrap_err().to_string();
-        assert!(
-            msg(2).starts_with("line 4: expected a JSON object"),
-            "{}",
-            msg(2)
-        );
+        assert!(msg(2).starts_with("line 4: expected a JSON object"), "{}", msg(2));
         assert!(msg(3).starts_with("line 5: missing \"text\""), "{}", msg(3));
         assert!(msg(4).starts_with("line 6: invalid JSON"), "{}", msg(4));
     }

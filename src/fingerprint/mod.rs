@@ -179,13 +179,7 @@ impl FingerprintOptions {
     /// frequency and the stop words of every language, so that a changed article or particle
     /// does not weigh as much as a changed noun. Weak on pages that share a template.
     pub fn short_text() -> Self {
-        FingerprintOptions {
-            features: vec![FeatureKind::Words],
-            stop_words: Language::ALL.to_vec(),
-            tf: TfMode::Raw,
-            fold_digits: false,
-            ..FingerprintOptions::default()
-        }
+        FingerprintOptions { features: vec![FeatureKind::Words], stop_words: Language::ALL.to_vec(), tf: TfMode::Raw, fold_digits: false, ..FingerprintOptions::default() }
     }
 
     /// Descriptor of the feature part of the recipe (what an IDF table must match), e.g.
@@ -197,11 +191,7 @@ impl FingerprintOptions {
             "simdex-fp/{RECIPE_VERSION} features={} cjk={} stop={} stem={} digits={}",
             features.join(","),
             self.cjk.name(),
-            if stop.is_empty() {
-                "-".to_owned()
-            } else {
-                stop.join(",")
-            },
+            if stop.is_empty() { "-".to_owned() } else { stop.join(",") },
             self.stemming.map_or("-", Language::code),
             if self.fold_digits { "fold" } else { "keep" },
         )
@@ -211,15 +201,9 @@ impl FingerprintOptions {
         if self.features.is_empty() {
             return Err(Error::InvalidOptions("no feature kind".into()));
         }
-        let char_kinds = self
-            .features
-            .iter()
-            .filter(|k| matches!(k, FeatureKind::CharNgrams(_)))
-            .count();
+        let char_kinds = self.features.iter().filter(|k| matches!(k, FeatureKind::CharNgrams(_))).count();
         if char_kinds > 1 {
-            return Err(Error::InvalidOptions(
-                "at most one character n-gram size".into(),
-            ));
+            return Err(Error::InvalidOptions("at most one character n-gram size".into()));
         }
         for k in &self.features {
             if FeatureKind::parse(&k.name()) != Some(*k) {
@@ -281,11 +265,7 @@ impl Fingerprinter {
     /// A fingerprinter for `options` (without IDF weights).
     pub fn new(options: FingerprintOptions) -> Result<Self, Error> {
         options.validate()?;
-        let stemmer = options
-            .stemming
-            .map(Stemmer::new)
-            .transpose()?
-            .map(std::sync::Arc::new);
+        let stemmer = options.stemming.map(Stemmer::new).transpose()?.map(std::sync::Arc::new);
         Ok(Fingerprinter {
             tokenizer: Tokenizer::new(options.cjk)?,
             stop: StopWords::new(&options.stop_words),
@@ -302,10 +282,7 @@ impl Fingerprinter {
     pub fn with_idf(mut self, table: std::sync::Arc<IdfTable>) -> Result<Self, Error> {
         let mine = self.options.feature_recipe();
         if table.recipe() != mine {
-            return Err(Error::IdfRecipeMismatch {
-                table: table.recipe().to_owned(),
-                fingerprinter: mine,
-            });
+            return Err(Error::IdfRecipeMismatch { table: table.recipe().to_owned(), fingerprinter: mine });
         }
         self.idf = Some(table);
         Ok(self)
@@ -318,14 +295,7 @@ impl Fingerprinter {
 
     /// The full recipe descriptor: the feature recipe, the weighting and the IDF table's id.
     pub fn recipe(&self) -> String {
-        format!(
-            "{} tf={} idf={}",
-            self.options.feature_recipe(),
-            self.options.tf.name(),
-            self.idf
-                .as_ref()
-                .map_or("-".to_owned(), |t| format!("{:08x}", t.id())),
-        )
+        format!("{} tf={} idf={}", self.options.feature_recipe(), self.options.tf.name(), self.idf.as_ref().map_or("-".to_owned(), |t| format!("{:08x}", t.id())),)
     }
 
     /// The fingerprint of `text`.
@@ -337,19 +307,8 @@ impl Fingerprinter {
 
     /// The distinct feature hashes of `text`, ascending (what [`IdfBuilder`] counts).
     pub fn distinct_features(&mut self, text: &str) -> Vec<u64> {
-        let Fingerprinter {
-            tokenizer,
-            stop,
-            stemmer,
-            options,
-            ..
-        } = self;
-        let mut fx = FeatureExtractor::new(
-            &options.features,
-            stop,
-            stemmer.as_deref(),
-            options.fold_digits,
-        );
+        let Fingerprinter { tokenizer, stop, stemmer, options, .. } = self;
+        let mut fx = FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits);
         let mut out = Vec::new();
         let mut emit = |h| out.push(h);
         if fx.needs_text() {
@@ -366,25 +325,12 @@ impl Fingerprinter {
     /// A streaming fingerprint: push text in pieces of any size, then `finish`. Memory stays
     /// bounded by the longest run of text without ASCII whitespace (capped at 1 MiB).
     pub fn session(&mut self) -> Session<'_> {
-        let Fingerprinter {
-            tokenizer,
-            stop,
-            stemmer,
-            idf,
-            options,
-            scratch,
-            batch,
-        } = self;
+        let Fingerprinter { tokenizer, stop, stemmer, idf, options, scratch, batch } = self;
         // a session dropped without `finish` may have left words behind
         batch.words.clear();
         batch.features.clear();
         Session {
-            features: FeatureExtractor::new(
-                &options.features,
-                stop,
-                stemmer.as_deref(),
-                options.fold_digits,
-            ),
+            features: FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits),
             acc: Accumulator::new(options.tf, idf.as_deref(), scratch),
             tokenizer,
             options,
@@ -413,10 +359,7 @@ impl Session<'_> {
     /// across two pushes.
     pub fn push(&mut self, piece: &str) {
         let bytes = piece.as_bytes();
-        let (Some(first), Some(last)) = (
-            bytes.iter().position(u8::is_ascii_whitespace),
-            bytes.iter().rposition(u8::is_ascii_whitespace),
-        ) else {
+        let (Some(first), Some(last)) = (bytes.iter().position(u8::is_ascii_whitespace), bytes.iter().rposition(u8::is_ascii_whitespace)) else {
             // no word boundary in `piece`: keep it, unless the run gets too long
             self.pending.push_str(piece);
             if self.pending.len() >= MAX_PENDING {
@@ -445,13 +388,7 @@ impl Session<'_> {
 
     /// Adds text that ends at a word boundary (no pending partial word).
     fn push_complete(&mut self, text: &str) {
-        let Session {
-            tokenizer,
-            features,
-            acc,
-            batch,
-            ..
-        } = self;
+        let Session { tokenizer, features, acc, batch, .. } = self;
         if text.is_empty() {
             return;
         }
@@ -473,27 +410,13 @@ impl Session<'_> {
     pub fn finish(mut self) -> Result<Fingerprint, Error> {
         let rest = std::mem::take(&mut self.pending);
         self.push_complete(&rest);
-        let Session {
-            mut features,
-            mut acc,
-            options,
-            batch,
-            ..
-        } = self;
+        let Session { mut features, mut acc, options, batch, .. } = self;
         batch.flush(&mut features, &mut acc);
         features.finish(&mut |h| acc.add(h));
         let words = features.words();
         if words < options.min_words.max(1) {
-            return Err(Error::EmptyDocument {
-                words,
-                min_words: options.min_words.max(1),
-            });
+            return Err(Error::EmptyDocument { words, min_words: options.min_words.max(1) });
         }
-        Ok(Fingerprint {
-            words,
-            features: acc.features(),
-            short: words < options.short_words,
-            value: acc.finish(),
-        })
+        Ok(Fingerprint { words, features: acc.features(), short: words < options.short_words, value: acc.finish() })
     }
 }

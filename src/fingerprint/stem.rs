@@ -30,15 +30,9 @@ impl Stemmer {
                 Language::German => Algorithm::German,
                 Language::French => Algorithm::French,
                 Language::Spanish => Algorithm::Spanish,
-                Language::Chinese => {
-                    return Err(Error::NoStemmer {
-                        language: lang.code(),
-                    })
-                }
+                Language::Chinese => return Err(Error::NoStemmer { language: lang.code() }),
             };
-            Ok(Stemmer {
-                inner: rust_stemmers::Stemmer::create(algorithm),
-            })
+            Ok(Stemmer { inner: rust_stemmers::Stemmer::create(algorithm) })
         }
         #[cfg(not(feature = "stem"))]
         {

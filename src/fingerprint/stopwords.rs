@@ -30,15 +30,7 @@ pub enum Language {
 
 impl Language {
     /// Every language, in recipe order.
-    pub const ALL: [Language; 7] = [
-        Language::English,
-        Language::Russian,
-        Language::Arabic,
-        Language::Chinese,
-        Language::German,
-        Language::French,
-        Language::Spanish,
-    ];
+    pub const ALL: [Language; 7] = [Language::English, Language::Russian, Language::Arabic, Language::Chinese, Language::German, Language::French, Language::Spanish];
 
     /// ISO 639-1 code, as used in recipe descriptors and on the command line.
     pub fn code(self) -> &'static str {
@@ -81,11 +73,7 @@ pub struct StopWords {
 impl StopWords {
     /// The union of the lists of `languages`.
     pub fn new(languages: &[Language]) -> Self {
-        let hashes = languages
-            .iter()
-            .flat_map(|l| l.stop_words())
-            .map(|w| sfh64(seed::WORD, w.as_bytes()))
-            .collect();
+        let hashes = languages.iter().flat_map(|l| l.stop_words()).map(|w| sfh64(seed::WORD, w.as_bytes())).collect();
         StopWords { hashes }
     }
 

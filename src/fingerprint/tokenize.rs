@@ -152,12 +152,12 @@ fn segment(n: usize, class: impl Fn(usize) -> Wb, mut emit: impl FnMut(usize, us
     let mid_l = |c| matches!(c, MidLetter | MidNumLet | SingleQuote);
     let mid_n = |c| matches!(c, MidNum | MidNumLet | SingleQuote);
     let joins = |i: usize| match (class(i - 1), class(i)) {
-        (Letter | Numeric, Letter | Numeric) => true, // WB5, WB8, WB9, WB10
-        (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true, // WB13a
-        (ExtendNumLet, Letter | Numeric) => true,     // WB13b
-        (Letter, m) if mid_l(m) => at(Some(i + 1)) == Letter, // WB6
-        (m, Letter) if mid_l(m) => at(i.checked_sub(2)) == Letter, // WB7
-        (Numeric, m) if mid_n(m) => at(Some(i + 1)) == Numeric, // WB12
+        (Letter | Numeric, Letter | Numeric) => true,                // WB5, WB8, WB9, WB10
+        (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true,     // WB13a
+        (ExtendNumLet, Letter | Numeric) => true,                    // WB13b
+        (Letter, m) if mid_l(m) => at(Some(i + 1)) == Letter,        // WB6
+        (m, Letter) if mid_l(m) => at(i.checked_sub(2)) == Letter,   // WB7
+        (Numeric, m) if mid_n(m) => at(Some(i + 1)) == Numeric,      // WB12
         (m, Numeric) if mid_n(m) => at(i.checked_sub(2)) == Numeric, // WB11
         _ => false,
     };
@@ -209,23 +209,14 @@ fn plain(c: char) -> Option<(char, Wb)> {
     Some(match c as u32 {
         0x41..=0x5A => (lower(0x20), Wb::Letter),
         0..=0x7F => (c, WB_TABLE[c as usize]),
-        0xC0..=0xD6 | 0xD8..=0xDE | 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x410..=0x42F => {
-            (lower(0x20), Wb::Letter)
-        }
+        0xC0..=0xD6 | 0xD8..=0xDE | 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x410..=0x42F => (lower(0x20), Wb::Letter),
         0x400..=0x40F => (lower(0x50), Wb::Letter),
-        0xDF..=0xF6
-        | 0xF8..=0xFF
-        | 0x3B1..=0x3C9
-        | 0x430..=0x45F
-        | 0x621..=0x63A
-        | 0x641..=0x64A => (c, Wb::Letter),
+        0xDF..=0xF6 | 0xF8..=0xFF | 0x3B1..=0x3C9 | 0x430..=0x45F | 0x621..=0x63A | 0x641..=0x64A => (c, Wb::Letter),
         0x4E00..=0x9FFF => (c, Wb::Ideograph),
-        0x060C => (c, Wb::MidNum), // Arabic comma
+        0x060C => (c, Wb::MidNum),                                         // Arabic comma
         0xAB | 0xBB | 0x2014 | 0x061F | 0x3001 | 0x3002 => (c, Wb::Other), // « » — ؟ 、 。
         // fullwidth ！ （ ） ， ： ； ？ (NFKC: their ASCII forms)
-        0xFF01 | 0xFF08 | 0xFF09 | 0xFF0C | 0xFF1A | 0xFF1B | 0xFF1F => {
-            ascii((c as u32 - 0xFEE0) as u8)
-        }
+        0xFF01 | 0xFF08 | 0xFF09 | 0xFF0C | 0xFF1A | 0xFF1B | 0xFF1F => ascii((c as u32 - 0xFEE0) as u8),
         _ => return None,
     })
 }
@@ -282,9 +273,7 @@ impl Tokenizer {
             let chunk = &text[start..end];
             match kind {
                 ChunkKind::Alnum => emit(Token::Ascii(chunk)),
-                ChunkKind::Ascii => {
-                    ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b])))
-                }
+                ChunkKind::Ascii => ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b]))),
                 ChunkKind::Unicode => self.unicode_chunk(chunk, &mut emit),
             }
         });
@@ -307,19 +296,11 @@ impl Tokenizer {
     /// [`Tokenizer::word_hashes`] of a chunk with punctuation or non-ASCII characters (out of
     /// line, so that the loop over plain words stays small).
     #[inline(never)]
-    fn other_chunk_hashes(
-        &mut self,
-        text: &str,
-        chunk: std::ops::Range<usize>,
-        kind: ChunkKind,
-        emit: &mut dyn FnMut(u64),
-    ) {
+    fn other_chunk_hashes(&mut self, text: &str, chunk: std::ops::Range<usize>, kind: ChunkKind, emit: &mut dyn FnMut(u64)) {
         let start = chunk.start;
         match kind {
             ChunkKind::Unicode => self.unicode_chunk(&text[chunk], &mut |t| emit(t.hash())),
-            _ => ascii_words(&text.as_bytes()[chunk], |a, b| {
-                emit(sfh64_ascii_lower_at(seed::WORD, text.as_bytes(), start + a, start + b))
-            }),
+            _ => ascii_words(&text.as_bytes()[chunk], |a, b| emit(sfh64_ascii_lower_at(seed::WORD, text.as_bytes(), start + a, start + b))),
         }
     }
 
@@ -338,13 +319,7 @@ impl Tokenizer {
     /// its normalised form, segmentation by [`segment`]. Returns false (and emits nothing)
     /// for any other chunk.
     fn plain_words(&mut self, chunk: &str, emit: &mut impl FnMut(Token<'_>)) -> bool {
-        let Tokenizer {
-            classes,
-            offsets,
-            norm,
-            cjk,
-            ..
-        } = self;
+        let Tokenizer { classes, offsets, norm, cjk, .. } = self;
         classes.clear();
         offsets.clear();
         norm.clear();
@@ -373,18 +348,11 @@ impl Tokenizer {
             return true; // no letter, digit or ideograph
         };
         let last = classes.iter().rposition(joins).unwrap_or(first);
-        if classes[first..=last]
-            .iter()
-            .all(|c| matches!(c, Wb::Letter | Wb::Numeric))
-        {
+        if classes[first..=last].iter().all(|c| matches!(c, Wb::Letter | Wb::Numeric)) {
             emit(Token::Normalized(&norm[offsets[first]..offsets[last + 1]]));
             return true;
         }
-        segment(
-            classes.len(),
-            |i| classes[i],
-            |a, b| emit(Token::Normalized(&norm[offsets[a]..offsets[b]])),
-        );
+        segment(classes.len(), |i| classes[i], |a, b| emit(Token::Normalized(&norm[offsets[a]..offsets[b]])));
         true
     }
 
@@ -404,10 +372,7 @@ impl Tokenizer {
         let mut rest = norm;
         while let Some(first) = rest.chars().next() {
             let han = is_han(first);
-            let end = rest
-                .char_indices()
-                .find(|&(_, c)| is_han(c) != han)
-                .map_or(rest.len(), |(i, _)| i);
+            let end = rest.char_indices().find(|&(_, c)| is_han(c) != han).map_or(rest.len(), |(i, _)| i);
             let (run, tail) = rest.split_at(end);
             if han {
                 for token in jieba.cut(run, false) {
@@ -441,21 +406,13 @@ mod tests {
     use proptest::prelude::*;
 
     fn words(s: &str) -> Vec<String> {
-        Tokenizer::new(CjkSegmenter::Chars)
-            .unwrap()
-            .collect_words(s)
+        Tokenizer::new(CjkSegmenter::Chars).unwrap().collect_words(s)
     }
 
     #[test]
     fn english_words() {
-        assert_eq!(
-            words("The cat sat on the mat."),
-            ["the", "cat", "sat", "on", "the", "mat"]
-        );
-        assert_eq!(
-            words("can't e.g. 3.14 1,000 foo_bar std::vec a:b"),
-            ["can't", "e.g", "3.14", "1,000", "foo_bar", "std", "vec", "a:b"]
-        );
+        assert_eq!(words("The cat sat on the mat."), ["the", "cat", "sat", "on", "the", "mat"]);
+        assert_eq!(words("can't e.g. 3.14 1,000 foo_bar std::vec a:b"), ["can't", "e.g", "3.14", "1,000", "foo_bar", "std", "vec", "a:b"]);
     }
 
     #[test]
@@ -470,10 +427,7 @@ mod tests {
     fn jieba_segments_han_runs() {
         let mut t = Tokenizer::new(CjkSegmenter::Jieba).unwrap();
         let w = t.collect_words("你妈妈喊你回家吃饭哦,Hello");
-        assert!(
-            w.contains(&"妈妈".to_owned()) && w.contains(&"吃饭".to_owned()),
-            "{w:?}"
-        );
+        assert!(w.contains(&"妈妈".to_owned()) && w.contains(&"吃饭".to_owned()), "{w:?}");
         assert_eq!(w.last().map(String::as_str), Some("hello"));
     }
 

@@ -31,9 +31,7 @@ impl TfMode {
 
     /// Parses [`TfMode::name`]'s output.
     pub fn parse(s: &str) -> Option<TfMode> {
-        [TfMode::Raw, TfMode::Log, TfMode::Binary]
-            .into_iter()
-            .find(|m| m.name() == s)
+        [TfMode::Raw, TfMode::Log, TfMode::Binary].into_iter().find(|m| m.name() == s)
     }
 
     #[inline]
@@ -90,15 +88,7 @@ struct UnitCounts {
 
 impl Default for UnitCounts {
     fn default() -> Self {
-        UnitCounts {
-            group: [0; GROUP],
-            grouped: 0,
-            planes: [0; 4],
-            lanes: [0; 8],
-            pending: 0,
-            counts: [0; 64],
-            total: 0,
-        }
+        UnitCounts { group: [0; GROUP], grouped: 0, planes: [0; 4], lanes: [0; 8], pending: 0, counts: [0; 64], total: 0 }
     }
 }
 
@@ -172,12 +162,7 @@ impl UnitCounts {
         for (i, n) in ones.iter_mut().enumerate() {
             let plane = |p: usize| (self.planes[p] >> i) & 1;
             let rest = self.group[..self.grouped].iter().map(|h| (h >> i) & 1);
-            *n = 16 * self.counts[i]
-                + plane(0)
-                + 2 * plane(1)
-                + 4 * plane(2)
-                + 8 * plane(3)
-                + rest.sum::<u64>();
+            *n = 16 * self.counts[i] + plane(0) + 2 * plane(1) + 4 * plane(2) + 8 * plane(3) + rest.sum::<u64>();
         }
         (ones, self.total + self.grouped as u64)
     }
@@ -283,9 +268,7 @@ impl CountTable {
     }
 
     fn nonzero_entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        self.used
-            .iter()
-            .map(|&i| (self.keys[i as usize], self.counts[i as usize]))
+        self.used.iter().map(|&i| (self.keys[i as usize], self.counts[i as usize]))
     }
 
     /// `(hash, occurrences)` of every distinct feature.
@@ -350,13 +333,7 @@ impl<'a> Accumulator<'a> {
             }
             Mode::Counted => scratch.table.clear(),
         }
-        Accumulator {
-            mode,
-            idf,
-            tf,
-            scratch,
-            features: 0,
-        }
+        Accumulator { mode, idf, tf, scratch, features: 0 }
     }
 
     /// Feature occurrences seen so far.
@@ -458,9 +435,7 @@ mod tests {
     }
 
     fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         super::super::hash::fmix64(*seed)
     }
 
@@ -468,9 +443,7 @@ mod tests {
     fn unit_counts_count_every_bit_across_groups_and_flushes() {
         let mut s = 3;
         for n in [0usize, 1, 15, 16, 17, 255 * 16 - 1, 255 * 16, 255 * 16 + 1, 10_000] {
-            let hs: Vec<u64> = (0..n)
-                .map(|i| if i % 5 == 0 { u64::MAX } else { lcg(&mut s) })
-                .collect();
+            let hs: Vec<u64> = (0..n).map(|i| if i % 5 == 0 { u64::MAX } else { lcg(&mut s) }).collect();
             let mut c = UnitCounts::default();
             hs.iter().for_each(|&h| c.add(h));
             let mut expect = [0u64; 64];
@@ -487,9 +460,7 @@ mod tests {
     fn unit_counts_match_naive_rule_across_flushes() {
         let mut s = 7;
         for n in [0usize, 1, 2, 254, 255, 256, 1000, 4081, 9000] {
-            let hs: Vec<u64> = (0..n)
-                .map(|i| if i % 3 == 0 { 42 } else { lcg(&mut s) })
-                .collect();
+            let hs: Vec<u64> = (0..n).map(|i| if i % 3 == 0 { 42 } else { lcg(&mut s) }).collect();
             let mut scratch = Scratch::default();
             let mut acc = Accumulator::new(TfMode::Raw, None, &mut scratch);
             hs.iter().for_each(|&h| acc.add(h));
@@ -525,10 +496,7 @@ mod tests {
                     assert!(!t.insert(k));
                 }
             }
-            assert!(
-                t.insert(0) && !t.insert(0),
-                "hash 0 is a key like any other"
-            );
+            assert!(t.insert(0) && !t.insert(0), "hash 0 is a key like any other");
             let counts: std::collections::HashMap<u64, u32> = t.entries().collect();
             assert_eq!(counts.len(), 3001);
             for (i, k) in keys.iter().enumerate() {

@@ -130,19 +130,12 @@ impl Design {
         }
         for (i, (want, got)) in expected.tables.iter().zip(&tables).enumerate() {
             if want.prefix_bits != got.prefix_bits {
-                return Err(DesignError::Mismatch {
-                    table: i,
-                    detail: format!("prefix {} bits, recipe says {}", got.prefix_bits, want.prefix_bits),
-                });
+                return Err(DesignError::Mismatch { table: i, detail: format!("prefix {} bits, recipe says {}", got.prefix_bits, want.prefix_bits) });
             }
             if want.permutation != got.permutation {
                 return Err(DesignError::Mismatch {
                     table: i,
-                    detail: format!(
-                        "permutation {} differs from the recipe's {}",
-                        got.permutation.describe(),
-                        want.permutation.describe()
-                    ),
+                    detail: format!("permutation {} differs from the recipe's {}", got.permutation.describe(), want.permutation.describe()),
                 });
             }
         }
@@ -174,11 +167,8 @@ impl Design {
     pub fn summary(&self) -> String {
         let (lo, hi) = self.prefix_range();
         let p = if lo == hi { format!("{lo}") } else { format!("{lo}..{hi}") };
-        let levels = if self.levels.is_empty() {
-            "no blocks: one full scan".to_string()
-        } else {
-            self.levels.iter().map(|r| format!("{r} blocks")).collect::<Vec<_>>().join(", then ")
-        };
+        let levels =
+            if self.levels.is_empty() { "no blocks: one full scan".to_string() } else { self.levels.iter().map(|r| format!("{r} blocks")).collect::<Vec<_>>().join(", then ") };
         format!("{} tables ({levels}), p = {p}, k = {}", self.tables.len(), self.k)
     }
 
@@ -197,15 +187,7 @@ pub fn block_widths(width: u32, r: u32) -> Vec<u32> {
     (0..r).map(|i| base + u32::from(i < extra)).collect()
 }
 
-fn expand(
-    bits: &[u8],
-    levels: &[u32],
-    level: usize,
-    k: u32,
-    prefix: &mut Vec<u8>,
-    prefix_bits: u32,
-    out: &mut Vec<TableDesign>,
-) -> Result<(), DesignError> {
+fn expand(bits: &[u8], levels: &[u32], level: usize, k: u32, prefix: &mut Vec<u8>, prefix_bits: u32, out: &mut Vec<TableDesign>) -> Result<(), DesignError> {
     let Some(&r) = levels.get(level) else {
         let mut order = [0u8; 64];
         let full: Vec<u8> = prefix.iter().chain(bits.iter()).copied().collect();
@@ -338,7 +320,9 @@ mod tests {
 
     #[test]
     fn designs_cover_every_k_bit_difference() {
-        for (k, levels) in [(0u32, vec![1u32]), (1, vec![2]), (1, vec![8, 3]), (2, vec![3]), (2, vec![4, 5]), (3, vec![4]), (3, vec![5]), (3, vec![6]), (3, vec![4, 4]), (3, vec![])] {
+        for (k, levels) in
+            [(0u32, vec![1u32]), (1, vec![2]), (1, vec![8, 3]), (2, vec![3]), (2, vec![4, 5]), (3, vec![4]), (3, vec![5]), (3, vec![6]), (3, vec![4, 4]), (3, vec![])]
+        {
             assert_covers(&Design::new(k, &levels).unwrap());
         }
     }

@@ -39,10 +39,7 @@ fn min_tables_at(f: u32, k: u32, d: f64, tau: f64, depth: usize) -> Option<u64> 
         } else if rest_min != rest_max {
             // Uneven splits leave different widths to the next level; the design needs the
             // same recipe for all of them, so take the worse of the two.
-            match (
-                min_tables_at(rest_max, k, d_after, tau, depth + 1),
-                min_tables_at(rest_min, k, d_after, tau, depth + 1),
-            ) {
+            match (min_tables_at(rest_max, k, d_after, tau, depth + 1), min_tables_at(rest_min, k, d_after, tau, depth + 1)) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 _ => None,
             }

@@ -132,9 +132,9 @@ fn batch_refuses_k_above_the_design() {
 /// answers over one segment of the live pairs.
 #[test]
 fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
-    use simdex::{CompactionOptions, IndexOptions};
     use simdex::split::{split, SplitOptions};
     use simdex::storage::MemStorage;
+    use simdex::{CompactionOptions, IndexOptions};
     use simdex::{Durability, Index};
     use std::sync::Arc;
 
@@ -165,10 +165,12 @@ fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
     let live = index.live_entries().unwrap();
     assert_eq!(snapshot.live_len().unwrap(), live.len() as u64);
     let mut streamed = Vec::new();
-    snapshot.for_each_live(|fp, id| {
-        streamed.push((fp, id));
-        Ok(())
-    }).unwrap();
+    snapshot
+        .for_each_live(|fp, id| {
+            streamed.push((fp, id));
+            Ok(())
+        })
+        .unwrap();
     assert_eq!(streamed, live);
     let (live_fps, live_ids): (Vec<u64>, Vec<u64>) = live.iter().copied().unzip();
     let dir = tempfile::tempdir().unwrap();

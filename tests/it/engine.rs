@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use simdex::{CompactionOptions, FindOrInsert, IndexOptions};
 use simdex::storage::{MemStorage, Storage};
+use simdex::{CompactionOptions, FindOrInsert, IndexOptions};
 use simdex::{Durability, Error, Index, Match, QueryOptions};
 
 use crate::common::Rng;
@@ -26,11 +26,8 @@ pub fn mem_options(storage: &MemStorage, memtable_ops: u64) -> IndexOptions {
 
 /// The oracle: every live pair within `k` of `q`.
 pub fn model_query(live: &BTreeSet<(u64, u64)>, q: u64, k: u32) -> Vec<Match> {
-    let mut v: Vec<Match> = live
-        .iter()
-        .filter(|(fp, _)| (fp ^ q).count_ones() <= k)
-        .map(|&(fp, id)| Match { distance: (fp ^ q).count_ones(), fingerprint: fp, doc_id: Some(id) })
-        .collect();
+    let mut v: Vec<Match> =
+        live.iter().filter(|(fp, _)| (fp ^ q).count_ones() <= k).map(|&(fp, id)| Match { distance: (fp ^ q).count_ones(), fingerprint: fp, doc_id: Some(id) }).collect();
     v.sort_unstable();
     v
 }

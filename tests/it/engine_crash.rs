@@ -170,10 +170,7 @@ fn a_manifest_replacement_cut_short_leaves_the_previous_manifest() {
 /// that includes every acknowledged write.
 #[test]
 fn group_commit_crash_leaves_a_prefix_that_holds_every_synced_write() {
-    let group = |storage: &MemStorage| IndexOptions {
-        durability: Durability::Group { max_delay: Duration::from_secs(3600), max_ops: 4 },
-        ..options(storage)
-    };
+    let group = |storage: &MemStorage| IndexOptions { durability: Durability::Group { max_delay: Duration::from_secs(3600), max_ops: 4 }, ..options(storage) };
     // states[i]: the content after the first i operations
     let ops = workload();
     let mut states = vec![BTreeSet::new()];

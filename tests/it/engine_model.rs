@@ -11,7 +11,10 @@ use crate::engine::{mem_options, model_query};
 
 #[derive(Clone, Debug)]
 enum Step {
-    Insert { fp: u64, id: u64 },
+    Insert {
+        fp: u64,
+        id: u64,
+    },
     InsertBatch(Vec<(u64, u64)>),
     /// Deletes the live pair at this position (mod the live count), or a pair never stored.
     Delete(usize),
@@ -19,7 +22,10 @@ enum Step {
     Compact,
     CompactTiered,
     Reopen,
-    Query { q: u64, k: u32 },
+    Query {
+        q: u64,
+        k: u32,
+    },
 }
 
 /// Fingerprints from a few clusters, so that queries find several near-duplicates and

@@ -79,12 +79,13 @@ fn pairs(range: std::ops::Range<u64>) -> Vec<(u64, u64)> {
 fn reader_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + 'static) {
     let storage = MemStorage::default();
     let dir = Path::new("/idx");
-    let writer = Arc::new(Index::open(dir, IndexOptions { compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&storage, 1 << 20) }).unwrap());
+    let writer =
+        Arc::new(Index::open(dir, IndexOptions { compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&storage, 1 << 20) }).unwrap());
     setup(&writer);
     let w = writer.clone();
     let hook = ListingHook { inner: storage.clone(), hook: Arc::new(Mutex::new(Some(Box::new(move || work(&w))))) };
-    let reader = Index::open_read_only(dir, IndexOptions { storage: Arc::new(hook), ..mem_options(&storage, 1 << 20) })
-        .expect("a reader racing a flush must not report corruption");
+    let reader =
+        Index::open_read_only(dir, IndexOptions { storage: Arc::new(hook), ..mem_options(&storage, 1 << 20) }).expect("a reader racing a flush must not report corruption");
     let live: BTreeSet<(u64, u64)> = writer.live_entries().unwrap().into_iter().collect();
     assert_eq!(reader.live_entries().unwrap().into_iter().collect::<BTreeSet<_>>(), live, "the reader sees every write made before it opened");
     for &(fp, _) in live.iter().take(50) {

@@ -4,46 +4,26 @@
 
 use proptest::prelude::*;
 use simdex::fingerprint::input::{decode_utf8, fingerprint_text_reader, InvalidUtf8};
-use simdex::fingerprint::{
-    Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, IdfTable, Language, TfMode,
-};
+use simdex::fingerprint::{Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, IdfTable, Language, TfMode};
 use std::sync::Arc;
 
-const EN: &str =
-    "Near-duplicate web documents are abundant. Two such documents differ from each other in \
+const EN: &str = "Near-duplicate web documents are abundant. Two such documents differ from each other in \
     a very small portion that displays advertisements, for example. Such differences are \
     irrelevant for web search. So the quality of a web crawler increases if it can assess \
     whether a newly crawled web page is a near-duplicate of a previously crawled web page or not.";
-const RU: &str =
-    "Почти одинаковые веб страницы встречаются очень часто и отличаются друг от друга лишь \
+const RU: &str = "Почти одинаковые веб страницы встречаются очень часто и отличаются друг от друга лишь \
     небольшой частью например рекламой Такие различия не важны для поиска";
 const ZH_A: &str = "你妈妈喊你回家吃饭哦,回家罗回家罗";
 const ZH_B: &str = "你妈妈叫你回家吃饭啦,回家罗回家罗";
-const CORPUS: [&str; 6] = [
-    EN,
-    RU,
-    ZH_A,
-    "the cat sat on the mat",
-    "we all scream for ice cream",
-    "Near-duplicate web documents are abundant, and web search engines crawl the web daily.",
-];
+const CORPUS: [&str; 6] =
+    [EN, RU, ZH_A, "the cat sat on the mat", "we all scream for ice cream", "Near-duplicate web documents are abundant, and web search engines crawl the web daily."];
 
 fn opts(features: &[FeatureKind], tf: TfMode, stop: &[Language]) -> FingerprintOptions {
-    FingerprintOptions {
-        features: features.to_vec(),
-        tf,
-        stop_words: stop.to_vec(),
-        min_words: 1,
-        ..FingerprintOptions::default()
-    }
+    FingerprintOptions { features: features.to_vec(), tf, stop_words: stop.to_vec(), min_words: 1, ..FingerprintOptions::default() }
 }
 
 fn fp(o: FingerprintOptions, text: &str) -> u64 {
-    Fingerprinter::new(o)
-        .unwrap()
-        .fingerprint(text)
-        .unwrap()
-        .value
+    Fingerprinter::new(o).unwrap().fingerprint(text).unwrap().value
 }
 
 fn distance(o: &FingerprintOptions, a: &str, b: &str) -> u32 {
@@ -55,26 +35,11 @@ fn golden_fingerprints() {
     use FeatureKind::*;
     // `python3 format-spec/fingerprint_ref.py` prints these; a change here is a new recipe version
     assert_eq!(fp(FingerprintOptions::default(), EN), 0x47cf_ebc7_f2e5_c23a);
-    let short = FingerprintOptions {
-        min_words: 1,
-        ..FingerprintOptions::short_text()
-    };
+    let short = FingerprintOptions { min_words: 1, ..FingerprintOptions::short_text() };
     assert_eq!(fp(short, "the cat sat on the mat"), 0xca25_2def_88a4_14b4);
-    assert_eq!(
-        fp(opts(&[WordShingles(3)], TfMode::Log, &[]), RU),
-        0xacde_760b_c02d_3d28
-    );
-    assert_eq!(
-        fp(opts(&[CharNgrams(4)], TfMode::Raw, &[]), ZH_A),
-        0x293e_50e1_6cf0_511a
-    );
-    assert_eq!(
-        fp(
-            opts(&[Words, WordShingles(2)], TfMode::Raw, &[Language::English]),
-            EN
-        ),
-        0xc68a_cfc9_5b27_c618
-    );
+    assert_eq!(fp(opts(&[WordShingles(3)], TfMode::Log, &[]), RU), 0xacde_760b_c02d_3d28);
+    assert_eq!(fp(opts(&[CharNgrams(4)], TfMode::Raw, &[]), ZH_A), 0x293e_50e1_6cf0_511a);
+    assert_eq!(fp(opts(&[Words, WordShingles(2)], TfMode::Raw, &[Language::English]), EN), 0xc68a_cfc9_5b27_c618);
 
     let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
     let mut b = IdfBuilder::new(f.options().feature_recipe());
@@ -88,10 +53,7 @@ fn golden_fingerprints() {
 #[test]
 fn default_recipe_descriptor() {
     let f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
-    assert_eq!(
-        f.recipe(),
-        "simdex-fp/1 features=w2 cjk=chars stop=- stem=- digits=keep tf=binary idf=-"
-    );
+    assert_eq!(f.recipe(), "simdex-fp/1 features=w2 cjk=chars stop=- stem=- digits=keep tf=binary idf=-");
 }
 
 /// Near: Hamming distance <= 3; far: >= 12 (random pairs average 32).
@@ -100,10 +62,7 @@ const FAR: u32 = 12;
 
 #[test]
 fn seed_examples_with_the_short_text_recipe() {
-    let o = FingerprintOptions {
-        min_words: 1,
-        ..FingerprintOptions::short_text()
-    };
+    let o = FingerprintOptions { min_words: 1, ..FingerprintOptions::short_text() };
     assert!(distance(&o, "the cat sat on the mat", "the cat sat on a mat") <= NEAR);
     assert!(distance(&o, "the cat sat on the mat", "we all scream for ice cream") >= FAR);
     assert!(distance(&o, "the cat sat on a mat", "we all scream for ice cream") >= FAR);
@@ -114,11 +73,7 @@ fn seed_examples_with_the_short_text_recipe() {
 #[cfg(feature = "cjk")]
 #[test]
 fn seed_chinese_with_jieba() {
-    let o = FingerprintOptions {
-        min_words: 1,
-        cjk: simdex::fingerprint::CjkSegmenter::Jieba,
-        ..FingerprintOptions::short_text()
-    };
+    let o = FingerprintOptions { min_words: 1, cjk: simdex::fingerprint::CjkSegmenter::Jieba, ..FingerprintOptions::short_text() };
     assert!(distance(&o, ZH_A, ZH_B) <= NEAR);
 }
 
@@ -154,21 +109,11 @@ fn seed_arabic_paragraph_and_light_edit_are_near() {
     // a light edit: one word replaced, anywhere. Simhash distances of single edits vary with the
     // position (a bit whose sum is near zero flips easily), so the median is what is pinned,
     // and no edit may look like an unrelated text.
-    for o in [
-        FingerprintOptions::default(),
-        FingerprintOptions::short_text(),
-    ] {
+    for o in [FingerprintOptions::default(), FingerprintOptions::short_text()] {
         let recipe = Fingerprinter::new(o.clone()).unwrap().recipe();
-        let mut d: Vec<u32> = one_word_edits(AR)
-            .iter()
-            .map(|e| distance(&o, AR, e))
-            .collect();
+        let mut d: Vec<u32> = one_word_edits(AR).iter().map(|e| distance(&o, AR, e)).collect();
         d.sort_unstable();
-        assert!(
-            d[d.len() / 2] <= NEAR,
-            "{recipe}: median {}",
-            d[d.len() / 2]
-        );
+        assert!(d[d.len() / 2] <= NEAR, "{recipe}: median {}", d[d.len() / 2]);
         assert!(d[d.len() - 1] < FAR, "{recipe}: max {}", d[d.len() - 1]);
         assert!(distance(&o, AR, EN) >= FAR);
     }
@@ -193,10 +138,7 @@ fn empty_and_nearly_empty_documents_are_refused() {
     }
     // with stop words on, a text of stop words only is empty too
     let mut f = Fingerprinter::new(FingerprintOptions::short_text()).unwrap();
-    assert!(matches!(
-        f.fingerprint("the of and a to in"),
-        Err(Error::EmptyDocument { words: 0, .. })
-    ));
+    assert!(matches!(f.fingerprint("the of and a to in"), Err(Error::EmptyDocument { words: 0, .. })));
 }
 
 #[test]
@@ -219,14 +161,7 @@ fn case_width_and_spacing_do_not_matter() {
     let o = FingerprintOptions::default();
     let shouty = EN.to_uppercase().replace(' ', "  \n ");
     assert_eq!(distance(&o, EN, &shouty), 0);
-    assert_eq!(
-        distance(
-            &o,
-            "Ｗｉｄｅ ｌｅｔｔｅｒｓ ａｒｅ ｆｏｌｄｅｄ",
-            "wide letters are folded"
-        ),
-        0
-    );
+    assert_eq!(distance(&o, "Ｗｉｄｅ ｌｅｔｔｅｒｓ ａｒｅ ｆｏｌｄｅｄ", "wide letters are folded"), 0);
 }
 
 #[test]
@@ -243,36 +178,18 @@ fn idf_tables_roundtrip_and_must_match_the_recipe() {
     let loaded = IdfTable::load(&path).unwrap();
     assert_eq!(loaded, table);
     let other = Fingerprinter::new(FingerprintOptions::short_text()).unwrap();
-    assert!(matches!(
-        other.with_idf(Arc::new(loaded)),
-        Err(Error::IdfRecipeMismatch { .. })
-    ));
+    assert!(matches!(other.with_idf(Arc::new(loaded)), Err(Error::IdfRecipeMismatch { .. })));
     std::fs::write(&path, b"not a table").unwrap();
     assert!(matches!(IdfTable::load(&path), Err(Error::IdfBadMagic)));
 }
 
 #[test]
 fn missing_cargo_features_and_bad_options_are_errors() {
-    let no_features = FingerprintOptions {
-        features: vec![],
-        ..FingerprintOptions::default()
-    };
-    assert!(matches!(
-        Fingerprinter::new(no_features),
-        Err(Error::InvalidOptions(_))
-    ));
-    let two_char_sizes = FingerprintOptions {
-        features: vec![FeatureKind::CharNgrams(3), FeatureKind::CharNgrams(5)],
-        ..FingerprintOptions::default()
-    };
-    assert!(matches!(
-        Fingerprinter::new(two_char_sizes),
-        Err(Error::InvalidOptions(_))
-    ));
-    let zh_stem = FingerprintOptions {
-        stemming: Some(Language::Chinese),
-        ..FingerprintOptions::default()
-    };
+    let no_features = FingerprintOptions { features: vec![], ..FingerprintOptions::default() };
+    assert!(matches!(Fingerprinter::new(no_features), Err(Error::InvalidOptions(_))));
+    let two_char_sizes = FingerprintOptions { features: vec![FeatureKind::CharNgrams(3), FeatureKind::CharNgrams(5)], ..FingerprintOptions::default() };
+    assert!(matches!(Fingerprinter::new(two_char_sizes), Err(Error::InvalidOptions(_))));
+    let zh_stem = FingerprintOptions { stemming: Some(Language::Chinese), ..FingerprintOptions::default() };
     assert!(Fingerprinter::new(zh_stem).is_err());
 }
 
@@ -291,36 +208,14 @@ mod html {
 
     #[test]
     fn visible_text_only_with_entities_decoded() {
-        let words: Vec<String> = visible_text(PAGE)
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect();
-        assert_eq!(
-            words,
-            [
-                "Fish",
-                "&",
-                "chips",
-                "Café",
-                "résumé",
-                "naïve",
-                "<tag>",
-                "text.",
-                "Second",
-                "paragraph",
-                "after",
-                "a",
-                "break."
-            ]
-        );
+        let words: Vec<String> = visible_text(PAGE).split_whitespace().map(str::to_owned).collect();
+        assert_eq!(words, ["Fish", "&", "chips", "Café", "résumé", "naïve", "<tag>", "text.", "Second", "paragraph", "after", "a", "break."]);
     }
 
     #[test]
     fn html_fingerprint_equals_fingerprint_of_its_visible_text() {
         let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
-        let from_html = fingerprint_html_reader(&mut f, PAGE.as_bytes(), InvalidUtf8::Refuse)
-            .unwrap()
-            .fingerprint;
+        let from_html = fingerprint_html_reader(&mut f, PAGE.as_bytes(), InvalidUtf8::Refuse).unwrap().fingerprint;
         let text = "Fish & chips Café résumé naïve <tag> text. Second paragraph after a break.";
         assert_eq!(from_html, f.fingerprint(text).unwrap());
     }
@@ -353,10 +248,7 @@ mod html {
     fn strict_html_refuses_invalid_utf8() {
         let mut f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
         let bad = b"<p>some words here \xff and more words</p>";
-        assert!(matches!(
-            fingerprint_html_reader(&mut f, &bad[..], InvalidUtf8::Refuse),
-            Err(Error::InvalidUtf8 { offset: 19 })
-        ));
+        assert!(matches!(fingerprint_html_reader(&mut f, &bad[..], InvalidUtf8::Refuse), Err(Error::InvalidUtf8 { offset: 19 })));
         let ok = fingerprint_html_reader(&mut f, &bad[..], InvalidUtf8::Replace).unwrap();
         assert_eq!(ok.replaced_utf8, 1);
     }
@@ -399,61 +291,30 @@ proptest! {
 #[test]
 fn corpus_fingerprints_are_pinned() {
     use FeatureKind::*;
-    let base = FingerprintOptions {
-        min_words: 1,
-        ..FingerprintOptions::default()
-    };
+    let base = FingerprintOptions { min_words: 1, ..FingerprintOptions::default() };
     let recipes = [
         ("default", base.clone()),
         ("w+tf", opts(&[Words], TfMode::Raw, &[])),
-        (
-            "short-text",
-            FingerprintOptions {
-                min_words: 1,
-                ..FingerprintOptions::short_text()
-            },
-        ),
+        ("short-text", FingerprintOptions { min_words: 1, ..FingerprintOptions::short_text() }),
         ("w3+logtf", opts(&[WordShingles(3)], TfMode::Log, &[])),
         ("c4+tf", opts(&[CharNgrams(4)], TfMode::Raw, &[])),
-        (
-            "w+w2+tf+stop",
-            opts(
-                &[Words, WordShingles(2)],
-                TfMode::Raw,
-                &[Language::English, Language::Russian],
-            ),
-        ),
-        (
-            "w2+binary+fold",
-            FingerprintOptions {
-                fold_digits: true,
-                ..base.clone()
-            },
-        ),
+        ("w+w2+tf+stop", opts(&[Words, WordShingles(2)], TfMode::Raw, &[Language::English, Language::Russian])),
+        ("w2+binary+fold", FingerprintOptions { fold_digits: true, ..base.clone() }),
     ];
-    let mut fingerprinters: Vec<(&str, Fingerprinter)> = recipes
-        .into_iter()
-        .map(|(name, o)| (name, Fingerprinter::new(o).unwrap()))
-        .collect();
+    let mut fingerprinters: Vec<(&str, Fingerprinter)> = recipes.into_iter().map(|(name, o)| (name, Fingerprinter::new(o).unwrap())).collect();
     let mut actual = String::new();
     for (id, text) in pinned_documents() {
         for (name, f) in &mut fingerprinters {
-            let value = f
-                .fingerprint(&text)
-                .map_or("empty".to_owned(), |x| format!("{:016x}", x.value));
+            let value = f.fingerprint(&text).map_or("empty".to_owned(), |x| format!("{:016x}", x.value));
             actual.push_str(&format!("{id}\t{name}\t{value}\n"));
         }
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/corpus/fingerprints-recipe1.tsv");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/fingerprints-recipe1.tsv");
     if std::env::var_os("SIMDEX_REGENERATE_FIXTURES").is_some() {
         std::fs::write(&path, &actual).unwrap();
     }
     let expected = std::fs::read_to_string(&path).unwrap();
-    let expected: std::collections::HashMap<&str, &str> = expected
-        .lines()
-        .filter_map(|l| l.rsplit_once('\t'))
-        .collect();
+    let expected: std::collections::HashMap<&str, &str> = expected.lines().filter_map(|l| l.rsplit_once('\t')).collect();
     for line in actual.lines() {
         let (key, value) = line.rsplit_once('\t').unwrap();
         assert_eq!(expected.get(key), Some(&value), "{key}");
@@ -468,10 +329,7 @@ fn corpus_fingerprints_are_pinned() {
 /// the `.txt` pages), then 64 generated texts.
 fn pinned_documents() -> Vec<(String, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/pages");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     let mut docs = Vec::new();
     for name in names {
@@ -487,23 +345,112 @@ fn pinned_documents() -> Vec<(String, String)> {
     // the 8-byte hash blocks, UAX #29 punctuation rules, case mappings that change length,
     // compatibility characters, combining marks, scripts with and without fast paths
     const PIECES: &[&str] = &[
-        "the", "Cat", "SAT", "on", "a", "mat", "internationalization", "x", "abcdefgh",
-        "abcdefghi", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "can't", "e.g.", "3.14", "1,000", "foo_bar",
-        "std::vec", "a:b", "_x_", "'q'", "1.2.3", "a.b.c", "x;y", "9,a", "a'b'", "..", "::",
-        "café", "CAFÉ", "Straße", "ΣΊΣΥΦΟΣ", "σς", "Привет", "МИР", "ёЁ", "مرحبا", "بِسْمِ",
-        "回家", "吃饭哦", "、", "。", "（测试）", "ＡＢＣ１２", "ﬁne", "e\u{301}", "a\u{a0}b",
-        "\u{200b}", "🦀", "👍🏽", "ǅ", "ᾈ", "İstanbul", "\u{feff}", "\t", "\n", "\r\n", "\u{c}",
-        "\u{b}", "\u{85}", "—", "«", "»", "؟", "،", "٫", "٣٤", "한국어", "日本語", "カタカナ",
-        "ｶﾀｶﾅ", "ℌ", "Ⅻ", "①", "½", "x²", "ǈ", "Ǳ", "ß", "ŉ", "ΐ", "ﬀ", "\u{0}", "<", "&amp;",
-        "a-b", "--", "http://example.com/a?b=c", "user@example.com", "$100", "#tag", "@me",
-        "C++", "f32", "_mm256_add_epi32", "\u{300}", "a\u{300}b", "Ⓐ", "𝐀𝐁", "ꙮ", "\u{2028}",
-        "  ", " ",
+        "the",
+        "Cat",
+        "SAT",
+        "on",
+        "a",
+        "mat",
+        "internationalization",
+        "x",
+        "abcdefgh",
+        "abcdefghi",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        "can't",
+        "e.g.",
+        "3.14",
+        "1,000",
+        "foo_bar",
+        "std::vec",
+        "a:b",
+        "_x_",
+        "'q'",
+        "1.2.3",
+        "a.b.c",
+        "x;y",
+        "9,a",
+        "a'b'",
+        "..",
+        "::",
+        "café",
+        "CAFÉ",
+        "Straße",
+        "ΣΊΣΥΦΟΣ",
+        "σς",
+        "Привет",
+        "МИР",
+        "ёЁ",
+        "مرحبا",
+        "بِسْمِ",
+        "回家",
+        "吃饭哦",
+        "、",
+        "。",
+        "（测试）",
+        "ＡＢＣ１２",
+        "ﬁne",
+        "e\u{301}",
+        "a\u{a0}b",
+        "\u{200b}",
+        "🦀",
+        "👍🏽",
+        "ǅ",
+        "ᾈ",
+        "İstanbul",
+        "\u{feff}",
+        "\t",
+        "\n",
+        "\r\n",
+        "\u{c}",
+        "\u{b}",
+        "\u{85}",
+        "—",
+        "«",
+        "»",
+        "؟",
+        "،",
+        "٫",
+        "٣٤",
+        "한국어",
+        "日本語",
+        "カタカナ",
+        "ｶﾀｶﾅ",
+        "ℌ",
+        "Ⅻ",
+        "①",
+        "½",
+        "x²",
+        "ǈ",
+        "Ǳ",
+        "ß",
+        "ŉ",
+        "ΐ",
+        "ﬀ",
+        "\u{0}",
+        "<",
+        "&amp;",
+        "a-b",
+        "--",
+        "http://example.com/a?b=c",
+        "user@example.com",
+        "$100",
+        "#tag",
+        "@me",
+        "C++",
+        "f32",
+        "_mm256_add_epi32",
+        "\u{300}",
+        "a\u{300}b",
+        "Ⓐ",
+        "𝐀𝐁",
+        "ꙮ",
+        "\u{2028}",
+        "  ",
+        " ",
     ];
     let mut state = 12345u64;
     let mut next = || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         simdex::fingerprint::hash::fmix64(state)
     };
     for i in 0..64 {

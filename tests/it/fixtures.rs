@@ -83,10 +83,7 @@ fn writer_output_is_frozen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("small.sdx");
     build_segment(&FsStorage, &path, &fps, Some(&ids), &BuildOptions::default()).unwrap();
-    assert!(
-        std::fs::read(&path).unwrap() == std::fs::read(fixture("small.sdx")).unwrap(),
-        "the writer's bytes changed: see format-spec/README.md, versioning rules"
-    );
+    assert!(std::fs::read(&path).unwrap() == std::fs::read(fixture("small.sdx")).unwrap(), "the writer's bytes changed: see format-spec/README.md, versioning rules");
 }
 
 #[test]

@@ -2,9 +2,9 @@
 //! duplicate-heavy sets, edge values, all designs up to k = 4 and every k up to the design's.
 
 use proptest::prelude::*;
+use simdex::codec::Codec;
 use simdex::plan::Design;
 use simdex::{BuildOptions, Error, QueryOptions};
-use simdex::codec::Codec;
 
 use crate::common::{brute_force, build, Rng};
 

@@ -65,8 +65,7 @@ pub fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             out.push(input.clone());
             continue;
         }
-        let meta =
-            std::fs::metadata(input).with_context(|| format!("cannot read {}", input.display()))?;
+        let meta = std::fs::metadata(input).with_context(|| format!("cannot read {}", input.display()))?;
         if meta.is_dir() {
             walk(input, &mut out).with_context(|| format!("cannot list {}", input.display()))?;
         } else {
@@ -77,17 +76,12 @@ pub fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
     entries.sort();
     for p in entries {
         if p.is_dir() {
             walk(&p, out)?;
-        } else if p
-            .file_name()
-            .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
-        {
+        } else if p.file_name().is_some_and(|n| !n.to_string_lossy().starts_with('.')) {
             out.push(p);
         }
     }
@@ -107,19 +101,8 @@ pub fn for_each_doc(
 ) -> anyhow::Result<()> {
     for path in files {
         let stdin = path.as_os_str() == "-";
-        let name = if stdin {
-            "-".to_owned()
-        } else {
-            path.display().to_string()
-        };
-        let input: Box<dyn Read> = if stdin {
-            Box::new(std::io::stdin())
-        } else {
-            Box::new(
-                std::fs::File::open(path)
-                    .with_context(|| format!("cannot open {}", path.display()))?,
-            )
-        };
+        let name = if stdin { "-".to_owned() } else { path.display().to_string() };
+        let input: Box<dyn Read> = if stdin { Box::new(std::io::stdin()) } else { Box::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?) };
         let mut failed = Vec::new();
         for doc in Documents::new(input, name.clone(), read.format_of(path), read.invalid_utf8()) {
             match doc {
@@ -129,13 +112,8 @@ pub fn for_each_doc(
                         failed.push(Skip { id, reason });
                     }
                 }
-                Err(simdex::fingerprint::Error::Io(e)) => {
-                    return Err(e).with_context(|| format!("cannot read {name}"))
-                }
-                Err(e) => skip(Skip {
-                    id: name.clone(),
-                    reason: e.to_string(),
-                }),
+                Err(simdex::fingerprint::Error::Io(e)) => return Err(e).with_context(|| format!("cannot read {name}")),
+                Err(e) => skip(Skip { id: name.clone(), reason: e.to_string() }),
             }
         }
         failed.into_iter().for_each(&mut skip);
@@ -145,12 +123,7 @@ pub fn for_each_doc(
 }
 
 /// Learns an IDF table from every document of `files` with `fp`'s feature recipe.
-pub fn learn_idf(
-    fp: &mut Fingerprinter,
-    files: &[PathBuf],
-    read: &ReadArgs,
-    bar: &ProgressBar,
-) -> anyhow::Result<IdfTable> {
+pub fn learn_idf(fp: &mut Fingerprinter, files: &[PathBuf], read: &ReadArgs, bar: &ProgressBar) -> anyhow::Result<IdfTable> {
     let mut learner = IdfLearner::new(fp, read.invalid_utf8());
     for_each_doc(
         files,

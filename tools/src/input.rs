@@ -163,4 +163,3 @@ pub fn size_hint(path: &Path) -> Option<u64> {
         std::fs::metadata(path).ok().map(|m| m.len())
     }
 }
-

@@ -14,9 +14,9 @@ macro_rules! out {
 }
 
 mod cmd;
+mod corpus;
 mod input;
 mod progress;
-mod corpus;
 mod recipe;
 
 use clap::Parser;

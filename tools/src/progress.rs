@@ -5,9 +5,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// A byte-counting bar of `len` bytes (a spinner when the length is unknown).
 pub fn bytes(len: Option<u64>, what: &str) -> ProgressBar {
     let bar = match len {
-        Some(len) => ProgressBar::new(len).with_style(
-            ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})").expect("valid template").progress_chars("=> "),
-        ),
+        Some(len) => {
+            ProgressBar::new(len).with_style(ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})").expect("valid template").progress_chars("=> "))
+        }
         None => ProgressBar::new_spinner().with_style(ProgressStyle::with_template("{spinner} {msg} {bytes}").expect("valid template")),
     };
     bar.set_message(what.to_string());
@@ -16,8 +16,7 @@ pub fn bytes(len: Option<u64>, what: &str) -> ProgressBar {
 
 /// A bar counting `len` steps.
 pub fn steps(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len)
-        .with_style(ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({eta})").expect("valid template").progress_chars("=> "));
+    let bar = ProgressBar::new(len).with_style(ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({eta})").expect("valid template").progress_chars("=> "));
     bar.set_message(what.to_string());
     bar
 }

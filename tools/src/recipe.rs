@@ -3,9 +3,7 @@
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use simdex::fingerprint::{
-    CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfTable, Language, TfMode,
-};
+use simdex::fingerprint::{CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfTable, Language, TfMode};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -69,27 +67,16 @@ impl RecipeArgs {
             Preset::ShortText => FingerprintOptions::short_text(),
         };
         if let Some(kinds) = &self.features {
-            o.features = kinds
-                .iter()
-                .map(|k| {
-                    FeatureKind::parse(k).with_context(|| {
-                        format!("unknown feature kind `{k}` (w, w2..w16, c1..c16)")
-                    })
-                })
-                .collect::<anyhow::Result<_>>()?;
+            o.features = kinds.iter().map(|k| FeatureKind::parse(k).with_context(|| format!("unknown feature kind `{k}` (w, w2..w16, c1..c16)"))).collect::<anyhow::Result<_>>()?;
         }
         if let Some(tf) = &self.tf {
-            o.tf = TfMode::parse(tf)
-                .with_context(|| format!("unknown --tf `{tf}` (tf, logtf, binary)"))?;
+            o.tf = TfMode::parse(tf).with_context(|| format!("unknown --tf `{tf}` (tf, logtf, binary)"))?;
         }
         if let Some(stop) = &self.stop {
             o.stop_words = match stop.as_slice() {
                 [one] if one == "all" => Language::ALL.to_vec(),
                 [one] if one == "none" => Vec::new(),
-                codes => codes
-                    .iter()
-                    .map(|c| language(c))
-                    .collect::<anyhow::Result<_>>()?,
+                codes => codes.iter().map(|c| language(c)).collect::<anyhow::Result<_>>()?,
             };
         }
         if let Some(stem) = &self.stem {
@@ -111,8 +98,7 @@ impl RecipeArgs {
         match &self.idf {
             None => Ok(fp),
             Some(path) => {
-                let table = IdfTable::load(path)
-                    .with_context(|| format!("cannot read IDF table {}", path.display()))?;
+                let table = IdfTable::load(path).with_context(|| format!("cannot read IDF table {}", path.display()))?;
                 Ok(fp.with_idf(Arc::new(table))?)
             }
         }

@@ -426,12 +426,8 @@ fn dedup_adds_the_corpus_to_an_index_and_finds_it_there_next_time() {
     let o = run(&["dedup", corpus, "--index", p(&index), "--report", p(&report2)]);
     ok(&o);
     assert!(stdout(&o).contains("319 documents had near-duplicates stored before this run"), "{}", stdout(&o));
-    let indexed: Vec<serde_json::Value> = std::fs::read_to_string(&report2)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["kind"] == "indexed")
-        .collect();
+    let indexed: Vec<serde_json::Value> =
+        std::fs::read_to_string(&report2).unwrap().lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["kind"] == "indexed").collect();
     assert_eq!(indexed.len(), 319);
     for v in &indexed {
         let own = v["index_doc_id"].clone();

@@ -7,14 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn simdex(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_simdex"))
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run simdex");
+    let mut child =
+        Command::new(env!("CARGO_BIN_EXE_simdex")).args(args).current_dir(root()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run simdex");
     // a process that fails before reading its input closes the pipe: not an error here
     let _ = child.stdin.take().expect("stdin").write_all(stdin);
     child.wait_with_output().expect("wait for simdex")
@@ -30,28 +24,15 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn fingerprint_prints_id_tab_hex() {
-    let out = simdex(
-        &[
-            "fingerprint",
-            "fixtures/corpus/pages/en-000.html",
-            "fixtures/corpus/pages/ru-001.html",
-        ],
-        b"",
-    );
+    let out = simdex(&["fingerprint", "fixtures/corpus/pages/en-000.html", "fixtures/corpus/pages/ru-001.html"], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2);
-    for (line, id) in lines.iter().zip([
-        "fixtures/corpus/pages/en-000.html",
-        "fixtures/corpus/pages/ru-001.html",
-    ]) {
+    for (line, id) in lines.iter().zip(["fixtures/corpus/pages/en-000.html", "fixtures/corpus/pages/ru-001.html"]) {
         let (got_id, hex) = line.split_once('\t').expect("a tab");
         assert_eq!(got_id, id);
-        assert!(
-            hex.len() == 16 && u64::from_str_radix(hex, 16).is_ok(),
-            "{hex}"
-        );
+        assert!(hex.len() == 16 && u64::from_str_radix(hex, 16).is_ok(), "{hex}");
     }
 }
 
@@ -59,15 +40,9 @@ fn fingerprint_prints_id_tab_hex() {
 fn html_text_and_stdin_agree() {
     // the same article as HTML (in a template) and as plain text: the same words
     let html = simdex(&["fingerprint", "fixtures/corpus/pages/en-040.html"], b"");
-    let plain =
-        std::fs::read(root().join("fixtures/corpus/pages/en-040-plain.txt")).expect("fixture");
+    let plain = std::fs::read(root().join("fixtures/corpus/pages/en-040-plain.txt")).expect("fixture");
     let stdin = simdex(&["fingerprint", "-"], &plain);
-    let hex = |o: &Output| {
-        text(&o.stdout)
-            .split('\t')
-            .nth(1)
-            .map(|h| h.trim().to_owned())
-    };
+    let hex = |o: &Output| text(&o.stdout).split('\t').nth(1).map(|h| h.trim().to_owned());
     assert_eq!(hex(&html), hex(&stdin));
     assert_eq!(text(&stdin.stdout).split('\t').next(), Some("-"));
 }
@@ -76,11 +51,7 @@ fn html_text_and_stdin_agree() {
 fn bad_inputs_fail_with_a_clear_message() {
     let out = simdex(&["fingerprint", "no/such/file.txt"], b"");
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("cannot read no/such/file.txt"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("cannot read no/such/file.txt"), "{}", text(&out.stderr));
 
     let out = simdex(&["fingerprint", "--no-such-flag"], b"");
     assert_eq!(out.status.code(), Some(2));
@@ -88,11 +59,7 @@ fn bad_inputs_fail_with_a_clear_message() {
 
     let out = simdex(&["fingerprint", "--features", "w99"], b"x y z");
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("unknown feature kind `w99`"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("unknown feature kind `w99`"), "{}", text(&out.stderr));
 
     let out = simdex(&["dedup", "-k", "99", "fixtures/corpus/pages"], b"");
     assert_eq!(out.status.code(), Some(2));
@@ -102,27 +69,12 @@ fn bad_inputs_fail_with_a_clear_message() {
 fn jsonl_errors_name_lines_and_skip_documents() {
     let input = b"{\"id\": \"a\", \"text\": \"one two three four\"}\n{\"id\": \"b\"}\nnot json\n{\"id\": 7, \"html\": \"<p>five six seven</p><script>x y z</script>\"}\n{\"id\": \"e\", \"text\": \"  \"}\n";
     let out = simdex(&["fingerprint", "--format", "jsonl", "--json", "-"], input);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "skipped documents make exit code 1"
-    );
+    assert_eq!(out.status.code(), Some(1), "skipped documents make exit code 1");
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("line 2: missing \"text\" or \"html\""),
-        "{stderr}"
-    );
+    assert!(stderr.contains("line 2: missing \"text\" or \"html\""), "{stderr}");
     assert!(stderr.contains("line 3: invalid JSON"), "{stderr}");
     assert!(stderr.contains("e: skipped: document is empty"), "{stderr}");
-    let ids: Vec<String> = text(&out.stdout)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).expect("json")["id"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned()
-        })
-        .collect();
+    let ids: Vec<String> = text(&out.stdout).lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].as_str().unwrap_or("").to_owned()).collect();
     assert_eq!(ids, ["a", "7"]);
 }
 
@@ -131,11 +83,7 @@ fn strict_refuses_invalid_utf8_and_lenient_counts_it() {
     let doc = b"valid words before \xff\xfe and after the bad bytes here";
     let out = simdex(&["fingerprint", "--strict", "-"], doc);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("invalid UTF-8 at byte offset 19"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("invalid UTF-8 at byte offset 19"), "{}", text(&out.stderr));
     let out = simdex(&["fingerprint", "--json", "-"], doc);
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -145,15 +93,11 @@ fn strict_refuses_invalid_utf8_and_lenient_counts_it() {
 
 /// Planted groups of the bundled corpus: (kind, group) -> member paths.
 fn planted() -> HashMap<(String, String), BTreeSet<String>> {
-    let tsv =
-        std::fs::read_to_string(root().join("fixtures/corpus/PLANTED.tsv")).expect("PLANTED.tsv");
+    let tsv = std::fs::read_to_string(root().join("fixtures/corpus/PLANTED.tsv")).expect("PLANTED.tsv");
     let mut groups: HashMap<(String, String), BTreeSet<String>> = HashMap::new();
     for line in tsv.lines().skip(1) {
         let f: Vec<&str> = line.split('\t').collect();
-        groups
-            .entry((f[0].to_owned(), f[1].to_owned()))
-            .or_default()
-            .insert(format!("fixtures/corpus/pages/{}", f[2]));
+        groups.entry((f[0].to_owned(), f[1].to_owned())).or_default().insert(format!("fixtures/corpus/pages/{}", f[2]));
     }
     groups
 }
@@ -161,20 +105,12 @@ fn planted() -> HashMap<(String, String), BTreeSet<String>> {
 fn dedup_report(k: &str) -> Vec<(String, BTreeSet<String>)> {
     let out = simdex(&["dedup", "fixtures/corpus/pages", "-k", k, "--json"], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("exact duplicates:"),
-        "summary on stderr with --json"
-    );
+    assert!(text(&out.stderr).contains("exact duplicates:"), "summary on stderr with --json");
     text(&out.stdout)
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).expect("json line");
-            let members = v["members"]
-                .as_array()
-                .expect("members")
-                .iter()
-                .map(|m| m.as_str().unwrap_or("").to_owned())
-                .collect();
+            let members = v["members"].as_array().expect("members").iter().map(|m| m.as_str().unwrap_or("").to_owned()).collect();
             (v["kind"].as_str().unwrap_or("").to_owned(), members)
         })
         .collect()
@@ -183,18 +119,12 @@ fn dedup_report(k: &str) -> Vec<(String, BTreeSet<String>)> {
 #[test]
 fn dedup_finds_the_planted_clusters() {
     let planted = planted();
-    assert!(
-        planted.len() >= 40,
-        "the corpus plants exact and near groups"
-    );
+    assert!(planted.len() >= 40, "the corpus plants exact and near groups");
     for k in ["3", "5"] {
         let report = dedup_report(k);
         // precision: every reported group lies inside one planted group
         for (kind, members) in &report {
-            assert!(
-                planted.values().any(|p| members.is_subset(p)),
-                "k={k}: reported {kind} group {members:?} mixes unrelated documents"
-            );
+            assert!(planted.values().any(|p| members.is_subset(p)), "k={k}: reported {kind} group {members:?} mixes unrelated documents");
         }
         // recall: every planted group is inside one reported group; one-word edits of long
         // pages may land a little over k = 3 (simhash noise), so they are required at k = 5
@@ -203,12 +133,7 @@ fn dedup_finds_the_planted_clusters() {
                 continue;
             }
             let want = if kind == "exact" { "exact" } else { "near" };
-            assert!(
-                report
-                    .iter()
-                    .any(|(rk, m)| members.is_subset(m) && (rk == want || kind == "near")),
-                "k={k}: planted {kind} group {group} {members:?} not found"
-            );
+            assert!(report.iter().any(|(rk, m)| members.is_subset(m) && (rk == want || kind == "near")), "k={k}: planted {kind} group {group} {members:?} not found");
         }
     }
 }
@@ -219,52 +144,22 @@ fn learned_idf_table_is_saved_and_reused() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let table = dir.join("idf.simdex");
     let table_arg = table.to_string_lossy().into_owned();
-    let pages = [
-        "fixtures/corpus/pages/en-000.html",
-        "fixtures/corpus/pages/en-001.html",
-        "fixtures/corpus/pages/ru-000.html",
-    ];
+    let pages = ["fixtures/corpus/pages/en-000.html", "fixtures/corpus/pages/en-001.html", "fixtures/corpus/pages/ru-000.html"];
     let mut args = vec!["fingerprint", "--learn-idf", &table_arg];
     args.extend(pages);
     let learned = simdex(&args, b"");
     assert!(learned.status.success(), "{}", text(&learned.stderr));
-    assert!(
-        text(&learned.stderr).contains("from 3 documents"),
-        "{}",
-        text(&learned.stderr)
-    );
+    assert!(text(&learned.stderr).contains("from 3 documents"), "{}", text(&learned.stderr));
     let mut args = vec!["fingerprint", "--idf", &table_arg];
     args.extend(pages);
     let reused = simdex(&args, b"");
     assert!(reused.status.success(), "{}", text(&reused.stderr));
-    assert_eq!(
-        text(&learned.stdout),
-        text(&reused.stdout),
-        "same table, same fingerprints"
-    );
+    assert_eq!(text(&learned.stdout), text(&reused.stdout), "same table, same fingerprints");
     let plain = simdex(&["fingerprint", pages[0], pages[1], pages[2]], b"");
-    assert_ne!(
-        text(&plain.stdout),
-        text(&reused.stdout),
-        "IDF weights change fingerprints"
-    );
+    assert_ne!(text(&plain.stdout), text(&reused.stdout), "IDF weights change fingerprints");
     // a table learned with other features is refused
-    let out = simdex(
-        &[
-            "fingerprint",
-            "--idf",
-            &table_arg,
-            "--features",
-            "w3",
-            pages[0],
-        ],
-        b"",
-    );
+    let out = simdex(&["fingerprint", "--idf", &table_arg, "--features", "w3", pages[0]], b"");
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("IDF table was learned with features"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("IDF table was learned with features"), "{}", text(&out.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,11 +7,7 @@ use std::process::Command;
 #[test]
 fn spark_local_mode_matches_single_machine_batch() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/spark/test_local.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .env("SIMDEX", env!("CARGO_BIN_EXE_simdex"))
-        .output()
-        .expect("run tools/spark/test_local.sh");
+    let out = Command::new("bash").arg(script).env("SIMDEX", env!("CARGO_BIN_EXE_simdex")).output().expect("run tools/spark/test_local.sh");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "spark test failed:\n{stdout}\n{stderr}");

@@ -68,12 +68,6 @@ pub fn run(args: Args) -> Result<()> {
     let source = Source::open(&args.index)?;
     batch_query_each(&source, &queries, &options, emit)?;
     out.flush()?;
-    eprintln!(
-        "{} queries against {} fingerprints: {} matches in {:.2}s",
-        queries.len(),
-        Stored::from(&source).held_len(),
-        matches,
-        start.elapsed().as_secs_f64()
-    );
+    eprintln!("{} queries against {} fingerprints: {} matches in {:.2}s", queries.len(), Stored::from(&source).held_len(), matches, start.elapsed().as_secs_f64());
     Ok(())
 }

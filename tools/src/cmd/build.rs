@@ -3,11 +3,11 @@
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::Codec;
-use simdex::plan::{plan, Design, PlanOptions};
 use simdex::build_segment_with_progress;
+use simdex::plan::{plan, Design, PlanOptions};
 use simdex::storage::FsStorage;
 use simdex::BuildOptions;
+use simdex::Codec;
 use std::path::PathBuf;
 use std::time::Instant;
 

@@ -95,9 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exact = exact_groups(&corpus);
     let near = near_duplicates(&corpus, &exact, args.k)?;
     let mut report: Box<dyn Write> = match (&args.report, args.json) {
-        (Some(p), _) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
+        (Some(p), _) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?)),
         (None, true) => Box::new(std::io::BufWriter::new(std::io::stdout())),
         (None, false) => Box::new(std::io::sink()),
     };
@@ -107,11 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     report.flush()?;
-    let mut summary: Box<dyn Write> = if args.json {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    };
+    let mut summary: Box<dyn Write> = if args.json { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
     write_summary(&mut summary, &args, &corpus, &exact, &near, indexed)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -152,22 +146,13 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter) -> anyhow::Result
                 Ok(o) => (Some(o.fingerprint.value), o.fingerprint.short, None),
                 Err(e) => (None, true, Some(e.to_string())),
             };
-            docs.push(DocInfo {
-                content: doc.content.hex(),
-                id: doc.id,
-                fingerprint,
-                short,
-            });
+            docs.push(DocInfo { content: doc.content.hex(), id: doc.id, fingerprint, short });
             Ok(failed)
         },
         |s| skipped.push((s.id, s.reason)),
     )?;
     bar.finish_and_clear();
-    Ok(Corpus {
-        docs,
-        skipped,
-        recipe: fp.recipe(),
-    })
+    Ok(Corpus { docs, skipped, recipe: fp.recipe() })
 }
 
 /// Exact duplicates: groups of documents with the same content hash (documents without a
@@ -175,10 +160,7 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter) -> anyhow::Result
 fn exact_groups(corpus: &Corpus) -> Vec<Vec<u32>> {
     let mut by_content: HashMap<&str, Vec<u32>> = HashMap::new();
     for (i, d) in corpus.docs.iter().enumerate() {
-        by_content
-            .entry(d.content.as_str())
-            .or_default()
-            .push(i as u32);
+        by_content.entry(d.content.as_str()).or_default().push(i as u32);
     }
     let mut exact: Vec<Vec<u32>> = by_content.into_values().filter(|g| g.len() > 1).collect();
     exact.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
@@ -195,19 +177,9 @@ fn near_duplicates(corpus: &Corpus, exact: &[Vec<u32>], k: u32) -> anyhow::Resul
             representative[i as usize] = false;
         }
     }
-    let reps: Vec<(u64, u32)> = docs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| {
-            d.fingerprint
-                .filter(|_| representative[i])
-                .map(|f| (f, i as u32))
-        })
-        .collect();
+    let reps: Vec<(u64, u32)> = docs.iter().enumerate().filter_map(|(i, d)| d.fingerprint.filter(|_| representative[i]).map(|f| (f, i as u32))).collect();
     let (links, pairs) = near_links(&reps, k)?;
-    let exact_links = exact
-        .iter()
-        .flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
+    let exact_links = exact.iter().flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
     let clusters = clusters_from_pairs(docs.len(), links.into_iter().chain(exact_links))
         .into_iter()
         // clusters made of exact copies only are reported as exact groups, not again as near ones
@@ -246,120 +218,47 @@ fn near_links(reps: &[(u64, u32)], k: u32) -> anyhow::Result<(Vec<(u32, u32)>, u
 /// The JSON-lines report: exact groups, near clusters, skipped documents.
 fn write_report(report: &mut dyn Write, corpus: &Corpus, exact: &[Vec<u32>], near: &Near) -> anyhow::Result<()> {
     for (n, g) in exact.iter().enumerate() {
-        writeln!(
-            report,
-            "{}",
-            json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": corpus.content_of(g[0]), "members": corpus.ids(g)})
-        )?;
+        writeln!(report, "{}", json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": corpus.content_of(g[0]), "members": corpus.ids(g)}))?;
     }
     for (n, c) in near.clusters.iter().enumerate() {
-        let fps: Vec<u64> = c
-            .iter()
-            .filter_map(|&i| corpus.docs[i as usize].fingerprint)
-            .collect();
-        let max_d = fps
-            .iter()
-            .flat_map(|a| fps.iter().map(move |b| (a ^ b).count_ones()))
-            .max()
-            .unwrap_or(0);
+        let fps: Vec<u64> = c.iter().filter_map(|&i| corpus.docs[i as usize].fingerprint).collect();
+        let max_d = fps.iter().flat_map(|a| fps.iter().map(move |b| (a ^ b).count_ones())).max().unwrap_or(0);
         let short = c.iter().filter(|&&i| corpus.docs[i as usize].short).count();
-        writeln!(
-            report,
-            "{}",
-            json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": corpus.ids(c)})
-        )?;
+        writeln!(report, "{}", json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": corpus.ids(c)}))?;
     }
     for (id, reason) in &corpus.skipped {
-        writeln!(
-            report,
-            "{}",
-            json!({"kind": "skipped", "id": id, "reason": reason})
-        )?;
+        writeln!(report, "{}", json!({"kind": "skipped", "id": id, "reason": reason}))?;
     }
     Ok(())
 }
 
 /// The readable summary: counts, the size histogram, then the largest near-duplicate
 /// clusters and exact-duplicate groups, `--show` members each.
-fn write_summary(
-    summary: &mut dyn Write,
-    args: &Args,
-    corpus: &Corpus,
-    exact: &[Vec<u32>],
-    near: &Near,
-    indexed: Option<(usize, usize)>,
-) -> anyhow::Result<()> {
+fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, exact: &[Vec<u32>], near: &Near, indexed: Option<(usize, usize)>) -> anyhow::Result<()> {
     let docs = &corpus.docs;
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
     let in_near: usize = near.clusters.iter().map(|c| c.len()).sum();
-    writeln!(
-        summary,
-        "documents: {} ({} fingerprinted, {} skipped)",
-        docs.len(),
-        docs.iter().filter(|d| d.fingerprint.is_some()).count(),
-        corpus.skipped.len()
-    )?;
+    writeln!(summary, "documents: {} ({} fingerprinted, {} skipped)", docs.len(), docs.iter().filter(|d| d.fingerprint.is_some()).count(), corpus.skipped.len())?;
     writeln!(summary, "recipe: {}", corpus.recipe)?;
     if let (Some(dir), Some((known, added))) = (&args.index, indexed) {
-        writeln!(
-            summary,
-            "index {}: {known} documents had near-duplicates stored before this run; {added} documents added (durable)",
-            dir.display()
-        )?;
+        writeln!(summary, "index {}: {known} documents had near-duplicates stored before this run; {added} documents added (durable)", dir.display())?;
     }
-    writeln!(
-        summary,
-        "exact duplicates: {} groups, {} documents ({} redundant copies)",
-        exact.len(),
-        in_exact,
-        in_exact - exact.len()
-    )?;
-    writeln!(
-        summary,
-        "near-duplicate clusters (k = {}): {} clusters, {} documents, {} pairs within k",
-        args.k,
-        near.clusters.len(),
-        in_near,
-        near.pairs
-    )?;
+    writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies)", exact.len(), in_exact, in_exact - exact.len())?;
+    writeln!(summary, "near-duplicate clusters (k = {}): {} clusters, {} documents, {} pairs within k", args.k, near.clusters.len(), in_near, near.pairs)?;
     let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
-    near.clusters
-        .iter()
-        .for_each(|c| *sizes.entry(c.len()).or_default() += 1);
+    near.clusters.iter().for_each(|c| *sizes.entry(c.len()).or_default() += 1);
     if !sizes.is_empty() {
-        let hist: Vec<String> = sizes
-            .iter()
-            .rev()
-            .map(|(s, n)| format!("{n}x{s}"))
-            .collect();
+        let hist: Vec<String> = sizes.iter().rev().map(|(s, n)| format!("{n}x{s}")).collect();
         writeln!(summary, "cluster sizes (count x size): {}", hist.join(", "))?;
     }
     // the largest near-duplicate clusters, then the largest exact-duplicate groups
-    let listed = (near
-        .clusters
-        .iter()
-        .take(args.show)
-        .map(|c| ("near-duplicate cluster", c))
-        .enumerate())
-    .chain(
-        exact
-            .iter()
-            .take(args.show)
-            .map(|g| ("exact-duplicate group", g))
-            .enumerate(),
-    );
+    let listed = (near.clusters.iter().take(args.show).map(|c| ("near-duplicate cluster", c)).enumerate())
+        .chain(exact.iter().take(args.show).map(|g| ("exact-duplicate group", g)).enumerate());
     for (n, (what, c)) in listed {
         writeln!(summary, "\n{what} {} ({} documents):", n + 1, c.len())?;
         for &i in c.iter().take(args.show) {
             let d = &docs[i as usize];
-            writeln!(
-                summary,
-                "  {}  {}{}",
-                d.fingerprint
-                    .map_or("-".repeat(16), |f| format!("{f:016x}")),
-                d.id,
-                if d.short { "  (short)" } else { "" }
-            )?;
+            writeln!(summary, "  {}  {}{}", d.fingerprint.map_or("-".repeat(16), |f| format!("{f:016x}")), d.id, if d.short { "  (short)" } else { "" })?;
         }
         if c.len() > args.show {
             writeln!(summary, "  ... and {} more", c.len() - args.show)?;
@@ -381,8 +280,7 @@ fn index_doc_id(id: &str) -> u64 {
 /// documents added).
 fn check_and_add(dir: &Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     use simdex::{Index, IndexOptions};
-    let index = Index::open(dir, IndexOptions { k: k.max(3), ..IndexOptions::default() })
-        .with_context(|| format!("opening index {}", dir.display()))?;
+    let index = Index::open(dir, IndexOptions { k: k.max(3), ..IndexOptions::default() }).with_context(|| format!("opening index {}", dir.display()))?;
     if k > index.k() {
         bail!("-k {k} is above the index's k = {} ({})", index.k(), dir.display());
     }
@@ -394,15 +292,8 @@ fn check_and_add(dir: &Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -
         index.query_into(fp, &simdex::QueryOptions::within(k), &mut matches)?;
         if !matches.is_empty() {
             known += 1;
-            let found: Vec<_> = matches
-                .iter()
-                .map(|m| json!({"fingerprint": format!("{:016x}", m.fingerprint), "index_doc_id": m.doc_id, "distance": m.distance}))
-                .collect();
-            writeln!(
-                report,
-                "{}",
-                json!({"kind": "indexed", "member": d.id, "index_doc_id": index_doc_id(&d.id), "fingerprint": format!("{fp:016x}"), "matches": found})
-            )?;
+            let found: Vec<_> = matches.iter().map(|m| json!({"fingerprint": format!("{:016x}", m.fingerprint), "index_doc_id": m.doc_id, "distance": m.distance})).collect();
+            writeln!(report, "{}", json!({"kind": "indexed", "member": d.id, "index_doc_id": index_doc_id(&d.id), "fingerprint": format!("{fp:016x}"), "matches": found}))?;
         }
         pairs.push((fp, index_doc_id(&d.id)));
     }

@@ -40,15 +40,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("--learn-idf reads the inputs twice, so it cannot read standard input");
         }
         let table = corpus::learn_idf(&mut fp, &files, &args.read, &ProgressBar::hidden())?;
-        table
-            .save(out)
-            .with_context(|| format!("cannot write {}", out.display()))?;
-        eprintln!(
-            "learned IDF weights of {} features from {} documents into {}",
-            table.len(),
-            table.documents(),
-            out.display()
-        );
+        table.save(out).with_context(|| format!("cannot write {}", out.display()))?;
+        eprintln!("learned IDF weights of {} features from {} documents into {}", table.len(), table.documents(), out.display());
         fp = fp.with_idf(std::sync::Arc::new(table))?;
     }
     let stdout = std::io::stdout();
@@ -67,10 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             let (id, f) = (&doc.id, o.fingerprint);
             if o.replaced_utf8 > 0 {
-                eprintln!(
-                    "simdex: warning: {id}: {} invalid UTF-8 sequences replaced",
-                    o.replaced_utf8
-                );
+                eprintln!("simdex: warning: {id}: {} invalid UTF-8 sequences replaced", o.replaced_utf8);
             }
             if f.short {
                 eprintln!("simdex: warning: {id}: short document ({} words < {short_words}): its fingerprint is unreliable", f.words);
@@ -92,9 +82,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     )?;
     out.flush()?;
-    Ok(if skipped > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if skipped > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -103,7 +103,12 @@ fn print_text(r: &serde_json::Value) -> Result<()> {
         out!();
         out!(
             "table {}: {} entries in {} blocks, prefix {} bits, codec {}, permutation {}",
-            t["table"], t["entries"], t["blocks"], t["prefix_bits"], t["codec"].as_str().unwrap_or_default(), t["permutation"].as_str().unwrap_or_default()
+            t["table"],
+            t["entries"],
+            t["blocks"],
+            t["prefix_bits"],
+            t["codec"].as_str().unwrap_or_default(),
+            t["permutation"].as_str().unwrap_or_default()
         );
         out!(
             "  bits per fingerprint: {:.3} in blocks, {:.3} with the block index ({:.4}x the bound)",

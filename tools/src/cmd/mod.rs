@@ -9,18 +9,18 @@ mod bench;
 mod build;
 mod cluster;
 mod compact;
+mod dedup;
 mod delete;
-mod dump_log;
-mod recover;
-mod stats;
 mod dump;
+mod dump_log;
+mod fingerprint;
 mod inspect;
 mod plan;
 mod query;
+mod recover;
 mod split;
+mod stats;
 mod verify;
-mod dedup;
-mod fingerprint;
 
 /// simdex: an on-disk index of 64-bit simhash fingerprints that answers
 /// "have I already stored a near-duplicate of this?"

@@ -3,8 +3,8 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::Source;
 use simdex::QueryOptions;
+use simdex::Source;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 

@@ -4,8 +4,8 @@ use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::inspect::salvage;
-use simdex::IndexOptions;
 use simdex::storage::FsStorage;
+use simdex::IndexOptions;
 use std::path::PathBuf;
 
 /// Copy what is intact of a damaged index into a new index, and report exactly what was

@@ -3,9 +3,9 @@
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::Codec;
 use simdex::split::{split, SplitOptions};
 use simdex::storage::FsStorage;
+use simdex::Codec;
 use simdex::Source;
 use std::path::PathBuf;
 
@@ -65,8 +65,7 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     let listing = args.out.join("parts.json");
-    std::fs::write(&listing, serde_json::to_string_pretty(&json!({"source": args.index, "parts": parts}))?)
-        .with_context(|| format!("cannot write {}", listing.display()))?;
+    std::fs::write(&listing, serde_json::to_string_pretty(&json!({"source": args.index, "parts": parts}))?).with_context(|| format!("cannot write {}", listing.display()))?;
     eprintln!("wrote {} chunks of about {} fingerprints to {}", written.chunks.len(), written.per_chunk, args.out.display());
     Ok(())
 }

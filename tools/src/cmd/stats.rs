@@ -33,7 +33,8 @@ pub fn run(args: Args) -> Result<()> {
             .iter()
             .map(|x| json!({"name": x.name, "entries": x.entries, "bytes": x.file_len, "min_seq": x.min_seq, "max_seq": x.max_seq, "tables": x.tables, "design": x.design}))
             .collect();
-        let logs: Vec<_> = report.logs.iter().map(|l| json!({"name": l.name, "bytes": l.len, "valid_bytes": l.valid_len, "end": format!("{:?}", l.end), "operations": l.ops})).collect();
+        let logs: Vec<_> =
+            report.logs.iter().map(|l| json!({"name": l.name, "bytes": l.len, "valid_bytes": l.valid_len, "end": format!("{:?}", l.end), "operations": l.ops})).collect();
         out!(
             "{}",
             serde_json::to_string_pretty(&json!({
@@ -55,7 +56,13 @@ pub fn run(args: Args) -> Result<()> {
     out!("tombstones: {} in {} file(s)", s.tombstones, s.tombstone_files);
     out!("memtable: {} inserts, {} deletes (replayed from the logs)", s.memtable_inserts, s.memtable_deletes);
     for l in &report.logs {
-        out!("log {}: {} bytes, {} operations{}", l.name, l.len, l.ops, if l.len != l.valid_len { format!(", {} bytes of an unfinished record at the end", l.len - l.valid_len) } else { String::new() });
+        out!(
+            "log {}: {} bytes, {} operations{}",
+            l.name,
+            l.len,
+            l.ops,
+            if l.len != l.valid_len { format!(", {} bytes of an unfinished record at the end", l.len - l.valid_len) } else { String::new() }
+        );
     }
     out!("sequence numbers: last {}, in segments up to {}", s.last_seq, s.flushed_seq);
     if !s.unknown_files.is_empty() {

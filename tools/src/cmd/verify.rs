@@ -38,11 +38,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let report = verify_segment(&args.file)?;
     if args.json {
-        let problems: Vec<_> = report
-            .problems
-            .iter()
-            .map(|p| json!({"offset": p.offset, "table": p.location.table, "block": p.location.block, "detail": p.detail}))
-            .collect();
+        let problems: Vec<_> = report.problems.iter().map(|p| json!({"offset": p.offset, "table": p.location.table, "block": p.location.block, "detail": p.detail})).collect();
         out!(
             "{}",
             serde_json::to_string_pretty(&json!({
