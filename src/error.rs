@@ -123,6 +123,19 @@ pub enum Error {
         /// The index directory.
         dir: PathBuf,
     },
+    /// A background flush, compaction or log sync failed (the source says why: a full
+    /// disk, an I/O error). Writes acknowledged before it stay durable in the log, and the
+    /// call that returns this did nothing; the work is retried by later writes and by the
+    /// background thread. Each failure is reported once, by the next write, `sync`,
+    /// `flush`, `compact` or `close`; free space or fix the cause, then go on.
+    #[error("{}: background maintenance failed (nothing acknowledged is lost)", dir.display())]
+    Maintenance {
+        /// The index directory.
+        dir: PathBuf,
+        /// The failure.
+        #[source]
+        source: Box<Error>,
+    },
     /// An earlier write failed part-way, so the log may end in a partial record; the index
     /// refuses further writes until it is reopened (which recovers the log's valid prefix).
     #[error("{}: an earlier write failed; reopen the index to recover", dir.display())]

@@ -217,15 +217,51 @@ pub fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new one:
-/// writes `path.tmp`, syncs it, renames it over `path` and syncs the directory.
+/// writes `path.tmp`, syncs it, renames it over `path` and syncs the directory. A failure
+/// removes the temporary file at once (a crash leaves it for the next open to remove).
 pub fn write_atomically(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> crate::Result<()> {
     use crate::Error;
-    let tmp = crate::segment::temporary_path(path);
-    let mut file = storage.create(&tmp).map_err(|e| Error::io(&tmp, "create", e))?;
-    file.write_all(bytes).map_err(|e| Error::io(&tmp, "write", e))?;
-    file.sync().map_err(|e| Error::io(&tmp, "fsync", e))?;
+    let tmp = TempFile::new(storage, crate::segment::temporary_path(path));
+    let mut file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
+    file.write_all(bytes).map_err(|e| Error::io(tmp.path(), "write", e))?;
+    file.sync().map_err(|e| Error::io(tmp.path(), "fsync", e))?;
     drop(file);
-    storage.rename(&tmp, path).map_err(|e| Error::io(path, "rename", e))?;
+    storage.rename(tmp.path(), path).map_err(|e| Error::io(path, "rename", e))?;
+    tmp.keep();
     let dir = parent_dir(path);
     storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))
+}
+
+/// A temporary file that is removed (best effort) when the guard is dropped, unless
+/// [`TempFile::keep`] was called: what a failed write leaves behind (a disk-full segment,
+/// a spilled run) goes at once, not at the next open.
+pub(crate) struct TempFile<'s> {
+    storage: &'s dyn Storage,
+    path: PathBuf,
+    remove: bool,
+}
+
+impl<'s> TempFile<'s> {
+    /// Guards `path` (the file need not exist yet).
+    pub(crate) fn new(storage: &'s dyn Storage, path: PathBuf) -> Self {
+        Self { storage, path, remove: true }
+    }
+
+    /// The guarded path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Leaves the file alone (it was renamed into place, or is kept on purpose).
+    pub(crate) fn keep(mut self) {
+        self.remove = false;
+    }
+}
+
+impl Drop for TempFile<'_> {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = self.storage.remove(&self.path);
+        }
+    }
 }

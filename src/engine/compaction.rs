@@ -383,6 +383,13 @@ struct ExternalSorter<'s> {
     sorted: Option<Sorted>,
 }
 
+impl Drop for ExternalSorter<'_> {
+    /// A merge that fails (a full disk) removes its spilled runs at once.
+    fn drop(&mut self) {
+        self.remove_runs();
+    }
+}
+
 /// A finished sort: in memory, or runs to merge.
 enum Sorted {
     Memory(Vec<u64>),

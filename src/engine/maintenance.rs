@@ -54,7 +54,9 @@ impl Engine {
     }
 
     pub(super) fn record_error(&self, e: &Error) {
-        lock(&self.signals).error = Some(e.chain_message());
+        let mut signals = lock(&self.signals);
+        signals.last_error = Some(e.chain_message());
+        signals.unreported = Some(e.clone());
     }
 
     /// Runs the tiered policy until it picks nothing.

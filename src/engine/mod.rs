@@ -314,11 +314,14 @@ impl Index {
         if self.engine.read_only {
             return Ok(());
         }
-        let mut w = lock(&self.engine.writer);
-        if w.failed.is_some() {
-            return Ok(());
+        {
+            let mut w = lock(&self.engine.writer);
+            if w.failed.is_none() {
+                self.engine.sync_locked(&mut w)?;
+            }
         }
-        self.engine.sync_locked(&mut w)
+        // The writes are durable; a background failure not reported yet is reported now.
+        self.engine.report_maintenance_failure()
     }
 
     fn stop_background(&self) {

@@ -27,8 +27,10 @@ pub(super) struct MaintenanceSignals {
     pub(super) wake: bool,
     /// Group commit: a sync is due (the sync thread's wake-up).
     pub(super) sync: bool,
-    /// The last error of a background flush, compaction or sync.
-    pub(super) error: Option<String>,
+    /// The last error of a background flush, compaction or sync, for [`super::Stats`].
+    pub(super) last_error: Option<String>,
+    /// A background failure no caller has been told of yet.
+    pub(super) unreported: Option<Error>,
 }
 
 /// The engine behind an [`super::Index`] handle.
@@ -78,11 +80,13 @@ impl Engine {
         *cur = Arc::new(next);
     }
 
+    /// What every writing call checks first: the index is writable, and no background
+    /// failure is waiting to be reported ([`Self::report_maintenance_failure`]).
     pub(super) fn check_writable(&self) -> Result<()> {
         if self.read_only {
             return Err(Error::ReadOnly { dir: self.dir.clone() });
         }
-        Ok(())
+        self.report_maintenance_failure()
     }
 
     pub(super) fn check_k(&self, options: &QueryOptions) -> Result<()> {
@@ -90,6 +94,15 @@ impl Engine {
             return Err(Error::KTooLarge { requested: options.k, design_k: self.k });
         }
         Ok(())
+    }
+
+    /// Fails with [`Error::Maintenance`] when background work failed since the last call
+    /// that reported such a failure (each failure is reported once).
+    pub(super) fn report_maintenance_failure(&self) -> Result<()> {
+        match lock(&self.signals).unreported.take() {
+            Some(e) => Err(Error::Maintenance { dir: self.dir.clone(), source: Box::new(e) }),
+            None => Ok(()),
+        }
     }
 
     /// A new file number (segments, tombstone files and logs share one sequence).

@@ -163,7 +163,7 @@ impl Engine {
             compaction_dropped_repeats: self.dropped_repeats.load(Ordering::Relaxed),
             compaction_spilled_runs: self.spilled_runs.load(Ordering::Relaxed),
             unknown_files: self.report.unknown.clone(),
-            maintenance_error: lock(&self.signals).error.clone(),
+            maintenance_error: lock(&self.signals).last_error.clone(),
         }
     }
 }

@@ -13,7 +13,7 @@ use super::layout::*;
 use crate::codec::{BlockEncoder, Code, Codec, SymbolHistogram, BLOCK_BYTES};
 use crate::error::{Error, Result};
 use crate::plan::Design;
-use crate::storage::{parent_dir, Storage, WriteFile};
+use crate::storage::{parent_dir, Storage, TempFile, WriteFile};
 
 /// Streams a segment to disk. Call [`Self::write_table`] once per table in order, then
 /// [`Self::write_ids`] if the segment has ids, then [`Self::finish`]. Dropping the writer
@@ -21,7 +21,8 @@ use crate::storage::{parent_dir, Storage, WriteFile};
 pub struct SegmentWriter<'s> {
     storage: &'s dyn Storage,
     path: PathBuf,
-    tmp_path: PathBuf,
+    /// The file being written, `NAME.tmp`: removed if the writer is dropped unfinished.
+    tmp: TempFile<'s>,
     out: BufWriter<Box<dyn WriteFile>>,
     offset: u64,
     header: Header,
@@ -68,12 +69,12 @@ impl<'s> SegmentWriter<'s> {
                 .map(|(t, &codec)| HeaderTable { prefix_bits: t.prefix_bits as u8, codec, order: *t.permutation.order() })
                 .collect(),
         };
-        let tmp_path = temporary_path(path);
-        let file = storage.create(&tmp_path).map_err(|e| Error::io(&tmp_path, "create", e))?;
+        let tmp = TempFile::new(storage, temporary_path(path));
+        let file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
         let mut w = Self {
             storage,
             path: path.to_path_buf(),
-            tmp_path,
+            tmp,
             out: BufWriter::with_capacity(1 << 20, file),
             offset: 0,
             header,
@@ -86,7 +87,7 @@ impl<'s> SegmentWriter<'s> {
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_all(bytes).map_err(|e| Error::io(&self.tmp_path, "write", e))?;
+        self.out.write_all(bytes).map_err(|e| Error::io(self.tmp.path(), "write", e))?;
         self.offset += bytes.len() as u64;
         Ok(())
     }
@@ -215,11 +216,12 @@ impl<'s> SegmentWriter<'s> {
         self.put(&dir)?;
         self.put(&footer.encode())?;
         let len = self.offset;
-        let tmp = self.tmp_path.clone();
-        let mut file = self.out.into_inner().map_err(|e| Error::io(&tmp, "write", e.into_error()))?;
-        file.sync().map_err(|e| Error::io(&tmp, "fsync", e))?;
+        let tmp = self.tmp;
+        let mut file = self.out.into_inner().map_err(|e| Error::io(tmp.path(), "write", e.into_error()))?;
+        file.sync().map_err(|e| Error::io(tmp.path(), "fsync", e))?;
         drop(file);
-        self.storage.rename(&tmp, &self.path).map_err(|e| Error::io(&self.path, "rename", e))?;
+        self.storage.rename(tmp.path(), &self.path).map_err(|e| Error::io(&self.path, "rename", e))?;
+        tmp.keep();
         let dir = parent_dir(&self.path);
         self.storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
         Ok(len)

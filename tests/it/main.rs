@@ -7,6 +7,7 @@ mod corruption;
 mod engine;
 mod engine_crash;
 mod engine_damage;
+mod engine_faults;
 mod engine_fixtures;
 mod engine_kill;
 mod engine_model;

@@ -1,0 +1,165 @@
+//! Background failures are not silent: a flush that hits a full disk reaches the caller,
+//! leaves no temporary file, loses nothing acknowledged, and the index goes on once space
+//! is back.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use simdex::storage::{FileBytes, LockGuard, MemStorage, Storage, WriteFile};
+use simdex::{CompactionOptions, Error, Index, IndexOptions};
+
+use crate::engine::mem_options;
+
+/// Which operation the disk refuses while it is "full".
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Creating a segment's temporary file.
+    CreateSegment,
+    /// Renaming a written segment into place (its temporary file exists then).
+    RenameSegment,
+    /// Creating the new manifest's temporary file.
+    CreateManifest,
+    /// Renaming the new manifest into place.
+    RenameManifest,
+}
+
+impl Fault {
+    fn hits(self, op: &str, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        match self {
+            Fault::CreateSegment => op == "create" && name.starts_with("seg-"),
+            Fault::RenameSegment => op == "rename" && name.starts_with("seg-"),
+            Fault::CreateManifest => op == "create" && name.starts_with("MANIFEST"),
+            Fault::RenameManifest => op == "rename" && name.starts_with("MANIFEST"),
+        }
+    }
+}
+
+/// A [`MemStorage`] whose disk is full for one kind of operation while `full` is set.
+#[derive(Clone)]
+struct FullDisk {
+    inner: MemStorage,
+    fault: Fault,
+    full: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for FullDisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FullDisk({:?})", self.fault)
+    }
+}
+
+impl FullDisk {
+    fn check(&self, op: &str, path: &Path) -> io::Result<()> {
+        if self.full.load(Ordering::SeqCst) && self.fault.hits(op, path) {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "No space left on device"));
+        }
+        Ok(())
+    }
+}
+
+impl Storage for FullDisk {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        self.check("create", path)?;
+        self.inner.create(path)
+    }
+    fn append(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        self.inner.append(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<FileBytes> {
+        self.inner.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.check("rename", to)?;
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        self.inner.truncate(path, len)
+    }
+    fn lock(&self, path: &Path) -> io::Result<LockGuard> {
+        self.inner.lock(path)
+    }
+}
+
+fn pair(i: u64) -> (u64, u64) {
+    (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i)
+}
+
+#[test]
+fn a_flush_on_a_full_disk_reaches_the_next_call_and_loses_nothing_acknowledged() {
+    for fault in [Fault::CreateSegment, Fault::RenameSegment, Fault::CreateManifest, Fault::RenameManifest] {
+        let inner = MemStorage::default();
+        let full = Arc::new(AtomicBool::new(false));
+        let storage = FullDisk { inner: inner.clone(), fault, full: full.clone() };
+        let dir = Path::new("/idx");
+        let options =
+            || IndexOptions { storage: Arc::new(storage.clone()), compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&inner, 100) };
+        let index = Index::open(dir, options()).unwrap();
+        full.store(true, Ordering::SeqCst);
+        let mut acknowledged = BTreeSet::new();
+        let mut refused = None;
+        for i in 0..150 {
+            match index.insert(pair(i).0, pair(i).1) {
+                Ok(_) => {
+                    acknowledged.insert(pair(i));
+                }
+                Err(e) => {
+                    assert!(refused.is_none(), "{fault:?}: one failure, reported once, then writes go on; second error: {e}");
+                    let Error::Maintenance { .. } = &e else { panic!("{fault:?}: expected a maintenance error, got {e}") };
+                    let message = e.chain_message();
+                    assert!(message.contains("No space left on device"), "{fault:?}: the cause is named: {message}");
+                    assert!(message.contains("/idx/"), "{fault:?}: the file is named: {message}");
+                    refused = Some(i);
+                }
+            }
+        }
+        assert_eq!(refused, Some(100), "{fault:?}: the write after the failed flush is refused, and only it");
+        let tmp: Vec<String> = inner.list(dir).unwrap().into_iter().filter(|n| n.ends_with(".tmp")).collect();
+        assert!(tmp.is_empty(), "{fault:?}: no temporary file is left behind: {tmp:?}");
+        assert!(index.stats().maintenance_error.is_some(), "{fault:?}: stats keep the last failure");
+        // A flush while the disk is still full fails itself, naming the cause.
+        let err = index.flush().unwrap_err();
+        assert!(err.chain_message().contains("No space left on device"), "{fault:?}: {}", err.chain_message());
+        // Space is back: the index goes on and reopens with every acknowledged write.
+        full.store(false, Ordering::SeqCst);
+        index.flush().unwrap_or_else(|e| panic!("{fault:?}: the first call after a failure reports it: {e}"));
+        index.insert(pair(1000).0, pair(1000).1).unwrap();
+        acknowledged.insert(pair(1000));
+        index.flush().unwrap();
+        index.close().unwrap();
+        let reopened = Index::open(dir, options()).unwrap();
+        let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().collect();
+        assert_eq!(live, acknowledged, "{fault:?}: every acknowledged write and nothing else");
+        assert!(reopened.stats().segments.len() >= 2, "{fault:?}: the flushes went through once space was back");
+    }
+}
+
+#[test]
+fn close_reports_a_background_failure_no_call_saw() {
+    let inner = MemStorage::default();
+    let full = Arc::new(AtomicBool::new(false));
+    let storage = FullDisk { inner: inner.clone(), fault: Fault::CreateSegment, full: full.clone() };
+    let options = IndexOptions { storage: Arc::new(storage), ..mem_options(&inner, 10) };
+    let index = Index::open("/idx", options).unwrap();
+    full.store(true, Ordering::SeqCst);
+    for i in 0..10 {
+        index.insert(pair(i).0, pair(i).1).unwrap();
+    }
+    let err = index.close().unwrap_err();
+    assert!(matches!(err, Error::Maintenance { .. }), "{err}");
+}
