@@ -89,7 +89,7 @@ pub enum Error {
         detail: String,
     },
     /// A design is invalid or cannot be built.
-    #[error("invalid design: {0}")]
+    #[error("invalid design")]
     Design(#[from] DesignError),
     /// A query asked for a larger distance than the index's design guarantees.
     #[error("k = {requested} is larger than the design's k = {design_k}; queries above it can miss matches (request a full scan to answer it exactly)")]

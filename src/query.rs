@@ -43,6 +43,16 @@ impl QueryOptions {
     }
 }
 
+impl QueryOptions {
+    /// Fails unless `k` is a distance two 64-bit fingerprints can have.
+    pub(crate) fn check(&self) -> crate::Result<()> {
+        if self.k > 64 {
+            return Err(crate::Error::InvalidArgument(format!("k = {}: fingerprints have 64 bits, so k is at most 64", self.k)));
+        }
+        Ok(())
+    }
+}
+
 impl Default for QueryOptions {
     /// The paper's choice: `k = 3`, tables only.
     fn default() -> Self {

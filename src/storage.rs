@@ -143,7 +143,11 @@ impl Storage for FsStorage {
 
     fn read(&self, path: &Path) -> io::Result<FileBytes> {
         let file = File::open(path)?;
-        if file.metadata()?.len() == 0 {
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory, not a file (an index directory? this command reads segment files)"));
+        }
+        if meta.len() == 0 {
             return Ok(FileBytes::from_vec(Vec::new()));
         }
         // SAFETY: simdex never modifies a file after it is complete: segments and manifests

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
-use crate::plan::{planned_design, Design, PlanOptions};
+use crate::plan::{planned_design, Design, PlanOptions, MAX_K};
 use crate::segment::Segment;
 use crate::storage::Storage;
 use crate::tombstone;
@@ -30,9 +30,16 @@ const MEMTABLE_DESIGN_CAP: u64 = 1 << 22;
 pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<Index> {
     let storage = options.storage.clone();
     let read_only = mode == OpenMode::ReadOnly;
+    // A call that fails on its arguments or on a missing index creates nothing.
+    if options.k > MAX_K {
+        return Err(Error::InvalidArgument(format!("k = {} is not supported (at most {MAX_K})", options.k)));
+    }
     let lock = if read_only {
         None
     } else {
+        if !options.create && storage.list(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            return Err(Error::NoIndex { dir: dir.to_path_buf(), hint: " (the directory does not exist)".into() });
+        }
         storage.create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
         let path = dir.join(LOCK_NAME);
         Some(storage.lock(&path).map_err(|e| if e.kind() == std::io::ErrorKind::WouldBlock { Error::Locked { path: path.clone() } } else { Error::io(&path, "lock", e) })?)

@@ -76,6 +76,7 @@ impl Snapshot {
 
     /// [`Self::query`] into a reused vector (cleared first).
     pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
+        options.check()?;
         let design_k = self.k;
         if options.k > design_k && !options.full_scan {
             return Err(Error::KTooLarge { requested: options.k, design_k });

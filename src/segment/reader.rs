@@ -321,6 +321,7 @@ impl Segment {
     /// distance, fingerprint and id.
     pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
         out.clear();
+        options.check()?;
         if options.k > self.design.k() {
             if !options.full_scan {
                 return Err(Error::KTooLarge { requested: options.k, design_k: self.design.k() });

@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<()> {
     bar.finish_and_clear();
     // Writes go to the OS per batch; one sync at the end acknowledges them all.
     let options = IndexOptions { k: args.k, durability: Durability::NoSync, ..IndexOptions::default() };
-    let index = Index::open(&args.dir, options).with_context(|| format!("opening index {}", args.dir.display()))?;
+    let index = Index::open(&args.dir, options)?;
     let first_seq = index.stats().last_seq + 1;
     let pairs: Vec<(u64, u64)> = match &data.ids {
         Some(ids) => data.fps.iter().copied().zip(ids.iter().copied()).collect(),

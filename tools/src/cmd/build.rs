@@ -1,6 +1,6 @@
 //! `simdex build`: a segment file from a list of fingerprints.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::build_segment_with_progress;
@@ -47,6 +47,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.out.is_dir() {
+        bail!("--out {}: is a directory; give the segment file's name (e.g. {})", args.out.display(), args.out.join("pages.sdx").display());
+    }
     let start = Instant::now();
     let bar = progress::bytes(input::size_hint(&args.input), "reading");
     let data = input::read_all(&args.input, args.format, |b| bar.set_position(b))?;
@@ -56,8 +59,7 @@ pub fn run(args: Args) -> Result<()> {
     let options = BuildOptions { design: Some(design.clone()), k: args.k, codec: args.codec };
     let bar = progress::steps(design.tables().len() as u64, "building tables");
     let built = Instant::now();
-    let bytes = build_segment_with_progress(&FsStorage, &args.out, &data.fps, data.ids.as_deref(), &options, &mut |done, _| bar.set_position(done as u64))
-        .with_context(|| format!("building {}", args.out.display()))?;
+    let bytes = build_segment_with_progress(&FsStorage, &args.out, &data.fps, data.ids.as_deref(), &options, &mut |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     let build_time = built.elapsed();
     let n = data.fps.len();

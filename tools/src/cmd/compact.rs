@@ -21,7 +21,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let options = IndexOptions { create: false, background: false, ..IndexOptions::default() };
-    let index = Index::open(&args.dir, options).with_context(|| format!("opening index {}", args.dir.display()))?;
+    let index = Index::open(&args.dir, options)?;
     let before = index.stats();
     let bar = crate::progress::spinner("compacting");
     let start = Instant::now();
@@ -30,17 +30,19 @@ pub fn run(args: Args) -> Result<()> {
     let after = index.stats();
     index.close()?;
     let bytes = |s: &simdex::Stats| s.segments.iter().map(|x| x.file_len).sum::<u64>();
+    let stored = |s: &simdex::Stats| s.segments.iter().map(|x| x.entries).sum::<u64>() + s.memtable_inserts + s.frozen_ops;
+    let (held, kept) = (stored(&before), stored(&after));
     eprintln!(
-        "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s) ({} bytes, {} fingerprints); dropped {} deleted and {} repeated pairs; {:.2}s",
+        "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s) ({} bytes, {} fingerprints); {} of {} stored pairs dropped as deleted or repeated; {:.2}s",
         args.dir.display(),
         before.segments.len(),
         bytes(&before),
         before.memtable_inserts + before.memtable_deletes,
         after.segments.len(),
         bytes(&after),
-        after.segments.iter().map(|s| s.entries).sum::<u64>(),
-        after.compaction_dropped_deleted,
-        after.compaction_dropped_repeats,
+        kept,
+        held.saturating_sub(kept),
+        held,
         start.elapsed().as_secs_f64()
     );
     Ok(())

@@ -1,8 +1,8 @@
 //! `simdex delete`: delete (fingerprint, document id) pairs from an index directory.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
-use simdex::{Durability, Index, IndexOptions};
+use simdex::{Durability, Index, IndexOptions, QueryOptions};
 use std::path::PathBuf;
 
 use crate::input::{self, InputFormat};
@@ -33,8 +33,17 @@ pub fn run(args: Args) -> Result<()> {
         bail!("{}: delete needs (fingerprint, document id) pairs: give `HEX<TAB>ID` lines (or --binary pairs)", input::display_name(&args.input));
     };
     let options = IndexOptions { create: false, durability: Durability::NoSync, ..IndexOptions::default() };
-    let index = Index::open(&args.dir, options).with_context(|| format!("opening index {}", args.dir.display()))?;
+    let index = Index::open(&args.dir, options)?;
     let pairs: Vec<(u64, u64)> = data.fps.into_iter().zip(ids).collect();
+    // Count what is really stored, so the summary does not claim deletes of pairs that
+    // were never there (a delete of such a pair is harmless and still logged).
+    let exact = QueryOptions::within(0);
+    let mut stored = 0u64;
+    for &(fp, id) in &pairs {
+        if index.query(fp, &exact)?.iter().any(|m| m.doc_id == Some(id)) {
+            stored += 1;
+        }
+    }
     let bar = progress::steps(pairs.len() as u64, "deleting");
     for chunk in pairs.chunks(1 << 16) {
         index.delete_batch(chunk)?;
@@ -43,6 +52,11 @@ pub fn run(args: Args) -> Result<()> {
     index.sync()?;
     bar.finish_and_clear();
     index.close()?;
-    eprintln!("deleted {} pairs from {}; synced", pairs.len(), args.dir.display());
+    let absent = pairs.len() as u64 - stored;
+    eprintln!(
+        "deleted {stored} pairs from {}{}; synced",
+        args.dir.display(),
+        if absent > 0 { format!(" ({absent} of the {} given were not stored)", pairs.len()) } else { String::new() }
+    );
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `simdex stats`: what an index directory holds.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::{Index, IndexOptions};
@@ -22,7 +22,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let index = Index::open_read_only(&args.dir, IndexOptions::default()).with_context(|| format!("opening index {}", args.dir.display()))?;
+    let index = Index::open_read_only(&args.dir, IndexOptions::default())?;
     let s = index.stats();
     let report = index.open_report();
     let fingerprints: u64 = s.segments.iter().map(|x| x.entries).sum();

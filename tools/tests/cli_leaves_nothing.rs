@@ -1,0 +1,109 @@
+//! A CLI that leaves nothing behind and says things once: commands that fail create no
+//! file, errors name their cause once, summaries count what really happened.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simdex")).args(args).stdin(Stdio::null()).output().expect("run simdex")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Every entry below `dir`, as paths relative to it, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if path.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn commands_that_fail_on_a_missing_index_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "0123456789abcdef\t1\n").unwrap();
+    let missing = dir.path().join("missing");
+    for args in [
+        vec!["compact", p(&missing)],
+        vec!["delete", p(&missing), p(&input)],
+        vec!["add", p(&missing), "-k", "9", p(&input)],
+        vec!["stats", p(&missing)],
+        vec!["dump-log", p(&missing)],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?} fails: {}", stderr(&o));
+        assert!(!missing.exists(), "{args:?} left {:?} behind", tree(dir.path()));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    }
+    let o = run(&["add", p(&missing), "-k", "9", p(&input)]);
+    let err = stderr(&o);
+    assert_eq!(err.matches("at most 8").count(), 1, "the cause is said once: {err}");
+}
+
+#[test]
+fn build_onto_a_directory_fails_clearly_and_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "0123456789abcdef\n").unwrap();
+    let before = tree(dir.path());
+    for out in [p(dir.path()).to_string(), ".".to_string()] {
+        let o = Command::new(env!("CARGO_BIN_EXE_simdex")).current_dir(dir.path()).args(["build", "--out", &out, p(&input)]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+        assert_eq!(tree(dir.path()), before, "nothing was left behind");
+    }
+}
+
+#[test]
+fn a_distance_above_64_is_refused_even_with_a_full_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "0123456789abcdef\n").unwrap();
+    let seg = dir.path().join("s.sdx");
+    assert!(run(&["build", "--out", p(&seg), p(&input)]).status.success());
+    let o = run(&["query", p(&seg), "-k", "65", "--full-scan", "0123456789abcdef"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("at most 64"), "{}", stderr(&o));
+    let o = run(&["query", p(&seg), "-k", "64", "--full-scan", "0123456789abcdef"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn delete_and_compact_count_what_really_happened() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    let input = dir.path().join("in.txt");
+    let lines: String = (1..=50u64).map(|i| format!("{:016x}\t{i}\n", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))).collect();
+    std::fs::write(&input, &lines).unwrap();
+    assert!(run(&["add", p(&idx), p(&input)]).status.success());
+    assert!(run(&["add", p(&idx), p(&input)]).status.success(), "the same 50 pairs again: 50 repeats");
+    // Two stored pairs and one that never was (a known fingerprint under another id).
+    let del = dir.path().join("del.txt");
+    let first: Vec<&str> = lines.lines().take(2).collect();
+    let fp0 = first[0].split('\t').next().unwrap();
+    std::fs::write(&del, format!("{}\n{}\n{fp0}\t999\n", first[0], first[1])).unwrap();
+    let o = run(&["delete", p(&idx), p(&del)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("deleted 2 pairs") && stderr(&o).contains("1 of the 3 given were not stored"), "{}", stderr(&o));
+    let o = run(&["compact", p(&idx)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // 100 stored pairs -> 48 live: 2 deleted (each stored twice) and 50 repeats.
+    assert!(stderr(&o).contains("48 fingerprints") && stderr(&o).contains("52 of 100 stored pairs dropped"), "{}", stderr(&o));
+}
