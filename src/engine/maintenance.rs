@@ -1,4 +1,4 @@
-//! MaintenanceSignals work and its triggers: what a write does when the memtable fills (freeze,
+//! Background work and its triggers: what a write does when the memtable fills (freeze,
 //! flush, the write stall when merges fall behind), the maintenance thread, and running
 //! compactions (the policy and the merge itself are `compaction`'s).
 
@@ -17,10 +17,21 @@ use crate::segment::Segment;
 
 impl Engine {
     /// After a write: freeze a full memtable and get it flushed (by the background thread,
-    /// or here). Maintenance errors are recorded, not returned: the write itself is done.
+    /// or here). Maintenance errors are recorded, not returned: the write itself is done
+    /// (the next call reports them).
     pub(super) fn after_write(&self, mut w: MutexGuard<'_, WriterState>) {
         if self.current().active.ops() < self.options.memtable_ops {
             return;
+        }
+        if self.options.compaction.automatic && compaction::over_budget(&self.current().segment_metas(), self.options.memtable_ops, self.options.compaction.fanout) {
+            // A write stall: flushes outran the merges (twice the segments the policy
+            // keeps). This writer merges until the policy is met *before* it freezes,
+            // holding the writer's lock, so no segment is added while over budget: the
+            // count stays bounded even when every merge is cut short by a crash.
+            if let Err(e) = self.compact_tiered() {
+                self.record_error(&e);
+                return;
+            }
         }
         if let Err(e) = self.freeze(&mut w) {
             self.record_error(&e);
@@ -29,17 +40,8 @@ impl Engine {
         drop(w);
         if self.options.background {
             self.wake_background();
-            let v = self.current();
-            let behind = self.options.compaction.automatic && compaction::over_budget(&v.segment_metas(), self.options.memtable_ops, self.options.compaction.fanout);
-            if v.frozen.len() <= self.options.max_frozen && !behind {
+            if self.current().frozen.len() <= self.options.max_frozen {
                 return;
-            }
-            if behind {
-                // A write stall: flushes outran the background merges (twice the segments
-                // the policy keeps), so this writer merges until the policy is met.
-                if let Err(e) = self.compact_tiered() {
-                    self.record_error(&e);
-                }
             }
         }
         let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic && !self.options.background { self.compact_tiered() } else { Ok(()) });
