@@ -217,6 +217,10 @@ pub struct LogScan {
     pub seqs: Option<(u64, u64)>,
     /// Damaged stretches skipped (salvage mode only; strict mode fails instead).
     pub damage: Vec<Damage>,
+    /// The record the file ends inside, when its header survived: first sequence number
+    /// and operation count. A crash leaves such a tail (never acknowledged under
+    /// `Durability::Sync`); a file cut short by damage does too (possibly acknowledged).
+    pub cut_record: Option<(u64, u32)>,
 }
 
 /// Strict: damage is an error. Salvage: damage is skipped and reported (only the CLI's
@@ -230,31 +234,33 @@ pub enum ScanMode {
 }
 
 /// Why the bytes at `at` are not an intact record.
-enum Bad {
-    /// The file ends before the record does.
-    Incomplete,
+enum RecordFault {
+    /// The file ends before the record does (with the record's first sequence number and
+    /// operation count when its header is whole and intact).
+    Incomplete(Option<(u64, u32)>),
     /// The record is complete but damaged.
     Damaged(String),
 }
 
 /// Decodes the record at `at`, checking both CRCs, the kind, the count and the end marker.
-fn decode_record(bytes: &[u8], at: usize) -> Result<Record<'_>, Bad> {
+fn decode_record(bytes: &[u8], at: usize) -> Result<Record<'_>, RecordFault> {
     let rest = bytes.get(at..).unwrap_or_default();
-    let Some((h, rest)) = rest.split_first_chunk::<R_PAYLOAD>() else { return Err(Bad::Incomplete) };
-    verify_crc(&h[R_PAYLOAD_CRC..], LE::read_u32(&h[R_HEADER_CRC..])).map_err(|m| Bad::Damaged(m.detail("record header")))?;
-    let kind = OpKind::from_id(h[R_KIND]).ok_or_else(|| Bad::Damaged(format!("unknown operation kind {}", h[R_KIND])))?;
+    let Some((h, rest)) = rest.split_first_chunk::<R_PAYLOAD>() else { return Err(RecordFault::Incomplete(None)) };
+    verify_crc(&h[R_PAYLOAD_CRC..], LE::read_u32(&h[R_HEADER_CRC..])).map_err(|m| RecordFault::Damaged(m.detail("record header")))?;
+    let cut = || RecordFault::Incomplete(Some((LE::read_u64(&h[R_SEQ..]), LE::read_u32(&h[R_COUNT..]))));
+    let kind = OpKind::from_id(h[R_KIND]).ok_or_else(|| RecordFault::Damaged(format!("unknown operation kind {}", h[R_KIND])))?;
     if h[R_RESERVED..R_COUNT] != [0, 0, 0] {
-        return Err(Bad::Damaged("reserved record bytes are not zero".into()));
+        return Err(RecordFault::Damaged("reserved record bytes are not zero".into()));
     }
     let count = LE::read_u32(&h[R_COUNT..]) as usize;
     if count == 0 || count > MAX_RECORD_OPS {
-        return Err(Bad::Damaged(format!("operation count {count} is outside 1..={MAX_RECORD_OPS}")));
+        return Err(RecordFault::Damaged(format!("operation count {count} is outside 1..={MAX_RECORD_OPS}")));
     }
-    let Some((payload, rest)) = rest.split_at_checked(count * OP_BYTES) else { return Err(Bad::Incomplete) };
-    let Some(end) = rest.first_chunk::<4>() else { return Err(Bad::Incomplete) };
-    verify_crc(payload, LE::read_u32(&h[R_PAYLOAD_CRC..])).map_err(|m| Bad::Damaged(m.detail("record payload")))?;
+    let Some((payload, rest)) = rest.split_at_checked(count * OP_BYTES) else { return Err(cut()) };
+    let Some(end) = rest.first_chunk::<4>() else { return Err(cut()) };
+    verify_crc(payload, LE::read_u32(&h[R_PAYLOAD_CRC..])).map_err(|m| RecordFault::Damaged(m.detail("record payload")))?;
     if *end != RECORD_END {
-        return Err(Bad::Damaged("record end marker is not SXRE".into()));
+        return Err(RecordFault::Damaged("record end marker is not SXRE".into()));
     }
     Ok(Record { offset: at as u64, seq: LE::read_u64(&h[R_SEQ..]), kind, payload })
 }
@@ -287,10 +293,18 @@ pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<bool> {
 /// is zero), which ends the scan with [`LogEnd::Torn`] or [`LogEnd::ZeroFilled`]. Sequence
 /// numbers must increase by one operation at a time; a gap is damage.
 pub fn scan_log(path: &Path, bytes: &[u8], number: u64, mode: ScanMode, mut each: impl FnMut(&Record<'_>) -> Result<()>) -> Result<LogScan> {
-    let mut scan = LogScan { valid_len: 0, end: LogEnd::Clean, records: 0, ops: 0, seqs: None, damage: Vec::new() };
-    if !check_header(path, bytes, number)? {
-        scan.end = if bytes.is_empty() { LogEnd::Clean } else { LogEnd::Torn };
-        return Ok(scan);
+    let mut scan = LogScan { valid_len: 0, end: LogEnd::Clean, records: 0, ops: 0, seqs: None, damage: Vec::new(), cut_record: None };
+    match check_header(path, bytes, number) {
+        Ok(true) => {}
+        Ok(false) => {
+            scan.end = if bytes.is_empty() { LogEnd::Clean } else { LogEnd::Torn };
+            return Ok(scan);
+        }
+        // Records carry their own checksums: a damaged file header loses none of them.
+        Err(e) if mode == ScanMode::Salvage && bytes.len() >= LOG_HEADER_BYTES => {
+            scan.damage.push(Damage { offset: 0, len: LOG_HEADER_BYTES as u64, detail: format!("file header: {}", e.chain_message()) });
+        }
+        Err(e) => return Err(e),
     }
     let mut at = LOG_HEADER_BYTES;
     scan.valid_len = at as u64;
@@ -315,11 +329,12 @@ pub fn scan_log(path: &Path, bytes: &[u8], number: u64, mode: ScanMode, mut each
                 scan.valid_len = at as u64;
                 continue;
             }
-            Err(Bad::Incomplete) => {
+            Err(RecordFault::Incomplete(cut)) => {
                 scan.end = LogEnd::Torn;
+                scan.cut_record = cut;
                 return Ok(scan);
             }
-            Err(Bad::Damaged(detail)) => detail,
+            Err(RecordFault::Damaged(detail)) => detail,
         };
         if bytes.get(at..).unwrap_or_default().iter().all(|&b| b == 0) {
             scan.end = LogEnd::ZeroFilled;

@@ -17,7 +17,7 @@ use std::path::Path;
 use super::files::{self, FileKind};
 use super::{Index, IndexOptions};
 use crate::error::{Error, Result};
-use crate::log::{scan_log, OpKind, ScanMode};
+use crate::log::{scan_log, LogEnd, OpKind, ScanMode};
 use crate::manifest::Manifest;
 use crate::segment::Segment;
 use crate::storage::Storage;
@@ -42,8 +42,12 @@ pub struct SalvageReport {
     pub log_ops: u64,
     /// Log operations lost between intact records (from the sequence numbers).
     pub log_ops_lost: u64,
-    /// Log bytes skipped at the end of a log, whose operations cannot be counted.
+    /// Log bytes lost at the end of a log (damage, or a record cut short).
     pub log_tail_bytes_lost: u64,
+    /// Operations in records cut short at the end of a log, where the record's header
+    /// survived to count them: possibly acknowledged (a crash mid-write leaves such a
+    /// record unacknowledged, a file cut short does not).
+    pub log_ops_possibly_lost: u64,
     /// Live pairs written to the new index.
     pub live_pairs: u64,
 }
@@ -178,8 +182,20 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
                 if gaps > 0 {
                     report.lost.push((name.clone(), format!("{gaps} operations (sequence numbers missing between intact records)")));
                 }
-                if scan.valid_len < bytes.len() as u64 && scan.damage.is_empty() {
-                    report.lost.push((name.clone(), format!("{} bytes of an unfinished record at the end (never acknowledged)", bytes.len() as u64 - scan.valid_len)));
+                let tail = bytes.len() as u64 - scan.valid_len;
+                if tail > 0 && scan.end != LogEnd::ZeroFilled && !scan.damage.iter().any(|d| d.offset + d.len == bytes.len() as u64) {
+                    // A crash mid-write leaves such a tail (never acknowledged under Sync
+                    // durability), but so does a file cut short: it may hold acknowledged
+                    // writes, and the record's header, when intact, says how many.
+                    report.log_tail_bytes_lost += tail;
+                    let ops = match scan.cut_record {
+                        Some((seq, count)) => {
+                            report.log_ops_possibly_lost += u64::from(count);
+                            format!("{count} operations (sequence numbers {seq}..={})", seq + u64::from(count) - 1)
+                        }
+                        None => "operations that cannot be counted".to_string(),
+                    };
+                    report.lost.push((name.clone(), format!("{tail} bytes of a record cut short at the end: {ops}, possibly acknowledged (a crash mid-write, or a cut file)")));
                 }
             }
         }

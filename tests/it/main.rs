@@ -10,6 +10,7 @@ mod engine_damage;
 mod engine_faults;
 mod engine_fixtures;
 mod engine_kill;
+mod engine_log_loss;
 mod engine_model;
 mod engine_readers;
 mod fingerprint;

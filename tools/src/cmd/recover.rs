@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<()> {
                 "recovered": pairs(&report.recovered), "lost": pairs(&report.lost),
                 "segment_entries": report.segment_entries, "segment_entries_lost": report.segment_entries_lost,
                 "tombstones": report.tombstones, "log_operations": report.log_ops, "log_operations_lost": report.log_ops_lost,
-                "log_tail_bytes_lost": report.log_tail_bytes_lost, "live_pairs": report.live_pairs,
+                "log_operations_possibly_lost": report.log_ops_possibly_lost, "log_tail_bytes_lost": report.log_tail_bytes_lost, "live_pairs": report.live_pairs,
             }))?
         );
         return Ok(());
@@ -60,11 +60,12 @@ pub fn run(args: Args) -> Result<()> {
         out!("LOST {file}: {what}");
     }
     out!(
-        "{} live pairs written to {}; lost: {} segment entries, {} log operations{}",
+        "{} live pairs written to {}; lost: {} segment entries, {} log operations{}{}",
         report.live_pairs,
         args.out.display(),
         report.segment_entries_lost,
         report.log_ops_lost,
+        if report.log_ops_possibly_lost > 0 { format!(" (and {} possibly acknowledged ones in a record cut short)", report.log_ops_possibly_lost) } else { String::new() },
         if report.log_tail_bytes_lost > 0 { format!(", {} bytes at the end of a log", report.log_tail_bytes_lost) } else { String::new() }
     );
     Ok(())
