@@ -187,6 +187,9 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
         }
     }
     logs.sort_unstable();
+    if let Some(loss) = super::verify::missing_log(&manifest, logs.len()) {
+        report.lost.push(format!("{}: {loss}", log_name(manifest.log_number)));
+    }
     if !read_only {
         for name in orphans {
             let path = dir.join(&name);

@@ -37,6 +37,9 @@ pub struct OpenReport {
     pub replayed_ops: u64,
     /// True when the index was created by this open.
     pub created: bool,
+    /// Loss found while opening (a log the manifest says existed is missing); the open
+    /// went on with what is there. `simdex verify` reports the same.
+    pub lost: Vec<String>,
 }
 
 /// One live segment, as [`super::Index::stats`] reports it.

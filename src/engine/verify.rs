@@ -161,6 +161,9 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
             }
         }
     }
+    if let Some(problem) = manifest.as_ref().and_then(|m| missing_log(m, logs.len())) {
+        report.problems.push(FileProblem { file: files::log_name(manifest.as_ref().map_or(0, |m| m.log_number)), offset: None, detail: problem });
+    }
     logs.sort_unstable();
     let mut next_seq = manifest.as_ref().map(|m| m.last_seq + 1);
     for (n, name) in logs {
@@ -204,4 +207,20 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
         }
     }
     Ok(report)
+}
+
+/// What is lost when the directory holds `live_logs` logs numbered at or above the
+/// manifest's `log_number`, if that is a loss. A manifest that a flush or compaction
+/// installed (number above 1) was written while such a log existed (the log a freeze starts
+/// is created before the flush that names its predecessor obsolete), so none left means the
+/// newest log was deleted or lost; how many writes it held cannot be known. A new index's
+/// first manifest (number 1) may lose its log to a crash before the log was created, with
+/// nothing in it.
+pub(crate) fn missing_log(manifest: &Manifest, live_logs: usize) -> Option<String> {
+    (live_logs == 0 && manifest.number > 1).then(|| {
+        format!(
+            "missing: no log numbered {} or above, though the manifest was written while one existed; writes after sequence number {} may be lost (how many cannot be known)",
+            manifest.log_number, manifest.last_seq
+        )
+    })
 }

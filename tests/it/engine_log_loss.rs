@@ -58,3 +58,26 @@ fn a_cut_log_reports_the_cut_record_as_possibly_acknowledged() {
     let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
     assert_eq!(out.live_entries().unwrap().len(), all.len() - 5);
 }
+
+#[test]
+fn a_missing_newest_log_is_reported_on_open_and_by_verify() {
+    let storage = MemStorage::default();
+    let index = Index::open("/idx", mem_options(&storage, 100)).unwrap();
+    for i in 0..150u64 {
+        index.insert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i).unwrap();
+    }
+    index.close().unwrap();
+    let dir = Path::new("/idx");
+    let verify = |s: &MemStorage| simdex::inspect::verify_index(s, dir).unwrap();
+    assert!(verify(&storage).is_clean());
+    assert!(Index::open_read_only(dir, mem_options(&storage, 100)).unwrap().open_report().lost.is_empty());
+    for log in storage.list(dir).unwrap().into_iter().filter(|n| n.starts_with("log-")) {
+        storage.remove(&dir.join(log)).unwrap();
+    }
+    let report = verify(&storage);
+    assert!(!report.is_clean(), "verify reports the missing log");
+    assert!(report.problems.iter().any(|p| p.detail.contains("writes after sequence number 100 may be lost")), "{:?}", report.problems);
+    let reader = Index::open_read_only(dir, mem_options(&storage, 100)).unwrap();
+    assert_eq!(reader.open_report().lost.len(), 1, "the open reports it too: {:?}", reader.open_report());
+    assert_eq!(reader.live_entries().unwrap().len(), 100, "and goes on with what is there");
+}

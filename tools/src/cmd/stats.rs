@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<()> {
                 "tombstone_files": s.tombstone_files, "tombstones": s.tombstones,
                 "memtable": {"inserts": s.memtable_inserts, "deletes": s.memtable_deletes},
                 "logs": logs, "last_seq": s.last_seq, "flushed_seq": s.flushed_seq,
-                "unknown_files": s.unknown_files,
+                "unknown_files": s.unknown_files, "lost": report.lost,
             }))?
         );
         return Ok(());
@@ -65,6 +65,9 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     out!("sequence numbers: last {}, in segments up to {}", s.last_seq, s.flushed_seq);
+    for loss in &report.lost {
+        out!("LOST {loss}");
+    }
     if !s.unknown_files.is_empty() {
         out!("files that are not simdex's (left alone): {}", s.unknown_files.join(", "));
     }
