@@ -38,9 +38,15 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         None
     } else {
         if !options.create && storage.list(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
-            return Err(Error::NoIndex { dir: dir.to_path_buf(), hint: " (the directory does not exist)".into() });
+            return Err(Error::NoIndex { dir: dir.to_path_buf(), hint: MISSING_DIR.into() });
         }
-        storage.create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        storage.create_dir_all(dir).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::InvalidArgument(format!("{}: exists but is not a directory (a file, or a symbolic link to a missing directory)", dir.display()))
+            } else {
+                Error::io(dir, "create directory", e)
+            }
+        })?;
         let path = dir.join(LOCK_NAME);
         Some(storage.lock(&path).map_err(|e| if e.kind() == std::io::ErrorKind::WouldBlock { Error::Locked { path: path.clone() } } else { Error::io(&path, "lock", e) })?)
     };
@@ -103,6 +109,9 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
     Ok(Index { engine, threads: Mutex::new(threads) })
 }
 
+/// The hint of [`Error::NoIndex`] for a path that does not exist.
+const MISSING_DIR: &str = " (the directory does not exist, or is a symbolic link to a missing one)";
+
 /// How often a read-only open starts over because a writer replaced the manifest while it
 /// read (each attempt is one read of the directory; a writer flushes far less often).
 const MAX_READ_ATTEMPTS: u32 = 20;
@@ -132,7 +141,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let read_only = mode == OpenMode::ReadOnly;
     let mut report = OpenReport::default();
     let list =
-        || storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: String::new() } } else { Error::io(dir, "list", e) });
+        || storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: MISSING_DIR.into() } } else { Error::io(dir, "list", e) });
     // The manifest first, then the listing: a log a running writer starts in between is in
     // the listing (and a manifest replaced meanwhile makes a read-only open start over).
     let loaded = Manifest::load(storage, dir)?;

@@ -96,10 +96,10 @@ pub fn parse_line(raw: &[u8]) -> Result<(Option<u64>, Option<u64>)> {
     let fp = parse_hex(hex)?;
     let id = match parts.next() {
         None => None,
-        Some(id) => Some(id.trim().parse::<u64>().map_err(|_| anyhow::anyhow!("document id {id:?} is not a decimal u64"))?),
+        Some(id) => Some(id.trim().parse::<u64>().map_err(|_| anyhow::anyhow!("document id {} is not a decimal u64", shown(id)))?),
     };
     if let Some(extra) = parts.next() {
-        bail!("unexpected third field {extra:?}: expected FINGERPRINT[<TAB>DOC_ID]");
+        bail!("unexpected third field {}: expected FINGERPRINT[<TAB>DOC_ID]", shown(extra));
     }
     Ok((Some(fp), id))
 }
@@ -108,10 +108,10 @@ pub fn parse_line(raw: &[u8]) -> Result<(Option<u64>, Option<u64>)> {
 pub fn parse_hex(hex: &str) -> Result<u64> {
     let hex = hex.trim();
     if hex.len() != 16 {
-        bail!("fingerprint {hex:?} has {} characters: expected exactly 16 hex digits", hex.chars().count());
+        bail!("fingerprint {} has {} characters: expected exactly 16 hex digits", shown(hex), hex.chars().count());
     }
     if let Some(bad) = hex.chars().find(|c| !c.is_ascii_hexdigit()) {
-        bail!("fingerprint {hex:?} has the non-hex character {bad:?}: expected exactly 16 hex digits");
+        bail!("fingerprint {} has the non-hex character {bad:?}: expected exactly 16 hex digits", shown(hex));
     }
     u64::from_str_radix(hex, 16).map_err(|e| anyhow::anyhow!("fingerprint {hex:?}: {e}"))
 }
@@ -162,4 +162,17 @@ pub fn size_hint(path: &Path) -> Option<u64> {
     } else {
         std::fs::metadata(path).ok().map(|m| m.len())
     }
+}
+
+/// Bytes of an offending value an error message quotes at most (a 50 MB line must not put
+/// 50 MB on stderr).
+const QUOTED_BYTES: usize = 200;
+
+/// `text`, quoted and escaped, cut to about [`QUOTED_BYTES`] with its full length said.
+pub fn shown(text: &str) -> String {
+    if text.len() <= QUOTED_BYTES {
+        return format!("{text:?}");
+    }
+    let cut = (0..=QUOTED_BYTES).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    format!("{:?}... ({} bytes in all)", &text[..cut], text.len())
 }

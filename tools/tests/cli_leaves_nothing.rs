@@ -107,3 +107,31 @@ fn delete_and_compact_count_what_really_happened() {
     // 100 stored pairs -> 48 live: 2 deleted (each stored twice) and 50 repeats.
     assert!(stderr(&o).contains("48 fingerprints") && stderr(&o).contains("52 of 100 stored pairs dropped"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_dangling_symlink_as_the_index_gets_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("idx");
+    std::os::unix::fs::symlink(dir.path().join("gone"), &link).unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "0123456789abcdef\n").unwrap();
+    let o = run(&["add", p(&link), p(&input)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("symbolic link to a missing directory"), "{}", stderr(&o));
+    let o = run(&["stats", p(&link)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("symbolic link to a missing one"), "{}", stderr(&o));
+    assert!(!dir.path().join("gone").exists(), "nothing was created through the link");
+}
+
+#[test]
+fn an_error_quotes_at_most_about_200_bytes_of_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, format!("{}\n", "z".repeat(5_000_000))).unwrap();
+    let o = run(&["build", "--out", p(&dir.path().join("s.sdx")), p(&input)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.len() < 600, "{} bytes on stderr", err.len());
+    assert!(err.contains("5000000 bytes in all"), "{err}");
+}
