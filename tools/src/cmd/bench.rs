@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
-use simdex::{QueryOptions, Segment};
+use simdex::{QueryOptions, Source};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -67,7 +67,8 @@ struct GenerateArgs {
 
 #[derive(Debug, ClapArgs)]
 struct QueryArgs {
-    /// The segment file.
+    /// A segment file, or an index directory (opened read-only: every live segment, the
+    /// tombstones and the unflushed writes, as `simdex query DIR` answers).
     file: PathBuf,
     /// The queries (same formats as `simdex build`).
     #[arg(long, short)]
@@ -81,6 +82,10 @@ struct QueryArgs {
     /// Timed passes over the queries.
     #[arg(long, default_value_t = 1)]
     rounds: u32,
+    /// Measure cold: no untimed warm-up pass over the queries first (drop the page cache
+    /// before, e.g. `echo 3 > /proc/sys/vm/drop_caches` as root, to measure reads from disk).
+    #[arg(long)]
+    no_warmup: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -167,19 +172,31 @@ fn query(args: QueryArgs) -> Result<()> {
     if queries.is_empty() {
         bail!("{}: no queries", args.input.display());
     }
-    let seg = Segment::open(&args.file)?;
+    let opened = Instant::now();
+    let source = Source::open(&args.file)?;
+    let open_ms = opened.elapsed().as_secs_f64() * 1e3;
+    let (entries, design) = match &source {
+        Source::Segment(seg) => (seg.len(), seg.design().summary()),
+        Source::Snapshot(snap) => {
+            let segments = snap.segments();
+            let held = segments.iter().map(|s| s.len()).sum::<u64>() + snap.unflushed().len() as u64;
+            (held, format!("{} segments and {} unflushed pairs", segments.len(), snap.unflushed().len()))
+        }
+    };
     let options = QueryOptions::within(args.k);
     let mut out = Vec::new();
     let mut matches = 0u64;
-    for &q in &queries {
-        seg.query_into(q, &options, &mut out)?;
+    if !args.no_warmup {
+        for &q in &queries {
+            source.query_into(q, &options, &mut out)?;
+        }
     }
     let mut latencies = Vec::with_capacity(queries.len() * args.rounds as usize);
     let start = Instant::now();
     for _ in 0..args.rounds {
         for &q in &queries {
             let t = Instant::now();
-            seg.query_into(q, &options, &mut out)?;
+            source.query_into(q, &options, &mut out)?;
             latencies.push(t.elapsed().as_nanos() as u64);
             matches += out.len() as u64;
         }
@@ -195,11 +212,11 @@ fn query(args: QueryArgs) -> Result<()> {
     if args.json {
         out!(
             "{}",
-            json!({"file": args.file, "entries": seg.len(), "design": seg.design().summary(), "k": args.k, "queries": n,
-                   "matches": matches, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
+            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "queries": n, "warmup": !args.no_warmup, "open_ms": open_ms,
+                   "matches": matches, "qps": qps, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
         );
     } else {
-        out!("{}: {} fingerprints, {}", args.file.display(), seg.len(), seg.design().summary());
+        out!("{}: {entries} fingerprints, {design}; opened in {open_ms:.1} ms{}", args.file.display(), if args.no_warmup { ", no warm-up" } else { "" });
         out!("{n} queries (k = {}), {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
     }
     Ok(())
