@@ -36,7 +36,7 @@ use crate::segment::layout::INDEX_BYTES_PER_BLOCK;
 use crate::segment::{Segment, FORMAT_VERSION};
 use crate::storage::Storage;
 
-pub use crate::engine::salvage::{salvage, SalvageReport};
+pub use crate::engine::salvage::{salvage, SalvageReport, UNKNOWN_DOC_ID};
 pub use crate::engine::verify::{verify_index, FileProblem, IndexVerifyReport};
 pub use crate::log::{Damage as LogDamage, LogEnd, LogScan, OpKind, Record as LogRecord};
 pub use crate::segment::verify::{verify_segment, verify_segment_with, Problem, VerifyReport};

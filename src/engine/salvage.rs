@@ -101,7 +101,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         report.segment_entries_lost += lost.iter().map(|l| l.0).sum::<u64>();
         report.recovered.push((name.clone(), format!("{got} of {} entries", segment.len())));
         for (n, what) in lost {
-            report.lost.push((name.clone(), format!("{n} entries: {what}")));
+            report.lost.push((name.clone(), if n == 0 { what } else { format!("{n} entries: {what}") }));
         }
     }
 
@@ -222,34 +222,101 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     Ok(report)
 }
 
-/// Reads every intact `(fingerprint, id)` of a segment into `out` with `bound`; returns
-/// the count read and the losses (entries, where and why).
+/// The document id salvage stores for a fingerprint whose id is unreadable (its id page is
+/// damaged): the fingerprint is kept, and the report lists each such entry.
+pub const UNKNOWN_DOC_ID: u64 = u64::MAX;
+
+/// Reads every `(fingerprint, id)` of a segment into `out` with `bound`; returns the count
+/// read and the losses (entries, where and why).
+///
+/// Table 0 is read block by block. Every table holds every fingerprint, so the entries of a
+/// damaged table-0 block are rebuilt from the first sibling table that decodes whole: the
+/// block index (intact, or the segment would not open) bounds the block's entries by the
+/// keys around it and counts them; the sibling's entries in that range, un-permuted, less
+/// the ones intact neighbouring blocks hold, are the block's entries when the count agrees.
+/// Their ids come from the id column at the block's ordinals. An entry whose id page is
+/// damaged keeps its fingerprint, with [`UNKNOWN_DOC_ID`].
 fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -> (u64, Vec<(u64, String)>) {
-    let mut got = 0u64;
     let mut lost = Vec::new();
     let Some(table) = segment.tables().first() else { return (0, lost) };
-    let mut ordinal = 0u64;
-    for b in 0..table.block_count() {
+    let blocks: Vec<std::result::Result<Vec<u64>, Error>> = (0..table.block_count())
+        .map(|b| {
+            let mut fps = Vec::with_capacity(table.block_entries(b) as usize);
+            segment
+                .visit_block(0, b, |v| {
+                    fps.push(v);
+                    true
+                })
+                .map(|()| fps)
+        })
+        .collect();
+    let damaged: Vec<u64> = (0..table.block_count()).filter(|&b| blocks.get(b as usize).is_some_and(|r| r.is_err())).collect();
+    let sibling = if damaged.is_empty() { None } else { whole_sibling(segment) };
+    let mut got = 0u64;
+    for (b, block) in (0u64..).zip(&blocks) {
         let n = u64::from(table.block_entries(b));
-        let mut fps = Vec::with_capacity(n as usize);
-        if let Err(e) = segment.visit_block(0, b, |v| {
-            fps.push(v);
-            true
-        }) {
-            lost.push((n, format!("table 0 block {b} at byte offset {}: {}", table.block_offset(b), e.chain_message())));
-            ordinal += n;
-            continue;
-        }
-        for (i, fp) in fps.into_iter().enumerate() {
-            match segment.doc_id(ordinal + i as u64) {
-                Ok(id) => {
-                    out.push((fp, id, bound));
-                    got += 1;
+        let first = table.first_ordinal(b);
+        let fps = match block {
+            Ok(fps) => fps.clone(),
+            Err(e) => match sibling.as_ref().and_then(|(_, values)| rebuild_block(table, &blocks, values, b)) {
+                Some(fps) => fps,
+                None => {
+                    let why = if sibling.is_some() { "its sibling tables do not account for it" } else { "no sibling table decodes whole" };
+                    lost.push((n, format!("table 0 block {b} at byte offset {}: {} ({why})", table.block_offset(b), e.chain_message())));
+                    continue;
                 }
-                Err(e) => lost.push((1, format!("entry {} (fingerprint {fp:016x}): its document id is unreadable: {}", ordinal + i as u64, e.chain_message()))),
-            }
+            },
+        };
+        for (i, fp) in (0u64..).zip(fps) {
+            let ordinal = first + i;
+            let id = match segment.doc_id(ordinal) {
+                Ok(id) => id,
+                Err(e) => {
+                    lost.push((0, format!("entry {ordinal} (fingerprint {fp:016x}): its document id is unreadable, kept with id {UNKNOWN_DOC_ID}: {}", e.chain_message())));
+                    UNKNOWN_DOC_ID
+                }
+            };
+            out.push((fp, id, bound));
+            got += 1;
         }
-        ordinal += n;
     }
     (got, lost)
+}
+
+/// The first table after table 0 whose every block decodes, and its entries un-permuted
+/// and sorted.
+fn whole_sibling(segment: &Segment) -> Option<(usize, Vec<u64>)> {
+    (1..segment.tables().len()).find_map(|t| {
+        let permutation = &segment.tables().get(t)?.design().permutation;
+        let mut values = segment.table_entries(t).map(|v| v.map(|v| permutation.invert(v))).collect::<Result<Vec<u64>>>().ok()?;
+        values.sort_unstable();
+        Some((t, values))
+    })
+}
+
+/// The entries of damaged table-0 block `b`, from `sibling` (every stored fingerprint,
+/// sorted), when they add up to the block's count.
+fn rebuild_block(table: &crate::segment::Table, blocks: &[std::result::Result<Vec<u64>, Error>], sibling: &[u64], b: u64) -> Option<Vec<u64>> {
+    let keys = table.keys();
+    let hi = *keys.get(b as usize)?;
+    let lo = if b == 0 { 0 } else { *keys.get(b as usize - 1)? };
+    let range = &sibling[sibling.partition_point(|&v| v < lo)..sibling.partition_point(|&v| v <= hi)];
+    // Intact blocks whose entries fall in [lo, hi] (only at the shared boundary values).
+    let mut taken: Vec<u64> = blocks
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j as u64 != b && keys.get(j).is_some_and(|&k| k >= lo) && (j == 0 || keys.get(j - 1).is_some_and(|&k| k <= hi)))
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .flat_map(|fps| fps.iter().copied().filter(|&v| v >= lo && v <= hi))
+        .collect();
+    taken.sort_unstable();
+    let mut rebuilt = Vec::with_capacity(range.len());
+    let mut t = taken.iter().peekable();
+    for &v in range {
+        while t.next_if(|&&x| x < v).is_some() {}
+        if t.next_if(|&&x| x == v).is_none() {
+            rebuilt.push(v);
+        }
+    }
+    (rebuilt.len() as u64 == u64::from(table.block_entries(b)) && rebuilt.last() == Some(&hi)).then_some(rebuilt)
 }
