@@ -123,6 +123,11 @@ pub struct IndexOptions {
     pub max_frozen: usize,
     /// Compaction policy and memory.
     pub compaction: CompactionOptions,
+    /// Flush the memtable into a segment on [`Index::close`], so the next open replays
+    /// nothing (reopening is then cheap whatever the memtable held). Off (the default for
+    /// now: every `simdex add` would otherwise end in a small segment), close only syncs
+    /// the log and the next open replays it.
+    pub flush_on_close: bool,
     /// Flush, compact and sync in a background thread; without it, the writer does them
     /// inline (deterministic, for tests and one-shot tools).
     pub background: bool,
@@ -140,6 +145,7 @@ impl Default for IndexOptions {
             memtable_ops: 1 << 20,
             max_frozen: 2,
             compaction: CompactionOptions::default(),
+            flush_on_close: false,
             background: true,
             storage: Arc::new(FsStorage),
         }
@@ -307,8 +313,9 @@ impl Index {
         self.engine.stats()
     }
 
-    /// Syncs the log, stops the background thread and releases the lock. (Dropping the
-    /// index does the same but cannot report errors.)
+    /// Stops the background threads, syncs the log and (with
+    /// [`IndexOptions::flush_on_close`]) flushes the memtable into a segment,
+    /// then releases the lock. Dropping the index only syncs, and cannot report errors.
     pub fn close(self) -> Result<()> {
         self.stop_background();
         if self.engine.read_only {
@@ -316,9 +323,16 @@ impl Index {
         }
         {
             let mut w = lock(&self.engine.writer);
-            if w.failed.is_none() {
-                self.engine.sync_locked(&mut w)?;
+            if w.failed.is_some() {
+                return self.engine.report_maintenance_failure();
             }
+            self.engine.sync_locked(&mut w)?;
+            if self.engine.options.flush_on_close {
+                self.engine.freeze(&mut w)?;
+            }
+        }
+        if self.engine.options.flush_on_close {
+            self.engine.flush_frozen()?;
         }
         // The writes are durable; a background failure not reported yet is reported now.
         self.engine.report_maintenance_failure()

@@ -3,6 +3,7 @@
 //! (`engine_crash`) live in their own modules.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::Arc;
 
 use simdex::storage::{MemStorage, Storage};
@@ -197,4 +198,24 @@ fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_c
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     thread.join().unwrap();
     assert!(writer.stats().flushes > 3);
+}
+
+#[test]
+fn close_flushes_the_memtable_so_a_reopen_replays_nothing() {
+    let storage = MemStorage::default();
+    let options = || IndexOptions { flush_on_close: true, ..mem_options(&storage, 1 << 20) };
+    let index = Index::open("/idx", options()).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..5000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i)).collect();
+    index.insert_batch(&pairs).unwrap();
+    index.delete(pairs[0].0, pairs[0].1).unwrap();
+    index.close().unwrap();
+    let reopened = Index::open("/idx", options()).unwrap();
+    assert_eq!(reopened.open_report().replayed_ops, 0, "{:?}", reopened.open_report());
+    assert_eq!(reopened.stats().segments.len(), 1);
+    let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().collect();
+    assert_eq!(live, pairs[1..].iter().copied().collect());
+    // Closing an index with nothing new writes nothing.
+    let files = storage.list(Path::new("/idx")).unwrap();
+    reopened.close().unwrap();
+    assert_eq!(storage.list(Path::new("/idx")).unwrap(), files);
 }
