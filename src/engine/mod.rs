@@ -52,6 +52,8 @@ pub mod files;
 mod flush;
 mod maintenance;
 mod open;
+#[cfg(feature = "fingerprint")]
+pub mod recipe;
 pub mod salvage;
 pub mod snapshot;
 mod state;
@@ -172,6 +174,9 @@ pub struct Index {
     engine: Arc<Engine>,
     /// The maintenance thread and, under group commit, the sync thread.
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The pinned fingerprint recipe and idle fingerprinters made with it.
+    #[cfg(feature = "fingerprint")]
+    recipe: recipe::RecipeState,
 }
 
 impl Index {

@@ -469,3 +469,52 @@ fn a_closed_output_pipe_ends_every_command_quietly() {
         assert!(out.status.success(), "simdex {args:?}: exit {:?}\n{err}", out.status);
     }
 }
+
+/// The index pins the recipe of its first run (issue 10): a second run over a larger corpus
+/// would learn another IDF table, and byte-identical pages would get fingerprints bits apart.
+#[test]
+fn dedup_index_pins_its_recipe_so_identical_pages_match_on_a_later_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/corpus/pages"));
+    let mut names: Vec<String> = std::fs::read_dir(pages).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&second).unwrap();
+    // the first crawl: 23 pages; the second: those again and 60 others
+    for (i, name) in names.iter().step_by(4).take(83).enumerate() {
+        if i < 23 {
+            std::fs::copy(pages.join(name), first.join(name)).unwrap();
+        }
+        std::fs::copy(pages.join(name), second.join(name)).unwrap();
+    }
+    let index = dir.path().join("index");
+    let o = run(&["dedup", p(&first), "--index", p(&index)]);
+    ok(&o);
+    assert!(stdout(&o).contains("23 documents added"), "{}", stdout(&o));
+    assert!(index.join("RECIPE").exists());
+    let report = dir.path().join("r2.jsonl");
+    let o = run(&["dedup", p(&second), "--index", p(&index), "--report", p(&report)]);
+    ok(&o);
+    let indexed: Vec<serde_json::Value> =
+        std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["kind"] == "indexed").collect();
+    let first_names: Vec<String> = std::fs::read_dir(&first).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    for name in &first_names {
+        let record = indexed.iter().find(|v| v["member"].as_str().unwrap().ends_with(&format!("/{name}")));
+        let record = record.unwrap_or_else(|| panic!("{name} was reported new on the second run"));
+        assert!(record["matches"].as_array().unwrap().iter().any(|m| m["distance"] == 0 && m["fingerprint"] == record["fingerprint"]), "{record}");
+    }
+    // asking for another recipe is refused, naming both
+    let o = run(&["dedup", p(&second), "--index", p(&index), "--no-idf"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("the index's fingerprint recipe is `simdex-fp/1 features=w2") && e.contains("idf=-") && e.contains("was given"), "{e}");
+    let o = run(&["dedup", p(&second), "--index", p(&index), "--features", "w3"]);
+    assert!(!o.status.success() && stderr(&o).contains("features=w3"), "{}", stderr(&o));
+    // re-learning is explicit, and says what it costs
+    let before = std::fs::read(index.join("RECIPE")).unwrap();
+    let o = run(&["dedup", p(&second), "--index", p(&index), "--relearn-idf"]);
+    ok(&o);
+    assert!(stderr(&o).contains("not comparable"), "{}", stderr(&o));
+    assert_ne!(std::fs::read(index.join("RECIPE")).unwrap(), before);
+}
