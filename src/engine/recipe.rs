@@ -288,4 +288,44 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn documents_use_the_pinned_recipe_across_opens_and_another_is_refused() {
+        use crate::{IndexOptions, QueryOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let opts = || IndexOptions { background: false, ..IndexOptions::default() };
+        let page = DocumentInput { bytes: b"the cat sat on the mat and then the cat went to sleep on the mat all day", kind: DocumentKind::Text };
+        let index = Index::open(dir.path(), opts()).unwrap();
+        assert!(index.recipe().is_none());
+        let pinned = index.pin_recipe(with_idf()).unwrap();
+        let f = index.insert_document(page, 7).unwrap();
+        // the oracle: the recipe's own fingerprinter
+        assert_eq!(f, pinned.fingerprinter().unwrap().fingerprint(std::str::from_utf8(page.bytes).unwrap()).unwrap());
+        index.close().unwrap();
+        let index = Index::open(dir.path(), opts()).unwrap();
+        assert_eq!(index.recipe().as_deref(), Some(&with_idf()));
+        assert!(index.open_report().unknown.is_empty());
+        let (g, found) = index.find_or_insert_document(page, 8, &QueryOptions::within(3)).unwrap();
+        assert_eq!(g, f);
+        assert!(matches!(found, FindOrInsert::Found(m) if m[0].distance == 0 && m[0].doc_id == Some(7)));
+        let other = Recipe::new(FingerprintOptions::short_text(), None).unwrap();
+        let e = index.pin_recipe(other.clone()).unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, Error::RecipeMismatch { .. }) && text.contains(&with_idf().descriptor()) && text.contains(&other.descriptor()), "{text}");
+        // empty documents are refused, not stored
+        let empty = DocumentInput { bytes: b"  ", kind: DocumentKind::Text };
+        assert!(matches!(index.insert_document(empty, 9), Err(Error::Document(_))));
+        index.replace_recipe(other.clone()).unwrap();
+        assert_eq!(index.recipe().as_deref(), Some(&other));
+        assert_ne!(index.fingerprint_document(page).unwrap(), f);
+    }
+
+    #[test]
+    fn the_first_document_pins_the_default_recipe() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), crate::IndexOptions { background: false, ..crate::IndexOptions::default() }).unwrap();
+        index.insert_document(DocumentInput { bytes: b"one two three four five", kind: DocumentKind::Text }, 1).unwrap();
+        assert_eq!(index.recipe().as_deref(), Some(&Recipe::new(FingerprintOptions::default(), None).unwrap()));
+        assert!(dir.path().join(RECIPE_NAME).exists());
+    }
 }
