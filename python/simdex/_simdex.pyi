@@ -46,9 +46,10 @@ class Index:
         """The fingerprint of a document with the index's recipe: a str is text, bytes an HTML page."""
     def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
         """Fingerprints a document with the index's recipe (pinning the default one if none), adds it; returns the fingerprint."""
-    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None) -> Tuple[int, List[Match], bool]:
-        """(fingerprint, matches, short): the matches if near-duplicates are stored (nothing inserted), else [] after inserting.
-        ``short``: fewer words than the recipe's short threshold (less trustworthy). Raises EmptyDocumentError for empty pages."""
+    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None) -> Tuple[int, List[Match], int]:
+        """(fingerprint, matches, words): the matches if near-duplicates are stored (nothing inserted), else [] after
+        inserting. Raises EmptyDocumentError for a document with fewer words than the recipe's minimum, or than
+        ``min_words`` when given (nothing stored)."""
     def delete(self, fp: int, doc_id: int) -> int: ...
     def sync(self) -> None:
         """Makes every write so far durable (fsync)."""

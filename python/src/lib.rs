@@ -174,16 +174,34 @@ impl Index {
         py.allow_threads(|| index.insert_document(DocumentInput { bytes: &bytes, kind }, doc_id)).map(|f| f.value).map_err(to_py)
     }
 
-    #[pyo3(signature = (data, doc_id, k=None, html=None))]
-    fn find_or_insert_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, k: Option<u32>, html: Option<bool>) -> PyResult<(u64, Vec<Row>, bool)> {
+    /// (fingerprint, matches, words); with `min_words`, a document of fewer words raises
+    /// EmptyDocumentError and is not stored.
+    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None))]
+    fn find_or_insert_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, k: Option<u32>, html: Option<bool>, min_words: Option<u64>) -> PyResult<(u64, Vec<Row>, u64)> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
-        let (f, found) = py.allow_threads(|| index.find_or_insert_document(DocumentInput { bytes: &bytes, kind }, doc_id, &query_options(&index, k))).map_err(to_py)?;
+        let doc = DocumentInput { bytes: &bytes, kind };
+        let options = query_options(&index, k);
+        let (f, found) = py
+            .allow_threads(|| match min_words {
+                None => index.find_or_insert_document(doc, doc_id, &options),
+                Some(min) => {
+                    if index.recipe().is_none() {
+                        index.pin_recipe(simdex::fingerprint::Recipe::new(FingerprintOptions::default(), None).map_err(|e| simdex::Error::Document(Arc::new(e)))?)?;
+                    }
+                    let f = index.fingerprint_document(doc)?;
+                    if f.words < min {
+                        return Err(simdex::Error::Document(Arc::new(simdex::fingerprint::Error::EmptyDocument { words: f.words, min_words: min })));
+                    }
+                    Ok((f, index.find_or_insert(f.value, doc_id, &options)?))
+                }
+            })
+            .map_err(to_py)?;
         let matches = match found {
             FindOrInsert::Found(m) => rows(m),
             FindOrInsert::Inserted { .. } => Vec::new(),
         };
-        Ok((f.value, matches, f.short))
+        Ok((f.value, matches, f.words))
     }
 
     fn delete(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
