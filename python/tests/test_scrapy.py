@@ -2,6 +2,7 @@
 near-duplicate pages, through simdex.scrapy.NearDuplicateMiddleware."""
 
 import json
+import pathlib
 import random
 import socket
 import subprocess
@@ -152,3 +153,75 @@ def test_a_locked_index_fails_the_crawl_at_start(site, tmp_path):
     # Scrapy logs the failed start (CrawlerProcess does not turn it into an exit status)
     assert "LockedError" in p.stderr and "locked by another writer" in p.stderr
     assert "Crawled (200)" not in p.stderr
+
+
+def test_the_example_project_crawls_and_drops_the_planted_copies(site, tmp_path):
+    base, urls = site
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "scrapy"
+    index = tmp_path / "example.simdex"
+    scrapy_exe = pathlib.Path(sys.executable).parent / "scrapy"
+    p = subprocess.run(
+        [str(scrapy_exe), "crawl", "site", "-a", f"start={base}index.html", "-s", f"SIMDEX_INDEX={index}", "-s", "ROBOTSTXT_OBEY=False", "-s", "TELNETCONSOLE_ENABLED=False", "-O", str(tmp_path / "items.jsonl")],
+        cwd=example,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"'simdex/near_duplicates': {PAIRS}" in p.stderr, p.stderr[-3000:]
+    assert f"'simdex/new': {UNIQUE + PAIRS + 1}" in p.stderr
+
+
+PIPELINE = textwrap.dedent(
+    """
+    import json, sys
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+
+    index, out, texts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+
+    class Items(scrapy.Spider):
+        name = "items"
+
+        async def start(self):
+            yield scrapy.Request("data:,x", callback=self.emit)
+
+        def emit(self, response):
+            for i, t in enumerate(texts):
+                yield {"url": f"item-{i}", "text": t}
+
+    process = CrawlerProcess(settings={
+        "ITEM_PIPELINES": {"simdex.scrapy.NearDuplicatePipeline": 300},
+        "SIMDEX_INDEX": index,
+        "TELNETCONSOLE_ENABLED": False,
+        "FEEDS": {out: {"format": "jsonlines"}},
+    })
+    crawler = process.create_crawler(Items)
+    process.crawl(crawler)
+    process.start()
+    print(json.dumps({k: v for k, v in crawler.stats.get_stats().items() if k.startswith("simdex/")}))
+    """
+)
+
+
+def test_the_item_pipeline_drops_near_duplicate_texts(tmp_path):
+    rng = random.Random(11)
+    fp = simdex.Fingerprinter()
+    texts = [" ".join(words(rng, 200)) for _ in range(5)]
+    base = texts[0].split()
+    for at in range(100, 200):
+        copy = " ".join(base[:at] + ["changedword"] + base[at + 1 :])
+        if bin(fp.fingerprint_text(copy) ^ fp.fingerprint_text(texts[0])).count("1") <= 3:
+            break
+    texts.append(copy)
+    texts.append("too short")
+    out = tmp_path / "items.jsonl"
+    # from a file: Scrapy reads a generator callback's source
+    script = tmp_path / "pipeline_crawl.py"
+    script.write_text(PIPELINE)
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "idx"), str(out), json.dumps(texts)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    stats = json.loads(p.stdout.strip().splitlines()[-1])
+    assert stats == {"simdex/items/new": 5, "simdex/items/near_duplicates": 1, "simdex/items/too_short": 1}
+    kept = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    assert sorted(kept) == ["item-0", "item-1", "item-2", "item-3", "item-4", "item-6"]

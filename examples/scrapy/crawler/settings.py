@@ -1,5 +1,5 @@
-BOT_NAME = "site"
-SPIDER_MODULES = ["site.spiders"]
+BOT_NAME = "crawler"
+SPIDER_MODULES = ["crawler.spiders"]
 ROBOTSTXT_OBEY = True
 CONCURRENT_REQUESTS = 16
 
