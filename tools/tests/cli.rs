@@ -518,3 +518,47 @@ fn dedup_index_pins_its_recipe_so_identical_pages_match_on_a_later_run() {
     assert!(stderr(&o).contains("not comparable"), "{}", stderr(&o));
     assert_ne!(std::fs::read(index.join("RECIPE")).unwrap(), before);
 }
+
+/// Issue 10, ids end to end: `fingerprint --for-index` writes what `add` reads, with ids
+/// hashed from names and the names written out; `query` and `batch` echo the queries' ids;
+/// `--json` gives a record for a query without matches.
+#[test]
+fn document_ids_flow_from_fingerprint_through_add_to_query_and_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/corpus/pages");
+    let (fps, names, index) = (dir.path().join("fps.tsv"), dir.path().join("names.tsv"), dir.path().join("index"));
+    let o = run(&["fingerprint", pages, "--for-index", p(&names)]);
+    ok(&o);
+    std::fs::write(&fps, &o.stdout).unwrap();
+    let rows: Vec<(String, u64)> = stdout(&o).lines().map(|l| l.split_once('\t').unwrap()).map(|(f, i)| (f.to_owned(), i.parse().unwrap())).collect();
+    let names: std::collections::HashMap<u64, String> =
+        std::fs::read_to_string(&names).unwrap().lines().map(|l| l.split_once('\t').unwrap()).map(|(i, n)| (i.parse().unwrap(), n.to_owned())).collect();
+    assert!(rows.len() > 300 && names.len() == rows.len());
+    // the ids are the names' hashes, as the other CLI paths and Python make them
+    let plain = stdout(&run(&["fingerprint", pages]));
+    for line in plain.lines() {
+        let (name, f) = line.rsplit_once('\t').unwrap();
+        assert!(rows.iter().any(|(g, id)| g == f && names[id] == name), "{line}");
+    }
+    ok(&run(&["add", p(&index), p(&fps)]));
+    // every query finds its own document at distance 0, and its line starts with its id
+    let out = stdout(&run(&["query", p(&index), "-k", "3", "--input", p(&fps)]));
+    for (f, id) in &rows {
+        assert!(out.lines().any(|l| l == format!("{id}\t{f}\t{f}\t0\t{id}")), "{f} {id}");
+    }
+    let batch = stdout(&run(&["batch", p(&index), "--queries", p(&fps), "-k", "3"]));
+    let mut a: Vec<&str> = out.lines().collect();
+    let mut b: Vec<&str> = batch.lines().collect();
+    a.sort();
+    a.dedup();
+    b.sort();
+    b.dedup();
+    assert_eq!(a, b);
+    // a query without matches still gets a JSON record, with its id
+    let lonely = dir.path().join("lonely.tsv");
+    std::fs::write(&lonely, "0000000000000000\t77\n").unwrap();
+    for cmd in [vec!["query", p(&index), "--json", "--input", p(&lonely)], vec!["batch", p(&index), "--json", "--queries", p(&lonely)]] {
+        let v: serde_json::Value = serde_json::from_str(stdout(&run(&cmd)).trim()).unwrap();
+        assert_eq!(v, serde_json::json!({"query": "0000000000000000", "query_id": 77, "match": null, "distance": null, "doc_id": null}), "{cmd:?}");
+    }
+}
