@@ -141,7 +141,8 @@ class _Base:
             _Store.release(self.path)
 
     def check(self, data: Any, name: str, html: Optional[bool]) -> Tuple[str, Optional[Tuple[str, int]]]:
-        """('new' | 'too_short', None) or ('near_duplicate', (url, distance))."""
+        """('new' | 'too_short', None) or ('near_duplicates', (url, distance)): the outcome
+        is the stat's name."""
         doc = simdex.doc_id(name)
         try:
             _, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words)
@@ -149,7 +150,7 @@ class _Base:
             return "too_short", None
         if matches:
             fp, distance, other = matches[0]
-            return "near_duplicate", (self.store.url_of(other), distance)
+            return "near_duplicates", (self.store.url_of(other), distance)
         self.store.remember(doc, name)
         return "new", None
 
@@ -159,11 +160,11 @@ class NearDuplicateMiddleware(_Base):
 
     def process_response(self, request: Any, response: Response, spider: Any) -> Response:
         if not isinstance(response, HtmlResponse) and not (isinstance(response, TextResponse) and b"html" in (response.headers.get(b"Content-Type") or b"").lower()):
-            self.stats.inc_value(f"{self.stats_prefix}/non_html", spider=spider)
+            self.stats.inc_value(f"{self.stats_prefix}/non_html")
             return response
         outcome, dup = self.check(response.body, response.url, html=True)
-        self.stats.inc_value(f"{self.stats_prefix}/{outcome}s" if outcome == "near_duplicate" else f"{self.stats_prefix}/{outcome}", spider=spider)
-        if outcome == "near_duplicate":
+        self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
+        if outcome == "near_duplicates":
             assert dup is not None
             url, distance = dup
             spider.logger.info("simdex: %s is a near-duplicate of %s (distance %d)", response.url, url, distance)
@@ -187,11 +188,11 @@ class NearDuplicatePipeline(_Base):
         text = item.get(self.text_field) if hasattr(item, "get") else None
         name = item.get(self.id_field) if hasattr(item, "get") else None
         if not isinstance(text, (str, bytes)) or name is None:
-            self.stats.inc_value(f"{self.stats_prefix}/without_text", spider=spider)
+            self.stats.inc_value(f"{self.stats_prefix}/without_text")
             return item
         outcome, dup = self.check(text, str(name), html=None)
-        self.stats.inc_value(f"{self.stats_prefix}/{outcome}s" if outcome == "near_duplicate" else f"{self.stats_prefix}/{outcome}", spider=spider)
-        if outcome == "near_duplicate":
+        self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
+        if outcome == "near_duplicates":
             assert dup is not None
             raise DropItem(f"near-duplicate of {dup[0]} (distance {dup[1]})")
         return item

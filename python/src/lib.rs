@@ -204,6 +204,22 @@ impl Index {
         Ok((f.value, matches, f.words))
     }
 
+    /// For python/benches: `find_or_insert` of every fingerprint (u64 LE bytes) in a Rust loop,
+    /// ids from `first_id`; returns the seconds taken (the Rust side of the comparison).
+    fn _bench_find_or_insert(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, first_id: u64) -> PyResult<f64> {
+        let index = self.get()?;
+        let fps: Vec<u64> = fps.as_bytes().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect();
+        py.allow_threads(|| {
+            let options = query_options(&index, None);
+            let start = std::time::Instant::now();
+            for (i, &f) in fps.iter().enumerate() {
+                index.find_or_insert(f, first_id + i as u64, &options)?;
+            }
+            Ok(start.elapsed().as_secs_f64())
+        })
+        .map_err(to_py)
+    }
+
     fn delete(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
         let index = self.get()?;
         py.allow_threads(|| index.delete(fp, doc_id)).map_err(to_py)
