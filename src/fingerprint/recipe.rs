@@ -131,6 +131,7 @@ impl std::fmt::Display for Recipe {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
