@@ -56,7 +56,8 @@ fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow
     Err(pyo3::exceptions::PyTypeError::new_err("a document is a str (text) or bytes (an HTML page)"))
 }
 
-/// An open index (see the `simdex.Index` docstring in the stubs).
+/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True)`.
+/// `simdex.Index` (the Python class) adds `add_many`.
 #[pyclass(module = "simdex._simdex", frozen, subclass)]
 struct Index {
     inner: RwLock<Option<Arc<simdex::Index>>>,
@@ -109,6 +110,7 @@ impl Index {
         Ok(self.get()?.recipe().map(|r| r.descriptor()))
     }
 
+    /// Adds (fp, doc_id); returns its sequence number (durable per the index's durability).
     fn add(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
         let index = self.get()?;
         py.allow_threads(|| index.insert(fp, doc_id)).map_err(to_py)
@@ -144,13 +146,16 @@ impl Index {
         .map_err(to_py)
     }
 
+    /// Every live pair within k (default: the index's) bits of fp, as (fingerprint, distance,
+    /// doc_id), sorted by distance, fingerprint and id.
     #[pyo3(signature = (fp, k=None))]
     fn query(&self, py: Python<'_>, fp: u64, k: Option<u32>) -> PyResult<Vec<Row>> {
         let index = self.get()?;
         py.allow_threads(|| index.query(fp, &query_options(&index, k))).map(rows).map_err(to_py)
     }
 
-    /// [] when inserted, else the matches (nothing inserted).
+    /// Atomic check-then-add: the matches within k (default: the index's) when there are
+    /// any, and nothing is inserted; else inserts (fp, doc_id) and returns [].
     #[pyo3(signature = (fp, doc_id, k=None))]
     fn find_or_insert(&self, py: Python<'_>, fp: u64, doc_id: u64, k: Option<u32>) -> PyResult<Vec<Row>> {
         let index = self.get()?;
@@ -160,6 +165,8 @@ impl Index {
         }
     }
 
+    /// The fingerprint of a document with the index's recipe: a str is text, bytes an HTML
+    /// page (`html` overrides). Raises EmptyDocumentError for a nearly empty one.
     #[pyo3(signature = (data, html=None))]
     fn fingerprint_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, html: Option<bool>) -> PyResult<u64> {
         let index = self.get()?;
@@ -167,6 +174,8 @@ impl Index {
         py.allow_threads(|| index.fingerprint_document(DocumentInput { bytes: &bytes, kind })).map(|f| f.value).map_err(to_py)
     }
 
+    /// Fingerprints a document with the index's recipe (pinning the default recipe when the
+    /// index has none), adds it under doc_id and returns the fingerprint.
     #[pyo3(signature = (data, doc_id, html=None))]
     fn add_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, html: Option<bool>) -> PyResult<u64> {
         let index = self.get()?;
@@ -220,21 +229,25 @@ impl Index {
         .map_err(to_py)
     }
 
+    /// Deletes (fp, doc_id): queries stop returning it.
     fn delete(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
         let index = self.get()?;
         py.allow_threads(|| index.delete(fp, doc_id)).map_err(to_py)
     }
 
+    /// Makes every write so far durable (fsync of the log).
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
         let index = self.get()?;
         py.allow_threads(|| index.sync()).map_err(to_py)
     }
 
+    /// Writes the memtable out as a segment.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let index = self.get()?;
         py.allow_threads(|| index.flush()).map_err(to_py)
     }
 
+    /// Merges every segment into one.
     fn compact(&self, py: Python<'_>) -> PyResult<()> {
         let index = self.get()?;
         py.allow_threads(|| index.compact()).map_err(to_py)
@@ -246,6 +259,7 @@ impl Index {
         py.allow_threads(|| index.live_entries()).map_err(to_py)
     }
 
+    /// Segments, memtable, sequence numbers and the recipe, as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let index = self.get()?;
         let s = py.allow_threads(|| index.stats());
@@ -346,10 +360,12 @@ impl Fingerprinter {
         self.recipe.clone()
     }
 
+    /// The 64-bit simhash of text. Raises EmptyDocumentError for a nearly empty one.
     fn fingerprint_text(&self, py: Python<'_>, text: &str) -> PyResult<u64> {
         py.allow_threads(|| self.inner.lock().unwrap_or_else(PoisonError::into_inner).fingerprint(text)).map(|f| f.value).map_err(fp_error)
     }
 
+    /// The 64-bit simhash of an HTML page's visible text (invalid UTF-8 replaced).
     fn fingerprint_html(&self, py: Python<'_>, html: &[u8]) -> PyResult<u64> {
         py.allow_threads(|| {
             let mut fp = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
@@ -373,6 +389,7 @@ impl Segment {
         Ok(Segment { inner: py.allow_threads(|| simdex::Segment::open(&path)).map_err(to_py)? })
     }
 
+    /// Every entry within k bits of fp, as (fingerprint, distance, doc_id).
     #[pyo3(signature = (fp, k=3))]
     fn query(&self, py: Python<'_>, fp: u64, k: u32) -> PyResult<Vec<Row>> {
         py.allow_threads(|| self.inner.query(fp, &QueryOptions::within(k))).map(rows).map_err(to_py)
