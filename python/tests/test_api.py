@@ -176,3 +176,19 @@ def test_segment_is_read_only_and_answers_as_the_cli(tmp_path, cli, stored):
         assert s.query(q, k=3) == brute(pairs, q, 3)
     with pytest.raises(simdex.Error):
         simdex.Segment(src)
+
+
+def test_the_gil_is_released_while_rust_works(tmp_path):
+    import threading
+
+    with simdex.Index(tmp_path / "idx", durability="nosync") as idx:
+        fps = np.random.default_rng(3).integers(0, 2**64, size=2_000_000, dtype=np.uint64)
+        t = threading.Thread(target=idx.add_many, args=(fps,))
+        spins = 0
+        t.start()
+        while t.is_alive():
+            spins += 1
+        t.join()
+        # a call holding the GIL would have kept this thread from running until it returned
+        assert spins > 1000
+        assert idx.stats()["last_seq"] == 2_000_000

@@ -28,6 +28,8 @@
 //! - [`snapshot`]: a read-only view for whole-index jobs; `stats`: what the index reports;
 //! - [`verify`] and [`salvage`]: checking every file, and salvaging a damaged directory;
 //! - [`files`]: the directory's file names.
+//! - `recipe`: the fingerprint recipe pinned in the index (`RECIPE`) and the document calls
+//!   that use it ([`Index::insert_document`], [`Index::find_or_insert_document`]).
 //!
 //! ```
 //! use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions};
