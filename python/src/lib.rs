@@ -186,7 +186,15 @@ impl Index {
     /// (fingerprint, matches, words); with `min_words`, a document of fewer words raises
     /// EmptyDocumentError and is not stored.
     #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None))]
-    fn find_or_insert_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, k: Option<u32>, html: Option<bool>, min_words: Option<u64>) -> PyResult<(u64, Vec<Row>, u64)> {
+    fn find_or_insert_document(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        doc_id: u64,
+        k: Option<u32>,
+        html: Option<bool>,
+        min_words: Option<u64>,
+    ) -> PyResult<(u64, Vec<Row>, u64)> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
@@ -336,7 +344,10 @@ impl Fingerprinter {
             p => return Err(PyValueError::new_err(format!("unknown preset {p:?} (pages, short_text)"))),
         };
         if let Some(f) = features {
-            o.features = f.iter().map(|k| FeatureKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown feature kind {k:?} (w, w2..w16, c1..c16)")))).collect::<PyResult<_>>()?;
+            o.features = f
+                .iter()
+                .map(|k| FeatureKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown feature kind {k:?} (w, w2..w16, c1..c16)"))))
+                .collect::<PyResult<_>>()?;
         }
         if let Some(tf) = tf {
             o.tf = TfMode::parse(tf).ok_or_else(|| PyValueError::new_err(format!("unknown tf {tf:?} (tf, logtf, binary)")))?;
