@@ -89,6 +89,8 @@ mod stored;
 mod tombstone;
 
 pub use codec::Codec;
+#[cfg(feature = "fingerprint")]
+pub use engine::recipe::DocumentInput;
 pub use engine::snapshot::{Deletes, Snapshot};
 pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogReport, OpenReport, SegmentStats, Stats};
 pub use error::{Error, Location, Result};

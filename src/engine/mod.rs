@@ -28,6 +28,8 @@
 //! - [`snapshot`]: a read-only view for whole-index jobs; `stats`: what the index reports;
 //! - [`verify`] and [`salvage`]: checking every file, and salvaging a damaged directory;
 //! - [`files`]: the directory's file names.
+//! - `recipe`: the fingerprint recipe pinned in the index (`RECIPE`) and the document calls
+//!   that use it ([`Index::insert_document`], [`Index::find_or_insert_document`]).
 //!
 //! ```
 //! use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions};
@@ -52,6 +54,8 @@ pub mod files;
 mod flush;
 mod maintenance;
 mod open;
+#[cfg(feature = "fingerprint")]
+pub mod recipe;
 pub mod salvage;
 pub mod snapshot;
 mod state;
@@ -178,6 +182,9 @@ pub struct Index {
     engine: Arc<Engine>,
     /// The maintenance thread and, under group commit, the sync thread.
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The pinned fingerprint recipe and idle fingerprinters made with it.
+    #[cfg(feature = "fingerprint")]
+    recipe: recipe::RecipeState,
 }
 
 impl Index {

@@ -92,6 +92,8 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         _lock: lock,
         options,
     });
+    #[cfg(feature = "fingerprint")]
+    let recipe = super::recipe::RecipeState::load(&*engine.storage, dir)?;
     let mut threads = Vec::new();
     if !read_only && engine.options.background {
         let s = engine.clone();
@@ -100,13 +102,23 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         if let Durability::Group { max_delay, max_ops } = engine.options.durability {
             let s = engine.clone();
             let t = std::thread::Builder::new().name("simdex-sync".into()).spawn(move || s.sync_loop(max_delay, max_ops));
-            let index = Index { engine: engine.clone(), threads: Mutex::new(threads) };
+            let index = Index {
+                engine: engine.clone(),
+                threads: Mutex::new(threads),
+                #[cfg(feature = "fingerprint")]
+                recipe,
+            };
             let t = t.map_err(|e| Error::io(dir, "spawn the sync thread", e))?;
             index.threads.lock().unwrap_or_else(|p| p.into_inner()).push(t);
             return Ok(index);
         }
     }
-    Ok(Index { engine, threads: Mutex::new(threads) })
+    Ok(Index {
+        engine,
+        threads: Mutex::new(threads),
+        #[cfg(feature = "fingerprint")]
+        recipe,
+    })
 }
 
 /// The hint of [`Error::NoIndex`] for a path that does not exist.
@@ -192,6 +204,8 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
                     logs.push(n);
                 }
             }
+            // the fingerprint recipe (engine/recipe.rs), read after recovery
+            FileKind::Unknown if name == "RECIPE" => {}
             FileKind::Unknown => report.unknown.push(name.clone()),
         }
     }

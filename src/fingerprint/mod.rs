@@ -27,6 +27,7 @@ pub mod html;
 pub mod idf;
 pub mod input;
 pub mod normalize;
+pub mod recipe;
 pub mod stem;
 pub mod stopwords;
 pub mod tokenize;
@@ -34,6 +35,7 @@ pub mod weights;
 
 pub use features::FeatureKind;
 pub use idf::{IdfBuilder, IdfTable};
+pub use recipe::Recipe;
 pub use stopwords::Language;
 pub use tokenize::CjkSegmenter;
 pub use weights::TfMode;
@@ -291,6 +293,11 @@ impl Fingerprinter {
     /// The options.
     pub fn options(&self) -> &FingerprintOptions {
         &self.options
+    }
+
+    /// The IDF table the weights are multiplied by, if any.
+    pub fn idf_table(&self) -> Option<std::sync::Arc<IdfTable>> {
+        self.idf.clone()
     }
 
     /// The full recipe descriptor: the feature recipe, the weighting and the IDF table's id.

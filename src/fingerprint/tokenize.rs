@@ -38,6 +38,11 @@ impl CjkSegmenter {
             CjkSegmenter::Jieba => "jieba",
         }
     }
+
+    /// Parses [`CjkSegmenter::name`]'s output.
+    pub fn parse(s: &str) -> Option<CjkSegmenter> {
+        [CjkSegmenter::Chars, CjkSegmenter::Jieba].into_iter().find(|c| c.name() == s)
+    }
 }
 
 /// A word as the tokenizer found it.

@@ -104,6 +104,46 @@ impl RecipeArgs {
         }
     }
 
+    /// Whether no recipe flag was given (the `pages` preset, nothing overridden).
+    pub fn is_default(&self) -> bool {
+        matches!(self.preset, Preset::Pages)
+            && self.features.is_none()
+            && self.tf.is_none()
+            && self.stop.is_none()
+            && self.stem.is_none()
+            && self.cjk.is_none()
+            && !self.fold_digits
+            && self.idf.is_none()
+    }
+
+    /// The recipe to fingerprint documents for the index `index` with: the index's pinned
+    /// recipe, if it has one (flags that ask for another are refused, naming both), else
+    /// `None` (the caller makes one and pins it). `no_idf` asks for a recipe without a table.
+    pub fn for_index(&self, index: &simdex::Index, no_idf: bool) -> anyhow::Result<Option<Fingerprinter>> {
+        let Some(pinned) = index.recipe() else { return Ok(None) };
+        if self.is_default() && !no_idf {
+            return Ok(Some(pinned.fingerprinter()?));
+        }
+        let asked = self.fingerprinter()?;
+        let options_match = asked.options() == pinned.options();
+        let idf_match = match (&self.idf, pinned.idf()) {
+            // a table given by file must be the pinned one
+            (Some(_), Some(t)) => asked.idf_table().as_deref() == Some(&**t),
+            (Some(_), None) => false,
+            // no file: without a table if --no-idf, else whatever table the index pinned
+            (None, t) => !no_idf || t.is_none(),
+        };
+        if options_match && idf_match {
+            return Ok(Some(pinned.fingerprinter()?));
+        }
+        let given = if no_idf || self.idf.is_some() {
+            simdex::fingerprint::Recipe::of(&asked).descriptor()
+        } else {
+            format!("{} (IDF to be learned)", simdex::fingerprint::Recipe::of(&asked).descriptor())
+        };
+        Err(simdex::Error::RecipeMismatch { dir: index.dir().to_path_buf(), index: pinned.descriptor(), given }.into())
+    }
+
     /// Refuses `--idf` together with learning a table.
     pub fn check_no_idf(&self, why: &str) -> anyhow::Result<()> {
         if self.idf.is_some() {

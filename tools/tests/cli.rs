@@ -469,3 +469,96 @@ fn a_closed_output_pipe_ends_every_command_quietly() {
         assert!(out.status.success(), "simdex {args:?}: exit {:?}\n{err}", out.status);
     }
 }
+
+/// The index pins the recipe of its first run (issue 10): a second run over a larger corpus
+/// would learn another IDF table, and byte-identical pages would get fingerprints bits apart.
+#[test]
+fn dedup_index_pins_its_recipe_so_identical_pages_match_on_a_later_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/corpus/pages"));
+    let mut names: Vec<String> = std::fs::read_dir(pages).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&second).unwrap();
+    // the first crawl: 23 pages; the second: those again and 60 others
+    for (i, name) in names.iter().step_by(4).take(83).enumerate() {
+        if i < 23 {
+            std::fs::copy(pages.join(name), first.join(name)).unwrap();
+        }
+        std::fs::copy(pages.join(name), second.join(name)).unwrap();
+    }
+    let index = dir.path().join("index");
+    let o = run(&["dedup", p(&first), "--index", p(&index)]);
+    ok(&o);
+    assert!(stdout(&o).contains("23 documents added"), "{}", stdout(&o));
+    assert!(index.join("RECIPE").exists());
+    let report = dir.path().join("r2.jsonl");
+    let o = run(&["dedup", p(&second), "--index", p(&index), "--report", p(&report)]);
+    ok(&o);
+    let indexed: Vec<serde_json::Value> =
+        std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["kind"] == "indexed").collect();
+    let first_names: Vec<String> = std::fs::read_dir(&first).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    for name in &first_names {
+        let record = indexed.iter().find(|v| v["member"].as_str().unwrap().ends_with(&format!("/{name}")));
+        let record = record.unwrap_or_else(|| panic!("{name} was reported new on the second run"));
+        assert!(record["matches"].as_array().unwrap().iter().any(|m| m["distance"] == 0 && m["fingerprint"] == record["fingerprint"]), "{record}");
+    }
+    // asking for another recipe is refused, naming both
+    let o = run(&["dedup", p(&second), "--index", p(&index), "--no-idf"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("the index's fingerprint recipe is `simdex-fp/1 features=w2") && e.contains("idf=-") && e.contains("was given"), "{e}");
+    let o = run(&["dedup", p(&second), "--index", p(&index), "--features", "w3"]);
+    assert!(!o.status.success() && stderr(&o).contains("features=w3"), "{}", stderr(&o));
+    // re-learning is explicit, and says what it costs
+    let before = std::fs::read(index.join("RECIPE")).unwrap();
+    let o = run(&["dedup", p(&second), "--index", p(&index), "--relearn-idf"]);
+    ok(&o);
+    assert!(stderr(&o).contains("not comparable"), "{}", stderr(&o));
+    assert_ne!(std::fs::read(index.join("RECIPE")).unwrap(), before);
+}
+
+/// Issue 10, ids end to end: `fingerprint --for-index` writes what `add` reads, with ids
+/// hashed from names and the names written out; `query` and `batch` echo the queries' ids;
+/// `--json` gives a record for a query without matches.
+#[test]
+fn document_ids_flow_from_fingerprint_through_add_to_query_and_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/corpus/pages");
+    let (fps, names, index) = (dir.path().join("fps.tsv"), dir.path().join("names.tsv"), dir.path().join("index"));
+    let o = run(&["fingerprint", pages, "--for-index", p(&names)]);
+    ok(&o);
+    std::fs::write(&fps, &o.stdout).unwrap();
+    let rows: Vec<(String, u64)> = stdout(&o).lines().map(|l| l.split_once('\t').unwrap()).map(|(f, i)| (f.to_owned(), i.parse().unwrap())).collect();
+    let names: std::collections::HashMap<u64, String> =
+        std::fs::read_to_string(&names).unwrap().lines().map(|l| l.split_once('\t').unwrap()).map(|(i, n)| (i.parse().unwrap(), n.to_owned())).collect();
+    assert!(rows.len() > 300 && names.len() == rows.len());
+    // the ids are the names' hashes, as the other CLI paths and Python make them
+    let plain = stdout(&run(&["fingerprint", pages]));
+    for line in plain.lines() {
+        let (name, f) = line.rsplit_once('\t').unwrap();
+        assert!(rows.iter().any(|(g, id)| g == f && names[id] == name), "{line}");
+    }
+    ok(&run(&["add", p(&index), p(&fps)]));
+    // every query finds its own document at distance 0, and its line starts with its id
+    let out = stdout(&run(&["query", p(&index), "-k", "3", "--input", p(&fps)]));
+    for (f, id) in &rows {
+        assert!(out.lines().any(|l| l == format!("{id}\t{f}\t{f}\t0\t{id}")), "{f} {id}");
+    }
+    let batch = stdout(&run(&["batch", p(&index), "--queries", p(&fps), "-k", "3"]));
+    let mut a: Vec<&str> = out.lines().collect();
+    let mut b: Vec<&str> = batch.lines().collect();
+    a.sort();
+    a.dedup();
+    b.sort();
+    b.dedup();
+    assert_eq!(a, b);
+    // a query without matches still gets a JSON record, with its id
+    let lonely = dir.path().join("lonely.tsv");
+    std::fs::write(&lonely, "0000000000000000\t77\n").unwrap();
+    for cmd in [vec!["query", p(&index), "--json", "--input", p(&lonely)], vec!["batch", p(&index), "--json", "--queries", p(&lonely)]] {
+        let v: serde_json::Value = serde_json::from_str(stdout(&run(&cmd)).trim()).unwrap();
+        assert_eq!(v, serde_json::json!({"query": "0000000000000000", "query_id": 77, "match": null, "distance": null, "doc_id": null}), "{cmd:?}");
+    }
+}

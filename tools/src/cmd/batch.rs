@@ -2,19 +2,23 @@
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
-use serde_json::json;
 use simdex::batch::{batch_query_each, BatchOptions};
 use simdex::{Source, Stored};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::input::{self, hex, InputFormat};
+use super::query::{json_record, tsv_line};
+use crate::input::{self, InputFormat};
+use std::collections::{HashMap, HashSet};
 
 /// Check a file of queries against an index in one pass (the paper's batch mode).
 ///
 /// Prints every match as `query_hex<TAB>match_hex<TAB>distance[<TAB>doc_id]` (as `simdex
-/// query` does), sorted by query, then distance, fingerprint and id, each once. Instead of
+/// query` does), sorted by query, then distance, fingerprint and id, each once. When the
+/// query file has ids, each line starts with the query's id (a fingerprint queried under
+/// several ids gives its matches once per id); with `--json`, objects carry `query_id`, and
+/// every query without matches gets one object with `"match": null` (after the matches). Instead of
 /// one lookup per query, the queries are sorted in each table's order and merged with the
 /// stored table, which is read sequentially: memory is about the size of the query file.
 ///
@@ -32,6 +36,9 @@ pub struct Args {
     /// The query file is little-endian u64s.
     #[arg(long)]
     binary: bool,
+    /// With --binary: each query is followed by a u64 id (echoed with its matches).
+    #[arg(long, requires = "binary")]
+    with_ids: bool,
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -42,7 +49,16 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
-    let queries = input::read_all(&args.queries, InputFormat { binary: args.binary, with_ids: false }, |_| {})?.fps;
+    let read = input::read_all(&args.queries, InputFormat { binary: args.binary, with_ids: args.with_ids }, |_| {})?;
+    let queries = read.fps;
+    // the ids each query fingerprint was given, for echoing; and which were answered
+    let mut ids_of: HashMap<u64, Vec<u64>> = HashMap::new();
+    if let Some(ids) = &read.ids {
+        for (&q, &id) in queries.iter().zip(ids) {
+            ids_of.entry(q).or_default().push(id);
+        }
+    }
+    let mut answered: HashSet<u64> = HashSet::new();
     let mut options = BatchOptions::new(args.k);
     if let Some(t) = args.threads {
         if t == 0 {
@@ -53,20 +69,34 @@ pub fn run(args: Args) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
     let mut matches = 0u64;
+    let no_id = [None];
     let mut write = |m: simdex::batch::BatchMatch| -> std::io::Result<()> {
         matches += 1;
         if args.json {
-            writeln!(out, "{}", json!({"query": hex(m.query), "match": hex(m.fingerprint), "distance": m.distance, "doc_id": m.doc_id}))
-        } else {
-            match m.doc_id {
-                Some(id) => writeln!(out, "{}\t{}\t{}\t{id}", hex(m.query), hex(m.fingerprint), m.distance),
-                None => writeln!(out, "{}\t{}\t{}", hex(m.query), hex(m.fingerprint), m.distance),
+            answered.insert(m.query);
+        }
+        let one = simdex::Match { fingerprint: m.fingerprint, distance: m.distance, doc_id: m.doc_id };
+        let ids: Vec<Option<u64>> = ids_of.get(&m.query).map_or_else(|| no_id.to_vec(), |ids| ids.iter().copied().map(Some).collect());
+        for qid in ids {
+            if args.json {
+                writeln!(out, "{}", json_record(m.query, qid, Some(&one)))?;
+            } else {
+                writeln!(out, "{}", tsv_line(m.query, qid, &one))?;
             }
         }
+        Ok(())
     };
     let emit = |m| write(m).map_err(|e| simdex::Error::io("<stdout>", "write", e));
     let source = Source::open(&args.index)?;
     batch_query_each(&source, &queries, &options, emit)?;
+    if args.json {
+        for (i, &q) in queries.iter().enumerate() {
+            if !answered.contains(&q) {
+                let qid = read.ids.as_ref().and_then(|ids| ids.get(i).copied());
+                writeln!(out, "{}", json_record(q, qid, None))?;
+            }
+        }
+    }
     out.flush()?;
     eprintln!("{} queries against {} fingerprints: {} matches in {:.2}s", queries.len(), Stored::from(&source).held_len(), matches, start.elapsed().as_secs_f64());
     Ok(())

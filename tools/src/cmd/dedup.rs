@@ -19,7 +19,7 @@ use simdex::fingerprint::Fingerprinter;
 use simdex::SortedTables;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Find exact and near-duplicate documents and group them into clusters
@@ -37,6 +37,12 @@ pub struct Args {
     /// learn document frequencies, once to fingerprint with TF-IDF weights)
     #[arg(long)]
     pub no_idf: bool,
+    /// With --index: learn the IDF table again from these inputs and re-pin the index's
+    /// recipe with it. Costly: fingerprints stored before were made with the old table and
+    /// are not comparable with new ones (identical pages may no longer match), so use it
+    /// only on an index you are about to refill.
+    #[arg(long, requires = "index", conflicts_with_all = ["no_idf", "idf"])]
+    pub relearn_idf: bool,
     /// Write the JSON-lines report to FILE
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -49,6 +55,9 @@ pub struct Args {
     /// Also check every document against the persistent index DIR (created if missing) and
     /// add the corpus to it. Document ids in the index are `sfh64(0, id)`, the recipe's
     /// 64-bit hash of the document id string (listed in the report as `index_doc_id`).
+    /// The index pins the fingerprint recipe of its first run (options and IDF table, in its
+    /// RECIPE file); later runs reuse it, so identical pages get identical fingerprints, and
+    /// recipe flags that ask for another recipe are refused.
     #[arg(long, value_name = "DIR")]
     pub index: Option<PathBuf>,
     #[command(flatten)]
@@ -90,7 +99,34 @@ struct Near {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let files = corpus::expand(&args.inputs)?;
-    let fp = fingerprinter(&args, &files)?;
+    let index = match &args.index {
+        Some(dir) => Some(
+            simdex::Index::open(dir, simdex::IndexOptions { k: args.k.max(3), ..simdex::IndexOptions::default() }).with_context(|| format!("opening index {}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let pinned = match &index {
+        Some(index) if !args.relearn_idf => args.recipe.for_index(index, args.no_idf)?,
+        _ => None,
+    };
+    let fp = match pinned {
+        Some(fp) => fp,
+        None => fingerprinter(&args, &files)?,
+    };
+    if let Some(index) = &index {
+        let recipe = simdex::fingerprint::Recipe::of(&fp);
+        if args.relearn_idf {
+            if index.recipe().is_some_and(|r| *r != recipe) {
+                eprintln!(
+                    "warning: re-pinned the fingerprint recipe of {}: fingerprints stored before were made with the old one and are not comparable with new ones",
+                    index.dir().display()
+                );
+            }
+            index.replace_recipe(recipe)?;
+        } else {
+            index.pin_recipe(recipe)?;
+        }
+    }
     let corpus = read(&args, &files, fp)?;
     let exact = exact_groups(&corpus);
     let near = near_duplicates(&corpus, &exact, args.k)?;
@@ -100,8 +136,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, false) => Box::new(std::io::sink()),
     };
     write_report(&mut report, &corpus, &exact, &near)?;
-    let indexed = match &args.index {
-        Some(dir) => Some(check_and_add(dir, &corpus.docs, args.k, &mut report)?),
+    let indexed = match index {
+        Some(index) => Some(check_and_add(index, &corpus.docs, args.k, &mut report)?),
         None => None,
     };
     report.flush()?;
@@ -275,14 +311,12 @@ fn index_doc_id(id: &str) -> u64 {
     simdex::fingerprint::hash::sfh64(0, id.as_bytes())
 }
 
-/// Checks every fingerprinted document against the index at `dir` (reporting what was stored
-/// before this run), then adds them all and syncs. Returns (documents with earlier matches,
+/// Checks every fingerprinted document against the index (reporting what was stored before
+/// this run), then adds them all and syncs. Returns (documents with earlier matches,
 /// documents added).
-fn check_and_add(dir: &Path, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
-    use simdex::{Index, IndexOptions};
-    let index = Index::open(dir, IndexOptions { k: k.max(3), ..IndexOptions::default() }).with_context(|| format!("opening index {}", dir.display()))?;
+fn check_and_add(index: simdex::Index, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     if k > index.k() {
-        bail!("-k {k} is above the index's k = {} ({})", index.k(), dir.display());
+        bail!("-k {k} is above the index's k = {} ({})", index.k(), index.dir().display());
     }
     let mut known = 0;
     let mut pairs = Vec::new();

@@ -27,6 +27,11 @@ pub struct Args {
     /// First learn an IDF table from the inputs and save it to FILE, then fingerprint with it
     #[arg(long, value_name = "FILE")]
     pub learn_idf: Option<PathBuf>,
+    /// Print what `simdex add` and `build` read, `fingerprint<TAB>doc_id` (16 hex digits, a
+    /// decimal id), the id being the 64-bit hash of the document's name (as `dedup --index`
+    /// and Python's `simdex.doc_id` make it); write `doc_id<TAB>name` lines to NAMES
+    #[arg(long, value_name = "NAMES", conflicts_with = "json")]
+    pub for_index: Option<PathBuf>,
     #[command(flatten)]
     pub recipe: RecipeArgs,
 }
@@ -46,6 +51,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut names = match &args.for_index {
+        Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?)),
+        None => None,
+    };
     let mut skipped = 0u64;
     let short_words = fp.options().short_words;
     let utf8 = args.read.invalid_utf8();
@@ -71,6 +80,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     "short": f.short, "replaced_utf8": o.replaced_utf8,
                 });
                 writeln!(out, "{line}")?;
+            } else if let Some(names) = &mut names {
+                let doc_id = simdex::fingerprint::hash::sfh64(0, id.as_bytes());
+                writeln!(out, "{:016x}\t{doc_id}", f.value)?;
+                writeln!(names, "{doc_id}\t{id}")?;
             } else {
                 writeln!(out, "{id}\t{:016x}", f.value)?;
             }
@@ -82,5 +95,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     )?;
     out.flush()?;
+    if let Some(mut names) = names {
+        names.flush()?;
+    }
     Ok(if skipped > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

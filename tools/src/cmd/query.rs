@@ -15,7 +15,11 @@ use crate::input::{self, hex, InputFormat};
 ///
 /// Prints one line per match: `query_hex<TAB>match_hex<TAB>distance[<TAB>doc_id]`, nothing
 /// for a query without matches. Queries come from the FP arguments (16 hex digits each)
-/// and/or `--input QFILE` (same formats as `simdex build`; ids in it are ignored).
+/// and/or `--input QFILE` (same formats as `simdex build`). When the query file has ids
+/// (`simdex fingerprint --for-index` writes them), each line starts with the query's id:
+/// `query_id<TAB>query_hex<TAB>...`. With `--json`, one object per match, with
+/// `query_id` when the query has one, and one with `"match": null` for a query without
+/// matches.
 ///
 /// Example: `simdex query pages.idx -k 3 0123456789abcdef`
 #[derive(Debug, ClapArgs)]
@@ -33,7 +37,7 @@ pub struct Args {
     /// The query file is little-endian u64s.
     #[arg(long, requires = "input")]
     binary: bool,
-    /// With --binary: each query is followed by a u64 id (ignored).
+    /// With --binary: each query is followed by a u64 id (echoed with its matches).
     #[arg(long, requires = "binary")]
     with_ids: bool,
     /// Answer a k above the design's by scanning every entry (segment files only).
@@ -45,12 +49,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let mut queries = Vec::new();
+    let mut queries: Vec<(u64, Option<u64>)> = Vec::new();
     for (i, fp) in args.fps.iter().enumerate() {
-        queries.push(input::parse_hex(fp).map_err(|e| anyhow::anyhow!("argument {} ({fp:?}): {e}", i + 1))?);
+        queries.push((input::parse_hex(fp).map_err(|e| anyhow::anyhow!("argument {} ({fp:?}): {e}", i + 1))?, None));
     }
     if let Some(path) = &args.input {
-        queries.extend(input::read_all(path, InputFormat { binary: args.binary, with_ids: args.with_ids }, |_| {})?.fps);
+        let read = input::read_all(path, InputFormat { binary: args.binary, with_ids: args.with_ids }, |_| {})?;
+        match read.ids {
+            Some(ids) => queries.extend(read.fps.into_iter().zip(ids.into_iter().map(Some))),
+            None => queries.extend(read.fps.into_iter().map(|f| (f, None))),
+        }
     }
     if queries.is_empty() {
         bail!("no queries: give fingerprints as arguments or --input QFILE");
@@ -63,19 +71,44 @@ pub fn run(args: Args) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut matches = Vec::new();
-    for q in queries {
+    for (q, qid) in queries {
         source.query_into(q, &options, &mut matches)?;
+        if args.json && matches.is_empty() {
+            writeln!(out, "{}", json_record(q, qid, None))?;
+        }
         for m in &matches {
             if args.json {
-                writeln!(out, "{}", json!({"query": hex(q), "match": hex(m.fingerprint), "distance": m.distance, "doc_id": m.doc_id}))?;
+                writeln!(out, "{}", json_record(q, qid, Some(m)))?;
             } else {
-                match m.doc_id {
-                    Some(id) => writeln!(out, "{}\t{}\t{}\t{id}", hex(q), hex(m.fingerprint), m.distance)?,
-                    None => writeln!(out, "{}\t{}\t{}", hex(q), hex(m.fingerprint), m.distance)?,
-                }
+                writeln!(out, "{}", tsv_line(q, qid, m))?;
             }
         }
     }
     out.flush()?;
     Ok(())
+}
+
+/// One match (or, with `m` None, a query without matches) as a JSON object; `query_id`
+/// only when the query has one.
+pub fn json_record(q: u64, qid: Option<u64>, m: Option<&simdex::Match>) -> serde_json::Value {
+    let mut v = match m {
+        Some(m) => json!({"query": hex(q), "match": hex(m.fingerprint), "distance": m.distance, "doc_id": m.doc_id}),
+        None => json!({"query": hex(q), "match": null, "distance": null, "doc_id": null}),
+    };
+    if let (Some(id), Some(o)) = (qid, v.as_object_mut()) {
+        o.insert("query_id".into(), id.into());
+    }
+    v
+}
+
+/// One match as a tab-separated line: `[query_id<TAB>]query_hex<TAB>match_hex<TAB>distance[<TAB>doc_id]`.
+pub fn tsv_line(q: u64, qid: Option<u64>, m: &simdex::Match) -> String {
+    let mut line = match qid {
+        Some(id) => format!("{id}\t{}\t{}\t{}", hex(q), hex(m.fingerprint), m.distance),
+        None => format!("{}\t{}\t{}", hex(q), hex(m.fingerprint), m.distance),
+    };
+    if let Some(id) = m.doc_id {
+        line.push_str(&format!("\t{id}"));
+    }
+    line
 }

@@ -1,0 +1,10 @@
+BOT_NAME = "crawler"
+SPIDER_MODULES = ["crawler.spiders"]
+ROBOTSTXT_OBEY = True
+CONCURRENT_REQUESTS = 16
+
+# simdex: drop near-duplicate pages (README, "From Python")
+DOWNLOADER_MIDDLEWARES = {"simdex.scrapy.NearDuplicateMiddleware": 950}
+SIMDEX_INDEX = "crawl.simdex"
+SIMDEX_K = 3
+SIMDEX_MIN_WORDS = 20

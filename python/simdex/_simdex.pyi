@@ -1,0 +1,80 @@
+"""Type stubs of the extension module (re-exported by ``simdex``)."""
+
+from os import PathLike
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+Match = Tuple[int, int, Optional[int]]
+"""(fingerprint, distance, doc_id) of one stored pair within k of a query."""
+
+class Error(Exception):
+    """Any simdex error; the message is the Rust error's."""
+
+class LockedError(Error):
+    """Another writer holds the index's lock: close it, or open the index read-only."""
+
+class CorruptError(Error):
+    """A file is damaged or of an unsupported version (``simdex recover`` salvages an index)."""
+
+class RecipeMismatchError(Error):
+    """The index's fingerprint recipe differs from the one given."""
+
+class EmptyDocumentError(Error):
+    """The document has too few words to be fingerprinted; nothing was stored."""
+
+class Index:
+    def __init__(self, path: Union[str, PathLike[str]], k: int = 3, durability: str = "group", read_only: bool = False, create: bool = True) -> None: ...
+    @property
+    def k(self) -> int:
+        """Largest query distance the index guarantees (fixed at creation)."""
+    @property
+    def path(self) -> str: ...
+    @property
+    def recipe(self) -> Optional[str]:
+        """Descriptor of the pinned fingerprint recipe, or None before the first document."""
+    @property
+    def closed(self) -> bool: ...
+    def add(self, fp: int, doc_id: int) -> int:
+        """Adds (fp, doc_id); returns its sequence number. Durable per the index's durability."""
+    def add_many(self, fps: Any, doc_ids: Any = None) -> int:
+        """Adds many pairs: numpy uint64 arrays or sequences of ints. Returns the count."""
+    def _add_many(self, fps: bytes, doc_ids: Optional[bytes] = None) -> int: ...
+    def query(self, fp: int, k: Optional[int] = None) -> List[Match]:
+        """Every live pair within k (default: the index's) bits, sorted by distance."""
+    def find_or_insert(self, fp: int, doc_id: int, k: Optional[int] = None) -> List[Match]:
+        """Atomically: the matches within k if any (nothing inserted), else inserts and returns []."""
+    def fingerprint_document(self, data: Union[str, bytes], html: Optional[bool] = None) -> int:
+        """The fingerprint of a document with the index's recipe: a str is text, bytes an HTML page."""
+    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Fingerprints a document with the index's recipe (pinning the default one if none), adds it; returns the fingerprint."""
+    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None) -> Tuple[int, List[Match], int]:
+        """(fingerprint, matches, words): the matches if near-duplicates are stored (nothing inserted), else [] after
+        inserting. Raises EmptyDocumentError for a document with fewer words than the recipe's minimum, or than
+        ``min_words`` when given (nothing stored)."""
+    def delete(self, fp: int, doc_id: int) -> int: ...
+    def sync(self) -> None:
+        """Makes every write so far durable (fsync)."""
+    def flush(self) -> None: ...
+    def compact(self) -> None: ...
+    def live_entries(self) -> List[Tuple[int, int]]: ...
+    def stats(self) -> Dict[str, Any]: ...
+    def close(self) -> None:
+        """Syncs and releases the lock; later calls raise ValueError. Idempotent."""
+    def __enter__(self) -> "Index": ...
+    def __exit__(self, *args: Any) -> bool: ...
+
+class Fingerprinter:
+    """Text -> 64-bit simhash with a recipe of its own (presets: "pages", "short_text")."""
+    def __init__(self, preset: str = "pages", features: Optional[List[str]] = None, tf: Optional[str] = None, stop_words: Optional[List[str]] = None, fold_digits: Optional[bool] = None, min_words: Optional[int] = None) -> None: ...
+    @property
+    def recipe(self) -> str: ...
+    def fingerprint_text(self, text: str) -> int: ...
+    def fingerprint_html(self, html: bytes) -> int: ...
+
+class Segment:
+    """A read-only segment file (``simdex build``)."""
+    def __init__(self, path: Union[str, PathLike[str]]) -> None: ...
+    def query(self, fp: int, k: int = 3) -> List[Match]: ...
+    def __len__(self) -> int: ...
+
+def doc_id(name: str) -> int:
+    """The 64-bit document id of a name: what ``simdex fingerprint --for-index`` and ``dedup --index`` use."""

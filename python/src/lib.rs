@@ -1,0 +1,434 @@
+//! The `simdex._simdex` extension module: a thin PyO3 layer over the Rust API. The Python
+//! package `simdex` (folder `simdex/`) re-exports it and adds the numpy conversions and the
+//! Scrapy middleware. Every call that does I/O, a query or fingerprinting releases the GIL.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+use simdex::fingerprint::document::DocumentKind;
+use simdex::fingerprint::{FeatureKind, FingerprintOptions, Fingerprinter as RustFingerprinter, Language, TfMode};
+use simdex::{DocumentInput, Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
+
+create_exception!(simdex, Error, PyException, "Any simdex error; the message is the Rust error's.");
+create_exception!(simdex, LockedError, Error, "Another writer holds the index's lock: close it, or open read-only.");
+create_exception!(simdex, CorruptError, Error, "A file is damaged or of an unsupported version (run `simdex recover`).");
+create_exception!(simdex, RecipeMismatchError, Error, "The index's fingerprint recipe differs from the one given.");
+create_exception!(simdex, EmptyDocumentError, Error, "The document has too few words to be fingerprinted; nothing was stored.");
+
+fn to_py(e: simdex::Error) -> PyErr {
+    let msg = e.chain_message();
+    match &e {
+        simdex::Error::Locked { .. } => LockedError::new_err(msg),
+        simdex::Error::RecipeMismatch { .. } => RecipeMismatchError::new_err(msg),
+        simdex::Error::InvalidArgument(_) | simdex::Error::KTooLarge { .. } | simdex::Error::Design(_) => PyValueError::new_err(msg),
+        simdex::Error::Document(d) if matches!(**d, simdex::fingerprint::Error::EmptyDocument { .. }) => EmptyDocumentError::new_err(msg),
+        e if e.is_corruption() => CorruptError::new_err(msg),
+        _ => Error::new_err(msg),
+    }
+}
+
+fn fp_error(e: simdex::fingerprint::Error) -> PyErr {
+    to_py(simdex::Error::Document(Arc::new(e)))
+}
+
+type Row = (u64, u32, Option<u64>);
+
+fn rows(matches: Vec<Match>) -> Vec<Row> {
+    matches.into_iter().map(|m| (m.fingerprint, m.distance, m.doc_id)).collect()
+}
+
+/// Text (`str`) or an HTML page (`bytes`).
+fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow<'a, [u8]>, DocumentKind)> {
+    if let Ok(s) = data.downcast::<PyString>() {
+        let kind = if html == Some(true) { DocumentKind::Html } else { DocumentKind::Text };
+        // (the limited API of Python 3.9 has no borrowed UTF-8 view of a str)
+        return Ok((Cow::Owned(s.to_cow()?.into_owned().into_bytes()), kind));
+    }
+    if let Ok(b) = data.downcast::<PyBytes>() {
+        let kind = if html == Some(false) { DocumentKind::Text } else { DocumentKind::Html };
+        return Ok((Cow::Borrowed(b.as_bytes()), kind));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err("a document is a str (text) or bytes (an HTML page)"))
+}
+
+/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True)`.
+/// `simdex.Index` (the Python class) adds `add_many`.
+#[pyclass(module = "simdex._simdex", frozen, subclass)]
+struct Index {
+    inner: RwLock<Option<Arc<simdex::Index>>>,
+}
+
+impl Index {
+    fn get(&self) -> PyResult<Arc<simdex::Index>> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner).clone().ok_or_else(|| PyValueError::new_err("the index is closed"))
+    }
+}
+
+fn query_options(index: &simdex::Index, k: Option<u32>) -> QueryOptions {
+    QueryOptions::within(k.unwrap_or_else(|| index.k()))
+}
+
+#[pymethods]
+impl Index {
+    #[new]
+    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true))]
+    fn new(py: Python<'_>, path: PathBuf, k: u32, durability: &str, read_only: bool, create: bool) -> PyResult<Self> {
+        let durability = match durability {
+            "sync" => Durability::Sync,
+            "group" => Durability::default(),
+            "nosync" => Durability::NoSync,
+            d => return Err(PyValueError::new_err(format!("durability must be \"sync\", \"group\" or \"nosync\", not {d:?}"))),
+        };
+        if k > 16 {
+            return Err(PyValueError::new_err(format!("k = {k} is above the largest supported, 16")));
+        }
+        let options = IndexOptions { k, durability, create: create && !read_only, ..IndexOptions::default() };
+        let index = py.allow_threads(|| if read_only { simdex::Index::open_read_only(&path, options) } else { simdex::Index::open(&path, options) }).map_err(to_py)?;
+        Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
+    }
+
+    /// Largest query distance the index guarantees.
+    #[getter]
+    fn k(&self) -> PyResult<u32> {
+        Ok(self.get()?.k())
+    }
+
+    /// The index directory.
+    #[getter]
+    fn path(&self) -> PyResult<PathBuf> {
+        Ok(self.get()?.dir().to_path_buf())
+    }
+
+    /// The pinned fingerprint recipe's descriptor, or None.
+    #[getter]
+    fn recipe(&self) -> PyResult<Option<String>> {
+        Ok(self.get()?.recipe().map(|r| r.descriptor()))
+    }
+
+    /// Adds (fp, doc_id); returns its sequence number (durable per the index's durability).
+    fn add(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
+        let index = self.get()?;
+        py.allow_threads(|| index.insert(fp, doc_id)).map_err(to_py)
+    }
+
+    /// Pairs as little-endian u64 bytes (the Python layer converts arrays); ids None:
+    /// sequence numbers. Returns the number added.
+    #[pyo3(signature = (fps, doc_ids=None))]
+    fn _add_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, doc_ids: Option<&Bound<'_, PyBytes>>) -> PyResult<usize> {
+        let index = self.get()?;
+        let fps = fps.as_bytes();
+        let ids = doc_ids.map(|b| b.as_bytes());
+        if fps.len() % 8 != 0 || ids.is_some_and(|i| i.len() != fps.len()) {
+            return Err(PyValueError::new_err("fingerprints and doc_ids must be u64 arrays of equal length"));
+        }
+        let n = fps.len() / 8;
+        py.allow_threads(|| {
+            const BATCH: usize = 1 << 16;
+            let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+            let mut pairs = Vec::with_capacity(BATCH.min(n));
+            let mut next_seq = index.stats().last_seq + 1;
+            for start in (0..n).step_by(BATCH) {
+                pairs.clear();
+                let end = (start + BATCH).min(n);
+                match ids {
+                    Some(ids) => pairs.extend((start..end).map(|i| (u64_at(fps, i), u64_at(ids, i)))),
+                    None => pairs.extend((start..end).map(|i| (u64_at(fps, i), next_seq + (i - start) as u64))),
+                }
+                next_seq = index.insert_batch(&pairs)? + 1;
+            }
+            Ok(n)
+        })
+        .map_err(to_py)
+    }
+
+    /// Every live pair within k (default: the index's) bits of fp, as (fingerprint, distance,
+    /// doc_id), sorted by distance, fingerprint and id.
+    #[pyo3(signature = (fp, k=None))]
+    fn query(&self, py: Python<'_>, fp: u64, k: Option<u32>) -> PyResult<Vec<Row>> {
+        let index = self.get()?;
+        py.allow_threads(|| index.query(fp, &query_options(&index, k))).map(rows).map_err(to_py)
+    }
+
+    /// Atomic check-then-add: the matches within k (default: the index's) when there are
+    /// any, and nothing is inserted; else inserts (fp, doc_id) and returns [].
+    #[pyo3(signature = (fp, doc_id, k=None))]
+    fn find_or_insert(&self, py: Python<'_>, fp: u64, doc_id: u64, k: Option<u32>) -> PyResult<Vec<Row>> {
+        let index = self.get()?;
+        match py.allow_threads(|| index.find_or_insert(fp, doc_id, &query_options(&index, k))).map_err(to_py)? {
+            FindOrInsert::Found(m) => Ok(rows(m)),
+            FindOrInsert::Inserted { .. } => Ok(Vec::new()),
+        }
+    }
+
+    /// The fingerprint of a document with the index's recipe: a str is text, bytes an HTML
+    /// page (`html` overrides). Raises EmptyDocumentError for a nearly empty one.
+    #[pyo3(signature = (data, html=None))]
+    fn fingerprint_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, html: Option<bool>) -> PyResult<u64> {
+        let index = self.get()?;
+        let (bytes, kind) = document(data, html)?;
+        py.allow_threads(|| index.fingerprint_document(DocumentInput { bytes: &bytes, kind })).map(|f| f.value).map_err(to_py)
+    }
+
+    /// Fingerprints a document with the index's recipe (pinning the default recipe when the
+    /// index has none), adds it under doc_id and returns the fingerprint.
+    #[pyo3(signature = (data, doc_id, html=None))]
+    fn add_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, html: Option<bool>) -> PyResult<u64> {
+        let index = self.get()?;
+        let (bytes, kind) = document(data, html)?;
+        py.allow_threads(|| index.insert_document(DocumentInput { bytes: &bytes, kind }, doc_id)).map(|f| f.value).map_err(to_py)
+    }
+
+    /// (fingerprint, matches, words); with `min_words`, a document of fewer words raises
+    /// EmptyDocumentError and is not stored.
+    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None))]
+    fn find_or_insert_document(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        doc_id: u64,
+        k: Option<u32>,
+        html: Option<bool>,
+        min_words: Option<u64>,
+    ) -> PyResult<(u64, Vec<Row>, u64)> {
+        let index = self.get()?;
+        let (bytes, kind) = document(data, html)?;
+        let doc = DocumentInput { bytes: &bytes, kind };
+        let options = query_options(&index, k);
+        let (f, found) = py
+            .allow_threads(|| match min_words {
+                None => index.find_or_insert_document(doc, doc_id, &options),
+                Some(min) => {
+                    if index.recipe().is_none() {
+                        index.pin_recipe(simdex::fingerprint::Recipe::new(FingerprintOptions::default(), None).map_err(|e| simdex::Error::Document(Arc::new(e)))?)?;
+                    }
+                    let f = index.fingerprint_document(doc)?;
+                    if f.words < min {
+                        return Err(simdex::Error::Document(Arc::new(simdex::fingerprint::Error::EmptyDocument { words: f.words, min_words: min })));
+                    }
+                    Ok((f, index.find_or_insert(f.value, doc_id, &options)?))
+                }
+            })
+            .map_err(to_py)?;
+        let matches = match found {
+            FindOrInsert::Found(m) => rows(m),
+            FindOrInsert::Inserted { .. } => Vec::new(),
+        };
+        Ok((f.value, matches, f.words))
+    }
+
+    /// For python/benches: `find_or_insert` of every fingerprint (u64 LE bytes) in a Rust loop,
+    /// ids from `first_id`; returns the seconds taken (the Rust side of the comparison).
+    fn _bench_find_or_insert(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, first_id: u64) -> PyResult<f64> {
+        let index = self.get()?;
+        let fps: Vec<u64> = fps.as_bytes().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect();
+        py.allow_threads(|| {
+            let options = query_options(&index, None);
+            let start = std::time::Instant::now();
+            for (i, &f) in fps.iter().enumerate() {
+                index.find_or_insert(f, first_id + i as u64, &options)?;
+            }
+            Ok(start.elapsed().as_secs_f64())
+        })
+        .map_err(to_py)
+    }
+
+    /// Deletes (fp, doc_id): queries stop returning it.
+    fn delete(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
+        let index = self.get()?;
+        py.allow_threads(|| index.delete(fp, doc_id)).map_err(to_py)
+    }
+
+    /// Makes every write so far durable (fsync of the log).
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let index = self.get()?;
+        py.allow_threads(|| index.sync()).map_err(to_py)
+    }
+
+    /// Writes the memtable out as a segment.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let index = self.get()?;
+        py.allow_threads(|| index.flush()).map_err(to_py)
+    }
+
+    /// Merges every segment into one.
+    fn compact(&self, py: Python<'_>) -> PyResult<()> {
+        let index = self.get()?;
+        py.allow_threads(|| index.compact()).map_err(to_py)
+    }
+
+    /// Every live (fingerprint, doc_id) pair, sorted.
+    fn live_entries(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64)>> {
+        let index = self.get()?;
+        py.allow_threads(|| index.live_entries()).map_err(to_py)
+    }
+
+    /// Segments, memtable, sequence numbers and the recipe, as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let index = self.get()?;
+        let s = py.allow_threads(|| index.stats());
+        let d = PyDict::new(py);
+        d.set_item("path", s.dir)?;
+        d.set_item("read_only", s.read_only)?;
+        d.set_item("k", s.k)?;
+        d.set_item("segments", s.segments.len())?;
+        d.set_item("segment_fingerprints", s.segments.iter().map(|g| g.entries).sum::<u64>())?;
+        d.set_item("memtable_inserts", s.memtable_inserts)?;
+        d.set_item("memtable_deletes", s.memtable_deletes)?;
+        d.set_item("tombstones", s.tombstones)?;
+        d.set_item("last_seq", s.last_seq)?;
+        d.set_item("synced_seq", s.synced_seq)?;
+        d.set_item("flushed_seq", s.flushed_seq)?;
+        d.set_item("recipe", index.recipe().map(|r| r.descriptor()))?;
+        Ok(d)
+    }
+
+    /// Syncs and releases the lock; later calls raise ValueError. Idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let taken = self.inner.write().unwrap_or_else(PoisonError::into_inner).take();
+        let Some(index) = taken else { return Ok(()) };
+        py.allow_threads(|| match Arc::try_unwrap(index) {
+            Ok(index) => index.close(),
+            // a call still running on another thread: sync now, the last reference closes
+            Err(shared) => shared.sync(),
+        })
+        .map_err(to_py)
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner).is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        match &*self.inner.read().unwrap_or_else(PoisonError::into_inner) {
+            Some(i) => format!("simdex.Index({:?}, k={})", i.dir(), i.k()),
+            None => "simdex.Index(<closed>)".to_owned(),
+        }
+    }
+}
+
+/// A fingerprinter with its own recipe (see the stubs).
+#[pyclass(module = "simdex._simdex", frozen)]
+struct Fingerprinter {
+    inner: Mutex<RustFingerprinter>,
+    recipe: String,
+}
+
+fn language(code: &str) -> PyResult<Language> {
+    Language::from_code(code).ok_or_else(|| PyValueError::new_err(format!("unknown language {code:?}")))
+}
+
+#[pymethods]
+impl Fingerprinter {
+    #[new]
+    #[pyo3(signature = (preset="pages", features=None, tf=None, stop_words=None, fold_digits=None, min_words=None))]
+    fn new(preset: &str, features: Option<Vec<String>>, tf: Option<&str>, stop_words: Option<Vec<String>>, fold_digits: Option<bool>, min_words: Option<u64>) -> PyResult<Self> {
+        let mut o = match preset {
+            "pages" => FingerprintOptions::default(),
+            "short_text" | "short-text" => FingerprintOptions::short_text(),
+            p => return Err(PyValueError::new_err(format!("unknown preset {p:?} (pages, short_text)"))),
+        };
+        if let Some(f) = features {
+            o.features = f
+                .iter()
+                .map(|k| FeatureKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown feature kind {k:?} (w, w2..w16, c1..c16)"))))
+                .collect::<PyResult<_>>()?;
+        }
+        if let Some(tf) = tf {
+            o.tf = TfMode::parse(tf).ok_or_else(|| PyValueError::new_err(format!("unknown tf {tf:?} (tf, logtf, binary)")))?;
+        }
+        if let Some(stop) = stop_words {
+            o.stop_words = stop.iter().map(|c| language(c)).collect::<PyResult<_>>()?;
+        }
+        if let Some(f) = fold_digits {
+            o.fold_digits = f;
+        }
+        if let Some(m) = min_words {
+            o.min_words = m;
+        }
+        let fp = RustFingerprinter::new(o).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let recipe = simdex::fingerprint::Recipe::of(&fp).descriptor();
+        Ok(Fingerprinter { inner: Mutex::new(fp), recipe })
+    }
+
+    #[getter]
+    fn recipe(&self) -> String {
+        self.recipe.clone()
+    }
+
+    /// The 64-bit simhash of text. Raises EmptyDocumentError for a nearly empty one.
+    fn fingerprint_text(&self, py: Python<'_>, text: &str) -> PyResult<u64> {
+        py.allow_threads(|| self.inner.lock().unwrap_or_else(PoisonError::into_inner).fingerprint(text)).map(|f| f.value).map_err(fp_error)
+    }
+
+    /// The 64-bit simhash of an HTML page's visible text (invalid UTF-8 replaced).
+    fn fingerprint_html(&self, py: Python<'_>, html: &[u8]) -> PyResult<u64> {
+        py.allow_threads(|| {
+            let mut fp = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            simdex::fingerprint::html::fingerprint_html_reader(&mut fp, html, simdex::fingerprint::input::InvalidUtf8::Replace)
+        })
+        .map(|o| o.fingerprint.value)
+        .map_err(fp_error)
+    }
+}
+
+/// A read-only segment file.
+#[pyclass(module = "simdex._simdex", frozen)]
+struct Segment {
+    inner: simdex::Segment,
+}
+
+#[pymethods]
+impl Segment {
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        Ok(Segment { inner: py.allow_threads(|| simdex::Segment::open(&path)).map_err(to_py)? })
+    }
+
+    /// Every entry within k bits of fp, as (fingerprint, distance, doc_id).
+    #[pyo3(signature = (fp, k=3))]
+    fn query(&self, py: Python<'_>, fp: u64, k: u32) -> PyResult<Vec<Row>> {
+        py.allow_threads(|| self.inner.query(fp, &QueryOptions::within(k))).map(rows).map_err(to_py)
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len() as usize
+    }
+}
+
+/// 64-bit hash of a document name (what `simdex fingerprint --for-index` and
+/// `dedup --index` use as document ids).
+#[pyfunction]
+fn doc_id(name: &str) -> u64 {
+    simdex::fingerprint::hash::sfh64(0, name.as_bytes())
+}
+
+#[pymodule]
+fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Index>()?;
+    m.add_class::<Fingerprinter>()?;
+    m.add_class::<Segment>()?;
+    m.add_function(wrap_pyfunction!(doc_id, m)?)?;
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("LockedError", py.get_type::<LockedError>())?;
+    m.add("CorruptError", py.get_type::<CorruptError>())?;
+    m.add("RecipeMismatchError", py.get_type::<RecipeMismatchError>())?;
+    m.add("EmptyDocumentError", py.get_type::<EmptyDocumentError>())?;
+    Ok(())
+}

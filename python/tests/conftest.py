@@ -1,0 +1,25 @@
+"""Shared fixtures: the simdex CLI (the oracle), the repository's corpus."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PAGES = ROOT / "fixtures" / "corpus" / "pages"
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """Runs the `simdex` binary ($SIMDEX, else target/debug/simdex); returns stdout."""
+    exe = os.environ.get("SIMDEX") or str(ROOT / "target" / "debug" / "simdex")
+    if not os.path.exists(exe):
+        pytest.fail(f"the simdex CLI is needed as the oracle: build it (cargo build -p simdex-cli) or set SIMDEX ({exe} missing)")
+
+    def run(*args, stdin=None):
+        p = subprocess.run([exe, *map(str, args)], input=stdin, capture_output=True)
+        assert p.returncode == 0, p.stderr.decode()
+        return p.stdout.decode()
+
+    return run

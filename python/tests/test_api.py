@@ -1,0 +1,199 @@
+"""The Python API against the Rust CLI's answers and brute force."""
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+import simdex
+from conftest import PAGES
+
+
+def near(rng, fp, bits):
+    for b in rng.sample(range(64), bits):
+        fp ^= 1 << b
+    return fp
+
+
+def brute(pairs, q, k):
+    return sorted(((fp, bin(fp ^ q).count("1"), i) for fp, i in pairs if bin(fp ^ q).count("1") <= k), key=lambda m: (m[1], m[0], m[2]))
+
+
+@pytest.fixture
+def stored():
+    rng = random.Random(7)
+    fps = [rng.getrandbits(64) for _ in range(3000)]
+    fps += [near(rng, fps[i], rng.randint(0, 4)) for i in range(500)]
+    ids = list(range(1, len(fps) + 1))
+    return rng, list(zip(fps, ids))
+
+
+def test_queries_equal_the_cli_and_brute_force(tmp_path, cli, stored):
+    rng, pairs = stored
+    path = tmp_path / "idx"
+    with simdex.Index(path, k=3) as idx:
+        assert idx.add_many(np.array([p[0] for p in pairs], dtype=np.uint64), np.array([p[1] for p in pairs], dtype=np.uint64)) == len(pairs)
+        idx.flush()
+        idx.add(pairs[0][0] ^ 0b11, 99999)
+    pairs.append((pairs[0][0] ^ 0b11, 99999))
+    queries = [near(rng, pairs[rng.randrange(len(pairs))][0], rng.randint(0, 4)) for _ in range(300)]
+    queries += [rng.getrandbits(64) for _ in range(50)]
+    out = cli("query", path, "-k", "3", *[f"{q:016x}" for q in queries])
+    by_cli = {}
+    for line in out.splitlines():
+        q, m, d, i = line.split("\t")
+        by_cli.setdefault(int(q, 16), []).append((int(m, 16), int(d), int(i)))
+    with simdex.Index(path, read_only=True) as idx:
+        for q in queries:
+            got = idx.query(q)
+            assert got == brute(pairs, q, 3)
+            assert sorted(got) == sorted(by_cli.get(q, []))
+            assert idx.query(q, k=1) == brute(pairs, q, 1)
+        assert sorted(idx.live_entries()) == sorted(pairs)
+
+
+def test_find_or_insert_is_check_then_add(tmp_path):
+    with simdex.Index(tmp_path / "idx", durability="sync") as idx:
+        assert idx.find_or_insert(0xFF00, 1) == []
+        assert idx.find_or_insert(0xFF01, 2) == [(0xFF00, 1, 1)]
+        assert idx.find_or_insert(0xFF0F, 3, k=1) == []
+        assert idx.query(0xFF0F, k=0) == [(0xFF0F, 0, 3)]
+        idx.delete(0xFF00, 1)
+        assert idx.query(0xFF00, k=0) == []
+        assert idx.stats()["last_seq"] == 3
+
+
+def test_add_many_accepts_sequences_and_assigns_sequence_numbers(tmp_path):
+    with simdex.Index(tmp_path / "idx") as idx:
+        idx.add_many([5, 6, 2**64 - 1])
+        assert idx.live_entries() == [(5, 1), (6, 2), (2**64 - 1, 3)]
+        with pytest.raises(ValueError):
+            idx.add_many([1, 2], [1])
+        with pytest.raises(ValueError):
+            idx.add_many([-1])
+        with pytest.raises(ValueError):
+            idx.add_many(np.array([[1, 2]], dtype=np.uint64))
+        with pytest.raises(ValueError):
+            idx.add_many(np.array([1.5]))
+
+
+def test_fingerprinter_equals_the_cli(tmp_path, cli):
+    files = sorted(PAGES.iterdir())[:40]
+    out = cli("fingerprint", *files)
+    want = {}
+    for line in out.splitlines():
+        name, hexfp = line.rsplit("\t", 1)
+        want[os.path.basename(name)] = int(hexfp, 16)
+    fp = simdex.Fingerprinter()
+    for f in files:
+        data = f.read_bytes()
+        got = fp.fingerprint_html(data) if f.suffix == ".html" else fp.fingerprint_text(data.decode("utf-8", "replace"))
+        assert got == want[f.name], f
+
+
+def test_documents_use_the_recipe_dedup_pinned(tmp_path, cli):
+    """dedup --index learns an IDF table and pins it; Python fingerprints with it."""
+    path = tmp_path / "idx"
+    cli("dedup", PAGES, "--index", path)
+    with simdex.Index(path) as idx:
+        assert idx.recipe is not None and "idf=-" not in idx.recipe
+        stored = dict((i, fp) for fp, i in idx.live_entries())
+        checked = 0
+        for f in sorted(PAGES.iterdir()):
+            i = simdex.doc_id(str(f))
+            if i not in stored:
+                continue
+            html = f.suffix == ".html"
+            assert idx.fingerprint_document(f.read_bytes(), html=html) == stored[i], f
+            checked += 1
+        assert checked > 300
+        # the same page again is found at distance 0, and not stored twice
+        page = sorted(PAGES.glob("*.html"))[0]
+        fp, matches, words = idx.find_or_insert_document(page.read_bytes(), 12345)
+        assert words > 0 and (fp, 0, simdex.doc_id(str(page))) in matches
+        assert idx.query(fp, k=0) == [(fp, 0, simdex.doc_id(str(page)))]
+
+
+def test_document_fingerprints_are_the_same_in_every_process(tmp_path):
+    page = b"<html><body><p>" + b" ".join(b"word%d" % i for i in range(200)) + b"</p></body></html>"
+    with simdex.Index(tmp_path / "idx") as idx:
+        fp = idx.add_document(page, 1)
+        assert idx.recipe.startswith("simdex-fp/1 features=w2")
+        assert fp == simdex.Fingerprinter().fingerprint_html(page)
+    with simdex.Index(tmp_path / "idx") as idx:
+        assert idx.find_or_insert_document(page, 2) == (fp, [(fp, 0, 1)], 200)
+        assert idx.find_or_insert_document(page.decode(), 3, html=True)[1] == [(fp, 0, 1)]
+
+
+def test_errors_map_to_exceptions(tmp_path):
+    path = tmp_path / "idx"
+    idx = simdex.Index(path)
+    with pytest.raises(simdex.LockedError, match="locked by another writer"):
+        simdex.Index(path)
+    with pytest.raises(simdex.EmptyDocumentError, match="empty"):
+        idx.add_document("two words", 1)
+    with pytest.raises(simdex.EmptyDocumentError):
+        idx.find_or_insert_document(b"<p>five words are here now</p>", 1, min_words=20)
+    assert idx.live_entries() == []
+    with pytest.raises(ValueError, match="k = 9"):
+        idx.query(1, k=9)
+    with pytest.raises(TypeError):
+        idx.add_document(12, 1)
+    with pytest.raises(OverflowError):
+        idx.add(-1, 1)
+    idx.close()
+    idx.close()
+    assert idx.closed
+    with pytest.raises(ValueError, match="closed"):
+        idx.query(1)
+    with pytest.raises(ValueError, match="durability"):
+        simdex.Index(path, durability="sometimes")
+    with pytest.raises(simdex.Error, match="no simdex index"):
+        simdex.Index(tmp_path / "none", read_only=True)
+    # a damaged recipe is corruption, reported at open
+    with simdex.Index(path) as idx:
+        idx.add_document(" ".join(f"w{i}" for i in range(30)), 1)
+    recipe = path / "RECIPE"
+    data = bytearray(recipe.read_bytes())
+    data[20] ^= 1
+    recipe.write_bytes(bytes(data))
+    with pytest.raises(simdex.CorruptError, match="RECIPE"):
+        simdex.Index(path)
+    assert issubclass(simdex.CorruptError, simdex.Error) and issubclass(simdex.LockedError, simdex.Error)
+
+
+def test_segment_is_read_only_and_answers_as_the_cli(tmp_path, cli, stored):
+    rng, pairs = stored
+    src = tmp_path / "fps.txt"
+    src.write_text("".join(f"{fp:016x}\t{i}\n" for fp, i in pairs))
+    seg = tmp_path / "s.sdx"
+    cli("build", "--out", seg, src)
+    s = simdex.Segment(seg)
+    assert len(s) == len(pairs)
+    for _ in range(100):
+        q = near(rng, pairs[rng.randrange(len(pairs))][0], 2)
+        assert s.query(q, k=3) == brute(pairs, q, 3)
+    with pytest.raises(simdex.Error):
+        simdex.Segment(src)
+
+
+def test_the_gil_is_released_while_rust_works(tmp_path):
+    import threading
+
+    with simdex.Index(tmp_path / "idx", durability="nosync") as idx:
+        fps = np.random.default_rng(3).integers(0, 2**64, size=2_000_000, dtype=np.uint64)
+        t = threading.Thread(target=idx.add_many, args=(fps,))
+        import time
+
+        start = last = time.perf_counter()
+        gap = 0.0
+        t.start()
+        while t.is_alive():
+            now = time.perf_counter()
+            gap, last = max(gap, now - last), now
+        t.join()
+        lifetime = time.perf_counter() - start
+        # a call holding the GIL would have kept this thread still for most of the insert
+        assert lifetime > 0.1 and gap < 0.3 * lifetime, (gap, lifetime)
+        assert idx.stats()["last_seq"] == 2_000_000

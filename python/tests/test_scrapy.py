@@ -1,0 +1,227 @@
+"""A real Scrapy crawl of a local site (python -m http.server on 127.0.0.1) with planted
+near-duplicate pages, through simdex.scrapy.NearDuplicateMiddleware."""
+
+import json
+import pathlib
+import random
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+
+import pytest
+
+import simdex
+
+pytest.importorskip("scrapy")
+
+UNIQUE = 8
+PAIRS = 3
+
+CRAWL = textwrap.dedent(
+    """
+    import json, sys
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+
+    base, index, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    urls = json.loads(sys.argv[4])
+
+    class Site(scrapy.Spider):
+        name = "site"
+
+        async def start(self):
+            for u in urls:
+                yield scrapy.Request(base + u)
+
+        def parse(self, response):
+            yield {"url": response.url, "flags": response.flags}
+            if hasattr(response, "css"):
+                for href in response.css("a::attr(href)").getall():
+                    yield response.follow(href)
+
+    process = CrawlerProcess(settings={
+        "DOWNLOADER_MIDDLEWARES": {"simdex.scrapy.NearDuplicateMiddleware": 950},
+        "SIMDEX_INDEX": index,
+        "CONCURRENT_REQUESTS": 8,
+        "LOG_LEVEL": "INFO",
+        "TELNETCONSOLE_ENABLED": False,
+        "ROBOTSTXT_OBEY": False,
+        "FEEDS": {out + ".items.jsonl": {"format": "jsonlines"}},
+    })
+    crawler = process.create_crawler(Site)
+    process.crawl(crawler)
+    process.start()
+    stats = {k: v for k, v in crawler.stats.get_stats().items() if k.startswith("simdex/")}
+    json.dump(stats, open(out, "w"))
+    """
+)
+
+
+def words(rng, n):
+    vocab = [f"{a}{b}" for a in "bcdfghklmnprstvz" for b in ["ar", "en", "il", "on", "us", "ey", "ow", "ix"]]
+    return [rng.choice(vocab) for _ in range(n)]
+
+
+def page(title, body):
+    return f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{' '.join(body)}</p></body></html>"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    rng = random.Random(3)
+    html = {}
+    for i in range(UNIQUE):
+        html[f"unique-{i}.html"] = page(f"unique {i}", words(rng, 300))
+    fp = simdex.Fingerprinter()
+    for i in range(PAIRS):
+        body = words(rng, 300)
+        html[f"pair-{i}-a.html"] = page(f"pair {i}", body)
+        # one word changed, at a place where the default recipe puts the copy within 3 bits
+        for at in range(150, 300):
+            changed = body[:at] + ["changedword"] + body[at + 1 :]
+            b = page(f"pair {i}", changed)
+            if bin(fp.fingerprint_html(b.encode()) ^ fp.fingerprint_html(html[f"pair-{i}-a.html"].encode())).count("1") <= 3:
+                html[f"pair-{i}-b.html"] = b
+                break
+        assert f"pair-{i}-b.html" in html
+    html["tiny-1.html"] = page("tiny", ["hello", "world"])
+    html["tiny-2.html"] = page("tiny", ["hello", "there"])
+    links = "".join(f'<a href="{n}">{n}</a> ' for n in sorted(html)) + '<a href="logo.png">logo</a>'
+    html["index.html"] = page("site index", words(rng, 200)) .replace("</body>", links + "</body>")
+    for name, text in html.items():
+        (root / name).write_text(text)
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(base + "index.html", timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield base, sorted(html) + ["logo.png"]
+    server.kill()
+    server.wait()
+
+
+def crawl(base, urls, index, out):
+    p = subprocess.run([sys.executable, "-c", CRAWL, base, str(index), str(out), json.dumps(urls)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    items = [json.loads(line) for line in open(str(out) + ".items.jsonl")] if (out.parent / (out.name + ".items.jsonl")).exists() else []
+    return json.load(open(out)), items, p.stderr
+
+
+def test_a_crawl_drops_one_of_each_near_duplicate_pair_and_a_second_crawl_drops_everything(site, tmp_path):
+    base, urls = site
+    index = tmp_path / "crawl.simdex"
+    stats, items, log = crawl(base, urls, index, tmp_path / "first.json")
+    got = {i["url"].rsplit("/", 1)[1] for i in items}
+    for i in range(UNIQUE):
+        assert f"unique-{i}.html" in got
+    for i in range(PAIRS):
+        assert (f"pair-{i}-a.html" in got) != (f"pair-{i}-b.html" in got), got
+    assert {"index.html", "tiny-1.html", "tiny-2.html", "logo.png"} <= got
+    flagged = {i["url"].rsplit("/", 1)[1] for i in items if "simdex:too_short" in i["flags"]}
+    assert flagged == {"tiny-1.html", "tiny-2.html"}
+    assert stats["simdex/near_duplicates"] == PAIRS
+    assert stats["simdex/new"] == UNIQUE + PAIRS + 1
+    assert stats["simdex/too_short"] == 2
+    assert stats["simdex/non_html"] == 1
+    assert "is a near-duplicate of " + base + "pair-" in log and "(distance " in log
+    # the dropped page names the kept one as its original
+    with simdex.Index(index, read_only=True) as idx:
+        assert len(idx.live_entries()) == UNIQUE + PAIRS + 1
+    # a second crawl of the same site: every HTML page was seen
+    stats, items, log = crawl(base, urls, index, tmp_path / "second.json")
+    assert stats["simdex/near_duplicates"] == UNIQUE + 2 * PAIRS + 1
+    assert "simdex/new" not in stats
+    assert {i["url"].rsplit("/", 1)[1] for i in items} == {"tiny-1.html", "tiny-2.html", "logo.png"}
+
+
+def test_a_locked_index_fails_the_crawl_at_start(site, tmp_path):
+    base, urls = site
+    index = tmp_path / "locked.simdex"
+    with simdex.Index(index):
+        p = subprocess.run([sys.executable, "-c", CRAWL, base, str(index), str(tmp_path / "x.json"), json.dumps(urls)], capture_output=True, text=True, timeout=300)
+    # Scrapy logs the failed start (CrawlerProcess does not turn it into an exit status)
+    assert "LockedError" in p.stderr and "locked by another writer" in p.stderr
+    assert "Crawled (200)" not in p.stderr
+
+
+def test_the_example_project_crawls_and_drops_the_planted_copies(site, tmp_path):
+    base, urls = site
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "scrapy"
+    index = tmp_path / "example.simdex"
+    scrapy_exe = pathlib.Path(sys.executable).parent / "scrapy"
+    p = subprocess.run(
+        [str(scrapy_exe), "crawl", "site", "-a", f"start={base}index.html", "-s", f"SIMDEX_INDEX={index}", "-s", "ROBOTSTXT_OBEY=False", "-s", "TELNETCONSOLE_ENABLED=False", "-O", str(tmp_path / "items.jsonl")],
+        cwd=example,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"'simdex/near_duplicates': {PAIRS}" in p.stderr, p.stderr[-3000:]
+    assert f"'simdex/new': {UNIQUE + PAIRS + 1}" in p.stderr
+
+
+PIPELINE = textwrap.dedent(
+    """
+    import json, sys
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+
+    index, out, texts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+
+    class Items(scrapy.Spider):
+        name = "items"
+
+        async def start(self):
+            yield scrapy.Request("data:,x", callback=self.emit)
+
+        def emit(self, response):
+            for i, t in enumerate(texts):
+                yield {"url": f"item-{i}", "text": t}
+
+    process = CrawlerProcess(settings={
+        "ITEM_PIPELINES": {"simdex.scrapy.NearDuplicatePipeline": 300},
+        "SIMDEX_INDEX": index,
+        "TELNETCONSOLE_ENABLED": False,
+        "FEEDS": {out: {"format": "jsonlines"}},
+    })
+    crawler = process.create_crawler(Items)
+    process.crawl(crawler)
+    process.start()
+    print(json.dumps({k: v for k, v in crawler.stats.get_stats().items() if k.startswith("simdex/")}))
+    """
+)
+
+
+def test_the_item_pipeline_drops_near_duplicate_texts(tmp_path):
+    rng = random.Random(11)
+    fp = simdex.Fingerprinter()
+    texts = [" ".join(words(rng, 200)) for _ in range(5)]
+    base = texts[0].split()
+    for at in range(100, 200):
+        copy = " ".join(base[:at] + ["changedword"] + base[at + 1 :])
+        if bin(fp.fingerprint_text(copy) ^ fp.fingerprint_text(texts[0])).count("1") <= 3:
+            break
+    texts.append(copy)
+    texts.append("too short")
+    out = tmp_path / "items.jsonl"
+    # from a file: Scrapy reads a generator callback's source
+    script = tmp_path / "pipeline_crawl.py"
+    script.write_text(PIPELINE)
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "idx"), str(out), json.dumps(texts)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    stats = json.loads(p.stdout.strip().splitlines()[-1])
+    assert stats == {"simdex/items/new": 5, "simdex/items/near_duplicates": 1, "simdex/items/too_short": 1}
+    kept = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    assert sorted(kept) == ["item-0", "item-1", "item-2", "item-3", "item-4", "item-6"]
