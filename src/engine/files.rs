@@ -15,6 +15,9 @@ use crate::manifest::MANIFEST_NAME;
 /// The writer's lock file.
 pub const LOCK_NAME: &str = "LOCK";
 
+/// The fingerprint recipe pinned in the index (`format-spec/recipe.md`).
+pub const RECIPE_NAME: &str = "RECIPE";
+
 /// What a file name in an index directory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
@@ -22,6 +25,8 @@ pub enum FileKind {
     Manifest,
     /// `LOCK`.
     Lock,
+    /// `RECIPE`: the fingerprint recipe pinned in the index.
+    Recipe,
     /// `seg-N.sdx`.
     Segment(u64),
     /// `tomb-N.sdt`.
@@ -64,6 +69,9 @@ pub fn parse(name: &str) -> FileKind {
     }
     if name == LOCK_NAME {
         return FileKind::Lock;
+    }
+    if name == RECIPE_NAME {
+        return FileKind::Recipe;
     }
     if name.ends_with(".tmp") {
         return FileKind::Temporary;

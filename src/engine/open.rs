@@ -182,7 +182,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let mut logs: Vec<u64> = Vec::new();
     for name in &names {
         match files::parse(name) {
-            FileKind::Manifest | FileKind::Lock => {}
+            FileKind::Manifest | FileKind::Lock | FileKind::Recipe => {}
             FileKind::Temporary => orphans.push(name.clone()),
             FileKind::Segment(n) => {
                 max_number = max_number.max(n);
@@ -205,7 +205,6 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
                 }
             }
             // the fingerprint recipe (engine/recipe.rs), read after recovery
-            FileKind::Unknown if name == "RECIPE" => {}
             FileKind::Unknown => report.unknown.push(name.clone()),
         }
     }

@@ -27,8 +27,7 @@ use crate::integrity::verify_crc;
 use crate::query::QueryOptions;
 use crate::storage::{write_atomically, Storage};
 
-/// The file name in an index directory.
-pub const RECIPE_NAME: &str = "RECIPE";
+pub use super::files::RECIPE_NAME;
 /// File magic.
 pub const MAGIC: [u8; 8] = *b"SDXRCP\r\n";
 /// The only format version this build reads and writes.

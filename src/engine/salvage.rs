@@ -213,7 +213,20 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     options.background = false;
     options.compaction.automatic = false;
     options.memtable_ops = u64::MAX;
+    #[cfg(feature = "fingerprint")]
+    let recipe = match super::recipe::load(storage, src) {
+        Ok(r) => r,
+        Err(e) => {
+            report.lost.push((files::RECIPE_NAME.into(), format!("the pinned fingerprint recipe (pin it again before adding documents): {}", e.chain_message())));
+            None
+        }
+    };
     let index = Index::open(dst, options)?;
+    #[cfg(feature = "fingerprint")]
+    if let Some(recipe) = recipe {
+        index.pin_recipe(recipe)?;
+        report.recovered.push((files::RECIPE_NAME.into(), "the fingerprint recipe".into()));
+    }
     for chunk in live.chunks(1 << 16) {
         index.insert_batch(chunk)?;
     }

@@ -91,6 +91,14 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
         let path = dir.join(name);
         match files::parse(name) {
             FileKind::Manifest | FileKind::Lock => {}
+            #[cfg(feature = "fingerprint")]
+            FileKind::Recipe => match super::recipe::load(storage, dir) {
+                Ok(Some(r)) => report.checked.push((name.clone(), format!("fingerprint recipe `{r}`"))),
+                Ok(None) => {}
+                Err(e) => report.problem(name, &e),
+            },
+            #[cfg(not(feature = "fingerprint"))]
+            FileKind::Recipe => report.notes.push(format!("{name}: fingerprint recipe, not checked (simdex built without the fingerprint feature)")),
             FileKind::Temporary => report.notes.push(format!("{name}: temporary file of an unfinished write (removed by the next writable open)")),
             FileKind::Unknown => report.unknown.push(name.clone()),
             FileKind::Segment(n) => {

@@ -152,3 +152,29 @@ fn a_damaged_id_page_keeps_the_fingerprints_and_names_each_lost_id() {
     assert_eq!(live.iter().filter(|p| p.1 != simdex::inspect::UNKNOWN_DOC_ID).count(), all.len() - 128);
     assert!(live.iter().filter(|p| p.1 != simdex::inspect::UNKNOWN_DOC_ID).all(|p| all.contains(p)));
 }
+
+#[test]
+fn the_pinned_recipe_is_verified_and_salvaged() {
+    use simdex::fingerprint::document::DocumentKind;
+    let storage = MemStorage::default();
+    let index = Index::open("/idx", mem_options(&storage, 1 << 20)).unwrap();
+    let doc = simdex::DocumentInput { bytes: b"the cat sat on the mat and looked at the dog", kind: DocumentKind::Text };
+    index.insert_document(doc, 7).unwrap();
+    let pinned = index.recipe().expect("the first document pins the recipe");
+    index.close().unwrap();
+    let dir = Path::new("/idx");
+    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
+    assert!(report.is_clean() && report.unknown.is_empty(), "{report:?}");
+    assert!(report.checked.iter().any(|(f, _)| f == "RECIPE"), "RECIPE is checked: {:?}", report.checked);
+    let report = salvage(&storage, dir, Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
+    assert!(report.recovered.iter().any(|(f, _)| f == "RECIPE"), "{report:?}");
+    assert_eq!(Index::open("/out", mem_options(&storage, 1 << 20)).unwrap().recipe(), Some(pinned));
+    // A damaged recipe is a problem verify names.
+    let path = dir.join("RECIPE");
+    let mut bytes = storage.file(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    storage.put(&path, &bytes);
+    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
+    assert!(report.problems.iter().any(|p| p.file == "RECIPE"), "{report:?}");
+}
