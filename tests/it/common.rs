@@ -45,3 +45,65 @@ impl Rng {
         y
     }
 }
+
+/// What an [`Intercepted`] storage runs before each operation: the operation's name
+/// (`create`, `append`, `read`, `rename`, `remove`, `sync_dir`, `list`, `create_dir_all`,
+/// `truncate`, `lock`) and its path (for `rename`, the target); an error fails the operation.
+pub type Interceptor = dyn Fn(&str, &Path) -> std::io::Result<()> + Send + Sync;
+
+/// A [`MemStorage`] with a hook before every operation: a fault to inject, or another
+/// actor's work to run at an exact moment.
+#[derive(Clone)]
+pub struct Intercepted {
+    pub inner: simdex::storage::MemStorage,
+    pub before: std::sync::Arc<Interceptor>,
+}
+
+impl std::fmt::Debug for Intercepted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Intercepted")
+    }
+}
+
+impl simdex::storage::Storage for Intercepted {
+    fn create(&self, path: &Path) -> std::io::Result<Box<dyn simdex::storage::WriteFile>> {
+        (self.before)("create", path)?;
+        self.inner.create(path)
+    }
+    fn append(&self, path: &Path) -> std::io::Result<Box<dyn simdex::storage::WriteFile>> {
+        (self.before)("append", path)?;
+        self.inner.append(path)
+    }
+    fn read(&self, path: &Path) -> std::io::Result<simdex::storage::FileBytes> {
+        (self.before)("read", path)?;
+        self.inner.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        (self.before)("rename", to)?;
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        (self.before)("remove", path)?;
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        (self.before)("sync_dir", dir)?;
+        self.inner.sync_dir(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        (self.before)("list", dir)?;
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        (self.before)("create_dir_all", dir)?;
+        self.inner.create_dir_all(dir)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> std::io::Result<()> {
+        (self.before)("truncate", path)?;
+        self.inner.truncate(path, len)
+    }
+    fn lock(&self, path: &Path) -> std::io::Result<simdex::storage::LockGuard> {
+        (self.before)("lock", path)?;
+        self.inner.lock(path)
+    }
+}

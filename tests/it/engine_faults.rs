@@ -8,9 +8,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use simdex::storage::{FileBytes, LockGuard, MemStorage, Storage, WriteFile};
+use simdex::storage::{MemStorage, Storage};
 use simdex::{CompactionOptions, Error, Index, IndexOptions};
 
+use crate::common::Intercepted;
 use crate::engine::mem_options;
 
 /// Which operation the disk refuses while it is "full".
@@ -39,60 +40,16 @@ impl Fault {
 }
 
 /// A [`MemStorage`] whose disk is full for one kind of operation while `full` is set.
-#[derive(Clone)]
-struct FullDisk {
-    inner: MemStorage,
-    fault: Fault,
-    full: Arc<AtomicBool>,
-}
-
-impl std::fmt::Debug for FullDisk {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FullDisk({:?})", self.fault)
-    }
-}
-
-impl FullDisk {
-    fn check(&self, op: &str, path: &Path) -> io::Result<()> {
-        if self.full.load(Ordering::SeqCst) && self.fault.hits(op, path) {
-            return Err(io::Error::new(io::ErrorKind::StorageFull, "No space left on device"));
-        }
-        Ok(())
-    }
-}
-
-impl Storage for FullDisk {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
-        self.check("create", path)?;
-        self.inner.create(path)
-    }
-    fn append(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
-        self.inner.append(path)
-    }
-    fn read(&self, path: &Path) -> io::Result<FileBytes> {
-        self.inner.read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.check("rename", to)?;
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-        self.inner.truncate(path, len)
-    }
-    fn lock(&self, path: &Path) -> io::Result<LockGuard> {
-        self.inner.lock(path)
+fn full_disk(inner: &MemStorage, fault: Fault, full: &Arc<AtomicBool>) -> Intercepted {
+    let full = full.clone();
+    Intercepted {
+        inner: inner.clone(),
+        before: Arc::new(move |op, path| {
+            if full.load(Ordering::SeqCst) && fault.hits(op, path) {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "No space left on device"));
+            }
+            Ok(())
+        }),
     }
 }
 
@@ -105,7 +62,7 @@ fn a_flush_on_a_full_disk_reaches_the_next_call_and_loses_nothing_acknowledged()
     for fault in [Fault::CreateSegment, Fault::RenameSegment, Fault::CreateManifest, Fault::RenameManifest] {
         let inner = MemStorage::default();
         let full = Arc::new(AtomicBool::new(false));
-        let storage = FullDisk { inner: inner.clone(), fault, full: full.clone() };
+        let storage = full_disk(&inner, fault, &full);
         let dir = Path::new("/idx");
         let options =
             || IndexOptions { storage: Arc::new(storage.clone()), compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&inner, 100) };
@@ -153,7 +110,7 @@ fn a_flush_on_a_full_disk_reaches_the_next_call_and_loses_nothing_acknowledged()
 fn close_reports_a_background_failure_no_call_saw() {
     let inner = MemStorage::default();
     let full = Arc::new(AtomicBool::new(false));
-    let storage = FullDisk { inner: inner.clone(), fault: Fault::CreateSegment, full: full.clone() };
+    let storage = full_disk(&inner, Fault::CreateSegment, &full);
     let options = IndexOptions { storage: Arc::new(storage), ..mem_options(&inner, 10) };
     let index = Index::open("/idx", options).unwrap();
     full.store(true, Ordering::SeqCst);

@@ -6,68 +6,15 @@
 //! exactly that moment, deterministically, instead of hoping a delay lands there.
 
 use std::collections::BTreeSet;
-use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use simdex::storage::{FileBytes, LockGuard, MemStorage, Storage, WriteFile};
+use simdex::storage::MemStorage;
 use simdex::CompactionOptions;
 use simdex::{Index, IndexOptions, QueryOptions};
 
+use crate::common::Intercepted;
 use crate::engine::{mem_options, model_query};
-
-type Hook = Box<dyn FnOnce() + Send>;
-
-/// Delegates to a shared [`MemStorage`], and runs a hook the first time a directory is
-/// listed: between a read-only open's manifest read and its listing.
-#[derive(Clone)]
-struct ListingHook {
-    inner: MemStorage,
-    hook: Arc<Mutex<Option<Hook>>>,
-}
-
-impl std::fmt::Debug for ListingHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ListingHook")
-    }
-}
-
-impl Storage for ListingHook {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
-        self.inner.create(path)
-    }
-    fn append(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
-        self.inner.append(path)
-    }
-    fn read(&self, path: &Path) -> io::Result<FileBytes> {
-        self.inner.read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        let hook = self.hook.lock().unwrap().take();
-        if let Some(hook) = hook {
-            hook();
-        }
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-        self.inner.truncate(path, len)
-    }
-    fn lock(&self, path: &Path) -> io::Result<LockGuard> {
-        self.inner.lock(path)
-    }
-}
 
 fn pairs(range: std::ops::Range<u64>) -> Vec<(u64, u64)> {
     range.map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i)).collect()
@@ -83,7 +30,21 @@ fn reader_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + '
         Arc::new(Index::open(dir, IndexOptions { compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&storage, 1 << 20) }).unwrap());
     setup(&writer);
     let w = writer.clone();
-    let hook = ListingHook { inner: storage.clone(), hook: Arc::new(Mutex::new(Some(Box::new(move || work(&w))))) };
+    // Runs the writer's work the first time the reader lists the directory: between its
+    // manifest read and its listing.
+    let work: Mutex<Option<Box<dyn FnOnce() + Send>>> = Mutex::new(Some(Box::new(move || work(&w))));
+    let hook = Intercepted {
+        inner: storage.clone(),
+        before: Arc::new(move |op, _| {
+            if op == "list" {
+                let work = work.lock().unwrap().take();
+                if let Some(work) = work {
+                    work();
+                }
+            }
+            Ok(())
+        }),
+    };
     let reader =
         Index::open_read_only(dir, IndexOptions { storage: Arc::new(hook), ..mem_options(&storage, 1 << 20) }).expect("a reader racing a flush must not report corruption");
     let live: BTreeSet<(u64, u64)> = writer.live_entries().unwrap().into_iter().collect();
