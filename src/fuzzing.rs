@@ -4,6 +4,10 @@
 //! decoder does (the bug the fuzzer looks for) or when an oracle disagrees: the bitvec
 //! reference decoder for blocks, a brute-force scan for segment queries, and for the
 //! other files, encoding what was decoded gives back the same bytes.
+//!
+//! A mutated file almost always fails its CRC-32 first, so the log, manifest, tombstone
+//! and IDF functions also decode a copy whose checksums they have recomputed: the
+//! mutations then reach the checks behind the CRC as well.
 
 #![deny(clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
@@ -13,7 +17,7 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::codec::reference::decode_block_reference;
 use crate::codec::{decode_block, Code, Codec, BLOCK_BYTES, SYMBOLS};
-use crate::log::{encode_record, scan_log, ScanMode, LH_NUMBER};
+use crate::log::{encode_record, scan_log, ScanMode, LH_CRC, LH_NUMBER, LOG_HEADER_BYTES, MAX_RECORD_OPS, OP_BYTES, RECORD_END, R_COUNT, R_HEADER_CRC, R_PAYLOAD, R_PAYLOAD_CRC};
 use crate::manifest::Manifest;
 use crate::segment::verify::verify_segment_bytes;
 use crate::storage::FileBytes;
@@ -80,34 +84,72 @@ pub fn segment_open(data: &[u8]) {
 /// it) and in salvage mode (as `simdex recover` does), reading every operation. Every
 /// intact record must encode back to its own bytes.
 pub fn log(data: &[u8]) {
-    let path = Path::new("log-000000000001.wal");
-    let number = data.get(LH_NUMBER..LH_NUMBER + 8).map_or(1, LE::read_u64);
-    for mode in [ScanMode::Strict, ScanMode::Salvage] {
-        let mut again = Vec::new();
-        let _ = scan_log(path, data, number, mode, |r| {
-            let ops: Vec<(u64, u64)> = r.ops().collect();
-            again.clear();
-            encode_record(&mut again, r.seq, r.kind, &ops);
-            let at = r.offset as usize;
-            assert_eq!(data.get(at..at + again.len()), Some(again.as_slice()), "record at {at} does not encode back to its bytes");
-            Ok(())
-        });
+    let mut fixed = data.to_vec();
+    fix_log_crcs(&mut fixed);
+    for data in [data, &fixed] {
+        let path = Path::new("log-000000000001.wal");
+        let number = data.get(LH_NUMBER..LH_NUMBER + 8).map_or(1, LE::read_u64);
+        for mode in [ScanMode::Strict, ScanMode::Salvage] {
+            let mut again = Vec::new();
+            let _ = scan_log(path, data, number, mode, |r| {
+                let ops: Vec<(u64, u64)> = r.ops().collect();
+                again.clear();
+                encode_record(&mut again, r.seq, r.kind, &ops);
+                let at = r.offset as usize;
+                assert_eq!(data.get(at..at + again.len()), Some(again.as_slice()), "record at {at} does not encode back to its bytes");
+                Ok(())
+            });
+        }
     }
+}
+
+/// Rewrites the CRCs of the log header and of every record whose count fits the file.
+fn fix_log_crcs(b: &mut [u8]) {
+    if let Some(h) = b.first_chunk_mut::<LOG_HEADER_BYTES>() {
+        let crc = crc32fast::hash(&h[..LH_CRC]);
+        LE::write_u32(&mut h[LH_CRC..], crc);
+    }
+    let mut at = LOG_HEADER_BYTES;
+    while let Some(h) = b.get(at..).and_then(|rest| rest.first_chunk::<R_PAYLOAD>()) {
+        let count = LE::read_u32(&h[R_COUNT..]) as usize;
+        let end = at + R_PAYLOAD + count.min(MAX_RECORD_OPS) * OP_BYTES;
+        let Some(payload) = b.get(at + R_PAYLOAD..end) else { return };
+        let payload_crc = crc32fast::hash(payload);
+        let Some(h) = b.get_mut(at..).and_then(|rest| rest.first_chunk_mut::<R_PAYLOAD>()) else { return };
+        LE::write_u32(&mut h[R_PAYLOAD_CRC..], payload_crc);
+        let header_crc = crc32fast::hash(&h[R_PAYLOAD_CRC..]);
+        LE::write_u32(&mut h[R_HEADER_CRC..], header_crc);
+        at = end + RECORD_END.len();
+    }
+}
+
+/// `data`, and `data` with its last 4 bytes replaced by the CRC-32 of the others (the
+/// layout of manifests, tombstone files and IDF tables).
+fn with_trailing_crc(data: &[u8]) -> [Vec<u8>; 2] {
+    let mut fixed = data.to_vec();
+    if let Some((body, crc)) = fixed.split_last_chunk_mut::<4>() {
+        *crc = crc32fast::hash(body).to_le_bytes();
+    }
+    [data.to_vec(), fixed]
 }
 
 /// `data` is a `MANIFEST`: decode it as [`Manifest::load`] does. A manifest that decodes
 /// must encode back to the same bytes.
 pub fn manifest(data: &[u8]) {
-    if let Ok(m) = Manifest::decode(Path::new("MANIFEST"), data) {
-        assert_eq!(m.encode(), data, "manifest does not encode back to its bytes");
+    for data in with_trailing_crc(data) {
+        if let Ok(m) = Manifest::decode(Path::new("MANIFEST"), &data) {
+            assert_eq!(m.encode(), data, "manifest does not encode back to its bytes");
+        }
     }
 }
 
 /// `data` is a tombstone file: decode it as [`tombstone::read`] does. A file that decodes
 /// must encode back to the same bytes.
 pub fn tombstone(data: &[u8]) {
-    if let Ok(t) = tombstone::decode(Path::new("tomb-000000000001.sdt"), data) {
-        assert_eq!(tombstone::encode(&t), data, "tombstone file does not encode back to its bytes");
+    for data in with_trailing_crc(data) {
+        if let Ok(t) = tombstone::decode(Path::new("tomb-000000000001.sdt"), &data) {
+            assert_eq!(tombstone::encode(&t), data, "tombstone file does not encode back to its bytes");
+        }
     }
 }
 
@@ -115,10 +157,12 @@ pub fn tombstone(data: &[u8]) {
 /// does and look up a few weights. A table that decodes must encode back to the same bytes.
 #[cfg(feature = "fingerprint")]
 pub fn idf_table(data: &[u8]) {
-    if let Ok(t) = crate::fingerprint::IdfTable::decode(data) {
-        for h in [0, 1, u64::MAX] {
-            std::hint::black_box(t.weight(h));
+    for data in with_trailing_crc(data) {
+        if let Ok(t) = crate::fingerprint::IdfTable::decode(&data) {
+            for h in [0, 1, u64::MAX] {
+                std::hint::black_box(t.weight(h));
+            }
+            assert_eq!(t.encode(), data, "IDF table does not encode back to its bytes");
         }
-        assert_eq!(t.encode(), data, "IDF table does not encode back to its bytes");
     }
 }
