@@ -67,14 +67,16 @@ pub enum Error {
         found: String,
     },
     /// The file is a simdex file of a format version this build cannot read.
-    #[error("{}: format version {found} is not supported (this build reads version {supported}); upgrade simdex or rebuild the file", path.display())]
+    #[error("{}: format version {found} is not supported (this build reads {}); upgrade simdex or rebuild the file", path.display(), versions_read(*oldest, *supported))]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
         /// The version in the file.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads (and the one it writes).
         supported: u32,
+        /// The oldest version this build still reads.
+        oldest: u32,
     },
     /// The file is damaged: a checksum or an invariant failed.
     #[error("{}: corrupt at byte offset {offset}{location}: {detail}", path.display())]
@@ -193,5 +195,14 @@ impl Error {
     /// A `Corrupt` error for `path` at `offset` with no table or block.
     pub(crate) fn corrupt(path: impl Into<PathBuf>, offset: u64, detail: impl Into<String>) -> Self {
         Error::Corrupt { path: path.into(), offset, location: Location::default(), detail: detail.into() }
+    }
+}
+
+/// "version 2" or "versions 1 to 2".
+fn versions_read(oldest: u32, newest: u32) -> String {
+    if oldest == newest {
+        format!("version {newest}")
+    } else {
+        format!("versions {oldest} to {newest}")
     }
 }

@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 use crate::plan::information_bound_bits;
 use crate::segment::layout::INDEX_BYTES_PER_BLOCK;
-use crate::segment::{Segment, FORMAT_VERSION};
+use crate::segment::Segment;
 use crate::storage::Storage;
 
 pub use crate::engine::salvage::{salvage, SalvageReport, UNKNOWN_DOC_ID};
@@ -106,6 +106,8 @@ pub struct SegmentAnatomy {
     pub design: String,
     /// Whether the segment stores document ids.
     pub has_ids: bool,
+    /// Bytes per sketch, when the segment stores sketches.
+    pub sketch_bytes: Option<usize>,
     /// Fingerprints stored.
     pub entries: u64,
     /// File size in bytes.
@@ -135,11 +137,12 @@ pub fn segment_anatomy(segment: &Segment) -> SegmentAnatomy {
         })
         .collect();
     SegmentAnatomy {
-        format_version: FORMAT_VERSION,
+        format_version: segment.format_version(),
         k: segment.design().k(),
         levels: segment.design().levels().to_vec(),
         design: segment.design().summary(),
         has_ids: segment.has_ids(),
+        sketch_bytes: segment.sketch_layout().map(|(bytes, _)| bytes),
         entries: segment.len(),
         file_bytes: segment.file_len(),
         information_bound_bits: information_bound_bits(segment.len()),

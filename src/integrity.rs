@@ -15,9 +15,10 @@ use std::path::Path;
 use crate::error::{Error, Location, Result};
 
 /// Fails with [`Error::NotSimdexFile`] unless `bytes` starts with `magic`, and with
-/// [`Error::UnsupportedVersion`] unless the little-endian u32 after it is `supported`.
+/// [`Error::UnsupportedVersion`] unless the little-endian u32 after it is in `versions`;
+/// returns that version.
 /// `expected` names the file kind in the message, e.g. `"log (magic SIMDXLOG)"`.
-pub(crate) fn check_magic_and_version(path: &Path, bytes: &[u8], magic: &[u8; 8], expected: &'static str, supported: u32) -> Result<()> {
+pub(crate) fn check_magic_and_version(path: &Path, bytes: &[u8], magic: &[u8; 8], expected: &'static str, versions: std::ops::RangeInclusive<u32>) -> Result<u32> {
     if bytes.get(..8) != Some(magic.as_slice()) {
         let shown: String = bytes.iter().take(8).flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
         return Err(Error::NotSimdexFile {
@@ -30,10 +31,10 @@ pub(crate) fn check_magic_and_version(path: &Path, bytes: &[u8], magic: &[u8; 8]
         return Err(Error::corrupt(path, 8, format!("file is only {} bytes: cut short inside the header", bytes.len())));
     };
     let version = u32::from_le_bytes([a, b, c, d]);
-    if version != supported {
-        return Err(Error::UnsupportedVersion { path: path.to_path_buf(), found: version, supported });
+    if !versions.contains(&version) {
+        return Err(Error::UnsupportedVersion { path: path.to_path_buf(), found: version, supported: *versions.end(), oldest: *versions.start() });
     }
-    Ok(())
+    Ok(version)
 }
 
 /// Checks the CRC-32 (IEEE) of `data` against the checksum `stored` in the file. This is
@@ -123,7 +124,7 @@ mod tests {
     #[test]
     fn magic_version_and_length_are_told_apart() {
         let p = Path::new("f");
-        let check = |b: &[u8]| check_magic_and_version(p, b, b"SIMDXLOG", "log", 1);
+        let check = |b: &[u8]| check_magic_and_version(p, b, b"SIMDXLOG", "log", 1..=1);
         assert!(check(b"SIMDXLOG\x01\0\0\0").is_ok());
         assert!(matches!(check(b""), Err(Error::NotSimdexFile { found, .. }) if found.contains("empty")));
         assert!(matches!(check(b"SIMDX"), Err(Error::NotSimdexFile { .. })));

@@ -276,7 +276,7 @@ pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<bool> {
             return Ok(false);
         }
     }
-    check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION)?;
+    check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION..=LOG_VERSION)?;
     let h: &[u8; LOG_HEADER_BYTES] = bytes.first_chunk().ok_or_else(|| Error::corrupt(path, 0, format!("log header cut short at {} bytes", bytes.len())))?;
     verify_crc(&h[..LH_CRC], LE::read_u32(&h[LH_CRC..])).map_err(|m| m.corrupt(path, LH_CRC as u64, Location::default(), "log header"))?;
     let found = LE::read_u64(&h[LH_NUMBER..]);

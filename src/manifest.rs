@@ -147,7 +147,7 @@ impl Manifest {
 
     /// Decodes a manifest read from `path`, checking its CRC and invariants.
     pub fn decode(path: &Path, b: &[u8]) -> Result<Self> {
-        check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION)?;
+        check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION..=MANIFEST_VERSION)?;
         let cut_short = || Error::corrupt(path, b.len() as u64, format!("manifest is {} bytes, shorter than its {}-byte header: cut short", b.len(), M_ENTRIES));
         let head: &[u8; M_ENTRIES] = b.first_chunk().ok_or_else(cut_short)?;
         let (body, crc) = b.split_last_chunk::<M_CRC_BYTES>().filter(|(body, _)| body.len() >= M_ENTRIES).ok_or_else(cut_short)?;

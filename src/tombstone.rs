@@ -67,7 +67,7 @@ pub fn encode(tombstones: &[Tombstone]) -> Vec<u8> {
 
 /// Decodes a tombstone file read from `path`.
 pub fn decode(path: &Path, b: &[u8]) -> Result<Vec<Tombstone>> {
-    check_magic_and_version(path, b, &TOMBSTONE_MAGIC, "tombstone file (magic SIMDXTMB)", TOMBSTONE_VERSION)?;
+    check_magic_and_version(path, b, &TOMBSTONE_MAGIC, "tombstone file (magic SIMDXTMB)", TOMBSTONE_VERSION..=TOMBSTONE_VERSION)?;
     let cut_short = || Error::corrupt(path, b.len() as u64, "tombstone file cut short inside its header");
     let head: &[u8; TB_ENTRIES] = b.first_chunk().ok_or_else(cut_short)?;
     let (body, crc) = b.split_last_chunk::<4>().filter(|(body, _)| body.len() >= TB_ENTRIES).ok_or_else(cut_short)?;

@@ -63,7 +63,7 @@ pub fn decode(path: &Path, b: &[u8]) -> Result<Recipe> {
     let u32_at = |at: usize| b.get(at..at + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
     let version = u32_at(VERSION_AT).ok_or_else(|| corrupt(VERSION_AT, "truncated before the version".into()))?;
     if version != FORMAT_VERSION {
-        return Err(Error::UnsupportedVersion { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
+        return Err(Error::UnsupportedVersion { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION, oldest: FORMAT_VERSION });
     }
     let (body, stored) = b.split_last_chunk::<4>().ok_or_else(|| corrupt(0, "truncated".into()))?;
     verify_crc(body, u32::from_le_bytes(*stored)).map_err(|m| corrupt(body.len(), format!("checksum mismatch: stored {:#010x}, computed {:#010x}", m.stored, m.computed)))?;

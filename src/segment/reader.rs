@@ -20,15 +20,96 @@ use crate::storage::{FileBytes, FsStorage, Storage};
 pub struct Segment {
     path: PathBuf,
     bytes: FileBytes,
+    version: u32,
     design: Design,
     entries: u64,
     tables: Vec<Table>,
-    ids: Option<DirIds>,
+    ids: Option<ColumnAt>,
+    sketches: Option<ColumnAt>,
+}
+
+/// Where a column's pages are: version 1's id array (page CRCs in an array after it) or a
+/// version-2 column (each page ends with its CRC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ColumnAt {
+    /// Offset of the first page.
+    pub pages_offset: u64,
+    /// Distance between the starts of consecutive pages.
+    pub page_stride: u64,
+    /// Bytes per value.
+    pub value_bytes: u64,
+    /// Values per page.
+    pub per_page: u64,
+    /// Version 1: where the array of page CRCs starts; version 2: `None`, the CRC is in
+    /// each page's last [`PAGE_CRC_BYTES`].
+    pub crcs_offset: Option<u64>,
+    /// The column head's scheme tag (zero for ids and in version 1).
+    pub scheme: [u8; 8],
+    /// Version 2: the column head's offset.
+    pub head_offset: Option<u64>,
+}
+
+impl ColumnAt {
+    /// Version 1's id column.
+    pub(crate) fn v1_ids(ids: &DirIds) -> Self {
+        Self {
+            pages_offset: ids.ids_offset,
+            page_stride: IDS_PER_PAGE_V1 * 8,
+            value_bytes: 8,
+            per_page: IDS_PER_PAGE_V1,
+            crcs_offset: Some(ids.crcs_offset),
+            scheme: [0; 8],
+            head_offset: None,
+        }
+    }
+
+    /// A version-2 column with `head` at `head_offset`.
+    pub(crate) fn v2(head: &ColumnHead, head_offset: u64) -> Self {
+        Self {
+            pages_offset: head_offset + COLUMN_HEAD_BYTES,
+            page_stride: PAGE_BYTES,
+            value_bytes: u64::from(head.value_bytes),
+            per_page: u64::from(head.per_page),
+            crcs_offset: None,
+            scheme: head.scheme,
+            head_offset: Some(head_offset),
+        }
+    }
+
+    /// Pages holding `entries` values.
+    pub(crate) fn pages(&self, entries: u64) -> u64 {
+        entries.div_ceil(self.per_page.max(1))
+    }
+
+    /// Where page `page` starts and how many value bytes it holds, of `entries` values.
+    pub(crate) fn page_span(&self, page: u64, entries: u64) -> (u64, u64) {
+        let values = entries.saturating_sub(page * self.per_page).min(self.per_page);
+        (self.pages_offset + page * self.page_stride, values * self.value_bytes)
+    }
+
+    /// Where the column's last byte ends.
+    pub(crate) fn end(&self, entries: u64) -> u64 {
+        let pages = self.pages(entries);
+        match self.crcs_offset {
+            Some(crcs) => crcs + pages * 4,
+            None => self.pages_offset + pages * self.page_stride,
+        }
+    }
+
+    /// Where the CRC of page `page` is stored.
+    pub(crate) fn crc_offset(&self, page: u64) -> u64 {
+        match self.crcs_offset {
+            Some(crcs) => crcs + page * 4,
+            None => self.pages_offset + page * self.page_stride + PAGE_BYTES - PAGE_CRC_BYTES,
+        }
+    }
 }
 
 /// One permuted table of an open segment.
 #[derive(Debug)]
 pub struct Table {
+    /// The table's number in the design (its position in the file).
+    number: usize,
     design: TableDesign,
     codec: Codec,
     code: Code,
@@ -40,6 +121,11 @@ pub struct Table {
 }
 
 impl Table {
+    /// The table's number in the segment's design.
+    pub fn number(&self) -> usize {
+        self.number
+    }
+
     /// The table's permutation and prefix length.
     pub fn design(&self) -> &TableDesign {
         &self.design
@@ -124,10 +210,10 @@ impl Segment {
     /// Opens a segment held in memory; `path` is used in error messages.
     pub fn from_bytes(path: PathBuf, bytes: FileBytes) -> Result<Self> {
         let corrupt = |f: Fault| f.into_error(&path);
-        check_magic_and_version(&path, &bytes, &HEADER_MAGIC, "segment (magic SIMDXSEG)", FORMAT_VERSION)?;
+        let version = check_magic_and_version(&path, &bytes, &HEADER_MAGIC, "segment (magic SIMDXSEG)", OLDEST_VERSION..=FORMAT_VERSION)?;
         let (header, _) = Header::decode(&bytes).map_err(corrupt)?;
         let design = design_from_header(&header).map_err(corrupt)?;
-        let dir = read_directory(&bytes).map_err(corrupt)?;
+        let dir = read_directory(&bytes, version).map_err(corrupt)?;
         if dir.tables.len() != header.tables.len() {
             return Err(corrupt(Fault::at(
                 bytes.len() as u64 - FOOTER_BYTES as u64,
@@ -135,17 +221,38 @@ impl Segment {
             )));
         }
         let mut tables = Vec::with_capacity(dir.tables.len());
-        for (i, ((d, h), td)) in dir.tables.iter().zip(&header.tables).zip(design.tables()).enumerate() {
-            let table = open_table(&bytes, i, d, h, td.clone(), dir.entries).map_err(|f| corrupt(f.in_table(i)))?;
+        for (i, (d, td)) in dir.tables.iter().zip(design.tables()).enumerate() {
+            let table = open_table(&bytes, version, i, d, td.clone(), dir.entries).map_err(|f| corrupt(f.in_table(i)))?;
+            check_head_matches_header(&bytes, version, d.head_offset, i, &header).map_err(|f| corrupt(f.in_table(i)))?;
             tables.push(table);
         }
-        let ids = if header.has_ids {
-            check_ids(&bytes, &dir).map_err(corrupt)?;
-            Some(dir.ids)
-        } else {
-            None
+        let (ids, sketches) = match dir.columns {
+            DirColumns::V1(ids) => {
+                let ids = if header.has_ids {
+                    check_ids_v1(&bytes, dir.entries, &ids).map_err(corrupt)?;
+                    Some(ColumnAt::v1_ids(&ids))
+                } else {
+                    None
+                };
+                (ids, None)
+            }
+            DirColumns::V2 { ids_head, sketches_head } => {
+                let column = |present: bool, at: u64, kind: ColumnKind| -> Result<Option<ColumnAt>> {
+                    match (present, at) {
+                        (false, 0) => Ok(None),
+                        (true, at) if at > 0 => open_column(&bytes, at, kind, dir.entries).map(Some).map_err(corrupt),
+                        _ => Err(corrupt(Fault::at(bytes.len() as u64 - FOOTER_BYTES as u64, format!("the header and the directory disagree on whether a {} column exists", kind.name())))),
+                    }
+                };
+                (column(header.has_ids, ids_head, ColumnKind::Ids)?, column(header.has_sketches, sketches_head, ColumnKind::Sketches)?)
+            }
         };
-        Ok(Segment { path, bytes, design, entries: dir.entries, tables, ids })
+        Ok(Segment { path, bytes, version, design, entries: dir.entries, tables, ids, sketches })
+    }
+
+    /// The file's format version.
+    pub fn format_version(&self) -> u32 {
+        self.version
     }
 
     /// The file's path.
@@ -187,8 +294,22 @@ impl Segment {
         &self.bytes
     }
 
-    pub(crate) fn ids_dir(&self) -> Option<&DirIds> {
+    pub(crate) fn ids_column(&self) -> Option<&ColumnAt> {
         self.ids.as_ref()
+    }
+
+    pub(crate) fn sketches_column(&self) -> Option<&ColumnAt> {
+        self.sketches.as_ref()
+    }
+
+    /// True when the segment stores a sketch beside each fingerprint.
+    pub fn has_sketches(&self) -> bool {
+        self.sketches.is_some()
+    }
+
+    /// The sketch column's bytes per sketch and scheme tag, when it has one.
+    pub fn sketch_layout(&self) -> Option<(usize, [u8; 8])> {
+        self.sketches.map(|c| (c.value_bytes as usize, c.scheme))
     }
 
     fn corrupt(&self, offset: u64, location: Location, detail: impl Into<String>) -> Error {
@@ -229,7 +350,7 @@ impl Segment {
             return Err(Error::InvalidArgument(format!("block {b} out of range (table {t} has {} blocks)", table.dir.block_count)));
         }
         let at = table.block_offset(b);
-        let loc = Location { table: Some(t), block: Some(b) };
+        let loc = Location { table: Some(table.number), block: Some(b) };
         let block = self.array::<BLOCK_BYTES>(at, loc, "block")?;
         let stored = self.array::<4>(table.crc_offset(b), loc, "block checksum")?;
         verify_crc(block, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, at, loc, "block"))?;
@@ -277,11 +398,12 @@ impl Segment {
     /// Every document id in table 0's order, checking each id page's CRC once (empty for
     /// a segment without ids).
     pub fn doc_ids(&self) -> impl Iterator<Item = Result<u64>> + '_ {
-        let pages = if self.ids.is_some() { self.entries.div_ceil(IDS_PER_PAGE) } else { 0 };
+        let pages = self.ids.map_or(0, |c| c.pages(self.entries));
         (0..pages).flat_map(move |page| {
-            let (ok, err) = match self.id_page(page) {
-                Ok(bytes) => (Some(bytes.chunks_exact(8).map(|c| Ok(LE::read_u64(c)))), None),
-                Err(e) => (None, Some(Err(e))),
+            let (ok, err) = match self.ids.as_ref().map(|c| self.page(c, page, ColumnKind::Ids)) {
+                Some(Ok(bytes)) => (Some(bytes.chunks_exact(8).map(|c| Ok(LE::read_u64(c)))), None),
+                Some(Err(e)) => (None, Some(Err(e))),
+                None => (None, None),
             };
             ok.into_iter().flatten().chain(err)
         })
@@ -289,23 +411,39 @@ impl Segment {
 
     /// The document id of table 0's entry number `ordinal` (after its page's CRC check).
     pub fn doc_id(&self, ordinal: u64) -> Result<u64> {
-        if ordinal >= self.entries {
-            return Err(Error::InvalidArgument(format!("entry {ordinal} out of range ({} entries)", self.entries)));
-        }
-        let bytes = self.id_page(ordinal / IDS_PER_PAGE)?;
-        let at = (ordinal % IDS_PER_PAGE) * 8;
-        let id: &[u8; 8] = array(bytes, at, "document id").map_err(|f| f.into_error(&self.path))?;
+        let column = self.ids.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no document ids".into()))?;
+        let id: &[u8; 8] = self.value(column, ordinal, ColumnKind::Ids)?.try_into().map_err(|_| self.corrupt(0, Location::default(), "document id of the wrong width"))?;
         Ok(u64::from_le_bytes(*id))
     }
 
-    /// The bytes of id page `page`, after checking its CRC.
-    fn id_page(&self, page: u64) -> Result<&[u8]> {
-        let ids = self.ids.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no document ids".into()))?;
-        let page_start = ids.ids_offset + page * IDS_PER_PAGE * 8;
-        let page_len = self.entries.saturating_sub(page * IDS_PER_PAGE).min(IDS_PER_PAGE) * 8;
-        let bytes = slice(&self.bytes, page_start, page_len, "document-id page").map_err(|f| f.into_error(&self.path))?;
-        let stored = self.array::<4>(ids.crcs_offset + page * 4, Location::default(), "document-id page checksum")?;
-        verify_crc(bytes, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, page_start, Location::default(), format_args!("document-id page {page}")))?;
+    /// The sketch of table 0's entry number `ordinal` (after its page's CRC check).
+    pub fn sketch(&self, ordinal: u64) -> Result<&[u8]> {
+        let column = self.sketches.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no sketches".into()))?;
+        self.value(column, ordinal, ColumnKind::Sketches)
+    }
+
+    /// Value `ordinal` of `column`.
+    fn value(&self, column: &ColumnAt, ordinal: u64, kind: ColumnKind) -> Result<&[u8]> {
+        if ordinal >= self.entries {
+            return Err(Error::InvalidArgument(format!("entry {ordinal} out of range ({} entries)", self.entries)));
+        }
+        let bytes = self.page(column, ordinal / column.per_page, kind)?;
+        let at = (ordinal % column.per_page) * column.value_bytes;
+        slice(bytes, at, column.value_bytes, kind.name()).map_err(|f| f.into_error(&self.path))
+    }
+
+    /// The value bytes of page `page` of `column`, after checking its CRC.
+    pub(crate) fn page(&self, column: &ColumnAt, page: u64, kind: ColumnKind) -> Result<&[u8]> {
+        let (start, len) = column.page_span(page, self.entries);
+        let what = format!("{} page {page}", kind.name());
+        let bytes = slice(&self.bytes, start, len, &what).map_err(|f| f.into_error(&self.path))?;
+        let stored = self.array::<4>(column.crc_offset(page), Location::default(), "page checksum")?;
+        let checked = match column.crcs_offset {
+            Some(_) => bytes,
+            // Version 2: the CRC covers the whole page before it, padding included.
+            None => slice(&self.bytes, start, PAGE_BYTES - PAGE_CRC_BYTES, &what).map_err(|f| f.into_error(&self.path))?,
+        };
+        verify_crc(checked, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, start, Location::default(), what))?;
         Ok(bytes)
     }
 
@@ -447,8 +585,8 @@ impl Segment {
 
     #[cold]
     fn block_error(&self, t: usize, b: u64, e: BlockError) -> Error {
-        let offset = self.tables.get(t).map_or(0, |table| table.block_offset(b));
-        self.corrupt(offset, Location { table: Some(t), block: Some(b) }, e.to_string())
+        let (offset, number) = self.tables.get(t).map_or((0, t), |table| (table.block_offset(b), table.number));
+        self.corrupt(offset, Location { table: Some(number), block: Some(b) }, e.to_string())
     }
 
     /// Calls `each` with every document id stored under fingerprint `fp` (table 0 is the
@@ -563,34 +701,41 @@ pub(crate) fn design_from_header(header: &Header) -> Result<Design, Fault> {
     Design::from_parts(u32::from(header.k), &levels, tables).map_err(|e| Fault::at(H_K as u64, format!("stored design is invalid: {e}")))
 }
 
-pub(crate) fn read_directory(bytes: &[u8]) -> Result<Directory, Fault> {
+pub(crate) fn read_directory(bytes: &[u8], version: u32) -> Result<Directory, Fault> {
     let len = bytes.len() as u64;
     if len < FOOTER_BYTES as u64 + ALIGN {
         return Err(Fault::at(len, format!("file is only {len} bytes: too short to hold a header and a footer; it was cut short")));
     }
     let footer = Footer::decode(bytes)?;
     let footer_at = len - FOOTER_BYTES as u64;
-    if footer.version != FORMAT_VERSION {
-        return Err(Fault::at(footer_at + F_VERSION as u64, format!("footer says format version {}, header says {FORMAT_VERSION}", footer.version)));
+    if footer.version != version {
+        return Err(Fault::at(footer_at + F_VERSION as u64, format!("footer says format version {}, header says {version}", footer.version)));
     }
     let dir_bytes = slice(bytes, footer.dir_offset, u64::from(footer.dir_len), "directory")?;
     if footer.dir_offset + u64::from(footer.dir_len) != footer_at {
         return Err(Fault::at(footer.dir_offset, "directory does not end where the footer starts"));
     }
     verify_crc(dir_bytes, footer.dir_crc).map_err(|m| m.fault(footer.dir_offset, Location::default(), "directory"))?;
-    Directory::decode(dir_bytes, footer.dir_offset)
+    Directory::decode(dir_bytes, footer.dir_offset, version)
 }
 
-fn open_table(bytes: &[u8], i: usize, d: &DirTable, h: &HeaderTable, design: TableDesign, entries: u64) -> Result<Table, Fault> {
-    let head = TableHead::decode(bytes, d.head_offset)?;
-    if head.index as usize != i || head.codec != h.codec || head.prefix_bits != h.prefix_bits {
+/// Opens table `i` located by `d` (from the directory, or a trailer): its head, code and
+/// block index; in version 2 also its trailer, which must repeat `d`.
+pub(crate) fn open_table(bytes: &[u8], version: u32, i: usize, d: &DirTable, design: TableDesign, entries: u64) -> Result<Table, Fault> {
+    let head = TableHead::decode(bytes, d.head_offset, version)?;
+    if head.index as usize != i || u32::from(head.prefix_bits) != design.prefix_bits {
         return Err(Fault::at(d.head_offset, format!(
-            "table head (index {}, codec {}, prefix {}) disagrees with the header (index {i}, codec {}, prefix {})",
-            head.index, head.codec.name(), head.prefix_bits, h.codec.name(), h.prefix_bits
+            "table head (index {}, prefix {}) disagrees with the design (index {i}, prefix {})",
+            head.index, head.prefix_bits, design.prefix_bits
         )));
     }
+    if let Some(h) = &head.design {
+        if h.order != *design.permutation.order() {
+            return Err(Fault::at(d.head_offset + T_ORDER as u64, "table head's permutation disagrees with the design"));
+        }
+    }
     let mut code = Code::from_lengths(&head.lengths).map_err(|e| Fault::at(d.head_offset + T_LENGTHS as u64, e.to_string()))?;
-    code.mark_prefix_changes(64 - u32::from(h.prefix_bits));
+    code.mark_prefix_changes(64 - design.prefix_bits);
     if d.entries != entries {
         return Err(Fault::at(d.head_offset, format!("table holds {} entries, the segment {entries}", d.entries)));
     }
@@ -601,6 +746,12 @@ fn open_table(bytes: &[u8], i: usize, d: &DirTable, h: &HeaderTable, design: Tab
     }
     let index = slice(bytes, d.index_offset, d.block_count * INDEX_BYTES_PER_BLOCK, "block index")?;
     verify_crc(index, d.index_crc).map_err(|m| m.fault(d.index_offset, Location::default(), "block index"))?;
+    if version >= 2 {
+        let trailer = TableTrailer::decode(bytes, d.trailer_offset())?;
+        if trailer.table != *d || usize::from(trailer.index) != i {
+            return Err(Fault::at(d.trailer_offset(), "table trailer disagrees with the directory"));
+        }
+    }
     let n = d.block_count as usize;
     // Columns: n keys (u64), n counts (u16), n block CRCs (u32).
     let (keys, rest) = index.split_at(n * 8);
@@ -624,18 +775,48 @@ fn open_table(bytes: &[u8], i: usize, d: &DirTable, h: &HeaderTable, design: Tab
     if total != d.entries {
         return Err(Fault::at(d.index_offset, format!("block counts add up to {total}, the table holds {}", d.entries)));
     }
-    Ok(Table { design, codec: head.codec, code, dir: *d, keys, ordinals })
+    Ok(Table { number: i, design, codec: head.codec, code, dir: *d, keys, ordinals })
 }
 
-fn check_ids(bytes: &[u8], dir: &Directory) -> Result<(), Fault> {
-    let pages = dir.entries.div_ceil(IDS_PER_PAGE);
-    let ids = dir.ids;
-    slice(bytes, ids.ids_offset, dir.entries * 8, "document ids")?;
-    if ids.crcs_offset != ids.ids_offset + dir.entries * 8 {
+/// Checks that table `i`'s head agrees with the header: codec, and in version 2 the
+/// design and flags it repeats.
+fn check_head_matches_header(bytes: &[u8], version: u32, at: u64, i: usize, header: &Header) -> Result<(), Fault> {
+    let head = TableHead::decode(bytes, at, version)?;
+    let Some(h) = header.tables.get(i) else { return Err(Fault::at(at, format!("the header has no table {i}"))) };
+    if head.codec != h.codec {
+        return Err(Fault::at(at + T_CODEC as u64, format!("table head says codec {}, the header {}", head.codec.name(), h.codec.name())));
+    }
+    if let Some(d) = head.design {
+        if usize::from(d.table_count) != header.tables.len() || d.k != header.k || d.levels != header.levels || d.flags != header.flags() {
+            return Err(Fault::at(at + T_VERSION as u64, "table head's copy of the design or flags disagrees with the header"));
+        }
+    }
+    Ok(())
+}
+
+/// Version 1: checks that the id array and its page CRCs are where the directory says.
+pub(crate) fn check_ids_v1(bytes: &[u8], entries: u64, ids: &DirIds) -> Result<(), Fault> {
+    let pages = entries.div_ceil(IDS_PER_PAGE_V1);
+    slice(bytes, ids.ids_offset, entries * 8, "document ids")?;
+    if ids.crcs_offset != ids.ids_offset + entries * 8 {
         return Err(Fault::at(ids.crcs_offset, "id-page checksums do not follow the ids"));
     }
     let crcs = slice(bytes, ids.crcs_offset, pages * 4, "id-page checksums")?;
     verify_crc(crcs, ids.crcs_crc).map_err(|m| m.fault(ids.crcs_offset, Location::default(), "id-page checksums"))
+}
+
+/// Version 2: opens the column of `kind` whose head is at `at`, holding `entries` values.
+pub(crate) fn open_column(bytes: &[u8], at: u64, kind: ColumnKind, entries: u64) -> Result<ColumnAt, Fault> {
+    let head = ColumnHead::decode(bytes, at)?;
+    if head.kind != kind {
+        return Err(Fault::at(at + C_KIND as u64, format!("a {} column where the directory puts the {} column", head.kind.name(), kind.name())));
+    }
+    if head.entries != entries {
+        return Err(Fault::at(at + C_ENTRIES as u64, format!("{} column holds {} values for {entries} entries", kind.name(), head.entries)));
+    }
+    let column = ColumnAt::v2(&head, at);
+    slice(bytes, column.pages_offset, column.end(entries) - column.pages_offset, &format!("{} pages", kind.name()))?;
+    Ok(column)
 }
 
 #[cfg(test)]

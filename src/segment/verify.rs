@@ -87,8 +87,12 @@ pub fn verify_segment_bytes(path: &Path, bytes: FileBytes) -> Result<VerifyRepor
     for (t, table) in segment.tables().iter().enumerate() {
         report.tables += 1;
         let dir = *table.dir();
-        gaps.region(dir.head_offset, dir.head_offset + T_END as u64, &mut report.problems);
-        gaps.region(dir.blocks_offset(), dir.index_offset + dir.block_count * INDEX_BYTES_PER_BLOCK, &mut report.problems);
+        let head_end = if segment.format_version() >= 2 { T_END_V2 } else { T_END_V1 };
+        gaps.region(dir.head_offset, dir.head_offset + head_end as u64, &mut report.problems);
+        gaps.region(dir.blocks_offset(), dir.index_end(), &mut report.problems);
+        if segment.format_version() >= 2 {
+            gaps.region(dir.trailer_offset(), dir.trailer_offset() + TRAILER_BYTES as u64, &mut report.problems);
+        }
         let mut digest = MultisetDigest::default();
         let mut intact = true;
         let mut prev_key: Option<u64> = None;
@@ -142,13 +146,29 @@ pub fn verify_segment_bytes(path: &Path, bytes: FileBytes) -> Result<VerifyRepor
             }
         }
     }
-    if let Some(ids) = segment.ids_dir() {
-        let pages = segment.len().div_ceil(IDS_PER_PAGE);
-        gaps.region(ids.ids_offset, ids.crcs_offset + pages * 4, &mut report.problems);
+    for (kind, column) in [(ColumnKind::Ids, segment.ids_column()), (ColumnKind::Sketches, segment.sketches_column())] {
+        let Some(column) = column else { continue };
+        if let Some(head) = column.head_offset {
+            gaps.region(head, head + C_END as u64, &mut report.problems);
+        }
+        let pages = column.pages(segment.len());
         for page in 0..pages {
-            if let Err(Error::Corrupt { offset, location, detail, .. }) = segment.doc_id(page * IDS_PER_PAGE) {
+            let (start, len) = column.page_span(page, segment.len());
+            match column.crcs_offset {
+                // Version 1: the pages are one array; the CRCs follow it.
+                Some(_) => gaps.region(start, start + len, &mut report.problems),
+                None => {
+                    gaps.region(start, start + len, &mut report.problems);
+                    let crc = column.crc_offset(page);
+                    gaps.region(crc, crc + PAGE_CRC_BYTES, &mut report.problems);
+                }
+            }
+            if let Err(Error::Corrupt { offset, location, detail, .. }) = segment.page(column, page, kind) {
                 report.problems.push(Problem { offset, location, detail });
             }
+        }
+        if let Some(crcs) = column.crcs_offset {
+            gaps.region(crcs, crcs + pages * 4, &mut report.problems);
         }
     }
     let footer = Footer::decode(bytes).map_err(|f| f.into_error(path))?;

@@ -7,8 +7,6 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use byteorder::{ByteOrder, LittleEndian as LE};
-
 use super::layout::*;
 use crate::codec::{BlockEncoder, Code, Codec, SymbolHistogram, BLOCK_BYTES};
 use crate::error::{Error, Result};
@@ -27,7 +25,21 @@ pub struct SegmentWriter<'s> {
     offset: u64,
     header: Header,
     tables: Vec<DirTable>,
-    ids: Option<DirIds>,
+    /// Offsets of the column heads written so far.
+    ids_head: Option<u64>,
+    sketches: Option<SketchColumn>,
+    sketches_head: Option<u64>,
+}
+
+/// The layout of a segment's sketch column: `bytes` per entry (1..=64), and `scheme`, an
+/// opaque 8-byte tag naming the sketch's encoding (stored in the column head; readers
+/// compare it, never interpret it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SketchColumn {
+    /// Bytes per sketch.
+    pub bytes: u16,
+    /// The encoding's tag.
+    pub scheme: [u8; 8],
 }
 
 /// The temporary name a segment is written under.
@@ -50,7 +62,18 @@ impl<'s> SegmentWriter<'s> {
     /// Starts a segment at `path` with `design`, one codec per table, and an id column when
     /// `ids` says so.
     pub fn create(storage: &'s dyn Storage, path: &Path, design: &Design, codecs: &[Codec], ids: IdColumn) -> Result<Self> {
+        Self::create_with(storage, path, design, codecs, ids, None)
+    }
+
+    /// [`Self::create`] with a sketch column when `sketches` is given: call
+    /// [`Self::write_sketches`] after the ids.
+    pub fn create_with(storage: &'s dyn Storage, path: &Path, design: &Design, codecs: &[Codec], ids: IdColumn, sketches: Option<SketchColumn>) -> Result<Self> {
         let has_ids = ids == IdColumn::Present;
+        if let Some(s) = sketches {
+            if s.bytes == 0 || usize::from(s.bytes) > MAX_SKETCH_BYTES {
+                return Err(Error::InvalidArgument(format!("a sketch of {} bytes: sketches hold 1 to {MAX_SKETCH_BYTES} bytes", s.bytes)));
+            }
+        }
         if codecs.len() != design.tables().len() {
             return Err(Error::InvalidArgument(format!(
                 "{} codecs given for {} tables",
@@ -59,9 +82,11 @@ impl<'s> SegmentWriter<'s> {
             )));
         }
         let header = Header {
+            version: FORMAT_VERSION,
             k: design.k() as u8,
             levels: design.levels().iter().map(|&r| r as u8).collect(),
             has_ids,
+            has_sketches: sketches.is_some(),
             tables: design
                 .tables()
                 .iter()
@@ -79,7 +104,9 @@ impl<'s> SegmentWriter<'s> {
             offset: 0,
             header,
             tables: Vec::new(),
-            ids: None,
+            ids_head: None,
+            sketches,
+            sketches_head: None,
         };
         let bytes = w.header.encode();
         w.put(&bytes)?;
@@ -107,7 +134,14 @@ impl<'s> SegmentWriter<'s> {
         };
         self.pad_to(ALIGN)?;
         let head_offset = self.offset;
-        let head = TableHead { index: index as u16, codec: spec.codec, prefix_bits: spec.prefix_bits, lengths: *code.lengths() };
+        let design = HeadDesign {
+            table_count: self.header.tables.len() as u16,
+            k: self.header.k,
+            levels: self.header.levels.clone(),
+            flags: self.header.flags(),
+            order: spec.order,
+        };
+        let head = TableHead { index: index as u16, codec: spec.codec, prefix_bits: spec.prefix_bits, lengths: *code.lengths(), design: Some(design) };
         self.put(&head.encode())?;
         let mut keys: Vec<u64> = Vec::new();
         let mut counts: Vec<u16> = Vec::new();
@@ -145,7 +179,11 @@ impl<'s> SegmentWriter<'s> {
         }
         let index_crc = crc32fast::hash(&index_bytes);
         self.put(&index_bytes)?;
-        self.tables.push(DirTable { head_offset, block_count: keys.len() as u64, entries, index_offset, index_crc });
+        let table = DirTable { head_offset, block_count: keys.len() as u64, entries, index_offset, index_crc };
+        let trailer_at = table.trailer_offset();
+        self.put(&vec![0u8; (trailer_at - self.offset) as usize])?;
+        self.put(&TableTrailer { index: index as u16, table }.encode())?;
+        self.tables.push(table);
         Ok(entries)
     }
 
@@ -165,36 +203,72 @@ impl<'s> SegmentWriter<'s> {
         if !self.header.has_ids {
             return Err(Error::InvalidArgument("the segment was created without ids".into()));
         }
-        if self.tables.len() != self.header.tables.len() {
-            return Err(Error::InvalidArgument("write every table before the ids".into()));
+        if self.ids_head.is_some() {
+            return Err(Error::InvalidArgument("the ids are already written".into()));
         }
-        self.pad_to(8)?;
-        let ids_offset = self.offset;
-        let mut crcs = Vec::new();
-        let mut page = Vec::with_capacity((IDS_PER_PAGE * 8) as usize);
+        let head = self.write_column(ColumnKind::Ids, 8, [0; 8], ids.into_iter().map(u64::to_le_bytes))?;
+        self.ids_head = Some(head);
+        Ok(())
+    }
+
+    /// Writes the sketches (each [`SketchColumn::bytes`] long), in the order of table 0's
+    /// entries, after the ids.
+    pub fn write_sketches<S: AsRef<[u8]>>(&mut self, sketches: impl IntoIterator<Item = S>) -> Result<()> {
+        let Some(spec) = self.sketches else {
+            return Err(Error::InvalidArgument("the segment was created without sketches".into()));
+        };
+        if self.header.has_ids && self.ids_head.is_none() {
+            return Err(Error::InvalidArgument("write the ids before the sketches".into()));
+        }
+        if self.sketches_head.is_some() {
+            return Err(Error::InvalidArgument("the sketches are already written".into()));
+        }
+        let head = self.write_column(ColumnKind::Sketches, spec.bytes, spec.scheme, sketches)?;
+        self.sketches_head = Some(head);
+        Ok(())
+    }
+
+    /// Writes one column section (`format-spec/segment.md`): its head, then pages of
+    /// values each ending with its CRC. Returns the head's offset.
+    fn write_column<S: AsRef<[u8]>>(&mut self, kind: ColumnKind, value_bytes: u16, scheme: [u8; 8], values: impl IntoIterator<Item = S>) -> Result<u64> {
+        if self.tables.len() != self.header.tables.len() {
+            return Err(Error::InvalidArgument(format!("write every table before the {} column", kind.name())));
+        }
+        let entries = self.tables.first().map_or(0, |t| t.entries);
+        let head = ColumnHead::new(kind, value_bytes, entries, scheme);
+        self.pad_to(ALIGN)?;
+        let head_offset = self.offset;
+        self.put(&head.encode())?;
+        let data_bytes = (PAGE_BYTES - PAGE_CRC_BYTES) as usize;
+        let mut page = Vec::with_capacity(PAGE_BYTES as usize);
         let mut n = 0u64;
-        for id in ids {
-            page.extend_from_slice(&id.to_le_bytes());
+        for value in values {
+            let value = value.as_ref();
+            if value.len() != usize::from(value_bytes) {
+                return Err(Error::InvalidArgument(format!("{} value {n} is {} bytes, the column holds {value_bytes}", kind.name(), value.len())));
+            }
+            page.extend_from_slice(value);
             n += 1;
-            if page.len() as u64 == IDS_PER_PAGE * 8 {
-                crcs.push(crc32fast::hash(&page));
-                self.put(&page)?;
-                page.clear();
+            if n % u64::from(head.per_page) == 0 {
+                self.put_page(&mut page, data_bytes)?;
             }
         }
         if !page.is_empty() {
-            crcs.push(crc32fast::hash(&page));
-            self.put(&page)?;
+            self.put_page(&mut page, data_bytes)?;
         }
-        let entries = self.tables.first().map_or(0, |t| t.entries);
         if n != entries {
-            return Err(Error::InvalidArgument(format!("{n} ids for {entries} entries")));
+            return Err(Error::InvalidArgument(format!("{n} {} values for {entries} entries", kind.name())));
         }
-        let crcs_offset = self.offset;
-        let mut crc_bytes = vec![0u8; crcs.len() * 4];
-        LE::write_u32_into(&crcs, &mut crc_bytes);
-        self.put(&crc_bytes)?;
-        self.ids = Some(DirIds { ids_offset, crcs_offset, crcs_crc: crc32fast::hash(&crc_bytes) });
+        Ok(head_offset)
+    }
+
+    /// Pads `page` to `data_bytes`, appends its CRC and writes it.
+    fn put_page(&mut self, page: &mut Vec<u8>, data_bytes: usize) -> Result<()> {
+        page.resize(data_bytes, 0);
+        let crc = crc32fast::hash(page);
+        page.extend_from_slice(&crc.to_le_bytes());
+        self.put(page)?;
+        page.clear();
         Ok(())
     }
 
@@ -203,15 +277,19 @@ impl<'s> SegmentWriter<'s> {
         if self.tables.len() != self.header.tables.len() {
             return Err(Error::InvalidArgument(format!("{} of {} tables written", self.tables.len(), self.header.tables.len())));
         }
-        if self.header.has_ids && self.ids.is_none() {
+        if self.header.has_ids && self.ids_head.is_none() {
             return Err(Error::InvalidArgument("the segment has ids but none were written".into()));
+        }
+        if self.sketches.is_some() && self.sketches_head.is_none() {
+            return Err(Error::InvalidArgument("the segment has sketches but none were written".into()));
         }
         let entries = self.tables.first().map_or(0, |t| t.entries);
         if let Some((i, t)) = self.tables.iter().enumerate().find(|(_, t)| t.entries != entries) {
             return Err(Error::InvalidArgument(format!("table {i} has {} entries, table 0 has {entries}", t.entries)));
         }
         self.pad_to(8)?;
-        let dir = Directory { entries, tables: self.tables.clone(), ids: self.ids.unwrap_or_default() }.encode();
+        let columns = DirColumns::V2 { ids_head: self.ids_head.unwrap_or(0), sketches_head: self.sketches_head.unwrap_or(0) };
+        let dir = Directory { entries, tables: self.tables.clone(), columns }.encode();
         let footer = Footer { dir_offset: self.offset, dir_len: dir.len() as u32, dir_crc: crc32fast::hash(&dir), version: FORMAT_VERSION };
         self.put(&dir)?;
         self.put(&footer.encode())?;

@@ -1,6 +1,6 @@
-//! A frozen version-1 index directory (`fixtures/v1/index/`): manifest, segment, tombstone
-//! file and a log with unflushed records, read by every future version; and a check that
-//! the engine still writes exactly these bytes.
+//! Frozen index directories (`fixtures/v1/index/`, `fixtures/v2/index/`: manifest, segment,
+//! tombstone file and a log with unflushed records), read by every future version; and a
+//! check that the engine still writes exactly the newest version's bytes.
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
@@ -17,8 +17,15 @@ use crate::engine::mem_options;
 
 const DIR: &str = "idx";
 
+/// The segment format version the engine writes today.
+const NEWEST: u32 = 2;
+
+fn fixture_dir_of(version: u32) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{version}/index"))
+}
+
 fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/v1/index")
+    fixture_dir_of(NEWEST)
 }
 
 /// 120 inserts (some near copies, one repeated pair) and 4 deletes, flushed; then 30
@@ -57,8 +64,12 @@ fn files(storage: &MemStorage) -> Vec<(String, Vec<u8>)> {
 }
 
 fn load_fixture() -> MemStorage {
+    load_fixture_of(NEWEST)
+}
+
+fn load_fixture_of(version: u32) -> MemStorage {
     let storage = MemStorage::default();
-    for entry in std::fs::read_dir(fixture_dir()).expect("fixtures/v1/index") {
+    for entry in std::fs::read_dir(fixture_dir_of(version)).expect("fixtures/vN/index") {
         let entry = entry.unwrap();
         storage.put(&Path::new(DIR).join(entry.file_name()), &std::fs::read(entry.path()).unwrap());
     }
@@ -77,7 +88,13 @@ fn frozen_index_reads_back_exactly() {
         }
     }
     let want = workload(&MemStorage::default());
-    let storage = load_fixture();
+    for version in 1..=NEWEST {
+        frozen_index_reads_back(version, &want);
+    }
+}
+
+fn frozen_index_reads_back(version: u32, want: &BTreeSet<(u64, u64)>) {
+    let storage = load_fixture_of(version);
     let kinds: Vec<String> = files(&storage).into_iter().map(|(n, _)| n.split('-').next().unwrap().to_string()).collect();
     assert_eq!(kinds, ["MANIFEST", "log", "seg", "tomb"]);
     let index = Index::open_read_only(DIR, mem_options(&storage, 10_000)).unwrap();

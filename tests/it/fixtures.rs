@@ -1,8 +1,10 @@
-//! Golden files: the worked example of `format-spec/block.md` and frozen version-1 segments
-//! (clean and damaged) in `fixtures/v1/`, read by every future version.
+//! Golden files: the worked example of `format-spec/block.md` and frozen segments (clean
+//! and damaged) of every format version, `fixtures/v1/` and `fixtures/v2/`, read by every
+//! future version. The writer's output must equal the newest version's `small.sdx`.
 //!
-//! To regenerate after a deliberate writer change (see `format-spec/README.md`), run
-//! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it fixtures` and commit the diff.
+//! To regenerate the newest version's files after a deliberate writer change (see
+//! `format-spec/README.md`), run `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it
+//! fixtures` and commit the diff. Older versions' files are never regenerated.
 
 use std::path::PathBuf;
 
@@ -13,14 +15,22 @@ use simdex::{build_segment, BuildOptions, Error, QueryOptions, Segment};
 
 use crate::common::{brute_force, Rng};
 
+/// The newest format version, whose files the writer reproduces.
+const NEWEST: u32 = 2;
+
+fn fixture_of(version: u32, name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{version}")).join(name)
+}
+
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/v1").join(name)
+    fixture_of(NEWEST, name)
 }
 
 /// The input of `small.sdx`: 1000 fingerprints with ids, random plus zeros, all-ones and a
 /// cluster of near copies.
 fn small_input() -> (Vec<u64>, Vec<u64>) {
-    let text = std::fs::read_to_string(fixture("small.txt")).expect("fixtures/v1/small.txt");
+    // The same input for every version.
+    let text = std::fs::read_to_string(fixture_of(1, "small.txt")).expect("fixtures/v1/small.txt");
     text.lines()
         .map(|l| {
             let (fp, id) = l.split_once('\t').unwrap();
@@ -59,8 +69,16 @@ fn frozen_segment_reads_back_exactly() {
     if regenerate() {
         regenerate_fixtures();
     }
+    for version in 1..=NEWEST {
+        frozen_segment_reads_back(version);
+    }
+}
+
+fn frozen_segment_reads_back(version: u32) {
     let (fps, ids) = small_input();
-    let seg = Segment::open(fixture("small.sdx")).unwrap();
+    let path = fixture_of(version, "small.sdx");
+    let seg = Segment::open(&path).unwrap();
+    assert_eq!(seg.format_version(), version);
     assert_eq!(seg.len(), 1000);
     assert_eq!(seg.design().summary(), "4 tables (4 blocks), p = 16, k = 3");
     let mut want: Vec<(u64, Option<u64>)> = fps.iter().zip(&ids).map(|(&f, &i)| (f, Some(i))).collect();
@@ -74,7 +92,7 @@ fn frozen_segment_reads_back_exactly() {
             assert_eq!(seg.query(q, &QueryOptions::within(k)).unwrap(), brute_force(&fps, Some(&ids), q, k));
         }
     }
-    assert!(verify_segment(fixture("small.sdx")).unwrap().is_clean());
+    assert!(verify_segment(&path).unwrap().is_clean());
 }
 
 #[test]
@@ -88,6 +106,13 @@ fn writer_output_is_frozen() {
 
 #[test]
 fn frozen_damaged_segments_are_refused_by_name() {
+    for version in 1..=NEWEST {
+        frozen_damaged_segments_are_refused(version);
+    }
+}
+
+fn frozen_damaged_segments_are_refused(version: u32) {
+    let fixture = |name: &str| fixture_of(version, name);
     // One bit flipped in block 2 of table 3.
     let path = fixture("damaged-block.sdx");
     let seg = Segment::open(&path).unwrap();
@@ -118,7 +143,8 @@ fn frozen_damaged_segments_are_refused_by_name() {
 
     // A future version is refused clearly, not guessed at.
     let err = Segment::open(fixture("version-99.sdx")).unwrap_err();
-    assert!(matches!(err, Error::UnsupportedVersion { found: 99, supported: 1, .. }), "{err}");
+    assert!(matches!(err, Error::UnsupportedVersion { found: 99, supported: NEWEST, oldest: 1, .. }), "{err}");
+    assert!(err.to_string().contains("versions 1 to 2"), "{err}");
 }
 
 fn regenerate_fixtures() {
@@ -137,8 +163,9 @@ fn regenerate_fixtures() {
         };
         lines.push_str(&format!("{fp:016x}\t{}\n", 1_000_000 + i));
     }
+    // The input is frozen with version 1's files; check it is still what this makes.
+    assert_eq!(std::fs::read_to_string(fixture_of(1, "small.txt")).unwrap(), lines);
     std::fs::create_dir_all(fixture("")).unwrap();
-    std::fs::write(fixture("small.txt"), lines).unwrap();
     let (fps, ids) = small_input();
     build_segment(&FsStorage, &fixture("small.sdx"), &fps, Some(&ids), &BuildOptions::default()).unwrap();
     let seg = Segment::open(fixture("small.sdx")).unwrap();
