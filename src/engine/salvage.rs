@@ -4,8 +4,10 @@
 //! What is read, in order: the manifest (if readable; otherwise every segment, tombstone
 //! file and log in the directory is taken, and tombstones then apply to every segment,
 //! since without the manifest the age of a segment is unknown); each segment block by block
-//! through table 0 and its id pages (a damaged block or id page loses exactly its entries,
-//! and a segment that does not open loses all of them); each tombstone file (whole or
+//! through its first table that opens and its id pages, damaged blocks rebuilt from the
+//! sibling tables (a damaged segment header, directory, footer or lost tail is worked around
+//! by `segment::scan`, which finds the tables that are still whole; an entry is lost only
+//! when no table holds it intact, and an id only with its page); each tombstone file (whole or
 //! lost); each log in salvage mode (damaged stretches are skipped; the operations lost in
 //! between are counted from the sequence numbers around them). The live pairs are then
 //! computed with the engine's rule (a delete hides older copies) and written to the new
@@ -19,6 +21,7 @@ use super::{Index, IndexOptions};
 use crate::error::{Error, Result};
 use crate::log::{scan_log, LogEnd, OpKind, ScanMode};
 use crate::manifest::Manifest;
+use crate::segment::scan::salvage_open;
 use crate::segment::Segment;
 use crate::storage::Storage;
 use crate::tombstone;
@@ -32,6 +35,9 @@ pub struct SalvageReport {
     pub recovered: Vec<(String, String)>,
     /// Per file: name, exactly what was lost.
     pub lost: Vec<(String, String)>,
+    /// Per file: name, a damaged structure that was worked around (by itself it loses
+    /// nothing; what it did cost is in [`Self::lost`]).
+    pub bypassed: Vec<(String, String)>,
     /// Fingerprint entries read from segments.
     pub segment_entries: u64,
     /// Segment entries lost to damage (known exactly from block counts and id pages).
@@ -87,18 +93,33 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     let mut pairs: Vec<(u64, u64, u64)> = Vec::new();
     for (number, bound, expected) in segments {
         let name = files::segment_name(number);
-        let segment = match Segment::open_with(storage, &src.join(&name)) {
+        let path = src.join(&name);
+        let salvaged = storage.read(&path).map_err(|e| Error::io(&path, "open", e)).and_then(|bytes| salvage_open(&path, bytes));
+        let salvaged = match salvaged {
             Ok(s) => s,
             Err(e) => {
                 report.segment_entries_lost += expected.unwrap_or(0);
                 let count = expected.map_or("all its entries (count unknown)".to_string(), |n| format!("all {n} entries"));
-                report.lost.push((name, format!("{count}: {}", e.chain_message())));
+                report.lost.push((name, format!("{count}: no table of it can be read: {}", e.chain_message())));
                 continue;
             }
         };
+        for d in salvaged.damage {
+            report.bypassed.push((name.clone(), d));
+        }
+        let segment = salvaged.segment;
+        if salvaged.ids_lost {
+            report.lost.push((name.clone(), format!("the document ids of all {} entries (the id column is lost): fingerprints kept with id {UNKNOWN_DOC_ID}", segment.len())));
+        }
         let (got, lost) = read_segment(&segment, bound, &mut pairs);
         report.segment_entries += got;
-        report.segment_entries_lost += lost.iter().map(|l| l.0).sum::<u64>();
+        let mut lost_entries: u64 = lost.iter().map(|l| l.0).sum();
+        // A lost tail can hide entries no table accounts for: the manifest's count says.
+        if let Some(missing) = expected.map(|n| n.saturating_sub(segment.len())).filter(|&m| m > 0) {
+            lost_entries += missing;
+            report.lost.push((name.clone(), format!("{missing} entries: the manifest lists {} but the readable tables hold {}", segment.len() + missing, segment.len())));
+        }
+        report.segment_entries_lost += lost_entries;
         report.recovered.push((name.clone(), format!("{got} of {} entries", segment.len())));
         for (n, what) in lost {
             report.lost.push((name.clone(), if n == 0 { what } else { format!("{n} entries: {what}") }));
@@ -242,74 +263,109 @@ pub const UNKNOWN_DOC_ID: u64 = u64::MAX;
 /// Reads every `(fingerprint, id)` of a segment into `out` with `bound`; returns the count
 /// read and the losses (entries, where and why).
 ///
-/// Table 0 is read block by block. Every table holds every fingerprint, so the entries of a
-/// damaged table-0 block are rebuilt from the first sibling table that decodes whole: the
-/// block index (intact, or the segment would not open) bounds the block's entries by the
-/// keys around it and counts them; the sibling's entries in that range, un-permuted, less
-/// the ones intact neighbouring blocks hold, are the block's entries when the count agrees.
-/// Their ids come from the id column at the block's ordinals. An entry whose id page is
-/// damaged keeps its fingerprint, with [`UNKNOWN_DOC_ID`].
+/// The first table that opened (table 0 unless it is lost) is the primary, read block by
+/// block. Every table holds every fingerprint, so the entries of a damaged primary block are
+/// rebuilt from a sibling table: the block index (intact, or the table would not open)
+/// bounds the block's entries by the keys around it and counts them; the sibling's intact
+/// entries in that range (mapped into the primary's permutation), less the ones intact
+/// neighbouring blocks hold, are the block's entries when the count agrees (they are a
+/// subset of the true ones, so an equal count means equal sets). Ids come from the id
+/// column by ordinal in table 0's order: the primary's ordinals when it is table 0, else the
+/// positions in the sorted fingerprints when every entry was recovered. An entry whose id
+/// is unreadable keeps its fingerprint, with [`UNKNOWN_DOC_ID`].
 fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -> (u64, Vec<(u64, String)>) {
     let mut lost = Vec::new();
-    let Some(table) = segment.tables().first() else { return (0, lost) };
-    let blocks: Vec<std::result::Result<Vec<u64>, Error>> = (0..table.block_count())
-        .map(|b| {
-            let mut fps = Vec::with_capacity(table.block_entries(b) as usize);
-            segment
-                .visit_block(0, b, |v| {
-                    fps.push(v);
-                    true
+    let Some(primary) = segment.tables().first() else { return (0, lost) };
+    let decode = |t: usize, b: u64| -> Result<Vec<u64>> {
+        let mut fps = Vec::new();
+        segment
+            .visit_block(t, b, |v| {
+                fps.push(v);
+                true
+            })
+            .map(|()| fps)
+    };
+    let blocks: Vec<Result<Vec<u64>>> = (0..primary.block_count()).map(|b| decode(0, b)).collect();
+    // Siblings' intact entries in the primary's permutation, sorted; decoded when needed.
+    let mut siblings: Vec<Option<Vec<u64>>> = vec![None; segment.tables().len()];
+    let mut sibling_entries = |s: usize| -> Vec<u64> {
+        siblings
+            .get_mut(s)
+            .map(|slot| {
+                slot.get_or_insert_with(|| {
+                    let Some(table) = segment.tables().get(s) else { return Vec::new() };
+                    let (from, to) = (&table.design().permutation, &primary.design().permutation);
+                    let mut v: Vec<u64> = (0..table.block_count()).filter_map(|b| decode(s, b).ok()).flatten().map(|x| to.apply(from.invert(x))).collect();
+                    v.sort_unstable();
+                    v
                 })
-                .map(|()| fps)
-        })
-        .collect();
-    let damaged: Vec<u64> = (0..table.block_count()).filter(|&b| blocks.get(b as usize).is_some_and(|r| r.is_err())).collect();
-    let sibling = if damaged.is_empty() { None } else { whole_sibling(segment) };
+                .clone()
+            })
+            .unwrap_or_default()
+    };
     let mut got = 0u64;
+    // (permuted fingerprint, ordinal in the primary) of every recovered entry.
+    let mut recovered: Vec<(u64, u64)> = Vec::with_capacity(segment.len() as usize);
     for (b, block) in (0u64..).zip(&blocks) {
-        let n = u64::from(table.block_entries(b));
-        let first = table.first_ordinal(b);
+        let n = u64::from(primary.block_entries(b));
+        let first = primary.first_ordinal(b);
         let fps = match block {
             Ok(fps) => fps.clone(),
-            Err(e) => match sibling.as_ref().and_then(|(_, values)| rebuild_block(table, &blocks, values, b)) {
-                Some(fps) => fps,
-                None => {
-                    let why = if sibling.is_some() { "its sibling tables do not account for it" } else { "no sibling table decodes whole" };
-                    lost.push((n, format!("table 0 block {b} at byte offset {}: {} ({why})", table.block_offset(b), e.chain_message())));
-                    continue;
+            Err(e) => {
+                let rebuilt = (1..segment.tables().len()).find_map(|s| rebuild_block(primary, &blocks, &sibling_entries(s), b));
+                match rebuilt {
+                    Some(fps) => fps,
+                    None => {
+                        let why = if segment.tables().len() > 1 { "no sibling table accounts for it" } else { "no sibling table could be read" };
+                        lost.push((n, format!("table {} block {b} at byte offset {}: {} ({why})", primary.number(), primary.block_offset(b), e.chain_message())));
+                        continue;
+                    }
                 }
-            },
+            }
         };
-        for (i, fp) in (0u64..).zip(fps) {
-            let ordinal = first + i;
-            let id = match segment.doc_id(ordinal) {
+        recovered.extend((first..).zip(fps).map(|(ordinal, fp)| (fp, ordinal)));
+    }
+    // Into table 0's order (fingerprint order), with each entry's ordinal there.
+    let permutation = &primary.design().permutation;
+    let complete = recovered.len() as u64 == segment.len();
+    let mut entries: Vec<(u64, Option<u64>)> = if primary.number() == 0 {
+        recovered.into_iter().map(|(fp, ordinal)| (fp, Some(ordinal))).collect()
+    } else {
+        let mut fps: Vec<u64> = recovered.into_iter().map(|(v, _)| permutation.invert(v)).collect();
+        fps.sort_unstable();
+        fps.into_iter().zip(0u64..).map(|(fp, ordinal)| (fp, complete.then_some(ordinal))).collect()
+    };
+    if primary.number() != 0 && !complete && segment.has_ids() {
+        lost.push((
+            0,
+            format!(
+                "the document ids of all {} entries read: table 0 is lost and so are some entries, so their places in the id column are unknown; kept with id {UNKNOWN_DOC_ID}",
+                entries.len()
+            ),
+        ));
+    }
+    for (fp, ordinal) in entries.drain(..) {
+        let id = match ordinal {
+            None => UNKNOWN_DOC_ID,
+            Some(_) if !segment.has_ids() => UNKNOWN_DOC_ID,
+            Some(ordinal) => match segment.doc_id(ordinal) {
                 Ok(id) => id,
                 Err(e) => {
                     lost.push((0, format!("entry {ordinal} (fingerprint {fp:016x}): its document id is unreadable, kept with id {UNKNOWN_DOC_ID}: {}", e.chain_message())));
                     UNKNOWN_DOC_ID
                 }
-            };
-            out.push((fp, id, bound));
-            got += 1;
-        }
+            },
+        };
+        out.push((fp, id, bound));
+        got += 1;
     }
     (got, lost)
 }
 
-/// The first table after table 0 whose every block decodes, and its entries un-permuted
-/// and sorted.
-fn whole_sibling(segment: &Segment) -> Option<(usize, Vec<u64>)> {
-    (1..segment.tables().len()).find_map(|t| {
-        let permutation = &segment.tables().get(t)?.design().permutation;
-        let mut values = segment.table_entries(t).map(|v| v.map(|v| permutation.invert(v))).collect::<Result<Vec<u64>>>().ok()?;
-        values.sort_unstable();
-        Some((t, values))
-    })
-}
-
-/// The entries of damaged table-0 block `b`, from `sibling` (every stored fingerprint,
-/// sorted), when they add up to the block's count.
-fn rebuild_block(table: &crate::segment::Table, blocks: &[std::result::Result<Vec<u64>, Error>], sibling: &[u64], b: u64) -> Option<Vec<u64>> {
+/// The entries of damaged block `b` of `table`, from `sibling` (every fingerprint another
+/// table holds intact, in `table`'s permutation, sorted), when they add up to the block's
+/// count.
+fn rebuild_block(table: &crate::segment::Table, blocks: &[Result<Vec<u64>>], sibling: &[u64], b: u64) -> Option<Vec<u64>> {
     let keys = table.keys();
     let hi = *keys.get(b as usize)?;
     let lo = if b == 0 { 0 } else { *keys.get(b as usize - 1)? };

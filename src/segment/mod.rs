@@ -10,9 +10,10 @@
 
 pub(crate) mod layout;
 mod reader;
+pub mod scan;
 pub mod verify;
 mod writer;
 
-pub use layout::FORMAT_VERSION;
+pub use layout::{FORMAT_VERSION, OLDEST_VERSION};
 pub use reader::{Segment, Table, TableEntries};
-pub use writer::{build_segment, build_segment_with_progress, temporary_path, BuildOptions, IdColumn, SegmentWriter};
+pub use writer::{build_segment, build_segment_with_progress, temporary_path, BuildOptions, IdColumn, SegmentWriter, SketchColumn};

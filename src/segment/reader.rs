@@ -250,6 +250,22 @@ impl Segment {
         Ok(Segment { path, bytes, version, design, entries: dir.entries, tables, ids, sketches })
     }
 
+    /// A segment assembled by salvage from the parts of a damaged file that open
+    /// (`scan.rs`): `tables` may be a subset of the design's, in table order.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn from_salvaged_parts(
+        path: PathBuf,
+        bytes: FileBytes,
+        version: u32,
+        design: Design,
+        entries: u64,
+        tables: Vec<Table>,
+        ids: Option<ColumnAt>,
+        sketches: Option<ColumnAt>,
+    ) -> Self {
+        Segment { path, bytes, version, design, entries, tables, ids, sketches }
+    }
+
     /// The file's format version.
     pub fn format_version(&self) -> u32 {
         self.version

@@ -16,4 +16,5 @@ mod engine_salvage;
 mod fingerprint;
 mod fixtures;
 mod readme;
+mod segment_columns;
 mod segment_queries;
