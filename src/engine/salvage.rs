@@ -256,6 +256,31 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     Ok(report)
 }
 
+/// What `simdex recover` would rebuild of the (damaged) segment at `path`, in one line,
+/// without writing anything: `expected` is the manifest's entry count, when known.
+pub(crate) fn segment_outlook(storage: &dyn Storage, path: &Path, expected: Option<u64>) -> String {
+    let salvaged = storage.read(path).map_err(|e| Error::io(path, "open", e)).and_then(|bytes| salvage_open(path, bytes));
+    let salvaged = match salvaged {
+        Ok(s) => s,
+        Err(e) => return format!("nothing: no table of it can be read ({})", e.chain_message()),
+    };
+    let segment = &salvaged.segment;
+    let mut pairs = Vec::new();
+    let (got, lost) = read_segment(segment, 0, &mut pairs);
+    let total = expected.unwrap_or(segment.len()).max(segment.len());
+    let ids_unknown = if salvaged.ids_lost { got } else { lost.iter().filter(|(n, _)| *n == 0).count() as u64 };
+    let tables = segment.tables().iter().map(|t| t.number().to_string()).collect::<Vec<_>>().join(", ");
+    format!(
+        "{got} of {total} fingerprints (from table{} {tables}){}",
+        if segment.tables().len() == 1 { "" } else { "s" },
+        match (ids_unknown, segment.has_ids() || salvaged.ids_lost) {
+            (_, false) => String::new(),
+            (0, true) => " with every document id".to_string(),
+            (n, true) => format!("; {n} document ids are lost (their fingerprints are kept)"),
+        }
+    )
+}
+
 /// The document id salvage stores for a fingerprint whose id is unreadable (its id page is
 /// damaged): the fingerprint is kept, and the report lists each such entry.
 pub const UNKNOWN_DOC_ID: u64 = u64::MAX;

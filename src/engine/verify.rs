@@ -46,6 +46,8 @@ pub struct IndexVerifyReport {
     pub notes: Vec<String>,
     /// Files that are not simdex's.
     pub unknown: Vec<String>,
+    /// Per damaged file: what `simdex recover` can rebuild of it.
+    pub recoverable: Vec<(String, String)>,
 }
 
 impl IndexVerifyReport {
@@ -107,8 +109,12 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
                     report.notes.push(format!("{name}: not in the manifest: an orphan of an interrupted flush or compaction (removed by the next writable open)"));
                     continue;
                 }
+                let outlook = || super::salvage::segment_outlook(storage, &path, meta.map(|m| m.entries));
                 match verify_segment_with(storage, &path) {
-                    Err(e) => report.problem(name, &e),
+                    Err(e) => {
+                        report.problem(name, &e);
+                        report.recoverable.push((name.clone(), outlook()));
+                    }
                     Ok(v) => {
                         for p in &v.problems {
                             report.problems.push(FileProblem { file: name.clone(), offset: Some(p.offset), detail: format!("{}{}", p.detail, p.location) });
@@ -122,7 +128,11 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
                                 });
                             }
                         }
-                        report.checked.push((name.clone(), format!("{} fingerprints, {} tables, {} blocks", v.entries, v.tables, v.blocks)));
+                        if v.is_clean() {
+                            report.checked.push((name.clone(), format!("{} fingerprints, {} tables, {} blocks", v.entries, v.tables, v.blocks)));
+                        } else {
+                            report.recoverable.push((name.clone(), outlook()));
+                        }
                     }
                 }
             }
@@ -133,7 +143,10 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
                     continue;
                 }
                 match tombstone::read(storage, &path) {
-                    Err(e) => report.problem(name, &e),
+                    Err(e) => {
+                        report.problem(name, &e);
+                        report.recoverable.push((name.clone(), "nothing: its deletes are lost, so the pairs it deleted come back (recover lists the file)".into()));
+                    }
                     Ok(t) => {
                         if let Some(meta) = meta.filter(|m| m.count != t.len() as u64) {
                             report.problems.push(FileProblem {
@@ -194,7 +207,10 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
             Ok(())
         });
         match scanned {
-            Err(e) => report.problem(&name, &e),
+            Err(e) => {
+                report.problem(&name, &e);
+                report.recoverable.push((name.clone(), "every record that passes its checksum; the operations lost between them are counted from their sequence numbers".into()));
+            }
             Ok(scan) => {
                 if let Some((offset, expected, found)) = gap {
                     report.problems.push(FileProblem {

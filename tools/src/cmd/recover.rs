@@ -11,7 +11,9 @@ use std::path::PathBuf;
 /// Copy what is intact of a damaged index into a new index, and report exactly what was
 /// lost.
 ///
-/// Reads every segment block by block, every tombstone file and every log record that
+/// Reads every segment block by block (a damaged block is rebuilt from the segment's other
+/// tables; a damaged header, directory or footer, or a lost tail, is worked around by
+/// finding the tables that are whole), every tombstone file and every log record that
 /// passes its checksums (skipping damaged stretches, which the engine itself never does),
 /// applies the deletes, and writes the live pairs to a new index in NEWDIR, compacted into
 /// one segment. The report names every file and what was recovered from it, and every loss:
@@ -42,7 +44,7 @@ pub fn run(args: Args) -> Result<()> {
             "{}",
             serde_json::to_string_pretty(&json!({
                 "from": args.dir, "to": args.out, "manifest_problem": report.manifest_problem,
-                "recovered": pairs(&report.recovered), "lost": pairs(&report.lost),
+                "recovered": pairs(&report.recovered), "lost": pairs(&report.lost), "damage_worked_around": pairs(&report.bypassed),
                 "segment_entries": report.segment_entries, "segment_entries_lost": report.segment_entries_lost,
                 "tombstones": report.tombstones, "log_operations": report.log_ops, "log_operations_lost": report.log_ops_lost,
                 "log_operations_possibly_lost": report.log_ops_possibly_lost, "log_tail_bytes_lost": report.log_tail_bytes_lost, "live_pairs": report.live_pairs,
@@ -55,6 +57,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     for (file, what) in &report.recovered {
         out!("recovered {file}: {what}");
+    }
+    for (file, what) in &report.bypassed {
+        out!("damaged {file}: {what}");
     }
     for (file, what) in &report.lost {
         out!("LOST {file}: {what}");

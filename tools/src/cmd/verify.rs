@@ -67,6 +67,7 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
             serde_json::to_string_pretty(&json!({
                 "dir": args.file, "clean": report.is_clean(), "checked": checked, "problems": problems,
                 "notes": report.notes, "unknown_files": report.unknown,
+                "recoverable": report.recoverable.iter().map(|(f, s)| json!({"file": f, "recover_rebuilds": s})).collect::<Vec<_>>(),
             }))?
         );
     } else {
@@ -82,10 +83,20 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
         for p in &report.problems {
             out!("{}/{p}", args.file.display());
         }
+        for (file, what) in &report.recoverable {
+            out!("{}/{file}: DAMAGED; `simdex recover` can rebuild {what}", args.file.display());
+        }
         if report.is_clean() {
             out!("{}: ok ({} files checked)", args.file.display(), report.checked.len());
         } else {
-            out!("{}: {} problem(s) found", args.file.display(), report.problems.len());
+            out!(
+                "{}: {} problem(s) found in {} file(s); {} file(s) clean. To copy what is intact into a new index: simdex recover {} --out NEWDIR",
+                args.file.display(),
+                report.problems.len(),
+                report.problems.iter().map(|p| &p.file).collect::<std::collections::BTreeSet<_>>().len(),
+                report.checked.len(),
+                args.file.display()
+            );
         }
     }
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
