@@ -28,20 +28,84 @@ pub trait SyncHandle: Send + Sync {
 }
 
 /// The whole content of a file, shared and immutable (an mmap for files on disk).
+///
+/// A mapping is made for random access (`MADV_RANDOM`): a query touches a few 1 KB blocks
+/// far apart, and the kernel's default read-around (up to `read_ahead_kb` around each
+/// fault, 8 MiB on some disks) would read megabytes per cold query. Readers that do know
+/// what they will read say so with [`Self::will_need`] (a query's blocks before it
+/// decodes any; a sequential scan's next window) and [`Self::done_with`] (a scan's
+/// consumed window, so it does not stay resident in the process).
 #[derive(Clone)]
-pub struct FileBytes(Arc<dyn Deref<Target = [u8]> + Send + Sync>);
+pub struct FileBytes(Arc<Backing>);
+
+enum Backing {
+    Owned(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
 
 impl FileBytes {
     /// Wraps an owned buffer.
     pub fn from_vec(bytes: Vec<u8>) -> Self {
-        FileBytes(Arc::new(bytes))
+        FileBytes(Arc::new(Backing::Owned(bytes)))
     }
+
+    /// Wraps a mapping, advising the kernel that reads are random.
+    fn from_map(map: memmap2::Mmap) -> Self {
+        // A hint only: if the kernel refuses it, reads are as correct, just read ahead.
+        let _ = map.advise(memmap2::Advice::Random);
+        FileBytes(Arc::new(Backing::Mapped(map)))
+    }
+
+    /// True when the bytes are a mapping of a file (reads may go to the disk).
+    pub fn is_mapped(&self) -> bool {
+        matches!(*self.0, Backing::Mapped(_))
+    }
+
+    /// Asks the kernel to start reading `offset .. offset + len` now, without waiting
+    /// (`MADV_WILLNEED`): issued for several ranges before any is touched, their reads
+    /// overlap. A no-op for owned bytes and for ranges outside the file.
+    pub fn will_need(&self, offset: usize, len: usize) {
+        if let Backing::Mapped(map) = &*self.0 {
+            if let Some((offset, len)) = page_range(offset, len, map.len()) {
+                let _ = map.advise_range(memmap2::Advice::WillNeed, offset, len);
+            }
+        }
+    }
+
+    /// Tells the kernel this process is done with `offset .. offset + len` for now
+    /// (`MADV_DONTNEED`): the pages leave the process's resident set (they stay in the page
+    /// cache, and a later read faults them back in). A no-op for owned bytes.
+    pub fn done_with(&self, offset: usize, len: usize) {
+        if let Backing::Mapped(map) = &*self.0 {
+            if let Some((offset, len)) = page_range(offset, len, map.len()) {
+                // SAFETY: the mapping is read-only and of a file simdex never modifies in
+                // place (see `FsStorage::read`), so dropping its pages from this process
+                // loses nothing: the next read of these bytes faults in the same content
+                // from the page cache or the file. No reference into the range is
+                // invalidated (the virtual addresses stay mapped). Exercised by
+                // `segment::reader::tests::sequential_scans_advise_and_read_the_same_bytes`.
+                let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
+            }
+        }
+    }
+}
+
+/// `offset .. offset + len` widened to whole pages and clipped to `file_len`, or `None`
+/// when nothing of it is in the file.
+fn page_range(offset: usize, len: usize, file_len: usize) -> Option<(usize, usize)> {
+    const PAGE: usize = 4096;
+    let start = offset / PAGE * PAGE;
+    let end = offset.checked_add(len)?.min(file_len);
+    (start < end).then(|| (start, end - start))
 }
 
 impl Deref for FileBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.0
+        match &*self.0 {
+            Backing::Owned(v) => v,
+            Backing::Mapped(m) => m,
+        }
     }
 }
 
@@ -157,7 +221,7 @@ impl Storage for FsStorage {
         // supported use, as it is for every mmap-based store. Exercised by every test that
         // opens a segment from disk.
         let map = unsafe { memmap2::Mmap::map(&file)? };
-        Ok(FileBytes(Arc::new(map)))
+        Ok(FileBytes::from_map(map))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

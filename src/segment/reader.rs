@@ -26,6 +26,33 @@ pub struct Segment {
     tables: Vec<Table>,
     ids: Option<ColumnAt>,
     sketches: Option<ColumnAt>,
+    cold: ColdReads,
+}
+
+/// Whether queries on a mapped segment should ask for their blocks ahead: set when
+/// touching a query's first blocks takes disk time (a major fault), for the next
+/// [`ColdReads::QUERIES`] queries, then measured again. Warm queries pay one clock read.
+#[derive(Debug, Default)]
+struct ColdReads(std::sync::atomic::AtomicU32);
+
+impl ColdReads {
+    /// Queries that ask ahead after a cold one.
+    const QUERIES: u32 = 256;
+    /// Touching a query's first blocks slower than this means they came from the disk.
+    const DISK: std::time::Duration = std::time::Duration::from_micros(50);
+
+    fn is_cold(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+
+    fn observe(&self, was_cold: bool, touch: std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if touch > Self::DISK {
+            self.0.store(Self::QUERIES, Relaxed);
+        } else if was_cold {
+            let _ = self.0.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+        }
+    }
 }
 
 /// Where a column's pages are: version 1's id array (page CRCs in an array after it) or a
@@ -247,7 +274,7 @@ impl Segment {
                 (column(header.has_ids, ids_head, ColumnKind::Ids)?, column(header.has_sketches, sketches_head, ColumnKind::Sketches)?)
             }
         };
-        Ok(Segment { path, bytes, version, design, entries: dir.entries, tables, ids, sketches })
+        Ok(Segment { path, bytes, version, design, entries: dir.entries, tables, ids, sketches, cold: ColdReads::default() })
     }
 
     /// A segment assembled by salvage from the parts of a damaged file that open
@@ -263,7 +290,7 @@ impl Segment {
         ids: Option<ColumnAt>,
         sketches: Option<ColumnAt>,
     ) -> Self {
-        Segment { path, bytes, version, design, entries, tables, ids, sketches }
+        Segment { path, bytes, version, design, entries, tables, ids, sketches, cold: ColdReads::default() }
     }
 
     /// The file's format version.
@@ -416,6 +443,9 @@ impl Segment {
     pub fn doc_ids(&self) -> impl Iterator<Item = Result<u64>> + '_ {
         let pages = self.ids.map_or(0, |c| c.pages(self.entries));
         (0..pages).flat_map(move |page| {
+            if let Some(c) = &self.ids {
+                self.scan_hint(c.pages_offset, c.page_stride, page, pages);
+            }
             let (ok, err) = match self.ids.as_ref().map(|c| self.page(c, page, ColumnKind::Ids)) {
                 Some(Ok(bytes)) => (Some(bytes.chunks_exact(8).map(|c| Ok(LE::read_u64(c)))), None),
                 Some(Err(e)) => (None, Some(Err(e))),
@@ -423,6 +453,30 @@ impl Segment {
             };
             ok.into_iter().flatten().chain(err)
         })
+    }
+
+    /// Read-ahead and release for a sequential scan over `count` units of `unit` bytes
+    /// starting at `start` (blocks of a table, pages of a column), called as the scan
+    /// reaches unit `i`: the mapping is random-access (`FileBytes`), so a scan asks for the
+    /// window after the one it enters and lets go of the one two behind it.
+    fn scan_hint(&self, start: u64, unit: u64, i: u64, count: u64) {
+        if i % SCAN_WINDOW != 0 || !self.bytes.is_mapped() {
+            return;
+        }
+        let span = |from: u64| (start + from * unit, count.min(from + SCAN_WINDOW).saturating_sub(from) * unit);
+        let ask = |(offset, len): (u64, u64)| {
+            if len > 0 {
+                self.bytes.will_need(offset as usize, len as usize);
+            }
+        };
+        if i == 0 {
+            ask(span(0));
+        }
+        ask(span(i + SCAN_WINDOW));
+        if let Some(behind) = i.checked_sub(2 * SCAN_WINDOW) {
+            let (offset, len) = span(behind);
+            self.bytes.done_with(offset as usize, len as usize);
+        }
     }
 
     /// The document id of table 0's entry number `ordinal` (after its page's CRC check).
@@ -528,13 +582,25 @@ impl Segment {
         for (start, table) in starts.iter_mut().zip(&self.tables) {
             let q = table.design.permutation.apply(fingerprint);
             *start = lower_bound(&table.keys, q & table.design.prefix_mask()) as u64;
-            if *start < table.dir.block_count {
-                let at = table.block_offset(*start) as usize;
-                let block = self.bytes.get(at..).unwrap_or_default().iter().take(BLOCK_BYTES);
-                for &byte in block.step_by(64) {
-                    std::hint::black_box(byte);
-                }
+        }
+        // On disk and cold (recent queries waited for the disk), ask for every table's
+        // block at once, so that their reads overlap instead of faulting one by one.
+        let cold = self.cold.is_cold();
+        if cold {
+            for (&start, table) in starts.iter().zip(&self.tables).filter(|(&s, t)| s < t.dir.block_count) {
+                self.bytes.will_need(table.block_offset(start) as usize, BLOCK_BYTES);
             }
+        }
+        let clock = self.bytes.is_mapped().then(std::time::Instant::now);
+        for (&start, table) in starts.iter().zip(&self.tables).filter(|(&s, t)| s < t.dir.block_count) {
+            let at = table.block_offset(start) as usize;
+            let block = self.bytes.get(at..).unwrap_or_default().iter().take(BLOCK_BYTES);
+            for &byte in block.step_by(64) {
+                std::hint::black_box(byte);
+            }
+        }
+        if let Some(clock) = clock {
+            self.cold.observe(cold, clock.elapsed());
         }
         for t in 0..self.tables.len() {
             let start = starts.get(t).copied();
@@ -662,6 +728,10 @@ impl Segment {
     }
 }
 
+/// Blocks (or pages) a sequential scan asks the kernel for at a time: 2 MiB (8 KiB in unit
+/// tests, so that small segments cross many windows).
+const SCAN_WINDOW: u64 = if cfg!(test) { 8 } else { 2048 };
+
 /// Tables whose first blocks a query prefetches together (the rest are probed one by one).
 const PREFETCH_TABLES: usize = 32;
 
@@ -685,6 +755,9 @@ impl Iterator for TableEntries<'_> {
             }
             self.buf.clear();
             self.at = 0;
+            if let Some(table) = self.segment.tables.get(self.table) {
+                self.segment.scan_hint(table.dir.blocks_offset(), BLOCK_BYTES as u64, self.block, self.blocks);
+            }
             let buf = &mut self.buf;
             let r = self.segment.visit_block(self.table, self.block, |v| {
                 buf.push(v);
@@ -866,6 +939,54 @@ mod tests {
             b.sort_unstable();
             assert!(!a.is_empty());
             assert_eq!(a, b);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sequential_scans_advise_and_read_the_same_bytes() {
+        // A mapped segment of many scan windows: every scan (which asks ahead and lets go
+        // behind) and every cold-mode query (which asks for its blocks first) reads exactly
+        // what was written, twice over.
+        let mut x = 5u64;
+        let mut fps: Vec<u64> = (0..30_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            })
+            .collect();
+        let ids: Vec<u64> = (0..fps.len() as u64).collect();
+        let dir = std::env::temp_dir().join(format!("simdex-advise-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.sdx");
+        build_segment(&FsStorage, &path, &fps, Some(&ids), &BuildOptions::default()).unwrap();
+        let seg = Segment::open(&path).unwrap();
+        assert!(seg.bytes.is_mapped());
+        assert!(seg.tables()[0].block_count() > 4 * SCAN_WINDOW);
+        let mut pairs: Vec<(u64, u64)> = fps.iter().copied().zip(ids.iter().copied()).collect();
+        pairs.sort_unstable();
+        for _ in 0..2 {
+            let got: Vec<(u64, u64)> = seg.entries().map(|e| e.map(|(f, i)| (f, i.unwrap()))).collect::<Result<_>>().unwrap();
+            assert_eq!(got, pairs);
+            for (t, table) in seg.tables().iter().enumerate() {
+                let mut want: Vec<u64> = fps.iter().map(|&f| table.design().permutation.apply(f)).collect();
+                want.sort_unstable();
+                assert_eq!(seg.table_entries(t).collect::<Result<Vec<u64>>>().unwrap(), want);
+            }
+        }
+        fps.sort_unstable();
+        seg.cold.0.store(ColdReads::QUERIES, std::sync::atomic::Ordering::Relaxed);
+        for (i, &f) in fps.iter().enumerate().step_by(301) {
+            let q = f ^ (1 << (i % 64));
+            let mut want: Vec<u64> = fps.iter().copied().filter(|&g| (g ^ q).count_ones() <= 3).collect();
+            want.dedup();
+            let got: Vec<u64> = seg.query(q, &QueryOptions::within(3)).unwrap().iter().map(|m| m.fingerprint).collect();
+            let mut got_set = got.clone();
+            got_set.sort_unstable();
+            got_set.dedup();
+            assert_eq!(got_set, want);
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
