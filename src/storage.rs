@@ -40,7 +40,17 @@ pub struct FileBytes(Arc<Backing>);
 
 enum Backing {
     Owned(Vec<u8>),
+    /// A mapping read with advice.
     Mapped(memmap2::Mmap),
+    /// A mapping left to the kernel's defaults (`SIMDEX_MMAP_ADVICE=0`).
+    Plain(memmap2::Mmap),
+}
+
+/// Read advice is on unless the environment variable `SIMDEX_MMAP_ADVICE` is `0`: a
+/// diagnostic switch for measuring what the advice is worth (`benches/RESULTS.md`).
+fn advice_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("SIMDEX_MMAP_ADVICE").is_none_or(|v| v != "0"))
 }
 
 impl FileBytes {
@@ -51,12 +61,16 @@ impl FileBytes {
 
     /// Wraps a mapping, advising the kernel that reads are random.
     fn from_map(map: memmap2::Mmap) -> Self {
+        if !advice_enabled() {
+            return FileBytes(Arc::new(Backing::Plain(map)));
+        }
         // A hint only: if the kernel refuses it, reads are as correct, just read ahead.
         let _ = map.advise(memmap2::Advice::Random);
         FileBytes(Arc::new(Backing::Mapped(map)))
     }
 
-    /// True when the bytes are a mapping of a file (reads may go to the disk).
+    /// True when the bytes are a mapping of a file that takes read advice (reads may go to
+    /// the disk).
     pub fn is_mapped(&self) -> bool {
         matches!(*self.0, Backing::Mapped(_))
     }
@@ -104,7 +118,7 @@ impl Deref for FileBytes {
     fn deref(&self) -> &[u8] {
         match &*self.0 {
             Backing::Owned(v) => v,
-            Backing::Mapped(m) => m,
+            Backing::Mapped(m) | Backing::Plain(m) => m,
         }
     }
 }

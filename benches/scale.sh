@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The crawler's loop at scale, end to end through the CLI (issue 14): N random fingerprints
+# streamed into `simdex add DIR --binary -`, a full compaction, the open cost, warm queries,
+# cold queries with the page cache dropped and capped at a quarter of the index (cgroup v1,
+# root only), and a self-join (`simdex cluster DIR`). Prints one table; every figure is
+# measured here, on this machine.
+#
+#   benches/scale.sh 22            # N = 2^22, the small version CI runs
+#   benches/scale.sh 28 /work/big  # N = 2^28 in /work/big (about 20 GB free needed)
+#
+# Peak anonymous memory (RssAnon) is polled from /proc/PID/status every 50 ms, so a peak
+# shorter than that can be missed. Needs python3 (to make the input) and a release build of
+# the CLI (built here if missing).
+set -euo pipefail
+
+power=${1:-22}
+work=${2:-$(mktemp -d)}
+n=$((1 << power))
+here=$(cd "$(dirname "$0")/.." && pwd)
+simdex="$here/target/release/simdex"
+[ -x "$simdex" ] || cargo build --release -p simdex-cli --manifest-path "$here/Cargo.toml" >&2
+mkdir -p "$work"
+dir="$work/idx"
+rm -rf "$dir"
+need=$((n * 70 / 1024 / 1024 + 100))
+avail=$(df -Pm "$work" | awk 'NR == 2 { print $4 }')
+if [ "$avail" -lt "$need" ]; then
+    echo "scale.sh: $work has $avail MiB free; N = 2^$power needs about $need MiB" >&2
+    exit 1
+fi
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+# Runs "$@" with stdin from $INPUT_CMD (if set), polling its RssAnon; sets PEAK_MIB and
+# SECONDS_TAKEN.
+measure() {
+    local start pid peak=0 kb
+    start=$(now)
+    if [ -n "${INPUT_CMD:-}" ]; then
+        "$@" < <(eval "$INPUT_CMD") > "$work/out.txt" &
+    else
+        "$@" > "$work/out.txt" &
+    fi
+    pid=$!
+    while kill -0 "$pid" 2> /dev/null; do
+        kb=$(awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status" 2> /dev/null || echo 0)
+        [ -n "$kb" ] && [ "$kb" -gt "$peak" ] && peak=$kb
+        sleep 0.05
+    done
+    wait "$pid"
+    SECONDS_TAKEN=$(secs "$start" "$(now)")
+    PEAK_MIB=$((peak / 1024))
+}
+
+# N random fingerprints, written as a stream (the whole input never exists at once).
+# Seeded, so that the queries below can be variants of stored fingerprints.
+INPUT_CMD="python3 -c 'import random, sys
+r = random.Random(2026)
+n = $n
+w = sys.stdout.buffer
+while n > 0:
+    k = min(n, 1 << 20)
+    w.write(r.randbytes(8 * k))
+    n -= k'"
+measure "$simdex" add "$dir" --binary - --json
+add_s=$SECONDS_TAKEN add_mib=$PEAK_MIB
+INPUT_CMD=""
+measure "$simdex" compact "$dir"
+compact_s=$SECONDS_TAKEN compact_mib=$PEAK_MIB
+stats=$("$simdex" stats "$dir" --json)
+bytes=$(echo "$stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["segment_bytes"])')
+segments=$(echo "$stats" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["segments"]))')
+
+# Open cost: a read-only open and its stats, wall time and peak RSS.
+open_ms=$( { /usr/bin/time -f "%e %M" "$simdex" stats "$dir" > /dev/null; } 2>&1 | awk '{ printf "%d ms, %d MiB RSS", $1 * 1000, $2 / 1024 }')
+
+# Queries: 1000 two-bit variants of stored fingerprints (from the input's first 1M) and
+# 1000 random ones.
+python3 - "$work/q.txt" "$n" << 'EOF'
+import random, struct, sys
+first = min(int(sys.argv[2]), 1 << 20)
+stored = struct.unpack("<%dQ" % first, random.Random(2026).randbytes(8 * first))
+r = random.Random(7)
+out = []
+for i in range(1000):
+    v = stored[r.randrange(first)] ^ (1 << r.randrange(64)) ^ (1 << r.randrange(64))
+    out.append("%016x" % v)
+for i in range(1000):
+    out.append("%016x" % r.getrandbits(64))
+open(sys.argv[1], "w").write("\n".join(out) + "\n")
+EOF
+warm=$("$simdex" bench query "$dir" --input "$work/q.txt" --json --rounds 2 | python3 -c 'import json, sys; r = json.load(sys.stdin); print("p50 %.1f us, p99 %.1f us" % (r["p50_us"], r["p99_us"]))')
+
+cold="not measured (needs root for drop_caches and a cgroup v1 memory cap)"
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ]; then
+    cg=/sys/fs/cgroup/memory/simdex-scale-$$
+    mkdir "$cg"
+    echo $((bytes / 4)) > "$cg/memory.limit_in_bytes"
+    sync
+    echo 3 > /proc/sys/vm/drop_caches
+    before=$(awk '$3 == "vda" { print $6 }' /proc/diskstats)
+    cold=$(sh -c "echo \$\$ > $cg/cgroup.procs; exec $simdex bench query $dir --input $work/q.txt --json --no-warmup" | python3 -c 'import json, sys; r = json.load(sys.stdin); print("p50 %.0f us, p99 %.0f us, mean %.0f us" % (r["p50_us"], r["p99_us"], r["mean_us"]))')
+    after=$(awk '$3 == "vda" { print $6 }' /proc/diskstats)
+    cold="$cold, read $(((after - before) * 512 / 1024 / 1024)) MiB from disk (cap $((bytes / 4 / 1024 / 1024)) MiB)"
+    rmdir "$cg"
+fi
+
+measure "$simdex" cluster "$dir" --out /dev/null
+cluster_s=$SECONDS_TAKEN cluster_mib=$PEAK_MIB
+
+echo
+echo "| N | add (s) | add peak RssAnon | compact (s) | compact peak RssAnon | segments | bytes/fp | open | warm queries | cold queries | cluster (s) | cluster peak RssAnon |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| 2^$power | $add_s | $add_mib MiB | $compact_s | $compact_mib MiB | $segments | $(awk -v b="$bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') | $open_ms | $warm | $cold | $cluster_s | $cluster_mib MiB |"
+[ -z "${2:-}" ] && rm -rf "$work"
+exit 0
