@@ -295,8 +295,11 @@ impl TableHead {
         b[T_CODEC] = self.codec.id();
         b[T_PREFIX] = self.prefix_bits;
         b[T_LENGTHS..T_RESERVED].copy_from_slice(&self.lengths);
-        let crc_at = match &self.design {
-            None => T_CRC_V1,
+        match &self.design {
+            None => {
+                let crc = crc32fast::hash(&b[..T_CRC_V1]);
+                LE::write_u32(&mut b[T_CRC_V1..], crc);
+            }
             Some(d) => {
                 LE::write_u32(&mut b[T_VERSION..], 2);
                 LE::write_u16(&mut b[T_TABLE_COUNT..], d.table_count);
@@ -307,11 +310,10 @@ impl TableHead {
                 }
                 b[T_FLAGS] = d.flags;
                 b[T_ORDER..T_CRC_V2].copy_from_slice(&d.order);
-                T_CRC_V2
+                let crc = crc32fast::hash(&b[..T_CRC_V2]);
+                LE::write_u32(&mut b[T_CRC_V2..], crc);
             }
-        };
-        let crc = crc32fast::hash(&b[..crc_at]);
-        LE::write_u32(&mut b[crc_at..], crc);
+        }
         b.to_vec()
     }
 
@@ -488,11 +490,6 @@ impl ColumnHead {
     pub fn new(kind: ColumnKind, value_bytes: u16, entries: u64, scheme: [u8; 8]) -> Self {
         let per_page = ((PAGE_BYTES - PAGE_CRC_BYTES) / u64::from(value_bytes.max(1))) as u16;
         Self { kind, value_bytes, per_page, entries, scheme }
-    }
-
-    /// Number of pages.
-    pub fn pages(&self) -> u64 {
-        self.entries.div_ceil(u64::from(self.per_page.max(1)))
     }
 
     pub fn encode(&self) -> Vec<u8> {
