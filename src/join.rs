@@ -62,14 +62,16 @@ impl Tables for Segment {
     }
 
     fn marks(&self, t: usize) -> &[u64] {
-        self.tables()[t].keys()
+        // Only cut points between threads (made monotone by `in_parallel`): unchecked keys
+        // can unbalance the work, never change an answer.
+        self.tables()[t].raw_keys()
     }
 
     fn for_each_group(&self, t: usize, range: PrefixRange, mut group: impl FnMut(u64, &[u64])) -> Result<()> {
         let table = &self.tables()[t];
         let p = table.design().prefix_bits;
         let start = if p == 0 { 0 } else { range.0 << (64 - p) };
-        let mut b = lower_bound(table.keys(), start) as u64;
+        let mut b = table.lower_bound(start)?;
         let mut buf: Vec<u64> = Vec::new();
         let mut current = u64::MAX;
         let mut done = false;
@@ -113,7 +115,7 @@ impl Tables for Segment {
         let mut i = 0usize;
         let mut b = 0u64;
         while i < fps.len() && b < table.block_count() {
-            b = b.max(lower_bound(table.keys(), fps[i]) as u64);
+            b = b.max(table.lower_bound(fps[i])?);
             if b >= table.block_count() {
                 break;
             }

@@ -300,7 +300,10 @@ pub const UNKNOWN_DOC_ID: u64 = u64::MAX;
 /// is unreadable keeps its fingerprint, with [`UNKNOWN_DOC_ID`].
 fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -> (u64, Vec<(u64, String)>) {
     let mut lost = Vec::new();
-    let Some(primary) = segment.tables().first() else { return (0, lost) };
+    // The primary is the first table whose block index is whole (its keys place the
+    // entries of its damaged blocks).
+    let Some(p) = segment.tables().iter().position(|t| t.keys().is_ok()).or((!segment.tables().is_empty()).then_some(0)) else { return (0, lost) };
+    let primary = &segment.tables()[p];
     let decode = |t: usize, b: u64| -> Result<Vec<u64>> {
         let mut fps = Vec::new();
         segment
@@ -310,7 +313,7 @@ fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -
             })
             .map(|()| fps)
     };
-    let blocks: Vec<Result<Vec<u64>>> = (0..primary.block_count()).map(|b| decode(0, b)).collect();
+    let blocks: Vec<Result<Vec<u64>>> = (0..primary.block_count()).map(|b| decode(p, b)).collect();
     // Siblings' intact entries in the primary's permutation, sorted; decoded when needed.
     let mut siblings: Vec<Option<Vec<u64>>> = vec![None; segment.tables().len()];
     let mut sibling_entries = |s: usize| -> Vec<u64> {
@@ -337,7 +340,7 @@ fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -
         let fps = match block {
             Ok(fps) => fps.clone(),
             Err(e) => {
-                let rebuilt = (1..segment.tables().len()).find_map(|s| rebuild_block(primary, &blocks, &sibling_entries(s), b));
+                let rebuilt = (0..segment.tables().len()).filter(|&s| s != p).find_map(|s| rebuild_block(primary, &blocks, &sibling_entries(s), b));
                 match rebuilt {
                     Some(fps) => fps,
                     None => {
@@ -391,7 +394,7 @@ fn read_segment(segment: &Segment, bound: u64, out: &mut Vec<(u64, u64, u64)>) -
 /// table holds intact, in `table`'s permutation, sorted), when they add up to the block's
 /// count.
 fn rebuild_block(table: &crate::segment::Table, blocks: &[Result<Vec<u64>>], sibling: &[u64], b: u64) -> Option<Vec<u64>> {
-    let keys = table.keys();
+    let keys = table.keys().ok()?;
     let hi = *keys.get(b as usize)?;
     let lo = if b == 0 { 0 } else { *keys.get(b as usize - 1)? };
     let range = &sibling[sibling.partition_point(|&v| v < lo)..sibling.partition_point(|&v| v <= hi)];

@@ -69,6 +69,11 @@ pub const TABLE_HEAD_BYTES: u64 = ALIGN;
 // ---- block index ----------------------------------------------------------------------
 /// Bytes of block index per block: key (8), entry count (2), CRC-32 (4).
 pub const INDEX_BYTES_PER_BLOCK: u64 = 8 + 2 + 4;
+/// Version 2: blocks per block-index chunk (each chunk has its own CRC and base ordinal).
+pub const INDEX_CHUNK_BLOCKS: u64 = 512;
+/// Version 2: bytes per chunk in the index summary: base ordinal (8), chunk CRC (4),
+/// reserved (4).
+pub const SUMMARY_BYTES_PER_CHUNK: u64 = 16;
 
 // ---- table trailer (version 2) --------------------------------------------------------
 /// First bytes of a table trailer, which ends the table section at a multiple of [`ALIGN`].
@@ -373,19 +378,30 @@ impl DirTable {
         self.head_offset + TABLE_HEAD_BYTES
     }
 
-    /// Where the block index ends.
-    pub fn index_end(&self) -> u64 {
+    /// Where the block index's columns (keys, counts, CRCs) end.
+    pub fn index_columns_end(&self) -> u64 {
         self.index_offset + self.block_count * INDEX_BYTES_PER_BLOCK
     }
 
+    /// Version 2: where the block index's summary starts (right after its columns).
+    pub fn summary_offset(&self) -> u64 {
+        self.index_columns_end()
+    }
+
+    /// Version 2: bytes of the block index's summary.
+    pub fn summary_len(&self) -> u64 {
+        self.block_count.div_ceil(INDEX_CHUNK_BLOCKS) * SUMMARY_BYTES_PER_CHUNK
+    }
+
     /// Version 2: where the table's trailer starts (it ends the section at a multiple of
-    /// [`ALIGN`]).
+    /// [`ALIGN`], after the summary).
     pub fn trailer_offset(&self) -> u64 {
-        trailer_offset_after(self.index_end())
+        trailer_offset_after(self.summary_offset() + self.summary_len())
     }
 }
 
-/// Where the trailer of a table whose block index ends at `index_end` starts.
+/// Where the trailer of a table whose block index (with its summary) ends at `index_end`
+/// starts.
 pub fn trailer_offset_after(index_end: u64) -> u64 {
     align_up(index_end + TRAILER_BYTES as u64, ALIGN) - TRAILER_BYTES as u64
 }

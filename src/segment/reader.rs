@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
+use super::index::BlockIndex;
 use super::layout::*;
 use crate::codec::{decode_block, BlockError, Code, Codec, Cursor, DeltaGaps, Gaps, XorGaps, BLOCK_BYTES};
 use crate::error::{Error, Location, Result};
-use crate::interpolation::lower_bound;
 use crate::integrity::{check_magic_and_version, verify_crc, Fault};
 use crate::plan::{Design, Permutation, TableDesign};
 use crate::query::{finish_matches, Match, QueryOptions};
@@ -141,10 +141,10 @@ pub struct Table {
     codec: Codec,
     code: Code,
     dir: DirTable,
-    keys: Vec<u64>,
-    /// `ordinals[b]` is the position in the table of block `b`'s first entry; one extra
-    /// element holds the total.
-    ordinals: Vec<u64>,
+    /// The block index, read in place and checked as it is used.
+    index: BlockIndex,
+    /// The file, for errors found after opening.
+    path: PathBuf,
 }
 
 impl Table {
@@ -178,24 +178,46 @@ impl Table {
         self.dir.entries
     }
 
-    /// Block keys (the last permuted fingerprint of each block).
-    pub fn keys(&self) -> &[u64] {
-        &self.keys
+    /// Block keys (the last permuted fingerprint of each block), after checking the whole
+    /// block index (once; a query checks only the parts it uses).
+    pub fn keys(&self) -> Result<&[u64]> {
+        self.index.checked_keys().map_err(|f| f.in_table(self.number).into_error(&self.path))
     }
 
     /// Position in the table of block `b`'s first entry (the table's entry count for a
-    /// block past the end).
+    /// block past the end). As stored: checked once a block of its index chunk is read.
     pub fn first_ordinal(&self, b: u64) -> u64 {
-        self.ordinals.get(b as usize).copied().unwrap_or(self.dir.entries)
+        self.index.first_ordinal(b)
     }
 
-    /// Entries in block `b` (0 for a block past the end).
+    /// Entries in block `b` (0 for a block past the end). As stored: checked once a block
+    /// of its index chunk is read.
     #[inline(always)]
     pub fn block_entries(&self, b: u64) -> u32 {
-        match self.ordinals.get(b as usize..).and_then(|o| o.first_chunk::<2>()) {
-            Some(&[first, next]) => (next - first) as u32,
-            None => 0,
-        }
+        self.index.count(b)
+    }
+
+    /// The keys as stored, unchecked: for hints that cannot change an answer (where to
+    /// cut work between threads), never for finding entries.
+    pub(crate) fn raw_keys(&self) -> &[u64] {
+        self.index.raw_keys()
+    }
+
+    /// The first block whose key is `>= x`, confirmed by checked keys.
+    #[inline]
+    pub(crate) fn lower_bound(&self, x: u64) -> Result<u64> {
+        self.index.lower_bound(x).map_err(|f| f.in_table(self.number).into_error(&self.path))
+    }
+
+    /// Checks the block-index chunk holding block `b` (once).
+    pub(crate) fn check_index_chunk(&self, b: u64) -> Result<()> {
+        self.index.check_block(b).map_err(|f| f.in_table(self.number).into_error(&self.path))
+    }
+
+    /// Key of block `b`, after checking its index chunk.
+    #[inline]
+    pub(crate) fn key(&self, b: u64) -> Result<u64> {
+        self.index.key(b).map_err(|f| f.in_table(self.number).into_error(&self.path))
     }
 
     /// Byte offset of block `b` in the file.
@@ -218,7 +240,7 @@ impl Table {
     }
 
     fn crc_offset(&self, b: u64) -> u64 {
-        self.dir.index_offset + self.dir.block_count * 10 + b * 4
+        self.index.crc_offset(b)
     }
 }
 
@@ -249,7 +271,7 @@ impl Segment {
         }
         let mut tables = Vec::with_capacity(dir.tables.len());
         for (i, (d, td)) in dir.tables.iter().zip(design.tables()).enumerate() {
-            let table = open_table(&bytes, version, i, d, td.clone(), dir.entries).map_err(|f| corrupt(f.in_table(i)))?;
+            let table = open_table(&path, &bytes, version, i, d, td.clone(), dir.entries).map_err(|f| corrupt(f.in_table(i)))?;
             check_head_matches_header(&bytes, version, d.head_offset, i, &header).map_err(|f| corrupt(f.in_table(i)))?;
             tables.push(table);
         }
@@ -394,6 +416,7 @@ impl Segment {
         }
         let at = table.block_offset(b);
         let loc = Location { table: Some(table.number), block: Some(b) };
+        table.index.check_block(b).map_err(|f| Fault { location: loc, ..f }.into_error(&self.path))?;
         let block = self.array::<BLOCK_BYTES>(at, loc, "block")?;
         let stored = self.array::<4>(table.crc_offset(b), loc, "block checksum")?;
         verify_crc(block, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, at, loc, "block"))?;
@@ -581,7 +604,7 @@ impl Segment {
         let mut starts = [0u64; PREFETCH_TABLES];
         for (start, table) in starts.iter_mut().zip(&self.tables) {
             let q = table.design.permutation.apply(fingerprint);
-            *start = lower_bound(&table.keys, q & table.design.prefix_mask()) as u64;
+            *start = table.lower_bound(q & table.design.prefix_mask())?;
         }
         // On disk and cold (recent queries waited for the disk), ask for every table's
         // block at once, so that their reads overlap instead of faulting one by one.
@@ -629,7 +652,10 @@ impl Segment {
         let low_bits = 64 - table.design.prefix_bits;
         let mask = table.design.prefix_mask();
         let (lo, hi) = (q & mask, q | !mask);
-        let mut b = start.unwrap_or_else(|| lower_bound(&table.keys, lo) as u64);
+        let mut b = match start {
+            Some(b) => b,
+            None => table.lower_bound(lo)?,
+        };
         while b < table.dir.block_count {
             let mut cursor = self.cursor(t, b)?;
             // Pass over the entries below the run, then check every entry in it.
@@ -649,7 +675,7 @@ impl Segment {
                     v = cursor.next::<G>().map_err(|e| self.block_error(t, b, e))?;
                 }
             }
-            if table.keys.get(b as usize).is_none_or(|&key| key > hi) {
+            if table.key(b)? > hi {
                 break;
             }
             b += 1;
@@ -675,7 +701,7 @@ impl Segment {
     /// identity, and ids follow its order).
     fn ids_of(&self, fp: u64, mut each: impl FnMut(u64)) -> Result<()> {
         let table = self.table(0)?;
-        let mut b = lower_bound(&table.keys, fp) as u64;
+        let mut b = table.lower_bound(fp)?;
         let mut first: Option<u64> = None;
         let mut run = 0u64;
         while b < table.dir.block_count {
@@ -692,7 +718,7 @@ impl Segment {
                 pos += 1;
                 true
             })?;
-            if past || table.keys.get(b as usize).is_none_or(|&key| key > fp) {
+            if past || table.key(b)? > fp {
                 break;
             }
             b += 1;
@@ -809,8 +835,9 @@ pub(crate) fn read_directory(bytes: &[u8], version: u32) -> Result<Directory, Fa
 }
 
 /// Opens table `i` located by `d` (from the directory, or a trailer): its head, code and
-/// block index; in version 2 also its trailer, which must repeat `d`.
-pub(crate) fn open_table(bytes: &[u8], version: u32, i: usize, d: &DirTable, design: TableDesign, entries: u64) -> Result<Table, Fault> {
+/// block index (version 2: its summary only; version 1: whole); in version 2 also its
+/// trailer, which must repeat `d`. `path` names the file in errors found later.
+pub(crate) fn open_table(path: &Path, bytes: &FileBytes, version: u32, i: usize, d: &DirTable, design: TableDesign, entries: u64) -> Result<Table, Fault> {
     let head = TableHead::decode(bytes, d.head_offset, version)?;
     if head.index as usize != i || u32::from(head.prefix_bits) != design.prefix_bits {
         return Err(Fault::at(d.head_offset, format!(
@@ -833,38 +860,14 @@ pub(crate) fn open_table(bytes: &[u8], version: u32, i: usize, d: &DirTable, des
     if d.index_offset != d.blocks_offset() + blocks_len {
         return Err(Fault::at(d.index_offset, "block index does not follow the blocks"));
     }
-    let index = slice(bytes, d.index_offset, d.block_count * INDEX_BYTES_PER_BLOCK, "block index")?;
-    verify_crc(index, d.index_crc).map_err(|m| m.fault(d.index_offset, Location::default(), "block index"))?;
     if version >= 2 {
         let trailer = TableTrailer::decode(bytes, d.trailer_offset())?;
         if trailer.table != *d || usize::from(trailer.index) != i {
             return Err(Fault::at(d.trailer_offset(), "table trailer disagrees with the directory"));
         }
     }
-    let n = d.block_count as usize;
-    // Columns: n keys (u64), n counts (u16), n block CRCs (u32).
-    let (keys, rest) = index.split_at(n * 8);
-    let (counts, _) = rest.split_at(n * 2);
-    let keys: Vec<u64> = keys.chunks_exact(8).map(LE::read_u64).collect();
-    let mut ordinals = Vec::with_capacity(n + 1);
-    let mut total = 0u64;
-    ordinals.push(0);
-    let mut prev = keys.first().copied().unwrap_or(0);
-    for (b, (count, &key)) in counts.chunks_exact(2).map(LE::read_u16).zip(&keys).enumerate() {
-        if count == 0 {
-            return Err(Fault::at(d.index_offset + (n * 8 + b * 2) as u64, "block holds no entries").in_block(b as u64));
-        }
-        if key < prev {
-            return Err(Fault::at(d.index_offset + (b * 8) as u64, "block keys are not sorted").in_block(b as u64));
-        }
-        prev = key;
-        total += u64::from(count);
-        ordinals.push(total);
-    }
-    if total != d.entries {
-        return Err(Fault::at(d.index_offset, format!("block counts add up to {total}, the table holds {}", d.entries)));
-    }
-    Ok(Table { number: i, design, codec: head.codec, code, dir: *d, keys, ordinals })
+    let index = BlockIndex::open(bytes, version, d)?;
+    Ok(Table { number: i, design, codec: head.codec, code, dir: *d, index, path: path.to_path_buf() })
 }
 
 /// Checks that table `i`'s head agrees with the header: codec, and in version 2 the

@@ -50,7 +50,11 @@ pub struct Salvaged {
 /// when the file opens normally; `Err` only when no table at all can be found.
 pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
     let first_error = match Segment::from_bytes(path.to_path_buf(), bytes.clone()) {
-        Ok(segment) => return Ok(Salvaged { segment, damage: Vec::new(), tables_lost: Vec::new(), ids_lost: false }),
+        Ok(segment) => {
+            // Opening reads only the block indexes' summaries; check them whole now.
+            let damage = segment.tables().iter().filter_map(|t| t.keys().err()).map(|e| format!("{} (the other tables hold its entries)", e.chain_message())).collect();
+            return Ok(Salvaged { segment, damage, tables_lost: Vec::new(), ids_lost: false });
+        }
         Err(e) => e,
     };
     let mut damage = vec![format!("the segment does not open: {}", first_error.chain_message())];
@@ -120,7 +124,7 @@ pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
             None => heads.values().find(|h| h.index == 0).map(|h| TableDesign { permutation: Permutation::identity(), prefix_bits: u32::from(h.prefix_bits) }),
         };
         let opened = match (located.get(&i), table_design) {
-            (Some(d), Some(td)) => open_table(&bytes, version, i, d, td, entries).map_err(|f| f.in_table(i).into_error(path).chain_message()),
+            (Some(d), Some(td)) => open_table(path, &bytes, version, i, d, td, entries).map_err(|f| f.in_table(i).into_error(path).chain_message()),
             (None, _) => Err(format!("table {i}: not found (its head or trailer is damaged or lost)")),
             (Some(_), None) => Err(format!("table {i}: its permutation is unknown (the header is damaged)")),
         };
@@ -187,7 +191,7 @@ pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
                 let last = design.as_ref().and_then(|d| located.get(&(d.tables().len() - 1)));
                 match last {
                     Some(t) if has_ids == Some(true) => {
-                        let ids_offset = align_up(t.index_end(), 8);
+                        let ids_offset = align_up(t.index_columns_end(), 8);
                         Some(ColumnAt::v1_ids(&DirIds { ids_offset, crcs_offset: ids_offset + entries * 8, crcs_crc: 0 }))
                     }
                     _ => {

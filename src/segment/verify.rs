@@ -89,16 +89,29 @@ pub fn verify_segment_bytes(path: &Path, bytes: FileBytes) -> Result<VerifyRepor
         let dir = *table.dir();
         let head_end = if segment.format_version() >= 2 { T_END_V2 } else { T_END_V1 };
         gaps.region(dir.head_offset, dir.head_offset + head_end as u64, &mut report.problems);
-        gaps.region(dir.blocks_offset(), dir.index_end(), &mut report.problems);
+        gaps.region(dir.blocks_offset(), dir.index_columns_end(), &mut report.problems);
         if segment.format_version() >= 2 {
+            gaps.region(dir.summary_offset(), dir.summary_offset() + dir.summary_len(), &mut report.problems);
             gaps.region(dir.trailer_offset(), dir.trailer_offset() + TRAILER_BYTES as u64, &mut report.problems);
         }
         let mut digest = MultisetDigest::default();
         let mut intact = true;
         let mut prev_key: Option<u64> = None;
+        let mut bad_chunk: Option<u64> = None;
         for b in 0..table.block_count() {
             report.blocks += 1;
             let loc = Location { table: Some(t), block: Some(b) };
+            // A damaged chunk of the block index is one problem, not one per block.
+            let chunk = b / INDEX_CHUNK_BLOCKS;
+            if bad_chunk == Some(chunk) {
+                continue;
+            }
+            if let Err(Error::Corrupt { offset, detail, .. }) = table.check_index_chunk(b) {
+                intact = false;
+                bad_chunk = Some(chunk);
+                report.problems.push(Problem { offset, location: Location { table: Some(t), block: None }, detail });
+                continue;
+            }
             let mut first = None;
             let mut last = 0u64;
             let mut n = 0u32;
@@ -118,7 +131,7 @@ pub fn verify_segment_bytes(path: &Path, bytes: FileBytes) -> Result<VerifyRepor
                 report.problems.push(Problem { offset, location: loc, detail });
                 continue;
             }
-            let key = table.keys().get(b as usize).copied().unwrap_or_default();
+            let key = table.key(b).unwrap_or_default();
             if last != key {
                 intact = false;
                 report.problems.push(Problem { offset: table.block_offset(b), location: loc, detail: format!("last entry {last:#018x} differs from the block key {key:#018x}") });

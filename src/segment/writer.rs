@@ -177,8 +177,26 @@ impl<'s> SegmentWriter<'s> {
         for &c in &crcs {
             index_bytes.extend_from_slice(&c.to_le_bytes());
         }
-        let index_crc = crc32fast::hash(&index_bytes);
         self.put(&index_bytes)?;
+        // The summary: per chunk of blocks, its first ordinal and the CRC of its slices of
+        // the three columns; the table's index CRC covers the summary.
+        let mut summary = Vec::new();
+        let mut base = 0u64;
+        let chunk = INDEX_CHUNK_BLOCKS as usize;
+        for (c, ((k, n), r)) in keys.chunks(chunk).zip(counts.chunks(chunk)).zip(crcs.chunks(chunk)).enumerate() {
+            let at = c * chunk;
+            let n_blocks = keys.len();
+            let mut h = crc32fast::Hasher::new();
+            h.update(index_bytes.get(at * 8..(at + k.len()) * 8).unwrap_or_default());
+            h.update(index_bytes.get(n_blocks * 8 + at * 2..n_blocks * 8 + (at + n.len()) * 2).unwrap_or_default());
+            h.update(index_bytes.get(n_blocks * 10 + at * 4..n_blocks * 10 + (at + r.len()) * 4).unwrap_or_default());
+            summary.extend_from_slice(&base.to_le_bytes());
+            summary.extend_from_slice(&h.finalize().to_le_bytes());
+            summary.extend_from_slice(&[0; 4]);
+            base += n.iter().map(|&c| u64::from(c)).sum::<u64>();
+        }
+        let index_crc = crc32fast::hash(&summary);
+        self.put(&summary)?;
         let table = DirTable { head_offset, block_count: keys.len() as u64, entries, index_offset, index_crc };
         let trailer_at = table.trailer_offset();
         self.put(&vec![0u8; (trailer_at - self.offset) as usize])?;

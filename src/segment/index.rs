@@ -1,0 +1,242 @@
+//! A table's block index as the reader uses it: the keys, entry counts and block CRCs read
+//! in place from the mapped file (no copy on the heap), checked when first used.
+//!
+//! Version 2 splits the index into chunks of [`INDEX_CHUNK_BLOCKS`] blocks, each with its
+//! own CRC and base ordinal in a small summary (`format-spec/segment.md`). Opening a table
+//! reads only the summary, so opening costs the same whatever the segment's size; a
+//! chunk is checked the first time one of its blocks is read. A search over the keys runs
+//! on unchecked keys and then checks the two keys that bracket its answer: those are true
+//! values, and the true keys are sorted, so the answer is right whatever an unchecked key
+//! elsewhere says. Whole-table readers ([`BlockIndex::checked_keys`]) check every chunk.
+//!
+//! Version 1 has one CRC over the whole index, so it is checked whole at open, as before.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use super::layout::*;
+use crate::error::Location;
+use crate::integrity::{verify_crc, Fault};
+use crate::interpolation::lower_bound;
+use crate::storage::FileBytes;
+
+/// One table's block index.
+#[derive(Debug)]
+pub(crate) struct BlockIndex {
+    bytes: FileBytes,
+    /// Where the keys start (then the counts, then the block CRCs).
+    offset: u64,
+    blocks: u64,
+    entries: u64,
+    /// The keys, when the mapping cannot be read in place as `u64`s (not 8-aligned, or a
+    /// big-endian machine).
+    owned_keys: Option<Vec<u64>>,
+    /// First ordinal of each chunk's first block, then the table's entry count.
+    bases: Vec<u64>,
+    /// Version 2: each chunk's CRC (version 1 is checked whole at open).
+    chunk_crcs: Vec<u32>,
+    checked: Vec<AtomicBool>,
+    all_checked: AtomicBool,
+}
+
+impl BlockIndex {
+    /// Opens the index of the table `d` of a file of format `version`: version 2 reads and
+    /// checks the summary only; version 1 checks the whole index against `d.index_crc`.
+    pub(crate) fn open(bytes: &FileBytes, version: u32, d: &DirTable) -> Result<Self, Fault> {
+        let n = d.block_count;
+        let columns = slice(bytes, d.index_offset, n * INDEX_BYTES_PER_BLOCK, "block index")?;
+        let chunks = n.div_ceil(INDEX_CHUNK_BLOCKS);
+        let mut bases = Vec::with_capacity(chunks as usize + 1);
+        let mut chunk_crcs = Vec::new();
+        if version >= 2 {
+            let summary = slice(bytes, d.summary_offset(), d.summary_len(), "block index summary")?;
+            verify_crc(summary, d.index_crc).map_err(|m| m.fault(d.summary_offset(), Location::default(), "block index summary"))?;
+            for (c, e) in (0u64..).zip(summary.chunks_exact(SUMMARY_BYTES_PER_CHUNK as usize)) {
+                let base = LE::read_u64(e);
+                if base > d.entries || bases.last().is_some_and(|&prev| base <= prev) || (c == 0 && base != 0) {
+                    return Err(Fault::at(d.summary_offset() + c * SUMMARY_BYTES_PER_CHUNK, format!("block index chunk {c} starts at entry {base}, out of order")));
+                }
+                bases.push(base);
+                chunk_crcs.push(LE::read_u32(&e[8..]));
+            }
+        } else {
+            verify_crc(columns, d.index_crc).map_err(|m| m.fault(d.index_offset, Location::default(), "block index"))?;
+            let counts = columns.get(n as usize * 8..n as usize * 10).unwrap_or_default();
+            let mut total = 0u64;
+            for (b, count) in (0u64..).zip(counts.chunks_exact(2).map(LE::read_u16)) {
+                if b % INDEX_CHUNK_BLOCKS == 0 {
+                    bases.push(total);
+                }
+                total += u64::from(count);
+            }
+        }
+        bases.push(d.entries);
+        let keys_bytes = columns.get(..n as usize * 8).unwrap_or_default();
+        let owned_keys = in_place_u64s(keys_bytes).is_none().then(|| keys_bytes.chunks_exact(8).map(LE::read_u64).collect());
+        let index = BlockIndex {
+            bytes: bytes.clone(),
+            offset: d.index_offset,
+            blocks: n,
+            entries: d.entries,
+            owned_keys,
+            bases,
+            chunk_crcs,
+            checked: (0..chunks).map(|_| AtomicBool::new(false)).collect(),
+            all_checked: AtomicBool::new(false),
+        };
+        if version < 2 {
+            // Version 1 has no chunk CRCs: its invariants are checked now, whole.
+            index.check_all()?;
+        }
+        Ok(index)
+    }
+
+    /// Number of blocks.
+    pub(crate) fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    fn columns(&self) -> &[u8] {
+        self.bytes.get(self.offset as usize..).and_then(|b| b.get(..(self.blocks * INDEX_BYTES_PER_BLOCK) as usize)).unwrap_or_default()
+    }
+
+    /// The keys as stored, unchecked.
+    pub(crate) fn raw_keys(&self) -> &[u64] {
+        match &self.owned_keys {
+            Some(keys) => keys,
+            None => in_place_u64s(self.columns().get(..self.blocks as usize * 8).unwrap_or_default()).unwrap_or_default(),
+        }
+    }
+
+    /// Entries in block `b` as stored (0 past the end); checked once its chunk is.
+    pub(crate) fn count(&self, b: u64) -> u32 {
+        let at = (self.blocks * 8 + b * 2) as usize;
+        self.columns().get(at..at + 2).map_or(0, |c| u32::from(LE::read_u16(c)))
+    }
+
+    /// Where block `b`'s CRC is stored (absolute offset).
+    pub(crate) fn crc_offset(&self, b: u64) -> u64 {
+        self.offset + self.blocks * 10 + b * 4
+    }
+
+    /// Position in the table of block `b`'s first entry (the entry count past the end).
+    pub(crate) fn first_ordinal(&self, b: u64) -> u64 {
+        if b >= self.blocks {
+            return self.entries;
+        }
+        let chunk = b / INDEX_CHUNK_BLOCKS;
+        let base = self.bases.get(chunk as usize).copied().unwrap_or(self.entries);
+        base + (chunk * INDEX_CHUNK_BLOCKS..b).map(|j| u64::from(self.count(j))).sum::<u64>()
+    }
+
+    /// Checks the chunk holding block `b` (once).
+    #[inline]
+    pub(crate) fn check_block(&self, b: u64) -> Result<(), Fault> {
+        let chunk = b / INDEX_CHUNK_BLOCKS;
+        match self.checked.get(chunk as usize) {
+            Some(flag) if flag.load(Ordering::Acquire) => Ok(()),
+            Some(flag) => {
+                self.check_chunk(chunk)?;
+                flag.store(true, Ordering::Release);
+                Ok(())
+            }
+            None => Err(Fault::at(self.offset, format!("block {b} is past the table's {} blocks", self.blocks))),
+        }
+    }
+
+    #[cold]
+    fn check_chunk(&self, chunk: u64) -> Result<(), Fault> {
+        let first = chunk * INDEX_CHUNK_BLOCKS;
+        let last = (first + INDEX_CHUNK_BLOCKS).min(self.blocks);
+        let (n, len) = (self.blocks as usize, (last - first) as usize);
+        let columns = self.columns();
+        let part = |start: usize, width: usize| columns.get(start + first as usize * width..).and_then(|p| p.get(..len * width)).unwrap_or_default();
+        let (keys, counts, crcs) = (part(0, 8), part(n * 8, 2), part(n * 10, 4));
+        if let Some(&stored) = self.chunk_crcs.get(chunk as usize) {
+            let mut h = crc32fast::Hasher::new();
+            for p in [keys, counts, crcs] {
+                h.update(p);
+            }
+            let computed = h.finalize();
+            if computed != stored {
+                return Err(Fault::at(self.offset + first * 8, format!("block index chunk {chunk} (blocks {first}..{last}) checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")));
+            }
+        }
+        let mut total = 0u64;
+        let mut prev = 0u64;
+        for (j, (key, count)) in (first..).zip(keys.chunks_exact(8).map(LE::read_u64).zip(counts.chunks_exact(2).map(LE::read_u16))) {
+            if count == 0 {
+                return Err(Fault::at(self.offset + self.blocks * 8 + j * 2, "block holds no entries").in_block(j));
+            }
+            if j > first && key < prev {
+                return Err(Fault::at(self.offset + j * 8, "block keys are not sorted").in_block(j));
+            }
+            prev = key;
+            total += u64::from(count);
+        }
+        let (base, next) = (self.bases.get(chunk as usize).copied().unwrap_or(0), self.bases.get(chunk as usize + 1).copied().unwrap_or(0));
+        if base + total != next {
+            return Err(Fault::at(self.offset + self.blocks * 8 + first * 2, format!("block counts of chunk {chunk} add up to {total}, the summary says {}", next.saturating_sub(base))));
+        }
+        Ok(())
+    }
+
+    /// Checks every chunk and the order across them; then the keys can be trusted whole.
+    pub(crate) fn check_all(&self) -> Result<(), Fault> {
+        if self.all_checked.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let keys = self.raw_keys();
+        for c in 0..self.checked.len() as u64 {
+            self.check_block(c * INDEX_CHUNK_BLOCKS)?;
+            let first = c * INDEX_CHUNK_BLOCKS;
+            if first > 0 && keys.get(first as usize) < keys.get(first as usize - 1) {
+                return Err(Fault::at(self.offset + first * 8, "block keys are not sorted").in_block(first));
+            }
+        }
+        self.all_checked.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Every key, after [`Self::check_all`].
+    pub(crate) fn checked_keys(&self) -> Result<&[u64], Fault> {
+        self.check_all()?;
+        Ok(self.raw_keys())
+    }
+
+    /// Key of block `b` (after checking its chunk).
+    pub(crate) fn key(&self, b: u64) -> Result<u64, Fault> {
+        self.check_block(b)?;
+        self.raw_keys().get(b as usize).copied().ok_or_else(|| Fault::at(self.offset, format!("no block {b}")))
+    }
+
+    /// The first block whose key is `>= x` (`blocks()` when none is). The search runs on
+    /// the stored keys; its answer is then confirmed by the checked keys around it, and
+    /// when an unchecked key misled it, the whole index is checked and the search repeated.
+    pub(crate) fn lower_bound(&self, x: u64) -> Result<u64, Fault> {
+        let keys = self.raw_keys();
+        let b = lower_bound(keys, x) as u64;
+        let below_ok = b == 0 || self.key(b - 1)? < x;
+        let above_ok = b == self.blocks || self.key(b)? >= x;
+        if below_ok && above_ok {
+            return Ok(b);
+        }
+        Ok(lower_bound(self.checked_keys()?, x) as u64)
+    }
+}
+
+/// `bytes` read in place as little-endian `u64`s, when they are 8-aligned on a
+/// little-endian machine.
+fn in_place_u64s(bytes: &[u8]) -> Option<&[u64]> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    // SAFETY: every bit pattern is a valid u64, and `align_to` returns in `mid` only the
+    // part of `bytes` that is aligned for u64; we use it only when nothing is left over at
+    // either end, so `mid` covers exactly `bytes`. The bytes are immutable for the life of
+    // the borrow (a `FileBytes` is never modified). Exercised by every query test on a
+    // mapped segment (mappings are page-aligned and tables 1024-aligned).
+    let (head, mid, tail) = unsafe { bytes.align_to::<u64>() };
+    (head.is_empty() && tail.is_empty()).then_some(mid)
+}
