@@ -60,8 +60,8 @@ pub struct Position {
 /// Bytes read from an input at a time.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
-/// Longest text line accepted. A valid line is at most about 40 bytes; the bound keeps a
-/// stream without newlines from growing the decoder's buffer without end.
+/// Longest unfinished text line kept whole. A valid line is at most about 40 bytes; the
+/// bound keeps a stream without newlines from growing the decoder's buffer without end.
 const MAX_LINE_BYTES: usize = 64 << 10;
 
 /// Decodes records from an input fed in chunks, in input order.
@@ -73,12 +73,15 @@ pub struct Decoder {
     at: Position,
     /// Text: whether the records so far carry document ids (decided by the first one).
     ids: Option<bool>,
+    /// Text: the current line outgrew [`MAX_LINE_BYTES`]; its length so far (only its
+    /// start is kept, for the message).
+    overlong: Option<u64>,
 }
 
 impl Decoder {
     /// A decoder for the input called `name` in messages.
     pub fn new(name: String, format: InputFormat) -> Self {
-        Self { name, format, carry: Vec::new(), at: Position::default(), ids: None }
+        Self { name, format, carry: Vec::new(), at: Position::default(), ids: None, overlong: None }
     }
 
     /// What has been consumed whole so far.
@@ -122,20 +125,32 @@ impl Decoder {
                 self.at.bytes
             );
         }
+        if let Some(len) = self.overlong {
+            return Err(self.overlong_error(len));
+        }
         let line = std::mem::take(&mut self.carry);
         self.text_line(&line, each)
     }
 
     fn feed_text(&mut self, mut chunk: &[u8], each: &mut impl FnMut(Record, Position) -> Result<()>) -> Result<()> {
+        if let Some(len) = self.overlong {
+            return match chunk.iter().position(|&b| b == b'\n') {
+                None => {
+                    self.overlong = Some(len + chunk.len() as u64);
+                    Ok(())
+                }
+                Some(end) => Err(self.overlong_error(len + end as u64)),
+            };
+        }
         if !self.carry.is_empty() {
             let Some(end) = chunk.iter().position(|&b| b == b'\n') else {
                 self.carry.extend_from_slice(chunk);
-                return self.check_carry();
+                self.bound_carry();
+                return Ok(());
             };
             self.carry.extend_from_slice(&chunk[..=end]);
             chunk = &chunk[end + 1..];
             let mut line = std::mem::take(&mut self.carry);
-            self.check_carry_len(line.len())?;
             let result = self.text_line(&line, each);
             line.clear();
             self.carry = line;
@@ -146,22 +161,26 @@ impl Decoder {
             chunk = &chunk[end + 1..];
         }
         self.carry.extend_from_slice(chunk);
-        self.check_carry()
-    }
-
-    fn check_carry(&self) -> Result<()> {
-        self.check_carry_len(self.carry.len())
-    }
-
-    fn check_carry_len(&self, len: usize) -> Result<()> {
-        if len > MAX_LINE_BYTES {
-            bail!(
-                "{}: line {} is longer than {MAX_LINE_BYTES} bytes: expected FINGERPRINT[<TAB>DOC_ID] lines (a binary input needs --binary)",
-                self.name,
-                self.at.lines + 1
-            );
-        }
+        self.bound_carry();
         Ok(())
+    }
+
+    /// A line longer than [`MAX_LINE_BYTES`] is not kept whole: only its start, for the
+    /// message, and its length.
+    fn bound_carry(&mut self) {
+        if self.carry.len() > MAX_LINE_BYTES {
+            self.overlong = Some(self.carry.len() as u64);
+            self.carry.truncate(QUOTED_BYTES);
+        }
+    }
+
+    fn overlong_error(&self, len: u64) -> anyhow::Error {
+        anyhow!(
+            "{}: line {}: {:?}... ({len} bytes in all) is not FINGERPRINT[<TAB>DOC_ID] (a binary input needs --binary)",
+            self.name,
+            self.at.lines + 1,
+            String::from_utf8_lossy(&self.carry)
+        )
     }
 
     fn text_line(&mut self, raw: &[u8], each: &mut impl FnMut(Record, Position) -> Result<()>) -> Result<()> {
@@ -400,4 +419,62 @@ pub fn shown(text: &str) -> String {
     }
     let cut = (0..=QUOTED_BYTES).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
     format!("{:?}... ({} bytes in all)", &text[..cut], text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(format: InputFormat, chunks: &[&[u8]]) -> Result<Vec<(Record, Position)>> {
+        let mut decoder = Decoder::new("t".into(), format);
+        let mut out = Vec::new();
+        let mut push = |r: Record, at: Position| {
+            out.push((r, at));
+            Ok(())
+        };
+        for chunk in chunks {
+            decoder.feed(chunk, &mut push)?;
+        }
+        decoder.finish(&mut push)?;
+        Ok(out)
+    }
+
+    /// Every way of cutting an input in two or three chunks decodes as the whole input does.
+    #[test]
+    fn chunk_boundaries_never_change_what_is_decoded() {
+        let text = b"0123456789abcdef\t7\n\r\n  \nfedcba9876543210\t8\r\n00000000000000ff\t9".to_vec();
+        let binary: Vec<u8> = (1u64..=5).flat_map(|i| [i.to_le_bytes(), (i * 10).to_le_bytes()].concat()).collect();
+        let formats = [
+            (InputFormat { binary: false, with_ids: false }, text),
+            (InputFormat { binary: true, with_ids: true }, binary.clone()),
+            (InputFormat { binary: true, with_ids: false }, binary),
+        ];
+        for (format, input) in formats {
+            let whole = decode(format, &[&input]).unwrap();
+            assert_eq!(whole.len(), if format.binary { 80 / format.record_bytes() } else { 3 });
+            for i in 0..=input.len() {
+                for j in i..=input.len() {
+                    assert_eq!(decode(format, &[&input[..i], &input[i..j], &input[j..]]).unwrap(), whole, "cut at {i} and {j}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn faults_name_their_line_or_offset_after_the_records_before_them() {
+        let text = InputFormat { binary: false, with_ids: false };
+        let err = decode(text, &[b"0123456789abcdef\t1\n0123456789abcdef\n"]).unwrap_err();
+        assert!(format!("{err:#}").contains("t: line 2 has no document id"), "{err:#}");
+        let mut decoder = Decoder::new("t".into(), text);
+        let mut seen = 0;
+        let err = decoder.feed(b"0123456789abcdef\nxyz\n", &mut |_, _| Ok(seen += 1)).unwrap_err();
+        assert_eq!((seen, decoder.position()), (1, Position { bytes: 17, lines: 1 }));
+        assert!(format!("{err:#}").starts_with("t: line 2: fingerprint \"xyz\""), "{err:#}");
+        let pairs = InputFormat { binary: true, with_ids: true };
+        let err = decode(pairs, &[&[0u8; 20]]).unwrap_err();
+        assert!(format!("{err:#}").contains("truncated at byte offset 16"), "{err:#}");
+        let long = vec![b'z'; 3 * MAX_LINE_BYTES];
+        let err = decode(text, &[&long[..MAX_LINE_BYTES], &long[MAX_LINE_BYTES..], b"\n"]).unwrap_err();
+        assert!(format!("{err:#}").contains(&format!("({} bytes in all)", 3 * MAX_LINE_BYTES)), "{err:#}");
+    }
 }
