@@ -294,12 +294,6 @@ struct Summary {
 
 impl Summary {
     fn of(group: &GroupCommit, decoder: &Decoder) -> Self {
-        Self {
-            added: group.acked,
-            last_seq: group.first_seq + group.acked - 1,
-            commits: group.commits,
-            ids_assigned: group.ids_assigned,
-            input: decoder.position(),
-        }
+        Self { added: group.acked, last_seq: group.first_seq + group.acked - 1, commits: group.commits, ids_assigned: group.ids_assigned, input: decoder.position() }
     }
 }
