@@ -467,7 +467,11 @@ mod tests {
         assert!(format!("{err:#}").contains("t: line 2 has no document id"), "{err:#}");
         let mut decoder = Decoder::new("t".into(), text);
         let mut seen = 0;
-        let err = decoder.feed(b"0123456789abcdef\nxyz\n", &mut |_, _| Ok(seen += 1)).unwrap_err();
+        let err = decoder.feed(b"0123456789abcdef\nxyz\n", &mut |_, _| {
+            seen += 1;
+            Ok(())
+        });
+        let err = err.unwrap_err();
         assert_eq!((seen, decoder.position()), (1, Position { bytes: 17, lines: 1 }));
         assert!(format!("{err:#}").starts_with("t: line 2: fingerprint \"xyz\""), "{err:#}");
         let pairs = InputFormat { binary: true, with_ids: true };

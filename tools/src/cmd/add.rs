@@ -56,8 +56,10 @@ pub struct Args {
     k: u32,
     #[command(flatten)]
     format: InputFormat,
-    /// Print a line on stdout after every group commit: records acknowledged so far, the
-    /// last sequence number, and how far into the input they reach.
+    /// Print a line on stdout after every group commit, flushed at once: `acked N records,
+    /// last sequence number S, input bytes B, input lines L` (with --json
+    /// `{"acked":N,"last_seq":S,"input_bytes":B,"input_lines":L}`): every record in the
+    /// first B bytes of the input is acknowledged.
     #[arg(long)]
     acks: bool,
     /// Operations the index's memtable holds before it is flushed to a segment (default:
