@@ -1,11 +1,12 @@
 //! The index-directory subcommands as a user runs them: add, query, delete, stats, compact,
 //! verify, dump-log, recover; bad input and damaged files.
 
-#[path = "common/streaming.rs"]
-mod streaming;
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use common::pairs;
 
 fn simdex() -> Command {
     Command::new(env!("CARGO_BIN_EXE_simdex"))
@@ -34,18 +35,6 @@ fn code(o: &Output) -> i32 {
 
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
-}
-
-fn pairs(n: u64, seed: u64) -> Vec<(u64, u64)> {
-    let mut x = seed;
-    (0..n)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x, seed * 1_000_000 + i)
-        })
-        .collect()
 }
 
 fn write_pairs(dir: &Path, name: &str, data: &[(u64, u64)]) -> PathBuf {
@@ -155,7 +144,7 @@ fn damaged_log_is_reported_by_verify_and_dump_log_and_recover_salvages_the_rest(
     // A writer killed while its pipe was open leaves its acknowledged records in the log:
     // three group commits (each burst fits one atomic pipe write, so one read) of 150
     // operations each.
-    let mut add = streaming::StreamingAdd::spawn(&idx, &[]);
+    let mut add = common::streaming::StreamingAdd::spawn(&idx, &[]);
     for seed in 1..=3 {
         add.send(pairs(150, seed).iter().map(|(f, i)| format!("{f:016x}\t{i}\n")).collect::<String>().as_bytes());
         add.wait_acked(150 * seed);

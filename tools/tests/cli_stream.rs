@@ -3,14 +3,14 @@
 //! are visible to read-only opens at once and survive kill -9; a bad record mid-stream is
 //! named and what came before it is kept. Text and binary, with and without ids.
 
-#[path = "common/streaming.rs"]
-mod streaming;
+mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use streaming::StreamingAdd;
+use common::pairs;
+use common::streaming::StreamingAdd;
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_simdex")).args(args).stdin(Stdio::null()).output().expect("run simdex")
@@ -23,18 +23,6 @@ fn ok(o: &Output) -> String {
 
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
-}
-
-fn pairs(n: u64, seed: u64) -> Vec<(u64, u64)> {
-    let mut x = seed;
-    (0..n)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x, seed * 1_000_000 + i)
-        })
-        .collect()
 }
 
 #[derive(Clone, Copy)]

@@ -99,9 +99,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     let summary = Summary::of(&group, &decoder);
     group.index.close().with_context(|| format!("closing {} ({} records were acknowledged before)", args.dir.display(), summary.added))?;
-    // Counted after the close, which flushed the memtable into a segment.
-    let segments = Index::open_read_only(&args.dir, IndexOptions::default())?.stats().segments.len();
     if args.json {
+        // Counted after the close, which flushed the memtable into a segment.
+        let segments = Index::open_read_only(&args.dir, IndexOptions::default())?.stats().segments.len();
         out!(
             "{}",
             json!({

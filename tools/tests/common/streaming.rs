@@ -1,7 +1,6 @@
 //! A `simdex add DIR -` fed through a pipe that stays open, as a crawler feeds it: bytes are
 //! written in bursts, acknowledgements (`--acks --json`) read back, and the process killed
-//! with SIGKILL at a chosen moment. Included by several test binaries, each using a part.
-#![allow(dead_code)]
+//! with SIGKILL at a chosen moment.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
