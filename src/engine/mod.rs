@@ -120,17 +120,25 @@ pub struct IndexOptions {
     pub codec: Codec,
     /// When writes are synced.
     pub durability: Durability,
-    /// Operations (inserts and deletes) the active memtable holds before it is flushed.
+    /// Operations (inserts and deletes) the active memtable holds before it is frozen and
+    /// flushed into a segment: the bound on the writer's memtable memory and on the log a
+    /// reopen replays. Default 2^20. A memtable costs about `16 + 8 * t` bytes per insert
+    /// (`t` the tables of its design: 4 up to about 1.7e7 operations, so 48 bytes, about
+    /// 50 MiB at the default), more while its sorted runs merge or a flush writes it; an
+    /// active memtable and at most `max_frozen + 1` frozen ones exist at once, and a reopen
+    /// after a crash replays at most about `(max_frozen + 2) * memtable_ops` operations
+    /// (none after a clean [`Index::close`], see `flush_on_close`).
     pub memtable_ops: u64,
     /// Frozen memtables allowed to wait for the background flush; beyond this the writer
-    /// flushes itself.
+    /// flushes itself. Default 2.
     pub max_frozen: usize,
     /// Compaction policy and memory.
     pub compaction: CompactionOptions,
-    /// Flush the memtable into a segment on [`Index::close`], so the next open replays
-    /// nothing (reopening is then cheap whatever the memtable held). Off (the default for
-    /// now: every `simdex add` would otherwise end in a small segment), close only syncs
-    /// the log and the next open replays it.
+    /// Flush the memtable into a segment on [`Index::close`], so the next open (read-write
+    /// or read-only) replays no log and is cheap whatever the memtable held. On by default;
+    /// off, close only syncs the log and the next open replays it (at most about
+    /// `(max_frozen + 2) * memtable_ops` operations), which saves a small segment per
+    /// short-lived writer at the cost of every later open.
     pub flush_on_close: bool,
     /// Flush, compact and sync in a background thread; without it, the writer does them
     /// inline (deterministic, for tests and one-shot tools).
@@ -149,7 +157,7 @@ impl Default for IndexOptions {
             memtable_ops: 1 << 20,
             max_frozen: 2,
             compaction: CompactionOptions::default(),
-            flush_on_close: false,
+            flush_on_close: true,
             background: true,
             storage: Arc::new(FsStorage),
         }

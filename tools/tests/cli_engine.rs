@@ -1,8 +1,12 @@
 //! The index-directory subcommands as a user runs them: add, query, delete, stats, compact,
 //! verify, dump-log, recover; bad input and damaged files.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use common::pairs;
 
 fn simdex() -> Command {
     Command::new(env!("CARGO_BIN_EXE_simdex"))
@@ -33,18 +37,6 @@ fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-fn pairs(n: u64, seed: u64) -> Vec<(u64, u64)> {
-    let mut x = seed;
-    (0..n)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x, seed * 1_000_000 + i)
-        })
-        .collect()
-}
-
 fn write_pairs(dir: &Path, name: &str, data: &[(u64, u64)]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, data.iter().map(|(f, i)| format!("{f:016x}\t{i}\n")).collect::<String>()).unwrap();
@@ -62,7 +54,6 @@ fn add_query_delete_compact_stats_verify() {
     let a = pairs(3000, 1);
     let b = pairs(2000, 2);
     ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "a.txt", &a))]));
-    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "b.txt", &b))]));
 
     // The same subcommand answers from a directory.
     let q = format!("{:016x}", a[10].0 ^ 1);
@@ -70,10 +61,18 @@ fn add_query_delete_compact_stats_verify() {
 
     ok(&run(&["delete", p(&idx), p(&write_pairs(dir.path(), "d.txt", &a[10..11]))]));
     assert_eq!(ok(&run(&["query", p(&idx), &q])), "");
+    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "b.txt", &b))]));
+    assert_eq!(ok(&run(&["query", p(&idx), &q])), "");
 
+    // Each command flushed its memtable when it closed the index: two segments and a
+    // tombstone file, and the logs hold nothing to replay.
     let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&idx), "--json"]))).unwrap();
-    assert_eq!(stats["memtable"]["inserts"], 5000);
-    assert_eq!(stats["memtable"]["deletes"], 1);
+    assert_eq!(stats["memtable"]["inserts"], 0);
+    assert_eq!(stats["memtable"]["deletes"], 0);
+    assert_eq!(stats["segments"].as_array().unwrap().len(), 2);
+    assert_eq!(stats["segment_fingerprints"], 5000);
+    assert_eq!((stats["tombstone_files"].as_u64(), stats["tombstones"].as_u64()), (Some(1), Some(1)));
+    assert!(stats["logs"].as_array().unwrap().iter().all(|l| l["operations"] == 0), "{stats}");
 
     let out = run(&["compact", p(&idx)]);
     ok(&out);
@@ -87,6 +86,27 @@ fn add_query_delete_compact_stats_verify() {
 
     let v = ok(&run(&["verify", p(&idx)]));
     assert!(v.contains("ok (3 files checked)"), "{v}");
+}
+
+/// Each `simdex delete` now ends in a tombstone file of its own (close flushes), whose
+/// sequence number is newer than every segment's when nothing was added after it. A full
+/// compaction applies it, yet `install` (src/engine/flush.rs) keeps every tombstone file
+/// newer than the oldest live segment's `max_seq`, so the applied file outlives the merge
+/// (until a later flush). `Index::compact` promises to drop the tombstone files that no
+/// longer hide anything: the fix is for a full compaction to drop the tombstone files it
+/// applied (owned by the compaction's engineer; reported in issue 14's ingest report).
+#[test]
+#[ignore = "needs a change in src/engine/flush.rs: a full compaction keeps a tombstone file it applied"]
+fn compact_drops_a_tombstone_file_newer_than_every_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    let a = pairs(3000, 1);
+    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "a.txt", &a))]));
+    ok(&run(&["delete", p(&idx), p(&write_pairs(dir.path(), "d.txt", &a[10..11]))]));
+    ok(&run(&["compact", p(&idx)]));
+    let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&idx), "--json"]))).unwrap();
+    assert_eq!(stats["segment_fingerprints"], 2999);
+    assert_eq!(stats["tombstone_files"], 0);
 }
 
 #[test]
@@ -121,13 +141,18 @@ fn add_without_ids_numbers_them_and_bad_input_names_the_line() {
 fn damaged_log_is_reported_by_verify_and_dump_log_and_recover_salvages_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
-    // Three adds: three records of 1000 operations each.
+    // A writer killed while its pipe was open leaves its acknowledged records in the log:
+    // three group commits (each burst fits one atomic pipe write, so one read) of 150
+    // operations each.
+    let mut add = common::streaming::StreamingAdd::spawn(&idx, &[]);
     for seed in 1..=3 {
-        ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "x.txt", &pairs(1000, seed)))]));
+        add.send(pairs(150, seed).iter().map(|(f, i)| format!("{f:016x}\t{i}\n")).collect::<String>().as_bytes());
+        add.wait_acked(150 * seed);
     }
+    add.kill();
     let log = log_file(&idx);
     let dump = ok(&run(&["dump-log", p(&idx)]));
-    assert_eq!(dump.lines().filter(|l| l.contains(" insert 1000")).count(), 3, "{dump}");
+    assert_eq!(dump.lines().filter(|l| l.contains(" insert 150")).count(), 3, "{dump}");
 
     // Damage the middle record's payload.
     let mut bytes = std::fs::read(&log).unwrap();
@@ -148,10 +173,10 @@ fn damaged_log_is_reported_by_verify_and_dump_log_and_recover_salvages_the_rest(
     let fixed = dir.path().join("fixed");
     let report = ok(&run(&["recover", p(&idx), "--out", p(&fixed)]));
     assert!(report.contains("LOST"), "{report}");
-    assert!(report.contains("1000 log operations"), "{report}");
-    assert!(report.contains("2000 live pairs"), "{report}");
+    assert!(report.contains("150 log operations"), "{report}");
+    assert!(report.contains("300 live pairs"), "{report}");
     let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&fixed), "--json"]))).unwrap();
-    assert_eq!(stats["segment_fingerprints"], 2000);
+    assert_eq!(stats["segment_fingerprints"], 300);
     ok(&run(&["verify", p(&fixed)]));
 }
 

@@ -1,24 +1,50 @@
-//! `simdex add`: append fingerprints to an index directory (creating it if missing).
+//! `simdex add`: stream fingerprints into an index directory (creating it if missing),
+//! acknowledging them group by group. Reading and parsing the input is `input`'s; this
+//! module owns the group commit: when a group is committed, what "acknowledged" means and
+//! how progress, acknowledgements and errors are reported.
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
+use indicatif::ProgressBar;
 use serde_json::json;
 use simdex::{Durability, Index, IndexOptions};
-use std::path::PathBuf;
-use std::time::Instant;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use crate::input::{self, InputFormat};
+use crate::input::{self, Chunk, Decoder, InputFormat, Position, ReadAhead, Record};
 use crate::progress;
 
 /// Add fingerprints to an index directory, creating the index if it is missing.
 ///
 /// INPUT is in the formats `simdex build` reads (text: 16 hex digits per line, optionally a
-/// tab and a decimal document id; `--binary`: little-endian u64s, with `--with-ids` u64
-/// pairs; `-` reads stdin). Without ids, each fingerprint gets the sequence number of its
-/// insert as its document id. Everything read is synced to the index's log before the
-/// command exits 0, so a script can treat exit 0 as the acknowledgement.
+/// tab and a decimal document id, on every line or on none; `--binary`: little-endian u64s,
+/// with `--with-ids` u64 pairs; `-` reads stdin). Without ids, each fingerprint gets the
+/// sequence number of its insert as its document id.
 ///
-/// Example: `simdex add pages.idx fingerprints.txt`
+/// The input is read as a stream, in memory bounded whatever its length (the index's
+/// memtable is flushed to segments as it fills), and added in group commits: the records
+/// read so far are appended to the index's log as one record and fsynced when 65,536 of
+/// them are waiting, when the oldest has waited 100 ms, or as soon as the input has no
+/// more bytes available at that moment (a producer that writes a line and then waits gets
+/// it committed at once, not left in a half-full group), and at the end of the input.
+///
+/// ACKNOWLEDGED means: the group commit holding the record has returned, so the record is
+/// on disk (it survives a crash of this process or a power loss) and every query and
+/// read-only open (`simdex query`, `simdex stats`) from then on sees it. With a pipe
+/// (`-`), `--acks` prints a line on stdout after every group commit with the number of
+/// records acknowledged so far and the input line (text) or byte offset (binary) they
+/// reach; a record not covered by such a line may or may not be in the index if this
+/// process is killed. A last line without its newline waits for the newline or the end of
+/// the input. Exit 0 acknowledges everything read; the index is then closed (its memtable
+/// flushed into a segment, so the next open replays no log).
+///
+/// A bad record or a read error in the middle of the input stops the command (exit 2): the
+/// message names the line or byte offset at fault and how many records before it were
+/// acknowledged (they stay in the index; nothing after the fault is added).
+///
+/// Examples: `simdex add pages.idx fingerprints.txt`;
+/// `crawler | simdex add pages.idx - --acks --json`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
     /// The index directory.
@@ -30,49 +56,246 @@ pub struct Args {
     k: u32,
     #[command(flatten)]
     format: InputFormat,
-    /// Print the summary as JSON.
+    /// Print a line on stdout after every group commit, flushed at once: `acked N records,
+    /// last sequence number S, input bytes B, input lines L` (with --json
+    /// `{"acked":N,"last_seq":S,"input_bytes":B,"input_lines":L}`): every record in the
+    /// first B bytes of the input is acknowledged.
+    #[arg(long)]
+    acks: bool,
+    /// Operations the index's memtable holds before it is flushed to a segment (default:
+    /// `IndexOptions::memtable_ops`, 2^20, about 50 MiB).
+    #[arg(long, value_name = "N")]
+    memtable_ops: Option<u64>,
+    /// Print the summary (and with --acks, each acknowledgement) as JSON.
     #[arg(long)]
     json: bool,
 }
 
-/// Pairs per log record.
-const BATCH: usize = 1 << 16;
+/// Records per group commit at most (one log record each, 1 MiB of log).
+const GROUP_RECORDS: usize = 1 << 16;
+
+/// Longest a record waits in a group while input keeps arriving.
+const GROUP_DELAY: Duration = Duration::from_millis(100);
+
+/// Chunks of input read ahead of the parser.
+const READ_AHEAD: usize = 2;
 
 pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
-    let bar = progress::bytes(input::size_hint(&args.input), "reading");
-    let data = input::read_all(&args.input, args.format, |b| bar.set_position(b))?;
-    bar.finish_and_clear();
-    // Writes go to the OS per batch; one sync at the end acknowledges them all.
-    let options = IndexOptions { k: args.k, durability: Durability::NoSync, ..IndexOptions::default() };
+    // The input first: a missing input creates no index.
+    let chunks = ReadAhead::spawn(&args.input, READ_AHEAD)?;
+    let defaults = IndexOptions::default();
+    // Every group commit is fsynced before the next group is read.
+    let options = IndexOptions { k: args.k, durability: Durability::Sync, memtable_ops: args.memtable_ops.unwrap_or(defaults.memtable_ops), ..defaults };
     let index = Index::open(&args.dir, options)?;
     let first_seq = index.stats().last_seq + 1;
-    let pairs: Vec<(u64, u64)> = match &data.ids {
-        Some(ids) => data.fps.iter().copied().zip(ids.iter().copied()).collect(),
-        None => data.fps.iter().enumerate().map(|(i, &fp)| (fp, first_seq + i as u64)).collect(),
-    };
-    let bar = progress::steps(pairs.len() as u64, "adding");
-    for chunk in pairs.chunks(BATCH) {
-        index.insert_batch(chunk).with_context(|| format!("adding to {}", args.dir.display()))?;
-        bar.inc(chunk.len() as u64);
-    }
-    index.sync().with_context(|| format!("syncing {}", args.dir.display()))?;
+    let bar = progress::bytes(input::size_hint(&args.input), "adding");
+    let mut decoder = Decoder::new(input::display_name(&args.input), args.format);
+    let mut group = GroupCommit::new(index, &args, first_seq, bar.clone());
+    let streamed = stream(&chunks, &mut decoder, &mut group, &bar);
     bar.finish_and_clear();
-    let stats = index.stats();
-    index.close()?;
-    let n = pairs.len();
+    if let Err(e) = streamed {
+        return Err(stopped(e, group, &decoder, &args.dir));
+    }
+    let summary = Summary::of(&group, &decoder);
+    group.index.close().with_context(|| format!("closing {} ({} records were acknowledged before)", args.dir.display(), summary.added))?;
     if args.json {
+        // Counted after the close, which flushed the memtable into a segment.
+        let segments = Index::open_read_only(&args.dir, IndexOptions::default())?.stats().segments.len();
         out!(
             "{}",
-            json!({"dir": args.dir, "added": n, "first_seq": first_seq, "last_seq": stats.last_seq, "ids_assigned": data.ids.is_none(), "segments": stats.segments.len(), "seconds": start.elapsed().as_secs_f64()})
+            json!({
+                "dir": args.dir, "added": summary.added, "first_seq": first_seq, "last_seq": summary.last_seq,
+                "ids_assigned": summary.ids_assigned, "group_commits": summary.commits, "input_bytes": summary.input.bytes,
+                "segments": segments, "seconds": start.elapsed().as_secs_f64()
+            })
         );
     } else {
         eprintln!(
-            "added {n} fingerprints to {} (sequence numbers {first_seq}..{}{}); synced",
+            "added {} fingerprints to {} in {} group commit(s) (sequence numbers {first_seq}..{}{}); synced",
+            summary.added,
             args.dir.display(),
-            stats.last_seq,
-            if data.ids.is_none() { ", ids = sequence numbers" } else { "" }
+            summary.commits,
+            summary.last_seq,
+            if summary.ids_assigned { ", ids = sequence numbers" } else { "" }
         );
     }
     Ok(())
+}
+
+/// Reads, decodes and commits until the input ends.
+fn stream(chunks: &ReadAhead, decoder: &mut Decoder, group: &mut GroupCommit, bar: &ProgressBar) -> Result<()> {
+    loop {
+        let mut chunk = chunks.try_next()?;
+        if let Chunk::Waiting = chunk {
+            // Nothing to read right now: acknowledge what is buffered before waiting.
+            group.commit()?;
+            chunk = chunks.next()?;
+        }
+        match chunk {
+            Chunk::Data(bytes) => {
+                decoder.feed(&bytes, &mut |r: Record, at: Position| group.push(r, at))?;
+                bar.set_position(decoder.position().bytes);
+                if group.waited_too_long() {
+                    group.commit()?;
+                }
+            }
+            Chunk::Waiting => {}
+            Chunk::End => {
+                decoder.finish(&mut |r: Record, at: Position| group.push(r, at))?;
+                return group.commit();
+            }
+        }
+    }
+}
+
+/// The error of a stream that stopped: a bad record or a read error is reported with the
+/// records acknowledged before it (those still buffered are committed first); a failed
+/// commit with the records acknowledged before it.
+fn stopped(error: anyhow::Error, mut group: GroupCommit, decoder: &Decoder, dir: &Path) -> anyhow::Error {
+    let mut error = format!("{error:#}");
+    if !group.failed {
+        if let Err(e) = group.commit() {
+            error = format!("{error}; then committing the records before it failed: {e:#}");
+        }
+    }
+    let closed = group.index.close();
+    let through = if group.acked > 0 { format!(", through {}", decoder.describe(group.acked_through)) } else { String::new() };
+    let mut message = format!(
+        "{error}\n{} records were acknowledged before it (durably added to {}{through}); {}",
+        group.acked,
+        dir.display(),
+        if group.failed { "the group being committed and everything after it were not acknowledged" } else { "nothing after it was added" }
+    );
+    if let Err(e) = closed {
+        message.push_str(&format!("\nclosing the index also failed: {e:#}"));
+    }
+    anyhow!(message)
+}
+
+/// Records waiting to be committed, and what has been acknowledged so far.
+struct GroupCommit {
+    index: Index,
+    acks: Option<AckFormat>,
+    bar: ProgressBar,
+    pairs: Vec<(u64, u64)>,
+    /// When the oldest record of the group arrived.
+    oldest: Option<Instant>,
+    /// Where the input stands after the group's last record.
+    group_end: Position,
+    first_seq: u64,
+    /// Records acknowledged, and the input position they reach.
+    acked: u64,
+    acked_through: Position,
+    commits: u64,
+    ids_assigned: bool,
+    /// A commit failed: nothing more may be acknowledged.
+    failed: bool,
+}
+
+#[derive(Clone, Copy)]
+enum AckFormat {
+    Text,
+    Json,
+}
+
+impl GroupCommit {
+    fn new(index: Index, args: &Args, first_seq: u64, bar: ProgressBar) -> Self {
+        Self {
+            index,
+            acks: args.acks.then_some(if args.json { AckFormat::Json } else { AckFormat::Text }),
+            bar,
+            pairs: Vec::with_capacity(GROUP_RECORDS),
+            oldest: None,
+            group_end: Position::default(),
+            first_seq,
+            acked: 0,
+            acked_through: Position::default(),
+            commits: 0,
+            ids_assigned: false,
+            failed: false,
+        }
+    }
+
+    /// The sequence number the next record gets (the writer's lock is ours alone).
+    fn next_seq(&self) -> u64 {
+        self.first_seq + self.acked + self.pairs.len() as u64
+    }
+
+    fn push(&mut self, record: Record, at: Position) -> Result<()> {
+        let id = record.id.unwrap_or_else(|| {
+            self.ids_assigned = true;
+            self.next_seq()
+        });
+        self.pairs.push((record.fp, id));
+        self.oldest.get_or_insert_with(Instant::now);
+        self.group_end = at;
+        if self.pairs.len() >= GROUP_RECORDS {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn waited_too_long(&self) -> bool {
+        self.oldest.is_some_and(|t| t.elapsed() >= GROUP_DELAY)
+    }
+
+    /// Appends the group to the log and fsyncs it ([`Durability::Sync`]): when this returns
+    /// Ok, every record so far is acknowledged.
+    fn commit(&mut self) -> Result<()> {
+        if self.pairs.is_empty() {
+            return Ok(());
+        }
+        if self.failed {
+            return Err(anyhow!("an earlier group commit failed"));
+        }
+        let expected = self.next_seq() - 1;
+        let last = match self.index.insert_batch(&self.pairs) {
+            Ok(last) => last,
+            Err(e) => {
+                self.failed = true;
+                return Err(anyhow::Error::new(e).context(format!("committing {} records to {}", self.pairs.len(), self.index.dir().display())));
+            }
+        };
+        if last != expected {
+            // Ids assigned from sequence numbers would be wrong: another writer cannot
+            // hold the lock, so this is a bug, reported rather than stored silently.
+            self.failed = true;
+            return Err(anyhow!("the index gave sequence numbers up to {last}, expected {expected}"));
+        }
+        self.acked += self.pairs.len() as u64;
+        self.acked_through = self.group_end;
+        self.commits += 1;
+        self.pairs.clear();
+        self.oldest = None;
+        self.bar.set_message(format!("adding ({} acknowledged)", self.acked));
+        if let Some(format) = self.acks {
+            self.print_ack(format, last)?;
+        }
+        Ok(())
+    }
+
+    fn print_ack(&self, format: AckFormat, last_seq: u64) -> Result<()> {
+        let at = self.acked_through;
+        match format {
+            AckFormat::Json => out!("{}", json!({"acked": self.acked, "last_seq": last_seq, "input_bytes": at.bytes, "input_lines": at.lines})),
+            AckFormat::Text => out!("acked {} records, last sequence number {last_seq}, input bytes {}, input lines {}", self.acked, at.bytes, at.lines),
+        }
+        std::io::stdout().flush().context("writing an acknowledgement to stdout")
+    }
+}
+
+/// What the summary reports.
+struct Summary {
+    added: u64,
+    last_seq: u64,
+    commits: u64,
+    ids_assigned: bool,
+    input: Position,
+}
+
+impl Summary {
+    fn of(group: &GroupCommit, decoder: &Decoder) -> Self {
+        Self { added: group.acked, last_seq: group.first_seq + group.acked - 1, commits: group.commits, ids_assigned: group.ids_assigned, input: decoder.position() }
+    }
 }
