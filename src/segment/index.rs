@@ -92,11 +92,6 @@ impl BlockIndex {
         Ok(index)
     }
 
-    /// Number of blocks.
-    pub(crate) fn blocks(&self) -> u64 {
-        self.blocks
-    }
-
     fn columns(&self) -> &[u8] {
         self.bytes.get(self.offset as usize..).and_then(|b| b.get(..(self.blocks * INDEX_BYTES_PER_BLOCK) as usize)).unwrap_or_default()
     }
