@@ -106,6 +106,9 @@ impl BlockIndex {
 
     /// Entries in block `b` as stored (0 past the end); checked once its chunk is.
     pub(crate) fn count(&self, b: u64) -> u32 {
+        if b >= self.blocks {
+            return 0;
+        }
         let at = (self.blocks * 8 + b * 2) as usize;
         self.columns().get(at..at + 2).map_or(0, |c| u32::from(LE::read_u16(c)))
     }
