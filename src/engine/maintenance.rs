@@ -20,7 +20,7 @@ impl Engine {
     /// or here). Maintenance errors are recorded, not returned: the write itself is done
     /// (the next call reports them).
     pub(super) fn after_write(&self, mut w: MutexGuard<'_, WriterState>) {
-        if self.current().active.ops() < self.options.memtable_ops {
+        if self.current().active.ops() < self.freeze_threshold() {
             return;
         }
         if self.options.compaction.automatic && compaction::over_budget(&self.current().segment_metas(), self.options.memtable_ops, self.options.compaction.fanout) {
