@@ -7,6 +7,7 @@ mod corruption;
 mod engine;
 mod engine_crash;
 mod engine_damage;
+mod engine_enospc;
 mod engine_faults;
 mod engine_fixtures;
 mod engine_kill;
