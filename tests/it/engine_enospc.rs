@@ -72,7 +72,7 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
             durability: if background { Durability::Group { max_delay: Duration::from_millis(2), max_ops: 1000 } } else { Durability::Sync },
             memtable_ops: 8_000,
             background,
-            compaction: CompactionOptions { fanout: 3, buffer_entries: 4096, automatic: true },
+            compaction: CompactionOptions { fanout: 3, buffer_entries: 4096, automatic: true, ..CompactionOptions::default() },
             ..IndexOptions::default()
         };
         let mut rng = Rng(0xd15c ^ u64::from(background));

@@ -5,6 +5,7 @@ mod codec;
 mod common;
 mod corruption;
 mod engine;
+mod engine_compaction_kills;
 mod engine_crash;
 mod engine_damage;
 mod engine_enospc;
