@@ -113,3 +113,40 @@ fn an_unbounded_full_compaction_killed_early_makes_no_progress() {
         assert!(index.live_entries().unwrap().into_iter().eq(model.iter().copied()), "attempt {attempt}");
     }
 }
+
+/// Not a test: builds an index for `tools/scripts/compact-kill-loop.sh` at
+/// `SIMDEX_BUILD_DIR`, `SIMDEX_BUILD_SEGMENTS` segments of `SIMDEX_BUILD_PER_SEGMENT` random
+/// fingerprints (ids 1, 2, ...), without compaction. Does nothing without the variables.
+#[test]
+#[ignore = "a helper of tools/scripts/compact-kill-loop.sh, not a test of its own"]
+fn build_segments_for_the_kill_loop() {
+    let var = |name: &str| std::env::var(name).ok();
+    let (Some(dir), Some(segments), Some(per)) = (var("SIMDEX_BUILD_DIR"), var("SIMDEX_BUILD_SEGMENTS"), var("SIMDEX_BUILD_PER_SEGMENT")) else { return };
+    let (segments, per): (u64, u64) = (segments.parse().unwrap(), per.parse().unwrap());
+    let options = IndexOptions {
+        memtable_ops: per + 1,
+        background: false,
+        durability: simdex::Durability::NoSync,
+        compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() },
+        ..IndexOptions::default()
+    };
+    let index = Index::open(&dir, options).unwrap();
+    let mut rng = Rng(0x5ca1e);
+    let mut id = 0u64;
+    for _ in 0..segments {
+        let mut left = per;
+        while left > 0 {
+            let n = left.min(100_000);
+            let batch: Vec<(u64, u64)> = (0..n)
+                .map(|_| {
+                    id += 1;
+                    (rng.next(), id)
+                })
+                .collect();
+            index.insert_batch(&batch).unwrap();
+            left -= n;
+        }
+        index.flush().unwrap();
+    }
+    index.close().unwrap();
+}
