@@ -63,14 +63,14 @@ impl Engine {
         if !self.flush_failing() {
             return self.rotate(w).map(drop);
         }
-        self.flush_frozen()?;
-        let rotation = self.rotate(w)?;
-        if let Err(e) = self.flush_frozen() {
-            self.undo_rotation(w, rotation);
+        let result = self.flush_frozen().and_then(|()| {
+            let rotation = self.rotate(w)?;
+            self.flush_frozen().inspect_err(|_| self.undo_rotation(w, rotation))
+        });
+        if result.is_err() {
             lock(&self.signals).retry_at_ops = self.current().active.ops().saturating_add(self.options.memtable_ops);
-            return Err(e);
         }
-        Ok(())
+        result
     }
 
     /// True while flushes fail: the last flush failed, or this process has flushed nothing
