@@ -1,6 +1,7 @@
 //! Flushing: freezing a full memtable (the log rotates), writing it as a segment and a
 //! tombstone file, and installing the result (and compactions' results) in a new manifest
-//! before obsolete files are deleted.
+//! before obsolete files are deleted. While flushes fail (a full disk), the writer retries
+//! them before it rotates again, so failures do not pile up logs.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
