@@ -7,7 +7,7 @@
 #
 # Defaults are the issue's: target/debug/simdex, 120 adds of 200,000 fingerprints, 100 ms.
 # Prints the number of reader runs and of failures (a healthy index: the target is 0), and
-# keeps each failure's stderr in $WORK/failures/.
+# the start of each failure's stderr.
 set -u
 SIMDEX=${1:-target/debug/simdex}
 ADDS=${2:-120}
@@ -16,7 +16,7 @@ DELAY_US=${4:-100000}
 SIMDEX=$(realpath "$SIMDEX")
 command -v strace >/dev/null || { echo "strace is not installed" >&2; exit 2; }
 WORK=$(mktemp -d)
-trap 'kill "$READER" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"/idx "$WORK"/b*.txt' EXIT
+trap 'kill "$READER" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/failures"
 # At most 20 distinct input files, cycled (each add's pairs still differ: ids are sequence numbers).
 FILES=$((ADDS < 20 ? ADDS : 20))
