@@ -44,8 +44,9 @@ pub fn run(args: Args) -> Result<()> {
     let bytes = |s: &simdex::Stats| s.segments.iter().map(|x| x.file_len).sum::<u64>();
     let stored = |s: &simdex::Stats| s.segments.iter().map(|x| x.entries).sum::<u64>() + s.memtable_inserts + s.frozen_ops;
     let (held, kept) = (stored(&before), stored(&after));
+    let bound = args.max_merge_entries.map(|n| format!(" (merges of at most {n} entries)")).unwrap_or_default();
     eprintln!(
-        "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s) ({} bytes, {} fingerprints); {} of {} stored pairs dropped as deleted or repeated; {:.2}s",
+        "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s){bound} ({} bytes, {} fingerprints); {} of {} stored pairs dropped as deleted or repeated; {:.2}s",
         args.dir.display(),
         before.segments.len(),
         bytes(&before),
