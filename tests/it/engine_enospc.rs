@@ -5,50 +5,12 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use simdex::{CompactionOptions, Durability, Error, Index, IndexOptions};
 
 use crate::common::Rng;
-
-/// A tmpfs mounted at a temporary directory, unmounted (and the directory removed) on drop,
-/// also when the test fails.
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    /// Mounts a tmpfs of `bytes`, or says why it cannot.
-    fn mount(bytes: u64) -> Result<Tmpfs, String> {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let out = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"]).arg(dir.path()).output().map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("mount -t tmpfs failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
-        }
-        Ok(Tmpfs { dir })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Changes the size (a remount keeps the files).
-    fn resize(&self, bytes: u64) {
-        let status = Command::new("mount").args(["-o", &format!("remount,size={bytes}")]).arg(self.dir.path()).status().unwrap();
-        assert!(status.success(), "remount to {bytes} bytes");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let ok = Command::new("umount").arg(self.dir.path()).status().is_ok_and(|s| s.success());
-        if !ok {
-            // Something still holds a file open (a failed assertion mid-test): detach it.
-            let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
-        }
-    }
-}
+use crate::tmpfs::Tmpfs;
 
 fn temporary_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "tmp")).collect()

@@ -19,3 +19,4 @@ mod fingerprint;
 mod fixtures;
 mod readme;
 mod segment_queries;
+mod tmpfs;
