@@ -349,7 +349,7 @@ fn compact_table() {
             memtable_ops: u64::MAX,
             background: false,
             durability: Durability::NoSync,
-            compaction: CompactionOptions { fanout: 4, buffer_entries: buffer, automatic: false },
+            compaction: CompactionOptions { fanout: 4, buffer_entries: buffer, automatic: false, ..CompactionOptions::default() },
             ..IndexOptions::default()
         };
         let index = Index::open(&idx, options).unwrap();

@@ -15,6 +15,17 @@
 //! (a delete hides copies in segments whose `max_seq` is older) keeps working. A full
 //! compaction ([`crate::engine::Index::compact`]) merges everything into one segment.
 //!
+//! # Bounded merges
+//! A merge is installed (its manifest durable) only when it is done: a process killed
+//! during a merge loses that merge's work, and a merge longer than the time between kills
+//! never lands. [`CompactionOptions::max_merge_entries`] bounds the input of every merge,
+//! tiered and full alike: a full compaction then is a sequence of merges of adjacent
+//! segments, each of at most that many entries and each installed before the next starts
+//! ([`pick_full`]), so a kill loses at most one of them and every attempt after a kill
+//! starts where the last one ended. The price: an index larger than the bound ends as
+//! several segments (any two adjacent ones together above the bound, so at most
+//! `2 * total / max_merge_entries + 1`), and queries probe each.
+//!
 //! # The merge
 //! Memory is bounded whatever the sizes: sources are read block by block in fingerprint
 //! order (table 0 and the id pages) and merged by `(fingerprint, id)`, dropping pairs a
@@ -53,16 +64,22 @@ pub struct CompactionOptions {
     pub buffer_entries: usize,
     /// Merge automatically after flushes (in the background thread when there is one).
     pub automatic: bool,
+    /// Largest number of input entries one merge takes (tiered or full); segments whose
+    /// merge would exceed it are left as they are. Unbounded by default (a full compaction
+    /// is one merge); set it to what the machine merges between two kills where processes
+    /// are killed often (about a million entries a second on one core).
+    pub max_merge_entries: u64,
 }
 
 impl Default for CompactionOptions {
     fn default() -> Self {
-        Self { fanout: 4, buffer_entries: 8 << 20, automatic: true }
+        Self { fanout: 4, buffer_entries: 8 << 20, automatic: true, max_merge_entries: u64::MAX }
     }
 }
 
-/// The segments (index range into `segments`, oldest first) the tiered policy merges next.
-pub(crate) fn pick(segments: &[SegmentMeta], flush_size: u64, fanout: usize) -> Option<std::ops::Range<usize>> {
+/// The segments (index range into `segments`, oldest first) the tiered policy merges next:
+/// `fanout` adjacent segments of one tier, holding at most `max_merge` entries together.
+pub(crate) fn pick(segments: &[SegmentMeta], flush_size: u64, fanout: usize, max_merge: u64) -> Option<std::ops::Range<usize>> {
     let fanout = fanout.max(2);
     if segments.len() < fanout {
         return None;
@@ -77,28 +94,54 @@ pub(crate) fn pick(segments: &[SegmentMeta], flush_size: u64, fanout: usize) -> 
         t
     };
     let tiers: Vec<u32> = segments.iter().map(|s| tier(s.entries)).collect();
+    let fits = |r: &std::ops::Range<usize>| segments[r.clone()].iter().map(|s| s.entries).fold(0u64, u64::saturating_add) <= max_merge;
     let newest = tiers[tiers.len() - 1];
     let same = tiers.iter().rev().take_while(|&&t| t <= newest).count();
-    if same >= fanout {
-        // The oldest `fanout` of that run: a merge's size stays bounded even when segments
-        // piled up (merges cut short by crashes again and again), and its output stays older
-        // than the small segments left after it, so repeated picks work through the run.
-        let start = tiers.len() - same;
-        return Some(start..start + fanout);
-    }
+    // The oldest `fanout` of that run: a merge's size stays bounded even when segments
+    // piled up (merges cut short by crashes again and again), and its output stays older
+    // than the small segments left after it, so repeated picks work through the run. (When
+    // they hold too many entries, the next `fanout` of the run.)
+    let run = (tiers.len() - same..=tiers.len().saturating_sub(fanout)).map(|start| start..start + fanout);
     // Otherwise the newest `fanout` adjacent segments of one tier further back (what working
     // through a backlog leaves behind the newest, smaller segments).
-    (0..=tiers.len() - fanout).rev().find(|&i| tiers[i..i + fanout].iter().all(|&t| t == tiers[i])).map(|i| i..i + fanout)
+    let back = (0..=tiers.len() - fanout).rev().filter(|&i| tiers[i..i + fanout].iter().all(|&t| t == tiers[i])).map(|i| i..i + fanout);
+    run.chain(back).find(fits)
+}
+
+/// The next merge of a full compaction bounded by `max_merge` entries: the longest run of
+/// at least two adjacent segments (the oldest such run on a tie) that holds at most
+/// `max_merge` entries, or a lone segment worth rewriting (`rewrite_single`: tombstones hide
+/// some of its pairs) within the bound. `None` when no merge within the bound is left.
+pub(crate) fn pick_full(segments: &[SegmentMeta], max_merge: u64, rewrite_single: bool) -> Option<std::ops::Range<usize>> {
+    if segments.len() == 1 {
+        return (rewrite_single && segments[0].entries <= max_merge).then_some(0..1);
+    }
+    let mut best: Option<std::ops::Range<usize>> = None;
+    for start in 0..segments.len() {
+        let mut total = 0u64;
+        let mut end = start;
+        while end < segments.len() && total.saturating_add(segments[end].entries) <= max_merge {
+            total += segments[end].entries;
+            end += 1;
+        }
+        if end - start >= 2 && best.as_ref().is_none_or(|b| end - start > b.len()) {
+            best = Some(start..end);
+        }
+    }
+    best
 }
 
 /// True when the live segments are more than twice what the tiered policy keeps for their
-/// total size, `2 * ((fanout - 1) * (2 + log_F(total / flush_size)) + fanout)`: merges have
+/// total size, `2 * ((fanout - 1) * (2 + log_F(total / flush_size)) + fanout)`, not counting
+/// segments too large to merge `fanout` at a time within `max_merge` entries: merges have
 /// fallen behind flushes (the engine then stalls writes until they catch up).
-pub(crate) fn over_budget(segments: &[SegmentMeta], flush_size: u64, fanout: usize) -> bool {
+pub(crate) fn over_budget(segments: &[SegmentMeta], flush_size: u64, fanout: usize, max_merge: u64) -> bool {
+    let full = max_merge / fanout.max(2) as u64;
+    let mergeable: Vec<&SegmentMeta> = segments.iter().filter(|s| s.entries <= full).collect();
     let fanout = fanout.max(2) as f64;
-    let total: u64 = segments.iter().map(|s| s.entries).sum();
+    let total: u64 = mergeable.iter().map(|s| s.entries).sum();
     let tiers = (total as f64 / flush_size.max(1) as f64).max(1.0).log(fanout);
-    segments.len() as f64 > 2.0 * ((fanout - 1.0) * (2.0 + tiers) + fanout)
+    mergeable.len() as f64 > 2.0 * ((fanout - 1.0) * (2.0 + tiers) + fanout)
 }
 
 /// One source of the merge: a segment's `(fingerprint, id)` stream and its bound.
@@ -295,6 +338,10 @@ pub(crate) fn merge(
                 hist.push(codec, v);
             }
             writer.write_table(&hist.code(), sorted.iter())?;
+            // The table is written: its runs (or its buffer) go now, not at the end, so the
+            // merge holds at most one table's sorted data, and no run it is done with stays
+            // mapped and resident.
+            sorter.remove_runs();
         }
         let mut stream = LiveMerge::new(inputs, tombstones);
         writer.write_ids((&mut stream).map(|(_, id)| id))?;
@@ -507,16 +554,60 @@ mod tests {
     #[test]
     fn tiered_policy_merges_the_newest_fanout_of_a_tier() {
         let segs: Vec<SegmentMeta> = [100, 100, 100].map(meta).to_vec();
-        assert_eq!(pick(&segs, 100, 4), None);
+        assert_eq!(pick(&segs, 100, 4, u64::MAX), None);
         let segs: Vec<SegmentMeta> = [1600, 400, 100, 100, 100, 100].map(meta).to_vec();
-        assert_eq!(pick(&segs, 100, 4), Some(2..6));
+        assert_eq!(pick(&segs, 100, 4, u64::MAX), Some(2..6));
         let segs: Vec<SegmentMeta> = [1600, 400, 400, 400, 400].map(meta).to_vec();
-        assert_eq!(pick(&segs, 100, 4), Some(1..5));
+        assert_eq!(pick(&segs, 100, 4, u64::MAX), Some(1..5));
         let segs: Vec<SegmentMeta> = [400, 400, 400, 100].map(meta).to_vec();
-        assert_eq!(pick(&segs, 100, 4), None);
+        assert_eq!(pick(&segs, 100, 4, u64::MAX), None);
         // a backlog merges `fanout` at a time, oldest first
         let segs: Vec<SegmentMeta> = [1600, 100, 100, 100, 100, 100, 100, 100].map(meta).to_vec();
-        assert_eq!(pick(&segs, 100, 4), Some(1..5));
+        assert_eq!(pick(&segs, 100, 4, u64::MAX), Some(1..5));
+    }
+
+    #[test]
+    fn merges_stay_within_max_merge_entries() {
+        // tiered: the oldest four of the run hold too much, the next four fit
+        let segs: Vec<SegmentMeta> = [100, 100, 100, 100, 10, 10, 10, 10].map(meta).to_vec();
+        assert_eq!(pick(&segs, 100, 4, 400), Some(0..4));
+        assert_eq!(pick(&segs, 100, 4, 399), Some(1..5));
+        assert_eq!(pick(&segs, 100, 4, 100), Some(4..8));
+        assert_eq!(pick(&segs, 100, 4, 39), None);
+        // full: the longest run within the bound, oldest first on a tie; a lone segment only
+        // when tombstones hide some of it and it fits
+        let segs: Vec<SegmentMeta> = [500, 30, 30, 30, 200, 10, 10].map(meta).to_vec();
+        assert_eq!(pick_full(&segs, u64::MAX, false), Some(0..7));
+        assert_eq!(pick_full(&segs, 100, false), Some(1..4));
+        assert_eq!(pick_full(&segs, 60, false), Some(1..3));
+        assert_eq!(pick_full(&segs, 19, false), None);
+        assert_eq!(pick_full(&[meta(50)], 100, false), None);
+        assert_eq!(pick_full(&[meta(50)], 100, true), Some(0..1));
+        assert_eq!(pick_full(&[meta(500)], 100, true), None);
+    }
+
+    #[test]
+    fn a_bounded_full_compaction_ends_with_no_two_adjacent_segments_within_the_bound() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for bound in [50u64, 333, 1000, 5000] {
+            let mut segs: Vec<SegmentMeta> = (0..200)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    meta(1 + x % 120)
+                })
+                .collect();
+            let total: u64 = segs.iter().map(|s| s.entries).sum();
+            while let Some(r) = pick_full(&segs, bound, false) {
+                let entries: u64 = segs[r.clone()].iter().map(|s| s.entries).sum();
+                assert!(entries <= bound && r.len() >= 2);
+                segs.splice(r, [meta(entries)]);
+            }
+            assert_eq!(segs.iter().map(|s| s.entries).sum::<u64>(), total);
+            assert!(segs.windows(2).all(|w| w[0].entries + w[1].entries > bound), "bound {bound}: two adjacent segments left that fit");
+            assert!((segs.len() as u64) <= 2 * total / bound + 1, "bound {bound}: {} segments", segs.len());
+        }
     }
 
     #[test]
@@ -527,7 +618,7 @@ mod tests {
         let (flush, fanout) = (24u64, 3usize);
         let mut segs: Vec<SegmentMeta> = vec![meta(20); 3000];
         let mut merges = 0;
-        while let Some(r) = pick(&segs, flush, fanout) {
+        while let Some(r) = pick(&segs, flush, fanout, u64::MAX) {
             assert_eq!(r.len(), fanout);
             let entries = segs[r.clone()].iter().map(|s| s.entries).sum();
             segs.splice(r, [meta(entries)]);
@@ -559,7 +650,7 @@ mod tests {
                 if rand(10) == 0 {
                     continue;
                 }
-                while let Some(r) = pick(&segs, flush, fanout) {
+                while let Some(r) = pick(&segs, flush, fanout, u64::MAX) {
                     assert_eq!(r.len(), fanout);
                     // merges drop deleted pairs: 70% to 100% of the inputs survive
                     let entries: u64 = segs[r.clone()].iter().map(|s| s.entries).sum();

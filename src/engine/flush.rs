@@ -1,6 +1,7 @@
 //! Flushing: freezing a full memtable (the log rotates), writing it as a segment and a
 //! tombstone file, and installing the result (and compactions' results) in a new manifest
-//! before obsolete files are deleted.
+//! before obsolete files are deleted. While flushes fail (a full disk), the writer retries
+//! them before it rotates again, so failures do not pile up logs.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -19,6 +20,16 @@ use crate::plan::{planned_design, Design, PlanOptions};
 use crate::segment::{build_segment, BuildOptions, IdColumn, Segment, SegmentWriter};
 use crate::storage::Storage;
 use crate::tombstone;
+
+/// A rotation of the log ([`Engine::freeze`]), kept so that it can be undone.
+struct Rotation {
+    /// The writer's log before the rotation (synced).
+    previous_log: Option<LogWriter>,
+    /// The memtable the rotation froze.
+    frozen: Arc<Memtable>,
+    /// The new log's number.
+    log_number: u64,
+}
 
 /// Writes a memtable run (no deletes, no repeated pairs) as a segment with `design`, the
 /// run's own: its arrays are the sorted tables, so nothing is sorted again.
@@ -40,10 +51,44 @@ fn write_sorted_run(storage: &dyn Storage, path: &Path, design: &Design, codec: 
 impl Engine {
     /// Moves the active memtable to the frozen list and starts a new log for the next one.
     /// The old log is synced first, so a power loss cannot leave a gap between the logs.
+    ///
+    /// While flushes fail (a full disk: [`Self::flush_failing`]) it first retries the
+    /// flush of what is frozen, and flushes the memtable it freezes at once, holding the
+    /// writer's lock; when that fails too, the rotation is undone (the memtable becomes the
+    /// active one again and the new, empty log is removed). So repeated failures leave no
+    /// new logs behind: the writer keeps appending to the log it has.
     pub(super) fn freeze(&self, w: &mut WriterState) -> Result<()> {
         if self.current().active.ops() == 0 {
             return Ok(());
         }
+        if !self.flush_failing() {
+            return self.rotate(w).map(drop);
+        }
+        let result = self.flush_frozen().and_then(|()| {
+            let rotation = self.rotate(w)?;
+            self.flush_frozen().inspect_err(|_| self.undo_rotation(w, rotation))
+        });
+        if result.is_err() {
+            lock(&self.signals).retry_at_ops = self.current().active.ops().saturating_add(self.options.memtable_ops);
+        }
+        result
+    }
+
+    /// True while flushes fail: the last flush failed, or this process has flushed nothing
+    /// yet and its open replayed more than one log (a flush that never completed before).
+    pub(super) fn flush_failing(&self) -> bool {
+        lock(&self.signals).flush_failing || (self.flushes.load(Ordering::Relaxed) == 0 && self.report.logs.len() > 1)
+    }
+
+    /// Operations the active memtable holds before a write freezes it: the configured size,
+    /// and after a failed flush one more memtable's worth (a full disk is not retried on
+    /// every write).
+    pub(super) fn freeze_threshold(&self) -> u64 {
+        self.options.memtable_ops.max(lock(&self.signals).retry_at_ops)
+    }
+
+    /// The rotation itself: sync the log, start the next, freeze the active memtable.
+    fn rotate(&self, w: &mut WriterState) -> Result<Rotation> {
         self.sync_locked(w)?;
         let number = self.alloc_number();
         let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number) {
@@ -53,17 +98,48 @@ impl Engine {
                 return Err(e);
             }
         };
-        w.log = Some(log);
+        let previous_log = w.log.replace(log);
         let design = self.mem_design.clone();
+        let frozen = self.current().active.clone();
         self.edit_version(|v| {
             let old = std::mem::replace(&mut v.active, Arc::new(Memtable::new(design, number)));
             v.frozen.push(old);
         });
-        Ok(())
+        Ok(Rotation { previous_log, frozen, log_number: number })
     }
 
-    /// Flushes every frozen memtable, oldest first.
+    /// Undoes a rotation whose memtable could not be flushed, while the writer's lock has
+    /// been held since (nothing was appended to the new log): the memtable is active again,
+    /// its log is the writer's again, and the new log is removed.
+    fn undo_rotation(&self, w: &mut WriterState, rotation: Rotation) {
+        let mut undone = false;
+        self.edit_version(|v| {
+            if v.active.ops() == 0 && v.frozen.last().is_some_and(|f| Arc::ptr_eq(f, &rotation.frozen)) {
+                v.frozen.pop();
+                v.active = rotation.frozen.clone();
+                undone = true;
+            }
+        });
+        if undone {
+            w.log = rotation.previous_log;
+            // Best effort: a log left behind holds only its header, and replays as nothing.
+            let _ = self.storage.remove(&self.dir.join(log_name(rotation.log_number)));
+        }
+    }
+
+    /// Flushes every frozen memtable, oldest first, and records whether that worked
+    /// ([`Self::flush_failing`]).
     pub(super) fn flush_frozen(&self) -> Result<()> {
+        let result = self.flush_frozen_inner();
+        let mut signals = lock(&self.signals);
+        signals.flush_failing = result.is_err();
+        if result.is_ok() {
+            signals.retry_at_ops = 0;
+        }
+        result
+    }
+
+    fn flush_frozen_inner(&self) -> Result<()> {
         let mut manifest = lock(&self.manifest);
         loop {
             let v = self.current();

@@ -20,10 +20,12 @@ impl Engine {
     /// or here). Maintenance errors are recorded, not returned: the write itself is done
     /// (the next call reports them).
     pub(super) fn after_write(&self, mut w: MutexGuard<'_, WriterState>) {
-        if self.current().active.ops() < self.options.memtable_ops {
+        if self.current().active.ops() < self.freeze_threshold() {
             return;
         }
-        if self.options.compaction.automatic && compaction::over_budget(&self.current().segment_metas(), self.options.memtable_ops, self.options.compaction.fanout) {
+        if self.options.compaction.automatic
+            && compaction::over_budget(&self.current().segment_metas(), self.options.memtable_ops, self.options.compaction.fanout, self.options.compaction.max_merge_entries)
+        {
             // A write stall: flushes outran the merges (twice the segments the policy
             // keeps). This writer merges until the policy is met *before* it freezes,
             // holding the writer's lock, so no segment is added while over budget: the
@@ -67,23 +69,32 @@ impl Engine {
         loop {
             let v = self.current();
             let metas = v.segment_metas();
-            let Some(range) = compaction::pick(&metas, self.options.memtable_ops, self.options.compaction.fanout) else { return Ok(()) };
+            let Some(range) = compaction::pick(&metas, self.options.memtable_ops, self.options.compaction.fanout, self.options.compaction.max_merge_entries) else { return Ok(()) };
             self.compact_range(&v, range)?;
         }
     }
 
-    /// Merges every segment into one, when that changes anything.
+    /// Merges every segment into one, when that changes anything: a sequence of merges of
+    /// at most [`compaction::CompactionOptions::max_merge_entries`] input entries, each
+    /// installed before the next starts (one merge when unbounded), so an interrupted full
+    /// compaction keeps the merges it finished.
     pub(super) fn compact_all(&self) -> Result<()> {
         self.check_writable()?;
         let _guard = lock(&self.compacting);
-        let v = self.current();
-        let n = v.segments.len();
-        let worth = n >= 2 || (n == 1 && v.tombstones.hides_any_below(v.segments[0].meta.max_seq));
-        if worth {
-            self.compact_range(&v, 0..n)
-        } else {
-            self.install(&[], None)
+        let max_merge = self.options.compaction.max_merge_entries;
+        loop {
+            let v = self.current();
+            let metas = v.segment_metas();
+            let single = metas.len() == 1 && v.tombstones.hides_any_below(metas[0].max_seq);
+            let Some(range) = compaction::pick_full(&metas, max_merge, single) else { break };
+            self.compact_range(&v, range)?;
+            if single {
+                // a lone segment is rewritten once (what tombstones hide dropped)
+                break;
+            }
         }
+        // tombstone files that no longer hide anything
+        self.install(&[], None)
     }
 
     pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>) -> Result<()> {

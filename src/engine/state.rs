@@ -31,6 +31,12 @@ pub(super) struct MaintenanceSignals {
     pub(super) last_error: Option<String>,
     /// A background failure no caller has been told of yet.
     pub(super) unreported: Option<Error>,
+    /// The last flush failed (a full disk): frozen memtables wait, and the writer retries
+    /// their flush before it starts another log (`flush`), so repeated failures do not
+    /// pile up logs.
+    pub(super) flush_failing: bool,
+    /// After a failed flush: the active memtable's size at which a write retries it.
+    pub(super) retry_at_ops: u64,
 }
 
 /// The engine behind an [`super::Index`] handle.

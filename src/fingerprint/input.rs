@@ -1,7 +1,7 @@
 //! Reading documents: bytes -> text for the fingerprinter.
 //!
 //! Owns UTF-8 repair (invalid sequences replaced by U+FFFD and counted, or refused in strict
-//! mode), streaming plain text with bounded memory, and JSON-lines documents
+//! mode), refusing binary documents (a NUL byte in the first [`BINARY_SNIFF_BYTES`]), streaming plain text with bounded memory, and JSON-lines documents
 //! (`{"id": ..., "text": ...}` or `{"id": ..., "html": ...}`, cargo feature `jsonl`). HTML's
 //! visible text is `html`'s business.
 
@@ -17,6 +17,11 @@ pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
 
 /// Block size for streaming reads.
 const BLOCK: usize = 16 * 1024;
+
+/// A NUL byte among a document's first this many bytes makes it binary (an executable, an
+/// image, UTF-16 text): it is refused with [`Error::BinaryDocument`] rather than fingerprinted
+/// as replacement characters. Git and grep use the same test.
+pub const BINARY_SNIFF_BYTES: u64 = 8000;
 
 /// What to do with bytes that are not UTF-8.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,6 +45,8 @@ pub struct Utf8Stream<R> {
     /// bytes of `out` already handed out by `Read::read`
     served: usize,
     offset: u64,
+    /// raw bytes read from `inner` so far (where the binary test stands)
+    read: u64,
     replaced: u64,
     eof: bool,
 }
@@ -47,7 +54,7 @@ pub struct Utf8Stream<R> {
 impl<R: Read> Utf8Stream<R> {
     /// Reads `inner`; with [`InvalidUtf8::Refuse`] the first invalid byte is an error.
     pub fn new(inner: R, utf8: InvalidUtf8) -> Self {
-        Utf8Stream { inner, utf8, carry: Vec::new(), buf: vec![0; BLOCK], out: String::new(), served: 0, offset: 0, replaced: 0, eof: false }
+        Utf8Stream { inner, utf8, carry: Vec::new(), buf: vec![0; BLOCK], out: String::new(), served: 0, offset: 0, read: 0, replaced: 0, eof: false }
     }
 
     /// Invalid sequences replaced so far (each maximal invalid subpart counts once, as in
@@ -71,6 +78,13 @@ impl<R: Read> Utf8Stream<R> {
                     Err(e) => return Err(e.into()),
                 }
             };
+            if self.read < BINARY_SNIFF_BYTES {
+                let sniff = &self.buf[..n.min((BINARY_SNIFF_BYTES - self.read) as usize)];
+                if let Some(at) = sniff.iter().position(|&b| b == 0) {
+                    return Err(Error::BinaryDocument { offset: self.read + at as u64 });
+                }
+            }
+            self.read += n as u64;
             if n == 0 {
                 self.eof = true;
                 if !self.carry.is_empty() {
@@ -278,6 +292,31 @@ impl<R: std::io::BufRead> Iterator for JsonLines<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nul_byte_near_the_start_makes_a_document_binary() {
+        let mut elf = b"\x7fELF\x02\x01\x01\x00\x00".to_vec();
+        elf.extend(std::iter::repeat_n(b'a', 100));
+        for utf8 in [InvalidUtf8::Replace, InvalidUtf8::Refuse] {
+            let mut s = Utf8Stream::new(Trickle(&elf), utf8);
+            let err = loop {
+                match s.next_block() {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("an ELF header read as text"),
+                    Err(e) => break e,
+                }
+            };
+            assert!(matches!(err, Error::BinaryDocument { offset: 7 }), "{err}");
+        }
+        // Beyond the first BINARY_SNIFF_BYTES a NUL is text like any other character.
+        let mut late = vec![b'a'; BINARY_SNIFF_BYTES as usize];
+        late.push(0);
+        let (text, replaced) = stream_all(&late, InvalidUtf8::Refuse).unwrap();
+        assert_eq!((text.len(), replaced), (late.len(), 0));
+        let mut early = vec![b'a'; BINARY_SNIFF_BYTES as usize - 1];
+        early.push(0);
+        assert!(matches!(stream_all(&early, InvalidUtf8::Replace), Err(Error::BinaryDocument { offset }) if offset == BINARY_SNIFF_BYTES - 1));
+    }
 
     /// Reads in tiny pieces, to cut UTF-8 sequences across blocks.
     struct Trickle<'a>(&'a [u8]);

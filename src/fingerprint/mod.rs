@@ -70,6 +70,14 @@ pub enum Error {
         /// Byte offset of the first invalid byte in the input.
         offset: u64,
     },
+    /// The document is binary, not text: a NUL byte among its first
+    /// [`input::BINARY_SNIFF_BYTES`] bytes (an executable, an image, UTF-16 text). It is not
+    /// fingerprinted; convert text in UTF-16 to UTF-8 first.
+    #[error("binary document (a NUL byte at byte offset {offset}): not fingerprinted")]
+    BinaryDocument {
+        /// Byte offset of the first NUL byte.
+        offset: u64,
+    },
     /// The options ask for something this build left out; rebuild with the cargo feature.
     #[error("this build of simdex lacks the cargo feature `{feature}`")]
     FeatureNotCompiled {

@@ -20,7 +20,7 @@ pub fn mem_options(storage: &MemStorage, memtable_ops: u64) -> IndexOptions {
         background: false,
         memtable_ops,
         durability: Durability::Sync,
-        compaction: CompactionOptions { fanout: 3, buffer_entries: 4096, automatic: true },
+        compaction: CompactionOptions { fanout: 3, buffer_entries: 4096, automatic: true, ..CompactionOptions::default() },
         ..IndexOptions::default()
     }
 }

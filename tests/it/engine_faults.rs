@@ -121,3 +121,78 @@ fn close_reports_a_background_failure_no_call_saw() {
     let err = index.close().unwrap_err();
     assert!(matches!(err, Error::Maintenance { .. }), "{err}");
 }
+
+/// The live logs in `dir`.
+fn logs(storage: &MemStorage, dir: &Path) -> Vec<String> {
+    storage.list(dir).unwrap().into_iter().filter(|n| n.starts_with("log-")).collect()
+}
+
+#[test]
+fn repeated_flush_failures_on_a_full_disk_do_not_pile_up_logs() {
+    for background in [false, true] {
+        let inner = MemStorage::default();
+        let full = Arc::new(AtomicBool::new(false));
+        let storage = full_disk(&inner, Fault::CreateSegment, &full);
+        let dir = Path::new("/idx");
+        let options = || IndexOptions { storage: Arc::new(storage.clone()), background, ..mem_options(&inner, 10) };
+        let mut acknowledged = BTreeSet::new();
+        let mut next = 0u64;
+        // Writes `n` pairs; returns how many were refused.
+        let mut write = |index: &Index, n: u64| {
+            let mut refused = 0;
+            for _ in 0..n {
+                match index.insert(pair(next).0, pair(next).1) {
+                    Ok(_) => {
+                        acknowledged.insert(pair(next));
+                    }
+                    Err(e) => {
+                        assert!(e.chain_message().contains("No space left on device"), "background {background}: {}", e.chain_message());
+                        refused += 1;
+                    }
+                }
+                next += 1;
+            }
+            refused
+        };
+        let index = Index::open(dir, options()).unwrap();
+        assert_eq!(write(&index, 25), 0);
+        index.flush().unwrap();
+        full.store(true, Ordering::SeqCst);
+        // Every memtable's worth of writes on the full disk would freeze, start a log and
+        // fail to flush: 50 memtables in one process, then 10 processes (each `simdex add`
+        // replays the logs and fills a memtable at once).
+        let refused_in_process = write(&index, 500);
+        // A full disk is retried once per memtable's worth of writes, not on every write
+        // (each failed attempt refuses the write after it).
+        assert!(refused_in_process > 0, "background {background}: the full disk was reported");
+        assert!(refused_in_process <= 500 / 10 + 1, "background {background}: {refused_in_process} of 500 writes refused");
+        let in_process = logs(&inner, dir);
+        drop(index);
+        let mut across = Vec::new();
+        for _ in 0..10 {
+            let index = Index::open(dir, options()).unwrap();
+            let _ = write(&index, 30);
+            let _ = index.flush();
+            drop(index);
+            across = logs(&inner, dir);
+        }
+        // The active log and the failed memtable's; with a background flush, also the
+        // memtables frozen before the first failure was known (at most `max_frozen`).
+        let bound = 2 + if background { options().max_frozen } else { 0 };
+        assert!(in_process.len() <= bound, "background {background}: {} logs after 50 failed flushes in one process: {in_process:?}", in_process.len());
+        assert!(across.len() <= bound, "background {background}: {} logs after 10 processes on a full disk: {across:?}", across.len());
+        // Space is back: the retried flush takes the whole backlog, and every acknowledged
+        // write is there.
+        full.store(false, Ordering::SeqCst);
+        let index = Index::open(dir, options()).unwrap();
+        assert_eq!(write(&index, 5), 0);
+        index.flush().unwrap();
+        index.close().unwrap();
+        assert_eq!(logs(&inner, dir).len(), 1, "background {background}: one log once the backlog is flushed");
+        let reopened = Index::open(dir, options()).unwrap();
+        let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().collect();
+        assert_eq!(live, acknowledged, "background {background}: every acknowledged write and nothing else");
+        let tmp: Vec<String> = inner.list(dir).unwrap().into_iter().filter(|n| n.ends_with(".tmp")).collect();
+        assert!(tmp.is_empty(), "background {background}: {tmp:?}");
+    }
+}

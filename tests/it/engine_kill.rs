@@ -43,7 +43,7 @@ fn child_options(background: bool, group: bool) -> IndexOptions {
         durability: if group { Durability::Group { max_delay: Duration::from_millis(1), max_ops: 8 } } else { Durability::Sync },
         memtable_ops: 24,
         background,
-        compaction: CompactionOptions { fanout: 3, buffer_entries: 1 << 12, automatic: true },
+        compaction: CompactionOptions { fanout: 3, buffer_entries: 1 << 12, automatic: true, ..CompactionOptions::default() },
         ..IndexOptions::default()
     }
 }

@@ -1,6 +1,7 @@
 //! Documents from the command line's inputs: files, folders (walked recursively, in name
 //! order), `-` for standard input, read by the library (`simdex::fingerprint::document`) as
-//! text, HTML or JSON lines, by `--format` or by extension.
+//! text, HTML or JSON lines, by `--format` or by extension. A file's document id is its path,
+//! escaped ([`escape_name`]) so that any name prints on one line and reads back.
 
 use anyhow::Context;
 use clap::ValueEnum;
@@ -88,6 +89,36 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How file names are printed (document ids, the `--help` of the commands that print them):
+/// the one place the escaping is described.
+pub const NAME_ESCAPING: &str = "File names are printed escaped, so that every name fits on one line and reads back exactly: a backslash as \\\\, tab, newline and carriage return as \\t \\n \\r, other control characters and bytes that are not UTF-8 as \\xHH; everything else as it is. `printf '%b' NAME` in bash, or Python's `codecs.escape_decode(NAME.encode())[0]`, gives back the name's bytes.";
+
+/// A path as printed: the escaping of [`NAME_ESCAPING`]. The identity on names of printable
+/// UTF-8 without a backslash (nearly all of them).
+pub fn escape_name(path: &Path) -> String {
+    use std::fmt::Write;
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_ascii_control() => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
 /// Calls `each` with every document of `files`, in order, and `bar.inc(1)` after each file.
 /// A JSON line that is not a document goes to `skip` at once; a document `each` gives up on
 /// (it returns the reason) goes to `skip` after the rest of its file. Inputs that cannot be
@@ -101,7 +132,7 @@ pub fn for_each_doc(
 ) -> anyhow::Result<()> {
     for path in files {
         let stdin = path.as_os_str() == "-";
-        let name = if stdin { "-".to_owned() } else { path.display().to_string() };
+        let name = if stdin { "-".to_owned() } else { escape_name(path) };
         let input: Box<dyn Read> = if stdin { Box::new(std::io::stdin()) } else { Box::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?) };
         let mut failed = Vec::new();
         for doc in Documents::new(input, name.clone(), read.format_of(path), read.invalid_utf8()) {

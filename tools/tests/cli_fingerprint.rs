@@ -163,3 +163,128 @@ fn learned_idf_table_is_saved_and_reused() {
     assert!(text(&out.stderr).contains("IDF table was learned with features"), "{}", text(&out.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs simdex with arguments that need not be UTF-8.
+fn simdex_os(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simdex")).args(args).current_dir(root()).stdin(Stdio::null()).output().expect("run simdex")
+}
+
+/// A text of `n` distinct words (enough for a reliable fingerprint), different per `seed`.
+fn words(seed: u64, n: u64) -> String {
+    (0..n).map(|i| format!("w{}x{}", seed * 1000 + i, (seed * 7919 + i * 104_729) % 9973)).collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn fingerprint_refuses_binary_documents_by_name_and_goes_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let good = dir.path().join("good.txt");
+    std::fs::write(&good, words(1, 60)).expect("write");
+    // an executable (this very program) and a text with a NUL byte in it
+    let elf = dir.path().join("program");
+    std::fs::copy(env!("CARGO_BIN_EXE_simdex"), &elf).expect("copy");
+    let nul = dir.path().join("nul.txt");
+    std::fs::write(&nul, format!("{}\0{}", words(2, 30), words(3, 30))).expect("write");
+    let also_good = dir.path().join("z-good.txt");
+    std::fs::write(&also_good, words(4, 60)).expect("write");
+    let out = simdex_os(&["fingerprint".as_ref(), good.as_os_str(), elf.as_os_str(), nul.as_os_str(), also_good.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1), "a refused document makes the exit code 1: {}", text(&out.stderr));
+    let printed: Vec<String> = text(&out.stdout).lines().map(|l| l.split('\t').next().unwrap_or("").to_owned()).collect();
+    assert_eq!(printed, [good.display().to_string(), also_good.display().to_string()], "the text documents are printed, in order");
+    let stderr = text(&out.stderr);
+    for (path, offset) in [(&elf, 7), (&nul, words(2, 30).len())] {
+        let line = stderr.lines().find(|l| l.contains(&path.display().to_string())).unwrap_or_else(|| panic!("no warning names {}: {stderr}", path.display()));
+        assert!(line.contains(&format!("binary document (a NUL byte at byte offset {offset})")), "{line}");
+    }
+    assert_eq!(stderr.lines().count(), 2, "one warning per refused document: {stderr}");
+}
+
+/// Undoes the escaping `fingerprint` and `dedup` print names with (their `--help`).
+fn unescape(name: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut bytes = name.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'\\') => out.push(b'\\'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b'x') => {
+                let hex: String = [bytes.next(), bytes.next()].iter().map(|b| char::from(b.expect("two hex digits"))).collect();
+                out.push(u8::from_str_radix(&hex, 16).expect("hex"));
+            }
+            other => panic!("{name}: unknown escape {other:?}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn names_that_are_not_utf8_print_escaped_and_round_trip() {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let names: [&[u8]; 5] = [b"caf\xe9.txt", b"tab\there.txt", b"back\\slash\\x41.txt", b"new\nline\x01.txt", "plain-é.txt".as_bytes()];
+    for (i, name) in names.iter().enumerate() {
+        std::fs::write(dir.path().join(std::ffi::OsStr::from_bytes(name)), words(10 + i as u64, 60)).expect("write");
+    }
+    let out = simdex_os(&["fingerprint".as_ref(), dir.path().as_os_str()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).expect("what is printed is UTF-8");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), names.len(), "one line per document, whatever its name: {stdout}");
+    let mut seen = BTreeSet::new();
+    for line in lines {
+        let (id, hex) = line.split_once('\t').expect("id<TAB>hex");
+        assert!(!hex.contains('\t'), "{line}");
+        let path = std::ffi::OsString::from_vec(unescape(id));
+        let name = Path::new(&path).file_name().expect("a file name").as_bytes().to_vec();
+        assert!(names.contains(&name.as_slice()), "{id} reads back as {name:?}, not one of the files");
+        seen.insert(name);
+        // The name read back is the file: fingerprinting it by that path gives the same line.
+        let again = simdex_os(&["fingerprint".as_ref(), path.as_os_str()]);
+        assert_eq!(text(&again.stdout).trim_end(), line, "{id}");
+        // and bash's printf %b reads the escaped name back too
+        let bash = Command::new("bash").args(["-c", "printf '%b' \"$1\"", "-", id]).output().expect("bash");
+        assert_eq!(bash.stdout, path.as_bytes(), "printf %b {id}");
+    }
+    assert_eq!(seen.len(), names.len());
+    // Names as they are for printable UTF-8 without a backslash.
+    assert!(stdout.contains("plain-é.txt\t"), "{stdout}");
+    // dedup prints the same escaped names.
+    let out = simdex_os(&["dedup".as_ref(), dir.path().as_os_str(), "--json".as_ref()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains('\u{fffd}'), "no name loses bytes: {}", text(&out.stderr));
+}
+
+#[test]
+fn dedup_summary_counts_what_it_leaves_out() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report = dir.path().join("report.jsonl");
+    let out = simdex_os(&["dedup".as_ref(), "fixtures/corpus/pages".as_ref(), "--show".as_ref(), "2".as_ref(), "--report".as_ref(), report.as_os_str()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The oracle: the report lists every group in the summary's order.
+    let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
+    for line in std::fs::read_to_string(&report).expect("report").lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json line");
+        if let (Some(kind), Some(members)) = (v["kind"].as_str(), v["members"].as_array()) {
+            groups.entry(kind.to_owned()).or_default().push(members.len());
+        }
+    }
+    let (near, exact) = (&groups["near"], &groups["exact"]);
+    assert!(near.len() > 2 && exact.len() > 2, "the corpus has more groups than --show 2 lists");
+    let (near_left, exact_left): (usize, usize) = (near[2..].iter().sum(), exact[2..].iter().sum());
+    let cut: usize = near[..2].iter().chain(&exact[..2]).map(|&n| n.saturating_sub(2)).sum();
+    let summary = text(&out.stdout);
+    let mut expected =
+        format!("not listed above: {} near-duplicate clusters ({near_left} documents), {} exact-duplicate groups ({exact_left} documents)", near.len() - 2, exact.len() - 2);
+    if cut > 0 {
+        expected += &format!(", {cut} more members of the groups listed");
+    }
+    assert!(summary.contains(&expected), "expected {expected:?} in:\n{summary}");
+    // Nothing is left out when --show covers everything: no such line.
+    let out = simdex_os(&["dedup".as_ref(), "fixtures/corpus/pages".as_ref(), "--show".as_ref(), "1000".as_ref()]);
+    assert!(!text(&out.stdout).contains("not listed above"), "{}", text(&out.stdout));
+}

@@ -1,4 +1,5 @@
-//! `simdex compact`: flush the memtable and merge every segment of an index into one.
+//! `simdex compact`: flush the memtable and merge every segment of an index into one (or,
+//! with `--max-merge-entries`, as far as merges of bounded size go).
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
@@ -12,15 +13,26 @@ use std::time::Instant;
 /// removes tombstone files that no longer hide anything. Old files are deleted only after
 /// the new manifest is durable. Needs the writer's lock (fails while another writer runs).
 ///
-/// Example: `simdex compact pages.idx`
+/// With `--max-merge-entries N` the compaction is a sequence of merges of at most N input
+/// entries each, every one durable before the next starts: a process killed meanwhile keeps
+/// the merges it finished, and running the command again goes on from there. The index then
+/// ends as several segments when it holds more than N entries.
+///
+/// Example: `simdex compact pages.idx`, `simdex compact pages.idx --max-merge-entries 4000000`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,
+    /// Largest number of entries one merge reads (default: unbounded, one merge)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+    max_merge_entries: Option<u64>,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let options = IndexOptions { create: false, background: false, ..IndexOptions::default() };
+    let mut options = IndexOptions { create: false, background: false, ..IndexOptions::default() };
+    if let Some(n) = args.max_merge_entries {
+        options.compaction.max_merge_entries = n;
+    }
     let index = Index::open(&args.dir, options)?;
     let before = index.stats();
     let bar = crate::progress::spinner("compacting");
@@ -32,8 +44,9 @@ pub fn run(args: Args) -> Result<()> {
     let bytes = |s: &simdex::Stats| s.segments.iter().map(|x| x.file_len).sum::<u64>();
     let stored = |s: &simdex::Stats| s.segments.iter().map(|x| x.entries).sum::<u64>() + s.memtable_inserts + s.frozen_ops;
     let (held, kept) = (stored(&before), stored(&after));
+    let bound = args.max_merge_entries.map(|n| format!(" (merges of at most {n} entries)")).unwrap_or_default();
     eprintln!(
-        "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s) ({} bytes, {} fingerprints); {} of {} stored pairs dropped as deleted or repeated; {:.2}s",
+        "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s){bound} ({} bytes, {} fingerprints); {} of {} stored pairs dropped as deleted or repeated; {:.2}s",
         args.dir.display(),
         before.segments.len(),
         bytes(&before),

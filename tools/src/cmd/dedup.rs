@@ -24,6 +24,7 @@ use std::process::ExitCode;
 
 /// Find exact and near-duplicate documents and group them into clusters
 #[derive(Debug, ClapArgs)]
+#[command(after_long_help = crate::corpus::NAME_ESCAPING)]
 pub struct Args {
     /// Files, folders (walked recursively) or `-` for standard input
     #[arg(required = true)]
@@ -303,7 +304,54 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, exact: &
     for (id, reason) in corpus.skipped.iter().take(args.show) {
         writeln!(summary, "skipped {id}: {reason}")?;
     }
+    let left_out = LeftOut::of(&near.clusters, exact, corpus.skipped.len(), args.show);
+    if let Some(line) = left_out.line() {
+        writeln!(summary, "\n{line} (--show N lists more; the report lists everything)")?;
+    }
     Ok(())
+}
+
+/// What the summary leaves out when it shows `--show` groups and members of each.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct LeftOut {
+    /// Near-duplicate clusters not listed, and their documents.
+    near_clusters: usize,
+    near_members: usize,
+    /// Exact-duplicate groups not listed, and their documents.
+    exact_groups: usize,
+    exact_members: usize,
+    /// Documents of listed clusters and groups cut by "... and N more".
+    cut_members: usize,
+    /// Skipped documents not listed.
+    skipped: usize,
+}
+
+impl LeftOut {
+    fn of(near: &[Vec<u32>], exact: &[Vec<u32>], skipped: usize, show: usize) -> LeftOut {
+        let unlisted = |groups: &[Vec<u32>]| (groups.len().saturating_sub(show), groups.iter().skip(show).map(Vec::len).sum::<usize>());
+        let cut = |groups: &[Vec<u32>]| groups.iter().take(show).map(|g| g.len().saturating_sub(show)).sum::<usize>();
+        let (near_clusters, near_members) = unlisted(near);
+        let (exact_groups, exact_members) = unlisted(exact);
+        LeftOut { near_clusters, near_members, exact_groups, exact_members, cut_members: cut(near) + cut(exact), skipped: skipped.saturating_sub(show) }
+    }
+
+    /// The summary's last line, when anything was left out.
+    fn line(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.near_clusters > 0 {
+            parts.push(format!("{} near-duplicate clusters ({} documents)", self.near_clusters, self.near_members));
+        }
+        if self.exact_groups > 0 {
+            parts.push(format!("{} exact-duplicate groups ({} documents)", self.exact_groups, self.exact_members));
+        }
+        if self.cut_members > 0 {
+            parts.push(format!("{} more members of the groups listed", self.cut_members));
+        }
+        if self.skipped > 0 {
+            parts.push(format!("{} more skipped documents", self.skipped));
+        }
+        (!parts.is_empty()).then(|| format!("not listed above: {}", parts.join(", ")))
+    }
 }
 
 /// The index's document id for a document id string.

@@ -1,8 +1,9 @@
 //! `simdex fingerprint`: print `id<TAB>16 hex digits` for every document.
 //!
-//! Per-document problems (empty documents, invalid UTF-8 under `--strict`, bad JSON lines) are
-//! reported on stderr and the document is skipped; the exit code is then 1. Unreadable inputs
-//! stop the run (exit 2).
+//! Per-document problems (empty documents, binary documents such as executables or images,
+//! invalid UTF-8 under `--strict`, bad JSON lines) are reported on stderr with the document's
+//! name and the document is skipped, the others go on; the exit code is then 1. Unreadable
+//! inputs stop the run (exit 2). Names are printed escaped (`corpus::escape_name`).
 
 use crate::corpus::{self, ReadArgs, Skip};
 use crate::recipe::RecipeArgs;
@@ -14,7 +15,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Fingerprint documents: prints `id<TAB>fingerprint` (16 hex digits) per document
+///
+/// A document that cannot be fingerprinted (empty, binary: a NUL byte in its first 8,000
+/// bytes, such as an executable, an image or UTF-16 text; invalid UTF-8 with `--strict`) gets a
+/// warning naming it on stderr and is skipped; the others are printed, and the exit code is 1.
 #[derive(Debug, ClapArgs)]
+#[command(after_long_help = crate::corpus::NAME_ESCAPING)]
 pub struct Args {
     /// Files, folders (walked recursively) or `-` for standard input
     #[arg(default_value = "-")]
