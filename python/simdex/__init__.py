@@ -20,6 +20,7 @@ from typing import Any, Iterable, Optional
 from ._simdex import (
     CorruptError,
     EmptyDocumentError,
+    BinaryDocumentError,
     Error,
     Fingerprinter,
     LockedError,
@@ -38,6 +39,7 @@ __all__ = [
     "CorruptError",
     "RecipeMismatchError",
     "EmptyDocumentError",
+    "BinaryDocumentError",
     "doc_id",
 ]
 

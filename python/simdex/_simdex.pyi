@@ -18,6 +18,9 @@ class CorruptError(Error):
 class RecipeMismatchError(Error):
     """The index's fingerprint recipe differs from the one given."""
 
+class BinaryDocumentError(Error):
+    """The document is binary (a NUL byte near its start); nothing was stored."""
+
 class EmptyDocumentError(Error):
     """The document has too few words to be fingerprinted; nothing was stored."""
 

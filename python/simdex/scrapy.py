@@ -10,7 +10,8 @@ every page stored before, in this crawl or an earlier one (``find_or_insert``, a
 near-duplicate raises ``IgnoreRequest`` (logged with the URL of the page it duplicates and the
 distance); a new page is stored and passed on. Stats: ``simdex/new``,
 ``simdex/near_duplicates``, ``simdex/non_html`` (passed on unfingerprinted),
-``simdex/too_short`` (passed on, flagged ``simdex:too_short``, not stored).
+``simdex/too_short`` (passed on, flagged ``simdex:too_short``, not stored), ``simdex/binary``
+(a body the library refuses as binary: passed on, flagged ``simdex:binary``, not stored).
 
 Settings:
 
@@ -141,13 +142,15 @@ class _Base:
             _Store.release(self.path)
 
     def check(self, data: Any, name: str, html: Optional[bool]) -> Tuple[str, Optional[Tuple[str, int]]]:
-        """('new' | 'too_short', None) or ('near_duplicates', (url, distance)): the outcome
-        is the stat's name."""
+        """('new' | 'too_short' | 'binary', None) or ('near_duplicates', (url, distance)): the
+        outcome is the stat's name; a binary or too short page is passed on, never stored."""
         doc = simdex.doc_id(name)
         try:
             _, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words)
         except simdex.EmptyDocumentError:
             return "too_short", None
+        except simdex.BinaryDocumentError:
+            return "binary", None
         if matches:
             fp, distance, other = matches[0]
             return "near_duplicates", (self.store.url_of(other), distance)
@@ -169,8 +172,8 @@ class NearDuplicateMiddleware(_Base):
             url, distance = dup
             spider.logger.info("simdex: %s is a near-duplicate of %s (distance %d)", response.url, url, distance)
             raise IgnoreRequest(f"near-duplicate of {url} (distance {distance})")
-        if outcome == "too_short":
-            return response.replace(flags=response.flags + ["simdex:too_short"])
+        if outcome in ("too_short", "binary"):
+            return response.replace(flags=response.flags + [f"simdex:{outcome}"])
         return response
 
 

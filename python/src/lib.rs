@@ -19,6 +19,7 @@ create_exception!(simdex, LockedError, Error, "Another writer holds the index's 
 create_exception!(simdex, CorruptError, Error, "A file is damaged or of an unsupported version (run `simdex recover`).");
 create_exception!(simdex, RecipeMismatchError, Error, "The index's fingerprint recipe differs from the one given.");
 create_exception!(simdex, EmptyDocumentError, Error, "The document has too few words to be fingerprinted; nothing was stored.");
+create_exception!(simdex, BinaryDocumentError, Error, "The document is binary (a NUL byte near its start), not text or HTML; nothing was stored.");
 
 fn to_py(e: simdex::Error) -> PyErr {
     let msg = e.chain_message();
@@ -27,6 +28,7 @@ fn to_py(e: simdex::Error) -> PyErr {
         simdex::Error::RecipeMismatch { .. } => RecipeMismatchError::new_err(msg),
         simdex::Error::InvalidArgument(_) | simdex::Error::KTooLarge { .. } | simdex::Error::Design(_) => PyValueError::new_err(msg),
         simdex::Error::Document(d) if matches!(**d, simdex::fingerprint::Error::EmptyDocument { .. }) => EmptyDocumentError::new_err(msg),
+        simdex::Error::Document(d) if matches!(**d, simdex::fingerprint::Error::BinaryDocument { .. }) => BinaryDocumentError::new_err(msg),
         e if e.is_corruption() => CorruptError::new_err(msg),
         _ => Error::new_err(msg),
     }
@@ -430,5 +432,6 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CorruptError", py.get_type::<CorruptError>())?;
     m.add("RecipeMismatchError", py.get_type::<RecipeMismatchError>())?;
     m.add("EmptyDocumentError", py.get_type::<EmptyDocumentError>())?;
+    m.add("BinaryDocumentError", py.get_type::<BinaryDocumentError>())?;
     Ok(())
 }
