@@ -299,7 +299,10 @@ impl Index {
     }
 
     /// Flushes, then merges every segment into one (dropping deleted and repeated pairs)
-    /// and drops the tombstone files that no longer hide anything.
+    /// and drops the tombstone files that no longer hide anything. With
+    /// [`CompactionOptions::max_merge_entries`] set, the merges are bounded: the index ends
+    /// as the fewest segments whose adjacent pairs exceed the bound, each merge installed
+    /// before the next starts.
     pub fn compact(&self) -> Result<()> {
         self.flush()?;
         self.engine.compact_all()
