@@ -280,9 +280,12 @@ pub fn fingerprint_html_reader(fp: &mut Fingerprinter, reader: impl Read, utf8: 
     let mut session = fp.session();
     let result = extract_text(&mut stream, |piece| session.push(piece));
     if let Err(Error::Io(e)) = &result {
-        // strict-mode UTF-8 errors travel through the tokenizer as io::Error(InvalidData)
-        if let Some(Error::InvalidUtf8 { offset }) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
-            return Err(Error::InvalidUtf8 { offset: *offset });
+        // the stream's own refusals (strict-mode UTF-8, a binary document) travel through
+        // the tokenizer as io::Error(InvalidData): give them back their type
+        match e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
+            Some(Error::InvalidUtf8 { offset }) => return Err(Error::InvalidUtf8 { offset: *offset }),
+            Some(Error::BinaryDocument { offset }) => return Err(Error::BinaryDocument { offset: *offset }),
+            _ => {}
         }
     }
     result?;
