@@ -11,7 +11,7 @@ use crate::codec::{decode_block, BlockError, Code, Codec, Cursor, DeltaGaps, Gap
 use crate::error::{Error, Location, Result};
 use crate::interpolation::lower_bound;
 use crate::integrity::{check_magic_and_version, verify_crc, Fault};
-use crate::plan::{Design, Permutation, TableDesign};
+use crate::plan::{prefix_mask, Design, Permutation, ProbePlan, TableDesign, MAX_K};
 use crate::query::{finish_matches, Match, QueryOptions};
 use crate::storage::{FileBytes, FsStorage, Storage};
 
@@ -321,15 +321,19 @@ impl Segment {
     /// distance, fingerprint and id.
     pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
         out.clear();
-        options.check()?;
-        if options.k > self.design.k() {
-            if !options.full_scan {
-                return Err(Error::KTooLarge { requested: options.k, design_k: self.design.k() });
-            }
-            return self.scan_into(fingerprint, options.k, out);
-        }
+        options.check_against(self.design.k())?;
         let mut found: Vec<u64> = Vec::new();
-        self.probe_all(fingerprint, options.k, &mut found)?;
+        if options.k > self.design.k() {
+            // Above the design's k: multi-probe (`plan::ProbePlan`), or a scan where the
+            // plan says a scan is cheaper or k is above what a plan covers.
+            let plan = if options.k <= MAX_K { Some(ProbePlan::cached(&self.design, options.k, self.entries)?) } else { None };
+            match plan {
+                Some(plan) if options.always_probe || !plan.prefers_scan() => self.multi_probe(fingerprint, &plan, &mut found)?,
+                _ => return self.scan_into(fingerprint, options.k, out),
+            }
+        } else {
+            self.probe_all(fingerprint, options.k, &mut found)?;
+        }
         found.sort_unstable();
         found.dedup();
         for fp in found {
@@ -393,22 +397,43 @@ impl Segment {
     /// matches, un-permuted, to `found`.
     #[inline(always)]
     fn probe(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+        let table = self.table(t)?;
+        let q = table.design.permutation.apply(fingerprint);
+        self.probe_range(t, q, q, table.design.prefix_bits, k, start, found)
+    }
+
+    /// Answers a distance above the design's with the prefix variants of `plan`.
+    fn multi_probe(&self, fingerprint: u64, plan: &ProbePlan, found: &mut Vec<u64>) -> Result<()> {
+        for (t, (table, probes)) in self.tables.iter().zip(plan.tables()).enumerate() {
+            let q = table.design.permutation.apply(fingerprint);
+            for &flip in &probes.flips {
+                self.probe_range(t, q, q ^ flip, probes.probe_bits, plan.k(), None, found)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes the entries of table `t` whose top `bits` bits equal `variant`'s and that are
+    /// within `k` of `q` (both permuted), un-permuted, to `found`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn probe_range(&self, t: usize, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
         match self.table(t)?.codec {
-            Codec::Xor => self.probe_with::<XorGaps>(t, fingerprint, k, start, found),
-            Codec::Delta => self.probe_with::<DeltaGaps>(t, fingerprint, k, start, found),
+            Codec::Xor => self.probe_with::<XorGaps>(t, q, variant, bits, k, start, found),
+            Codec::Delta => self.probe_with::<DeltaGaps>(t, q, variant, bits, k, start, found),
         }
     }
 
-    /// [`Self::probe`] with the table's codec; `start`, when known, is the table's first
-    /// block for this query.
+    /// [`Self::probe_range`] with the table's codec; `start`, when known, is the table's
+    /// first block for this query.
     #[inline(always)]
-    fn probe_with<G: Gaps>(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+    #[allow(clippy::too_many_arguments)]
+    fn probe_with<G: Gaps>(&self, t: usize, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
         let table = self.table(t)?;
         let permutation = &table.design.permutation;
-        let q = permutation.apply(fingerprint);
-        let low_bits = 64 - table.design.prefix_bits;
-        let mask = table.design.prefix_mask();
-        let (lo, hi) = (q & mask, q | !mask);
+        let low_bits = 64 - bits;
+        let mask = prefix_mask(bits);
+        let (lo, hi) = (variant & mask, variant | !mask);
         let mut b = start.unwrap_or_else(|| lower_bound(&table.keys, lo) as u64);
         while b < table.dir.block_count {
             let mut cursor = self.cursor(t, b)?;
