@@ -75,7 +75,6 @@ fn thresholds() -> impl Iterator<Item = f64> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Score {
     pub reported: u64,
-    pub true_positives: u64,
     pub precision: f64,
     pub recall: f64,
     pub f1: f64,
@@ -86,7 +85,7 @@ impl Score {
         let precision = if reported == 0 { 1.0 } else { tp as f64 / reported as f64 };
         let recall = if true_pairs == 0 { 0.0 } else { tp as f64 / true_pairs as f64 };
         let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
-        Score { reported, true_positives: tp, precision, recall, f1 }
+        Score { reported, precision, recall, f1 }
     }
 }
 
