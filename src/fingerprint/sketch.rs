@@ -377,6 +377,18 @@ mod tests {
         assert!(matches!(a.similarity(&other), Err(SketchError::Mismatch { .. })));
     }
 
+    /// The recipe is persisted with every stored sketch: these bytes must never change
+    /// within a recipe version (format-spec/sketch.md, worked example).
+    #[test]
+    fn golden_sketch() {
+        let mut s = Sketcher::new(SketchOptions::default()).unwrap();
+        let hex: String = s.sketch("The cat sat on the mat; the dog sat on the log.").as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "11f9b2106fe283e076d351f8cd874a702c2a92f9d266e12196d94a011c8110ea6b400c4400e2a2becdef663cb657112b70630bffd2d83e6210df7eb7f99ddb80");
+        let mut s = Sketcher::new(SketchOptions { hashes: 8, bits: 8 }).unwrap();
+        let hex: String = s.sketch("The cat sat on the mat; the dog sat on the log.").as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "f7acae68d984aa38");
+    }
+
     #[test]
     fn short_and_empty_documents() {
         let mut s = Sketcher::new(SketchOptions::default()).unwrap();
