@@ -174,8 +174,11 @@ fn value(bytes: &[u8], i: usize, bits: u32) -> u32 {
 #[derive(Debug, Clone)]
 pub struct Sketcher {
     options: SketchOptions,
-    /// `(x_i, a_i, c_i)` per hash function.
-    family: Vec<(u64, u64, u64)>,
+    /// `x_i`, `a_i` and `c_i` per hash function (separate arrays, so the minimum loop
+    /// vectorises).
+    xs: Vec<u64>,
+    muls: Vec<u64>,
+    cs: Vec<u64>,
     norm: String,
     shingles: Vec<u64>,
 }
@@ -189,8 +192,13 @@ impl Sketcher {
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
             fmix64(state)
         };
-        let family = (0..options.hashes).map(|_| (next(), next() | 1, next())).collect();
-        Ok(Sketcher { options, family, norm: String::new(), shingles: Vec::new() })
+        let (mut xs, mut muls, mut cs) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..options.hashes {
+            xs.push(next());
+            muls.push(next() | 1);
+            cs.push(next());
+        }
+        Ok(Sketcher { options, xs, muls, cs, norm: String::new(), shingles: Vec::new() })
     }
 
     /// The options.
@@ -235,19 +243,18 @@ impl Sketcher {
     /// Per hash function, the shingle of `set` with the smallest hash (all 0 for an empty
     /// set): the full MinHash signature the sketch keeps `bits` bits of each value of.
     pub fn min_shingles(&self, set: &[u64]) -> Vec<u64> {
-        let mut mins = vec![u64::MAX; self.family.len()];
-        let mut arg = vec![0u64; self.family.len()];
-        for &s in set {
-            for ((&(x, a, _), min), arg) in self.family.iter().zip(mins.iter_mut()).zip(arg.iter_mut()) {
-                let v = (s ^ x).wrapping_mul(a);
-                let v = v ^ (v >> 29);
-                if v < *min {
-                    *min = v;
-                    *arg = s;
-                }
-            }
+        let mut mins = vec![u64::MAX; self.xs.len()];
+        let mut args = vec![0u64; self.xs.len()];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
+            // SAFETY: `min_shingles_avx512` needs AVX-512F and DQ (64-bit lane multiplies),
+            // just detected. Same arithmetic as the portable loop, so the same sketch
+            // (`golden_sketch` pins it on whichever path the CPU takes).
+            unsafe { min_shingles_avx512(&self.xs, &self.muls, set, &mut mins, &mut args) };
+            return args;
         }
-        arg
+        min_shingles_portable(&self.xs, &self.muls, set, &mut mins, &mut args);
+        args
     }
 
     /// The sketch of a set of shingle hashes (as [`Self::shingles`] gives).
@@ -256,7 +263,7 @@ impl Sketcher {
         let bits = self.options.bits as usize;
         let mut bytes = [0u8; MAX_SKETCH_BYTES];
         if !set.is_empty() {
-            for (i, (&s, &(_, _, c))) in arg.iter().zip(&self.family).enumerate() {
+            for (i, (&s, &c)) in arg.iter().zip(&self.cs).enumerate() {
                 let v = fmix64(s ^ c);
                 for j in 0..bits {
                     if v >> j & 1 == 1 {
@@ -269,6 +276,28 @@ impl Sketcher {
             }
         }
         Sketch { options: self.options, bytes }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+fn min_shingles_avx512(xs: &[u64], muls: &[u64], set: &[u64], mins: &mut [u64], args: &mut [u64]) {
+    min_shingles_portable(xs, muls, set, mins, args);
+}
+
+/// For each hash function `i`, the shingle of `set` with the smallest `h_i` (the first
+/// one on ties; `h_i` is a bijection, so ties only come from repeated shingles). Branch-free,
+/// so that it vectorises.
+#[inline(always)]
+fn min_shingles_portable(xs: &[u64], muls: &[u64], set: &[u64], mins: &mut [u64], args: &mut [u64]) {
+    for &s in set {
+        for (((&x, &a), min), arg) in xs.iter().zip(muls).zip(mins.iter_mut()).zip(args.iter_mut()) {
+            let v = (s ^ x).wrapping_mul(a);
+            let v = v ^ (v >> 29);
+            let less = v < *min;
+            *min = if less { v } else { *min };
+            *arg = if less { s } else { *arg };
+        }
     }
 }
 
