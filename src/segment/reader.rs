@@ -399,7 +399,7 @@ impl Segment {
     fn probe(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
         let table = self.table(t)?;
         let q = table.design.permutation.apply(fingerprint);
-        self.probe_range(t, q, q, table.design.prefix_bits, k, start, found)
+        self.probe_range(t, table, q, q, table.design.prefix_bits, k, start, found)
     }
 
     /// Answers a distance above the design's with the prefix variants of `plan`, with the
@@ -440,20 +440,20 @@ impl Segment {
         for (t, (table, probes)) in self.tables.iter().zip(plan.tables()).enumerate() {
             let q = table.design.permutation.apply(fingerprint);
             for &flip in &probes.flips {
-                self.probe_range(t, q, q ^ flip, probes.probe_bits, plan.k(), starts.next(), found)?;
+                self.probe_range(t, table, q, q ^ flip, probes.probe_bits, plan.k(), starts.next(), found)?;
             }
         }
         Ok(())
     }
 
-    /// Pushes the entries of table `t` whose top `bits` bits equal `variant`'s and that are
-    /// within `k` of `q` (both permuted), un-permuted, to `found`.
+    /// Pushes the entries of table `t` (`table`) whose top `bits` bits equal `variant`'s and
+    /// that are within `k` of `q` (both permuted), un-permuted, to `found`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn probe_range(&self, t: usize, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
-        match self.table(t)?.codec {
-            Codec::Xor => self.probe_with::<XorGaps>(t, q, variant, bits, k, start, found),
-            Codec::Delta => self.probe_with::<DeltaGaps>(t, q, variant, bits, k, start, found),
+    fn probe_range(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+        match table.codec {
+            Codec::Xor => self.probe_with::<XorGaps>(t, table, q, variant, bits, k, start, found),
+            Codec::Delta => self.probe_with::<DeltaGaps>(t, table, q, variant, bits, k, start, found),
         }
     }
 
@@ -461,8 +461,7 @@ impl Segment {
     /// first block for this query.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn probe_with<G: Gaps>(&self, t: usize, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
-        let table = self.table(t)?;
+    fn probe_with<G: Gaps>(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
         let permutation = &table.design.permutation;
         let low_bits = 64 - bits;
         let mask = prefix_mask(bits);
