@@ -13,7 +13,8 @@ use crate::stored::{SortedTables, Stored};
 /// How to run a batch.
 #[derive(Clone, Copy, Debug)]
 pub struct BatchOptions {
-    /// Largest Hamming distance to report (at most the segment design's `k`).
+    /// Largest Hamming distance to report: at most [`crate::plan::MAX_K`] (above the
+    /// design's `k`, each table is joined with the queries' prefix variants: multi-probe).
     pub k: u32,
     /// Worker threads (at least 1).
     pub threads: usize,

@@ -9,25 +9,23 @@
 
 use std::collections::HashMap;
 
-use crate::error::{Error, Result};
-use crate::join::{join, self_join, Part};
+use crate::error::Result;
+use crate::join::{join, self_join, Part, Tables};
 use crate::stored::{SortedTables, Stored};
 
 /// Every pair of distinct stored fingerprints within `k` of each other (`a < b`), sorted.
 /// Exact duplicates (the same fingerprint stored more than once) are not pairs; see
-/// [`clusters`]. `k` is at most the set's (for a snapshot, the index's `k`).
+/// [`clusters`]. `k` is at most [`crate::plan::MAX_K`] (above the set's own `k`, answered
+/// by multi-probe).
 ///
 /// A snapshot of several parts (segments, unflushed pairs) is the self-join of each part
 /// and the join of each part's fingerprints (held in memory, 8 bytes each) with the tables
 /// of every larger part; pairs with a fingerprint whose every copy is deleted are left out.
 pub fn near_pairs<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
-    let snapshot = match stored.into() {
-        Stored::Snapshot(s) if k > s.k() => return Err(Error::KTooLarge { requested: k, design_k: s.k() }),
-        stored => match stored.simplest() {
-            Stored::Segment(s) => return self_join(s, k, threads),
-            Stored::Sorted(t) => return self_join(t, k, threads),
-            Stored::Snapshot(s) => s,
-        },
+    let snapshot = match stored.into().simplest() {
+        Stored::Segment(s) => return self_join(s, k, threads),
+        Stored::Sorted(t) => return self_join(t, k, threads),
+        Stored::Snapshot(s) => s,
     };
     let unflushed = snapshot.unflushed();
     let memory = if unflushed.is_empty() { None } else { Some(SortedTables::new(unflushed.to_vec(), k)?) };

@@ -21,7 +21,7 @@
 
 use crate::error::{Error, Result};
 use crate::interpolation::lower_bound;
-use crate::plan::TableDesign;
+use crate::plan::{ProbePlan, TableDesign, MAX_K};
 use crate::segment::Segment;
 use crate::stored::SortedTables;
 
@@ -50,9 +50,25 @@ pub(crate) trait Tables: Sync {
 
     /// The document ids of `fps` (sorted, distinct).
     fn id_map(&self, fps: Vec<u64>) -> Result<IdMap>;
+
+    /// Entries held (repeats counted).
+    fn entries(&self) -> u64;
+
+    /// The distinct fingerprints held, sorted.
+    fn fingerprints(&self) -> Result<Vec<u64>>;
 }
 
 impl Tables for Segment {
+    fn entries(&self) -> u64 {
+        self.len()
+    }
+
+    fn fingerprints(&self) -> Result<Vec<u64>> {
+        let mut fps = self.table_entries(0).collect::<Result<Vec<u64>>>()?;
+        fps.dedup();
+        Ok(fps)
+    }
+
     fn designs(&self) -> &[TableDesign] {
         self.design().tables()
     }
@@ -148,6 +164,16 @@ impl Tables for Segment {
 }
 
 impl Tables for SortedTables {
+    fn entries(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn fingerprints(&self) -> Result<Vec<u64>> {
+        let mut fps = self.values[0].clone();
+        fps.dedup();
+        Ok(fps)
+    }
+
     fn designs(&self) -> &[TableDesign] {
         &self.designs
     }
@@ -208,19 +234,20 @@ impl Part<'_> {
             Part::Sorted(t) => t.len() as u64,
         }
     }
-
-    /// The distinct fingerprints held, sorted.
-    pub(crate) fn fingerprints(&self) -> Result<Vec<u64>> {
-        let mut fps = match self {
-            Part::Segment(s) => s.table_entries(0).collect::<Result<Vec<u64>>>()?,
-            Part::Sorted(t) => t.values[0].clone(),
-        };
-        fps.dedup();
-        Ok(fps)
-    }
 }
 
 impl Tables for Part<'_> {
+    fn entries(&self) -> u64 {
+        self.len()
+    }
+
+    fn fingerprints(&self) -> Result<Vec<u64>> {
+        match self {
+            Part::Segment(s) => s.fingerprints(),
+            Part::Sorted(t) => t.fingerprints(),
+        }
+    }
+
     fn designs(&self) -> &[TableDesign] {
         match self {
             Part::Segment(s) => s.designs(),
@@ -264,13 +291,17 @@ impl Tables for Part<'_> {
     }
 }
 
-/// Refuses a distance the tables cannot answer exactly.
+/// Refuses a distance the tables cannot answer exactly (above their `k` and [`MAX_K`]).
 pub(crate) fn check_k(tables: &impl Tables, k: u32) -> Result<()> {
-    if k > tables.k() {
+    if k > tables.k().max(MAX_K) {
         return Err(Error::KTooLarge { requested: k, design_k: tables.k() });
     }
     Ok(())
 }
+
+/// Most (variant, query) pairs held at once by a multi-probe join: the queries are taken in
+/// chunks of at most this many variants (16 bytes each).
+const MAX_VARIANTS_HELD: usize = 1 << 22;
 
 /// Every `(query, entry)` pair within `k` between `queries` and the entries of `tables`, in
 /// original bit order, each once, sorted by query, then distance and entry.
@@ -279,6 +310,9 @@ pub(crate) fn check_k(tables: &impl Tables, k: u32) -> Result<()> {
 /// pair; the tables are walked.
 pub(crate) fn join(tables: &impl Tables, queries: &[u64], k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
     check_k(tables, k)?;
+    if k > tables.k() {
+        return join_probing(tables, queries, k, threads);
+    }
     let designs = tables.designs();
     let mut sorted: Vec<u64> = queries.to_vec();
     let mut pairs: Vec<(u64, u64)> = Vec::new();
@@ -301,16 +335,80 @@ pub(crate) fn join(tables: &impl Tables, queries: &[u64], k: u32, threads: usize
         }
     }
     drop(sorted);
-    // An entry stored under several ids was found once per copy.
+    Ok(finish_pairs(pairs))
+}
+
+/// Sorts `(query, entry)` pairs by query, distance and entry, each once (an entry stored
+/// under several ids, or found in several tables, was found more than once).
+fn finish_pairs(mut pairs: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     pairs.sort_unstable_by_key(|&(q, fp)| (q, (q ^ fp).count_ones(), fp));
     pairs.dedup();
     pairs.shrink_to_fit();
-    Ok(pairs)
+    pairs
+}
+
+/// [`join`] for a `k` above the tables' own: each table is walked with the queries' prefix
+/// variants of a [`ProbePlan`] (every variant an extra query that is compared with the
+/// original at distance `k`), in chunks of at most [`MAX_VARIANTS_HELD`] variants.
+fn join_probing(tables: &impl Tables, queries: &[u64], k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
+    let designs = tables.designs();
+    let plan = ProbePlan::for_tables(designs, tables.k(), None, k, tables.entries())?;
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    for (t, probes) in plan.tables().iter().enumerate() {
+        let perm = &designs[t].permutation;
+        let per_chunk = (MAX_VARIANTS_HELD / probes.flips.len().max(1)).max(1);
+        for chunk in queries.chunks(per_chunk) {
+            // (permuted variant, permuted query), sorted by variant.
+            let mut variants: Vec<(u64, u64)> = chunk
+                .iter()
+                .flat_map(|&q| {
+                    let pq = perm.apply(q);
+                    probes.flips.iter().map(move |&f| (pq ^ f, pq))
+                })
+                .collect();
+            variants.sort_unstable();
+            variants.dedup();
+            let vs = &variants;
+            for mut found in in_parallel(tables, t, threads, |range| {
+                let mut out = Vec::new();
+                variant_join_range(tables, t, range, vs, probes.probe_bits, k, &mut out).map(|_| out)
+            })? {
+                pairs.append(&mut found);
+            }
+        }
+    }
+    Ok(finish_pairs(pairs))
+}
+
+/// The multi-probe join of table `t` over `range`: each prefix group meets the variants
+/// sharing its top `bits` bits (`bits` at most the table's prefix, so several consecutive
+/// groups can meet the same variants); pushes `(query, entry)` pairs in original bit order.
+fn variant_join_range(tables: &impl Tables, t: usize, range: PrefixRange, variants: &[(u64, u64)], bits: u32, k: u32, out: &mut Vec<(u64, u64)>) -> Result<()> {
+    let design = &tables.designs()[t];
+    let (p, perm) = (design.prefix_bits, &design.permutation);
+    let mut vi = 0usize;
+    tables.for_each_group(t, range, |pv, entries| {
+        let top = if bits == 0 { 0 } else { pv >> (p - bits) };
+        while vi < variants.len() && prefix(variants[vi].0, bits) < top {
+            vi += 1;
+        }
+        for &(_, q) in variants[vi..].iter().take_while(|v| prefix(v.0, bits) == top) {
+            cross_pairs(&[q], entries, k, &mut |q, v| out.push((perm.invert(q), perm.invert(v))));
+        }
+    })
 }
 
 /// Every pair of distinct entries of `tables` within `k` of each other (`a < b`), sorted.
 pub(crate) fn self_join(tables: &impl Tables, k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
     check_k(tables, k)?;
+    if k > tables.k() {
+        // Above the tables' k: the join of every stored fingerprint with the tables.
+        let fps = tables.fingerprints()?;
+        let mut pairs: Vec<(u64, u64)> = join_probing(tables, &fps, k, threads)?.into_iter().filter(|&(a, b)| a != b).map(|(a, b)| (a.min(b), a.max(b))).collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        return Ok(pairs);
+    }
     let mut pairs = Vec::new();
     for t in 0..tables.designs().len() {
         for mut found in in_parallel(tables, t, threads, |range| {

@@ -32,8 +32,10 @@
 //!   within `k`, chunks for scale-out) over a segment, a snapshot or fingerprints in memory
 //!   ([`Stored`]).
 //! - [`fingerprint`] (feature `fingerprint`, on by default): text, HTML or JSON lines to a
-//!   64-bit simhash.
-//! - [`plan`]: the table designs and the planner that picks one.
+//!   64-bit simhash, and the 64-byte sketch that verifies near-duplicates
+//!   ([`fingerprint::sketch`]).
+//! - [`plan`]: the table designs, the planner that picks one, and the multi-probe plans
+//!   that answer any `k` up to 8 from a design built for less ([`plan::ProbePlan`]).
 //! - [`inspect`]: looking inside index files (what the `simdex` tool's `inspect`, `verify`,
 //!   `dump-log` and `recover` print).
 //! - [`storage`]: the file-system trait every file goes through.

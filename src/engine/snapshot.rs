@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use super::version::{TombstoneSet, Version};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::query::{Match, QueryOptions};
 use crate::segment::Segment;
 
@@ -61,7 +61,8 @@ impl Snapshot {
         Self { version, k, memtables: OnceLock::new(), live_len: OnceLock::new() }
     }
 
-    /// The largest distance the index's tables answer without a full scan.
+    /// The distance the index's design was built for; queries up to [`crate::plan::MAX_K`]
+    /// are answered above it by multi-probe.
     pub fn k(&self) -> u32 {
         self.k
     }
@@ -76,11 +77,7 @@ impl Snapshot {
 
     /// [`Self::query`] into a reused vector (cleared first).
     pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
-        options.check()?;
-        let design_k = self.k;
-        if options.k > design_k && !options.full_scan {
-            return Err(Error::KTooLarge { requested: options.k, design_k });
-        }
+        options.check_against(self.k)?;
         self.version.query_into(fingerprint, options, out)
     }
 

@@ -96,11 +96,7 @@ impl Engine {
     }
 
     pub(super) fn check_k(&self, options: &QueryOptions) -> Result<()> {
-        options.check()?;
-        if options.k > self.k && !options.full_scan {
-            return Err(Error::KTooLarge { requested: options.k, design_k: self.k });
-        }
-        Ok(())
+        options.check_against(self.k)
     }
 
     /// Fails with [`Error::Maintenance`] when background work failed since the last call

@@ -92,8 +92,10 @@ impl<R: Read> Document<R> {
         Document { id: self.id, kind: self.kind, content: wrap(self.content), replaced_utf8: self.replaced_utf8 }
     }
 
-    /// The whole text the fingerprint is made of.
-    fn text(&mut self, utf8: InvalidUtf8) -> Result<String, Error> {
+    /// The whole text the fingerprint is made of (plain text as it is, HTML by its visible
+    /// text), read at once: for callers that need the text besides the fingerprint (IDF
+    /// learning, sketches).
+    pub fn text(&mut self, utf8: InvalidUtf8) -> Result<String, Error> {
         let mut text = String::new();
         let mut stream = Utf8Stream::new(&mut self.content, utf8);
         match self.kind {

@@ -28,6 +28,7 @@ pub mod idf;
 pub mod input;
 pub mod normalize;
 pub mod recipe;
+pub mod sketch;
 pub mod stem;
 pub mod stopwords;
 pub mod tokenize;

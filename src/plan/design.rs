@@ -22,7 +22,8 @@ impl TableDesign {
 }
 
 #[inline]
-pub(crate) fn prefix_mask(bits: u32) -> u64 {
+/// Mask selecting the top `bits` bits of a word (0 for none).
+pub fn prefix_mask(bits: u32) -> u64 {
     if bits == 0 {
         0
     } else {

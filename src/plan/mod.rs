@@ -22,16 +22,20 @@
 //! # Files
 //! `permutation.rs` holds [`Permutation`], the shift-and-mask bit permutation a table applies.
 //! `design.rs` turns a recipe into its tables ([`Design`], [`TableDesign`], [`DesignError`]).
+//! `probe.rs` holds [`ProbePlan`]: the prefix variants each table is probed with to answer a
+//! distance above the design's `k` exactly (multi-probe), and their cost against a scan.
 //! `planner.rs` holds the paper's `X(f, k, d)` rule ([`min_tables`]), the cost model and
 //! [`plan`], which picks a design for a count and explains why.
 
 mod design;
 mod permutation;
 mod planner;
+mod probe;
 
-pub use design::{binomial, block_widths, Design, DesignError, TableDesign};
+pub use design::{binomial, block_widths, prefix_mask, Design, DesignError, TableDesign};
 pub use permutation::Permutation;
 pub use planner::{information_bound_bits, min_tables, plan, planned_design, Plan, PlanOptions, PlannedDesign};
+pub use probe::{budgets, uniform_budget, variants, ProbePlan, TableProbe, MAX_PLAN_PROBES, PROBE_OVERHEAD_ENTRIES};
 
 /// Width of a fingerprint in bits. The format stores it; only 64 is supported.
 pub const FINGERPRINT_BITS: u32 = 64;

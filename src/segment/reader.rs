@@ -11,7 +11,7 @@ use super::layout::*;
 use crate::codec::{decode_block, BlockError, Code, Codec, Cursor, DeltaGaps, Gaps, XorGaps, BLOCK_BYTES};
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc, Fault};
-use crate::plan::{Design, Permutation, TableDesign};
+use crate::plan::{prefix_mask, Design, Permutation, ProbePlan, TableDesign, MAX_K};
 use crate::query::{finish_matches, Match, QueryOptions};
 use crate::storage::{FileBytes, FsStorage, Storage};
 
@@ -560,15 +560,19 @@ impl Segment {
     /// distance, fingerprint and id.
     pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
         out.clear();
-        options.check()?;
-        if options.k > self.design.k() {
-            if !options.full_scan {
-                return Err(Error::KTooLarge { requested: options.k, design_k: self.design.k() });
-            }
-            return self.scan_into(fingerprint, options.k, out);
-        }
+        options.check_against(self.design.k())?;
         let mut found: Vec<u64> = Vec::new();
-        self.probe_all(fingerprint, options.k, &mut found)?;
+        if options.k > self.design.k() {
+            // Above the design's k: multi-probe (`plan::ProbePlan`), or a scan where the
+            // plan says a scan is cheaper or k is above what a plan covers.
+            let plan = if options.k <= MAX_K { Some(ProbePlan::cached(&self.design, options.k, self.entries)?) } else { None };
+            match plan {
+                Some(plan) if options.always_probe || !plan.prefers_scan() => self.multi_probe(fingerprint, &plan, &mut found)?,
+                _ => return self.scan_into(fingerprint, options.k, out),
+            }
+        } else {
+            self.probe_all(fingerprint, options.k, &mut found)?;
+        }
         found.sort_unstable();
         found.dedup();
         for fp in found {
@@ -644,22 +648,75 @@ impl Segment {
     /// matches, un-permuted, to `found`.
     #[inline(always)]
     fn probe(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
-        match self.table(t)?.codec {
-            Codec::Xor => self.probe_with::<XorGaps>(t, fingerprint, k, start, found),
-            Codec::Delta => self.probe_with::<DeltaGaps>(t, fingerprint, k, start, found),
+        let table = self.table(t)?;
+        let q = table.design.permutation.apply(fingerprint);
+        self.probe_range(t, table, q, q, table.design.prefix_bits, k, start, found)
+    }
+
+    /// Answers a distance above the design's with the prefix variants of `plan`, with the
+    /// decoding loop compiled as in [`Self::probe_all`].
+    fn multi_probe(&self, fingerprint: u64, plan: &ProbePlan, found: &mut Vec<u64>) -> Result<()> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::has_bmi2_popcnt() {
+            // SAFETY: as in `probe_all`: `has_bmi2_popcnt` has just confirmed BMI1, BMI2
+            // and POPCNT. Checked against brute force by the multi-probe proptests.
+            return unsafe { self.multi_probe_bmi2(fingerprint, plan, found) };
+        }
+        self.multi_probe_portable(fingerprint, plan, found)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi1,bmi2,popcnt")]
+    fn multi_probe_bmi2(&self, fingerprint: u64, plan: &ProbePlan, found: &mut Vec<u64>) -> Result<()> {
+        self.multi_probe_portable(fingerprint, plan, found)
+    }
+
+    #[inline(always)]
+    fn multi_probe_portable(&self, fingerprint: u64, plan: &ProbePlan, found: &mut Vec<u64>) -> Result<()> {
+        // Find every probe's first block and touch it before decoding any, as `probe_all`
+        // does: the loads overlap instead of waiting one after the other.
+        let mut starts: Vec<u64> = Vec::with_capacity(plan.tables().iter().map(|p| p.flips.len()).sum());
+        for (table, probes) in self.tables.iter().zip(plan.tables()) {
+            let q = table.design.permutation.apply(fingerprint);
+            let mask = prefix_mask(probes.probe_bits);
+            for &flip in &probes.flips {
+                let b = table.lower_bound((q ^ flip) & mask)?;
+                if b < table.dir.block_count {
+                    prefetch_block(self.bytes.get(table.block_offset(b) as usize..).unwrap_or_default());
+                }
+                starts.push(b);
+            }
+        }
+        let mut starts = starts.into_iter();
+        for (t, (table, probes)) in self.tables.iter().zip(plan.tables()).enumerate() {
+            let q = table.design.permutation.apply(fingerprint);
+            for &flip in &probes.flips {
+                self.probe_range(t, table, q, q ^ flip, probes.probe_bits, plan.k(), starts.next(), found)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes the entries of table `t` (`table`) whose top `bits` bits equal `variant`'s and
+    /// that are within `k` of `q` (both permuted), un-permuted, to `found`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn probe_range(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+        match table.codec {
+            Codec::Xor => self.probe_with::<XorGaps>(t, table, q, variant, bits, k, start, found),
+            Codec::Delta => self.probe_with::<DeltaGaps>(t, table, q, variant, bits, k, start, found),
         }
     }
 
-    /// [`Self::probe`] with the table's codec; `start`, when known, is the table's first
-    /// block for this query.
+    /// [`Self::probe_range`] with the table's codec; `start`, when known, is the table's
+    /// first block for this query.
     #[inline(always)]
-    fn probe_with<G: Gaps>(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
-        let table = self.table(t)?;
+    #[allow(clippy::too_many_arguments)]
+    fn probe_with<G: Gaps>(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
         let permutation = &table.design.permutation;
-        let q = permutation.apply(fingerprint);
-        let low_bits = 64 - table.design.prefix_bits;
-        let mask = table.design.prefix_mask();
-        let (lo, hi) = (q & mask, q | !mask);
+        let low_bits = 64 - bits;
+        let mask = prefix_mask(bits);
+        let (lo, hi) = (variant & mask, variant | !mask);
         let mut b = match start {
             Some(b) => b,
             None => table.lower_bound(lo)?,
@@ -768,6 +825,20 @@ const SCAN_WINDOW: u64 = if cfg!(test) { 8 } else { 2048 };
 
 /// Tables whose first blocks a query prefetches together (the rest are probed one by one).
 const PREFETCH_TABLES: usize = 32;
+
+/// Asks the CPU to load the cache lines of the block starting at `bytes[0]` without waiting
+/// for them (a hint: nothing happens where prefetching is not available).
+#[inline(always)]
+fn prefetch_block(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.iter().take(BLOCK_BYTES).step_by(64) {
+        // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which
+        // it needs, is part of every x86-64 CPU. The pointer comes from a live reference.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((line as *const u8).cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
 
 /// Iterator over one table's entries in stored order, decoding a block at a time.
 pub struct TableEntries<'s> {

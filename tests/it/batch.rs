@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use simdex::batch::{batch_query, BatchMatch, BatchOptions};
 use simdex::cluster::{clusters, near_pairs};
-use simdex::plan::Design;
+use simdex::plan::{Design, MAX_K};
 use simdex::SortedTables;
 use simdex::{BuildOptions, Segment};
 use std::collections::BTreeSet;
@@ -93,6 +93,12 @@ proptest! {
             prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, kk));
             prop_assert_eq!(near_pairs(&seg, kk, threads).unwrap(), brute_pairs(&fps, kk));
         }
+        // Above the design's k: multi-probe joins.
+        for kk in [k + 1, k + 3, MAX_K] {
+            let got = batch_query(&seg, &queries, &BatchOptions { k: kk, threads }).unwrap();
+            prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, kk), "k = {}", kk);
+            prop_assert_eq!(near_pairs(&seg, kk, threads).unwrap(), brute_pairs(&fps, kk), "k = {}", kk);
+        }
     }
 }
 
@@ -121,10 +127,11 @@ fn clusters_are_the_connected_components_plus_exact_duplicates() {
 }
 
 #[test]
-fn batch_refuses_k_above_the_design() {
+fn batch_refuses_k_above_8() {
     let dir = tempfile::tempdir().unwrap();
     let (_, seg) = build(dir.path(), "s.sdx", &[1, 2, 3], None, &BuildOptions { k: 2, ..BuildOptions::default() });
-    assert!(batch_query(&seg, &[1], &BatchOptions { k: 3, threads: 1 }).is_err());
+    assert_eq!(batch_query(&seg, &[1], &BatchOptions { k: 3, threads: 1 }).unwrap().len(), 3);
+    assert!(batch_query(&seg, &[1], &BatchOptions { k: MAX_K + 1, threads: 1 }).is_err());
 }
 
 /// An index of three flushed segments (a pair stored twice, deletes in a tombstone file),
@@ -185,13 +192,20 @@ fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
             rng.flip(f, flips)
         })
         .collect();
-    for k in 0..=3 {
+    for k in [0, 1, 2, 3, 5, 8] {
         let options = BatchOptions { k, threads: 2 };
         assert_eq!(batch_query(&snapshot, &queries, &options).unwrap(), batch_query(&seg, &queries, &options).unwrap(), "k = {k}");
         assert_eq!(near_pairs(&snapshot, k, 2).unwrap(), near_pairs(&seg, k, 2).unwrap(), "k = {k}");
         assert_eq!(clusters(&snapshot, k, 2).unwrap(), clusters(&seg, k, 2).unwrap(), "k = {k}");
     }
-    assert!(matches!(near_pairs(&snapshot, 4, 2), Err(simdex::Error::KTooLarge { requested: 4, design_k: 3 })));
+    assert!(matches!(near_pairs(&snapshot, 9, 2), Err(simdex::Error::KTooLarge { requested: 9, design_k: 3 })));
+    for &q in queries.iter().take(40) {
+        for k in [4, 6, 8] {
+            let options = simdex::QueryOptions::within(k);
+            assert_eq!(snapshot.query(q, &options).unwrap(), seg.query(q, &options).unwrap(), "k = {k}");
+            assert_eq!(index.query(q, &options).unwrap(), seg.query(q, &options.with_always_probe()).unwrap(), "k = {k}");
+        }
+    }
 
     let options = SplitOptions { parts: 3, k: None, codec: simdex::codec::Codec::Xor };
     let written = split(&snapshot, &storage, "chunks".as_ref(), &options, &mut |_, _| {}).unwrap();

@@ -50,7 +50,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Compact),
         1 => Just(Step::CompactTiered),
         1 => Just(Step::Reopen),
-        4 => (fingerprint(), 0..4u32).prop_map(|(q, k)| Step::Query { q, k }),
+        // up to k = 8: above the design's k = 3 by multi-probe (or a scan where cheaper)
+        4 => (fingerprint(), 0..9u32).prop_map(|(q, k)| Step::Query { q, k }),
     ]
 }
 
@@ -88,6 +89,8 @@ proptest! {
                 }
                 Step::Query { q, k } => {
                     prop_assert_eq!(index.query(*q, &QueryOptions::within(*k)).unwrap(), model_query(&live, *q, *k), "step {}: {:?}", i, s);
+                    let probed = index.query(*q, &QueryOptions::within(*k).with_always_probe()).unwrap();
+                    prop_assert_eq!(probed, model_query(&live, *q, *k), "step {} (always probe): {:?}", i, s);
                 }
             }
         }

@@ -1,9 +1,10 @@
 //! Every query answer equals a brute-force Hamming scan, over random, clustered and
-//! duplicate-heavy sets, edge values, all designs up to k = 4 and every k up to the design's.
+//! duplicate-heavy sets, edge values, all designs up to k = 4 and every k up to the design's,
+//! and every k up to 8 above it (multi-probe).
 
 use proptest::prelude::*;
 use simdex::codec::Codec;
-use simdex::plan::Design;
+use simdex::plan::{Design, MAX_K};
 use simdex::{BuildOptions, Error, QueryOptions};
 
 use crate::common::{brute_force, build, Rng};
@@ -107,13 +108,68 @@ proptest! {
                 let got = seg.query(q, &QueryOptions::within(k)).unwrap();
                 prop_assert_eq!(&got, &brute_force(&fps, ids, q, k), "q={:#x} k={}", q, k);
             }
-            // Above the design's k: refused, unless a full scan is asked for.
+            // Above the design's k, up to MAX_K: answered (multi-probe or scan, whichever
+            // the plan expects cheaper). Above MAX_K: refused, unless a full scan is asked for.
             let over = design_k + 2;
-            let refused = matches!(seg.query(q, &QueryOptions::within(over)), Err(Error::KTooLarge { .. }));
+            prop_assert_eq!(seg.query(q, &QueryOptions::within(over)).unwrap(), brute_force(&fps, ids, q, over));
+            let refused = matches!(seg.query(q, &QueryOptions::within(MAX_K + 1)), Err(Error::KTooLarge { .. }));
             prop_assert!(refused);
             let mut got = Vec::new();
-            seg.query_into(q, &QueryOptions::within(over).with_full_scan(), &mut got).unwrap();
-            prop_assert_eq!(got, brute_force(&fps, ids, q, over));
+            seg.query_into(q, &QueryOptions::within(MAX_K + 1).with_full_scan(), &mut got).unwrap();
+            prop_assert_eq!(got, brute_force(&fps, ids, q, MAX_K + 1));
+        }
+    }
+
+    /// Multi-probe (forced, even where a scan would be cheaper) answers every k up to
+    /// MAX_K exactly from designs built for a smaller k.
+    #[test]
+    fn multi_probe_equals_brute_force_for_every_k_up_to_8(
+        shape in shape(),
+        n in size(),
+        seed in any::<u64>(),
+        design_k in 0u32..=3,
+        design_pick in any::<usize>(),
+        with_ids in any::<bool>(),
+    ) {
+        let fps = generate(&shape, n, seed);
+        let ids: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(7) ^ seed).collect();
+        let ids = with_ids.then_some(&ids[..]);
+        let recipes = designs(design_k);
+        let design = Design::new(design_k, &recipes[design_pick % recipes.len()]).unwrap();
+        let options = BuildOptions { design: Some(design), k: design_k, codec: Codec::Xor };
+        let dir = tempfile::tempdir().unwrap();
+        let (_, seg) = build(dir.path(), "s.sdx", &fps, ids, &options);
+        let mut rng = Rng(seed ^ 0x7777);
+        let mut queries: Vec<u64> = vec![0, rng.next()];
+        for i in 0..8 {
+            if let Some(&x) = fps.get((rng.next() as usize) % fps.len().max(1)) {
+                queries.push(rng.flip(x, i + 2));
+            }
+        }
+        for q in queries {
+            for k in design_k + 1..=MAX_K {
+                let got = seg.query(q, &QueryOptions::within(k).with_always_probe()).unwrap();
+                prop_assert_eq!(&got, &brute_force(&fps, ids, q, k), "q={:#x} k={} design {}", q, k, seg.design().summary());
+            }
+        }
+    }
+}
+
+#[test]
+fn the_default_design_answers_k_up_to_8_by_multi_probe_on_a_larger_set() {
+    let mut rng = Rng(11);
+    let centers: Vec<u64> = (0..2000).map(|_| rng.next()).collect();
+    // Near copies at every distance up to 10, so every k has matches to find.
+    let fps: Vec<u64> = (0..60_000).map(|i| if i % 2 == 0 { rng.next() } else { rng.flip(centers[i % centers.len()], (i % 11) as u32) }).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, seg) = build(dir.path(), "s.sdx", &fps, None, &BuildOptions::default());
+    assert_eq!(seg.design().k(), 3);
+    for (i, &c) in centers.iter().enumerate().take(60) {
+        let q = rng.flip(c, (i % 3) as u32);
+        for k in 4..=MAX_K {
+            let want = brute_force(&fps, None, q, k);
+            assert_eq!(seg.query(q, &QueryOptions::within(k)).unwrap(), want, "k = {k}");
+            assert_eq!(seg.query(q, &QueryOptions::within(k).with_always_probe()).unwrap(), want, "k = {k}");
         }
     }
 }

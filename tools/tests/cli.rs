@@ -232,11 +232,14 @@ fn bad_input_is_named_and_exits_2() {
     let o = run(&["query", p(&seg), "xyz"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("argument 1"));
-    // k above the design's.
+    // k above the design's: answered up to 8 (multi-probe), refused above unless a full scan.
     let o = run(&["query", p(&seg), "-k", "5", "0123456789abcdef"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "0123456789abcdef\t0123456789abcdef\t0\n");
+    let o = run(&["query", p(&seg), "-k", "9", "0123456789abcdef"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("full scan"), "{}", stderr(&o));
-    let o = run(&["query", p(&seg), "-k", "5", "--full-scan", "0123456789abcdef"]);
+    let o = run(&["query", p(&seg), "-k", "9", "--full-scan", "0123456789abcdef"]);
     ok(&o);
     assert_eq!(stdout(&o), "0123456789abcdef\t0123456789abcdef\t0\n");
     // Unknown flag.

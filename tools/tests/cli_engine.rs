@@ -133,7 +133,10 @@ fn add_without_ids_numbers_them_and_bad_input_names_the_line() {
     let out = run(&["stats", p(&dir.path().join("nothing"))]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("no simdex index"), "{}", stderr(&out));
+    // Up to k = 8 an index answers (multi-probe); above, only with a full scan.
     let out = run(&["query", p(&idx), "-k", "5", "0123456789abcdef"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = run(&["query", p(&idx), "-k", "9", "0123456789abcdef"]);
     assert_eq!(code(&out), 2);
 }
 

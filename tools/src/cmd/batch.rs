@@ -30,7 +30,7 @@ pub struct Args {
     /// The queries (same formats as `simdex build`; `-` for stdin).
     #[arg(long, short)]
     queries: PathBuf,
-    /// Largest Hamming distance to report (at most the index design's k).
+    /// Largest Hamming distance to report (at most 8; above the design's k by multi-probe).
     #[arg(short, long, default_value_t = 3)]
     k: u32,
     /// The query file is little-endian u64s.

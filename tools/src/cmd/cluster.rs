@@ -25,7 +25,8 @@ use crate::input::hex;
 pub struct Args {
     /// The index: a segment file or an index directory (read as a snapshot: its live pairs).
     index: PathBuf,
-    /// Largest Hamming distance between near-duplicates (at most the design's k).
+    /// Largest Hamming distance between near-duplicates (at most 8; above the design's k by
+    /// multi-probe).
     #[arg(short, long, default_value_t = 3)]
     k: u32,
     /// Write the JSON lines here instead of stdout.

@@ -1,6 +1,6 @@
 //! `simdex inspect`: what a segment holds and how well each table compresses.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::inspect::{gap_histogram, segment_anatomy, GapSymbol};
@@ -29,6 +29,9 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Draw the histogram of h of every table (the paper's Figure 2a) to FILE.svg.
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "no_histogram")]
+    plot: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -39,6 +42,7 @@ pub fn run(args: Args) -> Result<()> {
     let total_entries: u64 = anatomy.tables.iter().map(|t| t.entries).sum();
     let bar = progress::steps(if args.no_histogram { 0 } else { total_entries }, "decoding tables");
     let mut tables = Vec::new();
+    let mut plotted: Vec<Vec<(u32, u64)>> = Vec::new();
     let mut done = 0;
     for t in &anatomy.tables {
         let histogram = if args.no_histogram {
@@ -46,6 +50,7 @@ pub fn run(args: Args) -> Result<()> {
         } else {
             let h = gap_histogram(&seg, t.table, |decoded| bar.set_position(done + decoded))?;
             done += t.entries;
+            plotted.push(h.iter().filter_map(|&(s, c)| if let GapSymbol::Top(h) = s { Some((h, c)) } else { None }).collect());
             Some(h)
         };
         let blocks_bits = (t.block_bytes * 8) as f64;
@@ -66,6 +71,9 @@ pub fn run(args: Args) -> Result<()> {
         }));
     }
     bar.finish_and_clear();
+    if let Some(path) = &args.plot {
+        crate::plot::histogram_svg(path, &plotted).with_context(|| format!("cannot draw {}", path.display()))?;
+    }
     let report = json!({
         "file": args.file,
         "format_version": anatomy.format_version,

@@ -20,6 +20,7 @@ mod query;
 mod recover;
 mod split;
 mod stats;
+pub mod tune;
 mod verify;
 
 /// simdex: an on-disk index of 64-bit simhash fingerprints that answers
@@ -53,6 +54,7 @@ pub enum Command {
     Stats(stats::Args),
     DumpLog(dump_log::Args),
     Recover(recover::Args),
+    Tune(tune::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -75,5 +77,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => stats::run(a).map(|_| ExitCode::SUCCESS),
         Command::DumpLog(a) => dump_log::run(a),
         Command::Recover(a) => recover::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Tune(a) => tune::run(a).map(|_| ExitCode::SUCCESS),
     }
 }

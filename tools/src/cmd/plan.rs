@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::plan::{plan, PlanOptions, PlannedDesign, DEFAULT_MAX_CANDIDATES_LOG2};
+use simdex::plan::{plan, PlanOptions, PlannedDesign, ProbePlan, DEFAULT_MAX_CANDIDATES_LOG2, MAX_K};
 
 /// Choose a table design for N fingerprints and show its expected costs.
 ///
@@ -14,6 +14,12 @@ use simdex::plan::{plan, PlanOptions, PlannedDesign, DEFAULT_MAX_CANDIDATES_LOG2
 ///
 /// Example: `simdex plan --count 17179869184 -k 3 --tables 16` shows the paper's 16-table
 /// design for 2^34 fingerprints.
+///
+/// With `--for-design K0`, the design is the one chosen for k = K0 (what an index built
+/// with `-k K0` holds), and the output explains what answering every k up to 8 from it
+/// costs: the probe budget per table (multi-probe), the range probes and entries decoded
+/// per query, and whether a scan is cheaper. Example:
+/// `simdex plan --count 10000000 -k 6 --for-design 3`.
 #[derive(Debug, ClapArgs)]
 pub struct Args {
     /// Expected number of fingerprints (e.g. 10000000).
@@ -31,12 +37,19 @@ pub struct Args {
     /// Also list the best design for every table count considered.
     #[arg(long)]
     all: bool,
+    /// Plan the design for this k instead, and explain the cost of answering `-k` (and
+    /// every k up to 8) from it by multi-probe.
+    #[arg(long, value_name = "K0")]
+    for_design: Option<u32>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Some(design_k) = args.for_design {
+        return run_for_design(&args, design_k);
+    }
     let options = PlanOptions { k: args.k, count: args.count, max_candidates_log2: args.tau, tables: args.tables };
     let plan = plan(&options)?;
     if args.json {
@@ -74,6 +87,62 @@ pub fn run(args: Args) -> Result<()> {
             let (lo, hi) = a.design.prefix_range();
             out!("{:>6}  {:>10}  {:>14.1}  {:>12}  {}", a.design.tables().len(), format!("{lo}..{hi}"), a.max_candidates(), human_bytes(a.expected_bytes), a.design.summary());
         }
+    }
+    Ok(())
+}
+
+/// `--for-design`: the cost of every k up to 8 from the design planned for `design_k`.
+fn run_for_design(args: &Args, design_k: u32) -> Result<()> {
+    let options = PlanOptions { k: design_k, count: args.count, max_candidates_log2: args.tau, tables: args.tables };
+    let design = plan(&options)?.chosen.design;
+    let plans = (0..=MAX_K).map(|k| ProbePlan::new(&design, k, args.count)).collect::<Result<Vec<_>, _>>()?;
+    let method = |p: &ProbePlan| {
+        if p.k() <= design.k() {
+            "tables"
+        } else if p.prefers_scan() {
+            "scan"
+        } else {
+            "multi-probe"
+        }
+    };
+    if args.json {
+        let rows: Vec<_> = plans
+            .iter()
+            .map(|p| {
+                json!({
+                    "k": p.k(), "method": method(p), "probes": p.probes(), "expected_entries": p.expected_entries(),
+                    "scan_entries": p.scan_entries(), "budgets": p.tables().iter().map(|t| t.budget).collect::<Vec<_>>(),
+                    "probe_bits": p.tables().iter().map(|t| t.probe_bits).collect::<Vec<_>>(), "closed_form": p.closed_form(),
+                })
+            })
+            .collect();
+        out!("{}", serde_json::to_string_pretty(&json!({ "count": args.count, "design": design.summary(), "levels": design.levels(), "k": args.k, "per_k": rows }))?);
+        return Ok(());
+    }
+    out!("{} fingerprints; design for k = {design_k}: {}", args.count, design.summary());
+    out!("Above the design's k, each table is probed with every variant of its leading bits within a budget");
+    out!("(generalised pigeonhole: a match is assigned to the first table where its prefix differs least; the");
+    out!("budget is the most such a table can see). A query scans table 0 instead where that decodes fewer entries.");
+    out!();
+    out!("{:>3}  {:>11}  {:>8}  {:>16}  {:>14}  budgets per table", "k", "method", "probes", "entries decoded", "scan decodes");
+    for p in &plans {
+        let budgets: Vec<String> = p.tables().iter().map(|t| t.budget.to_string()).collect();
+        let mark = if p.k() == args.k { "  <-" } else { "" };
+        out!("{:>3}  {:>11}  {:>8}  {:>16.0}  {:>14.0}  {}{mark}", p.k(), method(p), p.probes(), p.expected_entries(), p.scan_entries(), budgets.join(","));
+    }
+    if let Some(p) = plans.get(args.k as usize) {
+        out!();
+        out!("k = {}: {}", args.k, method(p));
+        out!("{:>5}  {:>6}  {:>6}  {:>11}  {:>8}  {:>12}", "table", "p", "budget", "probe bits", "probes", "cand./probe");
+        for (i, (t, probe)) in design.tables().iter().zip(p.tables()).enumerate() {
+            let per_probe = args.count as f64 / 2f64.powi(probe.probe_bits as i32);
+            out!("{i:>5}  {:>6}  {:>6}  {:>11}  {:>8}  {:>12.1}", t.prefix_bits, probe.budget, probe.probe_bits, probe.flips.len(), per_probe);
+        }
+        if p.closed_form() {
+            out!("(budgets from the closed form: the recipe has too many error patterns to enumerate)");
+        }
+    } else {
+        out!("k = {} is above {MAX_K}: only a full scan answers it", args.k);
     }
     Ok(())
 }

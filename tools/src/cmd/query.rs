@@ -28,7 +28,8 @@ pub struct Args {
     file: PathBuf,
     /// Fingerprints to look up (16 hex digits each).
     fps: Vec<String>,
-    /// Largest Hamming distance to report (at most the design's k unless --full-scan).
+    /// Largest Hamming distance to report (at most 8 unless --full-scan: above the design's
+    /// k, the tables answer it exactly by multi-probe, see `simdex plan --for-design`).
     #[arg(short, long, default_value_t = 3)]
     k: u32,
     /// A file of queries (`-` for stdin).
@@ -40,7 +41,7 @@ pub struct Args {
     /// With --binary: each query is followed by a u64 id (echoed with its matches).
     #[arg(long, requires = "binary")]
     with_ids: bool,
-    /// Answer a k above the design's by scanning every entry (segment files only).
+    /// Answer a k above 8 by scanning every entry (segment files only).
     #[arg(long)]
     full_scan: bool,
     /// One JSON object per match instead of tab-separated lines.
@@ -65,7 +66,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let options = if args.full_scan { QueryOptions::within(args.k).with_full_scan() } else { QueryOptions::within(args.k) };
     if args.full_scan && args.file.is_dir() {
-        bail!("--full-scan applies to segment files; an index answers up to its k");
+        bail!("--full-scan applies to segment files; an index answers up to k = 8");
     }
     let source = Source::open(&args.file)?;
     let stdout = std::io::stdout();

@@ -1,0 +1,432 @@
+//! Document sketches: a b-bit MinHash of a document's word 3-shingles, at most 64 bytes, and
+//! the resemblance (Jaccard similarity) it estimates. A fingerprint within a wide `k` is a
+//! candidate; the sketch verifies it (verified near-duplicates, `benches/QUALITY.md`).
+//!
+//! This module owns the sketch recipe (tokens, shingles, hash family, bit packing) and its
+//! byte encoding (`format-spec/sketch.md`); it knows nothing of where sketches are stored.
+//!
+//! # The recipe
+//! 1. Tokens, as the independent ground truth (`shared/eval/common.py`) makes them: the text
+//!    is NFKC-normalised and lowercased (`normalize`); a token is a maximal run of word
+//!    characters (alphabetic, numeric or `_`), except that every Han, Hiragana or Katakana
+//!    character (U+3040-30FF, U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF) is a token of its own.
+//!    (The fingerprint's UAX #29 words differ: `1.95.0` is one word there, three tokens
+//!    here. The sketch estimates the ground truth's resemblance, so it takes its tokens.)
+//! 2. Word 3-shingles: token hashes `sfh64(0, token)` combined with `hash::combine`; the
+//!    distinct shingle hashes form the document's set (a document of one or two tokens has
+//!    one shingle of them all; an empty one, the empty set).
+//! 3. For each of `hashes` hash functions `h_i(s) = m(s ^ x_i)` (`m` a multiply-xorshift
+//!    mixer with an odd multiplier `a_i`; `x_i, a_i` from splitmix64 of `i`), the shingle
+//!    `s_i` with the smallest `h_i` is taken, and the lowest `bits` bits of
+//!    `fmix64(s_i ^ c_i)` are kept: `bits` bits per hash, packed little-endian (value `i` in
+//!    bits `i * bits ..`, bit 0 of byte 0 first).
+//!
+//! Two documents agree on a value with probability `J + (1 - J) / 2^bits` (equal minima, or
+//! unequal minima whose kept bits collide), so `J` is estimated as
+//! `(agree / hashes - 2^-bits) / (1 - 2^-bits)`, clamped to `0..=1` (Li and König,
+//! "b-Bit Minwise Hashing", WWW 2010). Its standard deviation near `J = 0.9` is about
+//! 0.019 with 512 one-bit values and 0.038 with 64 eight-bit values: at a fixed 64 bytes,
+//! fewer bits and more hashes estimate high resemblance better (measured in QUALITY.md).
+
+use super::hash::{combine, fmix64, seed, sfh64};
+use super::normalize::nfkc_lower_into;
+
+/// Most bytes a sketch takes.
+pub const MAX_SKETCH_BYTES: usize = 64;
+/// Version of the sketch recipe; part of its descriptor.
+pub const SKETCH_RECIPE_VERSION: u32 = 1;
+
+/// Why a sketch cannot be made, decoded or compared.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SketchError {
+    /// `bits` is not 1, 2, 4, 8 or 16, or `hashes * bits` is not a whole number of bytes
+    /// between 1 and [`MAX_SKETCH_BYTES`].
+    #[error("invalid sketch options: {hashes} hashes of {bits} bits (bits 1, 2, 4, 8 or 16; hashes x bits a multiple of 8, at most {max} bits)", max = MAX_SKETCH_BYTES * 8)]
+    BadOptions {
+        /// Hash functions asked for.
+        hashes: u32,
+        /// Bits per hash asked for.
+        bits: u32,
+    },
+    /// Encoded bytes of the wrong length for the options.
+    #[error("a sketch of these options takes {expected} bytes, got {found}")]
+    Length {
+        /// Bytes the options give.
+        expected: usize,
+        /// Bytes found.
+        found: usize,
+    },
+    /// Two sketches made with different options cannot be compared.
+    #[error("sketches of different recipes cannot be compared: {a} vs {b}")]
+    Mismatch {
+        /// One recipe.
+        a: String,
+        /// The other.
+        b: String,
+    },
+}
+
+/// The sketch's shape: how many hash functions, how many bits of each are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SketchOptions {
+    /// Hash functions (values in the sketch).
+    pub hashes: u32,
+    /// Bits kept per value.
+    pub bits: u32,
+}
+
+impl Default for SketchOptions {
+    /// 512 one-bit values: 64 bytes. Chosen on the dev corpus (QUALITY.md, "Sketch").
+    fn default() -> Self {
+        SketchOptions { hashes: 512, bits: 1 }
+    }
+}
+
+impl SketchOptions {
+    /// Fails unless the options give a valid sketch (see [`SketchError::BadOptions`]).
+    pub fn validate(&self) -> Result<(), SketchError> {
+        let total = u64::from(self.hashes) * u64::from(self.bits);
+        if !matches!(self.bits, 1 | 2 | 4 | 8 | 16) || total == 0 || total % 8 != 0 || total > MAX_SKETCH_BYTES as u64 * 8 {
+            return Err(SketchError::BadOptions { hashes: self.hashes, bits: self.bits });
+        }
+        Ok(())
+    }
+
+    /// Bytes of one encoded sketch.
+    pub fn bytes(&self) -> usize {
+        (self.hashes * self.bits / 8) as usize
+    }
+
+    /// The recipe descriptor, e.g. `simdex-sketch/1 w3 minhash hashes=512 bits=1`: what a
+    /// store of sketches records, since only sketches of one recipe compare.
+    pub fn recipe(&self) -> String {
+        format!("simdex-sketch/{SKETCH_RECIPE_VERSION} w3 minhash hashes={} bits={}", self.hashes, self.bits)
+    }
+}
+
+/// One document's sketch: [`SketchOptions::bytes`] bytes (`format-spec/sketch.md`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Sketch {
+    options: SketchOptions,
+    bytes: [u8; MAX_SKETCH_BYTES],
+}
+
+impl std::fmt::Debug for Sketch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hex: String = self.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        write!(f, "Sketch({} {hex})", self.options.recipe())
+    }
+}
+
+impl Sketch {
+    /// The encoded bytes (fixed length for the options).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.options.bytes()]
+    }
+
+    /// Decodes bytes written by [`Self::as_bytes`] with the same options.
+    pub fn from_bytes(options: SketchOptions, bytes: &[u8]) -> Result<Self, SketchError> {
+        options.validate()?;
+        if bytes.len() != options.bytes() {
+            return Err(SketchError::Length { expected: options.bytes(), found: bytes.len() });
+        }
+        let mut out = [0u8; MAX_SKETCH_BYTES];
+        out[..bytes.len()].copy_from_slice(bytes);
+        Ok(Sketch { options, bytes: out })
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> SketchOptions {
+        self.options
+    }
+
+    /// Estimated resemblance (Jaccard similarity of the word 3-shingle sets), `0..=1`.
+    pub fn similarity(&self, other: &Sketch) -> Result<f64, SketchError> {
+        if self.options != other.options {
+            return Err(SketchError::Mismatch { a: self.options.recipe(), b: other.options.recipe() });
+        }
+        let SketchOptions { hashes, bits } = self.options;
+        let (a, b) = (self.as_bytes(), other.as_bytes());
+        let differ: u32 = match bits {
+            1 => a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum(),
+            _ => (0..hashes as usize).filter(|&i| value(a, i, bits) != value(b, i, bits)).count() as u32,
+        };
+        let agree = f64::from(hashes - differ) / f64::from(hashes);
+        let chance = 0.5f64.powi(bits as i32);
+        Ok(((agree - chance) / (1.0 - chance)).clamp(0.0, 1.0))
+    }
+}
+
+/// Value `i` of a packed sketch.
+fn value(bytes: &[u8], i: usize, bits: u32) -> u32 {
+    let bit = i * bits as usize;
+    let mut v = 0u32;
+    for j in 0..bits as usize {
+        let at = bit + j;
+        let b = bytes.get(at / 8).map_or(0, |byte| (byte >> (at % 8)) & 1);
+        v |= u32::from(b) << j;
+    }
+    v
+}
+
+/// Makes sketches; holds the hash family and reusable buffers.
+#[derive(Debug, Clone)]
+pub struct Sketcher {
+    options: SketchOptions,
+    /// `x_i`, `a_i` and `c_i` per hash function (separate arrays, so the minimum loop
+    /// vectorises).
+    xs: Vec<u64>,
+    muls: Vec<u64>,
+    cs: Vec<u64>,
+    norm: String,
+    shingles: Vec<u64>,
+}
+
+impl Sketcher {
+    /// A sketcher for `options`.
+    pub fn new(options: SketchOptions) -> Result<Self, SketchError> {
+        options.validate()?;
+        let mut state = 0x5EED_5EED_5EED_5EEDu64;
+        let mut next = || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            fmix64(state)
+        };
+        let (mut xs, mut muls, mut cs) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..options.hashes {
+            xs.push(next());
+            muls.push(next() | 1);
+            cs.push(next());
+        }
+        Ok(Sketcher { options, xs, muls, cs, norm: String::new(), shingles: Vec::new() })
+    }
+
+    /// The options.
+    pub fn options(&self) -> SketchOptions {
+        self.options
+    }
+
+    /// The distinct word 3-shingle hashes of `text`, ascending (the set a sketch samples).
+    pub fn shingles(&mut self, text: &str) -> &[u64] {
+        self.norm.clear();
+        nfkc_lower_into(text, &mut self.norm);
+        self.shingles.clear();
+        let mut recent = [0u64; 3];
+        let mut n = 0usize;
+        let shingles = &mut self.shingles;
+        tokens(&self.norm, |token| {
+            recent = [recent[1], recent[2], sfh64(seed::WORD, token.as_bytes())];
+            n += 1;
+            if n >= 3 {
+                shingles.push(combine(combine(recent[0], recent[1]), recent[2]));
+            }
+        });
+        if (1..3).contains(&n) {
+            let first = 3 - n;
+            let s = recent[first + 1..].iter().fold(recent[first], |acc, &t| combine(acc, t));
+            shingles.push(s);
+        }
+        self.shingles.sort_unstable();
+        self.shingles.dedup();
+        &self.shingles
+    }
+
+    /// The sketch of `text`.
+    pub fn sketch(&mut self, text: &str) -> Sketch {
+        self.shingles(text);
+        let set = std::mem::take(&mut self.shingles);
+        let sketch = self.sketch_of_set(&set);
+        self.shingles = set;
+        sketch
+    }
+
+    /// Per hash function, the shingle of `set` with the smallest hash (all 0 for an empty
+    /// set): the full MinHash signature the sketch keeps `bits` bits of each value of.
+    pub fn min_shingles(&self, set: &[u64]) -> Vec<u64> {
+        let mut mins = vec![u64::MAX; self.xs.len()];
+        let mut args = vec![0u64; self.xs.len()];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
+            // SAFETY: `min_shingles_avx512` needs AVX-512F and DQ (64-bit lane multiplies),
+            // just detected. Same arithmetic as the portable loop, so the same sketch
+            // (`golden_sketch` pins it on whichever path the CPU takes).
+            unsafe { min_shingles_avx512(&self.xs, &self.muls, set, &mut mins, &mut args) };
+            return args;
+        }
+        min_shingles_portable(&self.xs, &self.muls, set, &mut mins, &mut args);
+        args
+    }
+
+    /// The sketch of a set of shingle hashes (as [`Self::shingles`] gives).
+    pub fn sketch_of_set(&self, set: &[u64]) -> Sketch {
+        let arg = self.min_shingles(set);
+        let bits = self.options.bits as usize;
+        let mut bytes = [0u8; MAX_SKETCH_BYTES];
+        if !set.is_empty() {
+            for (i, (&s, &c)) in arg.iter().zip(&self.cs).enumerate() {
+                let v = fmix64(s ^ c);
+                for j in 0..bits {
+                    if v >> j & 1 == 1 {
+                        let at = i * bits + j;
+                        if let Some(byte) = bytes.get_mut(at / 8) {
+                            *byte |= 1 << (at % 8);
+                        }
+                    }
+                }
+            }
+        }
+        Sketch { options: self.options, bytes }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+fn min_shingles_avx512(xs: &[u64], muls: &[u64], set: &[u64], mins: &mut [u64], args: &mut [u64]) {
+    min_shingles_portable(xs, muls, set, mins, args);
+}
+
+/// For each hash function `i`, the shingle of `set` with the smallest `h_i` (the first
+/// one on ties; `h_i` is a bijection, so ties only come from repeated shingles). Branch-free,
+/// so that it vectorises.
+#[inline(always)]
+fn min_shingles_portable(xs: &[u64], muls: &[u64], set: &[u64], mins: &mut [u64], args: &mut [u64]) {
+    for &s in set {
+        for (((&x, &a), min), arg) in xs.iter().zip(muls).zip(mins.iter_mut()).zip(args.iter_mut()) {
+            let v = (s ^ x).wrapping_mul(a);
+            let v = v ^ (v >> 29);
+            let less = v < *min;
+            *min = if less { v } else { *min };
+            *arg = if less { s } else { *arg };
+        }
+    }
+}
+
+/// True for the characters that are tokens of their own (Han, Hiragana, Katakana).
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
+}
+
+/// Calls `emit` with every token of normalised `text` (see the module docs).
+fn tokens(text: &str, mut emit: impl FnMut(&str)) {
+    let mut start: Option<usize> = None;
+    for (i, c) in text.char_indices() {
+        if is_cjk(c) {
+            if let Some(s) = start.take() {
+                emit(&text[s..i]);
+            }
+            emit(&text[i..i + c.len_utf8()]);
+        } else if c.is_alphanumeric() || c == '_' {
+            start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            emit(&text[s..i]);
+        }
+    }
+    if let Some(s) = start {
+        emit(&text[s..]);
+    }
+}
+
+/// Exact Jaccard similarity of two ascending sets of distinct hashes (1 for two empty sets).
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        match x.cmp(y) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = a.len() + b.len() - common;
+    if union == 0 {
+        1.0
+    } else {
+        common as f64 / union as f64
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<String> {
+        let mut norm = String::new();
+        nfkc_lower_into(s, &mut norm);
+        let mut out = Vec::new();
+        tokens(&norm, |t| out.push(t.to_owned()));
+        out
+    }
+
+    #[test]
+    fn tokens_are_the_ground_truths() {
+        assert_eq!(toks("Rust 1.95.0: don't_panic!"), ["rust", "1", "95", "0", "don", "t_panic"]);
+        assert_eq!(toks("你妈妈喊你 ok"), ["你", "妈", "妈", "喊", "你", "ok"]);
+        assert_eq!(toks("ＡＢＣ"), ["abc"]);
+    }
+
+    #[test]
+    fn identical_texts_have_identical_sketches_and_similarity_one() {
+        let mut s = Sketcher::new(SketchOptions::default()).unwrap();
+        let a = s.sketch("the cat sat on the mat and then went to sleep");
+        let b = s.sketch("The cat sat on the mat, and then went to sleep.");
+        assert_eq!(a, b);
+        assert_eq!(a.as_bytes().len(), 64);
+        assert_eq!(a.similarity(&b).unwrap(), 1.0);
+    }
+
+    #[test]
+    fn the_estimate_follows_the_exact_jaccard() {
+        let words: Vec<String> = (0..400).map(|i| format!("w{}", (i * 7919) % 1000)).collect();
+        for opts in [SketchOptions { hashes: 512, bits: 1 }, SketchOptions { hashes: 128, bits: 4 }, SketchOptions { hashes: 64, bits: 8 }] {
+            let mut s = Sketcher::new(opts).unwrap();
+            for changed in [0usize, 4, 10, 40, 200] {
+                let mut other = words.clone();
+                for w in other.iter_mut().step_by(400 / changed.max(1)).take(changed) {
+                    *w = format!("x{w}");
+                }
+                let (a, b) = (words.join(" "), other.join(" "));
+                let sa = s.shingles(&a).to_vec();
+                let exact = jaccard(&sa, s.shingles(&b));
+                let est = s.sketch(&a).similarity(&s.sketch(&b)).unwrap();
+                assert!((est - exact).abs() < 0.15, "{opts:?} changed {changed}: est {est} exact {exact}");
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_round_trip_and_bad_input_is_an_error() {
+        let mut s = Sketcher::new(SketchOptions { hashes: 64, bits: 2 }).unwrap();
+        let a = s.sketch("one two three four five six");
+        let back = Sketch::from_bytes(a.options(), a.as_bytes()).unwrap();
+        assert_eq!(a, back);
+        assert!(matches!(Sketch::from_bytes(a.options(), &[0; 3]), Err(SketchError::Length { expected: 16, found: 3 })));
+        assert!(Sketcher::new(SketchOptions { hashes: 1024, bits: 1 }).is_err());
+        assert!(Sketcher::new(SketchOptions { hashes: 3, bits: 3 }).is_err());
+        let other = Sketcher::new(SketchOptions::default()).unwrap().sketch("one two three");
+        assert!(matches!(a.similarity(&other), Err(SketchError::Mismatch { .. })));
+    }
+
+    /// The recipe is persisted with every stored sketch: these bytes must never change
+    /// within a recipe version (format-spec/sketch.md, worked example).
+    #[test]
+    fn golden_sketch() {
+        let mut s = Sketcher::new(SketchOptions::default()).unwrap();
+        let hex: String = s.sketch("The cat sat on the mat; the dog sat on the log.").as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "11f9b2106fe283e076d351f8cd874a702c2a92f9d266e12196d94a011c8110ea6b400c4400e2a2becdef663cb657112b70630bffd2d83e6210df7eb7f99ddb80");
+        let mut s = Sketcher::new(SketchOptions { hashes: 8, bits: 8 }).unwrap();
+        let hex: String = s.sketch("The cat sat on the mat; the dog sat on the log.").as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "f7acae68d984aa38");
+    }
+
+    #[test]
+    fn short_and_empty_documents() {
+        let mut s = Sketcher::new(SketchOptions::default()).unwrap();
+        assert_eq!(s.shingles("").len(), 0);
+        assert_eq!(s.shingles("two words").len(), 1);
+        assert_eq!(jaccard(&[], &[]), 1.0);
+    }
+}

@@ -1,0 +1,161 @@
+//! Issue 11 end to end: queries above the design's k (multi-probe) against brute force,
+//! `plan --for-design`, `dedup --pairs` (verified by sketches), `tune` and the SVG pictures
+//! of `tune --plot` and `inspect --plot`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simdex")).args(args).output().expect("run simdex")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(o.status.success(), "exit {:?}\nstdout: {}\nstderr: {}", o.status, stdout(o), String::from_utf8_lossy(&o.stderr));
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+const PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/corpus/pages");
+
+/// The texts of an SVG's `<text>` elements (plotters writes each on the line after its tag).
+fn svg_texts(svg: &str) -> BTreeSet<String> {
+    let lines: Vec<&str> = svg.lines().collect();
+    lines.windows(2).filter(|w| w[0].trim_start().starts_with("<text")).map(|w| w[1].trim().to_owned()).collect()
+}
+
+#[test]
+fn query_above_the_design_k_equals_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut x = 7u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let centers: Vec<u64> = (0..50).map(|_| next()).collect();
+    let mut fps: Vec<u64> = (0..20_000).map(|_| next()).collect();
+    for (i, &c) in centers.iter().enumerate() {
+        for d in 0..10u32 {
+            let mut f = c;
+            for b in 0..d {
+                f ^= 1 << ((i as u32 * 7 + b * 13) % 64);
+            }
+            fps.push(f);
+        }
+    }
+    let input = dir.path().join("fp.txt");
+    std::fs::write(&input, fps.iter().map(|f| format!("{f:016x}\n")).collect::<String>()).unwrap();
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&input)]));
+    let queries = dir.path().join("q.txt");
+    std::fs::write(&queries, centers.iter().map(|f| format!("{f:016x}\n")).collect::<String>()).unwrap();
+    for k in [4u32, 6, 8] {
+        let o = run(&["query", p(&seg), "-k", &k.to_string(), "--input", p(&queries)]);
+        ok(&o);
+        let got: BTreeSet<String> = stdout(&o).lines().map(str::to_owned).collect();
+        let want: BTreeSet<String> =
+            centers.iter().flat_map(|&q| fps.iter().filter(move |&&f| (f ^ q).count_ones() <= k).map(move |&f| format!("{q:016x}\t{f:016x}\t{}", (f ^ q).count_ones()))).collect();
+        assert_eq!(got, want, "k = {k}");
+    }
+}
+
+#[test]
+fn plan_for_design_explains_the_cost_of_each_k() {
+    let o = run(&["plan", "--count", "10000000", "-k", "6", "--for-design", "3"]);
+    ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("4 tables (4 blocks)"), "{out}");
+    let row6 = out.lines().find(|l| l.trim_start().starts_with("6 ")).expect("a row for k = 6");
+    assert!(row6.contains("multi-probe") && row6.contains(" 52 ") && row6.contains("1,1,1,0"), "{row6}");
+    let o = run(&["plan", "--count", "100", "-k", "8", "--for-design", "3", "--json"]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["per_k"][8]["method"], "scan", "100 entries: a scan is cheaper than 188 probes");
+}
+
+#[test]
+fn dedup_pairs_lists_every_verified_pair_with_ids_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = dir.path().join("pairs.tsv");
+    let report = dir.path().join("report.jsonl");
+    ok(&run(&["dedup", PAGES, "--pairs", p(&pairs), "--report", p(&report)]));
+    let text = std::fs::read_to_string(&pairs).unwrap();
+    let mut exact_pairs = 0;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f.len(), 4, "{line}");
+        assert!(f[0].starts_with(PAGES) && f[1].starts_with(PAGES), "ids are the input paths: {line}");
+        let distance: u32 = f[2].parse().unwrap();
+        let similarity: f64 = f[3].parse().unwrap();
+        assert!(distance <= 8 && similarity >= 0.9, "{line}");
+        exact_pairs += usize::from(distance == 0 && f[3] == "1.0000");
+    }
+    // Every pair of an exact-duplicate group is listed.
+    let groups: Vec<serde_json::Value> =
+        std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).filter(|v: &serde_json::Value| v["kind"] == "exact").collect();
+    let in_groups: usize = groups.iter().map(|g| g["size"].as_u64().unwrap() as usize).map(|n| n * (n - 1) / 2).sum();
+    assert!(in_groups > 0 && exact_pairs >= in_groups, "{exact_pairs} exact pairs listed, {in_groups} in groups");
+    // Without verification at k = 3, every line has a distance of at most 3.
+    ok(&run(&["dedup", PAGES, "--no-verify", "--pairs", p(&pairs)]));
+    assert!(std::fs::read_to_string(&pairs).unwrap().lines().all(|l| l.split('\t').nth(2).unwrap().parse::<u32>().unwrap() <= 3));
+}
+
+#[test]
+fn tune_measures_the_corpus_and_draws_the_curves() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("tune.svg");
+    let o = run(&["tune", PAGES, "--plot", p(&svg), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["rows"].as_array().unwrap().len(), 11, "k = 0..10");
+    let true_pairs = v["true_pairs"].as_u64().unwrap();
+    assert_eq!(o.status.success(), true_pairs >= 50, "{v}");
+    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    for label in ["precision", "recall", "F1", "verified precision", "verified recall", "verified F1", "k (Hamming distance)"] {
+        assert!(texts.contains(label), "{label} missing from {texts:?}");
+    }
+    assert!(std::fs::read_to_string(&svg).unwrap().matches("<polyline").count() >= 6, "one line per series");
+}
+
+#[test]
+fn tune_on_a_tiny_corpus_says_how_many_pairs_it_found() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one two three four five six seven eight nine ten").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "one two three four five six seven eight nine ten").unwrap();
+    std::fs::write(dir.path().join("c.txt"), "eleven twelve thirteen fourteen fifteen sixteen").unwrap();
+    let o = run(&["tune", p(dir.path())]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("too small") && err.contains("1 true near-duplicate pairs found among 3 documents"), "{err}");
+}
+
+#[test]
+fn inspect_plot_draws_the_histogram_of_h_of_every_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("fp.txt");
+    let mut x = 3u64;
+    let fps: String = (0..5000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("{x:016x}\n")
+        })
+        .collect();
+    std::fs::write(&input, fps).unwrap();
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&input)]));
+    let svg = dir.path().join("h.svg");
+    ok(&run(&["inspect", p(&seg), "--plot", p(&svg)]));
+    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    for label in ["table 0", "table 3", "h", "fraction of entries"] {
+        assert!(texts.contains(label), "{label} missing from {texts:?}");
+    }
+}
