@@ -138,6 +138,19 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// Too little free space for what was asked (a merge writes its output, and may spill
+    /// sorted runs, before it removes its inputs). Nothing was changed; free space first.
+    #[error("{}: {what} needs about {} MiB free, the file system has {} MiB: free space first (nothing was changed)", dir.display(), needed / (1 << 20), available / (1 << 20))]
+    NoSpace {
+        /// The directory checked.
+        dir: PathBuf,
+        /// What needed the space.
+        what: String,
+        /// Bytes needed (an estimate).
+        needed: u64,
+        /// Bytes available to this user.
+        available: u64,
+    },
     /// The index stores fingerprints made with one recipe (its `RECIPE` file) and was given
     /// another: their fingerprints are not comparable. Use the index's recipe
     /// (`Index::recipe`), or re-pin deliberately with `Index::replace_recipe` (after which

@@ -47,6 +47,8 @@ struct MemFs {
     crashed: bool,
     locks: BTreeSet<PathBuf>,
     mode: CrashMode,
+    /// What `available_space` reports (`None`: no limit known).
+    available: Option<u64>,
 }
 
 impl MemFs {
@@ -61,6 +63,7 @@ impl MemFs {
             crashed: false,
             locks: BTreeSet::new(),
             mode,
+            available: None,
         }
     }
 
@@ -113,6 +116,12 @@ impl MemStorage {
 
     fn fs(&self) -> MutexGuard<'_, MemFs> {
         self.fs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `available_space` report `bytes` (`None`: no limit known, the default). Only
+    /// a report: writes are not refused by it.
+    pub fn set_available_space(&self, bytes: Option<u64>) {
+        self.fs().available = bytes;
     }
 
     /// State-changing operations performed so far.
@@ -334,6 +343,10 @@ impl Storage for MemStorage {
         inode.data.truncate(len as usize);
         inode.durable_len = inode.data.len();
         Ok(())
+    }
+
+    fn available_space(&self, _dir: &Path) -> io::Result<Option<u64>> {
+        Ok(self.fs().available)
     }
 
     fn lock(&self, path: &Path) -> io::Result<LockGuard> {

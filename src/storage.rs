@@ -158,6 +158,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Fails with [`io::ErrorKind::WouldBlock`] when another holder has it, in this process
     /// or another.
     fn lock(&self, path: &Path) -> io::Result<LockGuard>;
+    /// Bytes a new file in `dir` can still take, when this storage can tell (`None`: no
+    /// limit known, as for memory).
+    fn available_space(&self, dir: &Path) -> io::Result<Option<u64>> {
+        let _ = dir;
+        Ok(None)
+    }
 }
 
 /// Holds a lock taken with [`Storage::lock`] until dropped.
@@ -274,6 +280,10 @@ impl Storage for FsStorage {
 
     fn read_copy(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path)
+    }
+
+    fn available_space(&self, dir: &Path) -> io::Result<Option<u64>> {
+        fs2::available_space(dir).map(Some)
     }
 
     fn lock(&self, path: &Path) -> io::Result<LockGuard> {

@@ -63,15 +63,35 @@ impl Engine {
         signals.unreported = Some(e.clone());
     }
 
-    /// Runs the tiered policy until it picks nothing.
+    /// Runs the tiered policy until it picks nothing. A merge the disk has no room for is
+    /// put off, not failed: the writes go on (each flush needs far less), the reason is in
+    /// the stats (`last_error`), and the policy tries again after the next flush.
     pub(super) fn compact_tiered(&self) -> Result<()> {
         let _guard = lock(&self.compacting);
         loop {
             let v = self.current();
             let metas = v.segment_metas();
             let Some(range) = compaction::pick(&metas, self.options.memtable_ops, self.options.compaction.fanout, self.options.compaction.max_merge_entries) else { return Ok(()) };
-            self.compact_range(&v, range)?;
+            match self.compact_range(&v, range) {
+                Err(e @ Error::NoSpace { .. }) => {
+                    lock(&self.signals).last_error = Some(e.chain_message());
+                    return Ok(());
+                }
+                other => other?,
+            }
         }
+    }
+
+    /// Refuses a merge of `inputs` when the directory's file system lacks room for its
+    /// output (the inputs' bytes, scaled by the output design's table count) plus its
+    /// spilled sorted runs (16 bytes per entry, one table at a time) and 16 MiB.
+    fn check_space_for_merge(&self, inputs: &[Arc<LiveSegment>]) -> Result<()> {
+        let Some(available) = self.storage.available_space(&self.dir).map_err(|e| Error::io(&self.dir, "check free space", e))? else { return Ok(()) };
+        let needed = merge_space(inputs.iter().map(|s| (s.meta.file_len, s.meta.entries, s.segment.tables().len())), self.k);
+        if needed > available {
+            return Err(Error::NoSpace { dir: self.dir.clone(), what: format!("merging {} segments", inputs.len()), needed, available });
+        }
+        Ok(())
     }
 
     /// Merges every segment into one, when that changes anything: a sequence of merges of
@@ -99,6 +119,7 @@ impl Engine {
 
     pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>) -> Result<()> {
         let inputs: Vec<Arc<LiveSegment>> = v.segments[range].to_vec();
+        self.check_space_for_merge(&inputs)?;
         let number = self.alloc_number();
         let path = self.dir.join(segment_name(number));
         let merged = compaction::merge(&*self.storage, &inputs, &v.tombstones, &path, self.k, self.codec, self.options.compaction.buffer_entries)?;
@@ -137,4 +158,20 @@ impl Engine {
             }
         }
     }
+}
+
+/// Peak bytes a merge of segments `(file bytes, entries, tables)` adds to the disk before
+/// its inputs are removed: its output (the inputs' bytes, scaled by the output design's
+/// table count over the smallest input's) plus the sorted runs it may spill (16 bytes per
+/// entry, one table at a time) plus 16 MiB.
+pub(crate) fn merge_space(inputs: impl Iterator<Item = (u64, u64, usize)>, k: u32) -> u64 {
+    let (mut bytes, mut entries, mut tables) = (0u64, 0u64, usize::MAX);
+    for (b, e, t) in inputs {
+        bytes += b;
+        entries += e;
+        tables = tables.min(t.max(1));
+    }
+    let out_tables = crate::plan::planned_design(&crate::plan::PlanOptions::new(entries.max(1), k)).map_or(tables, |d| d.tables().len());
+    let output = bytes.saturating_mul(out_tables.max(tables) as u64) / tables.max(1) as u64;
+    output.saturating_add(entries.saturating_mul(16)).saturating_add(16 << 20)
 }

@@ -106,4 +106,8 @@ impl simdex::storage::Storage for Intercepted {
         (self.before)("lock", path)?;
         self.inner.lock(path)
     }
+    fn available_space(&self, dir: &Path) -> std::io::Result<Option<u64>> {
+        (self.before)("available_space", dir)?;
+        self.inner.available_space(dir)
+    }
 }

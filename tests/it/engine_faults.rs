@@ -196,3 +196,35 @@ fn repeated_flush_failures_on_a_full_disk_do_not_pile_up_logs() {
         assert!(tmp.is_empty(), "background {background}: {tmp:?}");
     }
 }
+
+/// Compaction and ingest share the disk: a merge the file system has no room for is refused
+/// with `Error::NoSpace` by `compact` (nothing changed) and put off by the tiered policy
+/// (the writes go on; the reason is in the stats), and goes ahead once space is back.
+#[test]
+fn merges_check_the_free_space_first() {
+    let storage = MemStorage::default();
+    let index = Index::open("/idx", crate::engine::mem_options(&storage, 500)).unwrap();
+    let mut live = std::collections::BTreeSet::new();
+    for i in 0..1_600u64 {
+        let fp = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        index.insert(fp, i).unwrap();
+        live.insert((fp, i));
+        if i == 700 {
+            // From here the disk "has" 1 MiB: the tiered merges are put off.
+            storage.set_available_space(Some(1 << 20));
+        }
+    }
+    index.flush().unwrap();
+    let before = index.stats();
+    assert!(before.segments.len() >= 3, "{} segments", before.segments.len());
+    assert!(before.maintenance_error.as_deref().is_some_and(|e| e.contains("needs about")), "{:?}", before.maintenance_error);
+    let err = index.compact().unwrap_err();
+    assert!(matches!(&err, simdex::Error::NoSpace { needed, available, .. } if needed > available), "{err}");
+    assert!(err.to_string().contains("/idx") && err.to_string().contains("free space first"), "{err}");
+    assert_eq!(index.stats().segments.len(), before.segments.len(), "nothing changed");
+    assert_eq!(index.live_entries().unwrap().into_iter().collect::<std::collections::BTreeSet<_>>(), live);
+    storage.set_available_space(Some(1 << 30));
+    index.compact().unwrap();
+    assert_eq!(index.stats().segments.len(), 1);
+    assert_eq!(index.live_entries().unwrap().into_iter().collect::<std::collections::BTreeSet<_>>(), live);
+}

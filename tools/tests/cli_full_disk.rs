@@ -34,6 +34,15 @@ fn add_on_a_full_disk_fails_by_name_piles_up_no_logs_and_loses_nothing_acknowled
     };
     let inputs = tempfile::tempdir().expect("temp dir");
     let idx = disk.path().join("idx");
+    // Without --no-space-check, add sees at once that a memtable's log and segment do not
+    // fit, says so, and creates nothing.
+    let probe = inputs.path().join("probe.txt");
+    std::fs::write(&probe, "0123456789abcdef\n").expect("write input");
+    let out = simdex(&["add".as_ref(), idx.as_os_str(), probe.as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("MiB free") && err.contains("free space first"), "{err}");
+    assert!(!idx.exists(), "a refused add creates nothing");
+    // The rest runs into the full disk on purpose.
     let mut acknowledged: Vec<PathBuf> = Vec::new();
     let mut failures = Vec::new();
     let mut logs_after_failures = Vec::new();
@@ -41,7 +50,7 @@ fn add_on_a_full_disk_fails_by_name_piles_up_no_logs_and_loses_nothing_acknowled
         let input = inputs.path().join(format!("b{n}.txt"));
         let out = simdex(&["bench".as_ref(), "generate".as_ref(), "--count".as_ref(), "250000".as_ref(), "--seed".as_ref(), n.to_string().as_ref()]);
         std::fs::write(&input, &out.stdout).expect("write input");
-        let out = simdex(&["add".as_ref(), idx.as_os_str(), input.as_os_str()]);
+        let out = simdex(&["add".as_ref(), "--no-space-check".as_ref(), idx.as_os_str(), input.as_os_str()]);
         if out.status.success() {
             assert!(failures.is_empty(), "add {n} succeeded on the full disk after a failure: {}", text(&out.stderr));
             acknowledged.push(input);
@@ -63,7 +72,7 @@ fn add_on_a_full_disk_fails_by_name_piles_up_no_logs_and_loses_nothing_acknowled
     let last = inputs.path().join("b-last.txt");
     let out = simdex(&["bench".as_ref(), "generate".as_ref(), "--count".as_ref(), "1000".as_ref(), "--seed".as_ref(), "99".as_ref()]);
     std::fs::write(&last, &out.stdout).expect("write input");
-    let out = simdex(&["add".as_ref(), idx.as_os_str(), last.as_os_str()]);
+    let out = simdex(&["add".as_ref(), "--no-space-check".as_ref(), idx.as_os_str(), last.as_os_str()]);
     assert!(out.status.success(), "add once space is back: {}", text(&out.stderr));
     acknowledged.push(last);
     for input in &acknowledged {

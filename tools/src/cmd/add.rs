@@ -66,6 +66,11 @@ pub struct Args {
     /// `IndexOptions::memtable_ops`, 2^20, about 50 MiB).
     #[arg(long, value_name = "N")]
     memtable_ops: Option<u64>,
+    /// Start even when the file system looks too full for a memtable's log and segment
+    /// (checked before anything is read, since a full disk mid-stream stops the command);
+    /// the writes that do not fit then fail, reported, and nothing acknowledged is lost.
+    #[arg(long)]
+    no_space_check: bool,
     /// Print the summary (and with --acks, each acknowledgement) as JSON.
     #[arg(long)]
     json: bool,
@@ -87,6 +92,9 @@ pub fn run(args: Args) -> Result<()> {
     let defaults = IndexOptions::default();
     // Every group commit is fsynced before the next group is read.
     let options = IndexOptions { k: args.k, durability: Durability::Sync, memtable_ops: args.memtable_ops.unwrap_or(defaults.memtable_ops), ..defaults };
+    if !args.no_space_check {
+        check_free_space(&args.dir, options.memtable_ops)?;
+    }
     let index = Index::open(&args.dir, options)?;
     let first_seq = index.stats().last_seq + 1;
     let bar = progress::bytes(input::size_hint(&args.input), "adding");
@@ -298,4 +306,27 @@ impl Summary {
     fn of(group: &GroupCommit, decoder: &Decoder) -> Self {
         Self { added: group.acked, last_seq: group.first_seq + group.acked - 1, commits: group.commits, ids_assigned: group.ids_assigned, input: decoder.position() }
     }
+}
+
+/// Refuses to start when the index's file system cannot take one memtable's worth of
+/// writes: its log (16 bytes an operation) and the segment it is flushed to (about 64
+/// bytes a fingerprint with its id, at most 10 tables), so that a full disk is found before
+/// anything is read, not in the middle of a stream. (Merges check their own needs and are
+/// put off when they do not fit.)
+fn check_free_space(dir: &std::path::Path, memtable_ops: u64) -> Result<()> {
+    use simdex::storage::{FsStorage, Storage};
+    let needed = memtable_ops.saturating_mul(16 + 64).saturating_add(16 << 20);
+    // The directory may not exist yet: its nearest existing ancestor is on the same disk.
+    let existing = dir.ancestors().find(|d| d.is_dir()).unwrap_or(std::path::Path::new("."));
+    if let Ok(Some(available)) = FsStorage.available_space(existing) {
+        if available < needed {
+            anyhow::bail!(
+                "{}: {} MiB free, and adding needs about {} MiB for a memtable's log and segment: free space first (or pass a smaller --memtable-ops, or --no-space-check); nothing was added",
+                dir.display(),
+                available >> 20,
+                needed >> 20
+            );
+        }
+    }
+    Ok(())
 }
