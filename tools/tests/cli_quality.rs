@@ -159,3 +159,12 @@ fn inspect_plot_draws_the_histogram_of_h_of_every_table() {
         assert!(texts.contains(label), "{label} missing from {texts:?}");
     }
 }
+
+#[test]
+fn dedup_says_that_an_index_without_sketches_is_checked_by_fingerprint_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["dedup", PAGES, "--index", p(&dir.path().join("index"))]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the index holds no sketches") && err.contains("k = 3"), "{err}");
+}

@@ -179,7 +179,13 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let indexed = match index {
         // The index stores no sketches yet (segment format 2 will): its matches are by
         // fingerprint alone, so a verified run checks it at the unverified distance.
-        Some(index) => Some(check_and_add(index, &corpus.docs, if verify.is_some() { k.min(DEFAULT_UNVERIFIED_K) } else { k }, &mut report)?),
+        Some(index) => {
+            let index_k = if verify.is_some() { k.min(DEFAULT_UNVERIFIED_K) } else { k };
+            if verify.is_some() {
+                eprintln!("note: the index holds no sketches, so documents are checked against it by fingerprint alone (k = {index_k}), not verified");
+            }
+            Some(check_and_add(index, &corpus.docs, index_k, &mut report)?)
+        }
         None => None,
     };
     report.flush()?;
