@@ -84,7 +84,7 @@ impl Engine {
 
     /// Refuses a merge of `inputs` when the directory's file system lacks room for its
     /// output (the inputs' bytes, scaled by the output design's table count) plus its
-    /// spilled sorted runs (16 bytes per entry, one table at a time) and 16 MiB.
+    /// spilled sorted runs (16 bytes per entry, one table at a time) and 1 MiB.
     fn check_space_for_merge(&self, inputs: &[Arc<LiveSegment>]) -> Result<()> {
         let Some(available) = self.storage.available_space(&self.dir).map_err(|e| Error::io(&self.dir, "check free space", e))? else { return Ok(()) };
         let needed = merge_space(inputs.iter().map(|s| (s.meta.file_len, s.meta.entries, s.segment.tables().len())), self.k);
@@ -163,7 +163,7 @@ impl Engine {
 /// Peak bytes a merge of segments `(file bytes, entries, tables)` adds to the disk before
 /// its inputs are removed: its output (the inputs' bytes, scaled by the output design's
 /// table count over the smallest input's) plus the sorted runs it may spill (16 bytes per
-/// entry, one table at a time) plus 16 MiB.
+/// entry, one table at a time) plus 1 MiB.
 pub(crate) fn merge_space(inputs: impl Iterator<Item = (u64, u64, usize)>, k: u32) -> u64 {
     let (mut bytes, mut entries, mut tables) = (0u64, 0u64, usize::MAX);
     for (b, e, t) in inputs {
@@ -173,5 +173,5 @@ pub(crate) fn merge_space(inputs: impl Iterator<Item = (u64, u64, usize)>, k: u3
     }
     let out_tables = crate::plan::planned_design(&crate::plan::PlanOptions::new(entries.max(1), k)).map_or(tables, |d| d.tables().len());
     let output = bytes.saturating_mul(out_tables.max(tables) as u64) / tables.max(1) as u64;
-    output.saturating_add(entries.saturating_mul(16)).saturating_add(16 << 20)
+    output.saturating_add(entries.saturating_mul(16)).saturating_add(1 << 20)
 }

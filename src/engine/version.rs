@@ -89,6 +89,12 @@ impl Version {
     pub fn query_into(&self, q: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
         let mut found: Vec<(Match, u64)> = Vec::new();
         let mut tmp = Vec::new();
+        // Segments reading from the disk start every segment's reads before any is decoded.
+        if self.segments.len() > 1 {
+            for s in &self.segments {
+                s.segment.prefetch_if_cold(q);
+            }
+        }
         for s in &self.segments {
             s.segment.query_into(q, options, &mut tmp)?;
             found.extend(tmp.iter().map(|&m| (m, s.meta.max_seq)));

@@ -608,6 +608,24 @@ impl Segment {
         self.probe_all_portable(fingerprint, k, found)
     }
 
+    /// When this segment's queries are reading from the disk (see [`ColdReads`]), asks the
+    /// kernel now for the first block of every table a query of `fingerprint` probes, so
+    /// that an index directory can start the reads of all its segments before it queries
+    /// any. Costs one atomic load when warm.
+    pub(crate) fn prefetch_if_cold(&self, fingerprint: u64) {
+        if !self.cold.is_cold() {
+            return;
+        }
+        for table in &self.tables {
+            let q = table.design.permutation.apply(fingerprint);
+            if let Ok(b) = table.lower_bound(q & table.design.prefix_mask()) {
+                if b < table.dir.block_count {
+                    self.bytes.will_need(table.block_offset(b) as usize, BLOCK_BYTES);
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     fn probe_all_portable(&self, fingerprint: u64, k: u32, found: &mut Vec<u64>) -> Result<()> {
         // Find every table's first block and touch its cache lines before decoding any:
