@@ -9,8 +9,8 @@
 #   benches/scale.sh 28 /work/big  # N = 2^28 in /work/big (about 20 GB free needed)
 #
 # Peak anonymous memory (RssAnon) is polled from /proc/PID/status every 50 ms, so a peak
-# shorter than that can be missed. Needs python3 (to make the input) and a release build of
-# the CLI (built here if missing).
+# shorter than that can be missed. Needs python3 (to make the input); builds the CLI in
+# release mode first (a no-op when it is up to date).
 set -euo pipefail
 
 power=${1:-22}
@@ -18,7 +18,7 @@ work=${2:-$(mktemp -d)}
 n=$((1 << power))
 here=$(cd "$(dirname "$0")/.." && pwd)
 simdex="$here/target/release/simdex"
-[ -x "$simdex" ] || cargo build --release -p simdex-cli --manifest-path "$here/Cargo.toml" >&2
+cargo build --quiet --release -p simdex-cli --manifest-path "$here/Cargo.toml" >&2
 mkdir -p "$work"
 dir="$work/idx"
 rm -rf "$dir"
