@@ -69,7 +69,7 @@ fn main() {
         let path = dir.path().join(format!("s{n}.sdx"));
         build_segment(&FsStorage, &path, &fps, Some(&ids), &BuildOptions::default()).expect("build");
         let seg = Segment::open(&path).expect("open");
-        let keys: usize = seg.tables().iter().map(|t| t.keys().len() * 8).sum();
+        let keys: usize = seg.tables().iter().map(|t| t.block_count() as usize * 8).sum();
         let near = common::queries(&fps, nq, 5);
         let random = common::random(nq, 77);
         drop((fps, ids, noise));

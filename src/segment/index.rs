@@ -52,13 +52,14 @@ impl BlockIndex {
         if version >= 2 {
             let summary = slice(bytes, d.summary_offset(), d.summary_len(), "block index summary")?;
             verify_crc(summary, d.index_crc).map_err(|m| m.fault(d.summary_offset(), Location::default(), "block index summary"))?;
-            for (c, e) in (0u64..).zip(summary.chunks_exact(SUMMARY_BYTES_PER_CHUNK as usize)) {
-                let base = LE::read_u64(e);
+            for (c, e) in (0u64..).zip(summary.chunks_exact(SUMMARY_BYTES_PER_CHUNK as usize).filter_map(|e| e.first_chunk::<12>())) {
+                let (base, crc) = e.split_at(8);
+                let base = LE::read_u64(base);
                 if base > d.entries || bases.last().is_some_and(|&prev| base <= prev) || (c == 0 && base != 0) {
                     return Err(Fault::at(d.summary_offset() + c * SUMMARY_BYTES_PER_CHUNK, format!("block index chunk {c} starts at entry {base}, out of order")));
                 }
                 bases.push(base);
-                chunk_crcs.push(LE::read_u32(&e[8..]));
+                chunk_crcs.push(LE::read_u32(crc));
             }
         } else {
             verify_crc(columns, d.index_crc).map_err(|m| m.fault(d.index_offset, Location::default(), "block index"))?;
