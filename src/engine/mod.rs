@@ -350,7 +350,11 @@ impl Index {
             }
         }
         if self.engine.options.flush_on_close {
-            self.engine.flush_frozen()?;
+            if let Err(e) = self.engine.flush_frozen() {
+                // A background failure not reported yet came first: it is the one to report.
+                self.engine.report_maintenance_failure()?;
+                return Err(e);
+            }
         }
         // The writes are durable; a background failure not reported yet is reported now.
         self.engine.report_maintenance_failure()
