@@ -218,9 +218,12 @@ impl Engine {
     }
 
     /// Installs a compaction: the segments `inputs` (adjacent) give way to `output`, and
-    /// tombstone files every remaining segment is newer than are dropped. The new manifest
-    /// is durable before any file is deleted.
-    pub(super) fn install(&self, inputs: &[u64], output: Option<Arc<LiveSegment>>) -> Result<()> {
+    /// tombstone files every remaining segment is newer than are dropped, as are the files
+    /// `applied` (a merge of every live segment has applied every tombstone file there was:
+    /// each pair older than a delete is in some segment, since a flush installs its segment
+    /// and its tombstone file together). The new manifest is durable before any file is
+    /// deleted.
+    pub(super) fn install(&self, inputs: &[u64], output: Option<Arc<LiveSegment>>, applied: &[u64]) -> Result<()> {
         let mut manifest = lock(&self.manifest);
         let mut m = manifest.clone();
         if let Some(first) = inputs.first() {
@@ -229,7 +232,7 @@ impl Engine {
             assert_eq!(removed, inputs, "compaction inputs are adjacent and still live");
         }
         let floor = m.segments.iter().map(|s| s.max_seq).min();
-        let dropped: Vec<u64> = m.tombstones.iter().filter(|t| floor.is_none_or(|f| t.max_seq <= f)).map(|t| t.number).collect();
+        let dropped: Vec<u64> = m.tombstones.iter().filter(|t| floor.is_none_or(|f| t.max_seq <= f) || applied.contains(&t.number)).map(|t| t.number).collect();
         if inputs.is_empty() && dropped.is_empty() {
             return Ok(());
         }

@@ -114,7 +114,7 @@ impl Engine {
             }
         }
         // tombstone files that no longer hide anything
-        self.install(&[], None)
+        self.install(&[], None, &[])
     }
 
     pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>) -> Result<()> {
@@ -135,7 +135,9 @@ impl Engine {
             None => None,
         };
         let numbers: Vec<u64> = inputs.iter().map(|s| s.meta.number).collect();
-        self.install(&numbers, output)?;
+        // A merge of every live segment applied every tombstone file of the version.
+        let applied: Vec<u64> = if inputs.len() == v.segments.len() { v.tombstones.files.iter().map(|(t, _)| t.number).collect() } else { Vec::new() };
+        self.install(&numbers, output, &applied)?;
         self.compactions.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

@@ -90,13 +90,9 @@ fn add_query_delete_compact_stats_verify() {
 
 /// Each `simdex delete` now ends in a tombstone file of its own (close flushes), whose
 /// sequence number is newer than every segment's when nothing was added after it. A full
-/// compaction applies it, yet `install` (src/engine/flush.rs) keeps every tombstone file
-/// newer than the oldest live segment's `max_seq`, so the applied file outlives the merge
-/// (until a later flush). `Index::compact` promises to drop the tombstone files that no
-/// longer hide anything: the fix is for a full compaction to drop the tombstone files it
-/// applied (owned by the compaction's engineer; reported in issue 14's ingest report).
+/// compaction applies it, and then drops it: a merge of every live segment has applied
+/// every tombstone file there was (`install` in src/engine/flush.rs), so none outlives it.
 #[test]
-#[ignore = "needs a change in src/engine/flush.rs: a full compaction keeps a tombstone file it applied"]
 fn compact_drops_a_tombstone_file_newer_than_every_segment() {
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
