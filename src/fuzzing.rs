@@ -17,7 +17,9 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::codec::reference::decode_block_reference;
 use crate::codec::{decode_block, Code, Codec, BLOCK_BYTES, SYMBOLS};
-use crate::log::{encode_record, scan_log, ScanMode, LH_CRC, LH_NUMBER, LOG_HEADER_BYTES, MAX_RECORD_OPS, OP_BYTES, RECORD_END, R_COUNT, R_HEADER_CRC, R_PAYLOAD, R_PAYLOAD_CRC};
+use crate::log::{
+    encode_record, scan_log, ScanMode, SketchSlice, LH_CRC, LH_NUMBER, LOG_HEADER_BYTES, MAX_RECORD_OPS, OP_BYTES, RECORD_END, R_COUNT, R_HEADER_CRC, R_PAYLOAD, R_PAYLOAD_CRC,
+};
 use crate::manifest::Manifest;
 use crate::segment::verify::verify_segment_bytes;
 use crate::storage::FileBytes;
@@ -94,7 +96,8 @@ pub fn log(data: &[u8]) {
             let _ = scan_log(path, data, number, mode, |r| {
                 let ops: Vec<(u64, u64)> = r.ops().collect();
                 again.clear();
-                encode_record(&mut again, r.seq, r.kind, &ops);
+                let sketches = r.sketches().map(|bytes| SketchSlice { width: r.sketch_bytes(), bytes });
+                encode_record(&mut again, r.seq, r.kind, &ops, sketches);
                 let at = r.offset as usize;
                 assert_eq!(data.get(at..at + again.len()), Some(again.as_slice()), "record at {at} does not encode back to its bytes");
                 Ok(())

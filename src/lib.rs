@@ -89,13 +89,16 @@ pub mod split;
 pub mod storage;
 mod stored;
 mod tombstone;
+pub mod verify_sketch;
 
 pub use codec::Codec;
 #[cfg(feature = "fingerprint")]
-pub use engine::recipe::DocumentInput;
+pub use engine::recipe::{DocumentInput, DocumentQuery};
 pub use engine::snapshot::{Deletes, Snapshot};
 pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogReport, OpenReport, SegmentStats, Stats};
 pub use error::{Error, Location, Result};
 pub use query::{Match, QueryOptions};
+pub use segment::SketchColumn;
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
 pub use stored::{SortedTables, Source, Stored};
+pub use verify_sketch::{VerifiedMatch, VerifyOptions};

@@ -5,7 +5,9 @@
 //! log back and classifies how it ends (clean, torn by a crash, or damaged). It does not
 //! decide which logs are live or when to sync; the engine does.
 //!
-//! A record is `header (24 bytes) | payload (16 bytes per operation) | end marker (4)`. The
+//! A record is `header (24 bytes) | payload (16 bytes per operation) | end marker (4)`; in
+//! a version-2 log (an index that stores sketches) an insert record's payload is followed
+//! by one fixed-width sketch per operation, its width in the header. The
 //! header carries its own CRC, so a damaged length can never pass for a torn tail, and the
 //! end marker has several bits set, so no single flipped bit can make a complete record
 //! look like the zero-filled tail a power loss can leave.
@@ -23,8 +25,11 @@ use crate::storage::{parent_dir, Storage, SyncHandle, WriteFile};
 
 /// First bytes of every log file.
 pub const LOG_MAGIC: [u8; 8] = *b"SIMDXLOG";
-/// Log format version written and read by this build.
+/// Log format version written for an index without sketches (and the oldest read).
 pub const LOG_VERSION: u32 = 1;
+/// Log format version written for an index that stores sketches: insert records may carry
+/// one sketch per operation (`format-spec/log.md`).
+pub const LOG_VERSION_SKETCHES: u32 = 2;
 
 // ---- file header ----------------------------------------------------------------------
 /// Offset of the magic in the file header.
@@ -51,11 +56,15 @@ pub const R_PAYLOAD_CRC: usize = R_HEADER_CRC + 4;
 pub const R_SEQ: usize = R_PAYLOAD_CRC + 4;
 /// Offset of the operation kind ([`OpKind`]).
 pub const R_KIND: usize = R_SEQ + 8;
-/// Offset of three reserved bytes (0).
-pub const R_RESERVED: usize = R_KIND + 1;
+/// Offset of the sketch width (u16): bytes of sketch per operation after the payload's
+/// pairs (version 2, insert records only; 0 otherwise).
+pub const R_SKETCH_BYTES: usize = R_KIND + 1;
+/// Offset of one reserved byte (0).
+pub const R_RESERVED: usize = R_SKETCH_BYTES + 2;
 /// Offset of the operation count.
-pub const R_COUNT: usize = R_RESERVED + 3;
-/// Offset of the payload: `count` operations of [`OP_BYTES`] each.
+pub const R_COUNT: usize = R_RESERVED + 1;
+/// Offset of the payload: `count` operations of [`OP_BYTES`] each, then (when the sketch
+/// width is not 0) `count` sketches of that width.
 pub const R_PAYLOAD: usize = R_COUNT + 4;
 /// Bytes per operation: fingerprint (u64), document id (u64).
 pub const OP_BYTES: usize = 16;
@@ -111,7 +120,12 @@ pub struct Record<'a> {
     pub seq: u64,
     /// What the operations do.
     pub kind: OpKind,
+    /// The `(fingerprint, id)` pairs, [`OP_BYTES`] each.
     payload: &'a [u8],
+    /// Bytes of sketch per operation (0: the record carries none).
+    sketch_bytes: usize,
+    /// The sketches, `sketch_bytes` each, one per operation.
+    sketches: &'a [u8],
 }
 
 impl<'a> Record<'a> {
@@ -139,37 +153,63 @@ impl<'a> Record<'a> {
         })
     }
 
+    /// The operations' sketches, concatenated (`sketch_bytes()` each), when the record
+    /// carries them.
+    pub fn sketches(&self) -> Option<&'a [u8]> {
+        (self.sketch_bytes > 0).then_some(self.sketches)
+    }
+
+    /// Bytes of sketch per operation (0 when the record carries none).
+    pub fn sketch_bytes(&self) -> usize {
+        self.sketch_bytes
+    }
+
     /// Bytes the record occupies in the file.
     pub fn encoded_len(&self) -> usize {
-        RECORD_OVERHEAD + self.payload.len()
+        RECORD_OVERHEAD + self.payload.len() + self.sketches.len()
     }
 }
 
-/// Encodes the file header of log number `number`.
-pub fn encode_header(number: u64) -> [u8; LOG_HEADER_BYTES] {
+/// Encodes the file header of log number `number` (format `version`).
+pub fn encode_header(number: u64, version: u32) -> [u8; LOG_HEADER_BYTES] {
     let mut b = [0u8; LOG_HEADER_BYTES];
     b[LH_MAGIC..LH_VERSION].copy_from_slice(&LOG_MAGIC);
-    LE::write_u32(&mut b[LH_VERSION..], LOG_VERSION);
+    LE::write_u32(&mut b[LH_VERSION..], version);
     LE::write_u64(&mut b[LH_NUMBER..], number);
     let crc = crc32fast::hash(&b[..LH_CRC]);
     LE::write_u32(&mut b[LH_CRC..], crc);
     b
 }
 
-/// Appends one encoded record to `out`. `ops.len()` must be `1..=MAX_RECORD_OPS`.
-pub fn encode_record(out: &mut Vec<u8>, seq: u64, kind: OpKind, ops: &[(u64, u64)]) {
+/// Sketches that go with a record's operations: `bytes` per operation, concatenated.
+#[derive(Clone, Copy, Debug)]
+pub struct SketchSlice<'a> {
+    /// Bytes per sketch (1..=65535).
+    pub width: usize,
+    /// One sketch per operation, `width` bytes each.
+    pub bytes: &'a [u8],
+}
+
+/// Appends one encoded record to `out`. `ops.len()` must be `1..=MAX_RECORD_OPS`; with
+/// `sketches` (version-2 logs only), one sketch per operation.
+pub fn encode_record(out: &mut Vec<u8>, seq: u64, kind: OpKind, ops: &[(u64, u64)], sketches: Option<SketchSlice<'_>>) {
     debug_assert!(!ops.is_empty() && ops.len() <= MAX_RECORD_OPS);
+    debug_assert!(sketches.is_none_or(|s| s.width > 0 && s.width <= usize::from(u16::MAX) && s.bytes.len() == s.width * ops.len()));
     let start = out.len();
     out.resize(start + R_PAYLOAD, 0);
     for &(fp, id) in ops {
         out.extend_from_slice(&fp.to_le_bytes());
         out.extend_from_slice(&id.to_le_bytes());
     }
+    if let Some(s) = sketches {
+        out.extend_from_slice(s.bytes);
+    }
     let (head, payload) = out.split_at_mut(start + R_PAYLOAD);
     let mut h = [0u8; R_PAYLOAD];
     LE::write_u32(&mut h[R_PAYLOAD_CRC..], crc32fast::hash(payload));
     LE::write_u64(&mut h[R_SEQ..], seq);
     h[R_KIND] = kind.id();
+    LE::write_u16(&mut h[R_SKETCH_BYTES..], sketches.map_or(0, |s| s.width as u16));
     LE::write_u32(&mut h[R_COUNT..], ops.len() as u32);
     let header_crc = crc32fast::hash(&h[R_PAYLOAD_CRC..]);
     LE::write_u32(&mut h[R_HEADER_CRC..], header_crc);
@@ -242,48 +282,55 @@ enum RecordFault {
     Damaged(String),
 }
 
-/// Decodes the record at `at`, checking both CRCs, the kind, the count and the end marker.
-fn decode_record(bytes: &[u8], at: usize) -> Result<Record<'_>, RecordFault> {
+/// Decodes the record at `at`, checking both CRCs, the kind, the count, the sketch width
+/// (0 unless `sketches_allowed`: a version-2 log's insert) and the end marker.
+fn decode_record(bytes: &[u8], at: usize, sketches_allowed: bool) -> Result<Record<'_>, RecordFault> {
     let rest = bytes.get(at..).unwrap_or_default();
     let Some((h, rest)) = rest.split_first_chunk::<R_PAYLOAD>() else { return Err(RecordFault::Incomplete(None)) };
     verify_crc(&h[R_PAYLOAD_CRC..], LE::read_u32(&h[R_HEADER_CRC..])).map_err(|m| RecordFault::Damaged(m.detail("record header")))?;
     let cut = || RecordFault::Incomplete(Some((LE::read_u64(&h[R_SEQ..]), LE::read_u32(&h[R_COUNT..]))));
     let kind = OpKind::from_id(h[R_KIND]).ok_or_else(|| RecordFault::Damaged(format!("unknown operation kind {}", h[R_KIND])))?;
-    if h[R_RESERVED..R_COUNT] != [0, 0, 0] {
-        return Err(RecordFault::Damaged("reserved record bytes are not zero".into()));
+    if h[R_RESERVED] != 0 {
+        return Err(RecordFault::Damaged("reserved record byte is not zero".into()));
+    }
+    let sketch_bytes = usize::from(LE::read_u16(&h[R_SKETCH_BYTES..]));
+    if sketch_bytes != 0 && !(sketches_allowed && kind == OpKind::Insert) {
+        let why = if sketches_allowed { "a delete record" } else { "a version-1 log" };
+        return Err(RecordFault::Damaged(format!("sketch width {sketch_bytes} in {why} (must be 0)")));
     }
     let count = LE::read_u32(&h[R_COUNT..]) as usize;
     if count == 0 || count > MAX_RECORD_OPS {
         return Err(RecordFault::Damaged(format!("operation count {count} is outside 1..={MAX_RECORD_OPS}")));
     }
-    let Some((payload, rest)) = rest.split_at_checked(count * OP_BYTES) else { return Err(cut()) };
+    let Some((all, rest)) = rest.split_at_checked(count * (OP_BYTES + sketch_bytes)) else { return Err(cut()) };
     let Some(end) = rest.first_chunk::<4>() else { return Err(cut()) };
-    verify_crc(payload, LE::read_u32(&h[R_PAYLOAD_CRC..])).map_err(|m| RecordFault::Damaged(m.detail("record payload")))?;
+    verify_crc(all, LE::read_u32(&h[R_PAYLOAD_CRC..])).map_err(|m| RecordFault::Damaged(m.detail("record payload")))?;
     if *end != RECORD_END {
         return Err(RecordFault::Damaged("record end marker is not SXRE".into()));
     }
-    Ok(Record { offset: at as u64, seq: LE::read_u64(&h[R_SEQ..]), kind, payload })
+    let (payload, sketches) = all.split_at(count * OP_BYTES);
+    Ok(Record { offset: at as u64, seq: LE::read_u64(&h[R_SEQ..]), kind, payload, sketch_bytes, sketches })
 }
 
-/// Checks the file header of log `number` at the start of `bytes`. `Ok(false)` means the
-/// file ends inside the header (a log whose creation was cut short: it holds no record).
-pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<bool> {
+/// Checks the file header of log `number` at the start of `bytes` and returns its format
+/// version. `Ok(None)` means the file ends inside the header (a log whose creation was cut
+/// short: it holds no record).
+pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<Option<u32>> {
     if bytes.len() < LOG_HEADER_BYTES {
         // A prefix of the header we would have written is a creation cut short; anything
         // else is not our file.
-        let want = encode_header(number);
-        if want.starts_with(bytes) {
-            return Ok(false);
+        if [LOG_VERSION, LOG_VERSION_SKETCHES].iter().any(|&v| encode_header(number, v).starts_with(bytes)) {
+            return Ok(None);
         }
     }
-    check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION..=LOG_VERSION)?;
+    let version = check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION..=LOG_VERSION_SKETCHES)?;
     let h: &[u8; LOG_HEADER_BYTES] = bytes.first_chunk().ok_or_else(|| Error::corrupt(path, 0, format!("log header cut short at {} bytes", bytes.len())))?;
     verify_crc(&h[..LH_CRC], LE::read_u32(&h[LH_CRC..])).map_err(|m| m.corrupt(path, LH_CRC as u64, Location::default(), "log header"))?;
     let found = LE::read_u64(&h[LH_NUMBER..]);
     if found != number || LE::read_u32(&h[LH_RESERVED..]) != 0 || LE::read_u32(&h[LH_PAD..]) != 0 {
         return Err(Error::corrupt(path, LH_NUMBER as u64, format!("log header names log {found}, the file name says {number}")));
     }
-    Ok(true)
+    Ok(Some(version))
 }
 
 /// Reads log `number` from `bytes`, calling `each` with every intact record in order.
@@ -294,24 +341,25 @@ pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<bool> {
 /// numbers must increase by one operation at a time; a gap is damage.
 pub fn scan_log(path: &Path, bytes: &[u8], number: u64, mode: ScanMode, mut each: impl FnMut(&Record<'_>) -> Result<()>) -> Result<LogScan> {
     let mut scan = LogScan { valid_len: 0, end: LogEnd::Clean, records: 0, ops: 0, seqs: None, damage: Vec::new(), cut_record: None };
-    match check_header(path, bytes, number) {
-        Ok(true) => {}
-        Ok(false) => {
+    let sketches_allowed = match check_header(path, bytes, number) {
+        Ok(Some(version)) => version >= LOG_VERSION_SKETCHES,
+        Ok(None) => {
             scan.end = if bytes.is_empty() { LogEnd::Clean } else { LogEnd::Torn };
             return Ok(scan);
         }
         // Records carry their own checksums: a damaged file header loses none of them.
         Err(e) if mode == ScanMode::Salvage && bytes.len() >= LOG_HEADER_BYTES => {
             scan.damage.push(Damage { offset: 0, len: LOG_HEADER_BYTES as u64, detail: format!("file header: {}", e.chain_message()) });
+            true
         }
         Err(e) => return Err(e),
-    }
+    };
     let mut at = LOG_HEADER_BYTES;
     scan.valid_len = at as u64;
     // After salvage skipped damage, the next intact record may not continue the sequence.
     let mut check_seq = true;
     while at < bytes.len() {
-        let detail = match decode_record(bytes, at) {
+        let detail = match decode_record(bytes, at, sketches_allowed) {
             Ok(r) => {
                 if let Some((_, last)) = scan.seqs.filter(|&(_, last)| check_seq && r.seq != last.wrapping_add(1)) {
                     let detail = format!("sequence number {} does not follow {last}: records are missing", r.seq);
@@ -343,7 +391,7 @@ pub fn scan_log(path: &Path, bytes: &[u8], number: u64, mode: ScanMode, mut each
         if mode == ScanMode::Strict {
             return Err(Error::corrupt(path, at as u64, format!("{detail}; the records from here on are not replayed (run `simdex recover` to salvage the intact ones)")));
         }
-        let next = (at + 1..bytes.len()).find(|&p| decode_record(bytes, p).is_ok()).unwrap_or(bytes.len());
+        let next = (at + 1..bytes.len()).find(|&p| decode_record(bytes, p, sketches_allowed).is_ok()).unwrap_or(bytes.len());
         scan.damage.push(Damage { offset: at as u64, len: (next - at) as u64, detail });
         check_seq = false;
         at = next;
@@ -386,11 +434,13 @@ impl std::fmt::Debug for LogWriter {
 }
 
 impl LogWriter {
-    /// Creates log `number` at `path`: writes and syncs the header, then syncs the directory
-    /// so the file survives a power loss before any record is acknowledged in it.
-    pub fn create(storage: &dyn Storage, path: &Path, number: u64) -> Result<Self> {
+    /// Creates log `number` at `path` (format [`LOG_VERSION_SKETCHES`] when `sketches`,
+    /// else [`LOG_VERSION`]): writes and syncs the header, then syncs the directory so the
+    /// file survives a power loss before any record is acknowledged in it.
+    pub fn create(storage: &dyn Storage, path: &Path, number: u64, sketches: bool) -> Result<Self> {
         let mut file = storage.create(path).map_err(|e| Error::io(path, "create", e))?;
-        file.write_all(&encode_header(number)).map_err(|e| Error::io(path, "write", e))?;
+        let version = if sketches { LOG_VERSION_SKETCHES } else { LOG_VERSION };
+        file.write_all(&encode_header(number, version)).map_err(|e| Error::io(path, "write", e))?;
         file.sync().map_err(|e| Error::io(path, "fsync", e))?;
         let dir = parent_dir(path);
         storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
@@ -432,12 +482,17 @@ impl LogWriter {
 
     /// Appends operations `seq, seq + 1, ...` as records of at most [`MAX_RECORD_OPS`] and
     /// hands them to the operating system (one `write` per call, so they survive a crash of
-    /// this process once this returns). Does not sync.
-    pub fn append(&mut self, seq: u64, kind: OpKind, ops: &[(u64, u64)]) -> Result<()> {
+    /// this process once this returns). Does not sync. `sketches` (inserts into a
+    /// version-2 log only) holds one sketch per operation.
+    pub fn append(&mut self, seq: u64, kind: OpKind, ops: &[(u64, u64)], sketches: Option<SketchSlice<'_>>) -> Result<()> {
         self.buf.clear();
         let mut s = seq;
-        for chunk in ops.chunks(MAX_RECORD_OPS) {
-            encode_record(&mut self.buf, s, kind, chunk);
+        for (i, chunk) in ops.chunks(MAX_RECORD_OPS).enumerate() {
+            let part = sketches.map(|sk| {
+                let from = i * MAX_RECORD_OPS * sk.width;
+                SketchSlice { width: sk.width, bytes: sk.bytes.get(from..from + chunk.len() * sk.width).unwrap_or_default() }
+            });
+            encode_record(&mut self.buf, s, kind, chunk, part);
             s += chunk.len() as u64;
         }
         self.file.write_all(&self.buf).map_err(|e| Error::io(&self.path, "write", e))?;
@@ -495,9 +550,9 @@ mod tests {
     type Records = [(u64, OpKind, Vec<(u64, u64)>)];
 
     fn log_bytes(records: &Records) -> Vec<u8> {
-        let mut b = encode_header(7).to_vec();
+        let mut b = encode_header(7, LOG_VERSION).to_vec();
         for (seq, kind, ops) in records {
-            encode_record(&mut b, *seq, *kind, ops);
+            encode_record(&mut b, *seq, *kind, ops, None);
         }
         b
     }
@@ -524,7 +579,7 @@ mod tests {
     #[test]
     fn worked_example_from_the_spec() {
         let mut b = Vec::new();
-        encode_record(&mut b, 1, OpKind::Insert, &[(0x0123_4567_89ab_cdef, 7)]);
+        encode_record(&mut b, 1, OpKind::Insert, &[(0x0123_4567_89ab_cdef, 7)], None);
         let want = [
             0x1a, 0xa7, 0x7c, 0xa8, 0x5d, 0xa3, 0x4e, 0x1b, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, 7, 0, 0, 0, 0, 0, 0, 0,
             b'S', b'X', b'R', b'E',
@@ -537,5 +592,30 @@ mod tests {
         let b = log_bytes(&[(1, OpKind::Insert, vec![(5, 6)]), (3, OpKind::Insert, vec![(5, 6)])]);
         let err = scan_log(Path::new("l"), &b, 7, ScanMode::Strict, |_| Ok(())).unwrap_err();
         assert!(err.is_corruption(), "{err}");
+    }
+
+    #[test]
+    fn sketches_roundtrip_in_a_version_2_log_only() {
+        let sketches: Vec<u8> = (0..12u8).collect();
+        let mut b = encode_header(7, LOG_VERSION_SKETCHES).to_vec();
+        encode_record(&mut b, 1, OpKind::Insert, &[(5, 6), (7, 8), (9, 10)], Some(SketchSlice { width: 4, bytes: &sketches }));
+        encode_record(&mut b, 4, OpKind::Delete, &[(5, 6)], None);
+        encode_record(&mut b, 5, OpKind::Insert, &[(11, 12)], None);
+        let mut seen = Vec::new();
+        let scan = scan_log(Path::new("l"), &b, 7, ScanMode::Strict, |r| {
+            seen.push((r.seq, r.ops().collect::<Vec<_>>(), r.sketch_bytes(), r.sketches().map(<[u8]>::to_vec)));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(1, vec![(5, 6), (7, 8), (9, 10)], 4, Some(sketches.clone())), (4, vec![(5, 6)], 0, None), (5, vec![(11, 12)], 0, None)]);
+        assert_eq!((scan.end, scan.valid_len, scan.ops), (LogEnd::Clean, b.len() as u64, 5));
+        // Torn inside the sketches: a crash's tail, cut.
+        let cut = scan_log(Path::new("l"), &b[..LOG_HEADER_BYTES + R_PAYLOAD + 48 + 5], 7, ScanMode::Strict, |_| Ok(())).unwrap();
+        assert_eq!((cut.end, cut.records, cut.cut_record), (LogEnd::Torn, 0, Some((1, 3))));
+        // The same records under a version-1 header are damage, not sketches.
+        let mut v1 = b.clone();
+        v1[..LOG_HEADER_BYTES].copy_from_slice(&encode_header(7, LOG_VERSION));
+        let err = scan_log(Path::new("l"), &v1, 7, ScanMode::Strict, |_| Ok(())).unwrap_err();
+        assert!(err.is_corruption() && err.to_string().contains("version-1 log"), "{err}");
     }
 }

@@ -15,14 +15,18 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 use crate::codec::Codec;
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
+use crate::segment::SketchColumn;
 use crate::storage::{write_atomically, Storage};
 
 /// The manifest's file name inside an index directory.
 pub const MANIFEST_NAME: &str = "MANIFEST";
 /// First bytes of a manifest.
 pub const MANIFEST_MAGIC: [u8; 8] = *b"SIMDXMAN";
-/// Manifest format version written and read by this build.
+/// Manifest format version of an index without sketches (and the oldest read).
 pub const MANIFEST_VERSION: u32 = 1;
+/// Manifest format version of an index that stores sketches: [`M_SKETCH_BYTES`] is set and
+/// the sketch scheme (8 bytes) follows the tombstone entries.
+pub const MANIFEST_VERSION_SKETCHES: u32 = 2;
 
 /// Offset of the magic.
 pub const M_MAGIC: usize = 0;
@@ -42,10 +46,10 @@ pub const M_LAST_SEQ: usize = M_LOG_NUMBER + 8;
 pub const M_K: usize = M_LAST_SEQ + 8;
 /// Offset of the gap codec of new segments (u8).
 pub const M_CODEC: usize = M_K + 1;
-/// Offset of two reserved bytes.
-pub const M_RESERVED: usize = M_CODEC + 1;
+/// Offset of the sketch width (u16): bytes of sketch per document (version 2; 0 in version 1).
+pub const M_SKETCH_BYTES: usize = M_CODEC + 1;
 /// Offset of the segment count (u32).
-pub const M_SEGMENTS: usize = M_RESERVED + 2;
+pub const M_SEGMENTS: usize = M_SKETCH_BYTES + 2;
 /// Offset of the tombstone-file count (u32).
 pub const M_TOMBSTONES: usize = M_SEGMENTS + 4;
 /// Offset of four reserved bytes.
@@ -56,6 +60,8 @@ pub const M_ENTRIES: usize = M_RESERVED2 + 4;
 pub const SEGMENT_ENTRY: usize = 5 * 8;
 /// Bytes per tombstone-file entry: number, tombstones, last sequence number, file length.
 pub const TOMBSTONE_ENTRY: usize = 4 * 8;
+/// Bytes of the sketch scheme after the tombstone entries (version 2).
+pub const SKETCH_SCHEME_BYTES: usize = 8;
 /// Bytes of the trailing CRC.
 pub const M_CRC_BYTES: usize = 4;
 
@@ -106,25 +112,31 @@ pub struct Manifest {
     pub segments: Vec<SegmentMeta>,
     /// Live tombstone files, in the order they were written.
     pub tombstones: Vec<TombstoneMeta>,
+    /// The sketch every document of the index carries (fixed when the index is created):
+    /// its width and scheme. `None`: the index stores no sketches (a version-1 manifest).
+    pub sketches: Option<SketchColumn>,
 }
 
 impl Manifest {
     /// The manifest of a new, empty index.
-    pub fn new(k: u32, codec: Codec) -> Self {
-        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new() }
+    pub fn new(k: u32, codec: Codec, sketches: Option<SketchColumn>) -> Self {
+        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new(), sketches }
     }
 
     /// The encoded bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let len = M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + self.tombstones.len() * TOMBSTONE_ENTRY + M_CRC_BYTES;
+        let scheme_len = if self.sketches.is_some() { SKETCH_SCHEME_BYTES } else { 0 };
+        let len = M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + self.tombstones.len() * TOMBSTONE_ENTRY + scheme_len + M_CRC_BYTES;
         let mut b = Vec::with_capacity(len);
         b.extend_from_slice(&MANIFEST_MAGIC);
-        b.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
+        let version = if self.sketches.is_some() { MANIFEST_VERSION_SKETCHES } else { MANIFEST_VERSION };
+        b.extend_from_slice(&version.to_le_bytes());
         b.extend_from_slice(&(len as u32).to_le_bytes());
         for v in [self.number, self.next_file, self.log_number, self.last_seq] {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        b.extend_from_slice(&[self.k as u8, self.codec.id(), 0, 0]);
+        b.extend_from_slice(&[self.k as u8, self.codec.id()]);
+        b.extend_from_slice(&self.sketches.map_or(0, |s| s.bytes).to_le_bytes());
         b.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
         b.extend_from_slice(&(self.tombstones.len() as u32).to_le_bytes());
         b.extend_from_slice(&[0; 4]);
@@ -139,6 +151,9 @@ impl Manifest {
                 b.extend_from_slice(&v.to_le_bytes());
             }
         }
+        if let Some(s) = self.sketches {
+            b.extend_from_slice(&s.scheme);
+        }
         let crc = crc32fast::hash(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         debug_assert_eq!(b.len(), len);
@@ -147,7 +162,7 @@ impl Manifest {
 
     /// Decodes a manifest read from `path`, checking its CRC and invariants.
     pub fn decode(path: &Path, b: &[u8]) -> Result<Self> {
-        check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION..=MANIFEST_VERSION)?;
+        let version = check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION..=MANIFEST_VERSION_SKETCHES)?;
         let cut_short = || Error::corrupt(path, b.len() as u64, format!("manifest is {} bytes, shorter than its {}-byte header: cut short", b.len(), M_ENTRIES));
         let head: &[u8; M_ENTRIES] = b.first_chunk().ok_or_else(cut_short)?;
         let (body, crc) = b.split_last_chunk::<M_CRC_BYTES>().filter(|(body, _)| body.len() >= M_ENTRIES).ok_or_else(cut_short)?;
@@ -156,12 +171,22 @@ impl Manifest {
             return Err(Error::corrupt(path, M_LEN as u64, format!("manifest says it is {len} bytes, the file is {}", b.len())));
         }
         verify_crc(body, u32::from_le_bytes(*crc)).map_err(|m| m.corrupt(path, body.len() as u64, Location::default(), "manifest"))?;
-        if head[M_RESERVED..M_SEGMENTS].iter().chain(&head[M_RESERVED2..M_ENTRIES]).any(|&x| x != 0) {
-            return Err(Error::corrupt(path, M_RESERVED as u64, "reserved manifest bytes are not zero"));
+        if head[M_RESERVED2..M_ENTRIES].iter().any(|&x| x != 0) {
+            return Err(Error::corrupt(path, M_RESERVED2 as u64, "reserved manifest bytes are not zero"));
+        }
+        let sketch_bytes = LE::read_u16(&head[M_SKETCH_BYTES..]);
+        if (version >= MANIFEST_VERSION_SKETCHES) != (sketch_bytes > 0) {
+            return Err(Error::corrupt(path, M_SKETCH_BYTES as u64, format!("sketch width {sketch_bytes} in a version-{version} manifest")));
         }
         let segments_n = LE::read_u32(&head[M_SEGMENTS..]) as usize;
         let tombstones_n = LE::read_u32(&head[M_TOMBSTONES..]) as usize;
         let entries = body.get(M_ENTRIES..).unwrap_or_default();
+        let (entries, scheme) = if sketch_bytes > 0 {
+            let (entries, scheme) = entries.split_last_chunk::<SKETCH_SCHEME_BYTES>().ok_or_else(cut_short)?;
+            (entries, Some(*scheme))
+        } else {
+            (entries, None)
+        };
         let (segment_bytes, tombstone_bytes) = entries.split_at_checked(segments_n.saturating_mul(SEGMENT_ENTRY)).unwrap_or_default();
         if segment_bytes.len() != segments_n.saturating_mul(SEGMENT_ENTRY) || tombstone_bytes.len() != tombstones_n.saturating_mul(TOMBSTONE_ENTRY) {
             return Err(Error::corrupt(path, M_SEGMENTS as u64, format!("{segments_n} segments and {tombstones_n} tombstone files do not fill {len} bytes")));
@@ -190,6 +215,7 @@ impl Manifest {
                     TombstoneMeta { number: v[0], count: v[1], max_seq: v[2], file_len: v[3] }
                 })
                 .collect(),
+            sketches: scheme.map(|scheme| SketchColumn { bytes: sketch_bytes, scheme }),
         };
         m.check(path)?;
         Ok(m)
@@ -241,7 +267,7 @@ mod tests {
 
     #[test]
     fn roundtrip_and_every_truncation_is_an_error() {
-        let mut m = Manifest::new(3, Codec::Xor);
+        let mut m = Manifest::new(3, Codec::Xor, None);
         m.next_file = 10;
         m.last_seq = 100;
         m.segments.push(SegmentMeta { number: 3, entries: 50, file_len: 4096, min_seq: 1, max_seq: 60 });
@@ -251,6 +277,14 @@ mod tests {
         assert_eq!(Manifest::decode(Path::new("M"), &b).unwrap(), m);
         for len in 0..b.len() {
             assert!(Manifest::decode(Path::new("M"), &b[..len]).unwrap_err().is_corruption());
+        }
+        // With sketches: version 2, the width in the header, the scheme before the CRC.
+        m.sketches = Some(SketchColumn { bytes: 64, scheme: *b"MH\x00\x02\x01\x01\x00\x00" });
+        let b2 = m.encode();
+        assert_eq!((LE::read_u32(&b2[M_VERSION..]), LE::read_u16(&b2[M_SKETCH_BYTES..]), b2.len()), (2, 64, b.len() + 8));
+        assert_eq!(Manifest::decode(Path::new("M"), &b2).unwrap(), m);
+        for len in 0..b2.len() {
+            assert!(Manifest::decode(Path::new("M"), &b2[..len]).unwrap_err().is_corruption());
         }
     }
 }

@@ -9,6 +9,8 @@
 //! run would miss the cache at every step). Runs of similar size merge
 //! (linear merges: every run has the same design), so there are O(log n) of them.
 //! Deletes are a map from `(fingerprint, id)` to the sequence number of the last delete.
+//! In an index that stores sketches, each insert's sketch sits in an arena indexed by its
+//! sequence number (all zero: the insert carried none).
 //!
 //! Only one thread writes a memtable (the engine's writer, under its lock); queries take a
 //! read lock. Merges are computed under the read lock and swapped in under the write lock,
@@ -43,7 +45,8 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    fn build(mut entries: Vec<MemEntry>, design: &Design) -> Run {
+    /// The sorted tables of `entries` with `design`.
+    pub(crate) fn build(mut entries: Vec<MemEntry>, design: &Design) -> Run {
         entries.sort_unstable();
         let tables = design.tables()[1..]
             .iter()
@@ -94,6 +97,12 @@ impl Run {
     }
 }
 
+/// The sketch of the insert with sequence number `seq`, `None` when it carried none.
+fn sketch_at(d: &MemData, width: usize, seq: u64) -> Option<&[u8]> {
+    let at = (seq.checked_sub(d.sketch_base?)? as usize).checked_mul(width)?;
+    d.sketches.get(at..at + width).filter(|s| s.iter().any(|&b| b != 0))
+}
+
 fn entry_match(e: &MemEntry, q: u64) -> (Match, u64) {
     (Match { distance: (e.fp ^ q).count_ones(), fingerprint: e.fp, doc_id: Some(e.id) }, e.seq)
 }
@@ -118,6 +127,10 @@ struct MemData {
     tail: Vec<MemEntry>,
     runs: Vec<Run>,
     deletes: HashMap<(u64, u64), u64>,
+    /// Sketches of the inserts, `sketch_width` bytes per sequence number from
+    /// `sketch_base` on (deletes and inserts without a sketch hold zeros).
+    sketches: Vec<u8>,
+    sketch_base: Option<u64>,
     inserts: u64,
     delete_ops: u64,
     seqs: Option<(u64, u64)>,
@@ -126,6 +139,8 @@ struct MemData {
 /// The unflushed operations of one log (or, after a reopen, of the logs replayed into it).
 pub(crate) struct Memtable {
     design: Arc<Design>,
+    /// Bytes of sketch per insert (0: the index stores no sketches).
+    sketch_width: usize,
     /// The newest log holding this memtable's operations: once the memtable is in a
     /// segment, logs up to this number are obsolete.
     pub log_number: u64,
@@ -135,12 +150,14 @@ pub(crate) struct Memtable {
 /// A read view of a memtable, held for the length of one query.
 pub(crate) struct MemView<'a> {
     design: &'a Design,
+    sketch_width: usize,
     data: RwLockReadGuard<'a, MemData>,
 }
 
 impl Memtable {
-    pub fn new(design: Arc<Design>, log_number: u64) -> Self {
-        Self { design, log_number, data: RwLock::new(MemData::default()) }
+    /// An empty memtable; `sketch_width` bytes of sketch per insert (0 for none).
+    pub fn new(design: Arc<Design>, log_number: u64, sketch_width: usize) -> Self {
+        Self { design, sketch_width, log_number, data: RwLock::new(MemData::default()) }
     }
 
     fn read_data(&self) -> RwLockReadGuard<'_, MemData> {
@@ -153,7 +170,7 @@ impl Memtable {
 
     /// A consistent view for queries.
     pub fn view(&self) -> MemView<'_> {
-        MemView { design: &self.design, data: self.read_data() }
+        MemView { design: &self.design, sketch_width: self.sketch_width, data: self.read_data() }
     }
 
     /// Operations held (inserts and deletes).
@@ -178,13 +195,25 @@ impl Memtable {
         d.seqs = Some((d.seqs.map_or(first, |s| s.0), last));
     }
 
-    /// Adds inserts with sequence numbers `seq, seq + 1, ...`. Only the writer calls this.
-    pub fn insert(&self, seq: u64, ops: &[(u64, u64)]) {
+    /// Adds inserts with sequence numbers `seq, seq + 1, ...`, with one sketch each in
+    /// `sketches` (the memtable's width each, concatenated) when given. Only the writer
+    /// calls this.
+    pub fn insert(&self, seq: u64, ops: &[(u64, u64)], sketches: Option<&[u8]>) {
         if ops.is_empty() {
             return;
         }
         let seal = {
             let mut d = self.write_data();
+            if let Some(sketches) = sketches.filter(|_| self.sketch_width > 0) {
+                let base = *d.sketch_base.get_or_insert(seq);
+                let at = (seq.saturating_sub(base) as usize).saturating_mul(self.sketch_width);
+                if d.sketches.len() < at {
+                    d.sketches.resize(at, 0);
+                }
+                d.sketches.truncate(at);
+                d.sketches.extend_from_slice(sketches);
+                d.sketches.resize(at + ops.len() * self.sketch_width, 0);
+            }
             d.tail.extend(ops.iter().enumerate().map(|(i, &(fp, id))| MemEntry { fp, id, seq: seq + i as u64 }));
             d.inserts += ops.len() as u64;
             Self::note_seqs(&mut d, seq, ops.len());
@@ -258,10 +287,27 @@ impl Memtable {
         &self.design
     }
 
-    /// What a flush writes: the live `(fingerprint, id)` pairs, sorted and without repeats
-    /// (a pair whose last operation here is a delete is left out), and the deletes as
-    /// tombstones, sorted.
-    pub fn flush_output(&self) -> (Vec<(u64, u64)>, Vec<Tombstone>) {
+    /// The sketches of `entries`, in order, concatenated (zeros for an insert without one);
+    /// empty when the memtable stores no sketches.
+    pub fn sketches_of<'e>(&self, entries: impl IntoIterator<Item = &'e MemEntry>) -> Vec<u8> {
+        let d = self.read_data();
+        let mut out = Vec::new();
+        if self.sketch_width == 0 {
+            return out;
+        }
+        for e in entries {
+            match sketch_at(&d, self.sketch_width, e.seq) {
+                Some(s) => out.extend_from_slice(s),
+                None => out.resize(out.len() + self.sketch_width, 0),
+            }
+        }
+        out
+    }
+
+    /// What a flush writes: the live inserts (one per `(fingerprint, id)` pair, the last,
+    /// sorted; a pair whose last operation here is a delete is left out), and the deletes
+    /// as tombstones, sorted.
+    pub fn flush_output(&self) -> (Vec<MemEntry>, Vec<Tombstone>) {
         let d = self.read_data();
         let mut all: Vec<MemEntry> = Vec::with_capacity(d.inserts as usize);
         for r in &d.runs {
@@ -269,11 +315,11 @@ impl Memtable {
         }
         all.extend_from_slice(&d.tail);
         all.sort_unstable();
-        let mut live: Vec<(u64, u64)> = Vec::with_capacity(all.len());
+        let mut live: Vec<MemEntry> = Vec::with_capacity(all.len());
         for (i, e) in all.iter().enumerate() {
             let last_of_pair = all.get(i + 1).is_none_or(|n| (n.fp, n.id) != (e.fp, e.id));
             if last_of_pair && d.deletes.get(&(e.fp, e.id)).is_none_or(|&s| s < e.seq) {
-                live.push((e.fp, e.id));
+                live.push(*e);
             }
         }
         let mut tombs: Vec<Tombstone> = d.deletes.iter().map(|(&(fingerprint, doc_id), &seq)| Tombstone { fingerprint, doc_id, seq }).collect();
@@ -301,6 +347,30 @@ impl MemView<'_> {
         }
     }
 
+    /// The sketch of the insert with sequence number `seq` (`None`: it carried none).
+    pub fn sketch(&self, seq: u64) -> Option<&[u8]> {
+        sketch_at(&self.data, self.sketch_width, seq)
+    }
+
+    /// The sketch of the newest insert of `(fp, id)` held here, with that insert's sequence
+    /// number; `None` when no insert of the pair is held, `Some((seq, None))` when the
+    /// newest carried no sketch.
+    pub fn find_sketch(&self, fp: u64, id: u64) -> Option<(u64, Option<&[u8]>)> {
+        if self.sketch_width == 0 {
+            return None;
+        }
+        let newest = self
+            .data
+            .runs
+            .iter()
+            .flat_map(|r| r.entries[lower_bound_by(&r.entries, fp, |e| e.fp)..].iter().take_while(|e| e.fp == fp))
+            .chain(self.data.tail.iter().filter(|e| e.fp == fp))
+            .filter(|e| e.id == id)
+            .map(|e| e.seq)
+            .max()?;
+        Some((newest, self.sketch(newest)))
+    }
+
     /// Sequence number of the last delete of `(fp, id)` held here.
     pub fn delete_seq(&self, fp: u64, id: u64) -> Option<u64> {
         self.data.deletes.get(&(fp, id)).copied()
@@ -324,7 +394,7 @@ mod tests {
     #[test]
     fn queries_match_a_linear_scan_across_tail_and_runs() {
         let design = Arc::new(Design::new(3, &[4]).unwrap());
-        let m = Memtable::new(design, 1);
+        let m = Memtable::new(design, 1, 0);
         let mut x = 5u64;
         let mut all = Vec::new();
         for i in 0..5000u64 {
@@ -334,7 +404,7 @@ mod tests {
             all.push((x, i));
         }
         for (i, chunk) in all.chunks(333).enumerate() {
-            m.insert(1 + (i * 333) as u64, chunk);
+            m.insert(1 + (i * 333) as u64, chunk, None);
         }
         m.delete(10_000, &[all[17]]);
         let view = m.view();
@@ -353,5 +423,27 @@ mod tests {
         let (live, tombs) = m.flush_output();
         assert_eq!(live.len(), 4999);
         assert_eq!(tombs.len(), 1);
+    }
+
+    #[test]
+    fn sketches_follow_their_inserts_by_sequence_number() {
+        let design = Arc::new(Design::new(3, &[4]).unwrap());
+        let m = Memtable::new(design, 1, 2);
+        // seqs 1..=3 with sketches, 4 a delete, 5 without a sketch, 6..=7 with.
+        m.insert(1, &[(10, 1), (20, 2), (30, 3)], Some(&[1, 1, 2, 2, 3, 3]));
+        m.delete(4, &[(20, 2)]);
+        m.insert(5, &[(40, 4)], None);
+        m.insert(6, &[(50, 5), (10, 6)], Some(&[5, 5, 0, 6]));
+        let view = m.view();
+        let got: Vec<Option<Vec<u8>>> = (1..=7).map(|s| view.sketch(s).map(<[u8]>::to_vec)).collect();
+        assert_eq!(got, vec![Some(vec![1, 1]), Some(vec![2, 2]), Some(vec![3, 3]), None, None, Some(vec![5, 5]), Some(vec![0, 6])]);
+        drop(view);
+        let (live, _) = m.flush_output();
+        assert_eq!(live.iter().map(|e| (e.fp, e.id)).collect::<Vec<_>>(), vec![(10, 1), (10, 6), (30, 3), (40, 4), (50, 5)]);
+        assert_eq!(m.sketches_of(&live), vec![1, 1, 0, 6, 3, 3, 0, 0, 5, 5]);
+        // Without a width, nothing is kept.
+        let plain = Memtable::new(Arc::new(Design::new(3, &[4]).unwrap()), 1, 0);
+        plain.insert(1, &[(1, 1)], Some(&[9, 9]));
+        assert_eq!(plain.view().sketch(1), None);
     }
 }

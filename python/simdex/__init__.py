@@ -69,9 +69,11 @@ def _u64_bytes(values: Any, what: str) -> bytes:
 class Index(_Index):
     """An on-disk index of (fingerprint, doc_id) pairs.
 
-    ``Index(path, k=3, durability="group", read_only=False, create=True)`` opens (or creates)
-    the index in directory ``path``. ``k`` is the largest query distance, fixed when the
-    index is created. ``durability``: ``"sync"`` (fsync before every write returns),
+    ``Index(path, k=3, durability="group", read_only=False, create=True, sketches=True)`` opens
+    (or creates) the index in directory ``path``. ``k`` is the largest query distance, fixed when
+    the index is created; so is ``sketches``: a new index stores a 64-byte sketch per document
+    and its document calls verify near-duplicates by it (``sketches=False``: fingerprints only,
+    8 to 60 bytes per document less). ``durability``: ``"sync"`` (fsync before every write returns),
     ``"group"`` (a write survives a process crash at once and a power loss within 10 ms),
     ``"nosync"`` (synced on ``sync()``/``close()`` only). Raises ``LockedError`` while another
     writer has the index open. Use it as a context manager, or call ``close()``.

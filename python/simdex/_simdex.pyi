@@ -25,7 +25,11 @@ class EmptyDocumentError(Error):
     """The document has too few words to be fingerprinted; nothing was stored."""
 
 class Index:
-    def __init__(self, path: Union[str, PathLike[str]], k: int = 3, durability: str = "group", read_only: bool = False, create: bool = True) -> None: ...
+    def __init__(self, path: Union[str, PathLike[str]], k: int = 3, durability: str = "group", read_only: bool = False, create: bool = True, sketches: bool = True) -> None: ...
+    @property
+    def sketches(self) -> bool:
+        """True when the index stores a 64-byte sketch per document (fixed at creation; ``sketches=True``
+        creates one that does): document calls then verify near-duplicates by sketch."""
     @property
     def k(self) -> int:
         """Largest query distance the index guarantees (fixed at creation)."""
@@ -49,10 +53,12 @@ class Index:
         """The fingerprint of a document with the index's recipe: a str is text, bytes an HTML page."""
     def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
         """Fingerprints a document with the index's recipe (pinning the default one if none), adds it; returns the fingerprint."""
-    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None) -> Tuple[int, List[Match], int]:
+    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, verify: bool = True) -> Tuple[int, List[Match], int]:
         """(fingerprint, matches, words): the matches if near-duplicates are stored (nothing inserted), else [] after
-        inserting. Raises EmptyDocumentError for a document with fewer words than the recipe's minimum, or than
-        ``min_words`` when given (nothing stored)."""
+        inserting. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the
+        sketches estimate a resemblance of at least 0.90 (``verify=False``: fingerprints alone). Raises
+        EmptyDocumentError for a document with fewer words than the recipe's minimum, or than ``min_words`` when
+        given (nothing stored)."""
     def delete(self, fp: int, doc_id: int) -> int: ...
     def sync(self) -> None:
         """Makes every write so far durable (fsync)."""

@@ -12,7 +12,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use simdex::fingerprint::document::DocumentKind;
 use simdex::fingerprint::{FeatureKind, FingerprintOptions, Fingerprinter as RustFingerprinter, Language, TfMode};
-use simdex::{DocumentInput, Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
+use simdex::fingerprint::sketch::SketchOptions;
+use simdex::{DocumentInput, DocumentQuery, Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
 
 create_exception!(simdex, Error, PyException, "Any simdex error; the message is the Rust error's.");
 create_exception!(simdex, LockedError, Error, "Another writer holds the index's lock: close it, or open read-only.");
@@ -58,7 +59,7 @@ fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow
     Err(pyo3::exceptions::PyTypeError::new_err("a document is a str (text) or bytes (an HTML page)"))
 }
 
-/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True)`.
+/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True)`.
 /// `simdex.Index` (the Python class) adds `add_many`.
 #[pyclass(module = "simdex._simdex", frozen, subclass)]
 struct Index {
@@ -78,8 +79,8 @@ fn query_options(index: &simdex::Index, k: Option<u32>) -> QueryOptions {
 #[pymethods]
 impl Index {
     #[new]
-    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true))]
-    fn new(py: Python<'_>, path: PathBuf, k: u32, durability: &str, read_only: bool, create: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true, sketches=true))]
+    fn new(py: Python<'_>, path: PathBuf, k: u32, durability: &str, read_only: bool, create: bool, sketches: bool) -> PyResult<Self> {
         let durability = match durability {
             "sync" => Durability::Sync,
             "group" => Durability::default(),
@@ -89,9 +90,17 @@ impl Index {
         if k > 16 {
             return Err(PyValueError::new_err(format!("k = {k} is above the largest supported, 16")));
         }
-        let options = IndexOptions { k, durability, create: create && !read_only, ..IndexOptions::default() };
+        let sketches = sketches.then(|| SketchOptions::default().column());
+        let options = IndexOptions { k, durability, create: create && !read_only, sketches, ..IndexOptions::default() };
         let index = py.allow_threads(|| if read_only { simdex::Index::open_read_only(&path, options) } else { simdex::Index::open(&path, options) }).map_err(to_py)?;
         Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
+    }
+
+    /// True when the index stores a sketch per document (fixed at creation): document calls
+    /// then verify candidates by sketch.
+    #[getter]
+    fn sketches(&self) -> PyResult<bool> {
+        Ok(self.get()?.sketches().is_some())
     }
 
     /// Largest query distance the index guarantees.
@@ -187,7 +196,8 @@ impl Index {
 
     /// (fingerprint, matches, words); with `min_words`, a document of fewer words raises
     /// EmptyDocumentError and is not stored.
-    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None))]
+    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None, verify=true))]
+    #[allow(clippy::too_many_arguments)]
     fn find_or_insert_document(
         &self,
         py: Python<'_>,
@@ -196,26 +206,13 @@ impl Index {
         k: Option<u32>,
         html: Option<bool>,
         min_words: Option<u64>,
+        verify: bool,
     ) -> PyResult<(u64, Vec<Row>, u64)> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
-        let options = query_options(&index, k);
-        let (f, found) = py
-            .allow_threads(|| match min_words {
-                None => index.find_or_insert_document(doc, doc_id, &options),
-                Some(min) => {
-                    if index.recipe().is_none() {
-                        index.pin_recipe(simdex::fingerprint::Recipe::new(FingerprintOptions::default(), None).map_err(|e| simdex::Error::Document(Arc::new(e)))?)?;
-                    }
-                    let f = index.fingerprint_document(doc)?;
-                    if f.words < min {
-                        return Err(simdex::Error::Document(Arc::new(simdex::fingerprint::Error::EmptyDocument { words: f.words, min_words: min })));
-                    }
-                    Ok((f, index.find_or_insert(f.value, doc_id, &options)?))
-                }
-            })
-            .map_err(to_py)?;
+        let query = DocumentQuery::within(k.unwrap_or_else(|| index.k())).with_min_words(min_words.unwrap_or(0)).with_verify(verify);
+        let (f, found) = py.allow_threads(|| index.find_or_insert_document_with(doc, doc_id, &query)).map_err(to_py)?;
         let matches = match found {
             FindOrInsert::Found(m) => rows(m),
             FindOrInsert::Inserted { .. } => Vec::new(),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::state::{lock, Engine};
 use super::Durability;
 use crate::error::{Error, Result};
-use crate::log::{LogWriter, OpKind};
+use crate::log::{LogWriter, OpKind, SketchSlice};
 
 /// The writer's state, behind the writer's lock: the open log and where syncing stands.
 pub(super) struct WriterState {
@@ -27,13 +27,16 @@ pub(super) struct WriterState {
 }
 
 impl Engine {
-    pub(super) fn write(&self, kind: OpKind, ops: &[(u64, u64)]) -> Result<u64> {
+    /// Logs and applies `ops` (with one sketch each in `sketches`, inserts only); returns
+    /// the last sequence number.
+    pub(super) fn write(&self, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<u64> {
         self.check_writable()?;
+        self.check_sketches(kind, ops.len(), sketches)?;
         let mut w = lock(&self.writer);
         if ops.is_empty() {
             return Ok(w.next_seq - 1);
         }
-        let (seq, due) = self.append(&mut w, kind, ops)?;
+        let (seq, due) = self.append(&mut w, kind, ops, sketches)?;
         let w = if due { self.commit_group(w)? } else { w };
         self.after_write(w);
         Ok(seq + ops.len() as u64 - 1)
@@ -42,13 +45,14 @@ impl Engine {
     /// Logs the operations (synced before this returns under [`Durability::Sync`]), then
     /// applies them to the active memtable. Returns the first sequence number, and whether a
     /// group commit's sync is due ([`Engine::commit_group`]).
-    pub(super) fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[(u64, u64)]) -> Result<(u64, bool)> {
+    pub(super) fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<(u64, bool)> {
         if let Some(first) = &w.failed {
             return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }
         let seq = w.next_seq;
         let log = w.log.as_mut().expect("a writable index has a log");
-        if let Err(e) = log.append(seq, kind, ops) {
+        let slice = sketches.map(|bytes| SketchSlice { width: self.sketch_width(), bytes });
+        if let Err(e) = log.append(seq, kind, ops, slice) {
             w.failed = Some(e.clone());
             return Err(e);
         }
@@ -65,10 +69,27 @@ impl Engine {
         };
         let v = self.current();
         match kind {
-            OpKind::Insert => v.active.insert(seq, ops),
+            OpKind::Insert => v.active.insert(seq, ops, sketches),
             OpKind::Delete => v.active.delete(seq, ops),
         }
         Ok((seq, group_due))
+    }
+
+    /// Sketches go with inserts into an index that stores them, one of its width per
+    /// operation.
+    pub(super) fn check_sketches(&self, kind: OpKind, ops: usize, sketches: Option<&[u8]>) -> Result<()> {
+        let Some(bytes) = sketches else { return Ok(()) };
+        let width = self.sketch_width();
+        if width == 0 {
+            return Err(Error::InvalidArgument(format!("{}: the index stores no sketches (it was created without `IndexOptions::sketches`)", self.dir.display())));
+        }
+        if kind != OpKind::Insert {
+            return Err(Error::InvalidArgument("only inserts carry sketches".into()));
+        }
+        if bytes.len() != ops * width {
+            return Err(Error::InvalidArgument(format!("{} bytes of sketches for {ops} operations: the index's sketches are {width} bytes each", bytes.len())));
+        }
+        Ok(())
     }
 
     /// Group commit, after a write that found a sync due: asks the sync thread for it (once

@@ -50,7 +50,7 @@ use crate::codec::{Codec, SymbolHistogram};
 use crate::error::{Error, Result};
 use crate::manifest::SegmentMeta;
 use crate::plan::{planned_design, PlanOptions};
-use crate::segment::{IdColumn, SegmentWriter};
+use crate::segment::{IdColumn, SegmentWriter, SketchColumn};
 use crate::sort::sort_u64;
 use crate::storage::{FileBytes, Storage};
 
@@ -144,11 +144,23 @@ pub(crate) fn over_budget(segments: &[SegmentMeta], flush_size: u64, fanout: usi
     mergeable.len() as f64 > 2.0 * ((fanout - 1.0) * (2.0 + tiers) + fanout)
 }
 
-/// One source of the merge: a segment's `(fingerprint, id)` stream and its bound.
+/// A source's sketches in table 0's order (for [`LiveMerge::with_sketches`]).
+type SketchStream<'a> = Box<dyn Iterator<Item = Result<&'a [u8]>> + 'a>;
+
+/// One source of the merge: a segment's `(fingerprint, id)` stream and its bound, and
+/// (when the merge carries sketches and the segment has them) its sketch stream in step.
 struct Source<'a> {
     entries: Box<dyn Iterator<Item = Result<(u64, Option<u64>)>> + 'a>,
+    sketches: Option<SketchStream<'a>>,
     head: Option<(u64, u64)>,
+    head_sketch: Option<&'a [u8]>,
     bound: u64,
+}
+
+impl Source<'_> {
+    fn empty() -> Self {
+        Source { entries: Box::new(std::iter::empty()), sketches: None, head: None, head_sketch: None, bound: 0 }
+    }
 }
 
 /// The live pairs of several segments in `(fingerprint, id)` order, each once.
@@ -163,14 +175,27 @@ pub(crate) struct LiveMerge<'a> {
     pub deleted: u64,
     /// Pairs dropped because an equal pair came first.
     pub repeated: u64,
+    /// With [`Self::with_sketches`]: the sketch of the pair `next` returned last (`None`:
+    /// its segment has no sketch column).
+    pub sketch: Option<&'a [u8]>,
 }
 
 impl<'a> LiveMerge<'a> {
     pub fn new(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet) -> Self {
+        Self::make(inputs, tombstones, false)
+    }
+
+    /// The same stream, with each pair's sketch in [`Self::sketch`].
+    pub fn with_sketches(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet) -> Self {
+        Self::make(inputs, tombstones, true)
+    }
+
+    fn make(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet, sketches: bool) -> Self {
         let any_tombstones = !tombstones.files.is_empty();
-        let mut m = Self { sources: Vec::new(), tombstones, last: None, error: None, any_tombstones, deleted: 0, repeated: 0 };
+        let mut m = Self { sources: Vec::new(), tombstones, last: None, error: None, any_tombstones, deleted: 0, repeated: 0, sketch: None };
         for s in inputs {
-            let mut src = Source { entries: Box::new(s.segment.entries()), head: None, bound: s.meta.max_seq };
+            let sketches = (sketches && s.segment.has_sketches()).then(|| Box::new(s.segment.sketches_in_order()) as SketchStream<'a>);
+            let mut src = Source { entries: Box::new(s.segment.entries()), sketches, head: None, head_sketch: None, bound: s.meta.max_seq };
             m.advance(&mut src);
             m.sources.push(src);
         }
@@ -178,6 +203,16 @@ impl<'a> LiveMerge<'a> {
     }
 
     fn advance(&mut self, src: &mut Source<'a>) {
+        if let Some(sketches) = src.sketches.as_mut() {
+            src.head_sketch = match sketches.next() {
+                Some(Ok(s)) => Some(s),
+                Some(Err(e)) => {
+                    self.error.get_or_insert(e);
+                    None
+                }
+                None => None,
+            };
+        }
         src.head = match src.entries.next() {
             Some(Ok((fp, Some(id)))) => Some((fp, id)),
             Some(Ok((_, None))) => {
@@ -207,18 +242,21 @@ impl Iterator for LiveMerge<'_> {
                 return None;
             }
             // Few sources: a linear scan for the smallest head beats a heap. Ties go to the
-            // oldest source.
+            // newest source, so a pair stored twice keeps its newest copy (and sketch): the
+            // older copies follow it as repeats (when a delete hides the newest, it hides
+            // every older copy too).
             let mut best: Option<(usize, (u64, u64))> = None;
             for (i, s) in self.sources.iter().enumerate() {
                 if let Some(h) = s.head {
-                    if best.is_none_or(|(_, b)| h < b) {
+                    if best.is_none_or(|(_, b)| h <= b) {
                         best = Some((i, h));
                     }
                 }
             }
             let (i, pair) = best?;
-            let mut src = std::mem::replace(&mut self.sources[i], Source { entries: Box::new(std::iter::empty()), head: None, bound: 0 });
+            let mut src = std::mem::replace(&mut self.sources[i], Source::empty());
             let bound = src.bound;
+            let sketch = src.head_sketch;
             self.advance(&mut src);
             self.sources[i] = src;
             if self.last == Some(pair) {
@@ -230,6 +268,7 @@ impl Iterator for LiveMerge<'_> {
                 continue;
             }
             self.last = Some(pair);
+            self.sketch = sketch;
             return Some(pair);
         }
     }
@@ -244,16 +283,25 @@ pub(crate) struct Merged {
     pub spilled_runs: usize,
 }
 
+/// What a merge's output is made with: the index's design distance, gap codec and sketch
+/// column.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OutputFormat {
+    pub k: u32,
+    pub codec: Codec,
+    pub sketches: Option<SketchColumn>,
+}
+
 /// Merges `inputs` into a new segment at `path` (nothing is written when no pair is left).
 pub(crate) fn merge(
     storage: &dyn Storage,
     inputs: &[std::sync::Arc<LiveSegment>],
     tombstones: &TombstoneSet,
     path: &Path,
-    k: u32,
-    codec: Codec,
+    format: &OutputFormat,
     buffer_entries: usize,
 ) -> Result<Option<Merged>> {
+    let OutputFormat { k, codec, sketches } = *format;
     let mut first = SymbolHistogram::new();
     let mut n = 0u64;
     let mut stream = LiveMerge::new(inputs, tombstones);
@@ -269,7 +317,7 @@ pub(crate) fn merge(
     let design = planned_design(&PlanOptions::new(n, k))?;
     let tables = design.tables();
     let codecs = vec![codec; tables.len()];
-    let mut writer = SegmentWriter::create(storage, path, &design, &codecs, IdColumn::Present)?;
+    let mut writer = SegmentWriter::create_with(storage, path, &design, &codecs, IdColumn::Present, sketches)?;
     // When nothing was dropped and every input has the output's design, each permuted table
     // of the output is the merge of the inputs' same table: no sorting at all.
     if deleted == 0 && repeated == 0 && inputs.iter().all(|s| *s.segment.design() == design) {
@@ -311,6 +359,7 @@ pub(crate) fn merge(
             let mut stream = LiveMerge::new(inputs, tombstones);
             writer.write_ids((&mut stream).map(|(_, id)| id))?;
             stream.finish()?;
+            write_sketches(&mut writer, inputs, tombstones, sketches)?;
             writer.finish()
         })?;
         return Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs: 0 }));
@@ -345,7 +394,8 @@ pub(crate) fn merge(
         }
         let mut stream = LiveMerge::new(inputs, tombstones);
         writer.write_ids((&mut stream).map(|(_, id)| id))?;
-        stream.finish()
+        stream.finish()?;
+        write_sketches(&mut writer, inputs, tombstones, sketches)
     })();
     let spilled_runs = sorters.iter().map(|s| s.spilled).sum();
     for s in &mut sorters {
@@ -354,6 +404,33 @@ pub(crate) fn merge(
     result?;
     let file_len = writer.finish()?;
     Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs }))
+}
+
+/// The sketch column of a merge's output: each live pair's sketch from its segment, in the
+/// output's table-0 order (zeros, "no sketch", for a pair from a segment without one).
+fn write_sketches(writer: &mut SegmentWriter<'_>, inputs: &[std::sync::Arc<LiveSegment>], tombstones: &TombstoneSet, sketches: Option<SketchColumn>) -> Result<()> {
+    let Some(column) = sketches else { return Ok(()) };
+    let width = usize::from(column.bytes);
+    let zeros = vec![0u8; width];
+    let mut stream = LiveMerge::with_sketches(inputs, tombstones);
+    let mut wrong = None;
+    let values = std::iter::from_fn(|| {
+        stream.next()?;
+        Some(match stream.sketch {
+            Some(s) if s.len() == width => s,
+            Some(s) => {
+                wrong.get_or_insert(s.len());
+                &zeros[..]
+            }
+            None => &zeros[..],
+        })
+    });
+    writer.write_sketches(values)?;
+    stream.finish()?;
+    match wrong {
+        Some(w) => Err(Error::InvalidArgument(format!("compaction: an input segment holds {w}-byte sketches, the index's are {width} bytes"))),
+        None => Ok(()),
+    }
 }
 
 /// The merge of sorted streams of u64 that may fail (segment tables); the first error

@@ -17,7 +17,7 @@ use crate::log::LogWriter;
 use crate::manifest::{SegmentMeta, TombstoneMeta};
 use crate::memtable::{Memtable, Run};
 use crate::plan::{planned_design, Design, PlanOptions};
-use crate::segment::{build_segment, BuildOptions, IdColumn, Segment, SegmentWriter};
+use crate::segment::{IdColumn, Segment, SegmentWriter, SketchColumn};
 use crate::storage::Storage;
 use crate::tombstone;
 
@@ -32,10 +32,11 @@ struct Rotation {
 }
 
 /// Writes a memtable run (no deletes, no repeated pairs) as a segment with `design`, the
-/// run's own: its arrays are the sorted tables, so nothing is sorted again.
-fn write_sorted_run(storage: &dyn Storage, path: &Path, design: &Design, codec: Codec, run: &Run) -> Result<u64> {
+/// run's own: its arrays are the sorted tables, so nothing is sorted again. With
+/// `sketches`, the memtable's sketches of the run's entries go in the sketch column.
+fn write_sorted_run(storage: &dyn Storage, path: &Path, design: &Design, codec: Codec, run: &Run, sketches: Option<(SketchColumn, &Memtable)>) -> Result<u64> {
     let codecs = vec![codec; design.tables().len()];
-    let mut writer = SegmentWriter::create(storage, path, design, &codecs, IdColumn::Present)?;
+    let mut writer = SegmentWriter::create_with(storage, path, design, &codecs, IdColumn::Present, sketches.map(|s| s.0))?;
     let mut first = SymbolHistogram::new();
     for e in &run.entries {
         first.push(codec, e.fp);
@@ -45,6 +46,10 @@ fn write_sorted_run(storage: &dyn Storage, path: &Path, design: &Design, codec: 
         writer.write_table(&SymbolHistogram::of_sorted(codec, values).code(), values.iter().copied())?;
     }
     writer.write_ids(run.entries.iter().map(|e| e.id))?;
+    if let Some((column, mem)) = sketches {
+        let bytes = mem.sketches_of(&run.entries);
+        writer.write_sketches(bytes.chunks_exact(usize::from(column.bytes)))?;
+    }
     writer.finish()
 }
 
@@ -91,7 +96,7 @@ impl Engine {
     fn rotate(&self, w: &mut WriterState) -> Result<Rotation> {
         self.sync_locked(w)?;
         let number = self.alloc_number();
-        let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number) {
+        let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number, self.sketches.is_some()) {
             Ok(log) => log,
             Err(e) => {
                 w.failed = Some(e.clone());
@@ -102,7 +107,7 @@ impl Engine {
         let design = self.mem_design.clone();
         let frozen = self.current().active.clone();
         self.edit_version(|v| {
-            let old = std::mem::replace(&mut v.active, Arc::new(Memtable::new(design, number)));
+            let old = std::mem::replace(&mut v.active, Arc::new(Memtable::new(design, number, self.sketch_width())));
             v.frozen.push(old);
         });
         Ok(Rotation { previous_log, frozen, log_number: number })
@@ -150,11 +155,12 @@ impl Engine {
             // Usually the memtable's runs already are the segment's sorted tables.
             let (inserts, _) = mem.counts();
             let sorted = (planned_design(&PlanOptions::new(inserts, self.k))? == *mem.design()).then(|| mem.sorted_tables()).flatten();
+            let sketches = self.sketches.map(|s| (s, &*mem));
             let (entries, tombs, written) = match sorted {
                 Some(run) => {
                     let number = self.alloc_number();
                     let path = self.dir.join(segment_name(number));
-                    let file_len = write_sorted_run(&*self.storage, &path, mem.design(), self.codec, &run)?;
+                    let file_len = write_sorted_run(&*self.storage, &path, mem.design(), self.codec, &run, sketches)?;
                     (run.entries.len() as u64, Vec::new(), Some((number, path, file_len)))
                 }
                 None => {
@@ -164,11 +170,10 @@ impl Engine {
                     } else {
                         let number = self.alloc_number();
                         let path = self.dir.join(segment_name(number));
-                        let (fps, ids): (Vec<u64>, Vec<u64>) = live.iter().copied().unzip();
-                        let design = planned_design(&PlanOptions::new(fps.len() as u64, self.k))?;
-                        let options = BuildOptions { design: Some(design), k: self.k, codec: self.codec };
-                        let file_len = build_segment(&*self.storage, &path, &fps, Some(&ids), &options)?;
-                        (fps.len() as u64, tombs, Some((number, path, file_len)))
+                        let design = planned_design(&PlanOptions::new(live.len() as u64, self.k))?;
+                        let run = Run::build(live, &design);
+                        let file_len = write_sorted_run(&*self.storage, &path, &design, self.codec, &run, sketches)?;
+                        (run.entries.len() as u64, tombs, Some((number, path, file_len)))
                     }
                 }
             };

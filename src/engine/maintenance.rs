@@ -122,7 +122,7 @@ impl Engine {
         self.check_space_for_merge(&inputs)?;
         let number = self.alloc_number();
         let path = self.dir.join(segment_name(number));
-        let merged = compaction::merge(&*self.storage, &inputs, &v.tombstones, &path, self.k, self.codec, self.options.compaction.buffer_entries)?;
+        let merged = compaction::merge(&*self.storage, &inputs, &v.tombstones, &path, &self.output_format(), self.options.compaction.buffer_entries)?;
         let output = match merged {
             Some(m) => {
                 self.dropped_deleted.fetch_add(m.deleted, Ordering::Relaxed);

@@ -60,6 +60,7 @@ pub mod salvage;
 pub mod snapshot;
 mod state;
 mod stats;
+mod verified;
 pub mod verify;
 mod version;
 
@@ -75,6 +76,7 @@ use crate::codec::Codec;
 use crate::error::Result;
 use crate::log::OpKind;
 use crate::query::{Match, QueryOptions};
+use crate::segment::SketchColumn;
 use crate::storage::{FsStorage, Storage};
 use state::{lock, Engine};
 
@@ -118,6 +120,13 @@ pub struct IndexOptions {
     pub k: u32,
     /// Gap codec of new segments, for a new index.
     pub codec: Codec,
+    /// The per-document sketch a new index stores beside each fingerprint (its width and
+    /// scheme; `None`: no sketches, and the index is the same size as without the feature).
+    /// Fixed when the index is created: an existing index keeps the one in its manifest
+    /// ([`Index::sketches`]), as it keeps its `k`. With the `fingerprint` feature,
+    /// `SketchOptions::default().column()` is the library's own sketch, which the document
+    /// calls make and verify by. See [`Index::insert_sketched`] and [`Index::query_verified`].
+    pub sketches: Option<SketchColumn>,
     /// When writes are synced.
     pub durability: Durability,
     /// Operations (inserts and deletes) the active memtable holds before it is frozen and
@@ -153,6 +162,7 @@ impl Default for IndexOptions {
             create: true,
             k: 3,
             codec: Codec::Xor,
+            sketches: None,
             durability: Durability::default(),
             memtable_ops: 1 << 20,
             max_frozen: 2,
@@ -226,22 +236,42 @@ impl Index {
 
     /// Adds `(fingerprint, doc_id)`; returns its sequence number.
     pub fn insert(&self, fingerprint: u64, doc_id: u64) -> Result<u64> {
-        self.engine.write(OpKind::Insert, &[(fingerprint, doc_id)])
+        self.engine.write(OpKind::Insert, &[(fingerprint, doc_id)], None)
     }
 
     /// Adds every pair as one log record (one sync); returns the last sequence number.
     pub fn insert_batch(&self, pairs: &[(u64, u64)]) -> Result<u64> {
-        self.engine.write(OpKind::Insert, pairs)
+        self.engine.write(OpKind::Insert, pairs, None)
+    }
+
+    /// Adds `(fingerprint, doc_id)` with the document's sketch (exactly the index's sketch
+    /// width, [`Self::sketches`]); the sketch is logged with the pair, kept through flushes
+    /// and compactions, and dropped with the pair by a delete. Fails with
+    /// [`crate::Error::InvalidArgument`] when the index stores no sketches or the width is wrong.
+    /// An all-zero sketch is stored as "no sketch".
+    pub fn insert_sketched(&self, fingerprint: u64, doc_id: u64, sketch: &[u8]) -> Result<u64> {
+        self.engine.write(OpKind::Insert, &[(fingerprint, doc_id)], Some(sketch))
+    }
+
+    /// [`Self::insert_batch`] with one sketch per pair, concatenated in `sketches`.
+    pub fn insert_batch_sketched(&self, pairs: &[(u64, u64)], sketches: &[u8]) -> Result<u64> {
+        self.engine.write(OpKind::Insert, pairs, Some(sketches))
+    }
+
+    /// The sketch every document of this index may carry (width and scheme), `None` when
+    /// the index stores no sketches.
+    pub fn sketches(&self) -> Option<SketchColumn> {
+        self.engine.sketches
     }
 
     /// Deletes `(fingerprint, doc_id)`: queries stop returning it, compaction drops it.
     pub fn delete(&self, fingerprint: u64, doc_id: u64) -> Result<u64> {
-        self.engine.write(OpKind::Delete, &[(fingerprint, doc_id)])
+        self.engine.write(OpKind::Delete, &[(fingerprint, doc_id)], None)
     }
 
     /// Deletes every pair as one log record.
     pub fn delete_batch(&self, pairs: &[(u64, u64)]) -> Result<u64> {
-        self.engine.write(OpKind::Delete, pairs)
+        self.engine.write(OpKind::Delete, pairs, None)
     }
 
     /// Every live pair within `options.k` bits of `fingerprint`, each once, sorted by
@@ -271,7 +301,7 @@ impl Index {
         if !found.is_empty() {
             return Ok(FindOrInsert::Found(found));
         }
-        let (seq, due) = s.append(&mut w, OpKind::Insert, &[(fingerprint, doc_id)])?;
+        let (seq, due) = s.append(&mut w, OpKind::Insert, &[(fingerprint, doc_id)], None)?;
         let w = if due { s.commit_group(w)? } else { w };
         s.after_write(w);
         Ok(FindOrInsert::Inserted { seq })

@@ -18,7 +18,7 @@ use crate::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::plan::{planned_design, Design, PlanOptions, MAX_K};
-use crate::segment::Segment;
+use crate::segment::{Segment, SketchColumn};
 use crate::storage::Storage;
 use crate::tombstone;
 
@@ -74,6 +74,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         read_only,
         k: manifest.k,
         codec: manifest.codec,
+        sketches: manifest.sketches,
         mem_design,
         writer: Mutex::new(writer),
         current: RwLock::new(Arc::new(version)),
@@ -119,6 +120,14 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         #[cfg(feature = "fingerprint")]
         recipe,
     })
+}
+
+/// A sketch layout a segment's sketch column can hold (1 to 64 bytes).
+pub(crate) fn check_sketch_layout(s: SketchColumn) -> Result<()> {
+    if s.bytes == 0 || usize::from(s.bytes) > crate::segment::layout::MAX_SKETCH_BYTES {
+        return Err(Error::InvalidArgument(format!("a sketch of {} bytes: sketches take 1 to {} bytes", s.bytes, crate::segment::layout::MAX_SKETCH_BYTES)));
+    }
+    Ok(())
 }
 
 /// The hint of [`Error::NoIndex`] for a path that does not exist.
@@ -167,13 +176,17 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
                 return Err(Error::NoIndex { dir: dir.to_path_buf(), hint });
             }
             planned_design(&PlanOptions::new(1, options.k))?;
-            let m = Manifest::new(options.k, options.codec);
+            if let Some(s) = options.sketches {
+                check_sketch_layout(s)?;
+            }
+            let m = Manifest::new(options.k, options.codec, options.sketches);
             m.store(storage, dir)?;
             report.created = true;
             names = list()?;
             m
         }
     };
+    let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
     let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
 
     // Classify every file.
@@ -256,7 +269,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let mut next_seq = manifest.last_seq + 1;
     let mut append_to: Option<(u64, u64)> = None;
     let last_log = logs.last().copied();
-    let memtable = Memtable::new(mem_design.clone(), last_log.unwrap_or(0));
+    let memtable = Memtable::new(mem_design.clone(), last_log.unwrap_or(0), sketch_width);
     for &n in &logs {
         let path = dir.join(log_name(n));
         let bytes = storage.read_copy(&path).map_err(|e| Error::io(&path, "read", e))?;
@@ -269,8 +282,11 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
                 return Err(Error::corrupt(&path, r.offset, format!("record starts at sequence number {}, expected {next_seq}: records are missing", r.seq)));
             }
             let pairs: Vec<(u64, u64)> = r.ops().collect();
+            if r.sketches().is_some() && r.sketch_bytes() != sketch_width {
+                return Err(Error::corrupt(&path, r.offset, format!("record carries {}-byte sketches, the index's are {sketch_width} bytes", r.sketch_bytes())));
+            }
             match r.kind {
-                OpKind::Insert => memtable.insert(r.seq, &pairs),
+                OpKind::Insert => memtable.insert(r.seq, &pairs, r.sketches()),
                 OpKind::Delete => memtable.delete(r.seq, &pairs),
             }
             ops += pairs.len() as u64;
@@ -308,7 +324,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
                 let n = next_file;
                 next_file += 1;
                 memtable.log_number = n;
-                LogWriter::create(storage, &dir.join(log_name(n)), n)?
+                LogWriter::create(storage, &dir.join(log_name(n)), n, sketch_width > 0)?
             }
         };
         writer.log = Some(log);

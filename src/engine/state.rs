@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 use crate::plan::Design;
 use crate::query::QueryOptions;
+use crate::segment::SketchColumn;
 use crate::storage::{LockGuard, Storage};
 
 /// What wakes the background threads, behind one mutex.
@@ -47,6 +48,8 @@ pub(super) struct Engine {
     pub(super) read_only: bool,
     pub(super) k: u32,
     pub(super) codec: Codec,
+    /// The sketch every document carries (from the manifest), `None` when none is stored.
+    pub(super) sketches: Option<SketchColumn>,
     pub(super) mem_design: Arc<Design>,
     pub(super) writer: Mutex<WriterState>,
     pub(super) current: RwLock<Arc<Version>>,
@@ -106,6 +109,16 @@ impl Engine {
             Some(e) => Err(Error::Maintenance { dir: self.dir.clone(), source: Box::new(e) }),
             None => Ok(()),
         }
+    }
+
+    /// What the segments this engine writes are made with.
+    pub(super) fn output_format(&self) -> super::compaction::OutputFormat {
+        super::compaction::OutputFormat { k: self.k, codec: self.codec, sketches: self.sketches }
+    }
+
+    /// Bytes of sketch per document (0 when the index stores none).
+    pub(super) fn sketch_width(&self) -> usize {
+        self.sketches.map_or(0, |s| usize::from(s.bytes))
     }
 
     /// A new file number (segments, tombstone files and logs share one sequence).

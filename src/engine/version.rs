@@ -115,6 +115,22 @@ impl Version {
         Ok(())
     }
 
+    /// The sketch stored with the newest copy of `(fp, id)` (memtables newest first, then
+    /// segments newest first); `None` when that copy has none or the pair is not held.
+    pub fn sketch_of(&self, views: &MemViews<'_>, fp: u64, id: u64) -> Result<Option<Vec<u8>>> {
+        for v in views.0.iter().rev() {
+            if let Some((_, sketch)) = v.find_sketch(fp, id) {
+                return Ok(sketch.map(<[u8]>::to_vec));
+            }
+        }
+        for s in self.segments.iter().rev() {
+            if let Some(sketch) = s.segment.sketch_of(fp, id)? {
+                return Ok(sketch.iter().any(|&b| b != 0).then(|| sketch.to_vec()));
+            }
+        }
+        Ok(None)
+    }
+
     /// Every live pair, sorted, each once (reads every segment: for tools and tests).
     pub fn live_entries(&self) -> Result<Vec<(u64, u64)>> {
         let views = self.views();

@@ -102,6 +102,26 @@ impl SketchOptions {
         (self.hashes * self.bits / 8) as usize
     }
 
+    /// The 8-byte scheme tag an index or segment records for these sketches
+    /// (`format-spec/sketch.md`, "Scheme tag").
+    pub fn scheme(&self) -> [u8; 8] {
+        crate::verify_sketch::minhash_scheme(SKETCH_RECIPE_VERSION as u8, self.hashes as u16, self.bits as u8)
+    }
+
+    /// The sketch column of an index that stores these sketches
+    /// ([`crate::IndexOptions::sketches`]).
+    pub fn column(&self) -> crate::SketchColumn {
+        crate::SketchColumn { bytes: self.bytes() as u16, scheme: self.scheme() }
+    }
+
+    /// The options whose sketches a column holds, `None` when the column's scheme is not
+    /// this recipe's (another version or another kind of sketch).
+    pub fn from_column(column: &crate::SketchColumn) -> Option<Self> {
+        let (version, hashes, bits) = crate::verify_sketch::parse_minhash_scheme(column)?;
+        let options = SketchOptions { hashes: u32::from(hashes), bits: u32::from(bits) };
+        (u32::from(version) == SKETCH_RECIPE_VERSION && options.validate().is_ok()).then_some(options)
+    }
+
     /// The recipe descriptor, e.g. `simdex-sketch/1 w3 minhash hashes=512 bits=1`: what a
     /// store of sketches records, since only sketches of one recipe compare.
     pub fn recipe(&self) -> String {
@@ -151,27 +171,9 @@ impl Sketch {
             return Err(SketchError::Mismatch { a: self.options.recipe(), b: other.options.recipe() });
         }
         let SketchOptions { hashes, bits } = self.options;
-        let (a, b) = (self.as_bytes(), other.as_bytes());
-        let differ: u32 = match bits {
-            1 => a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum(),
-            _ => (0..hashes as usize).filter(|&i| value(a, i, bits) != value(b, i, bits)).count() as u32,
-        };
-        let agree = f64::from(hashes - differ) / f64::from(hashes);
-        let chance = 0.5f64.powi(bits as i32);
-        Ok(((agree - chance) / (1.0 - chance)).clamp(0.0, 1.0))
+        // Equal options give equal, valid lengths: the estimate exists.
+        Ok(crate::verify_sketch::minhash_resemblance(self.as_bytes(), other.as_bytes(), hashes, bits).unwrap_or(0.0))
     }
-}
-
-/// Value `i` of a packed sketch.
-fn value(bytes: &[u8], i: usize, bits: u32) -> u32 {
-    let bit = i * bits as usize;
-    let mut v = 0u32;
-    for j in 0..bits as usize {
-        let at = bit + j;
-        let b = bytes.get(at / 8).map_or(0, |byte| (byte >> (at % 8)) & 1);
-        v |= u32::from(b) << j;
-    }
-    v
 }
 
 /// Makes sketches; holds the hash family and reusable buffers.

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use byteorder::{ByteOrder, LittleEndian as LE};
 
 use super::index::BlockIndex;
+
+mod sketches;
 use super::layout::*;
 use crate::codec::{decode_block, BlockError, Code, Codec, Cursor, DeltaGaps, Gaps, XorGaps, BLOCK_BYTES};
 use crate::error::{Error, Location, Result};
@@ -783,33 +785,11 @@ impl Segment {
     /// Calls `each` with every document id stored under fingerprint `fp` (table 0 is the
     /// identity, and ids follow its order).
     fn ids_of(&self, fp: u64, mut each: impl FnMut(u64)) -> Result<()> {
-        let table = self.table(0)?;
-        let mut b = table.lower_bound(fp)?;
-        let mut first: Option<u64> = None;
-        let mut run = 0u64;
-        while b < table.dir.block_count {
-            let mut pos = 0u64;
-            let mut past = false;
-            self.visit_block(0, b, |v| {
-                if v == fp {
-                    first.get_or_insert(table.first_ordinal(b) + pos);
-                    run += 1;
-                } else if v > fp {
-                    past = true;
-                    return false;
-                }
-                pos += 1;
-                true
-            })?;
-            if past || table.key(b)? > fp {
-                break;
-            }
-            b += 1;
+        let ordinals = self.ordinals_of(fp)?;
+        if ordinals.is_empty() {
+            return Err(self.missing_from_table0(fp));
         }
-        let Some(first) = first else {
-            return Err(self.corrupt(table.dir.blocks_offset(), Location { table: Some(0), block: None }, format!("fingerprint {fp:#018x} found in a permuted table is missing from table 0")));
-        };
-        for ordinal in first..first + run {
+        for ordinal in ordinals {
             each(self.doc_id(ordinal)?);
         }
         Ok(())

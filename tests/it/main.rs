@@ -15,6 +15,7 @@ mod engine_kill;
 mod engine_model;
 mod engine_readers;
 mod engine_salvage;
+mod engine_sketches;
 mod fingerprint;
 mod fixtures;
 mod readme;

@@ -161,9 +161,38 @@ fn inspect_plot_draws_the_histogram_of_h_of_every_table() {
 }
 
 #[test]
+fn dedup_index_stores_sketches_and_verifies_by_them_next_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let o = run(&["dedup", PAGES, "--index", p(&index)]);
+    ok(&o);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("no sketches"), "{}", String::from_utf8_lossy(&o.stderr));
+    // The segment the run left has a sketch column of the library's recipe.
+    let seg = std::fs::read_dir(&index).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "sdx")).unwrap();
+    let segment = simdex::Segment::open(&seg).unwrap();
+    let default = simdex::fingerprint::sketch::SketchOptions::default();
+    assert_eq!(segment.sketch_layout(), Some((64, default.scheme())));
+    // Second run: every document is found, verified against its own stored sketch.
+    let report = dir.path().join("r.jsonl");
+    ok(&run(&["dedup", PAGES, "--index", p(&index), "--report", p(&report)]));
+    let indexed: Vec<serde_json::Value> =
+        std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["kind"] == "indexed").collect();
+    assert!(!indexed.is_empty());
+    for v in &indexed {
+        let own = v["index_doc_id"].clone();
+        assert!(v["matches"].as_array().unwrap().iter().any(|m| m["index_doc_id"] == own && m["similarity"] == 1.0), "{v}");
+    }
+}
+
+#[test]
 fn dedup_says_that_an_index_without_sketches_is_checked_by_fingerprint_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run(&["dedup", PAGES, "--index", p(&dir.path().join("index"))]);
+    let index = dir.path().join("index");
+    // An index made of bare fingerprints stores no sketches.
+    let fps = dir.path().join("fps.txt");
+    std::fs::write(&fps, "0123456789abcdef\n").unwrap();
+    ok(&run(&["add", p(&index), p(&fps)]));
+    let o = run(&["dedup", PAGES, "--index", p(&index)]);
     ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("the index holds no sketches") && err.contains("k = 3"), "{err}");

@@ -137,8 +137,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let files = corpus::expand(&args.inputs)?;
     let index = match &args.index {
         Some(dir) => Some(
-            // The default design (k = 3) answers any k up to 8 by multi-probe.
-            simdex::Index::open(dir, simdex::IndexOptions::default()).with_context(|| format!("opening index {}", dir.display()))?,
+            // The default design (k = 3) answers any k up to 8 by multi-probe. A new index
+            // stores the documents' sketches when the run verifies (an existing one keeps
+            // what it was created with).
+            simdex::Index::open(dir, simdex::IndexOptions { sketches: verify.map(|_| SketchOptions::default().column()), ..simdex::IndexOptions::default() })
+                .with_context(|| format!("opening index {}", dir.display()))?,
         ),
         None => None,
     };
@@ -177,14 +180,21 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     write_report(&mut report, &corpus, &exact, &near)?;
     let indexed = match index {
-        // The index stores no sketches yet (segment format 2 will): its matches are by
-        // fingerprint alone, so a verified run checks it at the unverified distance.
         Some(index) => {
-            let index_k = if verify.is_some() { k.min(DEFAULT_UNVERIFIED_K) } else { k };
-            if verify.is_some() {
-                eprintln!("note: the index holds no sketches, so documents are checked against it by fingerprint alone (k = {index_k}), not verified");
+            // An index created without sketches (or with another kind) cannot verify: its
+            // matches are by fingerprint alone, at the unverified distance.
+            let verify = verify.filter(|_| index.sketch_options() == Some(SketchOptions::default()));
+            let check = match verify {
+                Some(min_similarity) => simdex::VerifyOptions { k, min_similarity, unsketched_k: k.min(DEFAULT_UNVERIFIED_K) },
+                None => simdex::VerifyOptions { k: k.min(DEFAULT_UNVERIFIED_K), min_similarity: 0.0, unsketched_k: k.min(DEFAULT_UNVERIFIED_K) },
+            };
+            if verify.is_none() && !args.no_verify {
+                eprintln!(
+                    "note: the index holds no sketches of this recipe (it was created without them), so documents are checked against it by fingerprint alone (k = {}), not verified",
+                    check.k
+                );
             }
-            Some(check_and_add(index, &corpus.docs, index_k, &mut report)?)
+            Some(check_and_add(index, &corpus.docs, verify.map(|_| check), check.k, &mut report)?)
         }
         None => None,
     };
@@ -463,25 +473,50 @@ fn index_doc_id(id: &str) -> u64 {
 /// Checks every fingerprinted document against the index (reporting what was stored before
 /// this run), then adds them all and syncs. Returns (documents with earlier matches,
 /// documents added).
-fn check_and_add(index: simdex::Index, docs: &[DocInfo], k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
+/// Checks every document against the index (verified by sketch with `verify`, else by
+/// fingerprint within `k`), reports those already there, then adds them all (with their
+/// sketches, in an index that stores them). Returns (documents found, documents added).
+fn check_and_add(index: simdex::Index, docs: &[DocInfo], verify: Option<simdex::VerifyOptions>, k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     if k > simdex::plan::MAX_K.max(index.k()) {
         bail!("-k {k} is above what the index answers (k = {}, or up to {} by multi-probe) ({})", index.k(), simdex::plan::MAX_K, index.dir().display());
     }
     let mut known = 0;
     let mut pairs = Vec::new();
+    let mut sketched: Vec<(u64, u64)> = Vec::new();
+    let mut sketches: Vec<u8> = Vec::new();
     let mut matches = Vec::new();
     for d in docs {
         let Some(fp) = d.fingerprint else { continue };
-        index.query_into(fp, &simdex::QueryOptions::within(k), &mut matches)?;
-        if !matches.is_empty() {
+        let sketch = d.sketch.as_ref().filter(|_| index.sketches().is_some());
+        let found: Vec<serde_json::Value> = match (verify, sketch) {
+            (Some(options), Some(sketch)) => index
+                .query_verified(fp, sketch.as_bytes(), &options)?
+                .iter()
+                .map(|v| json!({"fingerprint": format!("{:016x}", v.matched.fingerprint), "index_doc_id": v.matched.doc_id, "distance": v.matched.distance, "similarity": v.similarity}))
+                .collect(),
+            _ => {
+                index.query_into(fp, &simdex::QueryOptions::within(k), &mut matches)?;
+                matches.iter().map(|m| json!({"fingerprint": format!("{:016x}", m.fingerprint), "index_doc_id": m.doc_id, "distance": m.distance})).collect()
+            }
+        };
+        if !found.is_empty() {
             known += 1;
-            let found: Vec<_> = matches.iter().map(|m| json!({"fingerprint": format!("{:016x}", m.fingerprint), "index_doc_id": m.doc_id, "distance": m.distance})).collect();
             writeln!(report, "{}", json!({"kind": "indexed", "member": d.id, "index_doc_id": index_doc_id(&d.id), "fingerprint": format!("{fp:016x}"), "matches": found}))?;
         }
-        pairs.push((fp, index_doc_id(&d.id)));
+        match sketch {
+            Some(s) => {
+                sketched.push((fp, index_doc_id(&d.id)));
+                sketches.extend_from_slice(s.as_bytes());
+            }
+            None => pairs.push((fp, index_doc_id(&d.id))),
+        }
+    }
+    let added = pairs.len() + sketched.len();
+    if !sketched.is_empty() {
+        index.insert_batch_sketched(&sketched, &sketches)?;
     }
     index.insert_batch(&pairs)?;
     index.sync()?;
     index.close()?;
-    Ok((known, pairs.len()))
+    Ok((known, added))
 }

@@ -1,0 +1,77 @@
+//! Reading a segment's sketch column by document: the sketches of a fingerprint's entries
+//! (table 0 is the identity; ids and sketches follow its order), and every sketch in
+//! order for a merge. The column's pages and their checks are the reader's.
+
+use std::ops::Range;
+
+use super::{ColumnKind, Segment};
+use crate::error::{Location, Result};
+
+impl Segment {
+    /// The ordinals (positions in table 0) of the entries stored under fingerprint `fp`,
+    /// empty when there is none.
+    pub(super) fn ordinals_of(&self, fp: u64) -> Result<Range<u64>> {
+        let table = self.table(0)?;
+        let mut b = table.lower_bound(fp)?;
+        let mut first: Option<u64> = None;
+        let mut run = 0u64;
+        while b < table.dir.block_count {
+            let mut pos = 0u64;
+            let mut past = false;
+            self.visit_block(0, b, |v| {
+                if v == fp {
+                    first.get_or_insert(table.first_ordinal(b) + pos);
+                    run += 1;
+                } else if v > fp {
+                    past = true;
+                    return false;
+                }
+                pos += 1;
+                true
+            })?;
+            if past || table.key(b)? > fp {
+                break;
+            }
+            b += 1;
+        }
+        Ok(first.map_or(0..0, |first| first..first + run))
+    }
+
+    /// The sketch bytes stored with `(fp, id)` (all zero: stored without a sketch);
+    /// `Ok(None)` when the segment holds no such pair or has no sketch column.
+    pub(crate) fn sketch_of(&self, fp: u64, id: u64) -> Result<Option<&[u8]>> {
+        if self.sketches.is_none() || self.ids.is_none() {
+            return Ok(None);
+        }
+        for ordinal in self.ordinals_of(fp)? {
+            if self.doc_id(ordinal)? == id {
+                return self.sketch(ordinal).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every sketch in table 0's order, each page's CRC checked once (empty for a segment
+    /// without sketches).
+    pub fn sketches_in_order(&self) -> impl Iterator<Item = Result<&[u8]>> + '_ {
+        let column = self.sketches;
+        let pages = column.map_or(0, |c| c.pages(self.entries));
+        (0..pages).flat_map(move |page| {
+            let (ok, err) = match column.as_ref().map(|c| (c, self.page(c, page, ColumnKind::Sketches))) {
+                Some((c, Ok(bytes))) => {
+                    self.scan_hint(c.pages_offset, c.page_stride, page, pages);
+                    (Some(bytes.chunks_exact(c.value_bytes as usize).map(Ok)), None)
+                }
+                Some((_, Err(e))) => (None, Some(Err(e))),
+                None => (None, None),
+            };
+            ok.into_iter().flatten().chain(err)
+        })
+    }
+
+    /// The error for a fingerprint a permuted table holds and table 0 does not.
+    pub(super) fn missing_from_table0(&self, fp: u64) -> crate::error::Error {
+        let offset = self.tables.first().map_or(0, |t| t.dir.blocks_offset());
+        self.corrupt(offset, Location { table: Some(0), block: None }, format!("fingerprint {fp:#018x} found in a permuted table is missing from table 0"))
+    }
+}

@@ -1,0 +1,136 @@
+//! Verified near-duplicates: what a query asks when candidates within a wide `k` are
+//! confirmed by their stored sketches ([`VerifyOptions`], [`VerifiedMatch`]), the scheme
+//! tag that names a b-bit MinHash sketch in a store (`format-spec/sketch.md`, "Scheme
+//! tag"), and the resemblance estimate between two such sketches. The sketch recipe itself
+//! (tokens, shingles, hashing) is `fingerprint::sketch`'s; this module needs none of it, so
+//! an embedder that makes its own sketches can verify without the `fingerprint` feature.
+
+use crate::query::Match;
+use crate::segment::SketchColumn;
+
+/// First two bytes of the scheme tag of a b-bit MinHash sketch.
+pub const MINHASH_TAG: [u8; 2] = *b"MH";
+
+/// The scheme tag of b-bit MinHash sketches of `hashes` values of `bits` bits, recipe
+/// `version`: `"MH"`, the version (u8), `bits` (u8), `hashes` (u16, little-endian), two
+/// zero bytes.
+pub fn minhash_scheme(version: u8, hashes: u16, bits: u8) -> [u8; 8] {
+    let h = hashes.to_le_bytes();
+    [MINHASH_TAG[0], MINHASH_TAG[1], version, bits, h[0], h[1], 0, 0]
+}
+
+/// `(version, hashes, bits)` of a b-bit MinHash scheme tag that fits `bytes`-byte
+/// sketches, `None` for any other tag.
+pub fn parse_minhash_scheme(column: &SketchColumn) -> Option<(u8, u16, u8)> {
+    let [m, h, version, bits, h0, h1, 0, 0] = column.scheme else { return None };
+    let hashes = u16::from_le_bytes([h0, h1]);
+    let fits = matches!(bits, 1 | 2 | 4 | 8 | 16) && usize::from(hashes) * usize::from(bits) == usize::from(column.bytes) * 8;
+    ([m, h] == MINHASH_TAG && fits).then_some((version, hashes, bits))
+}
+
+/// Estimated resemblance (Jaccard similarity of the sets) of two b-bit MinHash sketches of
+/// `hashes` values of `bits` bits: values agree with probability `J + (1 - J) / 2^bits`, so
+/// `J = (agree / hashes - 2^-bits) / (1 - 2^-bits)`, clamped to `0..=1`. `None` when the
+/// lengths are not `hashes * bits / 8`.
+pub fn minhash_resemblance(a: &[u8], b: &[u8], hashes: u32, bits: u32) -> Option<f64> {
+    let len = (hashes as usize * bits as usize).div_ceil(8);
+    if a.len() != len || b.len() != len || hashes == 0 || !matches!(bits, 1 | 2 | 4 | 8 | 16) {
+        return None;
+    }
+    let differ: u32 = match bits {
+        1 => a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum(),
+        _ => (0..hashes as usize).filter(|&i| value(a, i, bits) != value(b, i, bits)).count() as u32,
+    };
+    let agree = f64::from(hashes - differ) / f64::from(hashes);
+    let chance = 0.5f64.powi(bits as i32);
+    Some(((agree - chance) / (1.0 - chance)).clamp(0.0, 1.0))
+}
+
+/// Value `i` of a packed sketch (`bits` bits, little-endian bit order).
+fn value(bytes: &[u8], i: usize, bits: u32) -> u32 {
+    let bit = i * bits as usize;
+    let mut v = 0u32;
+    for j in 0..bits as usize {
+        let at = bit + j;
+        let b = bytes.get(at / 8).map_or(0, |byte| (byte >> (at % 8)) & 1);
+        v |= u32::from(b) << j;
+    }
+    v
+}
+
+/// How a verified query judges candidates ([`crate::Index::query_verified`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VerifyOptions {
+    /// Candidates: stored fingerprints within `k` bits (at most 8 from any design; the
+    /// cost grows with the probes `simdex plan --for-design` shows).
+    pub k: u32,
+    /// A candidate with a sketch is a near-duplicate when the estimated resemblance is at
+    /// least this.
+    pub min_similarity: f64,
+    /// A candidate stored without a sketch cannot be verified: it is a near-duplicate when
+    /// its fingerprint is within this many bits (fingerprint only).
+    pub unsketched_k: u32,
+}
+
+impl Default for VerifyOptions {
+    /// `k = 3`, resemblance at least 0.90, candidates without a sketch within 3 bits.
+    ///
+    /// Chosen on the dev corpus (`benches/QUALITY.md`, "Issue 11"): at k = 3 verification
+    /// raises F1 from 0.721 to 0.795 (precision 0.73 to 0.92) for the cost of a k = 3 query
+    /// plus a sketch read per candidate. A wider `k` finds more (F1 0.872 at k = 6, 0.892 at
+    /// k = 8) at 13 and 47 times the entries decoded: [`VerifyOptions::within`].
+    fn default() -> Self {
+        Self { k: 3, min_similarity: 0.9, unsketched_k: 3 }
+    }
+}
+
+impl VerifyOptions {
+    /// The defaults with candidates within `k`.
+    pub fn within(k: u32) -> Self {
+        Self { k, ..Self::default() }
+    }
+
+    /// The same options with another resemblance threshold.
+    pub fn with_min_similarity(self, min_similarity: f64) -> Self {
+        Self { min_similarity, ..self }
+    }
+}
+
+/// A candidate a verified query accepted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VerifiedMatch {
+    /// The stored pair and its distance.
+    pub matched: Match,
+    /// The estimated resemblance, `None` when the stored pair has no sketch (accepted on
+    /// its fingerprint alone, within [`VerifyOptions::unsketched_k`]).
+    pub similarity: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheme_tags_roundtrip_and_check_the_width() {
+        let tag = minhash_scheme(1, 512, 1);
+        assert_eq!(&tag, b"MH\x01\x01\x00\x02\x00\x00");
+        assert_eq!(parse_minhash_scheme(&SketchColumn { bytes: 64, scheme: tag }), Some((1, 512, 1)));
+        assert_eq!(parse_minhash_scheme(&SketchColumn { bytes: 32, scheme: tag }), None);
+        assert_eq!(parse_minhash_scheme(&SketchColumn { bytes: 64, scheme: *b"TEST0001" }), None);
+    }
+
+    #[test]
+    fn resemblance_of_one_bit_sketches_is_twice_the_agreement_less_one() {
+        let a = [0u8; 8];
+        let mut b = [0u8; 8];
+        assert_eq!(minhash_resemblance(&a, &b, 64, 1), Some(1.0));
+        b[0] = 0xff; // 8 of 64 values differ: agree 56/64, J = 2 * 0.875 - 1
+        assert_eq!(minhash_resemblance(&a, &b, 64, 1), Some(0.75));
+        assert_eq!(minhash_resemblance(&a, &[0u8; 7], 64, 1), None);
+        // two-bit values: 32 values; value 0 differs in both bits, counted once
+        b = [0u8; 8];
+        b[0] = 0b11;
+        let want = ((31.0 / 32.0) - 0.25) / 0.75;
+        assert!((minhash_resemblance(&a, &b, 32, 2).unwrap() - want).abs() < 1e-12);
+    }
+}
