@@ -197,3 +197,45 @@ def test_the_gil_is_released_while_rust_works(tmp_path):
         # a call holding the GIL would have kept this thread still for most of the insert
         assert lifetime > 0.1 and gap < 0.3 * lifetime, (gap, lifetime)
         assert idx.stats()["last_seq"] == 2_000_000
+
+
+def _shingles(text):
+    words = text.lower().split()
+    return {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
+
+
+def test_an_index_with_sketches_verifies_near_duplicates_by_resemblance(tmp_path):
+    """A document within k of a stored one by fingerprint but far from it by exact Jaccard
+    (the oracle: word 3-shingle sets computed here) is a match by fingerprint alone, and
+    not once verified by the stored sketch; the same document again is a match either way."""
+    vocab = [f"w{i}" for i in range(2000)]
+    with simdex.Index(tmp_path / "probe", sketches=False) as probe:
+        for seed in range(300):
+            rng = random.Random(seed)
+            a = [rng.choice(vocab) for _ in range(400)]
+            b = list(a)
+            for i in rng.sample(range(400), 20):
+                b[i] = rng.choice(vocab)
+            ta, tb = " ".join(a), " ".join(b)
+            sa, sb = _shingles(ta), _shingles(tb)
+            jaccard = len(sa & sb) / len(sa | sb)
+            distance = bin(probe.fingerprint_document(ta) ^ probe.fingerprint_document(tb)).count("1")
+            if jaccard < 0.8 and distance <= 8:
+                break
+        else:
+            pytest.fail("no seed gives a pair within 8 bits and below 0.8 Jaccard")
+    with simdex.Index(tmp_path / "plain", sketches=False) as plain, simdex.Index(tmp_path / "sk") as sk:
+        assert sk.sketches and not plain.sketches
+        for idx in (plain, sk):
+            idx.add_document(ta, 1)
+        _, found, _ = plain.find_or_insert_document(tb, 2, k=8)
+        assert [m[2] for m in found] == [1], "fingerprints alone call it a near-duplicate"
+        _, found, _ = sk.find_or_insert_document(tb, 2, k=8, verify=False)
+        assert [m[2] for m in found] == [1], "verify=False is fingerprints alone"
+        _, found, _ = sk.find_or_insert_document(tb, 2, k=8)
+        assert found == [], f"verified: Jaccard {jaccard:.3f} is below 0.9, so it is new (and stored)"
+        _, found, _ = sk.find_or_insert_document(ta, 3, k=8)
+        assert sorted(m[2] for m in found) == [1], "the same page again is verified"
+    # Sketches are fixed at creation: reopening with sketches=False keeps them.
+    with simdex.Index(tmp_path / "sk", sketches=False) as again:
+        assert again.sketches

@@ -245,6 +245,8 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
             Some(format!("the segment holds {} entries, the manifest says {}", segment.len(), meta.entries))
         } else if !segment.has_ids() {
             Some("an index segment must store document ids".to_string())
+        } else if let Some((bytes, scheme)) = segment.sketch_layout().filter(|&(b, s)| manifest.sketches.is_some_and(|m| (usize::from(m.bytes), m.scheme) != (b, s))) {
+            Some(format!("the segment's sketches ({bytes} bytes, scheme {scheme:02x?}) are not the index's"))
         } else if segment.design().k() < manifest.k {
             Some(format!("the segment's design serves k = {}, the index k = {}", segment.design().k(), manifest.k))
         } else {

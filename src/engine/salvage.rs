@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::log::{scan_log, LogEnd, OpKind, ScanMode};
 use crate::manifest::Manifest;
 use crate::segment::scan::salvage_open;
-use crate::segment::Segment;
+use crate::segment::{Segment, SketchColumn};
 use crate::storage::Storage;
 use crate::tombstone;
 
@@ -78,7 +78,11 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     if let Some(m) = &manifest {
         options.k = m.k;
         options.codec = m.codec;
+        options.sketches = m.sketches;
     }
+    // Sketches of the pairs read, by pair (the newest copy's: segments and logs are read
+    // oldest first), for an index that stores them.
+    let mut sketches: HashMap<(u64, u64), Box<[u8]>> = HashMap::new();
     let numbered = |want: fn(FileKind) -> Option<u64>| {
         let mut v: Vec<u64> = names.iter().filter_map(|n| want(files::parse(n))).collect();
         v.sort_unstable();
@@ -111,7 +115,18 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         if salvaged.ids_lost {
             report.lost.push((name.clone(), format!("the document ids of all {} entries (the id column is lost): fingerprints kept with id {UNKNOWN_DOC_ID}", segment.len())));
         }
+        if manifest.is_none() && options.sketches.is_none() {
+            // Without the manifest, a segment's sketch column says what the index stored.
+            options.sketches = segment.sketch_layout().map(|(bytes, scheme)| SketchColumn { bytes: bytes as u16, scheme });
+        }
+        let start = pairs.len();
         let (got, lost) = read_segment(&segment, bound, &mut pairs);
+        if options.sketches.is_some() && segment.has_sketches() {
+            let unreadable = read_sketches(&segment, pairs.get(start..).unwrap_or_default(), &mut sketches);
+            if unreadable > 0 {
+                report.lost.push((name.clone(), format!("the sketches of {unreadable} entries (kept without one: verified queries judge them by fingerprint alone)")));
+            }
+        }
         report.segment_entries += got;
         let mut lost_entries: u64 = lost.iter().map(|l| l.0).sum();
         // A lost tail can hide entries no table accounts for: the manifest's count says.
@@ -170,10 +185,17 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
             if let Some(expected) = next_seq.filter(|&e| r.seq > e) {
                 gaps += r.seq - expected;
             }
+            let width = r.sketch_bytes();
             for (i, (fp, id)) in r.ops().enumerate() {
                 let seq = r.seq + i as u64;
                 match r.kind {
-                    OpKind::Insert => pairs.push((fp, id, seq)),
+                    OpKind::Insert => {
+                        pairs.push((fp, id, seq));
+                        match r.sketches().and_then(|s| s.get(i * width..(i + 1) * width)).filter(|s| s.iter().any(|&b| b != 0)) {
+                            Some(s) => sketches.insert((fp, id), s.into()),
+                            None => sketches.remove(&(fp, id)),
+                        };
+                    }
                     OpKind::Delete => {
                         let e = deletes.entry((fp, id)).or_insert(0);
                         *e = (*e).max(seq);
@@ -248,12 +270,42 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         index.pin_recipe(recipe)?;
         report.recovered.push((files::RECIPE_NAME.into(), "the fingerprint recipe".into()));
     }
+    let width = options_width(&index);
     for chunk in live.chunks(1 << 16) {
-        index.insert_batch(chunk)?;
+        let (with, without): (Vec<(u64, u64)>, Vec<(u64, u64)>) = chunk.iter().partition(|p| width > 0 && sketches.contains_key(p));
+        if !with.is_empty() {
+            let bytes: Vec<u8> = with.iter().flat_map(|p| sketches.get(p).map(|s| s.to_vec()).unwrap_or_default()).collect();
+            index.insert_batch_sketched(&with, &bytes)?;
+        }
+        index.insert_batch(&without)?;
     }
     index.compact()?;
     index.close()?;
     Ok(report)
+}
+
+/// Bytes of sketch per document in the new index (0: it stores none).
+fn options_width(index: &Index) -> usize {
+    index.sketches().map_or(0, |s| usize::from(s.bytes))
+}
+
+/// The sketches stored with `pairs` (read from `segment`) into `out`, replacing older
+/// copies' (an all-zero sketch removes one: that copy carried none); returns how many could
+/// not be read (a damaged table 0 or sketch page, or an unknown id).
+fn read_sketches(segment: &Segment, pairs: &[(u64, u64, u64)], out: &mut HashMap<(u64, u64), Box<[u8]>>) -> u64 {
+    let mut unreadable = 0;
+    for &(fp, id, _) in pairs {
+        match segment.sketch_of(fp, id) {
+            Ok(Some(s)) if id != UNKNOWN_DOC_ID && s.iter().any(|&b| b != 0) => {
+                out.insert((fp, id), s.into());
+            }
+            Ok(Some(_)) if id != UNKNOWN_DOC_ID => {
+                out.remove(&(fp, id));
+            }
+            _ => unreadable += 1,
+        }
+    }
+    unreadable
 }
 
 /// What `simdex recover` would rebuild of the (damaged) segment at `path`, in one line,

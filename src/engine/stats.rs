@@ -72,6 +72,8 @@ pub struct Stats {
     pub k: u32,
     /// Gap codec of new segments.
     pub codec: Codec,
+    /// The sketch stored per document (width and scheme), `None` when none is.
+    pub sketches: Option<crate::segment::SketchColumn>,
     /// Live segments, oldest data first.
     pub segments: Vec<SegmentStats>,
     /// Live tombstone files.
@@ -137,6 +139,7 @@ impl Engine {
             read_only: self.read_only,
             k: self.k,
             codec: self.codec,
+            sketches: self.sketches,
             segments: v
                 .segments
                 .iter()

@@ -1,6 +1,8 @@
 //! Frozen index directories (`fixtures/v1/index/`, `fixtures/v2/index/`: manifest, segment,
-//! tombstone file and a log with unflushed records), read by every future version; and a
-//! check that the engine still writes exactly the newest version's bytes.
+//! tombstone file and a log with unflushed records; `fixtures/v2/index-sketched/`: the same
+//! with a sketch per document, so manifest and log version 2 and a sketch column), read by
+//! every future version; and a check that the engine still writes exactly the newest
+//! version's bytes.
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
@@ -28,10 +30,33 @@ fn fixture_dir() -> PathBuf {
     fixture_dir_of(NEWEST)
 }
 
+fn sketched_fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{NEWEST}/index-sketched"))
+}
+
+/// The sketch layout of the sketched fixture: 16 bytes, 128 one-bit MinHash values.
+fn sketch_column() -> simdex::SketchColumn {
+    simdex::SketchColumn { bytes: 16, scheme: simdex::verify_sketch::minhash_scheme(1, 128, 1) }
+}
+
+/// The sketch the sketched workload stores with `(fp, id)`: none for every fifth id.
+fn sketch_of(fp: u64, id: u64) -> Option<[u8; 16]> {
+    let mut s = [0u8; 16];
+    s[..8].copy_from_slice(&fp.to_le_bytes());
+    s[8..].copy_from_slice(&(id | 1).to_le_bytes());
+    (id % 5 != 0).then_some(s)
+}
+
 /// 120 inserts (some near copies, one repeated pair) and 4 deletes, flushed; then 30
 /// inserts and a delete left in the log. Returns the live pairs.
 fn workload(storage: &MemStorage) -> BTreeSet<(u64, u64)> {
+    workload_with(storage, false)
+}
+
+/// The workload, with `sketched` in an index that stores [`sketch_of`] with each insert.
+fn workload_with(storage: &MemStorage, sketched: bool) -> BTreeSet<(u64, u64)> {
     let mut options = mem_options(storage, 10_000);
+    options.sketches = sketched.then(sketch_column);
     options.compaction.automatic = false;
     // the frozen directory has records in its log: close must not flush them
     options.flush_on_close = false;
@@ -41,10 +66,14 @@ fn workload(storage: &MemStorage) -> BTreeSet<(u64, u64)> {
     let center = rng.next();
     for i in 0..150u64 {
         let fp = if i % 4 == 0 { rng.flip(center, (i % 3) as u32) } else { rng.next() };
-        index.insert(fp, 500 + i).unwrap();
+        let insert = |fp: u64, id: u64| match sketch_of(fp, id).filter(|_| sketched) {
+            Some(s) => index.insert_sketched(fp, id, &s).unwrap(),
+            None => index.insert(fp, id).unwrap(),
+        };
+        insert(fp, 500 + i);
         live.insert((fp, 500 + i));
         if i == 60 {
-            index.insert(fp, 500 + i).unwrap();
+            insert(fp, 500 + i);
         }
         if i % 37 == 5 || i == 130 {
             let victim = *live.iter().nth((rng.next() % live.len() as u64) as usize).unwrap();
@@ -93,6 +122,45 @@ fn frozen_index_reads_back_exactly() {
     for version in 1..=NEWEST {
         frozen_index_reads_back(version, &want);
     }
+}
+
+#[test]
+fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
+    let storage = MemStorage::default();
+    let want = workload_with(&storage, true);
+    if std::env::var_os("SIMDEX_REGENERATE_FIXTURES").is_some() {
+        let _ = std::fs::remove_dir_all(sketched_fixture_dir());
+        std::fs::create_dir_all(sketched_fixture_dir()).unwrap();
+        for (name, bytes) in files(&storage) {
+            std::fs::write(sketched_fixture_dir().join(name), bytes).unwrap();
+        }
+    }
+    let fixture = MemStorage::default();
+    for entry in std::fs::read_dir(sketched_fixture_dir()).expect("fixtures/v2/index-sketched") {
+        let entry = entry.unwrap();
+        fixture.put(&Path::new(DIR).join(entry.file_name()), &std::fs::read(entry.path()).unwrap());
+    }
+    let (got, frozen) = (files(&storage), files(&fixture));
+    assert_eq!(got.iter().map(|f| &f.0).collect::<Vec<_>>(), frozen.iter().map(|f| &f.0).collect::<Vec<_>>());
+    for ((name, g), (_, w)) in got.iter().zip(&frozen) {
+        assert!(g == w, "{name}: the engine's bytes changed: see format-spec/README.md, versioning rules");
+    }
+    for (name, bytes) in &frozen {
+        if name == "MANIFEST" || name.ends_with(".wal") {
+            assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2, "{name} is version 2");
+        }
+    }
+    let index = Index::open_read_only(DIR, mem_options(&fixture, 10_000)).unwrap();
+    assert_eq!(index.sketches(), Some(sketch_column()));
+    assert_eq!(index.live_entries().unwrap(), want.iter().copied().collect::<Vec<_>>());
+    let stats = index.stats();
+    assert_eq!((stats.segments.len(), stats.memtable_inserts), (1, 30), "sketches in the segment and in the log");
+    for &(fp, id) in &want {
+        let got = index.query_sketched(fp, &simdex::QueryOptions::within(0)).unwrap();
+        let mine: Vec<_> = got.iter().filter(|(m, _)| m.doc_id == Some(id)).map(|(_, s)| s.clone()).collect();
+        assert_eq!(mine, vec![sketch_of(fp, id).map(|s| s.to_vec())], "({fp:#x}, {id})");
+    }
+    assert!(verify_index(&fixture, Path::new(DIR)).unwrap().is_clean());
 }
 
 fn frozen_index_reads_back(version: u32, want: &BTreeSet<(u64, u64)>) {

@@ -332,3 +332,56 @@ fn documents_carry_their_sketch_and_are_verified() {
     // Too short for min_words: refused, not stored.
     assert!(matches!(index.find_or_insert_document_with(doc("a b c"), 6, &DocumentQuery::within(3).with_min_words(10)), Err(Error::Document(_))));
 }
+
+#[test]
+fn recovery_keeps_the_sketches_of_segments_and_logs_and_names_those_it_loses() {
+    use simdex::inspect::salvage;
+    use simdex::storage::Storage;
+    use std::path::Path;
+    let storage = MemStorage::default();
+    let options = IndexOptions { flush_on_close: false, ..sketched_options(&storage, 1 << 20) };
+    let index = Index::open("/idx", options.clone()).unwrap();
+    let mut want = Model::new();
+    for i in 0..300u64 {
+        let sketch = [(i % 251) as u8 + 1; WIDTH];
+        let fp = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        index.insert_sketched(fp, i, &sketch).unwrap();
+        want.insert((fp, i), Some(sketch));
+        if i == 199 {
+            index.flush().unwrap(); // 200 in a segment, 100 in the log
+        }
+    }
+    index.insert(42, 1000).unwrap();
+    want.insert((42, 1000), None);
+    drop(index);
+    let report = salvage(&storage, Path::new("/idx"), Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
+    assert_eq!(report.live_pairs, 301);
+    let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
+    assert_eq!(out.sketches(), Some(column()), "the manifest's sketch layout is carried over");
+    for (&(fp, id), sketch) in &want {
+        let got = out.query_sketched(fp, &QueryOptions::within(0)).unwrap();
+        assert_eq!(got, vec![(simdex::Match { distance: 0, fingerprint: fp, doc_id: Some(id) }, sketch.map(|s| s.to_vec()))]);
+    }
+    drop(out);
+    // A damaged sketch page: those entries keep their pairs, lose their sketches, and the
+    // report says so.
+    let seg = storage.list(Path::new("/out")).unwrap().into_iter().find(|n| n.ends_with(".sdx")).unwrap();
+    let path = Path::new("/out").join(&seg);
+    let bytes = storage.file(&path).unwrap();
+    let segment = simdex::Segment::open_with(&storage, &path).unwrap();
+    assert!(segment.has_sketches());
+    drop(segment);
+    // Two stored sketches side by side in the column: 8 equal bytes, then 8 other equal bytes.
+    let uniform = |w: &[u8]| w.iter().all(|&b| b == w[0]) && (1..=251).contains(&w[0]);
+    let at = bytes.windows(2 * WIDTH).position(|w| uniform(&w[..WIDTH]) && uniform(&w[WIDTH..]) && w[0] != w[WIDTH]).unwrap();
+    let mut damaged = bytes.clone();
+    damaged[at] ^= 0xff;
+    storage.put(&path, &damaged);
+    let report = salvage(&storage, Path::new("/out"), Path::new("/again"), mem_options(&storage, 1 << 20)).unwrap();
+    assert_eq!(report.live_pairs, 301);
+    let lost: Vec<_> = report.lost.iter().filter(|(_, what)| what.contains("sketches of")).collect();
+    assert_eq!(lost.len(), 1, "{:?}", report.lost);
+    let again = Index::open("/again", mem_options(&storage, 1 << 20)).unwrap();
+    let with: usize = want.keys().filter(|(fp, _)| again.query_sketched(*fp, &QueryOptions::within(0)).unwrap()[0].1.is_some()).count();
+    assert!(with < 300 && with > 0, "{with} pairs kept their sketches");
+}

@@ -29,3 +29,17 @@ fn segment_example() -> Result<(), simdex::Error> {
     assert_eq!((found[0].fingerprint, found[0].distance, found[0].doc_id), (0x0123_4567_89ab_cdef, 1, Some(1)));
     Ok(())
 }
+
+#[test]
+fn verified_example() -> Result<(), Box<dyn std::error::Error>> {
+    use simdex::fingerprint::document::DocumentKind;
+    use simdex::fingerprint::sketch::SketchOptions;
+    use simdex::{DocumentInput, DocumentQuery};
+    let dir = tempfile::tempdir()?;
+    let index = Index::open(dir.path(), IndexOptions { sketches: Some(SketchOptions::default().column()), ..IndexOptions::default() })?;
+    let page = DocumentInput { bytes: b"the quick brown fox jumps over the lazy dog again and again", kind: DocumentKind::Text };
+    index.insert_document(page, 1)?;
+    let (_, found) = index.find_or_insert_document_with(page, 2, &DocumentQuery::within(6))?;
+    assert!(matches!(found, FindOrInsert::Found(m) if m[0].doc_id == Some(1)));
+    Ok(())
+}

@@ -39,6 +39,7 @@ pub fn run(args: Args) -> Result<()> {
             "{}",
             serde_json::to_string_pretty(&json!({
                 "dir": s.dir, "k": s.k, "codec": s.codec.name(),
+                "sketch_bytes": s.sketches.map_or(0, |c| c.bytes), "sketch_scheme": s.sketches.map(|c| hex(&c.scheme)),
                 "segments": segments, "segment_fingerprints": fingerprints, "segment_bytes": bytes,
                 "tombstone_files": s.tombstone_files, "tombstones": s.tombstones,
                 "memtable": {"inserts": s.memtable_inserts, "deletes": s.memtable_deletes},
@@ -49,6 +50,10 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     out!("index {} (k = {}, codec {})", s.dir.display(), s.k, s.codec.name());
+    match s.sketches {
+        Some(c) => out!("sketches: {} bytes per document (scheme {})", c.bytes, hex(&c.scheme)),
+        None => out!("sketches: none (fingerprints only)"),
+    }
     out!("segments: {} ({fingerprints} fingerprints, {bytes} bytes)", s.segments.len());
     for x in &s.segments {
         out!("  {}  {:>12} fingerprints  {:>14} bytes  seq {}..{}  {}", x.name, x.entries, x.file_len, x.min_seq, x.max_seq, x.design);
@@ -72,4 +77,9 @@ pub fn run(args: Args) -> Result<()> {
         out!("files that are not simdex's (left alone): {}", s.unknown_files.join(", "));
     }
     Ok(())
+}
+
+/// Lower-case hex of a scheme tag.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
