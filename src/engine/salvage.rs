@@ -272,7 +272,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     }
     let width = options_width(&index);
     for chunk in live.chunks(1 << 16) {
-        let (with, without): (Vec<(u64, u64)>, Vec<(u64, u64)>) = chunk.iter().partition(|p| width > 0 && sketches.contains_key(p));
+        let (with, without): (Vec<_>, Vec<_>) = chunk.iter().partition(|p| width > 0 && sketches.contains_key(p));
         if !with.is_empty() {
             let bytes: Vec<u8> = with.iter().flat_map(|p| sketches.get(p).map(|s| s.to_vec()).unwrap_or_default()).collect();
             index.insert_batch_sketched(&with, &bytes)?;
