@@ -67,7 +67,12 @@ fn main() {
     let stats = index.stats();
     let seg = &stats.segments[0];
     let sketch_bytes = (n * WIDTH).div_ceil(1020 / WIDTH * WIDTH) as u64 * 1024; // pages of 15 sketches
-    println!("N = {n}: built through the engine and compacted in {build:.1} s; one segment of {} tables, {:.2} bytes/fp ({:.2} without the sketch column)", seg.tables, seg.file_len as f64 / n as f64, (seg.file_len - sketch_bytes) as f64 / n as f64);
+    println!(
+        "N = {n}: built through the engine and compacted in {build:.1} s; one segment of {} tables, {:.2} bytes/fp ({:.2} without the sketch column)",
+        seg.tables,
+        seg.file_len as f64 / n as f64,
+        (seg.file_len - sketch_bytes) as f64 / n as f64
+    );
 
     // Queries: half near a stored document (fingerprint 2 bits off, 10 sketch values off).
     let mut rng = 7u64;
@@ -94,12 +99,7 @@ fn main() {
     // Check: verified at k = 3 is the plain k = 3 answer filtered by the resemblance of the
     // stored sketch (brute force over the candidates).
     for (q, s) in queries.iter().take(2000) {
-        let want: Vec<_> = index
-            .query(*q, &plain)
-            .unwrap()
-            .into_iter()
-            .filter(|m| minhash_resemblance(s, &sketch(m.doc_id.unwrap()), 512, 1).unwrap() >= 0.9)
-            .collect();
+        let want: Vec<_> = index.query(*q, &plain).unwrap().into_iter().filter(|m| minhash_resemblance(s, &sketch(m.doc_id.unwrap()), 512, 1).unwrap() >= 0.9).collect();
         let got: Vec<_> = index.query_verified(*q, s, &VerifyOptions::default()).unwrap().into_iter().map(|v| v.matched).collect();
         assert_eq!(got, want, "query {q:016x}");
     }

@@ -133,7 +133,8 @@ pub struct IndexOptions {
     /// flushed into a segment: the bound on the writer's memtable memory and on the log a
     /// reopen replays. Default 2^20. A memtable costs about `16 + 8 * t` bytes per insert
     /// (`t` the tables of its design: 4 up to about 1.7e7 operations, so 48 bytes, about
-    /// 50 MiB at the default), more while its sorted runs merge or a flush writes it; an
+    /// 50 MiB at the default), plus the sketch width in an index with sketches (64 bytes:
+    /// about 64 MiB more), more while its sorted runs merge or a flush writes it; an
     /// active memtable and at most `max_frozen + 1` frozen ones exist at once, and a reopen
     /// after a crash replays at most about `(max_frozen + 2) * memtable_ops` operations
     /// (none after a clean [`Index::close`], see `flush_on_close`).

@@ -48,9 +48,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let scan = contents.scan(|r| {
             let w = if args.json {
                 let ops: Option<Vec<_>> = args.ops.then(|| r.ops().map(|(fp, id)| json!([hex(fp), id])).collect());
-                writeln!(out, "{}", json!({"log": name, "offset": r.offset, "seq": r.seq, "kind": r.kind.name(), "count": r.len(), "ops": ops}))
+                writeln!(out, "{}", json!({"log": name, "offset": r.offset, "seq": r.seq, "kind": r.kind.name(), "count": r.len(), "sketch_bytes": r.sketch_bytes(), "ops": ops}))
             } else {
-                let mut w = writeln!(out, "{name} {} seq={} {} {}", r.offset, r.seq, r.kind.name(), r.len());
+                let sketched = if r.sketch_bytes() > 0 { format!(" with {}-byte sketches", r.sketch_bytes()) } else { String::new() };
+                let mut w = writeln!(out, "{name} {} seq={} {} {}{sketched}", r.offset, r.seq, r.kind.name(), r.len());
                 if args.ops {
                     for (fp, id) in r.ops() {
                         w = w.and_then(|()| writeln!(out, "  {}\t{id}", hex(fp)));

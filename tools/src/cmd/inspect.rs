@@ -82,6 +82,7 @@ pub fn run(args: Args) -> Result<()> {
         "levels": anatomy.levels,
         "design": anatomy.design,
         "has_ids": anatomy.has_ids,
+        "sketch_bytes": anatomy.sketch_bytes,
         "count": n,
         "file_bytes": anatomy.file_bytes,
         "bytes_per_entry": if n == 0 { 0.0 } else { anatomy.file_bytes as f64 / n as f64 },
@@ -103,7 +104,8 @@ fn by_symbol(values: impl IntoIterator<Item = (GapSymbol, u64)>) -> serde_json::
 fn print_text(r: &serde_json::Value) -> Result<()> {
     out!("file:            {}", r["file"].as_str().unwrap_or_default());
     out!("format version:  {}", r["format_version"]);
-    out!("fingerprints:    {} (f = 64){}", r["count"], if r["has_ids"] == true { ", with document ids" } else { "" });
+    let sketches = r["sketch_bytes"].as_u64().map_or(String::new(), |b| format!(", {b}-byte sketches"));
+    out!("fingerprints:    {} (f = 64){}{sketches}", r["count"], if r["has_ids"] == true { ", with document ids" } else { "" });
     out!("design:          {}", r["design"].as_str().unwrap_or_default());
     out!("file size:       {} bytes ({:.2} bytes per fingerprint)", r["file_bytes"], r["bytes_per_entry"].as_f64().unwrap_or(0.0));
     out!("info. bound:     {:.2} bits per fingerprint per table", r["information_bound_bits"].as_f64().unwrap_or(0.0));
