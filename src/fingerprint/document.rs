@@ -194,8 +194,13 @@ impl<'f> IdfLearner<'f> {
     /// out, as it would get no fingerprint.
     pub fn add<R: Read>(&mut self, mut doc: Document<R>) {
         if let Ok(text) = doc.text(self.utf8) {
-            self.builder.add_document(&self.fp.distinct_features(&text));
+            self.add_text(&text);
         }
+    }
+
+    /// Counts one document given by the text its fingerprint is made of ([`Document::text`]).
+    pub fn add_text(&mut self, text: &str) {
+        self.builder.add_document(&self.fp.distinct_features(text));
     }
 
     /// The table (every feature seen is in it).

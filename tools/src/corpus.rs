@@ -169,6 +169,96 @@ pub fn learn_idf(fp: &mut Fingerprinter, files: &[PathBuf], read: &ReadArgs, bar
     Ok(learner.finish())
 }
 
+/// A document of the first of two passes, kept for the second: its id, content hash and
+/// text (or why it has none).
+pub struct KeptDoc {
+    pub id: String,
+    pub content: String,
+    pub text: Result<String, String>,
+}
+
+/// What one input file gave the first pass, in the order [`for_each_doc`] reported it.
+pub enum Kept {
+    Doc(KeptDoc),
+    Skip(Skip),
+}
+
+/// The documents of every input, kept by [`learn_idf_keeping_text`] for a second pass.
+pub struct KeptCorpus {
+    files: Vec<Vec<Kept>>,
+}
+
+impl KeptCorpus {
+    /// Replays the kept documents as [`for_each_doc`] reads the files: `each` for every
+    /// document (a reason it returns goes to `skip` after the rest of its file), `skip`
+    /// for what was not a document, `bar.inc(1)` after each file.
+    pub fn for_each_doc(self, bar: &ProgressBar, mut each: impl FnMut(KeptDoc) -> anyhow::Result<Option<String>>, mut skip: impl FnMut(Skip)) -> anyhow::Result<()> {
+        for file in self.files {
+            let mut failed = Vec::new();
+            for item in file {
+                match item {
+                    Kept::Doc(doc) => {
+                        let id = doc.id.clone();
+                        if let Some(reason) = each(doc)? {
+                            failed.push(Skip { id, reason });
+                        }
+                    }
+                    Kept::Skip(s) => skip(s),
+                }
+            }
+            failed.into_iter().for_each(&mut skip);
+            bar.inc(1);
+        }
+        Ok(())
+    }
+}
+
+/// [`learn_idf`], keeping every document's text and content hash for a second pass while
+/// they take at most `budget` bytes (`None` beyond it: the second pass reads the inputs
+/// again). Saves the second pass the HTML extraction.
+pub fn learn_idf_keeping_text(fp: &mut Fingerprinter, files: &[PathBuf], read: &ReadArgs, bar: &ProgressBar, budget: usize) -> anyhow::Result<(IdfTable, Option<KeptCorpus>)> {
+    let utf8 = read.invalid_utf8();
+    let mut learner = IdfLearner::new(fp, utf8);
+    let mut kept = Some(KeptCorpus { files: Vec::new() });
+    let mut bytes = 0usize;
+    for path in files {
+        let mut file = Vec::new();
+        let mut skips = Vec::new();
+        for_each_doc(
+            std::slice::from_ref(path),
+            read,
+            bar,
+            |doc| {
+                let mut doc = doc.map_content(HashingReader::new);
+                let text = doc.text(utf8);
+                if let Ok(text) = &text {
+                    learner.add_text(text);
+                }
+                std::io::copy(&mut doc.content, &mut std::io::sink())?;
+                if kept.is_some() {
+                    let text = text.map_err(|e| e.to_string());
+                    bytes += doc.id.len() + text.as_ref().map_or_else(String::len, String::len) + 64;
+                    file.push(Kept::Doc(KeptDoc { id: doc.id, content: doc.content.hex(), text }));
+                }
+                Ok(None)
+            },
+            |s| skips.push(s),
+        )?;
+        if bytes > budget {
+            kept = None;
+        }
+        if let Some(k) = kept.as_mut() {
+            // `each` gives up on nothing here, so the file's skips are records that were
+            // not documents; where they sit among its documents does not matter: the
+            // replay reports them, as `for_each_doc` does, before the documents the second
+            // pass gives up on, which go to `skip` at the end of the file.
+            file.extend(skips.into_iter().map(Kept::Skip));
+            k.files.push(file);
+        }
+    }
+    Ok((learner.finish(), kept))
+}
+
 /// A reader that also hashes what passes through (for exact-duplicate detection): 128 bits
 /// from two SipHash states with different keys. Not persisted.
 pub struct HashingReader<R> {

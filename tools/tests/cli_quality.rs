@@ -202,3 +202,29 @@ fn dedup_says_that_an_index_without_sketches_is_checked_by_fingerprint_alone() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("the index holds no sketches") && err.contains("k = 3"), "{err}");
 }
+
+#[test]
+fn dedup_answers_the_same_whether_the_idf_pass_keeps_the_text_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    // Besides the pages: a JSON-lines file with a document, a line that is not one, an
+    // empty document (no fingerprint: skipped at the end of its file) and a near copy.
+    let jsonl = dir.path().join("more.jsonl");
+    let page = std::fs::read_to_string(Path::new(PAGES).join("en-049.html")).unwrap();
+    let record = |id: &str, text: &str| serde_json::json!({"id": id, "text": text}).to_string();
+    let lines = [record("a", &page), "{not json".to_string(), record("empty", "  "), record("b", &page.replace("the", "a")), record("c", &page)];
+    std::fs::write(&jsonl, lines.join("\n") + "\n").unwrap();
+    let outputs = |extra: &[&str]| {
+        let (report, pairs) = (dir.path().join("r.jsonl"), dir.path().join("p.tsv"));
+        let mut args = vec!["dedup", PAGES, p(&jsonl), "--report", p(&report), "--pairs", p(&pairs)];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        ok(&o);
+        (o.stdout, std::fs::read(&report).unwrap(), std::fs::read(&pairs).unwrap())
+    };
+    let kept = outputs(&[]);
+    let report = String::from_utf8_lossy(&kept.1);
+    let skipped: Vec<&str> = report.lines().filter(|l| l.contains("\"kind\":\"skipped\"")).collect();
+    assert!(skipped.len() == 2 && skipped[0].contains("line 2: invalid JSON") && skipped[1].contains("\"empty\""), "{skipped:?}");
+    assert!(kept == outputs(&["--keep-text-bytes", "0"]), "reading the inputs again gives the same answers");
+    assert!(kept == outputs(&["--keep-text-bytes", "200000"]), "a budget exceeded part-way gives the same answers");
+}

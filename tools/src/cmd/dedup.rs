@@ -62,6 +62,10 @@ pub struct Args {
     /// only on an index you are about to refill.
     #[arg(long, requires = "index", conflicts_with_all = ["no_idf", "idf"])]
     pub relearn_idf: bool,
+    /// Text the IDF pass keeps in memory for the fingerprint pass, in bytes (beyond it, the
+    /// inputs are read and extracted again); 0 reads them again
+    #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, hide_short_help = true)]
+    pub keep_text_bytes: usize,
     /// Write the JSON-lines report to FILE
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -149,9 +153,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         Some(index) if !args.relearn_idf => args.recipe.for_index(index, args.no_idf)?,
         _ => None,
     };
-    let fp = match pinned {
-        Some(fp) => fp,
-        None => fingerprinter(&args, &files)?,
+    let (fp, kept) = match pinned {
+        Some(fp) => (fp, None),
+        None => fingerprinter(&args, &files, verify.is_some())?,
     };
     if let Some(index) = &index {
         let recipe = simdex::fingerprint::Recipe::of(&fp);
@@ -167,7 +171,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             index.pin_recipe(recipe)?;
         }
     }
-    let corpus = read(&args, &files, fp)?;
+    let corpus = read(&args, &files, fp, kept)?;
     let exact = exact_groups(&corpus);
     let near = near_duplicates(&corpus, &exact, k, verify)?;
     if let Some(path) = &args.pairs {
@@ -205,29 +209,57 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The recipe's fingerprinter, with IDF weights learned from the inputs (a first pass over
-/// them) unless `--no-idf` or `--idf` says otherwise.
-fn fingerprinter(args: &Args, files: &[PathBuf]) -> anyhow::Result<Fingerprinter> {
+/// them) unless `--no-idf` or `--idf` says otherwise; with `keep_text` (sketches read the
+/// text whole), the documents' text as the first pass found it, when it fits
+/// `--keep-text-bytes`.
+fn fingerprinter(args: &Args, files: &[PathBuf], keep_text: bool) -> anyhow::Result<(Fingerprinter, Option<corpus::KeptCorpus>)> {
     let fp = args.recipe.fingerprinter()?;
     if args.no_idf || args.recipe.idf.is_some() {
-        return Ok(fp);
+        return Ok((fp, None));
     }
     if files.iter().any(|f| f.as_os_str() == "-") {
         bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
     }
     let mut fp = fp;
     let bar = progress::steps(files.len() as u64, "learning IDF");
-    let table = corpus::learn_idf(&mut fp, files, &args.read, &bar)?;
+    let (table, kept) = corpus::learn_idf_keeping_text(&mut fp, files, &args.read, &bar, if keep_text { args.keep_text_bytes } else { 0 })?;
     bar.finish_and_clear();
-    Ok(fp.with_idf(std::sync::Arc::new(table))?)
+    Ok((fp.with_idf(std::sync::Arc::new(table))?, kept.filter(|_| keep_text)))
 }
 
-/// The pass over the inputs: content hash and fingerprint of every document.
-fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter) -> anyhow::Result<Corpus> {
+/// Fingerprint and sketch of a document's text (or why it has none).
+fn from_text(fp: &mut Fingerprinter, sketcher: &mut Sketcher, text: Result<&str, String>) -> (Result<(u64, bool), String>, Option<Sketch>) {
+    match text {
+        Ok(text) => (fp.fingerprint(text).map(|f| (f.value, f.short)).map_err(|e| e.to_string()), Some(sketcher.sketch(text))),
+        Err(e) => (Err(e), None),
+    }
+}
+
+/// The pass over the inputs: content hash and fingerprint of every document (from `kept`,
+/// the first pass's texts, when it kept them).
+fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corpus::KeptCorpus>) -> anyhow::Result<Corpus> {
     let bar = progress::steps(files.len() as u64, "fingerprinting");
     let mut docs: Vec<DocInfo> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     let utf8 = args.read.invalid_utf8();
     let mut sketcher = (!args.no_verify).then(|| Sketcher::new(SketchOptions::default())).transpose()?;
+    if let (Some(kept), Some(sketcher)) = (kept, sketcher.as_mut()) {
+        kept.for_each_doc(
+            &bar,
+            |doc| {
+                let (outcome, sketch) = from_text(&mut fp, sketcher, doc.text.as_deref().map_err(Clone::clone));
+                let (fingerprint, short, failed) = match outcome {
+                    Ok((value, short)) => (Some(value), short, None),
+                    Err(e) => (None, true, Some(e)),
+                };
+                docs.push(DocInfo { content: doc.content, id: doc.id, fingerprint, sketch, short });
+                Ok(failed)
+            },
+            |s| skipped.push((s.id, s.reason)),
+        )?;
+        bar.finish_and_clear();
+        return Ok(Corpus { docs, skipped, recipe: fp.recipe() });
+    }
     corpus::for_each_doc(
         files,
         &args.read,
@@ -237,17 +269,14 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter) -> anyhow::Result
             // With sketches, the text is read whole (both are made of it); without, the
             // fingerprint streams.
             let (outcome, sketch) = match sketcher.as_mut() {
-                Some(sketcher) => match doc.text(utf8) {
-                    Ok(text) => (fp.fingerprint(&text).map(|f| (f.value, f.short)), Some(sketcher.sketch(&text))),
-                    Err(e) => (Err(e), None),
-                },
-                None => (doc.fingerprint(&mut fp, utf8).map(|o| (o.fingerprint.value, o.fingerprint.short)), None),
+                Some(sketcher) => from_text(&mut fp, sketcher, doc.text(utf8).as_deref().map_err(ToString::to_string)),
+                None => (doc.fingerprint(&mut fp, utf8).map(|o| (o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string()), None),
             };
             // hash the whole content even where the fingerprinter stopped early
             std::io::copy(&mut doc.content, &mut std::io::sink())?;
             let (fingerprint, short, failed) = match outcome {
                 Ok((value, short)) => (Some(value), short, None),
-                Err(e) => (None, true, Some(e.to_string())),
+                Err(e) => (None, true, Some(e)),
             };
             docs.push(DocInfo { content: doc.content.hex(), id: doc.id, fingerprint, sketch, short });
             Ok(failed)
