@@ -153,10 +153,21 @@ impl Engine {
                     bg = self.wake.wait_timeout(bg, Duration::from_secs(1)).unwrap_or_else(|p| p.into_inner()).0;
                 }
                 if bg.stop {
-                    return;
+                    break;
                 }
                 bg.wake = false;
             }
+            let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { Ok(()) });
+            if let Err(e) = result {
+                self.record_error(&e);
+            }
+        }
+        // Stopped (a close or a drop): memtables frozen but not flushed yet are flushed here,
+        // through the policy, when the index flushes on close anyway; otherwise close would
+        // flush them after this thread is gone and the live set would keep them as small
+        // segments beside the rest (issue 13: the index `add` leaves). Errors are recorded
+        // for close to report.
+        if self.options.flush_on_close && !self.current().frozen.is_empty() {
             let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { Ok(()) });
             if let Err(e) = result {
                 self.record_error(&e);
