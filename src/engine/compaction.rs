@@ -11,6 +11,20 @@
 //! base-`F` counter, this keeps at most `F - 1` segments per tier, so the live count stays
 //! below `(F - 1) * (1 + log_F(total / flush_size))` and query cost grows with the log of
 //! the data size, while each entry is rewritten about `log_F(total / flush_size)` times.
+//!
+//! Every live segment costs a query a probe of each of its tables, and below about 10^7
+//! entries a probe's cost hardly depends on the segment's size (it decodes about half a
+//! block before its prefix run starts), so a few small segments cost as much as the one
+//! large segment they sit next to. So while the index is small (at most `F^3` flushes in
+//! all), the small tiers also *absorb* ([`pick_small`]): when the two newest segments
+//! together hold at most `F^2` flushes and the older holds at most `F` times the newer,
+//! they merge. This keeps such an index at one segment plus a smaller one or two (at 10^7
+//! entries and 2^20-entry flushes: 9.4M + the last flush, or 8M + 1M + the last flush,
+//! depending on how flushes and merges interleave; the tiered policy alone leaves 4M + 4M +
+//! 1M + 0.5M), for about two more rewrites of each entry while the index is small. A larger
+//! index tiers as above: its large segments dominate a query's cost (from about 1.7e7
+//! entries a compacted design has 10 tables, not 4), and rewrites there are what the
+//! ingest time budget can least afford.
 //! Only adjacent segments merge, so sequence ranges stay disjoint and the tombstone rule
 //! (a delete hides copies in segments whose `max_seq` is older) keeps working. A full
 //! compaction ([`crate::engine::Index::compact`]) merges everything into one segment.
@@ -57,7 +71,9 @@ use crate::storage::{FileBytes, Storage};
 /// How compaction chooses and merges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CompactionOptions {
-    /// Segments of one tier that trigger a merge, and the size ratio between tiers (>= 2).
+    /// Segments of one tier that trigger a merge, and the size ratio between tiers (>= 2);
+    /// below `fanout^2` flushes the newest segments also absorb each other (see the
+    /// module's policy; only while the index holds at most `fanout^3` flushes).
     pub fanout: usize,
     /// Fingerprints buffered in memory for sorting the permuted tables (8 bytes each),
     /// across all tables; beyond it the merge spills sorted runs to temporary files.
@@ -106,6 +122,31 @@ pub(crate) fn pick(segments: &[SegmentMeta], flush_size: u64, fanout: usize, max
     // through a backlog leaves behind the newest, smaller segments).
     let back = (0..=tiers.len() - fanout).rev().filter(|&i| tiers[i..i + fanout].iter().all(|&t| t == tiers[i])).map(|i| i..i + fanout);
     run.chain(back).find(fits)
+}
+
+/// The small tiers' absorbing merge (see the module's policy): while all segments together
+/// hold at most `fanout^3 * flush_size` entries, the two newest segments, when together
+/// they hold at most `fanout^2 * flush_size` entries (and at most `max_merge`) and the older
+/// holds at most `fanout` times the newer's entries. Each such merge removes a segment, so
+/// repeated picks end; a segment past `fanout^2` flushes is never an input.
+pub(crate) fn pick_small(segments: &[SegmentMeta], flush_size: u64, fanout: usize, max_merge: u64) -> Option<std::ops::Range<usize>> {
+    let fanout = fanout.max(2) as u64;
+    let flush_size = flush_size.max(1);
+    let cap = flush_size.saturating_mul(fanout * fanout).min(max_merge);
+    if segments.iter().map(|s| s.entries).fold(0u64, u64::saturating_add) > flush_size.saturating_mul(fanout * fanout * fanout) {
+        return None;
+    }
+    let n = segments.len();
+    let [older, newer] = segments.get(n.checked_sub(2)?..)? else { return None };
+    let together = older.entries.saturating_add(newer.entries);
+    (together <= cap && older.entries <= newer.entries.saturating_mul(fanout)).then_some(n - 2..n)
+}
+
+/// The automatic policy's next merge: the tiered merge ([`pick`]) when one is due (it
+/// works through backlogs `fanout` at a time), else the small tiers' absorbing merge
+/// ([`pick_small`]).
+pub(crate) fn pick_next(segments: &[SegmentMeta], flush_size: u64, fanout: usize, max_merge: u64) -> Option<std::ops::Range<usize>> {
+    pick(segments, flush_size, fanout, max_merge).or_else(|| pick_small(segments, flush_size, fanout, max_merge))
 }
 
 /// The next merge of a full compaction bounded by `max_merge` entries: the longest run of
@@ -661,6 +702,103 @@ mod tests {
         assert_eq!(pick_full(&[meta(50)], 100, false), None);
         assert_eq!(pick_full(&[meta(50)], 100, true), Some(0..1));
         assert_eq!(pick_full(&[meta(500)], 100, true), None);
+    }
+
+    #[test]
+    fn small_tiers_absorb_the_newest_segment() {
+        // flush size 100, fan-out 4: merges of up to 1,600 entries, the older at most 4x
+        let pick_s = |sizes: &[u64]| pick_small(&sizes.iter().copied().map(meta).collect::<Vec<_>>(), 100, 4, u64::MAX);
+        assert_eq!(pick_s(&[100]), None);
+        assert_eq!(pick_s(&[100, 100]), Some(0..2));
+        assert_eq!(pick_s(&[3000, 400, 100]), Some(1..3));
+        assert_eq!(pick_s(&[3000, 500, 100]), None, "the older is more than 4x the newer");
+        assert_eq!(pick_s(&[3000, 1000, 700]), None, "together above 16 flushes");
+        assert_eq!(pick_s(&[800, 800]), Some(0..2));
+        assert_eq!(pick(&[800, 800].map(meta), 100, 4, u64::MAX), None, "the tiered policy alone waits for four");
+        // within max_merge entries, and a fan-out below 2 counts as 2
+        assert_eq!(pick_small(&[100, 100].map(meta), 100, 4, 199), None);
+        assert_eq!(pick_small(&[200, 100].map(meta), 100, 0, u64::MAX), Some(0..2));
+        assert_eq!(pick_small(&[300, 100].map(meta), 100, 1, u64::MAX), None);
+        // only while the whole index holds at most fanout^3 flushes
+        assert_eq!(pick_s(&[4700, 1200, 400, 100]), Some(2..4));
+        assert_eq!(pick_s(&[4800, 1200, 400, 100]), None);
+        // the tiered merge comes first (it works through backlogs fanout at a time)
+        let segs: Vec<SegmentMeta> = [1600, 100, 100, 100, 100, 100].map(meta).to_vec();
+        assert_eq!(pick_next(&segs, 100, 4, u64::MAX), Some(1..5));
+        assert_eq!(pick_next(&[1600, 400, 100].map(meta), 100, 4, u64::MAX), Some(1..3));
+    }
+
+    /// Applies the automatic policy after every flush of `flushes` (entries each) and returns,
+    /// after each, the live segment sizes; plus the entries all merges wrote.
+    fn settle_after_flushes(flushes: &[u64], flush: u64, fanout: usize) -> (Vec<Vec<u64>>, u64) {
+        let mut segs: Vec<SegmentMeta> = Vec::new();
+        let mut written = 0u64;
+        let mut shapes = Vec::new();
+        for &f in flushes {
+            segs.push(meta(f));
+            while let Some(r) = pick_next(&segs, flush, fanout, u64::MAX) {
+                assert!(r.len() >= 2);
+                let entries: u64 = segs[r.clone()].iter().map(|s| s.entries).sum();
+                written += entries;
+                segs.splice(r, [meta(entries)]);
+            }
+            shapes.push(segs.iter().map(|s| s.entries).collect());
+        }
+        (shapes, written)
+    }
+
+    #[test]
+    fn the_policy_keeps_few_segments_below_fanout_squared_flushes_and_bounded_rewrites() {
+        for fanout in [2usize, 3, 4, 5] {
+            let flush = 1000u64;
+            let f = fanout as u64;
+            // full flushes: up to fanout^2 flushes of data the live set is one segment and
+            // at most two smaller ones (each a fan-out below the one before it)
+            let (shapes, _) = settle_after_flushes(&vec![flush; (f * f) as usize], flush, fanout);
+            for (i, shape) in shapes.iter().enumerate() {
+                assert!(shape.len() <= 3, "fan-out {fanout}, after flush {}: {shape:?}", i + 1);
+                assert!(shape.windows(2).all(|w| w[0] > f * w[1]), "fan-out {fanout}, after flush {}: {shape:?}", i + 1);
+            }
+            // far more data: still logarithmic, and each entry rewritten at most
+            // log_F(total / flush) + fanout - 1 times (the absorbing merges cost up to fanout - 1 of them)
+            let n = 300usize;
+            let (shapes, written) = settle_after_flushes(&vec![flush; n], flush, fanout);
+            let log = (n as f64).log(fanout as f64);
+            for (i, shape) in shapes.iter().enumerate() {
+                let bound = (fanout as f64 - 1.0) * (1.0 + ((i + 1) as f64).log(fanout as f64)) + 2.0;
+                assert!(shape.len() as f64 <= bound, "fan-out {fanout}, after flush {}: {} segments (bound {bound:.1})", i + 1, shape.len());
+            }
+            let rewrites = written as f64 / (n as u64 * flush) as f64;
+            assert!(rewrites <= log + fanout as f64 - 1.0, "fan-out {fanout}: each entry rewritten {rewrites:.2} times (log_F {log:.2})");
+        }
+    }
+
+    #[test]
+    fn the_policy_stays_logarithmic_under_random_flushes_deletes_and_lost_merges() {
+        for fanout in [2usize, 3, 4] {
+            let flush = 100u64;
+            let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ fanout as u64;
+            let mut rand = |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            let mut segs: Vec<SegmentMeta> = Vec::new();
+            for round in 0..5000 {
+                segs.push(meta(1 + rand(flush)));
+                if rand(10) == 0 {
+                    continue;
+                }
+                while let Some(r) = pick_next(&segs, flush, fanout, u64::MAX) {
+                    let entries: u64 = segs[r.clone()].iter().map(|s| s.entries).sum();
+                    segs.splice(r, [meta((entries * (70 + rand(31)) / 100).max(1))]);
+                }
+                let total: u64 = segs.iter().map(|s| s.entries).sum();
+                let bound = (fanout as f64 - 1.0) * (2.0 + (total as f64 / flush as f64).max(1.0).log(fanout as f64)) + 3.0;
+                assert!((segs.len() as f64) <= bound, "fan-out {fanout}, round {round}: {} segments for {total} entries (bound {bound:.1})", segs.len());
+            }
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod engine_enospc;
 mod engine_faults;
 mod engine_fixtures;
 mod engine_kill;
+mod engine_live;
 mod engine_model;
 mod engine_readers;
 mod engine_salvage;
