@@ -363,8 +363,8 @@ impl Index {
     }
 
     /// Stops the background threads, syncs the log and (with
-    /// [`IndexOptions::flush_on_close`]) flushes the memtable into a segment,
-    /// then releases the lock. Dropping the index only syncs, and cannot report errors.
+    /// [`IndexOptions::flush_on_close`]) flushes the memtable into a segment and runs the
+    /// automatic compaction policy once more, then releases the lock. Dropping the index only syncs, and cannot report errors.
     pub fn close(self) -> Result<()> {
         self.stop_background();
         if self.engine.read_only {
@@ -385,6 +385,11 @@ impl Index {
                 // A background failure not reported yet came first: it is the one to report.
                 self.engine.report_maintenance_failure()?;
                 return Err(e);
+            }
+            // The policy once more, so that the last, partial flush joins the newest segment
+            // while the index is small (the live set the next open queries: issue 13).
+            if self.engine.options.compaction.automatic {
+                self.engine.compact_tiered()?;
             }
         }
         // The writes are durable; a background failure not reported yet is reported now.

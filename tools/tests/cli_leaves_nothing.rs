@@ -90,10 +90,14 @@ fn delete_and_compact_count_what_really_happened() {
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
     let input = dir.path().join("in.txt");
-    let lines: String = (1..=50u64).map(|i| format!("{:016x}\t{i}\n", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))).collect();
+    let lines: String = (1..=300u64).map(|i| format!("{:016x}\t{i}\n", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))).collect();
     std::fs::write(&input, &lines).unwrap();
     assert!(run(&["add", p(&idx), p(&input)]).status.success());
-    assert!(run(&["add", p(&idx), p(&input)]).status.success(), "the same 50 pairs again: 50 repeats");
+    // The first 50 pairs again: 50 repeats, in a segment the policy leaves apart (the older
+    // segment is more than the fan-out times larger, so the small tiers do not absorb it).
+    let again = dir.path().join("again.txt");
+    std::fs::write(&again, lines.lines().take(50).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    assert!(run(&["add", p(&idx), p(&again)]).status.success());
     // Two stored pairs and one that never was (a known fingerprint under another id).
     let del = dir.path().join("del.txt");
     let first: Vec<&str> = lines.lines().take(2).collect();
@@ -104,8 +108,8 @@ fn delete_and_compact_count_what_really_happened() {
     assert!(stderr(&o).contains("deleted 2 pairs") && stderr(&o).contains("1 of the 3 given were not stored"), "{}", stderr(&o));
     let o = run(&["compact", p(&idx)]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // 100 stored pairs -> 48 live: 2 deleted (each stored twice) and 50 repeats.
-    assert!(stderr(&o).contains("48 fingerprints") && stderr(&o).contains("52 of 100 stored pairs dropped"), "{}", stderr(&o));
+    // 350 stored pairs -> 298 live: 2 deleted (each stored twice: 4 copies) and 48 repeats.
+    assert!(stderr(&o).contains("298 fingerprints") && stderr(&o).contains("52 of 350 stored pairs dropped"), "{}", stderr(&o));
 }
 
 #[test]
