@@ -11,7 +11,7 @@
 //!
 //! Version 1 has one CRC over the whole index, so it is checked whole at open, as before.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
@@ -38,6 +38,10 @@ pub(crate) struct BlockIndex {
     chunk_crcs: Vec<u32>,
     checked: Vec<AtomicBool>,
     all_checked: AtomicBool,
+    /// One bit per block, set once the block's bytes have matched its stored CRC: the
+    /// mapped bytes never change, so later reads through this index skip the check. A
+    /// block that fails its check is never marked, so it fails every time it is read.
+    verified: Box<[AtomicU64]>,
 }
 
 impl BlockIndex {
@@ -85,6 +89,7 @@ impl BlockIndex {
             chunk_crcs,
             checked: (0..chunks).map(|_| AtomicBool::new(false)).collect(),
             all_checked: AtomicBool::new(false),
+            verified: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
         };
         if version < 2 {
             // Version 1 has no chunk CRCs: its invariants are checked now, whole.
@@ -117,6 +122,22 @@ impl BlockIndex {
     /// Where block `b`'s CRC is stored (absolute offset).
     pub(crate) fn crc_offset(&self, b: u64) -> u64 {
         self.offset + self.blocks * 10 + b * 4
+    }
+
+    /// True once block `b`'s bytes have matched its CRC ([`Self::mark_verified`]).
+    #[inline(always)]
+    pub(crate) fn is_verified(&self, b: u64) -> bool {
+        // Relaxed: the bit guards no other memory; the bytes it vouches for are the
+        // immutable mapping, the same for every thread.
+        self.verified.get((b / 64) as usize).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (b % 64)) != 0)
+    }
+
+    /// Records that block `b`'s bytes matched its CRC.
+    #[inline]
+    pub(crate) fn mark_verified(&self, b: u64) {
+        if let Some(w) = self.verified.get((b / 64) as usize) {
+            w.fetch_or(1 << (b % 64), Ordering::Relaxed);
+        }
     }
 
     /// Position in the table of block `b`'s first entry (the entry count past the end).

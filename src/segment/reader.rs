@@ -1,6 +1,7 @@
 //! Reading a segment: [`Segment::open`] maps the file and checks its structure cheaply
 //! (header, design, footer, directory, table heads and block indexes, but not the blocks);
-//! queries then check the CRC of every block and id page they touch.
+//! queries then check the CRC of every block and id page they touch (a block once per open
+//! segment: its mapped bytes do not change, so a block that matched is not checked again).
 
 use std::path::{Path, PathBuf};
 
@@ -426,9 +427,22 @@ impl Segment {
         let loc = Location { table: Some(table.number), block: Some(b) };
         table.index.check_block(b).map_err(|f| Fault { location: loc, ..f }.into_error(&self.path))?;
         let block = self.array::<BLOCK_BYTES>(at, loc, "block")?;
-        let stored = self.array::<4>(table.crc_offset(b), loc, "block checksum")?;
-        verify_crc(block, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, at, loc, "block"))?;
+        if !table.index.is_verified(b) {
+            self.verify_block(table, b, block)?;
+        }
         Ok(block)
+    }
+
+    /// Checks `block`, block `b` of `table`, against its stored CRC, and records that it
+    /// matched: the first read of a block through this open segment pays the check, later
+    /// reads of the same (immutable) mapped bytes do not.
+    #[inline(never)]
+    fn verify_block(&self, table: &Table, b: u64, block: &[u8; BLOCK_BYTES]) -> Result<()> {
+        let loc = Location { table: Some(table.number), block: Some(b) };
+        let stored = self.array::<4>(table.crc_offset(b), loc, "block checksum")?;
+        verify_crc(block, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, table.block_offset(b), loc, "block"))?;
+        table.index.mark_verified(b);
+        Ok(())
     }
 
     /// Decodes block `b` of table `t` (after its CRC check), calling `visit` with each
@@ -632,6 +646,7 @@ impl Segment {
         // the blocks of a large segment are usually not in the CPU cache, and loads issued
         // together overlap their memory latency instead of paying it table after table.
         let mut starts = [0u64; PREFETCH_TABLES];
+        let mut counts = [0u32; PREFETCH_TABLES];
         for (start, table) in starts.iter_mut().zip(&self.tables) {
             let q = table.design.permutation.apply(fingerprint);
             *start = table.lower_bound(q & table.design.prefix_mask())?;
@@ -645,18 +660,22 @@ impl Segment {
             }
         }
         let clock = self.bytes.is_mapped().then(std::time::Instant::now);
-        for (&start, table) in starts.iter().zip(&self.tables).filter(|(&s, t)| s < t.dir.block_count) {
+        for ((&start, count), table) in starts.iter().zip(counts.iter_mut()).zip(&self.tables).filter(|((&s, _), t)| s < t.dir.block_count) {
             let at = table.block_offset(start) as usize;
             let block = self.bytes.get(at..).unwrap_or_default().iter().take(BLOCK_BYTES);
             for &byte in block.step_by(64) {
                 std::hint::black_box(byte);
             }
+            // The entry count lives in the block index, away from the block: loading it
+            // here overlaps its cache miss with the blocks'. (Used only after the block's
+            // index chunk is checked.)
+            *count = table.block_entries(start);
         }
         if let Some(clock) = clock {
             self.cold.observe(cold, clock.elapsed());
         }
         for t in 0..self.tables.len() {
-            let start = starts.get(t).copied();
+            let start = starts.get(t).copied().zip(counts.get(t).copied());
             self.probe(t, fingerprint, k, start, found)?;
         }
         Ok(())
@@ -665,7 +684,7 @@ impl Segment {
     /// Finds the entries of table `t` sharing the query's prefix and within `k`; pushes the
     /// matches, un-permuted, to `found`.
     #[inline(always)]
-    fn probe(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+    fn probe(&self, t: usize, fingerprint: u64, k: u32, start: Option<(u64, u32)>, found: &mut Vec<u64>) -> Result<()> {
         let table = self.table(t)?;
         let q = table.design.permutation.apply(fingerprint);
         self.probe_range(t, table, q, q, table.design.prefix_bits, k, start, found)
@@ -693,7 +712,7 @@ impl Segment {
     fn multi_probe_portable(&self, fingerprint: u64, plan: &ProbePlan, found: &mut Vec<u64>) -> Result<()> {
         // Find every probe's first block and touch it before decoding any, as `probe_all`
         // does: the loads overlap instead of waiting one after the other.
-        let mut starts: Vec<u64> = Vec::with_capacity(plan.tables().iter().map(|p| p.flips.len()).sum());
+        let mut starts: Vec<(u64, u32)> = Vec::with_capacity(plan.tables().iter().map(|p| p.flips.len()).sum());
         for (table, probes) in self.tables.iter().zip(plan.tables()) {
             let q = table.design.permutation.apply(fingerprint);
             let mask = prefix_mask(probes.probe_bits);
@@ -702,7 +721,7 @@ impl Segment {
                 if b < table.dir.block_count {
                     prefetch_block(self.bytes.get(table.block_offset(b) as usize..).unwrap_or_default());
                 }
-                starts.push(b);
+                starts.push((b, table.block_entries(b)));
             }
         }
         let mut starts = starts.into_iter();
@@ -719,7 +738,7 @@ impl Segment {
     /// that are within `k` of `q` (both permuted), un-permuted, to `found`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn probe_range(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+    fn probe_range(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<(u64, u32)>, found: &mut Vec<u64>) -> Result<()> {
         match table.codec {
             Codec::Xor => self.probe_with::<XorGaps>(t, table, q, variant, bits, k, start, found),
             Codec::Delta => self.probe_with::<DeltaGaps>(t, table, q, variant, bits, k, start, found),
@@ -727,20 +746,23 @@ impl Segment {
     }
 
     /// [`Self::probe_range`] with the table's codec; `start`, when known, is the table's
-    /// first block for this query.
+    /// first block for this query and its entry count as stored.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn probe_with<G: Gaps>(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+    fn probe_with<G: Gaps>(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<(u64, u32)>, found: &mut Vec<u64>) -> Result<()> {
         let permutation = &table.design.permutation;
         let low_bits = 64 - bits;
         let mask = prefix_mask(bits);
         let (lo, hi) = (variant & mask, variant | !mask);
-        let mut b = match start {
-            Some(b) => b,
-            None => table.lower_bound(lo)?,
+        let (mut b, mut count) = match start {
+            Some(start) => start,
+            None => {
+                let b = table.lower_bound(lo)?;
+                (b, table.block_entries(b))
+            }
         };
         while b < table.dir.block_count {
-            let mut cursor = self.cursor(t, b)?;
+            let mut cursor = self.cursor(t, b, count)?;
             // Pass over the entries below the run, then check every entry in it.
             let first = cursor.first();
             let start = if first >= lo { Some(first) } else { cursor.seek::<G>(lo, low_bits).map_err(|e| self.block_error(t, b, e))? };
@@ -762,16 +784,19 @@ impl Segment {
                 break;
             }
             b += 1;
+            count = table.block_entries(b);
         }
         Ok(())
     }
 
-    /// A cursor over block `b` of table `t`, after its CRC check.
+    /// A cursor over block `b` of table `t`, after its CRC check; `count` is the block's
+    /// entry count as stored in the index (read by the caller, checked here with the
+    /// index chunk before it is used).
     #[inline(always)]
-    fn cursor(&self, t: usize, b: u64) -> Result<Cursor<'_>> {
+    fn cursor(&self, t: usize, b: u64, count: u32) -> Result<Cursor<'_>> {
         let table = self.table(t)?;
         let block = self.checked_block(t, b)?;
-        Cursor::new(&table.code, block, table.block_entries(b)).map_err(|e| self.block_error(t, b, e))
+        Cursor::new(&table.code, block, count).map_err(|e| self.block_error(t, b, e))
     }
 
     #[cold]
