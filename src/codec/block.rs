@@ -287,6 +287,12 @@ impl<'a> Cursor<'a> {
         self.count - self.entry
     }
 
+    /// The last entry decoded (stale after a seek over an XOR code that did not find one).
+    #[inline(always)]
+    pub(crate) fn prev(&self) -> u64 {
+        self.prev
+    }
+
     /// Bit offset where the entries decoded so far end.
     #[inline(always)]
     pub(crate) fn bit(&self) -> usize {
@@ -353,6 +359,20 @@ impl<'a> Cursor<'a> {
         }
         // The block ended below lo; the caller moves on without using `prev`.
         Ok(None)
+    }
+
+    /// Moves the cursor to entry `entry`, which starts at bit `bit`, for a seek that goes on
+    /// from there ([`Self::seek_step`] with a `top` the caller knows): a restart point found
+    /// by an earlier decoding of the same block. `prev` is left stale, which a seek over an
+    /// XOR code does not read. False, and no move, when the point is outside the block.
+    #[inline(always)]
+    pub(crate) fn restart(&mut self, bit: usize, entry: u32) -> bool {
+        if entry <= self.entry || entry >= self.count || !(FIRST_BITS..BLOCK_BITS).contains(&bit) {
+            return false;
+        }
+        self.bit = bit;
+        self.entry = entry;
+        true
     }
 
     /// The state [`Self::seek_step`] carries from one entry to the next, for a seek that
