@@ -243,6 +243,21 @@ impl Table {
     fn crc_offset(&self, b: u64) -> u64 {
         self.index.crc_offset(b)
     }
+
+    /// Asks for the cache line of the block key where a search for `x` ([`Self::lower_bound`],
+    /// an interpolation search) looks first, without waiting for it.
+    #[inline(always)]
+    fn prefetch_search(&self, x: u64) {
+        let keys = self.raw_keys();
+        if let (Some(&first), Some(&last)) = (keys.first(), keys.last()) {
+            if first < x && x <= last {
+                let guess = ((x - first) as f64 / (last - first) as f64 * (keys.len() - 1) as f64) as usize;
+                if let Some(key) = keys.get(guess) {
+                    prefetch_line(key);
+                }
+            }
+        }
+    }
 }
 
 impl Segment {
@@ -647,6 +662,12 @@ impl Segment {
         // together overlap their memory latency instead of paying it table after table.
         let mut starts = [0u64; PREFETCH_TABLES];
         let mut counts = [0u32; PREFETCH_TABLES];
+        // Each key search's first probe is an interpolation between the table's first and
+        // last keys, usually a cache miss: ask for every table's line first, so that the
+        // searches' misses overlap instead of coming one table after the other.
+        for table in self.tables.iter().take(PREFETCH_TABLES) {
+            table.prefetch_search(table.design.permutation.apply(fingerprint) & table.design.prefix_mask());
+        }
         for (start, table) in starts.iter_mut().zip(&self.tables) {
             let q = table.design.permutation.apply(fingerprint);
             *start = table.lower_bound(q & table.design.prefix_mask())?;
@@ -892,6 +913,13 @@ impl Segment {
         // Find every probe's first block and touch it before decoding any, as `probe_all`
         // does: the loads overlap instead of waiting one after the other.
         let mut starts: Vec<(u64, u32)> = Vec::with_capacity(plan.tables().iter().map(|p| p.flips.len()).sum());
+        for (table, probes) in self.tables.iter().zip(plan.tables()) {
+            let q = table.design.permutation.apply(fingerprint);
+            let mask = prefix_mask(probes.probe_bits);
+            for &flip in &probes.flips {
+                table.prefetch_search((q ^ flip) & mask);
+            }
+        }
         for (table, probes) in self.tables.iter().zip(plan.tables()) {
             let q = table.design.permutation.apply(fingerprint);
             let mask = prefix_mask(probes.probe_bits);
