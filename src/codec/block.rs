@@ -287,6 +287,12 @@ impl<'a> Cursor<'a> {
         self.count - self.entry
     }
 
+    /// The last entry decoded (stale after a seek over an XOR code that did not find one).
+    #[inline(always)]
+    pub(crate) fn prev(&self) -> u64 {
+        self.prev
+    }
+
     /// Bit offset where the entries decoded so far end.
     #[inline(always)]
     pub(crate) fn bit(&self) -> usize {
@@ -345,73 +351,101 @@ impl<'a> Cursor<'a> {
     /// checked; callers have checked the block's CRC.
     #[inline(always)]
     pub(crate) fn seek<G: Gaps>(&mut self, lo: u64, low_bits: u32) -> Result<Option<u64>, BlockError> {
-        if !G::KEEPS_HIGH_BITS || low_bits == 0 || low_bits >= 64 {
-            while self.remaining() > 0 {
-                let v = self.next::<G>()?;
-                if v >= lo {
-                    return Ok(Some(v));
-                }
-            }
-            return Ok(None);
-        }
-        // Only the prefix of the previous entry is tracked.
-        let mut top = self.prev >> low_bits;
+        let mut top = self.seek_start(low_bits);
         while self.remaining() > 0 {
-            let entry = self.entry;
-            self.entry += 1;
-            let bit = self.bit;
-            let word = peek(self.block, bit);
-            let e = self.code.fast_entry(word);
-            if e & (SLOW | CHANGES_PREFIX) == 0 && self.code.marks_prefix(low_bits) {
-                // A short word whose h is below the prefix: only its length matters.
-                self.bit += ((e >> 12) & 127) as usize;
-                if self.bit > BLOCK_BITS {
-                    return Err(BlockError::Overrun { entry, end: self.bit });
-                }
-                continue;
-            }
-            let (symbol, len) = if e & FAST_EQUAL != 0 {
-                (EQUAL as u32, e & 15)
-            } else if e & SLOW == 0 {
-                ((e >> 4) & 63, e & 15)
-            } else {
-                let Some((symbol, len)) = self.code.decode_word(word) else {
-                    return Err(BlockError::BadCode { bit, entry });
-                };
-                (symbol as u32, len)
-            };
-            if symbol as usize == EQUAL {
-                self.bit += len as usize;
-            } else {
-                let h = symbol;
-                self.bit += (len + h) as usize;
-                if h >= low_bits {
-                    // The prefix changes: this entry is rebuilt whole from the prefix
-                    // (bits above h) and its payload (all bits below h).
-                    let at = bit + len as usize;
-                    let head = h.min(57);
-                    let payload = top_bits(peek(self.block, at), head) << (h - head) | top_bits(peek(self.block, at + 57), h - head);
-                    let above = top >> (h - low_bits);
-                    if above & 1 != 0 {
-                        return Err(BlockError::BadGap { bit, entry, h, prev: top << low_bits });
-                    }
-                    let value = (above | 1) << h | payload;
-                    if value >= lo {
-                        if self.bit > BLOCK_BITS {
-                            return Err(BlockError::Overrun { entry, end: self.bit });
-                        }
-                        self.prev = value;
-                        return Ok(Some(value));
-                    }
-                    top = value >> low_bits;
-                }
-            }
-            if self.bit > BLOCK_BITS {
-                return Err(BlockError::Overrun { entry, end: self.bit });
+            if let Some(v) = self.seek_step::<G>(lo, low_bits, &mut top)? {
+                return Ok(Some(v));
             }
         }
         // The block ended below lo; the caller moves on without using `prev`.
-        self.prev = top << low_bits;
+        Ok(None)
+    }
+
+    /// Moves the cursor to entry `entry`, which starts at bit `bit`, for a seek that goes on
+    /// from there ([`Self::seek_step`] with a `top` the caller knows): a restart point found
+    /// by an earlier decoding of the same block. `prev` is left stale, which a seek over an
+    /// XOR code does not read. False, and no move, when the point is outside the block.
+    #[inline(always)]
+    pub(crate) fn restart(&mut self, bit: usize, entry: u32) -> bool {
+        if entry <= self.entry || entry >= self.count || !(FIRST_BITS..BLOCK_BITS).contains(&bit) {
+            return false;
+        }
+        self.bit = bit;
+        self.entry = entry;
+        true
+    }
+
+    /// The state [`Self::seek_step`] carries from one entry to the next, for a seek that
+    /// starts after the current entry.
+    #[inline(always)]
+    pub(crate) fn seek_start(&self, low_bits: u32) -> u64 {
+        self.prev.checked_shr(low_bits).unwrap_or(0)
+    }
+
+    /// One entry of [`Self::seek`], for callers that advance several cursors in turn:
+    /// decodes the next entry and returns it when it is `>= lo` (the seek is over), `None`
+    /// when it is below (passed over, maybe without being rebuilt). `top` carries the
+    /// previous entry's prefix between calls, from [`Self::seek_start`]. Call only while
+    /// [`Self::remaining`] is positive.
+    #[inline(always)]
+    pub(crate) fn seek_step<G: Gaps>(&mut self, lo: u64, low_bits: u32, top: &mut u64) -> Result<Option<u64>, BlockError> {
+        if !G::KEEPS_HIGH_BITS || low_bits == 0 || low_bits >= 64 {
+            let v = self.next::<G>()?;
+            return Ok((v >= lo).then_some(v));
+        }
+        // Only the prefix of the previous entry is tracked (in `top`), not `prev`.
+        let entry = self.entry;
+        self.entry += 1;
+        let bit = self.bit;
+        let word = peek(self.block, bit);
+        let e = self.code.fast_entry(word);
+        if e & (SLOW | CHANGES_PREFIX) == 0 && self.code.marks_prefix(low_bits) {
+            // A short word whose h is below the prefix: only its length matters.
+            self.bit += ((e >> 12) & 127) as usize;
+            if self.bit > BLOCK_BITS {
+                return Err(BlockError::Overrun { entry, end: self.bit });
+            }
+            return Ok(None);
+        }
+        let (symbol, len) = if e & FAST_EQUAL != 0 {
+            (EQUAL as u32, e & 15)
+        } else if e & SLOW == 0 {
+            ((e >> 4) & 63, e & 15)
+        } else {
+            let Some((symbol, len)) = self.code.decode_word(word) else {
+                return Err(BlockError::BadCode { bit, entry });
+            };
+            (symbol as u32, len)
+        };
+        if symbol as usize == EQUAL {
+            self.bit += len as usize;
+        } else {
+            let h = symbol;
+            self.bit += (len + h) as usize;
+            if h >= low_bits {
+                // The prefix changes: this entry is rebuilt whole from the prefix (bits
+                // above h) and its payload (all bits below h).
+                let at = bit + len as usize;
+                let head = h.min(57);
+                let payload = top_bits(peek(self.block, at), head) << (h - head) | top_bits(peek(self.block, at + 57), h - head);
+                let above = *top >> (h - low_bits);
+                if above & 1 != 0 {
+                    return Err(BlockError::BadGap { bit, entry, h, prev: *top << low_bits });
+                }
+                let value = (above | 1) << h | payload;
+                if value >= lo {
+                    if self.bit > BLOCK_BITS {
+                        return Err(BlockError::Overrun { entry, end: self.bit });
+                    }
+                    self.prev = value;
+                    return Ok(Some(value));
+                }
+                *top = value >> low_bits;
+            }
+        }
+        if self.bit > BLOCK_BITS {
+            return Err(BlockError::Overrun { entry, end: self.bit });
+        }
         Ok(None)
     }
 

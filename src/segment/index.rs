@@ -11,7 +11,8 @@
 //!
 //! Version 1 has one CRC over the whole index, so it is checked whole at open, as before.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
@@ -38,7 +39,18 @@ pub(crate) struct BlockIndex {
     chunk_crcs: Vec<u32>,
     checked: Vec<AtomicBool>,
     all_checked: AtomicBool,
+    /// One bit per block, set once the block's bytes have matched its stored CRC: the
+    /// mapped bytes never change, so later reads through this index skip the check. A
+    /// block that fails its check is never marked, so it fails every time it is read.
+    verified: Box<[AtomicU64]>,
+    /// Seek hints ([`SEEK_HINTS`] words per block, see `reader.rs`), found by the first query
+    /// that decodes a block and kept for later ones: one array per index chunk, allocated
+    /// when a query first needs it.
+    hints: Box<[OnceLock<Box<[AtomicU64]>>]>,
 }
+
+/// Words of seek hints kept per block.
+pub(crate) const SEEK_HINTS: usize = 4;
 
 impl BlockIndex {
     /// Opens the index of the table `d` of a file of format `version`: version 2 reads and
@@ -85,6 +97,8 @@ impl BlockIndex {
             chunk_crcs,
             checked: (0..chunks).map(|_| AtomicBool::new(false)).collect(),
             all_checked: AtomicBool::new(false),
+            verified: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            hints: (0..chunks).map(|_| OnceLock::new()).collect(),
         };
         if version < 2 {
             // Version 1 has no chunk CRCs: its invariants are checked now, whole.
@@ -117,6 +131,52 @@ impl BlockIndex {
     /// Where block `b`'s CRC is stored (absolute offset).
     pub(crate) fn crc_offset(&self, b: u64) -> u64 {
         self.offset + self.blocks * 10 + b * 4
+    }
+
+    /// True once block `b`'s bytes have matched its CRC ([`Self::mark_verified`]).
+    #[inline(always)]
+    pub(crate) fn is_verified(&self, b: u64) -> bool {
+        // Relaxed: the bit guards no other memory; the bytes it vouches for are the
+        // immutable mapping, the same for every thread.
+        self.verified.get((b / 64) as usize).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (b % 64)) != 0)
+    }
+
+    /// Records that block `b`'s bytes matched its CRC.
+    #[inline]
+    pub(crate) fn mark_verified(&self, b: u64) {
+        if let Some(w) = self.verified.get((b / 64) as usize) {
+            w.fetch_or(1 << (b % 64), Ordering::Relaxed);
+        }
+    }
+
+    /// The seek hints of block `b`: all zero until [`Self::set_hints`] (a word may read as
+    /// zero while another thread stores them, which means "no hint").
+    #[inline(always)]
+    pub(crate) fn hints(&self, b: u64) -> [u64; SEEK_HINTS] {
+        let words = self.hints.get((b / INDEX_CHUNK_BLOCKS) as usize).and_then(|c| c.get());
+        let at = (b % INDEX_CHUNK_BLOCKS) as usize * SEEK_HINTS;
+        // Relaxed: each word is a value of its own, and the bytes it describes do not change.
+        std::array::from_fn(|i| words.and_then(|w| w.get(at + i)).map_or(0, |w| w.load(Ordering::Relaxed)))
+    }
+
+    /// The first word of block `b`'s seek hints, when its chunk has any (to prefetch).
+    #[inline(always)]
+    pub(crate) fn hints_word(&self, b: u64) -> Option<&AtomicU64> {
+        let words = self.hints.get((b / INDEX_CHUNK_BLOCKS) as usize)?.get()?;
+        words.get((b % INDEX_CHUNK_BLOCKS) as usize * SEEK_HINTS)
+    }
+
+    /// Stores the seek hints of block `b`.
+    #[cold]
+    pub(crate) fn set_hints(&self, b: u64, hints: [u64; SEEK_HINTS]) {
+        let Some(chunk) = self.hints.get((b / INDEX_CHUNK_BLOCKS) as usize) else { return };
+        let words = chunk.get_or_init(|| (0..INDEX_CHUNK_BLOCKS as usize * SEEK_HINTS).map(|_| AtomicU64::new(0)).collect());
+        let at = (b % INDEX_CHUNK_BLOCKS) as usize * SEEK_HINTS;
+        for (i, h) in hints.into_iter().enumerate() {
+            if let Some(w) = words.get(at + i) {
+                w.store(h, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Position in the table of block `b`'s first entry (the entry count past the end).

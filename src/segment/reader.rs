@@ -1,12 +1,13 @@
 //! Reading a segment: [`Segment::open`] maps the file and checks its structure cheaply
 //! (header, design, footer, directory, table heads and block indexes, but not the blocks);
-//! queries then check the CRC of every block and id page they touch.
+//! queries then check the CRC of every block and id page they touch (a block once per open
+//! segment: its mapped bytes do not change, so a block that matched is not checked again).
 
 use std::path::{Path, PathBuf};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use super::index::BlockIndex;
+use super::index::{BlockIndex, SEEK_HINTS};
 
 mod sketches;
 use super::layout::*;
@@ -244,6 +245,21 @@ impl Table {
     fn crc_offset(&self, b: u64) -> u64 {
         self.index.crc_offset(b)
     }
+
+    /// Asks for the cache line of the block key where a search for `x` ([`Self::lower_bound`],
+    /// an interpolation search) looks first, without waiting for it.
+    #[inline(always)]
+    fn prefetch_search(&self, x: u64) {
+        let keys = self.raw_keys();
+        if let (Some(&first), Some(&last)) = (keys.first(), keys.last()) {
+            if first < x && x <= last {
+                let guess = ((x - first) as f64 / (last - first) as f64 * (keys.len() - 1) as f64) as usize;
+                if let Some(key) = keys.get(guess) {
+                    prefetch_line(key);
+                }
+            }
+        }
+    }
 }
 
 impl Segment {
@@ -428,9 +444,22 @@ impl Segment {
         let loc = Location { table: Some(table.number), block: Some(b) };
         table.index.check_block(b).map_err(|f| Fault { location: loc, ..f }.into_error(&self.path))?;
         let block = self.array::<BLOCK_BYTES>(at, loc, "block")?;
-        let stored = self.array::<4>(table.crc_offset(b), loc, "block checksum")?;
-        verify_crc(block, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, at, loc, "block"))?;
+        if !table.index.is_verified(b) {
+            self.verify_block(table, b, block)?;
+        }
         Ok(block)
+    }
+
+    /// Checks `block`, block `b` of `table`, against its stored CRC, and records that it
+    /// matched: the first read of a block through this open segment pays the check, later
+    /// reads of the same (immutable) mapped bytes do not.
+    #[inline(never)]
+    fn verify_block(&self, table: &Table, b: u64, block: &[u8; BLOCK_BYTES]) -> Result<()> {
+        let loc = Location { table: Some(table.number), block: Some(b) };
+        let stored = self.array::<4>(table.crc_offset(b), loc, "block checksum")?;
+        verify_crc(block, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, table.block_offset(b), loc, "block"))?;
+        table.index.mark_verified(b);
+        Ok(())
     }
 
     /// Decodes block `b` of table `t` (after its CRC check), calling `visit` with each
@@ -634,6 +663,13 @@ impl Segment {
         // the blocks of a large segment are usually not in the CPU cache, and loads issued
         // together overlap their memory latency instead of paying it table after table.
         let mut starts = [0u64; PREFETCH_TABLES];
+        let mut counts = [0u32; PREFETCH_TABLES];
+        // Each key search's first probe is an interpolation between the table's first and
+        // last keys, usually a cache miss: ask for every table's line first, so that the
+        // searches' misses overlap instead of coming one table after the other.
+        for table in self.tables.iter().take(PREFETCH_TABLES) {
+            table.prefetch_search(table.design.permutation.apply(fingerprint) & table.design.prefix_mask());
+        }
         for (start, table) in starts.iter_mut().zip(&self.tables) {
             let q = table.design.permutation.apply(fingerprint);
             *start = table.lower_bound(q & table.design.prefix_mask())?;
@@ -647,27 +683,210 @@ impl Segment {
             }
         }
         let clock = self.bytes.is_mapped().then(std::time::Instant::now);
-        for (&start, table) in starts.iter().zip(&self.tables).filter(|(&s, t)| s < t.dir.block_count) {
+        for ((&start, count), table) in starts.iter().zip(counts.iter_mut()).zip(&self.tables).filter(|((&s, _), t)| s < t.dir.block_count) {
             let at = table.block_offset(start) as usize;
             let block = self.bytes.get(at..).unwrap_or_default().iter().take(BLOCK_BYTES);
             for &byte in block.step_by(64) {
                 std::hint::black_box(byte);
             }
+            // The block's seek hints, when it has them, are away from it too.
+            if let Some(word) = table.index.hints_word(start) {
+                prefetch_line(word);
+            }
+            // The entry count lives in the block index, away from the block: loading it
+            // here overlaps its cache miss with the blocks'. (Used only after the block's
+            // index chunk is checked.)
+            *count = table.block_entries(start);
         }
         if let Some(clock) = clock {
             self.cold.observe(cold, clock.elapsed());
         }
+        // Decode the tables' blocks in turn, one entry of each per round: each table's
+        // decoding is a serial chain (where an entry ends depends on the one before), and
+        // advancing several chains in one loop lets the CPU overlap them.
+        let n = self.tables.len().min(PREFETCH_TABLES);
+        let codec = self.tables.first().map(|t| t.codec);
+        if n > 1 && self.tables.iter().all(|t| Some(t.codec) == codec) {
+            let mut lanes: [Option<Lane<'_>>; PREFETCH_TABLES] = [None; PREFETCH_TABLES];
+            for (t, (lane, table)) in lanes.iter_mut().zip(&self.tables).enumerate() {
+                let (Some(&start), Some(&count)) = (starts.get(t), counts.get(t)) else { continue };
+                let q = table.design.permutation.apply(fingerprint);
+                *lane = Some(Lane::new(t, table, q, q, table.design.prefix_bits, start));
+                if start < table.dir.block_count {
+                    if let Some(lane) = lane.as_mut() {
+                        self.enter_block(lane, start, count, k, found)?;
+                    }
+                }
+            }
+            self.run_group(codec, lanes.get_mut(..n).unwrap_or_default(), k, found)?;
+            for t in n..self.tables.len() {
+                self.probe(t, fingerprint, k, None, found)?;
+            }
+            return Ok(());
+        }
         for t in 0..self.tables.len() {
-            let start = starts.get(t).copied();
+            let start = starts.get(t).copied().zip(counts.get(t).copied());
             self.probe(t, fingerprint, k, start, found)?;
         }
         Ok(())
     }
 
+    /// [`Self::run_lanes`] for lanes whose tables all have `codec`; empties `lanes`.
+    #[inline(always)]
+    fn run_group<'s>(&'s self, codec: Option<Codec>, lanes: &mut [Option<Lane<'s>>], k: u32, found: &mut Vec<u64>) -> Result<()> {
+        let r = match codec {
+            Some(Codec::Delta) => self.run_lanes::<DeltaGaps>(lanes, k, found),
+            _ => self.run_lanes::<XorGaps>(lanes, k, found),
+        };
+        lanes.fill(None);
+        r
+    }
+
+    /// Advances every lane one entry per round until all are done.
+    #[inline(always)]
+    fn run_lanes<'s, G: Gaps>(&'s self, lanes: &mut [Option<Lane<'s>>], k: u32, found: &mut Vec<u64>) -> Result<()> {
+        loop {
+            let mut active = false;
+            for lane in lanes.iter_mut().flatten() {
+                if lane.done {
+                    continue;
+                }
+                active = true;
+                if lane.cursor.as_ref().is_none_or(|c| c.remaining() == 0) {
+                    self.next_block(lane, k, found)?;
+                    continue;
+                }
+                let Some(cursor) = lane.cursor.as_mut() else { continue };
+                let v = if lane.seeking {
+                    match cursor.seek_step::<G>(lane.lo, lane.low_bits, &mut lane.top) {
+                        Ok(Some(v)) => {
+                            lane.seeking = false;
+                            v
+                        }
+                        Ok(None) => continue,
+                        Err(e) => return Err(self.block_error(lane.t, lane.b, e)),
+                    }
+                } else {
+                    cursor.next::<G>().map_err(|e| self.block_error(lane.t, lane.b, e))?
+                };
+                lane.check(v, k, found);
+            }
+            if !active {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A lane whose block is decoded: on to the next block if the run may go on there.
+    #[inline(never)]
+    fn next_block<'s>(&'s self, lane: &mut Lane<'s>, k: u32, found: &mut Vec<u64>) -> Result<()> {
+        if lane.cursor.is_none() {
+            // The probe's first block is past the table's end: nothing to read.
+            lane.done = true;
+            return Ok(());
+        }
+        if lane.table.key(lane.b)? > lane.hi || lane.b + 1 >= lane.table.dir.block_count {
+            lane.done = true;
+            return Ok(());
+        }
+        let b = lane.b + 1;
+        self.enter_block(lane, b, lane.table.block_entries(b), k, found)
+    }
+
+    /// Starts `lane` on block `b` (holding `count` entries, as stored): checks its CRC,
+    /// reads its first entry and either checks it (it is in the run) or starts the seek.
+    #[inline(never)]
+    fn enter_block<'s>(&'s self, lane: &mut Lane<'s>, b: u64, count: u32, k: u32, found: &mut Vec<u64>) -> Result<()> {
+        let mut cursor = self.cursor(lane.t, b, count)?;
+        let first = cursor.first();
+        lane.b = b;
+        if first >= lane.lo {
+            lane.seeking = false;
+            lane.check(first, k, found);
+        } else {
+            lane.seeking = true;
+            lane.top = cursor.seek_start(lane.low_bits);
+            if lane.table.codec == Codec::Xor {
+                if let Some(top) = self.restart_seek(lane.table, b, &mut cursor, lane.lo, lane.low_bits) {
+                    lane.top = top;
+                }
+            }
+        }
+        lane.cursor = Some(cursor);
+        Ok(())
+    }
+
+    /// Moves `cursor` (on block `b` of `table`, an XOR table, after its first entry) ahead
+    /// to the furthest seek hint that is still below `lo`, and returns the `top` for
+    /// [`Cursor::seek_step`] with `low_bits` from there; `None` leaves the cursor where it
+    /// is. The block's hints are found on its first use.
+    ///
+    /// A hint marks an entry where the table's prefix changes (the XOR code rebuilds that
+    /// entry whole from the prefix before it): its bit offset, its index and the prefix
+    /// before it. Every entry before a hint has at most that prefix, so when the prefix
+    /// is below `lo`'s, the seek may start at the hint, knowing only the prefix. Layout of
+    /// a word: bit 63 set once the block's hints are found; bits 0..14 the bit offset (0:
+    /// no hint in this word); bits 14..28 the entry; bits 28..63 the prefix before it.
+    #[inline(always)]
+    fn restart_seek(&self, table: &Table, b: u64, cursor: &mut Cursor<'_>, lo: u64, low_bits: u32) -> Option<u64> {
+        let table_low = 64 - table.design.prefix_bits;
+        if table.design.prefix_bits > HINT_PREFIX_BITS || table.design.prefix_bits == 0 || low_bits < table_low || low_bits >= 64 {
+            return None;
+        }
+        let mut hints = table.index.hints(b);
+        if hints[0] & HINT_BUILT == 0 {
+            hints = self.find_hints(table, cursor, table_low);
+            table.index.set_hints(b, hints);
+        }
+        let lo_prefix = lo >> table_low;
+        let mut best = None;
+        for h in hints {
+            let (bit, entry, before) = ((h & 0x3fff) as usize, ((h >> 14) & 0x3fff) as u32, (h >> 28) & HINT_PREFIX_MASK);
+            if bit != 0 && before < lo_prefix {
+                best = Some((bit, entry, before));
+            }
+        }
+        let (bit, entry, before) = best?;
+        cursor.restart(bit, entry).then(|| before >> (low_bits - table_low))
+    }
+
+    /// Decodes the block under `cursor` (a copy: the cursor does not move) and returns its
+    /// seek hints: for each quarter of its entries, the first entry from there on where
+    /// the prefix (the bits above `table_low`) changes. A block that does not decode gets
+    /// no hints (the query's own decoding reports it).
+    #[cold]
+    #[inline(never)]
+    fn find_hints(&self, table: &Table, cursor: &Cursor<'_>, table_low: u32) -> [u64; SEEK_HINTS] {
+        let mut hints = [HINT_BUILT; SEEK_HINTS];
+        let _ = table;
+        let mut c = *cursor;
+        let count = c.remaining() + 1;
+        let mut prefix = c.prev() >> table_low;
+        let mut slot = 0usize;
+        let mut entry = 1u32;
+        while c.remaining() > 0 && slot < SEEK_HINTS {
+            let bit = c.bit();
+            let Ok(v) = c.next::<XorGaps>() else { return [HINT_BUILT; SEEK_HINTS] };
+            let p = v >> table_low;
+            if p != prefix {
+                // This entry fills every slot whose quarter starts at or before it.
+                while slot < SEEK_HINTS && (slot as u64 * u64::from(count)).div_ceil(SEEK_HINTS as u64) <= u64::from(entry) {
+                    if let Some(h) = hints.get_mut(slot) {
+                        *h = HINT_BUILT | (prefix & HINT_PREFIX_MASK) << 28 | u64::from(entry) << 14 | bit as u64;
+                    }
+                    slot += 1;
+                }
+                prefix = p;
+            }
+            entry += 1;
+        }
+        hints
+    }
+
     /// Finds the entries of table `t` sharing the query's prefix and within `k`; pushes the
     /// matches, un-permuted, to `found`.
     #[inline(always)]
-    fn probe(&self, t: usize, fingerprint: u64, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+    fn probe(&self, t: usize, fingerprint: u64, k: u32, start: Option<(u64, u32)>, found: &mut Vec<u64>) -> Result<()> {
         let table = self.table(t)?;
         let q = table.design.permutation.apply(fingerprint);
         self.probe_range(t, table, q, q, table.design.prefix_bits, k, start, found)
@@ -695,7 +914,14 @@ impl Segment {
     fn multi_probe_portable(&self, fingerprint: u64, plan: &ProbePlan, found: &mut Vec<u64>) -> Result<()> {
         // Find every probe's first block and touch it before decoding any, as `probe_all`
         // does: the loads overlap instead of waiting one after the other.
-        let mut starts: Vec<u64> = Vec::with_capacity(plan.tables().iter().map(|p| p.flips.len()).sum());
+        let mut starts: Vec<(u64, u32)> = Vec::with_capacity(plan.tables().iter().map(|p| p.flips.len()).sum());
+        for (table, probes) in self.tables.iter().zip(plan.tables()) {
+            let q = table.design.permutation.apply(fingerprint);
+            let mask = prefix_mask(probes.probe_bits);
+            for &flip in &probes.flips {
+                table.prefetch_search((q ^ flip) & mask);
+            }
+        }
         for (table, probes) in self.tables.iter().zip(plan.tables()) {
             let q = table.design.permutation.apply(fingerprint);
             let mask = prefix_mask(probes.probe_bits);
@@ -704,8 +930,35 @@ impl Segment {
                 if b < table.dir.block_count {
                     prefetch_block(self.bytes.get(table.block_offset(b) as usize..).unwrap_or_default());
                 }
-                starts.push(b);
+                starts.push((b, table.block_entries(b)));
             }
+        }
+        // Decode the probes' blocks in turn, as `probe_all` does, a group at a time.
+        let codec = self.tables.first().map(|t| t.codec);
+        if self.tables.iter().all(|t| Some(t.codec) == codec) {
+            let mut lanes: [Option<Lane<'_>>; PREFETCH_TABLES] = [None; PREFETCH_TABLES];
+            let mut filled = 0;
+            let mut starts = starts.iter();
+            for (t, (table, probes)) in self.tables.iter().zip(plan.tables()).enumerate() {
+                let q = table.design.permutation.apply(fingerprint);
+                for &flip in &probes.flips {
+                    let Some(&(start, count)) = starts.next() else { break };
+                    let mut lane = Lane::new(t, table, q, q ^ flip, probes.probe_bits, start);
+                    if start < table.dir.block_count {
+                        self.enter_block(&mut lane, start, count, plan.k(), found)?;
+                    }
+                    if let Some(slot) = lanes.get_mut(filled) {
+                        *slot = Some(lane);
+                        filled += 1;
+                    }
+                    if filled == lanes.len() {
+                        self.run_group(codec, &mut lanes, plan.k(), found)?;
+                        filled = 0;
+                    }
+                }
+            }
+            let group = lanes.get_mut(..filled).unwrap_or_default();
+            return self.run_group(codec, group, plan.k(), found);
         }
         let mut starts = starts.into_iter();
         for (t, (table, probes)) in self.tables.iter().zip(plan.tables()).enumerate() {
@@ -721,7 +974,7 @@ impl Segment {
     /// that are within `k` of `q` (both permuted), un-permuted, to `found`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn probe_range(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+    fn probe_range(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<(u64, u32)>, found: &mut Vec<u64>) -> Result<()> {
         match table.codec {
             Codec::Xor => self.probe_with::<XorGaps>(t, table, q, variant, bits, k, start, found),
             Codec::Delta => self.probe_with::<DeltaGaps>(t, table, q, variant, bits, k, start, found),
@@ -729,20 +982,23 @@ impl Segment {
     }
 
     /// [`Self::probe_range`] with the table's codec; `start`, when known, is the table's
-    /// first block for this query.
+    /// first block for this query and its entry count as stored.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn probe_with<G: Gaps>(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<u64>, found: &mut Vec<u64>) -> Result<()> {
+    fn probe_with<G: Gaps>(&self, t: usize, table: &Table, q: u64, variant: u64, bits: u32, k: u32, start: Option<(u64, u32)>, found: &mut Vec<u64>) -> Result<()> {
         let permutation = &table.design.permutation;
         let low_bits = 64 - bits;
         let mask = prefix_mask(bits);
         let (lo, hi) = (variant & mask, variant | !mask);
-        let mut b = match start {
-            Some(b) => b,
-            None => table.lower_bound(lo)?,
+        let (mut b, mut count) = match start {
+            Some(start) => start,
+            None => {
+                let b = table.lower_bound(lo)?;
+                (b, table.block_entries(b))
+            }
         };
         while b < table.dir.block_count {
-            let mut cursor = self.cursor(t, b)?;
+            let mut cursor = self.cursor(t, b, count)?;
             // Pass over the entries below the run, then check every entry in it.
             let first = cursor.first();
             let start = if first >= lo { Some(first) } else { cursor.seek::<G>(lo, low_bits).map_err(|e| self.block_error(t, b, e))? };
@@ -764,16 +1020,19 @@ impl Segment {
                 break;
             }
             b += 1;
+            count = table.block_entries(b);
         }
         Ok(())
     }
 
-    /// A cursor over block `b` of table `t`, after its CRC check.
+    /// A cursor over block `b` of table `t`, after its CRC check; `count` is the block's
+    /// entry count as stored in the index (read by the caller, checked here with the
+    /// index chunk before it is used).
     #[inline(always)]
-    fn cursor(&self, t: usize, b: u64) -> Result<Cursor<'_>> {
+    fn cursor(&self, t: usize, b: u64, count: u32) -> Result<Cursor<'_>> {
         let table = self.table(t)?;
         let block = self.checked_block(t, b)?;
-        Cursor::new(&table.code, block, table.block_entries(b)).map_err(|e| self.block_error(t, b, e))
+        Cursor::new(&table.code, block, count).map_err(|e| self.block_error(t, b, e))
     }
 
     #[cold]
@@ -821,6 +1080,12 @@ impl Segment {
 /// tests, so that small segments cross many windows).
 const SCAN_WINDOW: u64 = if cfg!(test) { 8 } else { 2048 };
 
+/// Set in every seek hint word once the block's hints are found.
+const HINT_BUILT: u64 = 1 << 63;
+/// Longest table prefix seek hints hold.
+const HINT_PREFIX_BITS: u32 = 35;
+const HINT_PREFIX_MASK: u64 = (1 << HINT_PREFIX_BITS) - 1;
+
 /// Tables whose first blocks a query prefetches together (the rest are probed one by one).
 const PREFETCH_TABLES: usize = 32;
 
@@ -828,14 +1093,64 @@ const PREFETCH_TABLES: usize = 32;
 /// for them (a hint: nothing happens where prefetching is not available).
 #[inline(always)]
 fn prefetch_block(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
     for line in bytes.iter().take(BLOCK_BYTES).step_by(64) {
-        // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which
-        // it needs, is part of every x86-64 CPU. The pointer comes from a live reference.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((line as *const u8).cast::<i8>()) };
+        prefetch_line(line);
     }
+}
+
+/// Asks the CPU to load the cache line holding `value` without waiting for it.
+#[inline(always)]
+fn prefetch_line<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which it
+    // needs, is part of every x86-64 CPU. The pointer comes from a live reference.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((value as *const T).cast::<i8>())
+    };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
+    let _ = value;
+}
+
+/// One table's probe in the interleaved query loop ([`Segment::run_lanes`]): the entries
+/// of `table` whose top `low_bits`-complement bits equal the variant's (`lo..=hi`) and that
+/// are within `k` of `q`.
+#[derive(Clone, Copy)]
+struct Lane<'s> {
+    /// The cursor over block `b`; `None` before the first block (or when there is none).
+    cursor: Option<Cursor<'s>>,
+    table: &'s Table,
+    /// The table's position in the segment.
+    t: usize,
+    b: u64,
+    q: u64,
+    lo: u64,
+    hi: u64,
+    low_bits: u32,
+    /// While seeking: the previous entry's prefix ([`Cursor::seek_step`]).
+    top: u64,
+    /// Passing over the entries below `lo`.
+    seeking: bool,
+    /// The run has ended.
+    done: bool,
+}
+
+impl<'s> Lane<'s> {
+    /// A lane for the entries of `table` (number `t`) sharing `variant`'s top `bits` bits,
+    /// within `k` of `q` (both permuted), starting at block `start`.
+    fn new(t: usize, table: &'s Table, q: u64, variant: u64, bits: u32, start: u64) -> Self {
+        let mask = prefix_mask(bits);
+        Lane { cursor: None, table, t, b: start, q, lo: variant & mask, hi: variant | !mask, low_bits: 64 - bits, top: 0, seeking: false, done: false }
+    }
+
+    /// Checks entry `v` of the run: ends the lane past the run, keeps `v` when within `k`.
+    #[inline(always)]
+    fn check(&mut self, v: u64, k: u32, found: &mut Vec<u64>) {
+        if v > self.hi {
+            self.done = true;
+        } else if (v ^ self.q).count_ones() <= k {
+            found.push(self.table.design.permutation.invert(v));
+        }
+    }
 }
 
 /// Iterator over one table's entries in stored order, decoding a block at a time.
@@ -1069,6 +1384,59 @@ mod tests {
             assert_eq!(got_set, want);
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_seek_starts_at_the_furthest_hint_below_its_prefix() {
+        let mut x = 9u64;
+        let fps: Vec<u64> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            })
+            .collect();
+        let storage = crate::memstorage::MemStorage::default();
+        let path = Path::new("s.sdx");
+        build_segment(&storage, path, &fps, None, &BuildOptions::default()).unwrap();
+        let seg = Segment::open_with(&storage, path).unwrap();
+        let table = &seg.tables()[0];
+        let low = 64 - table.design().prefix_bits;
+        let b = table.block_count() / 2;
+        let mut entries = Vec::new();
+        seg.visit_block(0, b, |v| {
+            entries.push(v);
+            true
+        })
+        .unwrap();
+        assert_eq!(table.index.hints(b), [0; SEEK_HINTS], "no query has used the block yet");
+        // Seek to the prefix of every entry of the block: the cursor lands on a prefix
+        // change below it, and the seek from there finds the first entry of that prefix.
+        let mut moved = 0;
+        for &v in entries.iter().skip(1) {
+            let lo = v >> low << low;
+            let mut cursor = seg.cursor(0, b, table.block_entries(b)).unwrap();
+            let first = cursor.first();
+            if first >= lo {
+                continue;
+            }
+            let mut top = cursor.seek_start(low);
+            if let Some(t) = seg.restart_seek(table, b, &mut cursor, lo, low) {
+                top = t;
+                moved += 1;
+            }
+            assert!(table.index.hints(b)[0] & HINT_BUILT != 0);
+            let mut found = None;
+            while cursor.remaining() > 0 {
+                if let Some(v) = cursor.seek_step::<XorGaps>(lo, low, &mut top).unwrap() {
+                    found = Some(v);
+                    break;
+                }
+            }
+            assert_eq!(found, entries.iter().copied().find(|&e| e >= lo));
+        }
+        assert!(moved > entries.len() / 2, "{moved} of {} seeks started at a hint", entries.len());
     }
 
     #[test]

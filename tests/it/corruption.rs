@@ -71,3 +71,51 @@ fn truncation_at_any_length_is_an_error_not_a_panic() {
     let report = verify_segment(dir.path().join("cut.sdx")).unwrap();
     assert!(report.problems[0].detail.contains("SIMDXEND"), "{:?}", report.problems);
 }
+
+/// Queries check a block's CRC the first time an open segment reads it and remember that it
+/// matched: a damaged block must still fail every query that reads it, however many clean
+/// blocks (and repeated reads of them) came before or after.
+#[test]
+fn a_damaged_block_fails_every_read_while_verified_blocks_keep_answering() {
+    let mut rng = Rng(23);
+    let fps: Vec<u64> = (0..20_000).map(|_| rng.next()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let (path, clean) = build(dir.path(), "s.sdx", &fps, None, &BuildOptions::default());
+    let table = &clean.tables()[0];
+    assert!(table.block_count() > 8);
+    let mask = !0u64 << (64 - table.design().prefix_bits);
+    let keys = table.keys().unwrap().to_vec();
+    // Table 0 is the identity: a query of `f` starts in the first block whose key reaches
+    // f's prefix. Damage that block of the first stored fingerprint's query.
+    let damaged_fp = fps[0];
+    let bad = keys.partition_point(|&k| k < damaged_fp & mask) as u64;
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The lowest bit of the block's first entry (stored whole): the block still decodes.
+    bytes[table.block_offset(bad) as usize + 7] ^= 1;
+    let seg = Segment::from_bytes(PathBuf::from("damaged.sdx"), FileBytes::from_vec(bytes)).unwrap();
+    // Queries whose table-0 blocks are all clean (their prefix run is away from `bad`).
+    let far = |f: u64| {
+        let first = keys.partition_point(|&k| k < f & mask) as u64;
+        let last = keys.partition_point(|&k| k <= (f | !mask)) as u64;
+        last + 1 < bad || first > bad + 1
+    };
+    let good: Vec<u64> = fps.iter().copied().filter(|&f| far(f)).take(200).map(|f| rng.flip(f, 2)).collect();
+    assert_eq!(good.len(), 200);
+    for round in 0..3 {
+        for &q in &good {
+            assert_eq!(seg.query(q, &QueryOptions::within(3)).unwrap(), brute_force(&fps, None, q, 3), "round {round}, query {q:#x}");
+        }
+        // (Variants in the low bits: the same prefix, so the same first block.)
+        for q in [damaged_fp, damaged_fp ^ 1, damaged_fp ^ 0b1011_0000] {
+            let e = seg.query(q, &QueryOptions::within(3)).unwrap_err();
+            assert!(e.is_corruption() && e.to_string().contains("checksum"), "round {round}: {e}");
+        }
+        let e = seg.block(0, bad).unwrap_err();
+        assert!(e.is_corruption(), "round {round}: {e}");
+        assert!(seg.block(0, if bad > 0 { bad - 1 } else { bad + 1 }).is_ok());
+        // So does every other reader of blocks.
+        assert!(seg.visit_block(0, bad, |_| true).is_err());
+    }
+    // The damage does not leak into the undamaged segment's reads, nor theirs into it.
+    assert_eq!(clean.query(damaged_fp, &QueryOptions::within(3)).unwrap(), brute_force(&fps, None, damaged_fp, 3));
+}

@@ -196,3 +196,34 @@ fn entries_iterate_in_fingerprint_order_with_their_ids() {
     let got: Vec<(u64, Option<u64>)> = seg.entries().map(|r| r.unwrap()).collect();
     assert_eq!(got, vec![(0, Some(13)), (3, Some(11)), (3, Some(14)), (5, Some(9)), (5, Some(10)), (u64::MAX, Some(12))]);
 }
+
+/// A query that passes over a block's entries below its prefix run keeps where the block's
+/// prefixes change (seek hints, found on the block's first use) and later queries start
+/// there: over blocks with many prefix changes, few, and runs of duplicates, and with the
+/// longer-reaching variants of multi-probe, every answer of the first and the later
+/// passes equals brute force.
+#[test]
+fn seek_hints_found_by_one_query_serve_the_later_ones() {
+    let mut rng = Rng(31);
+    let centers: Vec<u64> = (0..50).map(|_| rng.next()).collect();
+    let fps: Vec<u64> = (0..40_000)
+        .map(|i| match i % 5 {
+            0 | 1 => rng.next(),
+            2 => rng.flip(centers[i % centers.len()], (i % 7) as u32),
+            3 => centers[i % 3],
+            _ => rng.next() & 0xffff_0000_0000_0000 | (i as u64 % 97),
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, options) in [("default", BuildOptions::default()), ("long prefixes", BuildOptions { design: Some(Design::new(3, &[6]).unwrap()), ..BuildOptions::default() })] {
+        let (_, seg) = build(dir.path(), &format!("{}.sdx", name.replace(' ', "-")), &fps, None, &options);
+        let queries: Vec<u64> = (0..150).map(|i| if i % 3 == 0 { rng.next() } else { rng.flip(fps[(i * 263) % fps.len()], (i % 4) as u32) }).collect();
+        for pass in 0..2 {
+            for &q in queries.iter().rev() {
+                for k in [3, 5] {
+                    assert_eq!(seg.query(q, &QueryOptions::within(k).with_always_probe()).unwrap(), brute_force(&fps, None, q, k), "{name}: pass {pass}, q = {q:#x}, k = {k}");
+                }
+            }
+        }
+    }
+}

@@ -332,14 +332,24 @@ fn run(n: usize, args: &Args) -> Result<(), Box<dyn Error>> {
     // Warm: one untimed pass each (page cache, TLB, branch predictors), then the timed rounds,
     // the implementations taking turns so that the machine's load drifts over all of them alike.
     let present: Vec<Peer> = Peer::ALL.into_iter().filter(|&p| peers.has(p)).collect();
+    // What simdex's queries leave allocated (the seek hints of the blocks they used).
+    let mut simdex_query_heap = 0usize;
     for &p in &present {
-        peers.time(p, &queries, &mut Vec::with_capacity(queries.len()))?;
+        let (mut latencies, before) = (Vec::with_capacity(queries.len()), heap::live());
+        peers.time(p, &queries, &mut latencies)?;
+        if p == Peer::Simdex {
+            simdex_query_heap += heap::live().saturating_sub(before);
+        }
     }
     let mut latencies: Vec<(Peer, Latency)> = present.iter().map(|&p| (p, Latency { sorted_ns: Vec::new(), round_p50s: Vec::new(), matches: 0 })).collect();
     for _ in 0..args.rounds {
         for (p, lat) in latencies.iter_mut() {
             let mut round = Vec::with_capacity(queries.len());
+            let before = heap::live();
             lat.matches += peers.time(*p, &queries, &mut round)?;
+            if *p == Peer::Simdex {
+                simdex_query_heap += heap::live().saturating_sub(before);
+            }
             lat.round_p50s.push(p50_us(&round));
             lat.sorted_ns.extend(round);
         }
@@ -385,6 +395,9 @@ fn run(n: usize, args: &Args) -> Result<(), Box<dyn Error>> {
     for (p, lat) in &latencies {
         let rounds: Vec<String> = lat.round_p50s.iter().map(|x| format!("{x:.2}")).collect();
         println!("{}: p50 per round {} us; {} matches per round", label(*p), rounds.join(", "), lat.matches / args.rounds);
+        if *p == Peer::Simdex {
+            println!("{}: heap left by the queries (seek hints) {:.1} MiB", label(*p), mib(simdex_query_heap));
+        }
     }
 
     // Same answers: all queries across the implementations built, the first `--check` also
