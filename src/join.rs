@@ -18,11 +18,15 @@
 //! pair shares table `j`'s prefix exactly when `a ^ b` has no bit in table `j`'s prefix
 //! positions, which is one AND per earlier table. Work is split between threads by ranges
 //! of prefixes, balanced by block count (by entry count in memory).
+//!
+//! The joins hand their pairs to a [`SharedSorter`], which sorts them, each once, and spills
+//! sorted runs to disk past its memory budget; the caller reads them back in order.
 
 use crate::error::{Error, Result};
 use crate::interpolation::lower_bound;
 use crate::plan::{ProbePlan, TableDesign, MAX_K};
 use crate::segment::Segment;
+use crate::sort::{take_u64, Collector, Record, SharedSorter};
 use crate::stored::SortedTables;
 
 /// Prefixes `[lo, hi)` of one table, as a thread's share of the work (`hi == u64::MAX`: up
@@ -303,19 +307,75 @@ pub(crate) fn check_k(tables: &impl Tables, k: u32) -> Result<()> {
 /// chunks of at most this many variants (16 bytes each).
 const MAX_VARIANTS_HELD: usize = 1 << 22;
 
-/// Every `(query, entry)` pair within `k` between `queries` and the entries of `tables`, in
-/// original bit order, each once, sorted by query, then distance and entry.
+/// A `(query, stored fingerprint)` pair of a join, ordered as batch answers are: by query,
+/// then distance, then fingerprint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueryPair {
+    pub(crate) query: u64,
+    pub(crate) fingerprint: u64,
+}
+
+impl QueryPair {
+    /// The pair as a join finds it (the `make` of [`join`] for batch queries).
+    pub(crate) fn new(query: u64, fingerprint: u64) -> Option<Self> {
+        Some(Self { query, fingerprint })
+    }
+
+    /// Hamming distance between the query and the fingerprint.
+    pub(crate) fn distance(&self) -> u32 {
+        (self.query ^ self.fingerprint).count_ones()
+    }
+
+    fn key(&self) -> (u64, u32, u64) {
+        (self.query, self.distance(), self.fingerprint)
+    }
+}
+
+impl Ord for QueryPair {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl PartialOrd for QueryPair {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Record for QueryPair {
+    const BYTES: usize = 16;
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        (self.query, self.fingerprint).encode(out);
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let (query, rest) = take_u64(bytes)?;
+        let (fingerprint, _) = take_u64(rest)?;
+        Some(Self { query, fingerprint })
+    }
+}
+
+/// A near-duplicate pair of distinct fingerprints as `(smaller, larger)` (the `make` of
+/// [`join`] for near pairs; `None` for a fingerprint met with itself).
+pub(crate) fn near_pair(a: u64, b: u64) -> Option<(u64, u64)> {
+    (a != b).then(|| (a.min(b), a.max(b)))
+}
+
+/// Hands `make(query, entry)` (in original bit order) to `sink` for every `(query, entry)`
+/// pair within `k` between `queries` and the entries of `tables` (an entry stored under
+/// several ids, or found by several variants, may be handed over more than once: the
+/// sorter keeps each record once).
 ///
-/// Peak memory: one sorted copy of the queries (freed before returning) and 16 bytes per
-/// pair; the tables are walked.
-pub(crate) fn join(tables: &impl Tables, queries: &[u64], k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
+/// Peak memory: one sorted copy of the queries and the sorter's budget; the tables are walked.
+pub(crate) fn join<T: Record>(tables: &impl Tables, queries: &[u64], k: u32, threads: usize, sink: &SharedSorter<T>, make: fn(u64, u64) -> Option<T>) -> Result<()> {
     check_k(tables, k)?;
     if k > tables.k() {
-        return join_probing(tables, queries, k, threads);
+        return join_probing(tables, queries, k, threads, sink, make);
     }
     let designs = tables.designs();
     let mut sorted: Vec<u64> = queries.to_vec();
-    let mut pairs: Vec<(u64, u64)> = Vec::new();
     let mut current = 0usize;
     for t in 0..designs.len() {
         // Re-permute the queries in place from the previous table's order to this one's.
@@ -327,33 +387,21 @@ pub(crate) fn join(tables: &impl Tables, queries: &[u64], k: u32, threads: usize
         sorted.sort_unstable();
         sorted.dedup();
         let qs = &sorted;
-        for mut found in in_parallel(tables, t, threads, |range| {
-            let mut out = Vec::new();
-            join_range(tables, t, range, qs, k, &mut out).map(|_| out)
-        })? {
-            pairs.append(&mut found);
-        }
+        in_parallel(tables, t, threads, |range| {
+            let mut out = sink.collector();
+            join_range(tables, t, range, qs, k, &mut out, make)?;
+            out.finish()
+        })?;
     }
-    drop(sorted);
-    Ok(finish_pairs(pairs))
-}
-
-/// Sorts `(query, entry)` pairs by query, distance and entry, each once (an entry stored
-/// under several ids, or found in several tables, was found more than once).
-fn finish_pairs(mut pairs: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    pairs.sort_unstable_by_key(|&(q, fp)| (q, (q ^ fp).count_ones(), fp));
-    pairs.dedup();
-    pairs.shrink_to_fit();
-    pairs
+    Ok(())
 }
 
 /// [`join`] for a `k` above the tables' own: each table is walked with the queries' prefix
 /// variants of a [`ProbePlan`] (every variant an extra query that is compared with the
 /// original at distance `k`), in chunks of at most [`MAX_VARIANTS_HELD`] variants.
-fn join_probing(tables: &impl Tables, queries: &[u64], k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
+fn join_probing<T: Record>(tables: &impl Tables, queries: &[u64], k: u32, threads: usize, sink: &SharedSorter<T>, make: fn(u64, u64) -> Option<T>) -> Result<()> {
     let designs = tables.designs();
     let plan = ProbePlan::for_tables(designs, tables.k(), None, k, tables.entries())?;
-    let mut pairs: Vec<(u64, u64)> = Vec::new();
     for (t, probes) in plan.tables().iter().enumerate() {
         let perm = &designs[t].permutation;
         let per_chunk = (MAX_VARIANTS_HELD / probes.flips.len().max(1)).max(1);
@@ -369,21 +417,30 @@ fn join_probing(tables: &impl Tables, queries: &[u64], k: u32, threads: usize) -
             variants.sort_unstable();
             variants.dedup();
             let vs = &variants;
-            for mut found in in_parallel(tables, t, threads, |range| {
-                let mut out = Vec::new();
-                variant_join_range(tables, t, range, vs, probes.probe_bits, k, &mut out).map(|_| out)
-            })? {
-                pairs.append(&mut found);
-            }
+            in_parallel(tables, t, threads, |range| {
+                let mut out = sink.collector();
+                variant_join_range(tables, t, range, vs, probes.probe_bits, k, &mut out, make)?;
+                out.finish()
+            })?;
         }
     }
-    Ok(finish_pairs(pairs))
+    Ok(())
 }
 
 /// The multi-probe join of table `t` over `range`: each prefix group meets the variants
 /// sharing its top `bits` bits (`bits` at most the table's prefix, so several consecutive
 /// groups can meet the same variants); pushes `(query, entry)` pairs in original bit order.
-fn variant_join_range(tables: &impl Tables, t: usize, range: PrefixRange, variants: &[(u64, u64)], bits: u32, k: u32, out: &mut Vec<(u64, u64)>) -> Result<()> {
+#[allow(clippy::too_many_arguments)]
+fn variant_join_range<T: Record>(
+    tables: &impl Tables,
+    t: usize,
+    range: PrefixRange,
+    variants: &[(u64, u64)],
+    bits: u32,
+    k: u32,
+    out: &mut Collector<'_, T>,
+    make: fn(u64, u64) -> Option<T>,
+) -> Result<()> {
     let design = &tables.designs()[t];
     let (p, perm) = (design.prefix_bits, &design.permutation);
     let mut vi = 0usize;
@@ -393,39 +450,32 @@ fn variant_join_range(tables: &impl Tables, t: usize, range: PrefixRange, varian
             vi += 1;
         }
         for &(_, q) in variants[vi..].iter().take_while(|v| prefix(v.0, bits) == top) {
-            cross_pairs(&[q], entries, k, &mut |q, v| out.push((perm.invert(q), perm.invert(v))));
+            cross_pairs(&[q], entries, k, &mut |q, v| {
+                if let Some(x) = make(perm.invert(q), perm.invert(v)) {
+                    out.push(x);
+                }
+            });
         }
     })
 }
 
-/// Every pair of distinct entries of `tables` within `k` of each other (`a < b`), sorted.
-pub(crate) fn self_join(tables: &impl Tables, k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
+/// Hands every pair of distinct entries of `tables` within `k` of each other to `sink` as
+/// `(a, b)` with `a < b`.
+pub(crate) fn self_join(tables: &impl Tables, k: u32, threads: usize, sink: &SharedSorter<(u64, u64)>) -> Result<()> {
     check_k(tables, k)?;
     if k > tables.k() {
         // Above the tables' k: the join of every stored fingerprint with the tables.
         let fps = tables.fingerprints()?;
-        let mut pairs: Vec<(u64, u64)> = join_probing(tables, &fps, k, threads)?.into_iter().filter(|&(a, b)| a != b).map(|(a, b)| (a.min(b), a.max(b))).collect();
-        pairs.sort_unstable();
-        pairs.dedup();
-        return Ok(pairs);
+        return join_probing(tables, &fps, k, threads, sink, near_pair);
     }
-    let mut pairs = Vec::new();
     for t in 0..tables.designs().len() {
-        for mut found in in_parallel(tables, t, threads, |range| {
-            let mut out = Vec::new();
-            self_join_range(tables, t, range, k, &mut out).map(|_| out)
-        })? {
-            pairs.append(&mut found);
-        }
+        in_parallel(tables, t, threads, |range| {
+            let mut out = sink.collector();
+            self_join_range(tables, t, range, k, &mut out)?;
+            out.finish()
+        })?;
     }
-    for p in pairs.iter_mut() {
-        if p.0 > p.1 {
-            *p = (p.1, p.0);
-        }
-    }
-    pairs.sort_unstable();
-    pairs.dedup();
-    Ok(pairs)
+    Ok(())
 }
 
 /// The prefix value of a permuted entry in a table with `p` prefix bits (0 when `p = 0`).
@@ -438,9 +488,9 @@ fn prefix(v: u64, p: u32) -> u64 {
     }
 }
 
-/// Splits table `t`'s prefixes into `threads` ranges holding about equal numbers of marks,
-/// runs `work` on each in its own thread and concatenates the results.
-fn in_parallel<T: Send>(tables: &impl Tables, t: usize, threads: usize, work: impl Fn(PrefixRange) -> Result<Vec<T>> + Sync) -> Result<Vec<Vec<T>>> {
+/// Splits table `t`'s prefixes into `threads` ranges holding about equal numbers of marks
+/// and runs `work` on each in its own thread; the first error.
+fn in_parallel(tables: &impl Tables, t: usize, threads: usize, work: impl Fn(PrefixRange) -> Result<()> + Sync) -> Result<()> {
     let p = tables.designs()[t].prefix_bits;
     let marks = tables.marks(t);
     let end = if p == 0 {
@@ -459,7 +509,7 @@ fn in_parallel<T: Send>(tables: &impl Tables, t: usize, threads: usize, work: im
     }
     bounds.push(end);
     let ranges: Vec<PrefixRange> = bounds.windows(2).map(|w| (w[0], w[1])).filter(|r| r.0 < r.1 || r.1 == u64::MAX).collect();
-    let results: Vec<Result<Vec<T>>> = std::thread::scope(|s| {
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
         let work = &work;
         let handles: Vec<_> = ranges.iter().map(|&r| s.spawn(move || work(r))).collect();
         handles.into_iter().map(|h| h.join().expect("join worker panicked")).collect()
@@ -472,9 +522,9 @@ fn earlier_prefixes(tables: &impl Tables, t: usize) -> Vec<u64> {
     tables.designs()[..t].iter().map(|d| d.permutation.invert(d.prefix_mask())).collect()
 }
 
-/// The batch join of table `t` over `range`: pushes `(query, entry)` pairs in original bit
+/// The batch join of table `t` over `range`: pushes `make(query, entry)` in original bit
 /// order.
-fn join_range(tables: &impl Tables, t: usize, range: PrefixRange, queries: &[u64], k: u32, out: &mut Vec<(u64, u64)>) -> Result<()> {
+fn join_range<T: Record>(tables: &impl Tables, t: usize, range: PrefixRange, queries: &[u64], k: u32, out: &mut Collector<'_, T>, make: fn(u64, u64) -> Option<T>) -> Result<()> {
     let design = &tables.designs()[t];
     let p = design.prefix_bits;
     let perm = &design.permutation;
@@ -489,14 +539,17 @@ fn join_range(tables: &impl Tables, t: usize, range: PrefixRange, queries: &[u64
         let n = qs.iter().take_while(|&&q| prefix(q, p) == pv).count();
         cross_pairs(&qs[..n], entries, k, &mut |q, v| {
             if earlier.iter().all(|&m| perm.invert(q ^ v) & m != 0) {
-                out.push((perm.invert(q), perm.invert(v)));
+                if let Some(x) = make(perm.invert(q), perm.invert(v)) {
+                    out.push(x);
+                }
             }
         });
     })
 }
 
-/// The self-join of table `t` over `range`: pushes pairs of distinct entries.
-fn self_join_range(tables: &impl Tables, t: usize, range: PrefixRange, k: u32, out: &mut Vec<(u64, u64)>) -> Result<()> {
+/// The self-join of table `t` over `range`: pushes pairs of distinct entries as `(a, b)`,
+/// `a < b`.
+fn self_join_range(tables: &impl Tables, t: usize, range: PrefixRange, k: u32, out: &mut Collector<'_, (u64, u64)>) -> Result<()> {
     let perm = &tables.designs()[t].permutation;
     let earlier = earlier_prefixes(tables, t);
     let mut distinct: Vec<u64> = Vec::new();
@@ -507,7 +560,9 @@ fn self_join_range(tables: &impl Tables, t: usize, range: PrefixRange, k: u32, o
         for (i, &a) in distinct.iter().enumerate() {
             cross_pairs(&[a], &distinct[i + 1..], k, &mut |a, b| {
                 if earlier.iter().all(|&m| perm.invert(a ^ b) & m != 0) {
-                    out.push((perm.invert(a), perm.invert(b)));
+                    if let Some(pair) = near_pair(perm.invert(a), perm.invert(b)) {
+                        out.push(pair);
+                    }
                 }
             });
         }
