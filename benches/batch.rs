@@ -6,7 +6,9 @@
 //! `SIMDEX_BENCH_GROUP` fingerprints (default 10) of `SIMDEX_BENCH_FLIPS` bits (default 2)
 //! around a center; 1 flip makes every pair of a group a near pair (large groups: many
 //! pairs). Clusters run twice: with the default pair memory and bounded to
-//! `SIMDEX_BENCH_PAIR_MIB` MiB (default 16), spilling into a temporary directory.
+//! `SIMDEX_BENCH_PAIR_MIB` MiB (default 16), spilling into a temporary directory
+//! (`SIMDEX_BENCH_CLUSTERS=0`: batch only). `SIMDEX_BENCH_MATCH_MIB` sets the batch's
+//! match memory (default: automatic, the size of the queries).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,7 +90,8 @@ fn main() {
             let t = Instant::now();
             // Stream the matches, as `simdex batch` does to its output.
             let mut matches = 0u64;
-            batch_query_each(&seg, queries, &BatchOptions { threads, ..BatchOptions::new(3) }, |_| {
+            let match_memory = std::env::var("SIMDEX_BENCH_MATCH_MIB").ok().map(|v| v.parse::<usize>().expect("SIMDEX_BENCH_MATCH_MIB") << 20);
+            batch_query_each(&seg, queries, &BatchOptions { threads, match_memory, ..BatchOptions::new(3) }, |_| {
                 matches += 1;
                 Ok(())
             })
@@ -98,6 +101,9 @@ fn main() {
             println!("| batch k=3, {label} | {n} | {nq} | {threads} | {wall:.2} | {matches} matches | {:.1} | {:.1} | {:.2} |", mib(peak), mib(nq * 8), mib(keys));
         }
 
+        if std::env::var("SIMDEX_BENCH_CLUSTERS").is_ok_and(|v| v == "0") {
+            continue;
+        }
         let spill = tempfile::tempdir_in(dir.path()).expect("spill dir");
         for (label, pair_memory) in [("default pair memory", ClusterOptions::new(3).pair_memory), ("pairs bounded", pair_mib << 20)] {
             let options = ClusterOptions { threads, pair_memory, spill_dir: Some(spill.path().to_path_buf()), ..ClusterOptions::new(3) };

@@ -15,8 +15,9 @@ use crate::join::{join, near_pair, self_join, Part, Tables};
 use crate::sort::SharedSorter;
 use crate::stored::{SortedTables, Stored};
 
-/// The default [`ClusterOptions::pair_memory`]: 256 MiB (16M pairs).
-pub const DEFAULT_PAIR_MEMORY: usize = 256 << 20;
+/// The default [`ClusterOptions::pair_memory`]: 64 MiB (4M pairs; reserved when the
+/// first pair is found).
+pub const DEFAULT_PAIR_MEMORY: usize = 64 << 20;
 
 /// How to find near-duplicate pairs and clusters.
 #[derive(Clone, Debug)]

@@ -41,7 +41,7 @@ pub struct Args {
     threads: Option<usize>,
     /// Near-duplicate pairs held in memory before sorted runs spill to disk, in bytes with an
     /// optional K, M or G suffix (powers of 1024).
-    #[arg(long, default_value = "256M", value_parser = parse_bytes)]
+    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
     pair_memory: usize,
     /// Where the spill directory is made (default: the system's temporary directory, $TMPDIR).
     #[arg(long)]
