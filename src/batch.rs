@@ -141,46 +141,52 @@ pub fn batch_query_each<'a>(stored: impl Into<Stored<'a>>, queries: &[u64], opti
 fn emit_matches(tables: &impl Tables, queries: &[u64], options: &BatchOptions, emit: &mut impl FnMut(BatchMatch) -> Result<()>) -> Result<u64> {
     let memory = options.memory(queries.len());
     let parent = options.spill_parent();
+    if tables.has_ids() {
+        return emit_matches_with_ids(tables, queries, options, memory, &parent, emit);
+    }
     let sink = SharedSorter::new(memory, options.threads, &parent);
     join(tables, queries, options.k, options.threads, &sink, QueryPair::new)?;
-    let sorted = sink.into_inner().finish()?;
     let mut n = 0u64;
-    if !tables.has_ids() {
-        for p in sorted {
-            let p = p?;
-            emit(BatchMatch { query: p.query, distance: p.distance(), fingerprint: p.fingerprint, doc_id: None })?;
-            n += 1;
-        }
-        return Ok(n);
-    }
-    let pairs = match sorted {
-        Sorted::Memory(pairs) => pairs,
-        spilled @ Sorted::Runs { .. } => return emit_with_ids_spilled(tables, spilled, memory, &parent, emit),
-    };
-    let pairs = pairs.as_slice();
-    let mut fps: Vec<u64> = pairs.iter().map(|p| p.fingerprint).collect();
-    fps.sort_unstable();
-    fps.dedup();
-    fps.shrink_to_fit();
-    let ids = tables.id_map(fps)?;
-    for p in pairs {
-        for &id in ids.ids(p.fingerprint) {
-            emit(BatchMatch { query: p.query, distance: p.distance(), fingerprint: p.fingerprint, doc_id: Some(id) })?;
-            n += 1;
-        }
+    for p in sink.into_inner().finish()? {
+        let p = p?;
+        emit(BatchMatch { query: p.query, distance: p.distance(), fingerprint: p.fingerprint, doc_id: None })?;
+        n += 1;
     }
     Ok(n)
 }
 
-/// Matches with ids when they did not fit in `memory`: sorted again by fingerprint (on
-/// disk), their ids looked up a chunk of fingerprints at a time in one pass over the ids,
-/// and the matches with ids sorted back into query order (on disk).
-fn emit_with_ids_spilled(tables: &impl Tables, pairs: Sorted<QueryPair>, memory: usize, parent: &Path, emit: &mut impl FnMut(BatchMatch) -> Result<()>) -> Result<u64> {
-    let mut by_fp: SpillSorter<(u64, u64)> = SpillSorter::new(memory / 2, parent);
-    for p in pairs {
-        let p = p?;
-        by_fp.push((p.fingerprint, p.query))?;
-    }
+/// [`emit_matches`] over tables with ids: the join's matches are sorted by fingerprint, as
+/// `(fingerprint, query)`, so that their ids are looked up in one pass over table 0; then
+/// they are sorted into query order (in place when they fit in `memory`; otherwise the
+/// lookup goes a chunk of fingerprints at a time and the matches with ids are sorted on disk).
+fn emit_matches_with_ids(
+    tables: &impl Tables,
+    queries: &[u64],
+    options: &BatchOptions,
+    memory: usize,
+    parent: &Path,
+    emit: &mut impl FnMut(BatchMatch) -> Result<()>,
+) -> Result<u64> {
+    let sink: SharedSorter<(u64, u64)> = SharedSorter::new(memory, options.threads, parent);
+    join(tables, queries, options.k, options.threads, &sink, |q, fp| Some((fp, q)))?;
+    let mut n = 0u64;
+    let spilled = match sink.into_inner().finish()? {
+        Sorted::Memory(pairs) => {
+            let mut pairs: Vec<(u64, u64)> = pairs.collect();
+            let mut fps: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+            fps.dedup();
+            let ids = tables.id_map(fps)?;
+            pairs.sort_unstable_by_key(|&(fp, q)| (q, (q ^ fp).count_ones(), fp));
+            for (fp, q) in pairs {
+                for &id in ids.ids(fp) {
+                    emit(BatchMatch { query: q, distance: (q ^ fp).count_ones(), fingerprint: fp, doc_id: Some(id) })?;
+                    n += 1;
+                }
+            }
+            return Ok(n);
+        }
+        spilled @ Sorted::Runs { .. } => spilled,
+    };
     let mut out: SpillSorter<BatchMatch> = SpillSorter::new(memory / 2, parent);
     // A chunk of (fingerprint, query) pairs and its id map: 16 + 20 bytes a pair at most.
     let per_chunk = (memory / 4 / 36).max(1);
@@ -197,14 +203,13 @@ fn emit_with_ids_spilled(tables: &impl Tables, pairs: Sorted<QueryPair>, memory:
         chunk.clear();
         Ok(())
     };
-    for p in by_fp.finish()? {
+    for p in spilled {
         chunk.push(p?);
         if chunk.len() >= per_chunk {
             resolve(&mut chunk, &mut out)?;
         }
     }
     resolve(&mut chunk, &mut out)?;
-    let mut n = 0u64;
     for m in out.finish()? {
         emit(m?)?;
         n += 1;
