@@ -657,9 +657,17 @@ fn cross_pairs_portable(xs: &[u64], ys: &[u64], k: u32, hit: &mut dyn FnMut(u64,
         if nearest > u64::from(k) {
             continue;
         }
-        for &y in ys {
-            if (x ^ y).count_ones() <= k {
-                hit(x, y);
+        // Near-duplicate queries pass in most tables: find their pairs eight entries at a
+        // time the same way, looking at single entries only in a chunk within `k`.
+        for chunk in ys.chunks(8) {
+            let nearest = chunk.iter().fold(u64::MAX, |m, &y| m.min(u64::from((x ^ y).count_ones())));
+            if nearest > u64::from(k) {
+                continue;
+            }
+            for &y in chunk {
+                if (x ^ y).count_ones() <= k {
+                    hit(x, y);
+                }
             }
         }
     }
