@@ -2,14 +2,20 @@
 //! allocator; the mmap'd segment is page cache, not heap). Prints a table.
 //!
 //! `cargo bench --bench batch` (sizes from `SIMDEX_BENCH_SIZES`, default 1e6,1e7;
-//! `SIMDEX_BENCH_QUERIES`, default 1e6).
+//! `SIMDEX_BENCH_QUERIES`, default 1e6). The planted near-duplicate groups are
+//! `SIMDEX_BENCH_GROUP` fingerprints (default 10) of `SIMDEX_BENCH_FLIPS` bits (default 2)
+//! around a center; 1 flip makes every pair of a group a near pair (large groups: many
+//! pairs). Clusters run twice: with the default pair memory and bounded to
+//! `SIMDEX_BENCH_PAIR_MIB` MiB (default 16), spilling into a temporary directory
+//! (`SIMDEX_BENCH_CLUSTERS=0`: batch only). `SIMDEX_BENCH_MATCH_MIB` sets the batch's
+//! match memory (default: automatic, the size of the queries).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use simdex::batch::{batch_query_each, BatchOptions};
-use simdex::cluster::clusters;
+use simdex::cluster::{clusters_with, ClusterOptions};
 use simdex::storage::FsStorage;
 use simdex::{build_segment, BuildOptions, Segment};
 
@@ -54,16 +60,21 @@ fn main() {
         std::env::var("SIMDEX_BENCH_SIZES").map(|s| s.split(',').map(|x| x.trim().parse().expect("size")).collect()).unwrap_or_else(|_| vec![1_000_000, 10_000_000]);
     let nq: usize = std::env::var("SIMDEX_BENCH_QUERIES").map(|s| s.parse().expect("count")).unwrap_or(1_000_000);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let env = |name: &str, default: usize| std::env::var(name).map(|s| s.parse().expect(name)).unwrap_or(default);
+    let group = env("SIMDEX_BENCH_GROUP", 10).max(1);
+    let flips = env("SIMDEX_BENCH_FLIPS", 2);
+    let pair_mib = env("SIMDEX_BENCH_PAIR_MIB", 16);
     let dir = tempfile::tempdir().expect("tempdir");
     println!("| operation | stored N | queries | threads | wall (s) | results | peak heap (MiB) | size of Q (MiB) | block keys (MiB) |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for &n in &sizes {
-        // 10% of the stored fingerprints are planted clusters of 10 (up to 3 bits apart).
+        // 10% of the stored fingerprints are planted groups of `group`: `flips` bits from
+        // the group's first fingerprint (itself `flips` bits from where it was).
         let mut fps = common::random(n, 11);
         let noise = common::random(n, 12);
         for i in 0..n / 10 {
-            let center = fps[(i / 10) * 10];
-            fps[i] = center ^ (1 << (noise[i] % 64)) ^ (1 << ((noise[i] >> 6) % 64));
+            let center = fps[(i / group) * group];
+            fps[i] = (0..flips).fold(center, |c, f| c ^ (1 << ((noise[i] >> (6 * f)) % 64)));
         }
         let ids: Vec<u64> = (0..n as u64).collect();
         let path = dir.path().join(format!("s{n}.sdx"));
@@ -79,7 +90,8 @@ fn main() {
             let t = Instant::now();
             // Stream the matches, as `simdex batch` does to its output.
             let mut matches = 0u64;
-            batch_query_each(&seg, queries, &BatchOptions { k: 3, threads }, |_| {
+            let match_memory = std::env::var("SIMDEX_BENCH_MATCH_MIB").ok().map(|v| v.parse::<usize>().expect("SIMDEX_BENCH_MATCH_MIB") << 20);
+            batch_query_each(&seg, queries, &BatchOptions { threads, match_memory, ..BatchOptions::new(3) }, |_| {
                 matches += 1;
                 Ok(())
             })
@@ -89,12 +101,25 @@ fn main() {
             println!("| batch k=3, {label} | {n} | {nq} | {threads} | {wall:.2} | {matches} matches | {:.1} | {:.1} | {:.2} |", mib(peak), mib(nq * 8), mib(keys));
         }
 
-        let base = reset_peak();
-        let t = Instant::now();
-        let found = clusters(&seg, 3, threads).expect("clusters");
-        let wall = t.elapsed().as_secs_f64();
-        let peak = PEAK.load(Ordering::Relaxed) - base;
-        let members: usize = found.iter().map(|c| c.members.len()).sum();
-        println!("| cluster k=3 | {n} | - | {threads} | {wall:.2} | {} clusters, {members} entries | {:.1} | - | {:.2} |", found.len(), mib(peak), mib(keys));
+        if std::env::var("SIMDEX_BENCH_CLUSTERS").is_ok_and(|v| v == "0") {
+            continue;
+        }
+        let spill = tempfile::tempdir_in(dir.path()).expect("spill dir");
+        for (label, pair_memory) in [("default pair memory", ClusterOptions::new(3).pair_memory), ("pairs bounded", pair_mib << 20)] {
+            let options = ClusterOptions { threads, pair_memory, spill_dir: Some(spill.path().to_path_buf()), ..ClusterOptions::new(3) };
+            let base = reset_peak();
+            let t = Instant::now();
+            let found = clusters_with(&seg, &options).expect("clusters");
+            let wall = t.elapsed().as_secs_f64();
+            let peak = PEAK.load(Ordering::Relaxed) - base;
+            let members: usize = found.iter().map(|c| c.members.len()).sum();
+            println!(
+                "| cluster k=3, groups of {group} ({flips} bits), {label} ({} MiB) | {n} | - | {threads} | {wall:.2} | {} clusters, {members} entries | {:.1} | - | {:.2} |",
+                pair_memory >> 20,
+                found.len(),
+                mib(peak),
+                mib(keys)
+            );
+        }
     }
 }

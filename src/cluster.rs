@@ -8,46 +8,96 @@
 //! of fingerprints: items are `0..n`, pairs are `(a, b)`.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::join::{join, self_join, Part, Tables};
+use crate::join::{join, near_pair, self_join, Part, Tables};
+use crate::sort::SharedSorter;
 use crate::stored::{SortedTables, Stored};
+
+/// The default [`ClusterOptions::pair_memory`]: 64 MiB (4M pairs; reserved when the
+/// first pair is found).
+pub const DEFAULT_PAIR_MEMORY: usize = 64 << 20;
+
+/// How to find near-duplicate pairs and clusters.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// Largest Hamming distance between near-duplicates: at most [`crate::plan::MAX_K`]
+    /// (above the set's own `k`, answered by multi-probe).
+    pub k: u32,
+    /// Worker threads (at least 1).
+    pub threads: usize,
+    /// Bytes of near-duplicate pairs held in memory at a time (16 bytes a pair); past it,
+    /// sorted runs of pairs spill to disk and are merged back. Default
+    /// [`DEFAULT_PAIR_MEMORY`].
+    pub pair_memory: usize,
+    /// Where the spill directory is made (`simdex-spill-PID-N`, removed when the job ends,
+    /// fails or is dropped). `None`: [`std::env::temp_dir`].
+    pub spill_dir: Option<PathBuf>,
+}
+
+impl ClusterOptions {
+    /// Distance `k`, one thread per available core, [`DEFAULT_PAIR_MEMORY`], the system's
+    /// temporary directory for spills.
+    pub fn new(k: u32) -> Self {
+        Self { k, threads: std::thread::available_parallelism().map_or(1, |n| n.get()), pair_memory: DEFAULT_PAIR_MEMORY, spill_dir: None }
+    }
+}
 
 /// Every pair of distinct stored fingerprints within `k` of each other (`a < b`), sorted.
 /// Exact duplicates (the same fingerprint stored more than once) are not pairs; see
 /// [`clusters`]. `k` is at most [`crate::plan::MAX_K`] (above the set's own `k`, answered
-/// by multi-probe).
-///
-/// A snapshot of several parts (segments, unflushed pairs) is the self-join of each part
-/// and the join of each part's fingerprints (held in memory, 8 bytes each) with the tables
-/// of every larger part; pairs with a fingerprint whose every copy is deleted are left out.
+/// by multi-probe). [`near_pairs_each`] streams them instead, with a memory bound.
 pub fn near_pairs<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
-    let snapshot = match stored.into().simplest() {
-        Stored::Segment(s) => return self_join(s, k, threads),
-        Stored::Sorted(t) => return self_join(t, k, threads),
-        Stored::Snapshot(s) => s,
-    };
-    let unflushed = snapshot.unflushed();
-    let memory = if unflushed.is_empty() { None } else { Some(SortedTables::new(unflushed.to_vec(), k)?) };
-    let mut parts: Vec<Part<'_>> = snapshot.segments().into_iter().map(Part::Segment).chain(memory.as_ref().map(Part::Sorted)).collect();
-    parts.sort_by_key(|p| p.len());
     let mut pairs = Vec::new();
-    for (i, part) in parts.iter().enumerate() {
-        pairs.append(&mut self_join(part, k, threads)?);
-        if i + 1 < parts.len() {
-            let fps = part.fingerprints()?;
-            for larger in &parts[i + 1..] {
-                pairs.extend(join(larger, &fps, k, threads)?.into_iter().filter(|&(a, b)| a != b).map(|(a, b)| (a.min(b), a.max(b))));
+    near_pairs_each(stored, &ClusterOptions { threads, ..ClusterOptions::new(k) }, |p| {
+        pairs.push(p);
+        Ok(())
+    })?;
+    Ok(pairs)
+}
+
+/// [`near_pairs`], handing each pair to `emit` in order. Returns the number of pairs.
+///
+/// Memory: at most `options.pair_memory` bytes of pairs (more spill to sorted run files and
+/// are merged back, plus 64 KiB of read buffer per run merged at once, at most 64). A
+/// snapshot of several parts (segments, unflushed pairs) is the self-join of each part and
+/// the join of each part's fingerprints (held in memory, 8 bytes each) with the tables of
+/// every larger part; pairs with a fingerprint whose every copy is deleted are left out.
+pub fn near_pairs_each<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions, mut emit: impl FnMut((u64, u64)) -> Result<()>) -> Result<u64> {
+    let (k, threads) = (options.k, options.threads);
+    let parent = options.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let sink = SharedSorter::new(options.pair_memory, threads, &parent);
+    let mut dead = Vec::new();
+    match stored.into().simplest() {
+        Stored::Segment(s) => self_join(s, k, threads, &sink)?,
+        Stored::Sorted(t) => self_join(t, k, threads, &sink)?,
+        Stored::Snapshot(snapshot) => {
+            let unflushed = snapshot.unflushed();
+            let memory = if unflushed.is_empty() { None } else { Some(SortedTables::new(unflushed.to_vec(), k)?) };
+            let mut parts: Vec<Part<'_>> = snapshot.segments().into_iter().map(Part::Segment).chain(memory.as_ref().map(Part::Sorted)).collect();
+            parts.sort_by_key(|p| p.len());
+            for (i, part) in parts.iter().enumerate() {
+                self_join(part, k, threads, &sink)?;
+                if i + 1 < parts.len() {
+                    let fps = part.fingerprints()?;
+                    for larger in &parts[i + 1..] {
+                        join(larger, &fps, k, threads, &sink, near_pair)?;
+                    }
+                }
             }
+            dead = snapshot.dead_fingerprints()?;
         }
     }
-    let dead = snapshot.dead_fingerprints()?;
-    if !dead.is_empty() {
-        pairs.retain(|&(a, b)| dead.binary_search(&a).is_err() && dead.binary_search(&b).is_err());
+    let mut n = 0u64;
+    for pair in sink.into_inner().finish()? {
+        let (a, b) = pair?;
+        if dead.is_empty() || (dead.binary_search(&a).is_err() && dead.binary_search(&b).is_err()) {
+            emit((a, b))?;
+            n += 1;
+        }
     }
-    pairs.sort_unstable();
-    pairs.dedup();
-    Ok(pairs)
+    Ok(n)
 }
 
 /// A group of stored entries connected by near-duplicate pairs (or sharing one fingerprint).
@@ -59,15 +109,52 @@ pub struct Cluster {
 
 /// Near-duplicate clusters of a stored set: entries whose fingerprints are within `k`
 /// (transitively, by union-find), plus fingerprints stored more than once. Largest first.
+/// [`clusters_with`] takes a memory bound for the pairs.
 pub fn clusters<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Result<Vec<Cluster>> {
+    clusters_with(stored, &ClusterOptions { threads, ..ClusterOptions::new(k) })
+}
+
+/// [`clusters`] with options. Memory: the pairs as in [`near_pairs_each`] (streamed into
+/// the union-find, never all held), about 40 bytes per distinct paired fingerprint for the
+/// union-find, and the clusters' members.
+pub fn clusters_with<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions) -> Result<Vec<Cluster>> {
     let stored = stored.into();
-    let mut members = Members::new(near_pairs(stored, k, threads)?);
+    let mut graph = PairGraph::default();
+    near_pairs_each(stored, options, |(a, b)| {
+        graph.union(a, b);
+        Ok(())
+    })?;
+    let mut members = Members::new(graph);
     // One pass over the entries in fingerprint order collects the members.
     stored.for_each_entry(|fp, id| {
         members.push(fp, id);
         Ok(())
     })?;
     Ok(members.finish())
+}
+
+/// The union-find over paired fingerprints, built one pair at a time.
+#[derive(Default)]
+struct PairGraph {
+    node_of: HashMap<u64, u32>,
+    uf: UnionFind,
+}
+
+impl PairGraph {
+    fn node(&mut self, fp: u64) -> u32 {
+        let next = self.node_of.len() as u32;
+        let node = *self.node_of.entry(fp).or_insert(next);
+        if node == next {
+            self.uf.parent.push(node);
+            self.uf.size.push(1);
+        }
+        node
+    }
+
+    fn union(&mut self, a: u64, b: u64) {
+        let (a, b) = (self.node(a), self.node(b));
+        self.uf.union(a, b);
+    }
 }
 
 /// A stored entry: fingerprint and document id.
@@ -77,8 +164,8 @@ type Entry = (u64, Option<u64>);
 /// every entry of a paired fingerprint, by the root of its pairs, and runs of one unpaired
 /// fingerprint stored more than once (exact duplicates).
 struct Members {
-    /// The paired fingerprints, sorted: node `i` of `uf` is `nodes[i]`.
-    nodes: Vec<u64>,
+    /// The paired fingerprints, sorted, each with its union-find node.
+    nodes: Vec<(u64, u32)>,
     /// The first node not below the current run's fingerprint (runs come in order, so the
     /// nodes are walked once rather than searched).
     next_node: usize,
@@ -89,15 +176,10 @@ struct Members {
 }
 
 impl Members {
-    fn new(pairs: Vec<(u64, u64)>) -> Self {
-        let mut nodes: Vec<u64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+    fn new(graph: PairGraph) -> Self {
+        let PairGraph { node_of, uf } = graph;
+        let mut nodes: Vec<(u64, u32)> = node_of.into_iter().collect();
         nodes.sort_unstable();
-        nodes.dedup();
-        let index = |fp: u64| nodes.binary_search(&fp).expect("node of a pair") as u32;
-        let mut uf = UnionFind::new(nodes.len());
-        for &(a, b) in &pairs {
-            uf.union(index(a), index(b));
-        }
         Self { nodes, next_node: 0, uf, by_root: HashMap::new(), exact: Vec::new(), run: Vec::new() }
     }
 
@@ -110,14 +192,16 @@ impl Members {
 
     fn end_run(&mut self) {
         if let Some(&(fp, _)) = self.run.first() {
-            while self.nodes.get(self.next_node).is_some_and(|&n| n < fp) {
+            while self.nodes.get(self.next_node).is_some_and(|&(n, _)| n < fp) {
                 self.next_node += 1;
             }
-            if self.nodes.get(self.next_node) == Some(&fp) {
-                let root = self.uf.find(self.next_node as u32);
-                self.by_root.entry(root).or_default().append(&mut self.run);
-            } else if self.run.len() > 1 {
-                self.exact.push(std::mem::take(&mut self.run));
+            match self.nodes.get(self.next_node) {
+                Some(&(n, node)) if n == fp => {
+                    let root = self.uf.find(node);
+                    self.by_root.entry(root).or_default().append(&mut self.run);
+                }
+                _ if self.run.len() > 1 => self.exact.push(std::mem::take(&mut self.run)),
+                _ => {}
             }
         }
         self.run.clear();
@@ -140,7 +224,7 @@ impl Members {
 }
 
 /// Disjoint sets over `0..n` with path halving and union by size.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct UnionFind {
     parent: Vec<u32>,
     size: Vec<u32>,

@@ -1,5 +1,18 @@
-//! Sorting of fingerprint arrays: LSD radix sort, which beats comparison sorts by several
-//! times on the large uniform arrays the segment builder sorts once per table.
+//! Sorting: LSD radix sort of fingerprint arrays, which beats comparison sorts by several
+//! times on the large uniform arrays the segment builder sorts once per table; and the
+//! external sort under batch queries and near-duplicate pairs ([`SpillSorter`]): records
+//! past a memory budget are sorted into run files in a private spill directory and merged
+//! back, so a join's results need not fit in memory.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
 
 /// Below this length a comparison sort is faster than setting up the radix passes.
 const SMALL: usize = 1 << 12;
@@ -39,6 +52,77 @@ pub fn sort_by_top_bits(values: &mut Vec<u64>, bits: u32) {
     lsd_by(values, |&v| v, 64 - bits);
 }
 
+/// Sorts `values` ascending in place (no second buffer, unlike [`sort_u64`]): one in-place
+/// radix pass on the top 8 bits (American flag sort), then each of the 256 buckets with the
+/// standard sort (a few thousand values each for a million, sorted within the cache), the
+/// buckets shared out between `threads` threads.
+pub(crate) fn sort_u64_in_place(values: &mut [u64], threads: usize) {
+    if values.len() < SMALL {
+        values.sort_unstable();
+        return;
+    }
+    let digit = |v: u64| (v >> 56) as usize;
+    let mut ends = [0usize; 256];
+    for &v in values.iter() {
+        if let Some(c) = ends.get_mut(digit(v)) {
+            *c += 1;
+        }
+    }
+    let mut heads = [0usize; 256];
+    let mut sum = 0;
+    for (h, e) in heads.iter_mut().zip(ends.iter_mut()) {
+        *h = sum;
+        sum += *e;
+        *e = sum;
+    }
+    let starts = heads;
+    for b in 0..256 {
+        while heads[b] < ends[b] {
+            let d = digit(values[heads[b]]);
+            if d == b {
+                heads[b] += 1;
+            } else {
+                values.swap(heads[b], heads[d]);
+                heads[d] += 1;
+            }
+        }
+    }
+    // Contiguous runs of buckets of about equal size, one per thread.
+    let parts = threads.clamp(1, 256);
+    let mut rest: &mut [u64] = values;
+    let mut taken = 0usize;
+    let mut pieces: Vec<(&mut [u64], usize, usize)> = Vec::with_capacity(parts);
+    let mut first = 0usize;
+    for i in 1..=parts {
+        let target = sum * i / parts;
+        let mut last = first;
+        while last < 256 && (ends[last] <= target || i == parts) {
+            last += 1;
+        }
+        let end = if last == 0 { 0 } else { ends[last - 1] };
+        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(end - taken);
+        pieces.push((piece, first, last));
+        rest = tail;
+        taken = end;
+        first = last;
+    }
+    let sort_buckets = |(piece, first, last): (&mut [u64], usize, usize)| {
+        let base = starts.get(first).copied().unwrap_or(0);
+        for b in first..last {
+            piece[starts[b] - base..ends[b] - base].sort_unstable();
+        }
+    };
+    if parts == 1 {
+        pieces.into_iter().for_each(sort_buckets);
+        return;
+    }
+    std::thread::scope(|s| {
+        for piece in pieces {
+            s.spawn(move || sort_buckets(piece));
+        }
+    });
+}
+
 /// Stable LSD radix sort by bits `low..64` of `key`, eight bits per pass from `low` up.
 fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: u32) {
     let digits: Vec<(u32, u64)> = (low..64).step_by(8).map(|shift| (shift, (1u64 << (64 - shift).min(8)) - 1)).collect();
@@ -74,6 +158,375 @@ fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: 
     *values = src;
 }
 
+/// A fixed-size record that a [`SpillSorter`] writes to its run files and reads back.
+pub(crate) trait Record: Copy + Ord + Send {
+    /// Encoded size in bytes.
+    const BYTES: usize;
+    /// Appends the `BYTES`-byte encoding to `out`.
+    fn encode(&self, out: &mut Vec<u8>);
+    /// The record encoded in the first `BYTES` bytes (`None` when they are too few).
+    fn decode(bytes: &[u8]) -> Option<Self>;
+}
+
+/// Splits a little-endian u64 off the front of `bytes`.
+pub(crate) fn take_u64(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let (head, rest) = bytes.split_first_chunk::<8>()?;
+    Some((u64::from_le_bytes(*head), rest))
+}
+
+impl Record for (u64, u64) {
+    const BYTES: usize = 16;
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0.to_le_bytes());
+        out.extend_from_slice(&self.1.to_le_bytes());
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let (a, rest) = take_u64(bytes)?;
+        let (b, _) = take_u64(rest)?;
+        Some((a, b))
+    }
+}
+
+/// Runs merged at once; more are first merged in groups of this many (each open run holds
+/// one read buffer).
+const FAN_IN: usize = 64;
+
+/// A run file's read buffer: the budget shared by [`FAN_IN`] runs, within these bounds.
+const MIN_READ_BUFFER: usize = 4 << 10;
+const MAX_READ_BUFFER: usize = 64 << 10;
+
+/// A fresh directory for one sort's run files (`simdex-spill-PID-N` under the caller's
+/// directory), removed with everything in it when dropped: after success, on an error and
+/// when a half-read merge is abandoned.
+#[derive(Debug)]
+pub(crate) struct SpillDir {
+    path: PathBuf,
+}
+
+impl SpillDir {
+    fn create(parent: &Path) -> Result<Self> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let path = parent.join(format!("simdex-spill-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(Self { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(path, "create spill directory", e)),
+            }
+        }
+    }
+}
+
+impl Drop for SpillDir {
+    fn drop(&mut self) {
+        // Nothing else can be done about a failure here; the directory's name says what it is.
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Sorts records in bounded memory, each distinct record once: at most `held` records are
+/// kept (the memory budget over the record's size); beyond that they are sorted into run
+/// files in a [`SpillDir`] created on the first spill, which [`SpillSorter::finish`] merges.
+#[derive(Debug)]
+pub(crate) struct SpillSorter<T> {
+    held: usize,
+    buf: Vec<T>,
+    parent: PathBuf,
+    dir: Option<SpillDir>,
+    runs: Vec<PathBuf>,
+    /// Run files written, their names' counter.
+    written: usize,
+    /// Reserve all `held` records at the first record, rather than growing by doubling
+    /// (whose reallocations hold the old and the new buffer at once).
+    reserve_all: bool,
+}
+
+impl<T: Record> SpillSorter<T> {
+    /// A sorter keeping at most `memory` bytes of records (at least one record), spilling
+    /// into a new directory under `parent`.
+    pub(crate) fn new(memory: usize, parent: &Path) -> Self {
+        let held = (memory / std::mem::size_of::<T>().max(1)).max(1);
+        Self { held, buf: Vec::new(), parent: parent.to_path_buf(), dir: None, runs: Vec::new(), written: 0, reserve_all: false }
+    }
+
+    /// Adds one record.
+    pub(crate) fn push(&mut self, x: T) -> Result<()> {
+        grow_capped(&mut self.buf, 1, self.held);
+        self.buf.push(x);
+        if self.buf.len() >= self.held {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// Adds every record of `xs`, leaving it empty.
+    pub(crate) fn append(&mut self, xs: &mut Vec<T>) -> Result<()> {
+        let mut rest: &[T] = xs;
+        while !rest.is_empty() {
+            let room = self.held.saturating_sub(self.buf.len()).max(1);
+            let (now, later) = rest.split_at(room.min(rest.len()));
+            if self.reserve_all && self.buf.capacity() < self.held {
+                self.buf.reserve_exact(self.held - self.buf.len());
+            }
+            grow_capped(&mut self.buf, now.len(), self.held);
+            self.buf.extend_from_slice(now);
+            if self.buf.len() >= self.held {
+                self.spill()?;
+            }
+            rest = later;
+        }
+        xs.clear();
+        Ok(())
+    }
+
+    fn next_run_path(&mut self) -> Result<PathBuf> {
+        let dir = match &self.dir {
+            Some(d) => d,
+            None => self.dir.insert(SpillDir::create(&self.parent)?),
+        };
+        let path = dir.path.join(format!("run-{}", self.written));
+        self.written += 1;
+        Ok(path)
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        self.buf.sort_unstable();
+        self.buf.dedup();
+        let path = self.next_run_path()?;
+        let mut out = RunWriter::create(path)?;
+        for x in &self.buf {
+            out.write(x)?;
+        }
+        self.runs.push(out.finish()?);
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// The records in order, each once: from memory when nothing spilled, otherwise merged
+    /// from the runs (in groups of [`FAN_IN`] first when there are more).
+    pub(crate) fn finish(mut self) -> Result<Sorted<T>> {
+        if self.runs.is_empty() {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.sort_unstable();
+            buf.dedup();
+            return Ok(Sorted::Memory(buf.into_iter()));
+        }
+        if !self.buf.is_empty() {
+            self.spill()?;
+        }
+        self.buf = Vec::new();
+        let read_buffer = (self.held.saturating_mul(std::mem::size_of::<T>()) / FAN_IN).clamp(MIN_READ_BUFFER, MAX_READ_BUFFER);
+        while self.runs.len() > FAN_IN {
+            let group: Vec<PathBuf> = self.runs.drain(..FAN_IN).collect();
+            let path = self.next_run_path()?;
+            let mut out = RunWriter::create(path)?;
+            for x in RunMerge::<T>::open(&group, read_buffer)? {
+                out.write(&x?)?;
+            }
+            self.runs.push(out.finish()?);
+            for p in &group {
+                std::fs::remove_file(p).map_err(|e| Error::io(p, "remove spill run", e))?;
+            }
+        }
+        let merge = RunMerge::open(&self.runs, read_buffer)?;
+        Ok(Sorted::Runs { merge, _dir: self.dir.take() })
+    }
+}
+
+/// Reserves room for `more` elements, doubling up to `cap` (so a buffer never holds much
+/// more than its budget).
+fn grow_capped<T>(v: &mut Vec<T>, more: usize, cap: usize) {
+    let need = v.len() + more;
+    if need > v.capacity() {
+        let want = v.capacity().saturating_mul(2).max(need).min(cap.max(need));
+        v.reserve_exact(want - v.len());
+    }
+}
+
+/// The records of a finished [`SpillSorter`], in order, each once.
+pub(crate) enum Sorted<T> {
+    /// Nothing spilled: the sorted records.
+    Memory(std::vec::IntoIter<T>),
+    /// The merge of the run files; the directory goes when this is dropped.
+    Runs { merge: RunMerge<T>, _dir: Option<SpillDir> },
+}
+
+impl<T: Record> Iterator for Sorted<T> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        match self {
+            Sorted::Memory(it) => it.next().map(Ok),
+            Sorted::Runs { merge, .. } => merge.next(),
+        }
+    }
+}
+
+/// Writes one sorted run.
+struct RunWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    bytes: Vec<u8>,
+}
+
+impl RunWriter {
+    fn create(path: PathBuf) -> Result<Self> {
+        let file = File::create(&path).map_err(|e| Error::io(&path, "create spill run", e))?;
+        Ok(Self { path, out: BufWriter::with_capacity(MAX_READ_BUFFER, file), bytes: Vec::new() })
+    }
+
+    fn write<T: Record>(&mut self, x: &T) -> Result<()> {
+        self.bytes.clear();
+        x.encode(&mut self.bytes);
+        self.out.write_all(&self.bytes).map_err(|e| Error::io(&self.path, "write spill run", e))
+    }
+
+    fn finish(mut self) -> Result<PathBuf> {
+        self.out.flush().map_err(|e| Error::io(&self.path, "write spill run", e))?;
+        Ok(self.path)
+    }
+}
+
+/// K-way merge of sorted run files, each distinct record once.
+pub(crate) struct RunMerge<T> {
+    runs: Vec<(BufReader<File>, PathBuf)>,
+    heap: BinaryHeap<Reverse<(T, usize)>>,
+    last: Option<T>,
+    bytes: Vec<u8>,
+    failed: bool,
+}
+
+impl<T: Record> RunMerge<T> {
+    fn open(paths: &[PathBuf], read_buffer: usize) -> Result<Self> {
+        let mut merge = Self { runs: Vec::with_capacity(paths.len()), heap: BinaryHeap::with_capacity(paths.len()), last: None, bytes: vec![0; T::BYTES], failed: false };
+        for p in paths {
+            let file = File::open(p).map_err(|e| Error::io(p, "open spill run", e))?;
+            merge.runs.push((BufReader::with_capacity(read_buffer, file), p.clone()));
+        }
+        for i in 0..merge.runs.len() {
+            if let Some(x) = merge.read(i)? {
+                merge.heap.push(Reverse((x, i)));
+            }
+        }
+        Ok(merge)
+    }
+
+    /// The next record of run `i`, `None` at its end.
+    fn read(&mut self, i: usize) -> Result<Option<T>> {
+        let Some((reader, path)) = self.runs.get_mut(i) else { return Ok(None) };
+        let mut filled = 0;
+        while filled < T::BYTES {
+            let into = self.bytes.get_mut(filled..).unwrap_or_default();
+            match reader.read(into) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(path.as_path(), "read spill run", e)),
+            }
+        }
+        if filled == 0 {
+            return Ok(None);
+        }
+        match T::decode(&self.bytes).filter(|_| filled == T::BYTES) {
+            Some(x) => Ok(Some(x)),
+            None => Err(Error::io(path.as_path(), "read spill run", std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the run ends inside a record"))),
+        }
+    }
+}
+
+impl<T: Record> Iterator for RunMerge<T> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        while !self.failed {
+            let Reverse((x, i)) = self.heap.pop()?;
+            match self.read(i) {
+                Ok(Some(y)) => self.heap.push(Reverse((y, i))),
+                Ok(None) => {}
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+            if self.last != Some(x) {
+                self.last = Some(x);
+                return Some(Ok(x));
+            }
+        }
+        None
+    }
+}
+
+/// A [`SpillSorter`] shared by the worker threads of a join, each adding through its own
+/// [`Collector`] (a small buffer handed over in chunks).
+pub(crate) struct SharedSorter<T> {
+    sorter: Mutex<SpillSorter<T>>,
+    chunk: usize,
+}
+
+impl<T: Record> SharedSorter<T> {
+    /// A sorter within about `memory` bytes in all for `threads` workers: a quarter of it
+    /// for the workers' buffers, the rest for the shared one. Each buffer is reserved whole
+    /// when its first record comes (no reallocation ever holds two copies).
+    pub(crate) fn new(memory: usize, threads: usize, parent: &Path) -> Self {
+        let records = (memory / std::mem::size_of::<T>().max(1)).max(1);
+        let chunk = (records / (4 * threads.max(1))).max(1);
+        let shared = records.saturating_sub(chunk * threads.max(1)).max(1);
+        let sorter = SpillSorter { reserve_all: true, ..SpillSorter::new(shared * std::mem::size_of::<T>(), parent) };
+        Self { sorter: Mutex::new(sorter), chunk }
+    }
+
+    /// A worker's buffer in front of the shared sorter.
+    pub(crate) fn collector(&self) -> Collector<'_, T> {
+        Collector { buf: Vec::new(), sink: self, error: None }
+    }
+
+    /// The shared sorter, with every collector's records.
+    pub(crate) fn into_inner(self) -> SpillSorter<T> {
+        self.sorter.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// One worker's buffer of a [`SharedSorter`]; [`Collector::finish`] hands over the rest and
+/// reports the first error.
+pub(crate) struct Collector<'a, T> {
+    buf: Vec<T>,
+    sink: &'a SharedSorter<T>,
+    error: Option<Error>,
+}
+
+impl<T: Record> Collector<'_, T> {
+    /// Adds one record (an error is kept for [`Collector::finish`]).
+    #[inline]
+    pub(crate) fn push(&mut self, x: T) {
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(self.sink.chunk);
+        }
+        self.buf.push(x);
+        if self.buf.len() >= self.sink.chunk {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.error.is_none() && !self.buf.is_empty() {
+            let mut sorter = self.sink.sorter.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Err(e) = sorter.append(&mut self.buf) {
+                self.error = Some(e);
+            }
+        }
+        self.buf.clear();
+    }
+
+    /// Hands over the records left; the first error of any hand-over.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        self.flush();
+        self.error.take().map_or(Ok(()), Err)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +553,32 @@ mod tests {
         let mut same = vec![42u64; 10_000];
         sort_u64(&mut same);
         assert!(same.iter().all(|&x| x == 42));
+    }
+
+    #[test]
+    fn in_place_sort_sorts_like_the_standard_library() {
+        let mut x: u64 = 0x9e37;
+        for len in [0usize, 5, 5000, 100_000] {
+            for threads in [1usize, 2, 3, 300] {
+                let mut v: Vec<u64> = (0..len)
+                    .map(|i| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // skewed: most values in a few top-byte buckets, some repeated
+                        match i % 5 {
+                            0 => x >> 8,
+                            1 => 42,
+                            _ => x,
+                        }
+                    })
+                    .collect();
+                let mut want = v.clone();
+                want.sort_unstable();
+                sort_u64_in_place(&mut v, threads);
+                assert_eq!(v, want, "len {len} threads {threads}");
+            }
+        }
     }
 
     #[test]

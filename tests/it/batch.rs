@@ -2,8 +2,8 @@
 //! shape, in memory, and over index snapshots with the same jobs over their live pairs.
 
 use proptest::prelude::*;
-use simdex::batch::{batch_query, BatchMatch, BatchOptions};
-use simdex::cluster::{clusters, near_pairs};
+use simdex::batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
+use simdex::cluster::{clusters, clusters_with, near_pairs, near_pairs_each, ClusterOptions};
 use simdex::plan::{Design, MAX_K};
 use simdex::SortedTables;
 use simdex::{BuildOptions, Segment};
@@ -89,13 +89,13 @@ proptest! {
         }
         queries.push(queries.first().copied().unwrap_or(0));
         for kk in 0..=k {
-            let got = batch_query(&seg, &queries, &BatchOptions { k: kk, threads }).unwrap();
+            let got = batch_query(&seg, &queries, &BatchOptions { threads, ..BatchOptions::new(kk) }).unwrap();
             prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, kk));
             prop_assert_eq!(near_pairs(&seg, kk, threads).unwrap(), brute_pairs(&fps, kk));
         }
         // Above the design's k: multi-probe joins.
         for kk in [k + 1, k + 3, MAX_K] {
-            let got = batch_query(&seg, &queries, &BatchOptions { k: kk, threads }).unwrap();
+            let got = batch_query(&seg, &queries, &BatchOptions { threads, ..BatchOptions::new(kk) }).unwrap();
             prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, kk), "k = {}", kk);
             prop_assert_eq!(near_pairs(&seg, kk, threads).unwrap(), brute_pairs(&fps, kk), "k = {}", kk);
         }
@@ -130,8 +130,8 @@ fn clusters_are_the_connected_components_plus_exact_duplicates() {
 fn batch_refuses_k_above_8() {
     let dir = tempfile::tempdir().unwrap();
     let (_, seg) = build(dir.path(), "s.sdx", &[1, 2, 3], None, &BuildOptions { k: 2, ..BuildOptions::default() });
-    assert_eq!(batch_query(&seg, &[1], &BatchOptions { k: 3, threads: 1 }).unwrap().len(), 3);
-    assert!(batch_query(&seg, &[1], &BatchOptions { k: MAX_K + 1, threads: 1 }).is_err());
+    assert_eq!(batch_query(&seg, &[1], &BatchOptions { threads: 1, ..BatchOptions::new(3) }).unwrap().len(), 3);
+    assert!(batch_query(&seg, &[1], &BatchOptions { threads: 1, ..BatchOptions::new(MAX_K + 1) }).is_err());
 }
 
 /// An index of three flushed segments (a pair stored twice, deletes in a tombstone file),
@@ -193,7 +193,7 @@ fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
         })
         .collect();
     for k in [0, 1, 2, 3, 5, 8] {
-        let options = BatchOptions { k, threads: 2 };
+        let options = BatchOptions { threads: 2, ..BatchOptions::new(k) };
         assert_eq!(batch_query(&snapshot, &queries, &options).unwrap(), batch_query(&seg, &queries, &options).unwrap(), "k = {k}");
         assert_eq!(near_pairs(&snapshot, k, 2).unwrap(), near_pairs(&seg, k, 2).unwrap(), "k = {k}");
         assert_eq!(clusters(&snapshot, k, 2).unwrap(), clusters(&seg, k, 2).unwrap(), "k = {k}");
@@ -241,7 +241,218 @@ fn near_pairs_of_sorted_tables_equal_brute_force() {
         assert_eq!(near_pairs(&tables, k, 2).unwrap(), brute_pairs(&fps, k), "k = {k}");
         let ids: Vec<u64> = (0..fps.len() as u64).collect();
         let queries: Vec<u64> = fps.iter().step_by(5).map(|&f| f ^ 0b101).collect();
-        assert_eq!(batch_query(&tables, &queries, &BatchOptions { k, threads: 2 }).unwrap(), brute_batch(&fps, &ids, &queries, k), "k = {k}");
+        assert_eq!(batch_query(&tables, &queries, &BatchOptions { threads: 2, ..BatchOptions::new(k) }).unwrap(), brute_batch(&fps, &ids, &queries, k), "k = {k}");
     }
     assert!(SortedTables::new(vec![(1, 1)], 64).is_err());
+}
+
+/// Fingerprints in near-duplicate groups of about 20 (up to 3 bits from their center, so
+/// pairs are many), a few stored twice.
+fn grouped(n: usize, seed: u64) -> Vec<u64> {
+    let mut rng = Rng(seed | 1);
+    let centers: Vec<u64> = (0..n / 20 + 1).map(|_| rng.next()).collect();
+    let mut fps: Vec<u64> = (0..n)
+        .map(|i| {
+            let flips = (rng.next() % 4) as u32;
+            rng.flip(centers[i % centers.len()], flips)
+        })
+        .collect();
+    for i in (0..n).step_by(17) {
+        fps[i] = fps[i / 2];
+    }
+    fps
+}
+
+/// The clusters by brute force: connected components of the pairs within `k` (label
+/// propagation), every stored entry of a component, plus fingerprints stored more than
+/// once; largest first, ties by members.
+fn brute_clusters(fps: &[u64], ids: Option<&[u64]>, k: u32) -> Vec<simdex::cluster::Cluster> {
+    use std::collections::BTreeMap;
+    let pairs = brute_pairs(fps, k);
+    let mut label: BTreeMap<u64, u64> = fps.iter().map(|&f| (f, f)).collect();
+    loop {
+        let mut changed = false;
+        for &(a, b) in &pairs {
+            let m = label[&a].min(label[&b]);
+            for x in [a, b] {
+                if label[&x] != m {
+                    label.insert(x, m);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut groups: BTreeMap<u64, Vec<(u64, Option<u64>)>> = BTreeMap::new();
+    for (i, &f) in fps.iter().enumerate() {
+        groups.entry(label[&f]).or_default().push((f, ids.map(|ids| ids[i])));
+    }
+    let mut out: Vec<simdex::cluster::Cluster> = groups
+        .into_values()
+        .filter(|m| m.len() > 1)
+        .map(|mut members| {
+            members.sort_unstable();
+            simdex::cluster::Cluster { members }
+        })
+        .collect();
+    out.sort_by(|a, b| b.members.len().cmp(&a.members.len()).then(a.members.cmp(&b.members)));
+    out
+}
+
+/// Names in a directory (spill directories left behind show up here).
+fn listing(dir: &std::path::Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
+
+    /// A budget of a few matches or pairs forces many spilled runs (and merges of merges):
+    /// the answers equal brute force, in the same order, and the spill directory is gone.
+    #[test]
+    fn spilled_batch_pairs_and_clusters_equal_brute_force(
+        n in 200..1500usize,
+        seed in any::<u64>(),
+        memory in 100..2000usize,
+        threads in 1usize..3,
+        with_ids in any::<bool>(),
+        k in 0u32..6,
+    ) {
+        let fps = grouped(n, seed);
+        let ids: Vec<u64> = (0..n as u64).map(|i| i * 7 + 2).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let (_, seg) = build(dir.path(), "s.sdx", &fps, with_ids.then_some(&ids[..]), &BuildOptions::default());
+        let spill = tempfile::tempdir().unwrap();
+        let mut rng = Rng(seed ^ 5);
+        let queries: Vec<u64> = (0..300)
+            .map(|i| {
+                let f = fps[rng.next() as usize % n];
+                rng.flip(f, i % 4)
+            })
+            .collect();
+
+        let options = BatchOptions { threads, match_memory: Some(memory), spill_dir: Some(spill.path().to_path_buf()), ..BatchOptions::new(k) };
+        let mut got = Vec::new();
+        let mut spilled = false;
+        batch_query_each(&seg, &queries, &options, |m| {
+            spilled |= !listing(spill.path()).is_empty();
+            got.push(m);
+            Ok(())
+        }).unwrap();
+        let mut want = brute_batch(&fps, &ids, &queries, k);
+        if !with_ids {
+            want = want.into_iter().map(|m| BatchMatch { doc_id: None, ..m }).collect();
+            want.dedup();
+        }
+        let distinct_pairs = want.iter().map(|m| (m.query, m.fingerprint)).collect::<BTreeSet<_>>().len();
+        prop_assert_eq!(&got, &want);
+        prop_assert!(spilled || distinct_pairs <= memory / 16 + 1, "{} pairs within {} bytes", distinct_pairs, memory);
+        prop_assert!(listing(spill.path()).is_empty());
+
+        let options = ClusterOptions { threads, pair_memory: memory, spill_dir: Some(spill.path().to_path_buf()), ..ClusterOptions::new(k) };
+        let mut pairs = Vec::new();
+        near_pairs_each(&seg, &options, |p| {
+            pairs.push(p);
+            Ok(())
+        }).unwrap();
+        prop_assert_eq!(pairs, brute_pairs(&fps, k));
+        prop_assert_eq!(clusters_with(&seg, &options).unwrap(), brute_clusters(&fps, with_ids.then_some(&ids[..]), k));
+        prop_assert!(listing(spill.path()).is_empty());
+    }
+}
+
+/// An index snapshot (segments, tombstones, unflushed pairs) with budgets of a few records:
+/// the same batch, pairs and clusters as the in-memory jobs over one segment of its live pairs.
+#[test]
+fn spilled_snapshot_jobs_equal_jobs_over_the_live_pairs() {
+    use simdex::storage::MemStorage;
+    use simdex::{CompactionOptions, Durability, Index, IndexOptions};
+    use std::sync::Arc;
+
+    let options = IndexOptions {
+        storage: Arc::new(MemStorage::default()),
+        background: false,
+        durability: Durability::NoSync,
+        compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() },
+        ..IndexOptions::default()
+    };
+    let index = Index::open("idx", options).unwrap();
+    let fps = grouped(3000, 41);
+    let pairs: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &fp)| (fp, i as u64)).collect();
+    index.insert_batch(&pairs[..1200]).unwrap();
+    index.flush().unwrap();
+    index.insert_batch(&pairs[1000..2200]).unwrap();
+    index.delete_batch(&pairs[0..200]).unwrap();
+    index.flush().unwrap();
+    index.insert_batch(&pairs[2200..]).unwrap();
+    index.delete_batch(&pairs[2900..]).unwrap();
+    let snapshot = index.snapshot();
+    let (live_fps, live_ids): (Vec<u64>, Vec<u64>) = index.live_entries().unwrap().into_iter().unzip();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, seg) = build(dir.path(), "live.sdx", &live_fps, Some(&live_ids), &BuildOptions::default());
+    let spill = tempfile::tempdir().unwrap();
+    let queries: Vec<u64> = fps.iter().step_by(3).map(|&f| f ^ 0b1001).collect();
+    for k in [0, 2, 3, 5] {
+        for memory in [300, 5000] {
+            let spilling = BatchOptions { threads: 2, match_memory: Some(memory), spill_dir: Some(spill.path().to_path_buf()), ..BatchOptions::new(k) };
+            let want = batch_query(&seg, &queries, &BatchOptions { threads: 2, ..BatchOptions::new(k) }).unwrap();
+            assert!(k < 2 || want.len() > 500, "{}", want.len());
+            assert_eq!(batch_query(&snapshot, &queries, &spilling).unwrap(), want, "k = {k}, {memory} bytes");
+            let spilling = ClusterOptions { threads: 2, pair_memory: memory, spill_dir: Some(spill.path().to_path_buf()), ..ClusterOptions::new(k) };
+            let mut got = Vec::new();
+            near_pairs_each(&snapshot, &spilling, |p| {
+                got.push(p);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(got, near_pairs(&seg, k, 2).unwrap(), "k = {k}, {memory} bytes");
+            assert_eq!(clusters_with(&snapshot, &spilling).unwrap(), clusters(&seg, k, 2).unwrap(), "k = {k}, {memory} bytes");
+            assert!(listing(spill.path()).is_empty());
+        }
+    }
+}
+
+/// A spill directory that cannot be made is an I/O error naming it; a caller's error in the
+/// middle of the output leaves no spill files behind.
+#[test]
+fn spill_errors_name_the_directory_and_leave_nothing_behind() {
+    let fps = grouped(2000, 3);
+    let ids: Vec<u64> = (0..fps.len() as u64).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, seg) = build(dir.path(), "s.sdx", &fps, Some(&ids), &BuildOptions::default());
+    let queries: Vec<u64> = fps.iter().map(|&f| f ^ 1).collect();
+
+    // A regular file where the spill directory's parent should be.
+    let not_a_dir = dir.path().join("s.sdx");
+    let batch = BatchOptions { threads: 2, match_memory: Some(256), spill_dir: Some(not_a_dir.clone()), ..BatchOptions::new(3) };
+    let err = batch_query(&seg, &queries, &batch).unwrap_err();
+    assert!(matches!(&err, simdex::Error::Io { path, .. } if path.starts_with(&not_a_dir)), "{err:?}");
+    assert!(err.to_string().contains(&*not_a_dir.to_string_lossy()), "{err}");
+    let cluster = ClusterOptions { threads: 2, pair_memory: 256, spill_dir: Some(not_a_dir.clone()), ..ClusterOptions::new(3) };
+    let err = clusters_with(&seg, &cluster).unwrap_err();
+    assert!(err.to_string().contains(&*not_a_dir.to_string_lossy()), "{err}");
+    // With room enough nothing is written, so the bad directory is never touched.
+    let roomy = BatchOptions { match_memory: Some(1 << 24), ..batch.clone() };
+    assert_eq!(batch_query(&seg, &queries, &roomy).unwrap(), batch_query(&seg, &queries, &BatchOptions::new(3)).unwrap());
+
+    let spill = tempfile::tempdir().unwrap();
+    let batch = BatchOptions { spill_dir: Some(spill.path().to_path_buf()), ..batch };
+    let mut seen = 0;
+    let err = batch_query_each(&seg, &queries, &batch, |_| {
+        seen += 1;
+        assert!(!listing(spill.path()).is_empty(), "the matches spilled");
+        if seen == 10 {
+            return Err(simdex::Error::InvalidArgument("stop".into()));
+        }
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(matches!(err, simdex::Error::InvalidArgument(_)));
+    assert!(listing(spill.path()).is_empty());
+    let cluster = ClusterOptions { spill_dir: Some(spill.path().to_path_buf()), ..cluster };
+    let err = near_pairs_each(&seg, &cluster, |_| Err(simdex::Error::InvalidArgument("stop".into()))).unwrap_err();
+    assert!(matches!(err, simdex::Error::InvalidArgument(_)));
+    assert!(listing(spill.path()).is_empty());
 }

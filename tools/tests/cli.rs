@@ -565,3 +565,53 @@ fn document_ids_flow_from_fingerprint_through_add_to_query_and_batch() {
         assert_eq!(v, serde_json::json!({"query": "0000000000000000", "query_id": 77, "match": null, "distance": null, "doc_id": null}), "{cmd:?}");
     }
 }
+
+/// `batch --match-memory` and `cluster --pair-memory` small enough to spill many runs print
+/// exactly what they print in memory, leave the spill directory empty, and name a spill
+/// directory they cannot use.
+#[test]
+fn batch_and_cluster_spill_to_disk_with_the_same_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = dir.path().join("stored.txt");
+    std::fs::write(&stored, stdout(&run(&["bench", "generate", "-n", "5000", "--clusters", "100", "--cluster-size", "12", "--flips", "2", "--with-ids"]))).unwrap();
+    let queries = dir.path().join("q.txt");
+    std::fs::write(&queries, stdout(&run(&["bench", "generate", "-n", "600", "--near", p(&stored), "--flips", "1"]))).unwrap();
+    let seg = dir.path().join("s.sdx");
+    ok(&run(&["build", "--out", p(&seg), p(&stored)]));
+    let spill = dir.path().join("spill");
+    std::fs::create_dir(&spill).unwrap();
+
+    for json in [false, true] {
+        let mut plain = vec!["batch", p(&seg), "--queries", p(&queries), "-k", "4"];
+        if json {
+            plain.push("--json");
+        }
+        let want = run(&plain);
+        ok(&want);
+        assert!(stdout(&want).lines().count() > 600);
+        let mut small = plain.clone();
+        small.extend(["--match-memory", "1K", "--spill-dir", p(&spill)]);
+        let got = run(&small);
+        ok(&got);
+        assert_eq!(stdout(&got), stdout(&want));
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+    }
+    let want = run(&["cluster", p(&seg), "-k", "3"]);
+    ok(&want);
+    assert!(stdout(&want).lines().count() >= 90);
+    let got = run(&["cluster", p(&seg), "-k", "3", "--pair-memory", "2K", "--spill-dir", p(&spill)]);
+    ok(&got);
+    assert_eq!(stdout(&got), stdout(&want));
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+
+    // A spill directory under a regular file; a budget that is not a byte count.
+    let o = run(&["cluster", p(&seg), "--pair-memory", "64", "--spill-dir", p(&stored)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains(p(&stored)) && stderr(&o).contains("spill"), "{}", stderr(&o));
+    let o = run(&["batch", p(&seg), "--queries", p(&queries), "--match-memory", "64", "--spill-dir", p(&stored)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains(p(&stored)), "{}", stderr(&o));
+    let o = run(&["batch", p(&seg), "--queries", p(&queries), "--match-memory", "lots"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a byte count"), "{}", stderr(&o));
+}

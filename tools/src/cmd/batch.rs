@@ -20,7 +20,10 @@ use std::collections::{HashMap, HashSet};
 /// several ids gives its matches once per id); with `--json`, objects carry `query_id`, and
 /// every query without matches gets one object with `"match": null` (after the matches). Instead of
 /// one lookup per query, the queries are sorted in each table's order and merged with the
-/// stored table, which is read sequentially: memory is about the size of the query file.
+/// stored table, which is read sequentially: memory is about twice the size of the query
+/// file. Matches beyond `--match-memory` (by default the queries' size) are sorted into
+/// runs in a directory made under `--spill-dir` (removed at the end, on errors too) and
+/// merged back, in the same order.
 ///
 /// Example: `simdex batch pages.sdx --queries new.txt -k 3 > matches.tsv`
 #[derive(Debug, ClapArgs)]
@@ -45,6 +48,13 @@ pub struct Args {
     /// One JSON object per match instead of tab-separated lines.
     #[arg(long)]
     json: bool,
+    /// Matches held in memory before sorted runs spill to disk, in bytes with an optional K,
+    /// M or G suffix (default: 8 bytes per query, at least 1M).
+    #[arg(long, value_parser = super::cluster::parse_bytes)]
+    match_memory: Option<usize>,
+    /// Where the spill directory is made (default: the system's temporary directory, $TMPDIR).
+    #[arg(long)]
+    spill_dir: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -59,7 +69,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let mut answered: HashSet<u64> = HashSet::new();
-    let mut options = BatchOptions::new(args.k);
+    let mut options = BatchOptions { match_memory: args.match_memory, spill_dir: args.spill_dir.clone(), ..BatchOptions::new(args.k) };
     if let Some(t) = args.threads {
         if t == 0 {
             bail!("--threads 0: at least one thread is needed");

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::cluster::clusters;
+use simdex::cluster::{clusters_with, ClusterOptions};
 use simdex::{Source, Stored};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -20,6 +20,10 @@ use crate::input::hex;
 /// `{"cluster", "size", "fingerprints", "members": [{"fingerprint", "doc_id"}]}`) to
 /// `--out` or stdout, and a summary (cluster count and size histogram) to stderr.
 ///
+/// Memory: the pairs are held up to `--pair-memory` (16 bytes each); past it, sorted runs
+/// of pairs spill to a directory made under `--spill-dir` (removed at the end, on errors
+/// too) and are merged back into the union-find, with the same clusters.
+///
 /// Example: `simdex cluster pages.sdx -k 3 --out clusters.jsonl`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -35,6 +39,28 @@ pub struct Args {
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Near-duplicate pairs held in memory before sorted runs spill to disk, in bytes with an
+    /// optional K, M or G suffix (powers of 1024).
+    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
+    pair_memory: usize,
+    /// Where the spill directory is made (default: the system's temporary directory, $TMPDIR).
+    #[arg(long)]
+    spill_dir: Option<PathBuf>,
+}
+
+/// A byte count: digits with an optional `K`, `M` or `G` suffix (powers of 1024, `B` and
+/// `iB` allowed).
+pub(crate) fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits.trim().parse().map_err(|_| format!("{s:?} is not a byte count (such as 4096, 64K, 256M or 2G)"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -45,7 +71,8 @@ pub fn run(args: Args) -> Result<()> {
         Some(t) => t,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let found = clusters(&source, args.k, threads)?;
+    let options = ClusterOptions { threads, pair_memory: args.pair_memory, spill_dir: args.spill_dir.clone(), ..ClusterOptions::new(args.k) };
+    let found = clusters_with(&source, &options)?;
     let sink: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?),
         None => Box::new(std::io::stdout().lock()),
