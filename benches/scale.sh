@@ -68,24 +68,44 @@ add_s=$SECONDS_TAKEN add_mib=$PEAK_MIB
 INPUT_CMD=""
 # The live set as `add` leaves it: the segment count and their sizes in millions, oldest first.
 live_segments=$("$simdex" stats "$dir" --json | python3 -c 'import json, sys; s = [x["entries"] for x in json.load(sys.stdin)["segments"]]; print("%d (%s M)" % (len(s), " + ".join("%.2f" % (e / 1e6) for e in s)))')
-# Queries: 1000 two-bit variants of stored fingerprints (from the input's first 1M) and
-# 1000 random ones.
-python3 - "$work/q.txt" "$n" << 'EOF'
+# Queries: COUNT two-bit variants of stored fingerprints (from the input's first 1M) and
+# COUNT random ones. q.txt (seed 7) for every measurement; q2.txt (seed 8, other queries)
+# for cold queries once the block indexes are resident.
+queries() {
+python3 - "$1" "$n" "$2" "$3" << 'EOF'
 import random, struct, sys
 first = min(int(sys.argv[2]), 1 << 20)
 stored = struct.unpack("<%dQ" % first, random.Random(2026).randbytes(8 * first))
-r = random.Random(7)
+r = random.Random(int(sys.argv[3]))
+count = int(sys.argv[4])
 out = []
-for i in range(1000):
+for i in range(count):
     v = stored[r.randrange(first)] ^ (1 << r.randrange(64)) ^ (1 << r.randrange(64))
     out.append("%016x" % v)
-for i in range(1000):
+for i in range(count):
     out.append("%016x" % r.getrandbits(64))
 open(sys.argv[1], "w").write("\n".join(out) + "\n")
 EOF
+}
+queries "$work/q.txt" 7 1000
+queries "$work/q2.txt" 8 2500
+head -2500 "$work/q2.txt" > "$work/q2-near.txt"
+tail -2500 "$work/q2.txt" > "$work/q2-random.txt"
+# Answers against brute force (benches/scale_oracle.py, up to N = 2^24: it holds the set
+# in Python dictionaries): `check NAME [cgroup]` runs `simdex query` (in the cgroup when
+# given) and compares.
+oracle=$([ "$power" -le 24 ] && echo yes || echo no)
+checks=""
+check() {
+    [ "$oracle" = yes ] || return 0
+    local into="${2:+echo \$\$ > $2/cgroup.procs; }"
+    sh -c "${into}exec $simdex query $dir --input $work/q.txt" > "$work/answers.txt"
+    checks="$checks; $1: $(python3 "$here/benches/scale_oracle.py" "$n" "$work/q.txt" "$work/answers.txt")"
+}
 # Warm queries over the live set as `add` leaves it (several segments), then after a full
 # compaction (one segment).
 live_json=$("$simdex" bench query "$dir" --input "$work/q.txt" --json --rounds 2)
+check "live set as add left it"
 live_warm=$(echo "$live_json" | python3 -c 'import json, sys; r = json.load(sys.stdin); print("p50 %.1f us, p99 %.1f us" % (r["p50_us"], r["p99_us"]))')
 measure "$simdex" compact "$dir"
 compact_s=$SECONDS_TAKEN compact_mib=$PEAK_MIB
@@ -115,11 +135,34 @@ if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ]; then
     echo $cap > "$cg/memory.limit_in_bytes"
     sync
     echo 3 > /proc/sys/vm/drop_caches
-    before=$(awk '$3 == "vda" { print $6 }' /proc/diskstats)
-    cold=$(sh -c "echo \$\$ > $cg/cgroup.procs; exec $simdex bench query $dir --input $work/q.txt --json --no-warmup" | python3 -c 'import json, sys; r = json.load(sys.stdin); print("p50 %.0f us, p99 %.0f us, mean %.0f us" % (r["p50_us"], r["p99_us"], r["mean_us"]))')
-    after=$(awk '$3 == "vda" { print $6 }' /proc/diskstats)
-    cold="$cold, read $(((after - before) * 512 / 1024 / 1024)) MiB from disk (cap $((cap / 1024 / 1024)) MiB)"
+    disk=$(df -P "$dir" | awk 'NR == 2 { print $1 }' | sed 's|^/dev/||')
+    read_mib() { awk -v d="$disk" 'BEGIN { v = 0 } $3 == d { v = int($6 * 512 / 1048576) } END { print v }' /proc/diskstats; }
+    # `cold_bench QUERIES`: one `bench query` process in the cgroup, no warm-up pass.
+    cold_bench() {
+        local before after
+        before=$(read_mib)
+        sh -c "echo \$\$ > $cg/cgroup.procs; exec $simdex bench query $dir --input $1 --json --no-warmup" | python3 -c 'import json, sys; r = json.load(sys.stdin); print("p50 %.0f us, p99 %.0f us, mean %.0f us" % (r["p50_us"], r["p99_us"], r["mean_us"]), end="")'
+        after=$(read_mib)
+        echo ", $((after - before)) MiB read"
+    }
+    # First the 2,000 queries right after the caches are dropped (they also wait for the
+    # block indexes, read in the background from the open). Then the steady state a
+    # long-running crawler sees: random queries until the cached pages fill the cap (a
+    # query reads about one 4 KiB page per table; 1.2x the cap's pages over 10 tables, at
+    # least 5,000 queries), and in new processes under the same cap 2,500 random queries
+    # and 2,500 two bits from stored fingerprints (these also read the match's table-0
+    # block and id page), none of them asked before.
+    first=$(cold_bench "$work/q.txt")
+    fill=$((cap / 4096 * 12 / 100 > 5000 ? cap / 4096 * 12 / 100 : 5000))
+    python3 -c 'import random, sys; r = random.Random(9); sys.stdout.write("".join("%016x\n" % r.getrandbits(64) for _ in range(int(sys.argv[1]))))' "$fill" > "$work/fill.txt"
+    filling=$(cold_bench "$work/fill.txt")
+    cold="first 2,000: $first; $fill filling the cap: $filling; then 2,500 random: $(cold_bench "$work/q2-random.txt"); 2,500 near: $(cold_bench "$work/q2-near.txt"); cap $((cap / 1024 / 1024)) MiB"
+    sync
+    echo 3 > /proc/sys/vm/drop_caches
+    check "cold, under the cap" "$cg"
     rmdir "$cg"
+else
+    check "warm (no cap without root and cgroup v1)"
 fi
 
 measure "$simdex" cluster "$dir" --out /dev/null
@@ -129,5 +172,10 @@ echo
 echo "| N | add (s) | add peak RssAnon | segments after add | warm queries after add | live / compacted p50 | compact (s) | compact peak RssAnon | segments | bytes/fp | open | warm queries | cold queries | cluster (s) | cluster peak RssAnon |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 echo "| 2^$power | $add_s | $add_mib MiB | $live_segments | $live_warm | $live_ratio | $compact_s | $compact_mib MiB | $segments | $(awk -v b="$bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') | $open_ms | $warm | $cold | $cluster_s | $cluster_mib MiB |"
+if [ "$oracle" = yes ]; then
+    echo "answers${checks#;}"
+else
+    echo "answers not checked against brute force (N = 2^$power is above the oracle's 2^24)"
+fi
 [ -z "${2:-}" ] && rm -rf "$work"
 exit 0
