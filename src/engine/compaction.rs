@@ -370,7 +370,7 @@ pub(crate) fn merge(
     // without such a table (another design: smaller segments have 4 tables, larger 10)
     // have their entries sorted under it. Inputs of the output's design need no sorting.
     if deleted == 0 && repeated == 0 {
-        let (file_len, spilled_runs) = merge_tables(storage, inputs, tombstones, path, writer, &tables, codec, first, sketches, buffer_entries)?;
+        let (file_len, spilled_runs) = merge_tables(storage, inputs, tombstones, path, writer, tables, codec, first, sketches, buffer_entries)?;
         return Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs }));
     }
     let per_table = (buffer_entries / tables.len().saturating_sub(1).max(1)).max(1024);
