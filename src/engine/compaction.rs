@@ -6,8 +6,11 @@
 //! segment's *tier* is `floor(log_F(entries / flush_size))` with `F` the fan-out
 //! ([`CompactionOptions::fanout`], default 4). Whenever the newest `F` segments share a
 //! tier (or are smaller), they merge into one (which lands about one tier up), and the
-//! check repeats; a longer run of such segments (left by merges that crashes cut short)
-//! merges `F` at a time, oldest first, so no merge grows with the backlog. Like a
+//! check repeats; a longer run of such segments (left by merges that crashes cut short, or
+//! by flushes that arrived while a long merge ran) merges `F` at a time, oldest first, so
+//! no merge grows with the backlog and none is stranded between larger segments; segments
+//! within a factor of 2 of each other count as one tier there, so sizes straddling a tier
+//! boundary (3 and 4 flushes) still merge. Like a
 //! base-`F` counter, this keeps at most `F - 1` segments per tier, so the live count stays
 //! below `(F - 1) * (1 + log_F(total / flush_size))` and query cost grows with the log of
 //! the data size, while each entry is rewritten about `log_F(total / flush_size)` times.
@@ -124,9 +127,18 @@ pub(crate) fn pick(segments: &[SegmentMeta], flush_size: u64, fanout: usize, max
     // than the small segments left after it, so repeated picks work through the run. (When
     // they hold too many entries, the next `fanout` of the run.)
     let run = (tiers.len() - same..=tiers.len().saturating_sub(fanout)).map(|start| start..start + fanout);
-    // Otherwise the newest `fanout` adjacent segments of one tier further back (what working
-    // through a backlog leaves behind the newest, smaller segments).
-    let back = (0..=tiers.len() - fanout).rev().filter(|&i| tiers[i..i + fanout].iter().all(|&t| t == tiers[i])).map(|i| i..i + fanout);
+    // Otherwise `fanout` adjacent segments of one tier further back (what working through a
+    // backlog leaves behind the newest, smaller segments): of the newest such run, its
+    // oldest `fanout`. (Taking its newest would strand the older ones between larger
+    // segments, where no segment of their tier can join them again: with merges lagging
+    // behind flushes, 2^28 entries were left as 22 segments that way.)
+    // Segments of about one size count as one tier here even across a tier boundary (a run
+    // alternating 3 and 4 flushes, which absorbing merges leave, would never merge).
+    let alike = |a: usize, b: usize| tiers[a] == tiers[b] || segments[a].entries.max(segments[b].entries) <= segments[a].entries.min(segments[b].entries).saturating_mul(2);
+    let back = (0..=tiers.len() - fanout).rev().filter(|&i| (i + 1..i + fanout).all(|j| alike(i, j))).map(|i| {
+        let start = (0..i).rev().take_while(|&j| alike(j, i)).count();
+        i - start..i - start + fanout
+    });
     run.chain(back).find(fits)
 }
 
@@ -980,6 +992,64 @@ mod tests {
     /// chosen by `picker` (each of exactly `fanout` segments when `exact_fanout`) keeping 70%
     /// to 100% of their inputs (deleted pairs dropped): after every round the live count is
     /// within the tiered bound.
+    /// The background thread's view: merges take time (`cost` flush intervals per flush of
+    /// entries merged) while flushes keep arriving, one merge at a time, as in `simdex add`;
+    /// at the end (`close`) the merge in flight lands and the policy runs to completion.
+    /// Returns the segments left, the most seen while flushing, and the entries rewritten.
+    fn lagging_merges(flushes: usize, fanout: usize, cost: f64) -> (Vec<u64>, usize, u64) {
+        let flush = 1u64 << 20;
+        let mut segs: Vec<SegmentMeta> = Vec::new();
+        let mut busy: Option<(std::ops::Range<usize>, u64, f64)> = None;
+        let mut free_at = 0f64;
+        let (mut most, mut written) = (0usize, 0u64);
+        for round in 0..=flushes {
+            let now = round as f64;
+            if round < flushes {
+                segs.push(meta(flush));
+            }
+            loop {
+                if let Some((r, entries, done)) = busy.clone() {
+                    if done > now && round < flushes {
+                        break;
+                    }
+                    segs.splice(r, [meta(entries)]);
+                    written += entries;
+                    free_at = done;
+                    busy = None;
+                }
+                match pick_next(&segs, flush, fanout, u64::MAX) {
+                    Some(r) => {
+                        let entries: u64 = segs[r.clone()].iter().map(|s| s.entries).sum();
+                        busy = Some((r, entries, free_at.max(now - 1.0) + cost * entries as f64 / flush as f64));
+                    }
+                    None => break,
+                }
+            }
+            most = most.max(segs.len());
+        }
+        (segs.iter().map(|s| s.entries / flush).collect(), most, written)
+    }
+
+    #[test]
+    fn merges_that_lag_behind_flushes_strand_no_segments() {
+        // 2^28 entries in 256 flushes of 2^20 (`scale.sh 28`), merges from 5x faster than
+        // ingest to as slow: once the last merges land, the shape is the tiered policy's (at
+        // most F - 1 segments a tier; a merge that took the newest F of a longer run of one
+        // tier used to strand the older ones between larger segments: 22 segments were left
+        // at 2^28), and every entry is rewritten about log_F(flushes) times, not more.
+        for cost in [0.2, 0.5, 1.0] {
+            let (left, most, written) = lagging_merges(256, 4, cost);
+            let rewrites = written as f64 / (256u64 << 20) as f64;
+            eprintln!("cost {cost}: left {left:?}, at most {most} while flushing, {rewrites:.2} rewrites per entry");
+            let bound = 3 * (1 + 4);
+            assert!(left.len() <= bound, "cost {cost}: {} segments left: {left:?}", left.len());
+            for w in left.windows(2) {
+                assert!(w[0] >= w[1], "cost {cost}: a smaller segment older than a larger one: {left:?}");
+            }
+            assert!(rewrites <= 6.0, "cost {cost}: {rewrites:.2} rewrites per entry");
+        }
+    }
+
     fn random_flushes_stay_logarithmic(seed: u64, picker: Picker, exact_fanout: bool) {
         for fanout in [2usize, 3, 4] {
             let flush = 100u64;
