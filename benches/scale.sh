@@ -93,14 +93,14 @@ head -2500 "$work/q2.txt" > "$work/q2-near.txt"
 tail -2500 "$work/q2.txt" > "$work/q2-random.txt"
 # Answers against brute force (benches/scale_oracle.py, up to N = 2^24: it holds the set
 # in Python dictionaries): `check NAME [cgroup]` runs `simdex query` (in the cgroup when
-# given) and compares.
+# given) and keeps its answers; the oracle compares them all at the end.
 oracle=$([ "$power" -le 24 ] && echo yes || echo no)
-checks=""
+checks=()
 check() {
     [ "$oracle" = yes ] || return 0
-    local into="${2:+echo \$\$ > $2/cgroup.procs; }"
-    sh -c "${into}exec $simdex query $dir --input $work/q.txt" > "$work/answers.txt"
-    checks="$checks; $1: $(python3 "$here/benches/scale_oracle.py" "$n" "$work/q.txt" "$work/answers.txt")"
+    local into="${2:+echo \$\$ > $2/cgroup.procs; }" out="$work/answers-${#checks[@]}.txt"
+    sh -c "${into}exec $simdex query $dir --input $work/q.txt" > "$out"
+    checks+=("$1=$out")
 }
 # Warm queries over the live set as `add` leaves it (several segments), then after a full
 # compaction (one segment).
@@ -197,7 +197,7 @@ echo "| N | add (s) | add peak RssAnon | segments after add | warm queries after
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 echo "| 2^$power | $add_s | $add_mib MiB | $live_segments | $live_warm | $live_ratio | $compact_s | $compact_mib MiB | $segments | $(awk -v b="$bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') | $open_ms | $warm | $cold | $cluster_s | $cluster_mib MiB |"
 if [ "$oracle" = yes ]; then
-    echo "answers${checks#;}"
+    python3 "$here/benches/scale_oracle.py" "$n" "$work/q.txt" "${checks[@]}"
 else
     echo "answers not checked against brute force (N = 2^$power is above the oracle's 2^24)"
 fi
