@@ -516,6 +516,13 @@ fn merge_tables(
                     }
                 };
                 merged.finish()?;
+                // The table's spilled runs are consumed: out of the resident set now (the
+                // files go when the merge ends).
+                if let Some(Sorted::Runs(runs)) = sorted[t] {
+                    for run in runs {
+                        run.done_with(0, run.len());
+                    }
+                }
             }
             Ok(0)
         })?;
