@@ -484,7 +484,7 @@ fn merge_tables(
             let rest = sorted[t].map(|s| Box::new(s.iter().map(Ok)) as Box<dyn Iterator<Item = Result<u64>> + '_>);
             SortedMerge::new(tables.chain(rest))
         };
-        std::thread::scope(|scope| -> Result<u64> {
+        std::thread::scope(|scope| -> Result<()> {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             scope.spawn(move || {
                 for t in 1..tables.len() {
@@ -518,15 +518,14 @@ fn merge_tables(
                 merged.finish()?;
                 // The table's spilled runs are consumed: out of the resident set now (the
                 // files go when the merge ends).
-                if let Some(Sorted::Runs(runs)) = sorted[t] {
+                if let Some(Some(Sorted::Runs(runs))) = sorted.get(t) {
                     for run in runs {
                         run.done_with(0, run.len());
                     }
                 }
             }
-            Ok(0)
-        })?;
-        Ok(())
+            Ok(())
+        })
     })();
     let spilled = sorters.iter().flatten().map(|s| s.spilled).sum();
     for s in sorters.iter_mut().flatten() {
