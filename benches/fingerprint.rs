@@ -9,9 +9,9 @@
 //! Results and the machine they were measured on: benches/FINGERPRINT.md.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use simdex::fingerprint::html::{extract_text, fingerprint_html_reader};
-use simdex::fingerprint::input::InvalidUtf8;
-use simdex::fingerprint::{FeatureKind, FingerprintOptions, Fingerprinter, TfMode};
+use simdex_fingerprint::html::{extract_text, fingerprint_html_reader};
+use simdex_fingerprint::input::InvalidUtf8;
+use simdex_fingerprint::{FeatureKind, FingerprintOptions, Fingerprinter, TfMode};
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;

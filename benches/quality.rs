@@ -8,7 +8,7 @@
 //! Documents: the HTML pages under every `~/.rustup/toolchains/*/share/doc/rust/html` (or the
 //! `--root`s), sampled by groups as `shared/eval/extract.py` does (copies of one page across
 //! toolchains, and std/core/alloc copies, are kept or dropped together), visible text by
-//! `simdex::fingerprint::html`, pages under 20 words dropped. `--manifest id<TAB>path` takes a
+//! `simdex_fingerprint::html`, pages under 20 words dropped. `--manifest id<TAB>path` takes a
 //! fixed list instead (e.g. the harness's `manifest.tsv`, for the cross-check).
 //!
 //! Ground truth: 3-shingles of the recipe's words (NFKC, lowercase, UAX #29, nothing dropped or
@@ -16,8 +16,8 @@
 //! two sets reach the threshold only if their prefixes in a global rare-first order intersect).
 //! Without arguments on a machine without the docs, it says so and exits 0.
 
-use simdex::fingerprint::idf::idf_weight;
-use simdex::fingerprint::{hash, html, tokenize::Tokenizer, CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, TfMode};
+use simdex_fingerprint::idf::idf_weight;
+use simdex_fingerprint::{hash, html, tokenize::Tokenizer, CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, TfMode};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -117,7 +117,7 @@ struct Doc {
 
 fn extract(path: &Path) -> String {
     let mut text = String::new();
-    let read = std::fs::File::open(path).map_err(simdex::fingerprint::Error::from).and_then(|f| html::extract_text(std::io::BufReader::new(f), |p| text.push_str(p)));
+    let read = std::fs::File::open(path).map_err(simdex_fingerprint::Error::from).and_then(|f| html::extract_text(std::io::BufReader::new(f), |p| text.push_str(p)));
     if let Err(e) = read {
         eprintln!("quality: skipping {}: {e}", path.display());
     }

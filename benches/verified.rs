@@ -15,9 +15,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use simdex::fingerprint::sketch::SketchOptions;
 use simdex::verify_sketch::minhash_resemblance;
 use simdex::{Durability, Index, IndexOptions, QueryOptions, VerifyOptions};
+use simdex_fingerprint::sketch::SketchOptions;
 
 #[path = "common.rs"]
 mod common;

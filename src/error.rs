@@ -151,24 +151,6 @@ pub enum Error {
         /// Bytes available to this user.
         available: u64,
     },
-    /// The index stores fingerprints made with one recipe (its `RECIPE` file) and was given
-    /// another: their fingerprints are not comparable. Use the index's recipe
-    /// (`Index::recipe`), or re-pin deliberately with `Index::replace_recipe` (after which
-    /// the fingerprints stored before no longer match what new documents get).
-    #[error("{}: the index's fingerprint recipe is `{index}`, but `{given}` was given; fingerprints of different recipes are not comparable (use the index's recipe, or re-pin it explicitly)", dir.display())]
-    RecipeMismatch {
-        /// The index directory.
-        dir: PathBuf,
-        /// The recipe pinned in the index.
-        index: String,
-        /// The recipe given.
-        given: String,
-    },
-    /// A document could not be fingerprinted (empty or nearly empty, invalid options, a
-    /// missing cargo feature); nothing was stored.
-    #[cfg(feature = "fingerprint")]
-    #[error("document not fingerprinted: {0}")]
-    Document(Arc<crate::fingerprint::Error>),
     /// An earlier write failed part-way, so the log may end in a partial record; the index
     /// refuses further writes until it is reopened (which recovers the log's valid prefix).
     #[error("{}: an earlier write failed; reopen the index to recover", dir.display())]

@@ -17,13 +17,14 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::codec::reference::decode_block_reference;
 use crate::codec::{decode_block, Code, Codec, BLOCK_BYTES, SYMBOLS};
-use crate::log::{
+use crate::engine::log::{
     encode_record, scan_log, ScanMode, SketchSlice, LH_CRC, LH_NUMBER, LOG_HEADER_BYTES, MAX_RECORD_OPS, OP_BYTES, RECORD_END, R_COUNT, R_HEADER_CRC, R_PAYLOAD, R_PAYLOAD_CRC,
 };
-use crate::manifest::Manifest;
+use crate::engine::manifest::Manifest;
+use crate::engine::tombstone;
 use crate::segment::verify::verify_segment_bytes;
 use crate::storage::FileBytes;
-use crate::{tombstone, QueryOptions, Segment};
+use crate::{QueryOptions, Segment};
 
 /// `data` is 65 code lengths (each byte mod 14), a codec byte, a little-endian u16 entry
 /// count, then the block (zero-padded or cut to [`BLOCK_BYTES`]). The fast decoder must
@@ -128,7 +129,7 @@ fn fix_log_crcs(b: &mut [u8]) {
 
 /// `data`, and `data` with its last 4 bytes replaced by the CRC-32 of the others (the
 /// layout of manifests, tombstone files and IDF tables).
-fn with_trailing_crc(data: &[u8]) -> [Vec<u8>; 2] {
+pub fn with_trailing_crc(data: &[u8]) -> [Vec<u8>; 2] {
     let mut fixed = data.to_vec();
     if let Some((body, crc)) = fixed.split_last_chunk_mut::<4>() {
         *crc = crc32fast::hash(body).to_le_bytes();
@@ -152,20 +153,6 @@ pub fn tombstone(data: &[u8]) {
     for data in with_trailing_crc(data) {
         if let Ok(t) = tombstone::decode(Path::new("tomb-000000000001.sdt"), &data) {
             assert_eq!(tombstone::encode(&t), data, "tombstone file does not encode back to its bytes");
-        }
-    }
-}
-
-/// `data` is an IDF table file: decode it as [`IdfTable::load`](crate::fingerprint::IdfTable::load)
-/// does and look up a few weights. A table that decodes must encode back to the same bytes.
-#[cfg(feature = "fingerprint")]
-pub fn idf_table(data: &[u8]) {
-    for data in with_trailing_crc(data) {
-        if let Ok(t) = crate::fingerprint::IdfTable::decode(&data) {
-            for h in [0, 1, u64::MAX] {
-                std::hint::black_box(t.weight(h));
-            }
-            assert_eq!(t.encode(), data, "IDF table does not encode back to its bytes");
         }
     }
 }

@@ -29,16 +29,16 @@ use std::path::{Path, PathBuf};
 
 use crate::codec::{Codec, SymbolHistogram, BLOCK_BYTES, EQUAL};
 use crate::engine::files::{self, FileKind};
+use crate::engine::manifest::Manifest;
 use crate::error::{Error, Result};
-use crate::manifest::Manifest;
 use crate::plan::information_bound_bits;
 use crate::segment::layout::INDEX_BYTES_PER_BLOCK;
 use crate::segment::Segment;
 use crate::storage::Storage;
 
+pub use crate::engine::log::{Damage as LogDamage, LogEnd, LogScan, OpKind, Record as LogRecord};
 pub use crate::engine::salvage::{salvage, SalvageReport, UNKNOWN_DOC_ID};
 pub use crate::engine::verify::{verify_index, FileProblem, IndexVerifyReport};
-pub use crate::log::{Damage as LogDamage, LogEnd, LogScan, OpKind, Record as LogRecord};
 pub use crate::segment::verify::{verify_segment, verify_segment_with, Problem, VerifyReport};
 
 /// A symbol of a table's gap code: the position `h` of the most significant bit in which an
@@ -226,6 +226,6 @@ impl LogContents {
     /// Hands every intact record to `visit`, in order, skipping damage (reported in the
     /// result's `damage`) the way `simdex recover` does. Fails when the file is not a log.
     pub fn scan(&self, visit: impl FnMut(&LogRecord<'_>) -> Result<()>) -> Result<LogScan> {
-        crate::log::scan_log(&self.file.path, &self.bytes, self.file.number, crate::log::ScanMode::Salvage, visit)
+        crate::engine::log::scan_log(&self.file.path, &self.bytes, self.file.number, crate::engine::log::ScanMode::Salvage, visit)
     }
 }

@@ -41,7 +41,7 @@ pub(crate) fn check_magic_and_version(path: &Path, bytes: &[u8], magic: &[u8; 8]
 /// the only place simdex compares checksums; the [`CrcMismatch`] it fails with becomes the
 /// error of the file kind at hand ([`CrcMismatch::fault`], [`CrcMismatch::corrupt`]).
 #[inline]
-pub(crate) fn verify_crc(data: &[u8], stored: u32) -> Result<(), CrcMismatch> {
+pub fn verify_crc(data: &[u8], stored: u32) -> Result<(), CrcMismatch> {
     let computed = crc32fast::hash(data);
     if computed == stored {
         Ok(())
@@ -52,17 +52,17 @@ pub(crate) fn verify_crc(data: &[u8], stored: u32) -> Result<(), CrcMismatch> {
 
 /// A stored CRC-32 that disagrees with the bytes it covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CrcMismatch {
+pub struct CrcMismatch {
     /// The checksum stored in the file.
-    pub(crate) stored: u32,
+    pub stored: u32,
     /// The checksum of the bytes read.
-    pub(crate) computed: u32,
+    pub computed: u32,
 }
 
 impl CrcMismatch {
     /// `"{what} checksum mismatch (stored 0x…, computed 0x…)"`.
     #[cold]
-    pub(crate) fn detail(self, what: impl Display) -> String {
+    pub fn detail(self, what: impl Display) -> String {
         format!("{what} checksum mismatch (stored {:#010x}, computed {:#010x})", self.stored, self.computed)
     }
 

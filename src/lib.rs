@@ -66,21 +66,17 @@ pub mod cluster;
 internal_mod!(codec);
 mod cpu;
 mod engine;
+#[cfg(feature = "test-support")]
+#[doc(hidden)]
+pub use engine::log;
 mod error;
-#[cfg(feature = "fingerprint")]
-pub mod fingerprint;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod inspect;
-mod integrity;
+pub mod integrity;
 mod interpolation;
 mod join;
-internal_mod!(log);
-mod manifest;
-#[cfg(any(test, feature = "test-support"))]
-mod memstorage;
-mod memtable;
 pub mod plan;
 mod query;
 internal_mod!(segment);
@@ -88,12 +84,10 @@ mod sort;
 pub mod split;
 pub mod storage;
 mod stored;
-mod tombstone;
 pub mod verify_sketch;
 
 pub use codec::Codec;
-#[cfg(feature = "fingerprint")]
-pub use engine::recipe::{DocumentInput, DocumentQuery};
+pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
 pub use engine::snapshot::{Deletes, Snapshot};
 pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogReport, OpenReport, SegmentStats, Stats};
 pub use error::{Error, Location, Result};

@@ -10,10 +10,11 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
-use simdex::fingerprint::document::DocumentKind;
-use simdex::fingerprint::{FeatureKind, FingerprintOptions, Fingerprinter as RustFingerprinter, Language, TfMode};
-use simdex::fingerprint::sketch::SketchOptions;
-use simdex::{DocumentInput, DocumentQuery, Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
+use simdex_fingerprint::document::DocumentKind;
+use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, OptionNames};
+use simdex_fingerprint::sketch::SketchOptions;
+use simdex::{Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
+use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
 
 create_exception!(simdex, Error, PyException, "Any simdex error; the message is the Rust error's.");
 create_exception!(simdex, LockedError, Error, "Another writer holds the index's lock: close it, or open read-only.");
@@ -26,17 +27,22 @@ fn to_py(e: simdex::Error) -> PyErr {
     let msg = e.chain_message();
     match &e {
         simdex::Error::Locked { .. } => LockedError::new_err(msg),
-        simdex::Error::RecipeMismatch { .. } => RecipeMismatchError::new_err(msg),
         simdex::Error::InvalidArgument(_) | simdex::Error::KTooLarge { .. } | simdex::Error::Design(_) => PyValueError::new_err(msg),
-        simdex::Error::Document(d) if matches!(**d, simdex::fingerprint::Error::EmptyDocument { .. }) => EmptyDocumentError::new_err(msg),
-        simdex::Error::Document(d) if matches!(**d, simdex::fingerprint::Error::BinaryDocument { .. }) => BinaryDocumentError::new_err(msg),
         e if e.is_corruption() => CorruptError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }
 
-fn fp_error(e: simdex::fingerprint::Error) -> PyErr {
-    to_py(simdex::Error::Document(Arc::new(e)))
+/// Errors of the text pipeline and of the document calls (which wrap the index's).
+fn fp_error(e: simdex_fingerprint::Error) -> PyErr {
+    use simdex_fingerprint::Error as E;
+    match e {
+        E::Index(e) => to_py(e),
+        E::RecipeMismatch { .. } => RecipeMismatchError::new_err(e.to_string()),
+        E::EmptyDocument { .. } => EmptyDocumentError::new_err(format!("document not fingerprinted: {e}")),
+        E::BinaryDocument { .. } => BinaryDocumentError::new_err(format!("document not fingerprinted: {e}")),
+        e => Error::new_err(format!("document not fingerprinted: {e}")),
+    }
 }
 
 type Row = (u64, u32, Option<u64>);
@@ -63,11 +69,11 @@ fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow
 /// `simdex.Index` (the Python class) adds `add_many`.
 #[pyclass(module = "simdex._simdex", frozen, subclass)]
 struct Index {
-    inner: RwLock<Option<Arc<simdex::Index>>>,
+    inner: RwLock<Option<Arc<DocumentIndex>>>,
 }
 
 impl Index {
-    fn get(&self) -> PyResult<Arc<simdex::Index>> {
+    fn get(&self) -> PyResult<Arc<DocumentIndex>> {
         self.inner.read().unwrap_or_else(PoisonError::into_inner).clone().ok_or_else(|| PyValueError::new_err("the index is closed"))
     }
 }
@@ -87,12 +93,9 @@ impl Index {
             "nosync" => Durability::NoSync,
             d => return Err(PyValueError::new_err(format!("durability must be \"sync\", \"group\" or \"nosync\", not {d:?}"))),
         };
-        if k > 16 {
-            return Err(PyValueError::new_err(format!("k = {k} is above the largest supported, 16")));
-        }
         let sketches = sketches.then(|| SketchOptions::default().column());
         let options = IndexOptions { k, durability, create: create && !read_only, sketches, ..IndexOptions::default() };
-        let index = py.allow_threads(|| if read_only { simdex::Index::open_read_only(&path, options) } else { simdex::Index::open(&path, options) }).map_err(to_py)?;
+        let index = py.allow_threads(|| if read_only { DocumentIndex::open_read_only(&path, options) } else { DocumentIndex::open(&path, options) }).map_err(fp_error)?;
         Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
     }
 
@@ -182,7 +185,7 @@ impl Index {
     fn fingerprint_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, html: Option<bool>) -> PyResult<u64> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
-        py.allow_threads(|| index.fingerprint_document(DocumentInput { bytes: &bytes, kind })).map(|f| f.value).map_err(to_py)
+        py.allow_threads(|| index.fingerprint_document(DocumentInput { bytes: &bytes, kind })).map(|f| f.value).map_err(fp_error)
     }
 
     /// Fingerprints a document with the index's recipe (pinning the default recipe when the
@@ -191,7 +194,7 @@ impl Index {
     fn add_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, html: Option<bool>) -> PyResult<u64> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
-        py.allow_threads(|| index.insert_document(DocumentInput { bytes: &bytes, kind }, doc_id)).map(|f| f.value).map_err(to_py)
+        py.allow_threads(|| index.insert_document(DocumentInput { bytes: &bytes, kind }, doc_id)).map(|f| f.value).map_err(fp_error)
     }
 
     /// (fingerprint, matches, words); with `min_words`, a document of fewer words raises
@@ -212,7 +215,7 @@ impl Index {
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
         let query = DocumentQuery::within(k.unwrap_or_else(|| index.k())).with_min_words(min_words.unwrap_or(0)).with_verify(verify);
-        let (f, found) = py.allow_threads(|| index.find_or_insert_document_with(doc, doc_id, &query)).map_err(to_py)?;
+        let (f, found) = py.allow_threads(|| index.find_or_insert_document_with(doc, doc_id, &query)).map_err(fp_error)?;
         let matches = match found {
             FindOrInsert::Found(m) => rows(m),
             FindOrInsert::Inserted { .. } => Vec::new(),
@@ -291,11 +294,10 @@ impl Index {
         let taken = self.inner.write().unwrap_or_else(PoisonError::into_inner).take();
         let Some(index) = taken else { return Ok(()) };
         py.allow_threads(|| match Arc::try_unwrap(index) {
-            Ok(index) => index.close(),
+            Ok(index) => index.close().map_err(fp_error),
             // a call still running on another thread: sync now, the last reference closes
-            Err(shared) => shared.sync(),
+            Err(shared) => shared.sync().map_err(to_py),
         })
-        .map_err(to_py)
     }
 
     #[getter]
@@ -328,40 +330,15 @@ struct Fingerprinter {
     recipe: String,
 }
 
-fn language(code: &str) -> PyResult<Language> {
-    Language::from_code(code).ok_or_else(|| PyValueError::new_err(format!("unknown language {code:?}")))
-}
-
 #[pymethods]
 impl Fingerprinter {
     #[new]
     #[pyo3(signature = (preset="pages", features=None, tf=None, stop_words=None, fold_digits=None, min_words=None))]
     fn new(preset: &str, features: Option<Vec<String>>, tf: Option<&str>, stop_words: Option<Vec<String>>, fold_digits: Option<bool>, min_words: Option<u64>) -> PyResult<Self> {
-        let mut o = match preset {
-            "pages" => FingerprintOptions::default(),
-            "short_text" | "short-text" => FingerprintOptions::short_text(),
-            p => return Err(PyValueError::new_err(format!("unknown preset {p:?} (pages, short_text)"))),
-        };
-        if let Some(f) = features {
-            o.features = f
-                .iter()
-                .map(|k| FeatureKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown feature kind {k:?} (w, w2..w16, c1..c16)"))))
-                .collect::<PyResult<_>>()?;
-        }
-        if let Some(tf) = tf {
-            o.tf = TfMode::parse(tf).ok_or_else(|| PyValueError::new_err(format!("unknown tf {tf:?} (tf, logtf, binary)")))?;
-        }
-        if let Some(stop) = stop_words {
-            o.stop_words = stop.iter().map(|c| language(c)).collect::<PyResult<_>>()?;
-        }
-        if let Some(f) = fold_digits {
-            o.fold_digits = f;
-        }
-        if let Some(m) = min_words {
-            o.min_words = m;
-        }
+        let names = OptionNames { preset: Some(preset.to_owned()), features, tf: tf.map(str::to_owned), stop_words, fold_digits, min_words, ..OptionNames::default() };
+        let o = FingerprintOptions::from_names(&names).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let fp = RustFingerprinter::new(o).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let recipe = simdex::fingerprint::Recipe::of(&fp).descriptor();
+        let recipe = simdex_fingerprint::Recipe::of(&fp).descriptor();
         Ok(Fingerprinter { inner: Mutex::new(fp), recipe })
     }
 
@@ -379,7 +356,7 @@ impl Fingerprinter {
     fn fingerprint_html(&self, py: Python<'_>, html: &[u8]) -> PyResult<u64> {
         py.allow_threads(|| {
             let mut fp = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            simdex::fingerprint::html::fingerprint_html_reader(&mut fp, html, simdex::fingerprint::input::InvalidUtf8::Replace)
+            simdex_fingerprint::html::fingerprint_html_reader(&mut fp, html, simdex_fingerprint::input::InvalidUtf8::Replace)
         })
         .map(|o| o.fingerprint.value)
         .map_err(fp_error)
@@ -414,7 +391,7 @@ impl Segment {
 /// `dedup --index` use as document ids).
 #[pyfunction]
 fn doc_id(name: &str) -> u64 {
-    simdex::fingerprint::hash::sfh64(0, name.as_bytes())
+    simdex_fingerprint::hash::sfh64(0, name.as_bytes())
 }
 
 #[pymodule]

@@ -6,10 +6,10 @@
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
+use super::log::{LogWriter, OpKind, SketchSlice};
 use super::state::{lock, Engine};
 use super::Durability;
 use crate::error::{Error, Result};
-use crate::log::{LogWriter, OpKind, SketchSlice};
 
 /// The writer's state, behind the writer's lock: the open log and where syncing stands.
 pub(super) struct WriterState {

@@ -68,10 +68,10 @@ use std::path::{Path, PathBuf};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
+use super::manifest::SegmentMeta;
 use super::version::{LiveSegment, TombstoneSet};
 use crate::codec::{Codec, SymbolHistogram};
 use crate::error::{Error, Result};
-use crate::manifest::SegmentMeta;
 use crate::plan::{planned_design, PlanOptions};
 use crate::segment::{IdColumn, SegmentWriter, SketchColumn};
 use crate::sort::sort_u64;

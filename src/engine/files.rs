@@ -10,7 +10,7 @@
 //! ```
 //! Every data file carries a number from the manifest's one counter, so names never repeat.
 
-use crate::manifest::MANIFEST_NAME;
+use super::manifest::MANIFEST_NAME;
 
 /// The writer's lock file.
 pub const LOCK_NAME: &str = "LOCK";

@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use super::commit::WriterState;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind};
+use super::log::LogWriter;
+use super::manifest::{SegmentMeta, TombstoneMeta};
+use super::memtable::{Memtable, Run};
 use super::state::{lock, Engine};
+use super::tombstone;
 use super::version::{LiveSegment, TombstoneSet};
 use crate::codec::{Codec, SymbolHistogram};
 use crate::error::Result;
-use crate::log::LogWriter;
-use crate::manifest::{SegmentMeta, TombstoneMeta};
-use crate::memtable::{Memtable, Run};
 use crate::plan::{planned_design, Design, PlanOptions};
 use crate::segment::{IdColumn, Segment, SegmentWriter, SketchColumn};
 use crate::storage::Storage;
-use crate::tombstone;
 
 /// A rotation of the log ([`Engine::freeze`]), kept so that it can be undone.
 struct Rotation {

@@ -9,10 +9,10 @@ use std::time::Duration;
 use super::commit::WriterState;
 use super::compaction;
 use super::files::segment_name;
+use super::manifest::SegmentMeta;
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, Version};
 use crate::error::{Error, Result};
-use crate::manifest::SegmentMeta;
 use crate::segment::Segment;
 
 impl Engine {

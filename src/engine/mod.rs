@@ -28,8 +28,9 @@
 //! - [`snapshot`]: a read-only view for whole-index jobs; `stats`: what the index reports;
 //! - [`verify`] and [`salvage`]: checking every file, and salvaging a damaged directory;
 //! - [`files`]: the directory's file names.
-//! - `recipe`: the fingerprint recipe pinned in the index (`RECIPE`) and the document calls
-//!   that use it ([`Index::insert_document`], [`Index::find_or_insert_document`]).
+//! - [`pinned_recipe`]: the `RECIPE` file, the fingerprint recipe pinned in the index, kept
+//!   as opaque bytes for the text pipeline (the `simdex-fingerprint` crate, which makes the
+//!   document calls).
 //!
 //! ```
 //! use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions};
@@ -52,14 +53,19 @@ mod commit;
 pub mod compaction;
 pub mod files;
 mod flush;
+// public to the tests (`simdex::log` with `test-support`), whose oracles use what the engine does not
+#[cfg_attr(not(feature = "test-support"), allow(dead_code))]
+pub mod log;
 mod maintenance;
+pub(crate) mod manifest;
+pub(crate) mod memtable;
 mod open;
-#[cfg(feature = "fingerprint")]
-pub mod recipe;
+pub mod pinned_recipe;
 pub mod salvage;
 pub mod snapshot;
 mod state;
 mod stats;
+pub(crate) mod tombstone;
 mod verified;
 pub mod verify;
 mod version;
@@ -72,9 +78,9 @@ use std::time::Duration;
 pub use compaction::CompactionOptions;
 pub use stats::{LogReport, OpenReport, SegmentStats, Stats};
 
+use self::log::OpKind;
 use crate::codec::Codec;
 use crate::error::Result;
-use crate::log::OpKind;
 use crate::query::{Match, QueryOptions};
 use crate::segment::SketchColumn;
 use crate::storage::{FsStorage, Storage};
@@ -201,9 +207,6 @@ pub struct Index {
     engine: Arc<Engine>,
     /// The maintenance thread and, under group commit, the sync thread.
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// The pinned fingerprint recipe and idle fingerprinters made with it.
-    #[cfg(feature = "fingerprint")]
-    recipe: recipe::RecipeState,
 }
 
 impl Index {

@@ -9,18 +9,18 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::commit::WriterState;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
+use super::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
+use super::manifest::Manifest;
+use super::memtable::Memtable;
 use super::state::{Engine, MaintenanceSignals};
 use super::stats::{LogReport, OpenReport};
+use super::tombstone;
 use super::version::{LiveSegment, TombstoneSet, Version};
 use super::{Durability, Index, IndexOptions, OpenMode};
 use crate::error::{Error, Result};
-use crate::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
-use crate::manifest::Manifest;
-use crate::memtable::Memtable;
 use crate::plan::{planned_design, Design, PlanOptions, MAX_K};
 use crate::segment::{Segment, SketchColumn};
 use crate::storage::Storage;
-use crate::tombstone;
 
 /// The memtable's query design is planned for its flush size, but never for more entries
 /// than this (a memtable that is never flushed should not get hundreds of tables).
@@ -93,8 +93,6 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         _lock: lock,
         options,
     });
-    #[cfg(feature = "fingerprint")]
-    let recipe = super::recipe::RecipeState::load(&*engine.storage, dir)?;
     let mut threads = Vec::new();
     if !read_only && engine.options.background {
         let s = engine.clone();
@@ -103,23 +101,13 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         if let Durability::Group { max_delay, max_ops } = engine.options.durability {
             let s = engine.clone();
             let t = std::thread::Builder::new().name("simdex-sync".into()).spawn(move || s.sync_loop(max_delay, max_ops));
-            let index = Index {
-                engine: engine.clone(),
-                threads: Mutex::new(threads),
-                #[cfg(feature = "fingerprint")]
-                recipe,
-            };
+            let index = Index { engine: engine.clone(), threads: Mutex::new(threads) };
             let t = t.map_err(|e| Error::io(dir, "spawn the sync thread", e))?;
             index.threads.lock().unwrap_or_else(|p| p.into_inner()).push(t);
             return Ok(index);
         }
     }
-    Ok(Index {
-        engine,
-        threads: Mutex::new(threads),
-        #[cfg(feature = "fingerprint")]
-        recipe,
-    })
+    Ok(Index { engine, threads: Mutex::new(threads) })
 }
 
 /// A sketch layout a segment's sketch column can hold (1 to 64 bytes).
@@ -217,7 +205,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
                     logs.push(n);
                 }
             }
-            // the fingerprint recipe (engine/recipe.rs), read after recovery
+            // the pinned fingerprint recipe (engine/pinned_recipe.rs): read by the text pipeline
             FileKind::Unknown => report.unknown.push(name.clone()),
         }
     }

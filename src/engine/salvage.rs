@@ -17,14 +17,14 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::files::{self, FileKind};
+use super::log::{scan_log, LogEnd, OpKind, ScanMode};
+use super::manifest::Manifest;
+use super::tombstone;
 use super::{Index, IndexOptions};
 use crate::error::{Error, Result};
-use crate::log::{scan_log, LogEnd, OpKind, ScanMode};
-use crate::manifest::Manifest;
 use crate::segment::scan::salvage_open;
 use crate::segment::{Segment, SketchColumn};
 use crate::storage::Storage;
-use crate::tombstone;
 
 /// What [`salvage`] recovered and lost, file by file.
 #[derive(Clone, Debug, Default)]
@@ -256,8 +256,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     options.background = false;
     options.compaction.automatic = false;
     options.memtable_ops = u64::MAX;
-    #[cfg(feature = "fingerprint")]
-    let recipe = match super::recipe::load(storage, src) {
+    let recipe = match super::pinned_recipe::load(storage, src) {
         Ok(r) => r,
         Err(e) => {
             report.lost.push((files::RECIPE_NAME.into(), format!("the pinned fingerprint recipe (pin it again before adding documents): {}", e.chain_message())));
@@ -265,9 +264,8 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         }
     };
     let index = Index::open(dst, options)?;
-    #[cfg(feature = "fingerprint")]
     if let Some(recipe) = recipe {
-        index.pin_recipe(recipe)?;
+        index.store_pinned_recipe(&recipe)?;
         report.recovered.push((files::RECIPE_NAME.into(), "the fingerprint recipe".into()));
     }
     let width = options_width(&index);

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 use super::commit::WriterState;
+use super::manifest::Manifest;
 use super::stats::OpenReport;
 use super::version::Version;
 use super::IndexOptions;
 use crate::codec::Codec;
 use crate::error::{Error, Result};
-use crate::manifest::Manifest;
 use crate::plan::Design;
 use crate::query::QueryOptions;
 use crate::segment::SketchColumn;

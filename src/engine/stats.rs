@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use super::files::{self, segment_name, FileKind};
+use super::log::LogEnd;
 use super::state::{lock, Engine};
 use crate::codec::Codec;
-use crate::log::LogEnd;
 
 /// How one log looked when the index was opened.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,10 +3,10 @@
 //! estimate ([`crate::verify_sketch`]). Candidates and sketches come from one version of
 //! the live set, so a concurrent flush or compaction cannot split them.
 
+use super::log::OpKind;
 use super::state::{lock, Engine};
 use super::{FindOrInsert, Index};
 use crate::error::{Error, Result};
-use crate::log::OpKind;
 use crate::query::{Match, QueryOptions};
 use crate::verify_sketch::{minhash_resemblance, parse_minhash_scheme, VerifiedMatch, VerifyOptions};
 

@@ -8,12 +8,12 @@
 use std::path::Path;
 
 use super::files::{self, FileKind};
+use super::log::{scan_log, LogEnd, ScanMode};
+use super::manifest::{Manifest, MANIFEST_NAME};
+use super::tombstone;
 use crate::error::{Error, Result};
-use crate::log::{scan_log, LogEnd, ScanMode};
-use crate::manifest::{Manifest, MANIFEST_NAME};
 use crate::segment::verify::verify_segment_with;
 use crate::storage::Storage;
-use crate::tombstone;
 
 /// One fault in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,14 +93,13 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
         let path = dir.join(name);
         match files::parse(name) {
             FileKind::Manifest | FileKind::Lock => {}
-            #[cfg(feature = "fingerprint")]
-            FileKind::Recipe => match super::recipe::load(storage, dir) {
-                Ok(Some(r)) => report.checked.push((name.clone(), format!("fingerprint recipe `{r}`"))),
+            FileKind::Recipe => match super::pinned_recipe::load(storage, dir) {
+                Ok(Some(r)) => {
+                    report.checked.push((name.clone(), format!("fingerprint recipe `{}`, IDF table {} bytes", r.options.trim_end().replace('\n', " "), r.idf_table.len())))
+                }
                 Ok(None) => {}
                 Err(e) => report.problem(name, &e),
             },
-            #[cfg(not(feature = "fingerprint"))]
-            FileKind::Recipe => report.notes.push(format!("{name}: fingerprint recipe, not checked (simdex built without the fingerprint feature)")),
             FileKind::Temporary => report.notes.push(format!("{name}: temporary file of an unfinished write (removed by the next writable open)")),
             FileKind::Unknown => report.unknown.push(name.clone()),
             FileKind::Segment(n) => {

@@ -9,12 +9,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::manifest::{SegmentMeta, TombstoneMeta};
+use super::memtable::{MemView, Memtable};
+use super::tombstone::Tombstone;
 use crate::error::Result;
-use crate::manifest::{SegmentMeta, TombstoneMeta};
-use crate::memtable::{MemView, Memtable};
 use crate::query::{finish_matches, Match, QueryOptions};
 use crate::segment::Segment;
-use crate::tombstone::Tombstone;
 
 /// A segment the manifest lists, open.
 #[derive(Debug)]
@@ -72,7 +72,7 @@ pub(crate) struct MemViews<'a>(pub Vec<MemView<'a>>);
 
 impl Version {
     /// The live segments' manifest entries, oldest first.
-    pub(crate) fn segment_metas(&self) -> Vec<crate::manifest::SegmentMeta> {
+    pub(crate) fn segment_metas(&self) -> Vec<super::manifest::SegmentMeta> {
         self.segments.iter().map(|s| s.meta).collect()
     }
 

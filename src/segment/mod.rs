@@ -17,4 +17,4 @@ mod writer;
 
 pub use layout::{FORMAT_VERSION, OLDEST_VERSION};
 pub use reader::{Segment, Table, TableEntries};
-pub use writer::{build_segment, build_segment_with_progress, temporary_path, BuildOptions, IdColumn, SegmentWriter, SketchColumn};
+pub use writer::{build_segment, build_segment_with_progress, BuildOptions, IdColumn, SegmentWriter, SketchColumn};

@@ -1397,7 +1397,7 @@ mod tests {
                 x
             })
             .collect();
-        let storage = crate::memstorage::MemStorage::default();
+        let storage = crate::storage::MemStorage::default();
         let path = Path::new("s.sdx");
         build_segment(&storage, path, &fps, None, &BuildOptions::default()).unwrap();
         let seg = Segment::open_with(&storage, path).unwrap();
@@ -1442,7 +1442,7 @@ mod tests {
     #[test]
     fn tables_and_blocks_out_of_range_are_errors_not_panics() {
         let fps: Vec<u64> = (0..5000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
-        let storage = crate::memstorage::MemStorage::default();
+        let storage = crate::storage::MemStorage::default();
         let path = Path::new("s.sdx");
         build_segment(&storage, path, &fps, Some(&fps), &BuildOptions::default()).unwrap();
         let seg = Segment::open_with(&storage, path).unwrap();

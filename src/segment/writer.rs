@@ -11,7 +11,7 @@ use super::layout::*;
 use crate::codec::{BlockEncoder, Code, Codec, SymbolHistogram, BLOCK_BYTES};
 use crate::error::{Error, Result};
 use crate::plan::Design;
-use crate::storage::{parent_dir, Storage, TempFile, WriteFile};
+use crate::storage::{parent_dir, temporary_path, Storage, TempFile, WriteFile};
 
 /// Streams a segment to disk. Call [`Self::write_table`] once per table in order, then
 /// [`Self::write_ids`] if the segment has ids, then [`Self::finish`]. Dropping the writer
@@ -42,12 +42,6 @@ pub struct SketchColumn {
     pub scheme: [u8; 8],
 }
 
-/// The temporary name a segment is written under.
-pub fn temporary_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".tmp");
-    path.with_file_name(name)
-}
 
 /// Whether a segment stores a document id beside each fingerprint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -226,7 +226,7 @@ fn near_pairs_of_sorted_tables_equal_brute_force() {
     let mut s = 0x1234_5678u64;
     let mut fps = Vec::new();
     for i in 0..400u32 {
-        s = simdex::fingerprint::hash::fmix64(s.wrapping_add(i as u64));
+        s = simdex_fingerprint::hash::fmix64(s.wrapping_add(i as u64));
         // clustered values: a few bases with a few bits flipped
         let base = [0u64, u64::MAX, 0xF0F0_F0F0_F0F0_F0F0][i as usize % 3];
         let flips = (s & 0xFF) as u32 % 7;

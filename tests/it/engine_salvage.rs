@@ -151,10 +151,10 @@ fn a_damaged_id_page_keeps_the_fingerprints_and_names_each_lost_id() {
 
 #[test]
 fn the_pinned_recipe_is_verified_and_salvaged() {
-    use simdex::fingerprint::document::DocumentKind;
+    use simdex_fingerprint::document::DocumentKind;
     let storage = MemStorage::default();
-    let index = Index::open("/idx", mem_options(&storage, 1 << 20)).unwrap();
-    let doc = simdex::DocumentInput { bytes: b"the cat sat on the mat and looked at the dog", kind: DocumentKind::Text };
+    let index = simdex_fingerprint::DocumentIndex::open("/idx", mem_options(&storage, 1 << 20)).unwrap();
+    let doc = simdex_fingerprint::DocumentInput { bytes: b"the cat sat on the mat and looked at the dog", kind: DocumentKind::Text };
     index.insert_document(doc, 7).unwrap();
     let pinned = index.recipe().expect("the first document pins the recipe");
     index.close().unwrap();
@@ -164,7 +164,7 @@ fn the_pinned_recipe_is_verified_and_salvaged() {
     assert!(report.checked.iter().any(|(f, _)| f == "RECIPE"), "RECIPE is checked: {:?}", report.checked);
     let report = salvage(&storage, dir, Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
     assert!(report.recovered.iter().any(|(f, _)| f == "RECIPE"), "{report:?}");
-    assert_eq!(Index::open("/out", mem_options(&storage, 1 << 20)).unwrap().recipe(), Some(pinned));
+    assert_eq!(simdex_fingerprint::DocumentIndex::open("/out", mem_options(&storage, 1 << 20)).unwrap().recipe(), Some(pinned));
     // A damaged recipe is a problem verify names.
     let path = dir.join("RECIPE");
     let mut bytes = storage.file(&path).unwrap();

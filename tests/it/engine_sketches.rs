@@ -297,11 +297,11 @@ fn sketch_misuse_is_a_clear_error() {
 
 #[test]
 fn documents_carry_their_sketch_and_are_verified() {
-    use simdex::fingerprint::document::DocumentKind;
-    use simdex::fingerprint::sketch::{SketchOptions, Sketcher};
-    use simdex::{DocumentInput, DocumentQuery};
+    use simdex_fingerprint::document::DocumentKind;
+    use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
+    use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
     let storage = MemStorage::default();
-    let index = Index::open("d", IndexOptions { sketches: Some(SketchOptions::default().column()), ..mem_options(&storage, 100) }).unwrap();
+    let index = DocumentIndex::new(Index::open("d", IndexOptions { sketches: Some(SketchOptions::default().column()), ..mem_options(&storage, 100) }).unwrap()).unwrap();
     let words: Vec<String> = (0..300).map(|i| format!("w{}", (i * 7919) % 1000)).collect();
     let page = words.join(" ");
     fn doc(t: &str) -> DocumentInput<'_> {
@@ -330,7 +330,7 @@ fn documents_carry_their_sketch_and_are_verified() {
     let (_, found) = index.find_or_insert_document_with(doc(&page), 5, &DocumentQuery::within(3).with_verify(false)).unwrap();
     assert!(matches!(found, FindOrInsert::Found(ref m) if m.len() == 2), "{found:?}");
     // Too short for min_words: refused, not stored.
-    assert!(matches!(index.find_or_insert_document_with(doc("a b c"), 6, &DocumentQuery::within(3).with_min_words(10)), Err(Error::Document(_))));
+    assert!(matches!(index.find_or_insert_document_with(doc("a b c"), 6, &DocumentQuery::within(3).with_min_words(10)), Err(simdex_fingerprint::Error::EmptyDocument { .. })));
 }
 
 #[test]

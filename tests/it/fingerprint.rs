@@ -3,8 +3,8 @@
 //! cases, HTML extraction, IDF tables and streaming.
 
 use proptest::prelude::*;
-use simdex::fingerprint::input::{decode_utf8, fingerprint_text_reader, InvalidUtf8};
-use simdex::fingerprint::{Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, IdfTable, Language, TfMode};
+use simdex_fingerprint::input::{decode_utf8, fingerprint_text_reader, InvalidUtf8};
+use simdex_fingerprint::{Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, IdfTable, Language, TfMode};
 use std::sync::Arc;
 
 const EN: &str = "Near-duplicate web documents are abundant. Two such documents differ from each other in \
@@ -70,10 +70,9 @@ fn seed_examples_with_the_short_text_recipe() {
     assert!(distance(&o, ZH_A, "the cat sat on the mat") >= FAR);
 }
 
-#[cfg(feature = "cjk")]
 #[test]
 fn seed_chinese_with_jieba() {
-    let o = FingerprintOptions { min_words: 1, cjk: simdex::fingerprint::CjkSegmenter::Jieba, ..FingerprintOptions::short_text() };
+    let o = FingerprintOptions { min_words: 1, cjk: simdex_fingerprint::CjkSegmenter::Jieba, ..FingerprintOptions::short_text() };
     assert!(distance(&o, ZH_A, ZH_B) <= NEAR);
 }
 
@@ -193,10 +192,9 @@ fn missing_cargo_features_and_bad_options_are_errors() {
     assert!(Fingerprinter::new(zh_stem).is_err());
 }
 
-#[cfg(feature = "html")]
 mod html {
     use super::*;
-    use simdex::fingerprint::html::{fingerprint_html_reader, visible_text};
+    use simdex_fingerprint::html::{fingerprint_html_reader, visible_text};
 
     const PAGE: &str = r#"<!DOCTYPE html><html><head><title>Page title</title>
         <style>body { color: red }</style><script>var x = "<p>script text</p>";</script></head>
@@ -323,10 +321,7 @@ fn corpus_fingerprints_are_pinned() {
         let (key, value) = line.rsplit_once('\t').unwrap();
         assert_eq!(expected.get(key), Some(&value), "{key}");
     }
-    // without the `html` feature the HTML pages are left out
-    if cfg!(feature = "html") {
-        assert_eq!(expected.len(), actual.lines().count());
-    }
+    assert_eq!(expected.len(), actual.lines().count());
 }
 
 /// `(id, text)`: the visible text of every HTML page of `fixtures/corpus/pages` (the text of
@@ -339,8 +334,7 @@ fn pinned_documents() -> Vec<(String, String)> {
     for name in names {
         let raw = std::fs::read_to_string(dir.join(&name)).unwrap();
         if name.ends_with(".html") {
-            #[cfg(feature = "html")]
-            docs.push((name, simdex::fingerprint::html::visible_text(&raw)));
+            docs.push((name, simdex_fingerprint::html::visible_text(&raw)));
         } else {
             docs.push((name, raw));
         }
@@ -455,7 +449,7 @@ fn pinned_documents() -> Vec<(String, String)> {
     let mut state = 12345u64;
     let mut next = || {
         state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        simdex::fingerprint::hash::fmix64(state)
+        simdex_fingerprint::hash::fmix64(state)
     };
     for i in 0..64 {
         let len = (next() % 400) as usize + 1;

@@ -32,11 +32,11 @@ fn segment_example() -> Result<(), simdex::Error> {
 
 #[test]
 fn verified_example() -> Result<(), Box<dyn std::error::Error>> {
-    use simdex::fingerprint::document::DocumentKind;
-    use simdex::fingerprint::sketch::SketchOptions;
-    use simdex::{DocumentInput, DocumentQuery};
+    use simdex_fingerprint::document::DocumentKind;
+    use simdex_fingerprint::sketch::SketchOptions;
+    use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
     let dir = tempfile::tempdir()?;
-    let index = Index::open(dir.path(), IndexOptions { sketches: Some(SketchOptions::default().column()), ..IndexOptions::default() })?;
+    let index = DocumentIndex::open(dir.path(), IndexOptions { sketches: Some(SketchOptions::default().column()), ..IndexOptions::default() })?;
     let page = DocumentInput { bytes: b"the quick brown fox jumps over the lazy dog again and again", kind: DocumentKind::Text };
     index.insert_document(page, 1)?;
     let (_, found) = index.find_or_insert_document_with(page, 2, &DocumentQuery::within(6))?;

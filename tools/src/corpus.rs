@@ -1,13 +1,13 @@
 //! Documents from the command line's inputs: files, folders (walked recursively, in name
-//! order), `-` for standard input, read by the library (`simdex::fingerprint::document`) as
+//! order), `-` for standard input, read by the library (`simdex_fingerprint::document`) as
 //! text, HTML or JSON lines, by `--format` or by extension. A file's document id is its path,
 //! escaped ([`escape_name`]) so that any name prints on one line and reads back.
 
 use anyhow::Context;
 use clap::ValueEnum;
 use indicatif::ProgressBar;
-use simdex::fingerprint::document::{self, Document, Documents, IdfLearner, InvalidUtf8};
-use simdex::fingerprint::{Fingerprinter, IdfTable};
+use simdex_fingerprint::document::{self, Document, Documents, IdfLearner, InvalidUtf8};
+use simdex_fingerprint::{Fingerprinter, IdfTable};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -143,7 +143,7 @@ pub fn for_each_doc(
                         failed.push(Skip { id, reason });
                     }
                 }
-                Err(simdex::fingerprint::Error::Io(e)) => return Err(e).with_context(|| format!("cannot read {name}")),
+                Err(simdex_fingerprint::Error::Io(e)) => return Err(e).with_context(|| format!("cannot read {name}")),
                 Err(e) => skip(Skip { id: name.clone(), reason: e.to_string() }),
             }
         }

@@ -18,7 +18,7 @@ mod corpus;
 mod input;
 mod plot;
 mod progress;
-mod recipe;
+mod recipe_args;
 
 use clap::Parser;
 

@@ -6,14 +6,13 @@ use std::path::Path;
 use anyhow::anyhow;
 use plotters::prelude::*;
 
-use crate::cmd::tune::{Row, K_MAX};
-
 const SIZE: (u32, u32) = (900, 540);
 const COLORS: [RGBColor; 6] = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40), RGBColor(148, 103, 189), RGBColor(140, 86, 75)];
 
-/// Precision, recall and F1 by k, fingerprint only (solid) and verified (dashed look: the
-/// same colours, marked with circles).
-pub fn tune_svg(path: &Path, rows: &[Row], recipe: &str) -> anyhow::Result<()> {
+/// Precision, recall and F1 by k: one line per `(name, confirmed, points)`, fingerprint only
+/// (solid) and confirmed by sketch (thin, the same colours, marked with circles), for k in
+/// `0..k_max`.
+pub fn tune_svg(path: &Path, lines: &[(&str, bool, Vec<(u32, f64)>)], k_max: u32, recipe: &str) -> anyhow::Result<()> {
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(plot_error)?;
     let mut chart = ChartBuilder::on(&root)
@@ -21,21 +20,12 @@ pub fn tune_svg(path: &Path, rows: &[Row], recipe: &str) -> anyhow::Result<()> {
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0u32..K_MAX, 0f64..1.0)
+        .build_cartesian_2d(0u32..k_max, 0f64..1.0)
         .map_err(plot_error)?;
     chart.configure_mesh().x_desc("k (Hamming distance)").y_desc("precision, recall, F1").draw().map_err(plot_error)?;
-    type Pick = fn(&Row) -> f64;
-    let series: [(&str, Pick, bool); 6] = [
-        ("precision", |r| r.fingerprint.precision, false),
-        ("recall", |r| r.fingerprint.recall, false),
-        ("F1", |r| r.fingerprint.f1, false),
-        ("verified precision", |r| r.verified.precision, true),
-        ("verified recall", |r| r.verified.recall, true),
-        ("verified F1", |r| r.verified.f1, true),
-    ];
-    for (i, (name, pick, verified)) in series.into_iter().enumerate() {
+    for (i, (name, verified, points)) in lines.iter().enumerate() {
+        let (name, verified, points) = (*name, *verified, points.clone());
         let color = COLORS[i % 3];
-        let points: Vec<(u32, f64)> = rows.iter().map(|r| (r.k, pick(r))).collect();
         let style = if verified { color.stroke_width(1) } else { color.stroke_width(2) };
         chart.draw_series(LineSeries::new(points.clone(), style)).map_err(plot_error)?.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
         if verified {

@@ -170,7 +170,7 @@ fn dedup_index_stores_sketches_and_verifies_by_them_next_time() {
     // The segment the run left has a sketch column of the library's recipe.
     let seg = std::fs::read_dir(&index).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "sdx")).unwrap();
     let segment = simdex::Segment::open(&seg).unwrap();
-    let default = simdex::fingerprint::sketch::SketchOptions::default();
+    let default = simdex_fingerprint::sketch::SketchOptions::default();
     assert_eq!(segment.sketch_layout(), Some((64, default.scheme())));
     let inspect = run(&["inspect", p(&seg)]);
     ok(&inspect);

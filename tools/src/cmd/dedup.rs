@@ -4,7 +4,7 @@
 //! Near-duplicate pairs are found exactly by the library's self-join of the fingerprints,
 //! sorted into permuted tables in memory (`simdex::cluster::near_pairs` over
 //! `SortedTables`). By default every pair within k is then verified: kept only when the
-//! documents' sketches (`simdex::fingerprint::sketch`, computed in memory) estimate a
+//! documents' sketches (`simdex_fingerprint::sketch`, computed in memory) estimate a
 //! resemblance of at least `--verify-threshold`. On the dev corpus this lifts F1 from 0.72
 //! (k = 3, fingerprints only) to 0.89 (k = 8, verified at 0.90); see `benches/QUALITY.md`.
 //!
@@ -16,14 +16,14 @@
 
 use crate::corpus::{self, HashingReader, ReadArgs};
 use crate::progress;
-use crate::recipe::RecipeArgs;
+use crate::recipe_args::RecipeArgs;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::cluster::{clusters_from_pairs, near_pairs};
-use simdex::fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
-use simdex::fingerprint::Fingerprinter;
 use simdex::SortedTables;
+use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
+use simdex_fingerprint::Fingerprinter;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
@@ -144,7 +144,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             // The default design (k = 3) answers any k up to 8 by multi-probe. A new index
             // stores the documents' sketches when the run verifies (an existing one keeps
             // what it was created with).
-            simdex::Index::open(dir, simdex::IndexOptions { sketches: verify.map(|_| SketchOptions::default().column()), ..simdex::IndexOptions::default() })
+            simdex_fingerprint::DocumentIndex::open(dir, simdex::IndexOptions { sketches: verify.map(|_| SketchOptions::default().column()), ..simdex::IndexOptions::default() })
                 .with_context(|| format!("opening index {}", dir.display()))?,
         ),
         None => None,
@@ -158,7 +158,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         None => fingerprinter(&args, &files, verify.is_some())?,
     };
     if let Some(index) = &index {
-        let recipe = simdex::fingerprint::Recipe::of(&fp);
+        let recipe = simdex_fingerprint::Recipe::of(&fp);
         if args.relearn_idf {
             if index.recipe().is_some_and(|r| *r != recipe) {
                 eprintln!(
@@ -198,7 +198,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                     check.k
                 );
             }
-            Some(check_and_add(index, &corpus.docs, verify.map(|_| check), check.k, &mut report)?)
+            Some(check_and_add(index.into_inner(), &corpus.docs, verify.map(|_| check), check.k, &mut report)?)
         }
         None => None,
     };
@@ -496,7 +496,7 @@ impl LeftOut {
 
 /// The index's document id for a document id string.
 fn index_doc_id(id: &str) -> u64 {
-    simdex::fingerprint::hash::sfh64(0, id.as_bytes())
+    simdex_fingerprint::hash::sfh64(0, id.as_bytes())
 }
 
 /// Checks every fingerprinted document against the index (reporting what was stored before

@@ -6,7 +6,7 @@
 //! inputs stop the run (exit 2). Names are printed escaped (`corpus::escape_name`).
 
 use crate::corpus::{self, ReadArgs, Skip};
-use crate::recipe::RecipeArgs;
+use crate::recipe_args::RecipeArgs;
 use anyhow::Context;
 use clap::Args as ClapArgs;
 use indicatif::ProgressBar;
@@ -87,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 });
                 writeln!(out, "{line}")?;
             } else if let Some(names) = &mut names {
-                let doc_id = simdex::fingerprint::hash::sfh64(0, id.as_bytes());
+                let doc_id = simdex_fingerprint::hash::sfh64(0, id.as_bytes());
                 writeln!(out, "{:016x}\t{doc_id}", f.value)?;
                 writeln!(names, "{doc_id}\t{id}")?;
             } else {

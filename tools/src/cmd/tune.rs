@@ -5,18 +5,18 @@
 //!
 //! Ground truth, independent of fingerprints: a pair is a near-duplicate when the exact
 //! Jaccard similarity of the two documents' word 3-shingle sets (the sketch's tokens and
-//! shingles, `simdex::fingerprint::sketch`) is at least `--threshold`. Candidate pairs come
+//! shingles, `simdex_fingerprint::sketch`) is at least `--threshold`. Candidate pairs come
 //! from MinHash LSH (20 bands of 5 rows: a pair at Jaccard 0.9 is missed with probability
 //! below 1e-7, at 0.7 below 1e-3), and every candidate's Jaccard is computed exactly.
 
 use crate::corpus::{self, ReadArgs};
 use crate::progress;
-use crate::recipe::RecipeArgs;
+use crate::recipe_args::RecipeArgs;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
-use simdex::fingerprint::{Fingerprinter, IdfBuilder};
+use simdex_fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
+use simdex_fingerprint::{Fingerprinter, IdfBuilder};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -124,7 +124,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let best_fp = rows.iter().max_by(|a, b| a.fingerprint.f1.total_cmp(&b.fingerprint.f1)).copied();
     let best_verified = rows.iter().max_by(|a, b| a.verified.f1.total_cmp(&b.verified.f1)).copied();
     if let Some(path) = &args.plot {
-        crate::plot::tune_svg(path, &rows, &fp.recipe()).with_context(|| format!("cannot draw {}", path.display()))?;
+        type Pick = fn(&Row) -> f64;
+        let series: [(&str, Pick, bool); 6] = [
+            ("precision", |r| r.fingerprint.precision, false),
+            ("recall", |r| r.fingerprint.recall, false),
+            ("F1", |r| r.fingerprint.f1, false),
+            ("verified precision", |r| r.verified.precision, true),
+            ("verified recall", |r| r.verified.recall, true),
+            ("verified F1", |r| r.verified.f1, true),
+        ];
+        let lines: Vec<_> = series.iter().map(|&(name, pick, verified)| (name, verified, rows.iter().map(|r| (r.k, pick(r))).collect())).collect();
+        crate::plot::tune_svg(path, &lines, K_MAX, &fp.recipe()).with_context(|| format!("cannot draw {}", path.display()))?;
     }
     if args.json {
         let row = |r: &Row| {
@@ -242,7 +252,7 @@ pub fn ground_truth(sets: &[&[u64]], threshold: f64) -> anyhow::Result<Vec<(u32,
     for (i, set) in sets.iter().enumerate() {
         let sig = lsh.min_shingles(set);
         for (band, rows) in sig.chunks(ROWS).enumerate() {
-            let key = rows.iter().fold(band as u64, |acc, &v| simdex::fingerprint::hash::combine(acc, v));
+            let key = rows.iter().fold(band as u64, |acc, &v| simdex_fingerprint::hash::combine(acc, v));
             buckets.entry((band, key)).or_default().push(i as u32);
         }
     }

@@ -7,8 +7,8 @@
 //! from documents therefore counts the features their fingerprints are made of.
 //!
 //! ```
-//! use simdex::fingerprint::document::{Documents, Format, InvalidUtf8};
-//! use simdex::fingerprint::{FingerprintOptions, Fingerprinter};
+//! use simdex_fingerprint::document::{Documents, Format, InvalidUtf8};
+//! use simdex_fingerprint::{FingerprintOptions, Fingerprinter};
 //!
 //! let mut fp = Fingerprinter::new(FingerprintOptions::default()).unwrap();
 //! let page = "the cat sat on the mat, and then the cat went to sleep on the mat";
@@ -212,7 +212,7 @@ impl<'f> IdfLearner<'f> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fingerprint::FingerprintOptions;
+    use crate::FingerprintOptions;
 
     fn fingerprinter() -> Fingerprinter {
         Fingerprinter::new(FingerprintOptions::default()).unwrap()

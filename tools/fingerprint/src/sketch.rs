@@ -105,19 +105,19 @@ impl SketchOptions {
     /// The 8-byte scheme tag an index or segment records for these sketches
     /// (`format-spec/sketch.md`, "Scheme tag").
     pub fn scheme(&self) -> [u8; 8] {
-        crate::verify_sketch::minhash_scheme(SKETCH_RECIPE_VERSION as u8, self.hashes as u16, self.bits as u8)
+        simdex::verify_sketch::minhash_scheme(SKETCH_RECIPE_VERSION as u8, self.hashes as u16, self.bits as u8)
     }
 
     /// The sketch column of an index that stores these sketches
-    /// ([`crate::IndexOptions::sketches`]).
-    pub fn column(&self) -> crate::SketchColumn {
-        crate::SketchColumn { bytes: self.bytes() as u16, scheme: self.scheme() }
+    /// ([`simdex::IndexOptions::sketches`]).
+    pub fn column(&self) -> simdex::SketchColumn {
+        simdex::SketchColumn { bytes: self.bytes() as u16, scheme: self.scheme() }
     }
 
     /// The options whose sketches a column holds, `None` when the column's scheme is not
     /// this recipe's (another version or another kind of sketch).
-    pub fn from_column(column: &crate::SketchColumn) -> Option<Self> {
-        let (version, hashes, bits) = crate::verify_sketch::parse_minhash_scheme(column)?;
+    pub fn from_column(column: &simdex::SketchColumn) -> Option<Self> {
+        let (version, hashes, bits) = simdex::verify_sketch::parse_minhash_scheme(column)?;
         let options = SketchOptions { hashes: u32::from(hashes), bits: u32::from(bits) };
         (u32::from(version) == SKETCH_RECIPE_VERSION && options.validate().is_ok()).then_some(options)
     }
@@ -172,7 +172,7 @@ impl Sketch {
         }
         let SketchOptions { hashes, bits } = self.options;
         // Equal options give equal, valid lengths: the estimate exists.
-        Ok(crate::verify_sketch::minhash_resemblance(self.as_bytes(), other.as_bytes(), hashes, bits).unwrap_or(0.0))
+        Ok(simdex::verify_sketch::minhash_resemblance(self.as_bytes(), other.as_bytes(), hashes, bits).unwrap_or(0.0))
     }
 }
 

@@ -23,7 +23,7 @@
 
 use super::stopwords::BuildIdentity;
 use super::Error;
-use crate::integrity::verify_crc;
+use simdex::integrity::verify_crc;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -280,5 +280,21 @@ mod tests {
         let p = dir.path().join("idf.bin");
         table().save(&p).unwrap();
         assert_eq!(IdfTable::load(&p).unwrap(), table());
+    }
+}
+
+/// Fuzz entry point (`tools/fuzz`, feature `fuzzing`): `data` is an IDF table file: decode
+/// it as [`IdfTable::load`] does and look up a few weights. A table that decodes must encode
+/// back to the same bytes.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub fn fuzz_decode(data: &[u8]) {
+    for data in simdex::fuzzing::with_trailing_crc(data) {
+        if let Ok(t) = IdfTable::decode(&data) {
+            for h in [0, 1, u64::MAX] {
+                std::hint::black_box(t.weight(h));
+            }
+            assert_eq!(t.encode(), data, "IDF table does not encode back to its bytes");
+        }
     }
 }

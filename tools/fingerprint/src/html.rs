@@ -353,7 +353,7 @@ mod tests {
 
     #[test]
     fn text_emitter_matches_the_callback_emitter_on_the_corpus() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/pages");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus/pages");
         for entry in std::fs::read_dir(dir).unwrap() {
             let bytes = std::fs::read(entry.unwrap().path()).unwrap();
             assert_eq!(extracted(&bytes), reference_text(&bytes));

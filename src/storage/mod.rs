@@ -298,7 +298,17 @@ impl Storage for FsStorage {
 }
 
 #[cfg(any(test, feature = "test-support"))]
-pub use crate::memstorage::{CrashMode, MemStorage};
+mod mem;
+#[cfg(any(test, feature = "test-support"))]
+pub use mem::{CrashMode, MemStorage};
+
+/// The temporary name a file is written under before it is renamed into place (`*.tmp`:
+/// an orphan if a writable open finds it).
+pub fn temporary_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
 
 /// The directory holding `path` (`.` for a bare file name).
 pub fn parent_dir(path: &Path) -> PathBuf {
@@ -313,7 +323,7 @@ pub fn parent_dir(path: &Path) -> PathBuf {
 /// removes the temporary file at once (a crash leaves it for the next open to remove).
 pub fn write_atomically(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> crate::Result<()> {
     use crate::Error;
-    let tmp = TempFile::new(storage, crate::segment::temporary_path(path));
+    let tmp = TempFile::new(storage, temporary_path(path));
     let mut file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
     file.write_all(bytes).map_err(|e| Error::io(tmp.path(), "write", e))?;
     file.sync().map_err(|e| Error::io(tmp.path(), "fsync", e))?;

@@ -124,6 +124,23 @@ impl Recipe {
     }
 }
 
+impl Recipe {
+    /// The recipe as an index pins it (its `RECIPE` file's contents).
+    pub fn to_pinned(&self) -> simdex::PinnedRecipe {
+        simdex::PinnedRecipe { options: self.options_text(), idf_table: self.idf.as_ref().map(|t| t.encode()).unwrap_or_default() }
+    }
+
+    /// The recipe an index pinned; `Err` says what does not parse.
+    pub fn from_pinned(pinned: &simdex::PinnedRecipe) -> Result<Self, String> {
+        let options = Recipe::parse_options(&pinned.options).map_err(|e| format!("options: {e}"))?;
+        let idf = match pinned.idf_table.as_slice() {
+            [] => None,
+            t => Some(Arc::new(IdfTable::decode(t).map_err(|e| format!("IDF table: {e}"))?)),
+        };
+        Recipe::new(options, idf).map_err(|e| e.to_string())
+    }
+}
+
 impl std::fmt::Display for Recipe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.descriptor())

@@ -19,11 +19,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use super::tombstone::Tombstone;
 use crate::interpolation::{lower_bound, lower_bound_by};
 use crate::plan::Design;
 use crate::query::Match;
 use crate::sort::sort_u64;
-use crate::tombstone::Tombstone;
 
 /// Inserts gathered before the tail is sorted into a run.
 const TAIL: usize = 1024;

@@ -1,9 +1,9 @@
-//! The fingerprint recipe options shared by `fingerprint` and `dedup`: clap arguments ->
-//! `simdex::fingerprint::Fingerprinter`.
+//! The fingerprint recipe flags shared by `fingerprint`, `dedup` and `tune`: clap arguments ->
+//! `simdex_fingerprint::Fingerprinter`.
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use simdex::fingerprint::{CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfTable, Language, TfMode};
+use simdex_fingerprint::{FingerprintOptions, Fingerprinter, IdfTable, OptionNames};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -52,44 +52,29 @@ pub struct RecipeArgs {
     pub idf: Option<PathBuf>,
 }
 
-fn language(code: &str) -> anyhow::Result<Language> {
-    Language::from_code(code).with_context(|| {
-        let known: Vec<&str> = Language::ALL.iter().map(|l| l.code()).collect();
-        format!("unknown language `{code}` (known: {})", known.join(", "))
-    })
-}
-
 impl RecipeArgs {
-    /// The options these flags describe.
+    /// The options these flags describe (parsed by the library, as every front's are).
     pub fn options(&self) -> anyhow::Result<FingerprintOptions> {
-        let mut o = match self.preset {
-            Preset::Pages => FingerprintOptions::default(),
-            Preset::ShortText => FingerprintOptions::short_text(),
+        let names = OptionNames {
+            preset: Some(
+                match self.preset {
+                    Preset::Pages => "pages",
+                    Preset::ShortText => "short_text",
+                }
+                .to_owned(),
+            ),
+            features: self.features.clone(),
+            tf: self.tf.clone(),
+            stop_words: self.stop.clone(),
+            stem: self.stem.clone(),
+            cjk: self.cjk.map(|c| match c {
+                Cjk::Chars => "chars".to_owned(),
+                Cjk::Jieba => "jieba".to_owned(),
+            }),
+            fold_digits: self.fold_digits.then_some(true),
+            min_words: None,
         };
-        if let Some(kinds) = &self.features {
-            o.features = kinds.iter().map(|k| FeatureKind::parse(k).with_context(|| format!("unknown feature kind `{k}` (w, w2..w16, c1..c16)"))).collect::<anyhow::Result<_>>()?;
-        }
-        if let Some(tf) = &self.tf {
-            o.tf = TfMode::parse(tf).with_context(|| format!("unknown --tf `{tf}` (tf, logtf, binary)"))?;
-        }
-        if let Some(stop) = &self.stop {
-            o.stop_words = match stop.as_slice() {
-                [one] if one == "all" => Language::ALL.to_vec(),
-                [one] if one == "none" => Vec::new(),
-                codes => codes.iter().map(|c| language(c)).collect::<anyhow::Result<_>>()?,
-            };
-        }
-        if let Some(stem) = &self.stem {
-            o.stemming = Some(language(stem)?);
-        }
-        if let Some(cjk) = self.cjk {
-            o.cjk = match cjk {
-                Cjk::Chars => CjkSegmenter::Chars,
-                Cjk::Jieba => CjkSegmenter::Jieba,
-            };
-        }
-        o.fold_digits |= self.fold_digits;
-        Ok(o)
+        Ok(FingerprintOptions::from_names(&names)?)
     }
 
     /// The fingerprinter, with the IDF table of `--idf` if given.
@@ -119,7 +104,7 @@ impl RecipeArgs {
     /// The recipe to fingerprint documents for the index `index` with: the index's pinned
     /// recipe, if it has one (flags that ask for another are refused, naming both), else
     /// `None` (the caller makes one and pins it). `no_idf` asks for a recipe without a table.
-    pub fn for_index(&self, index: &simdex::Index, no_idf: bool) -> anyhow::Result<Option<Fingerprinter>> {
+    pub fn for_index(&self, index: &simdex_fingerprint::DocumentIndex, no_idf: bool) -> anyhow::Result<Option<Fingerprinter>> {
         let Some(pinned) = index.recipe() else { return Ok(None) };
         if self.is_default() && !no_idf {
             return Ok(Some(pinned.fingerprinter()?));
@@ -137,11 +122,11 @@ impl RecipeArgs {
             return Ok(Some(pinned.fingerprinter()?));
         }
         let given = if no_idf || self.idf.is_some() {
-            simdex::fingerprint::Recipe::of(&asked).descriptor()
+            simdex_fingerprint::Recipe::of(&asked).descriptor()
         } else {
-            format!("{} (IDF to be learned)", simdex::fingerprint::Recipe::of(&asked).descriptor())
+            format!("{} (IDF to be learned)", simdex_fingerprint::Recipe::of(&asked).descriptor())
         };
-        Err(simdex::Error::RecipeMismatch { dir: index.dir().to_path_buf(), index: pinned.descriptor(), given }.into())
+        Err(simdex_fingerprint::Error::RecipeMismatch { dir: index.dir().to_path_buf(), index: pinned.descriptor(), given }.into())
     }
 
     /// Refuses `--idf` together with learning a table.

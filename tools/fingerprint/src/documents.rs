@@ -1,0 +1,328 @@
+//! The document calls of an index: [`DocumentIndex`] is a [`simdex::Index`] that also
+//! fingerprints documents with the recipe pinned in it (its `RECIPE` file, which the index
+//! crate keeps as opaque bytes: [`simdex::PinnedRecipe`]) and, when the index stores
+//! sketches of this crate's recipe, confirms candidates by their sketches. Everything else
+//! is the index's: `DocumentIndex` dereferences to [`simdex::Index`].
+//!
+//! ```
+//! use simdex::{IndexOptions, FindOrInsert};
+//! use simdex_fingerprint::document::DocumentKind;
+//! use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
+//!
+//! let dir = std::env::temp_dir().join(format!("simdex-doc-example-{}", std::process::id()));
+//! let index = DocumentIndex::open(&dir, IndexOptions::default())?;
+//! let page = DocumentInput { bytes: b"the quick brown fox jumps over the lazy dog again and again", kind: DocumentKind::Text };
+//! assert!(matches!(index.find_or_insert_document_with(page, 1, &DocumentQuery::within(3))?.1, FindOrInsert::Inserted { .. }));
+//! assert!(matches!(index.find_or_insert_document_with(page, 2, &DocumentQuery::within(3))?.1, FindOrInsert::Found(_)));
+//! index.close()?;
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions, VerifyOptions};
+
+use crate::document::{Document, DocumentKind, InvalidUtf8};
+use crate::sketch::{Sketch, SketchOptions, Sketcher};
+use crate::{Error, Fingerprint, FingerprintOptions, Fingerprinter, Recipe};
+
+type Result<T> = std::result::Result<T, Error>;
+
+/// Locks `m`, ignoring poisoning (every protected value is replaced whole).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// An open index with document calls: the index, its pinned recipe and idle fingerprinters
+/// and sketchers made with it (so a document call does not rebuild one).
+#[derive(Debug)]
+pub struct DocumentIndex {
+    index: Index,
+    recipe: RecipeState,
+}
+
+impl Deref for DocumentIndex {
+    type Target = Index;
+    fn deref(&self) -> &Index {
+        &self.index
+    }
+}
+
+/// An open index's recipe: the pinned one (if any) and idle fingerprinters made with it, so
+/// that a document call does not rebuild one.
+#[derive(Debug)]
+struct RecipeState {
+    inner: Mutex<Pinned>,
+    /// Idle sketchers of the index's sketch recipe (an index that stores sketches).
+    sketchers: Mutex<Vec<Sketcher>>,
+}
+
+#[derive(Debug)]
+struct Pinned {
+    recipe: Option<Arc<Recipe>>,
+    /// Counts pins, so that a fingerprinter of an older recipe is not taken back.
+    generation: u64,
+    idle: Vec<Fingerprinter>,
+}
+
+/// Idle fingerprinters kept per index (one per concurrent document call is enough).
+const MAX_IDLE: usize = 64;
+
+impl DocumentIndex {
+    /// Opens the index in `dir` read-write ([`Index::open`]) with document calls.
+    pub fn open(dir: impl AsRef<Path>, options: IndexOptions) -> Result<Self> {
+        Self::new(Index::open(dir, options)?)
+    }
+
+    /// Opens the index in `dir` read-only ([`Index::open_read_only`]) with document calls.
+    pub fn open_read_only(dir: impl AsRef<Path>, options: IndexOptions) -> Result<Self> {
+        Self::new(Index::open_read_only(dir, options)?)
+    }
+
+    /// Document calls on an open index; fails when its pinned recipe is unreadable.
+    pub fn new(index: Index) -> Result<Self> {
+        let recipe = match index.pinned_recipe()? {
+            Some(p) => Some(Arc::new(Recipe::from_pinned(&p).map_err(|detail| Error::BadPinnedRecipe { path: index.dir().join(simdex::RECIPE_NAME), detail })?)),
+            None => None,
+        };
+        let recipe = RecipeState { inner: Mutex::new(Pinned { recipe, generation: 0, idle: Vec::new() }), sketchers: Mutex::new(Vec::new()) };
+        Ok(DocumentIndex { index, recipe })
+    }
+
+    /// The index, for calls that consume it.
+    pub fn into_inner(self) -> Index {
+        self.index
+    }
+
+    /// [`Index::close`].
+    pub fn close(self) -> Result<()> {
+        Ok(self.index.close()?)
+    }
+}
+
+/// How [`DocumentIndex::find_or_insert_document_with`] judges a document.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct DocumentQuery {
+    /// Near-duplicates: stored fingerprints within `k` bits (verified by sketch, see
+    /// `verify`).
+    pub k: u32,
+    /// A document of fewer words is refused ([`Error::EmptyDocument`], nothing stored).
+    pub min_words: u64,
+    /// Verify candidates by sketch when the index stores sketches of the library's recipe
+    /// (on by default: the dev corpus's F1 rises from 0.72 to 0.79 at k = 3, to 0.89 at k = 8;
+    /// `benches/QUALITY.md`); off, fingerprints alone decide.
+    pub verify: bool,
+    /// The resemblance a verified candidate needs ([`VerifyOptions::min_similarity`]).
+    pub min_similarity: f64,
+}
+
+impl DocumentQuery {
+    /// Near-duplicates within `k`, verified when the index has sketches, resemblance at
+    /// least 0.90, no minimum length beyond the recipe's.
+    pub fn within(k: u32) -> Self {
+        DocumentQuery { k, min_words: 0, verify: true, min_similarity: VerifyOptions::default().min_similarity }
+    }
+
+    /// The same, refusing documents of fewer than `min_words` words.
+    pub fn with_min_words(self, min_words: u64) -> Self {
+        DocumentQuery { min_words, ..self }
+    }
+
+    /// The same, with verification on or off.
+    pub fn with_verify(self, verify: bool) -> Self {
+        DocumentQuery { verify, ..self }
+    }
+}
+
+/// Which document a document call is given.
+#[derive(Clone, Copy, Debug)]
+pub struct DocumentInput<'a> {
+    /// The bytes (invalid UTF-8 is replaced by U+FFFD).
+    pub bytes: &'a [u8],
+    /// Plain text or HTML (fingerprinted by its visible text; cargo feature `html`).
+    pub kind: DocumentKind,
+}
+
+impl DocumentIndex {
+    /// The fingerprint recipe pinned in the index: what every document fingerprint it stores
+    /// was made with. `None` until the first document is stored or a recipe is pinned.
+    pub fn recipe(&self) -> Option<Arc<Recipe>> {
+        lock(&self.recipe.inner).recipe.clone()
+    }
+
+    /// Pins `recipe` when the index has none (writing its `RECIPE` file durably) and returns
+    /// the pinned recipe. An index that already has one keeps it: an equal recipe is
+    /// accepted, another is refused with [`Error::RecipeMismatch`] naming both.
+    pub fn pin_recipe(&self, recipe: Recipe) -> Result<Arc<Recipe>> {
+        let mut p = lock(&self.recipe.inner);
+        match &p.recipe {
+            Some(pinned) if **pinned == recipe => Ok(pinned.clone()),
+            Some(pinned) => Err(Error::RecipeMismatch { dir: self.dir().to_path_buf(), index: pinned.descriptor(), given: recipe.descriptor() }),
+            None => self.store_recipe(&mut p, recipe),
+        }
+    }
+
+    /// Replaces the pinned recipe, e.g. with an IDF table learned again from a larger corpus.
+    ///
+    /// What it costs: the fingerprints already stored were made with the old recipe and are
+    /// not comparable with the new one's (a byte-identical page may now get a fingerprint
+    /// several bits away), so near-duplicate answers across the two are unreliable. Re-pin
+    /// only on an empty index or one whose documents you fingerprint and insert again.
+    pub fn replace_recipe(&self, recipe: Recipe) -> Result<Arc<Recipe>> {
+        let mut p = lock(&self.recipe.inner);
+        self.store_recipe(&mut p, recipe)
+    }
+
+    fn store_recipe(&self, p: &mut Pinned, recipe: Recipe) -> Result<Arc<Recipe>> {
+        self.index.store_pinned_recipe(&recipe.to_pinned())?;
+        let recipe = Arc::new(recipe);
+        p.recipe = Some(recipe.clone());
+        p.generation += 1;
+        p.idle.clear();
+        Ok(recipe)
+    }
+
+    /// A fingerprinter for the pinned recipe, or for the default one (word 2-shingles, no
+    /// IDF) when none is pinned yet.
+    pub fn fingerprinter(&self) -> Result<Fingerprinter> {
+        let recipe = self.recipe().map_or_else(|| Recipe::new(FingerprintOptions::default(), None), |r| Ok((*r).clone()));
+        recipe.and_then(|r| r.fingerprinter())
+    }
+
+    /// The fingerprint of a document with the pinned recipe (the default one, not pinned,
+    /// when the index has none). Fails with [`Error::EmptyDocument`] for an empty or nearly
+    /// empty document.
+    pub fn fingerprint_document(&self, doc: DocumentInput<'_>) -> Result<Fingerprint> {
+        let mut fp = self.take_fingerprinter(false)?;
+        let out = fingerprint(&mut fp.1, doc);
+        self.give_back(fp);
+        out
+    }
+
+    /// The sketch recipe of the index's sketches, `None` when it stores none or stores
+    /// sketches of another kind (made by the embedder: [`Index::insert_sketched`]).
+    pub fn sketch_options(&self) -> Option<SketchOptions> {
+        self.sketches().as_ref().and_then(SketchOptions::from_column)
+    }
+
+    /// The sketch of a document, made with the index's sketch recipe; `None` when the
+    /// index stores no sketches of the library's recipe.
+    pub fn sketch_document(&self, doc: DocumentInput<'_>) -> Result<Option<Sketch>> {
+        let Some(options) = self.sketch_options() else { return Ok(None) };
+        let text = document_text(doc)?;
+        Ok(Some(self.sketch_text(options, &text)?))
+    }
+
+    /// Fingerprints the document with the index's recipe (pinning the default recipe when
+    /// the index has none) and inserts `(fingerprint, doc_id)`, with the document's sketch
+    /// when the index stores sketches of the library's recipe.
+    pub fn insert_document(&self, doc: DocumentInput<'_>, doc_id: u64) -> Result<Fingerprint> {
+        let (f, sketch) = self.analyse(doc, true)?;
+        match &sketch {
+            Some(s) => self.insert_sketched(f.value, doc_id, s.as_bytes())?,
+            None => self.insert(f.value, doc_id)?,
+        };
+        Ok(f)
+    }
+
+    /// Fingerprints the document with the index's recipe (pinning the default recipe when
+    /// the index has none), then finds its near-duplicates within `options.k` or inserts
+    /// it: [`Index::find_or_insert_verified`] when the index stores sketches (candidates
+    /// accepted at a resemblance of at least 0.90), else [`Index::find_or_insert`].
+    pub fn find_or_insert_document(&self, doc: DocumentInput<'_>, doc_id: u64, options: &QueryOptions) -> Result<(Fingerprint, FindOrInsert)> {
+        self.find_or_insert_document_with(doc, doc_id, &DocumentQuery::within(options.k))
+    }
+
+    /// [`DocumentIndex::find_or_insert_document`] with every choice explicit.
+    pub fn find_or_insert_document_with(&self, doc: DocumentInput<'_>, doc_id: u64, query: &DocumentQuery) -> Result<(Fingerprint, FindOrInsert)> {
+        let (f, sketch) = self.analyse(doc, true)?;
+        if f.words < query.min_words {
+            return Err(Error::EmptyDocument { words: f.words, min_words: query.min_words });
+        }
+        let found = match sketch.filter(|_| query.verify) {
+            Some(s) => {
+                let options = VerifyOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.k };
+                self.find_or_insert_verified(f.value, doc_id, s.as_bytes(), &options)?
+            }
+            None => self.find_or_insert(f.value, doc_id, &QueryOptions::within(query.k))?,
+        };
+        Ok((f, found))
+    }
+
+    /// The fingerprint (and, when the index stores sketches of the library's recipe, the
+    /// sketch, made of the same text) of a document.
+    fn analyse(&self, doc: DocumentInput<'_>, pin: bool) -> Result<(Fingerprint, Option<Sketch>)> {
+        let Some(options) = self.sketch_options() else {
+            let mut fp = self.take_fingerprinter(pin)?;
+            let f = fingerprint(&mut fp.1, doc);
+            self.give_back(fp);
+            return Ok((f?, None));
+        };
+        let text = document_text(doc)?;
+        let mut fp = self.take_fingerprinter(pin)?;
+        let f = fp.1.fingerprint(&text);
+        self.give_back(fp);
+        Ok((f?, Some(self.sketch_text(options, &text)?)))
+    }
+
+    /// The sketch of `text`, with an idle sketcher when there is one.
+    fn sketch_text(&self, options: SketchOptions, text: &str) -> Result<Sketch> {
+        let idle = lock(&self.recipe.sketchers).pop().filter(|s| s.options() == options);
+        let mut sketcher = match idle {
+            Some(s) => s,
+            None => Sketcher::new(options).map_err(|e| Error::InvalidOptions(format!("the index's sketch recipe: {e}")))?,
+        };
+        let sketch = sketcher.sketch(text);
+        let mut idle = lock(&self.recipe.sketchers);
+        if idle.len() < MAX_IDLE {
+            idle.push(sketcher);
+        }
+        Ok(sketch)
+    }
+
+    /// An idle fingerprinter of the pinned recipe, or a new one; `pin` pins the default
+    /// recipe when none is.
+    fn take_fingerprinter(&self, pin: bool) -> Result<(u64, Fingerprinter)> {
+        let mut p = lock(&self.recipe.inner);
+        if let Some(fp) = p.idle.pop() {
+            return Ok((p.generation, fp));
+        }
+        let recipe = match &p.recipe {
+            Some(r) => r.clone(),
+            None => {
+                let default = Recipe::new(FingerprintOptions::default(), None)?;
+                if pin {
+                    self.store_recipe(&mut p, default)?
+                } else {
+                    Arc::new(default)
+                }
+            }
+        };
+        // a fingerprinter of the unpinned default recipe is never taken back
+        let generation = if p.recipe.is_some() { p.generation } else { u64::MAX };
+        Ok((generation, recipe.fingerprinter()?))
+    }
+
+    fn give_back(&self, (generation, fp): (u64, Fingerprinter)) {
+        let mut p = lock(&self.recipe.inner);
+        // a fingerprinter of a replaced recipe is dropped
+        if p.idle.len() < MAX_IDLE && generation == p.generation {
+            p.idle.push(fp);
+        }
+    }
+}
+
+/// The text a document's fingerprint and sketch are made of.
+fn document_text(doc: DocumentInput<'_>) -> Result<String> {
+    let mut d = Document { id: String::new(), kind: doc.kind, content: doc.bytes, replaced_utf8: 0 };
+    d.text(InvalidUtf8::Replace)
+}
+
+fn fingerprint(fp: &mut Fingerprinter, doc: DocumentInput<'_>) -> Result<Fingerprint> {
+    let mut d = Document { id: String::new(), kind: doc.kind, content: doc.bytes, replaced_utf8: 0 };
+    d.fingerprint(fp, InvalidUtf8::Replace).map(|o| o.fingerprint)
+}

@@ -1,0 +1,223 @@
+//! Text to fingerprint: [`Fingerprinter`] (one document at a time) and [`Session`] (many,
+//! batched), the [`Fingerprint`] they give.
+
+use crate::error::Error;
+use crate::features::FeatureExtractor;
+use crate::idf::IdfTable;
+use crate::options::FingerprintOptions;
+use crate::stem::Stemmer;
+use crate::stopwords::StopWords;
+use crate::tokenize::Tokenizer;
+use crate::weights::{self, Accumulator};
+
+/// A fingerprint and what went into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint {
+    /// The 64-bit simhash.
+    pub value: u64,
+    /// Words kept (after stop words).
+    pub words: u64,
+    /// Feature occurrences added to the simhash.
+    pub features: u64,
+    /// Fewer words than [`FingerprintOptions::short_words`]: simhash is weak on short texts,
+    /// so near-duplicate answers for this document deserve less trust.
+    pub short: bool,
+}
+
+/// Turns documents into fingerprints. Reusable; clone it for another thread.
+#[derive(Debug, Clone)]
+pub struct Fingerprinter {
+    options: FingerprintOptions,
+    tokenizer: Tokenizer,
+    stop: StopWords,
+    stemmer: Option<std::sync::Arc<Stemmer>>,
+    idf: Option<std::sync::Arc<IdfTable>>,
+    scratch: weights::Scratch,
+    batch: Batch,
+}
+
+/// Word and feature hashes on their way through a [`Session`], a batch at a time: each stage
+/// runs as one tight loop over a slice.
+#[derive(Debug, Clone, Default)]
+struct Batch {
+    words: Vec<u64>,
+    features: Vec<u64>,
+}
+
+/// Words per batch.
+const BATCH: usize = 1024;
+
+impl Batch {
+    /// Turns the batched words into features and adds them to `acc`.
+    fn flush(&mut self, features: &mut FeatureExtractor<'_>, acc: &mut Accumulator<'_>) {
+        features.hashed_words(&self.words, &mut self.features);
+        acc.add_all(&self.features);
+        self.words.clear();
+        self.features.clear();
+    }
+}
+
+impl Fingerprinter {
+    /// A fingerprinter for `options` (without IDF weights).
+    pub fn new(options: FingerprintOptions) -> Result<Self, Error> {
+        options.validate()?;
+        let stemmer = options.stemming.map(Stemmer::new).transpose()?.map(std::sync::Arc::new);
+        Ok(Fingerprinter {
+            tokenizer: Tokenizer::new(options.cjk)?,
+            stop: StopWords::new(&options.stop_words),
+            stemmer,
+            idf: None,
+            scratch: weights::Scratch::default(),
+            batch: Batch::default(),
+            options,
+        })
+    }
+
+    /// Multiplies every weight by the feature's IDF weight from `table`, which must have been
+    /// learned with the same feature recipe.
+    pub fn with_idf(mut self, table: std::sync::Arc<IdfTable>) -> Result<Self, Error> {
+        let mine = self.options.feature_recipe();
+        if table.recipe() != mine {
+            return Err(Error::IdfRecipeMismatch { table: table.recipe().to_owned(), fingerprinter: mine });
+        }
+        self.idf = Some(table);
+        Ok(self)
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FingerprintOptions {
+        &self.options
+    }
+
+    /// The IDF table the weights are multiplied by, if any.
+    pub fn idf_table(&self) -> Option<std::sync::Arc<IdfTable>> {
+        self.idf.clone()
+    }
+
+    /// The full recipe descriptor: the feature recipe, the weighting and the IDF table's id.
+    pub fn recipe(&self) -> String {
+        format!("{} tf={} idf={}", self.options.feature_recipe(), self.options.tf.name(), self.idf.as_ref().map_or("-".to_owned(), |t| format!("{:08x}", t.id())),)
+    }
+
+    /// The fingerprint of `text`.
+    pub fn fingerprint(&mut self, text: &str) -> Result<Fingerprint, Error> {
+        let mut s = self.session();
+        s.push_complete(text);
+        s.finish()
+    }
+
+    /// The distinct feature hashes of `text`, ascending (what [`IdfBuilder`] counts).
+    pub fn distinct_features(&mut self, text: &str) -> Vec<u64> {
+        let Fingerprinter { tokenizer, stop, stemmer, options, .. } = self;
+        let mut fx = FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits);
+        let mut out = Vec::new();
+        let mut emit = |h| out.push(h);
+        if fx.needs_text() {
+            tokenizer.words(text, |w| fx.word(w, &mut emit));
+        } else {
+            tokenizer.word_hashes(text, |h| fx.hashed_word(h, &mut emit));
+        }
+        fx.finish(&mut emit);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// A streaming fingerprint: push text in pieces of any size, then `finish`. Memory stays
+    /// bounded by the longest run of text without ASCII whitespace (capped at 1 MiB).
+    pub fn session(&mut self) -> Session<'_> {
+        let Fingerprinter { tokenizer, stop, stemmer, idf, options, scratch, batch } = self;
+        // a session dropped without `finish` may have left words behind
+        batch.words.clear();
+        batch.features.clear();
+        Session {
+            features: FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits),
+            acc: Accumulator::new(options.tf, idf.as_deref(), scratch),
+            tokenizer,
+            options,
+            batch,
+            pending: String::new(),
+        }
+    }
+}
+
+/// Longest run without ASCII whitespace that a [`Session`] buffers before cutting it.
+pub const MAX_PENDING: usize = 1 << 20;
+
+/// One document being fingerprinted piece by piece ([`Fingerprinter::session`]).
+#[derive(Debug)]
+pub struct Session<'a> {
+    tokenizer: &'a mut Tokenizer,
+    features: FeatureExtractor<'a>,
+    acc: Accumulator<'a>,
+    options: &'a FingerprintOptions,
+    batch: &'a mut Batch,
+    pending: String,
+}
+
+impl Session<'_> {
+    /// Adds a piece of the document. Pieces join without a separator, so a word may be split
+    /// across two pushes.
+    pub fn push(&mut self, piece: &str) {
+        let bytes = piece.as_bytes();
+        let (Some(first), Some(last)) = (bytes.iter().position(u8::is_ascii_whitespace), bytes.iter().rposition(u8::is_ascii_whitespace)) else {
+            // no word boundary in `piece`: keep it, unless the run gets too long
+            self.pending.push_str(piece);
+            if self.pending.len() >= MAX_PENDING {
+                self.flush_pending("");
+            }
+            return;
+        };
+        // the pending partial word ends at `first`; whole words run up to `last`
+        self.flush_pending(&piece[..first]);
+        self.push_complete(&piece[first..last]);
+        self.pending.push_str(&piece[last..]);
+    }
+
+    /// Processes the pending text followed by `end` (which has no whitespace).
+    fn flush_pending(&mut self, end: &str) {
+        if self.pending.is_empty() {
+            self.push_complete(end);
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.push_str(end);
+        self.push_complete(&pending);
+        pending.clear();
+        self.pending = pending;
+    }
+
+    /// Adds text that ends at a word boundary (no pending partial word).
+    fn push_complete(&mut self, text: &str) {
+        let Session { tokenizer, features, acc, batch, .. } = self;
+        if text.is_empty() {
+            return;
+        }
+        if features.needs_text() {
+            tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
+            return;
+        }
+        // the batch is flushed when full and by `finish`, so that many small pieces (the text
+        // nodes of a page) do not each pay for a pass through the later stages
+        tokenizer.word_hashes(text, |h| {
+            batch.words.push(h);
+            if batch.words.len() == BATCH {
+                batch.flush(features, acc);
+            }
+        });
+    }
+
+    /// The fingerprint of everything pushed.
+    pub fn finish(mut self) -> Result<Fingerprint, Error> {
+        let rest = std::mem::take(&mut self.pending);
+        self.push_complete(&rest);
+        let Session { mut features, mut acc, options, batch, .. } = self;
+        batch.flush(&mut features, &mut acc);
+        features.finish(&mut |h| acc.add(h));
+        let words = features.words();
+        if words < options.min_words.max(1) {
+            return Err(Error::EmptyDocument { words, min_words: options.min_words.max(1) });
+        }
+        Ok(Fingerprint { words, features: acc.features(), short: words < options.short_words, value: acc.finish() })
+    }
+}

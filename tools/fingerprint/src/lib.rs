@@ -1,0 +1,50 @@
+//! Text -> 64-bit simhash fingerprint (Charikar's simhash, PAPER.md section 1).
+//!
+//! Owns the whole fingerprint recipe: normalisation ([`normalize`]), words ([`tokenize`]),
+//! stop words ([`stopwords`]), stemming ([`stem`]), features ([`features`]), the feature hash
+//! ([`hash`]), weights and the bit rule ([`weights`]), IDF tables ([`idf`]), and reading
+//! documents ([`input`], `html`): [`document`] is the entry point from an input's bytes
+//! to fingerprints and IDF tables. It knows nothing of indexes: a fingerprint is a `u64`.
+//!
+//! The recipe is persisted with every fingerprint an index stores, so it is specified byte by
+//! byte in `format-spec/fingerprint.md` and pinned by golden tests. [`RECIPE_VERSION`] changes
+//! whenever any fingerprint would.
+//!
+//! ```
+//! use simdex_fingerprint::{Fingerprinter, FingerprintOptions};
+//! let mut fp = Fingerprinter::new(FingerprintOptions::default()).unwrap();
+//! let a = fp.fingerprint("the cat sat on the mat, and then the cat went to sleep on the mat").unwrap();
+//! let b = fp.fingerprint("the cat sat on a mat, and then the cat went to sleep on the mat").unwrap();
+//! assert!((a.value ^ b.value).count_ones() <= 12);
+//! ```
+
+pub mod chunks;
+pub mod document;
+mod documents;
+mod error;
+pub mod features;
+mod fingerprinter;
+pub mod hash;
+#[cfg(feature = "html")]
+pub mod html;
+pub mod idf;
+pub mod input;
+pub mod normalize;
+mod options;
+pub mod recipe;
+pub mod sketch;
+pub mod stem;
+pub mod stopwords;
+pub mod tokenize;
+pub mod weights;
+
+pub use documents::{DocumentIndex, DocumentInput, DocumentQuery};
+pub use error::Error;
+pub use features::FeatureKind;
+pub use fingerprinter::{Fingerprint, Fingerprinter, Session, MAX_PENDING};
+pub use idf::{IdfBuilder, IdfTable};
+pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION};
+pub use recipe::Recipe;
+pub use stopwords::Language;
+pub use tokenize::CjkSegmenter;
+pub use weights::TfMode;

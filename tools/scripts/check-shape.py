@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""The house rules a CI run keeps: no Rust source file over 700 lines, and no import circle
+between the modules (files) of a crate.
+
+    python3 tools/scripts/check-shape.py            # exit 1 and name each offender
+    python3 tools/scripts/check-shape.py --report   # also the largest files and each crate's edges
+
+An edge A -> B means file A names an item of file B: a `use` path or an inline path
+(`crate::x::y`, `super::z`, `self::w`) that resolves into B's module. A module's facade
+(`mod` declarations and `pub use` re-exports of its own descendants in `lib.rs`/`mod.rs`)
+is its interface, not a use: those lines make no edge, and a path through a re-export is
+followed to the file that defines the item. Inline modules (`mod tests { ... }`) belong to
+their file. Paths into other crates cannot close a circle and are ignored.
+"""
+import os
+import re
+import sys
+
+LIMIT = 700
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SKIP_DIRS = {"target", ".git", "node_modules", "corpus", "artifacts"}
+
+
+def rust_files():
+    for top, dirs, files in os.walk(ROOT):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        for f in sorted(files):
+            if f.endswith(".rs"):
+                yield os.path.join(top, f)
+
+
+def strip(src):
+    """Source with comments, strings and char literals blanked (newlines kept)."""
+    out, i, n = [], 0, len(src)
+    while i < n:
+        c = src[i]
+        if src.startswith("//", i):
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+            i = j
+        elif src.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if src.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif src.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append("\n" * src.count("\n", i, j))
+            i = j
+        elif c == "r" and re.match(r'r#*"', src[i:i + 8]) and not (i and (src[i - 1].isalnum() or src[i - 1] == "_")):
+            hashes = re.match(r'r(#*)"', src[i:]).group(1)
+            end = src.find('"' + hashes, i + 2 + len(hashes))
+            end = n if end < 0 else end + 1 + len(hashes)
+            out.append('""' + "\n" * src.count("\n", i, end))
+            i = end
+        elif c == '"' or (c == "b" and src.startswith('b"', i) and not (i and (src[i - 1].isalnum() or src[i - 1] == "_"))):
+            j = i + (2 if c == "b" else 1)
+            while j < n and src[j] != '"':
+                j += 2 if src[j] == "\\" else 1
+            out.append('""' + "\n" * src.count("\n", i, j))
+            i = j + 1
+        elif c == "'":
+            m = re.match(r"'(\\.[^']*|[^\\'])'", src[i:i + 12])
+            if m:
+                out.append("' '")
+                i += len(m.group(0))
+            else:
+                out.append(c)
+                i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+class Crate:
+    def __init__(self, root_file):
+        self.root_dir = os.path.dirname(root_file)
+        self.files = {}  # module path tuple -> file
+        self.children = {}  # module path -> set of child names
+        self._load(root_file, ())
+
+    def _load(self, path, module):
+        self.files[module] = path
+        self.children.setdefault(module, set())
+        text = strip(open(path, encoding="utf-8").read())
+        base = os.path.dirname(path)
+        own_dir = base if os.path.basename(path) in ("lib.rs", "main.rs", "mod.rs") else os.path.join(base, os.path.basename(path)[:-3])
+        for m in re.finditer(r"(?:#\[path\s*=\s*\"[^\"]*\"\]\s*)?\bmod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;", text):
+            name = m.group(1)
+            self.children[module].add(name)
+            for cand in (os.path.join(own_dir, name + ".rs"), os.path.join(own_dir, name, "mod.rs")):
+                if os.path.exists(cand):
+                    self._load(cand, module + (name,))
+                    break
+        # `internal_mod!(name)` declares a file module too (src/lib.rs)
+        for m in re.finditer(r"\binternal_mod!\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)", text):
+            name = m.group(1)
+            self.children[module].add(name)
+            for cand in (os.path.join(own_dir, name + ".rs"), os.path.join(own_dir, name, "mod.rs")):
+                if os.path.exists(cand):
+                    self._load(cand, module + (name,))
+                    break
+
+
+def parse_use_tree(s, i, prefix, out):
+    """Parses a use tree at s[i:]; appends full paths to out; returns the end index."""
+    path = list(prefix)
+    while True:
+        while i < len(s) and s[i].isspace():
+            i += 1
+        if i < len(s) and s[i] == "{":
+            i += 1
+            while True:
+                while i < len(s) and (s[i].isspace() or s[i] == ","):
+                    i += 1
+                if i >= len(s) or s[i] == "}":
+                    return i + 1
+                i = parse_use_tree(s, i, path, out)
+        m = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|\*)").match(s, i)
+        if not m:
+            out.append(path)
+            return i
+        path.append(m.group(1))
+        i = m.end()
+        while i < len(s) and s[i].isspace():
+            i += 1
+        if s.startswith("::", i):
+            i += 2
+            continue
+        if s.startswith("as", i):
+            m2 = re.compile(r"as\s+[A-Za-z_][A-Za-z0-9_]*").match(s, i)
+            if m2:
+                i = m2.end()
+        out.append(path)
+        return i
+
+
+def module_uses(text):
+    """(inline module path, is_pub_use, path) for each use and inline path of a file."""
+    found = []
+    stack = []  # (name, depth at which it opened)
+    depth = 0
+    token = re.compile(r"\{|\}|\bmod\s+([A-Za-z_]\w*)\s*\{|\b(pub(?:\([^)]*\))?\s+)?use\s+|\b(crate|super|self)((?:\s*::\s*[A-Za-z_]\w*)+)")
+    pos = 0
+    while True:
+        m = token.search(text, pos)
+        if not m:
+            break
+        g = m.group(0)
+        inline = tuple(n for n, _ in stack)
+        if g == "{":
+            depth += 1
+            pos = m.end()
+        elif g == "}":
+            depth -= 1
+            if stack and stack[-1][1] == depth:
+                stack.pop()
+            pos = m.end()
+        elif m.group(1):
+            stack.append((m.group(1), depth))
+            depth += 1
+            pos = m.end()
+        elif g.lstrip().startswith(("use", "pub")):
+            paths = []
+            end = parse_use_tree(text, m.end(), [], paths)
+            for p in paths:
+                found.append((inline, bool(m.group(2)), p))
+            pos = end
+        else:
+            p = [m.group(3)] + [x.strip() for x in m.group(4).split("::") if x.strip()]
+            found.append((inline, False, p))
+            pos = m.end()
+    return found
+
+
+def resolve(crate, uses_of, context, path, seen=None):
+    """The module a path names (following re-exports), or None outside the crate."""
+    seen = seen or set()
+    mod = list(context)
+    segs = list(path)
+    if not segs:
+        return None
+    if segs[0] == "crate":
+        mod, segs = [], segs[1:]
+    elif segs[0] in ("super", "self"):
+        while segs and segs[0] in ("super", "self"):
+            if segs[0] == "super":
+                if not mod:
+                    return None
+                mod.pop()
+            segs = segs[1:]
+    elif segs[0] not in crate.children.get(tuple(mod), set()):
+        return None
+    while segs and segs[0] in crate.children.get(tuple(mod), set()):
+        mod.append(segs.pop(0))
+    target = tuple(mod)
+    if segs and segs[0] != "*":
+        key = (target, segs[0])
+        if key not in seen:
+            seen.add(key)
+            for inline, is_pub, p in uses_of.get(target, []):
+                if is_pub and p and p[-1] == segs[0] and not inline:
+                    r = resolve(crate, uses_of, target, p, seen)
+                    if r is not None:
+                        return r
+    return target
+
+
+def facade_edge(crate, src_mod, target):
+    return len(target) > len(src_mod) and target[: len(src_mod)] == src_mod
+
+
+def crate_edges(crate):
+    uses_of = {}
+    for mod, f in crate.files.items():
+        uses_of[mod] = module_uses(strip(open(f, encoding="utf-8").read()))
+    edges = {}
+    for mod, uses in uses_of.items():
+        for inline, is_pub, p in uses:
+            ctx = mod + inline
+            target = resolve(crate, uses_of, ctx, p)
+            if target is None:
+                continue
+            if is_pub and not inline and facade_edge(crate, mod, target):
+                continue
+            # a path into an inline module or the file's own items stays in the file
+            t = target
+            while t not in crate.files and t:
+                t = t[:-1]
+            if t != mod:
+                edges.setdefault(mod, set()).add(t)
+    return edges
+
+
+def cycles(nodes, edges):
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def crate_roots():
+    roots = []
+    for f in rust_files():
+        rel = os.path.relpath(f, ROOT)
+        if rel.endswith(("src/lib.rs", "src/main.rs")) and os.path.exists(os.path.join(os.path.dirname(os.path.dirname(f)), "Cargo.toml")):
+            roots.append(f)
+    return roots
+
+
+def main():
+    report = "--report" in sys.argv
+    failed = False
+    sizes = []
+    for f in rust_files():
+        with open(f, encoding="utf-8") as fh:
+            sizes.append((sum(1 for _ in fh), os.path.relpath(f, ROOT)))
+    sizes.sort(reverse=True)
+    for n, f in sizes:
+        if n > LIMIT:
+            print(f"check-shape: {f} has {n} lines (the house limit is {LIMIT}): split it by concept")
+            failed = True
+    if report:
+        print("largest source files:")
+        for n, f in sizes[:10]:
+            print(f"  {n:5} {f}")
+    for root in crate_roots():
+        crate = Crate(root)
+        edges = crate_edges(crate)
+        name = os.path.relpath(crate.root_dir, ROOT)
+        for comp in cycles(crate.files.keys(), edges):
+            files = [os.path.relpath(crate.files[m], ROOT) for m in comp]
+            print(f"check-shape: import circle in {name}: " + " <-> ".join(files))
+            for m in comp:
+                inside = sorted(os.path.relpath(crate.files[t], ROOT) for t in edges.get(m, ()) if t in comp)
+                print(f"    {os.path.relpath(crate.files[m], ROOT)} uses {', '.join(inside)}")
+            failed = True
+        if report:
+            print(f"{name}: {len(crate.files)} modules, {sum(len(v) for v in edges.values())} edges")
+    if not failed:
+        print(f"check-shape: ok (no file over {LIMIT} lines, no import circle)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
