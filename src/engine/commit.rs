@@ -7,24 +7,10 @@ use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
 use super::state::{lock, Engine};
+use super::writer::WriterState;
 use super::Durability;
 use crate::error::{Error, Result};
-use crate::log::{LogWriter, OpKind, SketchSlice};
-
-/// The writer's state, behind the writer's lock: the open log and where syncing stands.
-pub(super) struct WriterState {
-    pub(super) log: Option<LogWriter>,
-    pub(super) next_seq: u64,
-    pub(super) failed: Option<Error>,
-    pub(super) pending_ops: u64,
-    pub(super) first_pending: Option<Instant>,
-    pub(super) synced_seq: u64,
-    /// Counts completed syncs; an unlocked sync that finds it unchanged knows that only
-    /// appends happened while it ran.
-    pub(super) sync_generation: u64,
-    /// Group commit: the sync thread has been asked for a sync that has not started yet.
-    pub(super) sync_requested: bool,
-}
+use crate::log::{OpKind, SketchSlice};
 
 impl Engine {
     /// Logs and applies `ops` (with one sketch each in `sketches`, inserts only); returns

@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::commit::WriterState;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind};
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, TombstoneSet};
+use super::writer::WriterState;
 use crate::codec::{Codec, SymbolHistogram};
 use crate::error::Result;
 use crate::log::LogWriter;

@@ -6,11 +6,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
-use super::commit::WriterState;
 use super::compaction;
 use super::files::segment_name;
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, Version};
+use super::writer::WriterState;
 use crate::error::{Error, Result};
 use crate::manifest::SegmentMeta;
 use crate::segment::Segment;

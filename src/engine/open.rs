@@ -7,12 +7,13 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use super::commit::WriterState;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
+use super::options::OpenMode;
+use super::report::{LogReport, OpenReport};
 use super::state::{Engine, MaintenanceSignals};
-use super::stats::{LogReport, OpenReport};
 use super::version::{LiveSegment, TombstoneSet, Version};
-use super::{Durability, Index, IndexOptions, OpenMode};
+use super::writer::WriterState;
+use super::{Durability, Index, IndexOptions};
 use crate::error::{Error, Result};
 use crate::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
 use crate::manifest::Manifest;

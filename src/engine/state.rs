@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
-use super::commit::WriterState;
-use super::stats::OpenReport;
+use super::report::OpenReport;
 use super::version::Version;
+use super::writer::WriterState;
 use super::IndexOptions;
 use crate::codec::Codec;
 use crate::error::{Error, Result};
