@@ -123,6 +123,21 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
     })
 }
 
+impl Index {
+    /// Opens the index in `dir` for reading and writing (creating it when
+    /// `options.create`), after recovering from any crash: replays the logs, cuts a torn
+    /// log tail, removes orphans. Fails with [`crate::Error::Locked`] while another writer has it.
+    pub fn open(dir: impl AsRef<Path>, options: IndexOptions) -> Result<Index> {
+        open(dir.as_ref(), options, OpenMode::ReadWrite)
+    }
+
+    /// Opens the index in `dir` read-only: takes no lock, changes no file, and works while a
+    /// writer runs (it sees the writes made before it opened).
+    pub fn open_read_only(dir: impl AsRef<Path>, options: IndexOptions) -> Result<Index> {
+        open(dir.as_ref(), options, OpenMode::ReadOnly)
+    }
+}
+
 /// A sketch layout a segment's sketch column can hold (1 to 64 bytes).
 pub(crate) fn check_sketch_layout(s: SketchColumn) -> Result<()> {
     if s.bytes == 0 || usize::from(s.bytes) > crate::segment::layout::MAX_SKETCH_BYTES {
