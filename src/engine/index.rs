@@ -12,11 +12,13 @@ use super::report::OpenReport;
 use super::snapshot;
 use super::state::{lock, Engine};
 use super::stats::Stats;
+use super::verified;
 use super::FindOrInsert;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log::OpKind;
 use crate::query::{Match, QueryOptions};
 use crate::segment::SketchColumn;
+use crate::verify_sketch::{VerifiedMatch, VerifyOptions};
 
 /// An open index. Queries may run from many threads while one thread writes.
 pub struct Index {
@@ -102,19 +104,42 @@ impl Index {
     /// `fingerprint`, inserts `(fingerprint, doc_id)`. Atomic with respect to other writers
     /// of the index.
     pub fn find_or_insert(&self, fingerprint: u64, doc_id: u64, options: &QueryOptions) -> Result<FindOrInsert> {
-        let s = &self.engine;
-        s.check_writable()?;
-        s.check_k(options)?;
-        let mut w = lock(&s.writer);
-        let mut found = Vec::new();
-        s.current().query_into(fingerprint, options, &mut found)?;
-        if !found.is_empty() {
-            return Ok(FindOrInsert::Found(found));
+        self.engine.find_or_write(OpKind::Insert, &[(fingerprint, doc_id)], None, |version| {
+            self.engine.check_k(options)?;
+            let mut found = Vec::new();
+            version.query_into(fingerprint, options, &mut found)?;
+            Ok(found)
+        })
+    }
+
+    /// Every live pair within `options.k` of `fingerprint` (as [`Index::query`]), each with
+    /// the sketch stored with it (`None`: stored without one, or the index stores none).
+    pub fn query_sketched(&self, fingerprint: u64, options: &QueryOptions) -> Result<Vec<(Match, Option<Vec<u8>>)>> {
+        self.engine.check_k(options)?;
+        if options.k > crate::plan::MAX_K {
+            return Err(Error::InvalidArgument(format!("k = {} is above {}: sketched queries use the tables", options.k, crate::plan::MAX_K)));
         }
-        let (seq, due) = s.append(&mut w, OpKind::Insert, &[(fingerprint, doc_id)], None)?;
-        let w = if due { s.commit_group(w)? } else { w };
-        s.after_write(w);
-        Ok(FindOrInsert::Inserted { seq })
+        verified::candidates(&self.engine, &self.engine.current(), fingerprint, options.k)
+    }
+
+    /// The verified near-duplicates of a document whose fingerprint is `fingerprint` and
+    /// sketch `sketch` (the index's width): the live pairs within `options.k` whose stored
+    /// sketch estimates a resemblance of at least `options.min_similarity`, and the pairs
+    /// stored without a sketch within `options.unsketched_k`; sorted by distance,
+    /// fingerprint and id. Fails with [`Error::InvalidArgument`] when the index stores no
+    /// sketches (no silent fallback: [`Index::query`] is the unverified call).
+    pub fn query_verified(&self, fingerprint: u64, sketch: &[u8], options: &VerifyOptions) -> Result<Vec<VerifiedMatch>> {
+        verified::verified(&self.engine, &self.engine.current(), fingerprint, sketch, options)
+    }
+
+    /// The crawler's check-then-add, verified: when no verified near-duplicate of the
+    /// document is live, inserts `(fingerprint, doc_id)` with its sketch. `Found` lists the
+    /// accepted matches. Atomic with respect to other writers of the index.
+    pub fn find_or_insert_verified(&self, fingerprint: u64, doc_id: u64, sketch: &[u8], options: &VerifyOptions) -> Result<FindOrInsert> {
+        self.engine.find_or_write(OpKind::Insert, &[(fingerprint, doc_id)], Some(sketch), |version| {
+            let found = verified::verified(&self.engine, version, fingerprint, sketch, options)?;
+            Ok(found.into_iter().map(|v| v.matched).collect())
+        })
     }
 
     /// Makes every write so far durable (fsync of the log).
@@ -168,7 +193,7 @@ impl Index {
 
     /// A summary of segments, memtable, logs and tombstones.
     pub fn stats(&self) -> Stats {
-        self.engine.stats()
+        Stats::collect(&self.engine)
     }
 
     /// Stops the background threads, syncs the log and (with

@@ -1,7 +1,7 @@
 //! The state an open index shares between its handle ([`super::Index`]) and its
 //! background threads: the current version, the writer, the durable manifest, counters and
-//! the signals that wake the threads. The operations on it live in `commit`, `flush`,
-//! `maintenance` and `stats`; this module holds the state and its small accessors.
+//! the signals that wake the threads. The engine's work lives in `commit` (the write path),
+//! `flush` and `maintenance`; this module holds the state and its small accessors.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

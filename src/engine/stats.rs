@@ -79,21 +79,22 @@ pub struct Stats {
     pub maintenance_error: Option<String>,
 }
 
-impl Engine {
-    pub(super) fn stats(&self) -> Stats {
-        let v = self.current();
+impl Stats {
+    /// The summary of `engine` now.
+    pub(super) fn collect(engine: &Engine) -> Stats {
+        let v = engine.current();
         let (last_seq, synced_seq, log) = {
-            let w = lock(&self.writer);
+            let w = lock(&engine.writer);
             (w.next_seq - 1, w.synced_seq, w.log.as_ref().map(|l| (l.number(), l.len())))
         };
-        let flushed_seq = lock(&self.manifest).last_seq;
+        let flushed_seq = lock(&engine.manifest).last_seq;
         let mut logs = Vec::new();
-        if let Ok(names) = self.storage.list(&self.dir) {
+        if let Ok(names) = engine.storage.list(&engine.dir) {
             for name in names {
                 if let FileKind::Log(n) = files::parse(&name) {
                     let len = match log {
                         Some((number, len)) if number == n => len,
-                        _ => self.storage.read_copy(&self.dir.join(&name)).map(|b| b.len() as u64).unwrap_or(0),
+                        _ => engine.storage.read_copy(&engine.dir.join(&name)).map(|b| b.len() as u64).unwrap_or(0),
                     };
                     logs.push((name, len));
                 }
@@ -101,11 +102,11 @@ impl Engine {
         }
         let (memtable_inserts, memtable_deletes) = v.active.counts();
         Stats {
-            dir: self.dir.clone(),
-            read_only: self.read_only,
-            k: self.k,
-            codec: self.codec,
-            sketches: self.sketches,
+            dir: engine.dir.clone(),
+            read_only: engine.read_only,
+            k: engine.k,
+            codec: engine.codec,
+            sketches: engine.sketches,
             segments: v
                 .segments
                 .iter()
@@ -129,13 +130,13 @@ impl Engine {
             last_seq,
             synced_seq,
             flushed_seq,
-            flushes: self.flushes.load(Ordering::Relaxed),
-            compactions: self.compactions.load(Ordering::Relaxed),
-            compaction_dropped_deleted: self.dropped_deleted.load(Ordering::Relaxed),
-            compaction_dropped_repeats: self.dropped_repeats.load(Ordering::Relaxed),
-            compaction_spilled_runs: self.spilled_runs.load(Ordering::Relaxed),
-            unknown_files: self.report.unknown.clone(),
-            maintenance_error: lock(&self.signals).last_error.clone(),
+            flushes: engine.flushes.load(Ordering::Relaxed),
+            compactions: engine.compactions.load(Ordering::Relaxed),
+            compaction_dropped_deleted: engine.dropped_deleted.load(Ordering::Relaxed),
+            compaction_dropped_repeats: engine.dropped_repeats.load(Ordering::Relaxed),
+            compaction_spilled_runs: engine.spilled_runs.load(Ordering::Relaxed),
+            unknown_files: engine.report.unknown.clone(),
+            maintenance_error: lock(&engine.signals).last_error.clone(),
         }
     }
 }
