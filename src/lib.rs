@@ -96,3 +96,8 @@ pub use segment::SketchColumn;
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
 pub use stored::{SortedTables, Source, Stored};
 pub use verify_sketch::{VerifiedMatch, VerifyOptions};
+
+// The README's Rust examples, compiled and run as doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,30 +1,20 @@
-//! Durability of writes: appending operations to the log, group commit, and the sync
-//! thread that fsyncs the log without holding the writer's lock (contract in
-//! `format-spec/log.md`). What a write does to the memtable after it is logged is here too;
-//! what happens when the memtable fills is `flush`'s.
+//! The write path and the durability of writes: one sequence (`write_locked`) that every
+//! write and every check-then-add (`find_or_write`) runs under the writer's lock, appending
+//! operations to the log, group commit, and the sync thread that fsyncs the log without
+//! holding the writer's lock (contract in `format-spec/log.md`). What a write does to the
+//! memtable after it is logged is here too; what happens when the memtable fills is
+//! `maintenance`'s and `flush`'s.
 
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
-use super::log::{LogWriter, OpKind, SketchSlice};
+use super::log::{OpKind, SketchSlice};
 use super::state::{lock, Engine};
-use super::Durability;
+use super::version::Version;
+use super::writer::WriterState;
+use super::{Durability, FindOrInsert};
 use crate::error::{Error, Result};
-
-/// The writer's state, behind the writer's lock: the open log and where syncing stands.
-pub(super) struct WriterState {
-    pub(super) log: Option<LogWriter>,
-    pub(super) next_seq: u64,
-    pub(super) failed: Option<Error>,
-    pub(super) pending_ops: u64,
-    pub(super) first_pending: Option<Instant>,
-    pub(super) synced_seq: u64,
-    /// Counts completed syncs; an unlocked sync that finds it unchanged knows that only
-    /// appends happened while it ran.
-    pub(super) sync_generation: u64,
-    /// Group commit: the sync thread has been asked for a sync that has not started yet.
-    pub(super) sync_requested: bool,
-}
+use crate::query::Match;
 
 impl Engine {
     /// Logs and applies `ops` (with one sketch each in `sketches`, inserts only); returns
@@ -32,7 +22,29 @@ impl Engine {
     pub(super) fn write(&self, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<u64> {
         self.check_writable()?;
         self.check_sketches(kind, ops.len(), sketches)?;
-        let mut w = lock(&self.writer);
+        let w = lock(&self.writer);
+        self.write_locked(w, kind, ops, sketches)
+    }
+
+    /// The check-then-add: `find` looks at the current version, then, when it found
+    /// nothing, `ops` are written as [`Self::write`] writes them; what it found is returned
+    /// instead, and nothing is written. Both happen under one hold of the writer's lock, so
+    /// no other write comes between them.
+    pub(super) fn find_or_write(&self, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>, find: impl FnOnce(&Version) -> Result<Vec<Match>>) -> Result<FindOrInsert> {
+        self.check_writable()?;
+        self.check_sketches(kind, ops.len(), sketches)?;
+        let w = lock(&self.writer);
+        let found = find(&self.current())?;
+        if !found.is_empty() {
+            return Ok(FindOrInsert::Found(found));
+        }
+        self.write_locked(w, kind, ops, sketches).map(|seq| FindOrInsert::Inserted { seq })
+    }
+
+    /// The write path, under the writer's lock `w`: logs and applies `ops`, starts the
+    /// group commit's sync when one is due, and hands a full memtable to the flush (which
+    /// releases the lock). Returns the last sequence number.
+    fn write_locked(&self, mut w: MutexGuard<'_, WriterState>, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<u64> {
         if ops.is_empty() {
             return Ok(w.next_seq - 1);
         }
@@ -45,7 +57,7 @@ impl Engine {
     /// Logs the operations (synced before this returns under [`Durability::Sync`]), then
     /// applies them to the active memtable. Returns the first sequence number, and whether a
     /// group commit's sync is due ([`Engine::commit_group`]).
-    pub(super) fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<(u64, bool)> {
+    fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<(u64, bool)> {
         if let Some(first) = &w.failed {
             return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }
@@ -77,7 +89,7 @@ impl Engine {
 
     /// Sketches go with inserts into an index that stores them, one of its width per
     /// operation.
-    pub(super) fn check_sketches(&self, kind: OpKind, ops: usize, sketches: Option<&[u8]>) -> Result<()> {
+    fn check_sketches(&self, kind: OpKind, ops: usize, sketches: Option<&[u8]>) -> Result<()> {
         let Some(bytes) = sketches else { return Ok(()) };
         let width = self.sketch_width();
         if width == 0 {
@@ -96,7 +108,7 @@ impl Engine {
     /// per sync) and returns at once; syncs here, without holding the lock during the
     /// fsync, when there is no sync thread or when the writes have run `max_ops` further
     /// ahead of a sync still in flight (so the unsynced tail stays bounded).
-    pub(super) fn commit_group<'a>(&'a self, mut w: MutexGuard<'a, WriterState>) -> Result<MutexGuard<'a, WriterState>> {
+    fn commit_group<'a>(&'a self, mut w: MutexGuard<'a, WriterState>) -> Result<MutexGuard<'a, WriterState>> {
         let Durability::Group { max_ops, .. } = self.options.durability else { return Ok(w) };
         if !self.options.background || w.pending_ops >= max_ops.saturating_mul(2) {
             return self.sync_unlocked(w);

@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::commit::WriterState;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind};
 use super::log::LogWriter;
 use super::manifest::{SegmentMeta, TombstoneMeta};
@@ -15,6 +14,7 @@ use super::memtable::{Memtable, Run};
 use super::state::{lock, Engine};
 use super::tombstone;
 use super::version::{LiveSegment, TombstoneSet};
+use super::writer::WriterState;
 use crate::codec::{Codec, SymbolHistogram};
 use crate::error::Result;
 use crate::plan::{planned_design, Design, PlanOptions};

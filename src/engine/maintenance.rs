@@ -6,12 +6,12 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
-use super::commit::WriterState;
 use super::compaction;
 use super::files::segment_name;
 use super::manifest::SegmentMeta;
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, Version};
+use super::writer::WriterState;
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 

@@ -7,16 +7,17 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use super::commit::WriterState;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
 use super::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
-use super::manifest::Manifest;
+use super::manifest::{Manifest, TombstoneMeta};
 use super::memtable::Memtable;
+use super::options::OpenMode;
+use super::report::{LogReport, OpenReport};
 use super::state::{Engine, MaintenanceSignals};
-use super::stats::{LogReport, OpenReport};
 use super::tombstone;
 use super::version::{LiveSegment, TombstoneSet, Version};
-use super::{Durability, Index, IndexOptions, OpenMode};
+use super::writer::WriterState;
+use super::{Durability, Index, IndexOptions};
 use crate::error::{Error, Result};
 use crate::plan::{planned_design, Design, PlanOptions, MAX_K};
 use crate::segment::{Segment, SketchColumn};
@@ -110,6 +111,21 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
     Ok(Index { engine, threads: Mutex::new(threads) })
 }
 
+impl Index {
+    /// Opens the index in `dir` for reading and writing (creating it when
+    /// `options.create`), after recovering from any crash: replays the logs, cuts a torn
+    /// log tail, removes orphans. Fails with [`crate::Error::Locked`] while another writer has it.
+    pub fn open(dir: impl AsRef<Path>, options: IndexOptions) -> Result<Index> {
+        open(dir.as_ref(), options, OpenMode::ReadWrite)
+    }
+
+    /// Opens the index in `dir` read-only: takes no lock, changes no file, and works while a
+    /// writer runs (it sees the writes made before it opened).
+    pub fn open_read_only(dir: impl AsRef<Path>, options: IndexOptions) -> Result<Index> {
+        open(dir.as_ref(), options, OpenMode::ReadOnly)
+    }
+}
+
 /// A sketch layout a segment's sketch column can hold (1 to 64 bytes).
 pub(crate) fn check_sketch_layout(s: SketchColumn) -> Result<()> {
     if s.bytes == 0 || usize::from(s.bytes) > crate::segment::layout::MAX_SKETCH_BYTES {
@@ -149,6 +165,29 @@ fn not_found(e: &std::io::Error) -> bool {
 fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: OpenMode) -> Result<Recovered> {
     let read_only = mode == OpenMode::ReadOnly;
     let mut report = OpenReport::default();
+    let (manifest, names) = read_manifest(storage, dir, options, read_only, &mut report)?;
+    let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
+    let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
+    let listing = classify(&names, &manifest, &mut report);
+    if !read_only {
+        remove_orphans(storage, dir, listing.orphans, &mut report)?;
+    }
+    let mut next_file = manifest.next_file.max(listing.max_number + 1);
+    let segments = open_segments(storage, dir, &manifest)?;
+    let tombstone_files = load_tombstones(storage, dir, &manifest)?;
+    let Replayed { mut memtable, next_seq, append_to } = replay_logs(storage, dir, &listing.logs, &manifest, mem_design.clone(), read_only, &mut report)?;
+    let mut writer = WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false };
+    if !read_only {
+        writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable, sketch_width)?);
+    }
+    let version = Version { active: Arc::new(memtable), frozen: Vec::new(), segments, tombstones: Arc::new(TombstoneSet::new(tombstone_files)) };
+    Ok(Recovered { manifest, version, writer, next_file, report, mem_design })
+}
+
+/// The manifest, and the names in `dir` listed after it was read. Without a manifest, a
+/// writable open with `options.create` writes a new index's into a directory that holds no
+/// simdex data.
+fn read_manifest(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read_only: bool, report: &mut OpenReport) -> Result<(Manifest, Vec<String>)> {
     let list =
         || storage.list(dir).map_err(|e| if read_only && not_found(&e) { Error::NoIndex { dir: dir.to_path_buf(), hint: MISSING_DIR.into() } } else { Error::io(dir, "list", e) });
     // The manifest first, then the listing: a log a running writer starts in between is in
@@ -174,14 +213,26 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
             m
         }
     };
-    let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
-    let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
+    Ok((manifest, names))
+}
 
-    // Classify every file.
+/// The files of a directory, by what recovery does with them.
+struct Listing {
+    /// The largest file number in use.
+    max_number: u64,
+    /// Files the manifest does not name, and temporary files: a writable open removes them.
+    orphans: Vec<String>,
+    /// The live logs' numbers, oldest first.
+    logs: Vec<u64>,
+}
+
+/// Classifies every file of `names` by what `manifest` says of it; unknown files and a
+/// missing log go in `report`.
+fn classify(names: &[String], manifest: &Manifest, report: &mut OpenReport) -> Listing {
     let mut max_number = 0u64;
     let mut orphans = Vec::new();
     let mut logs: Vec<u64> = Vec::new();
-    for name in &names {
+    for name in names {
         match files::parse(name) {
             FileKind::Manifest | FileKind::Lock | FileKind::Recipe => {}
             FileKind::Temporary => orphans.push(name.clone()),
@@ -210,19 +261,24 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
         }
     }
     logs.sort_unstable();
-    if let Some(loss) = super::verify::missing_log(&manifest, logs.len()) {
+    if let Some(loss) = super::verify::missing_log(manifest, logs.len()) {
         report.lost.push(format!("{}: {loss}", log_name(manifest.log_number)));
     }
-    if !read_only {
-        for name in orphans {
-            let path = dir.join(&name);
-            storage.remove(&path).map_err(|e| Error::io(&path, "remove orphan", e))?;
-            report.removed.push(name);
-        }
-    }
-    let mut next_file = manifest.next_file.max(max_number + 1);
+    Listing { max_number, orphans, logs }
+}
 
-    // Segments and tombstones the manifest names.
+/// Removes the orphans of interrupted flushes and compactions (a writable open).
+fn remove_orphans(storage: &dyn Storage, dir: &Path, orphans: Vec<String>, report: &mut OpenReport) -> Result<()> {
+    for name in orphans {
+        let path = dir.join(&name);
+        storage.remove(&path).map_err(|e| Error::io(&path, "remove orphan", e))?;
+        report.removed.push(name);
+    }
+    Ok(())
+}
+
+/// Opens the segments the manifest names, checking each against its manifest entry.
+fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest) -> Result<Vec<Arc<LiveSegment>>> {
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for meta in &manifest.segments {
         let path = dir.join(segment_name(meta.number));
@@ -245,6 +301,11 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
         }
         segments.push(Arc::new(LiveSegment { meta: *meta, segment }));
     }
+    Ok(segments)
+}
+
+/// Reads the tombstone files the manifest names, checking each one's count.
+fn load_tombstones(storage: &dyn Storage, dir: &Path, manifest: &Manifest) -> Result<Vec<(TombstoneMeta, Arc<Vec<tombstone::Tombstone>>)>> {
     let mut tombstone_files = Vec::with_capacity(manifest.tombstones.len());
     for meta in &manifest.tombstones {
         let path = dir.join(tombstones_name(meta.number));
@@ -254,13 +315,26 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
         }
         tombstone_files.push((*meta, Arc::new(t)));
     }
+    Ok(tombstone_files)
+}
 
-    // Replay the live logs, oldest first, checking that sequence numbers continue.
+/// What replaying the logs left: the memtable, the next sequence number, and the newest
+/// log with its valid length (a writable open appends to it).
+struct Replayed {
+    memtable: Memtable,
+    next_seq: u64,
+    append_to: Option<(u64, u64)>,
+}
+
+/// Replays the live logs into a new memtable, oldest first, checking that sequence numbers
+/// continue; a writable open also cuts torn log tails and removes logs without a whole header.
+fn replay_logs(storage: &dyn Storage, dir: &Path, logs: &[u64], manifest: &Manifest, mem_design: Arc<Design>, read_only: bool, report: &mut OpenReport) -> Result<Replayed> {
+    let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
     let mut next_seq = manifest.last_seq + 1;
     let mut append_to: Option<(u64, u64)> = None;
     let last_log = logs.last().copied();
-    let memtable = Memtable::new(mem_design.clone(), last_log.unwrap_or(0), sketch_width);
-    for &n in &logs {
+    let memtable = Memtable::new(mem_design, last_log.unwrap_or(0), sketch_width);
+    for &n in logs {
         let path = dir.join(log_name(n));
         let bytes = storage.read_copy(&path).map_err(|e| Error::io(&path, "read", e))?;
         let mut ops = 0u64;
@@ -299,26 +373,24 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
             append_to = Some((n, scan.valid_len));
         }
     }
+    Ok(Replayed { memtable, next_seq, append_to })
+}
 
-    let mut writer = WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false };
-    let mut memtable = memtable;
-    if !read_only {
-        let log = match append_to {
-            Some((n, len)) => {
-                let mut log = LogWriter::reopen(storage, &dir.join(log_name(n)), n, len)?;
-                // What was replayed may not have been synced before the crash; it is acked.
-                log.sync_all()?;
-                log
-            }
-            None => {
-                let n = next_file;
-                next_file += 1;
-                memtable.log_number = n;
-                LogWriter::create(storage, &dir.join(log_name(n)), n, sketch_width > 0)?
-            }
-        };
-        writer.log = Some(log);
+/// Opens the log a writable index appends to: the newest live log (`append_to`, synced, as
+/// what was replayed from it may not have been), or a new one numbered `next_file`.
+fn open_log(storage: &dyn Storage, dir: &Path, append_to: Option<(u64, u64)>, next_file: &mut u64, memtable: &mut Memtable, sketch_width: usize) -> Result<LogWriter> {
+    match append_to {
+        Some((n, len)) => {
+            let mut log = LogWriter::reopen(storage, &dir.join(log_name(n)), n, len)?;
+            // What was replayed may not have been synced before the crash; it is acked.
+            log.sync_all()?;
+            Ok(log)
+        }
+        None => {
+            let n = *next_file;
+            *next_file += 1;
+            memtable.log_number = n;
+            LogWriter::create(storage, &dir.join(log_name(n)), n, sketch_width > 0)
+        }
     }
-    let version = Version { active: Arc::new(memtable), frozen: Vec::new(), segments, tombstones: Arc::new(TombstoneSet::new(tombstone_files)) };
-    Ok(Recovered { manifest, version, writer, next_file, report, mem_design })
 }

@@ -1,16 +1,16 @@
 //! The state an open index shares between its handle ([`super::Index`]) and its
 //! background threads: the current version, the writer, the durable manifest, counters and
-//! the signals that wake the threads. The operations on it live in `commit`, `flush`,
-//! `maintenance` and `stats`; this module holds the state and its small accessors.
+//! the signals that wake the threads. The engine's work lives in `commit` (the write path),
+//! `flush` and `maintenance`; this module holds the state and its small accessors.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
-use super::commit::WriterState;
 use super::manifest::Manifest;
-use super::stats::OpenReport;
+use super::report::OpenReport;
 use super::version::Version;
+use super::writer::WriterState;
 use super::IndexOptions;
 use crate::codec::Codec;
 use crate::error::{Error, Result};

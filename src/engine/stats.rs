@@ -1,46 +1,12 @@
 //! What an index reports about itself: [`Stats`] (segments, memtable, logs, tombstones,
-//! counters) and [`OpenReport`] (what opening found and did).
+//! counters), collected from the engine on demand. What opening found is `report`'s.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use super::files::{self, segment_name, FileKind};
-use super::log::LogEnd;
 use super::state::{lock, Engine};
 use crate::codec::Codec;
-
-/// How one log looked when the index was opened.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LogReport {
-    /// File name.
-    pub name: String,
-    /// Bytes in the file.
-    pub len: u64,
-    /// Bytes of intact records and header.
-    pub valid_len: u64,
-    /// How it ended.
-    pub end: LogEnd,
-    /// Operations replayed from it.
-    pub ops: u64,
-}
-
-/// What opening the index found and did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OpenReport {
-    /// Orphans of interrupted flushes and compactions that were removed (writable opens).
-    pub removed: Vec<String>,
-    /// Files that are not simdex's: left alone.
-    pub unknown: Vec<String>,
-    /// The live logs and how each ended.
-    pub logs: Vec<LogReport>,
-    /// Operations replayed from the logs into the memtable.
-    pub replayed_ops: u64,
-    /// True when the index was created by this open.
-    pub created: bool,
-    /// Loss found while opening (a log the manifest says existed is missing); the open
-    /// went on with what is there. `simdex verify` reports the same.
-    pub lost: Vec<String>,
-}
 
 /// One live segment, as [`super::Index::stats`] reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,21 +79,22 @@ pub struct Stats {
     pub maintenance_error: Option<String>,
 }
 
-impl Engine {
-    pub(super) fn stats(&self) -> Stats {
-        let v = self.current();
+impl Stats {
+    /// The summary of `engine` now.
+    pub(super) fn collect(engine: &Engine) -> Stats {
+        let v = engine.current();
         let (last_seq, synced_seq, log) = {
-            let w = lock(&self.writer);
+            let w = lock(&engine.writer);
             (w.next_seq - 1, w.synced_seq, w.log.as_ref().map(|l| (l.number(), l.len())))
         };
-        let flushed_seq = lock(&self.manifest).last_seq;
+        let flushed_seq = lock(&engine.manifest).last_seq;
         let mut logs = Vec::new();
-        if let Ok(names) = self.storage.list(&self.dir) {
+        if let Ok(names) = engine.storage.list(&engine.dir) {
             for name in names {
                 if let FileKind::Log(n) = files::parse(&name) {
                     let len = match log {
                         Some((number, len)) if number == n => len,
-                        _ => self.storage.read_copy(&self.dir.join(&name)).map(|b| b.len() as u64).unwrap_or(0),
+                        _ => engine.storage.read_copy(&engine.dir.join(&name)).map(|b| b.len() as u64).unwrap_or(0),
                     };
                     logs.push((name, len));
                 }
@@ -135,11 +102,11 @@ impl Engine {
         }
         let (memtable_inserts, memtable_deletes) = v.active.counts();
         Stats {
-            dir: self.dir.clone(),
-            read_only: self.read_only,
-            k: self.k,
-            codec: self.codec,
-            sketches: self.sketches,
+            dir: engine.dir.clone(),
+            read_only: engine.read_only,
+            k: engine.k,
+            codec: engine.codec,
+            sketches: engine.sketches,
             segments: v
                 .segments
                 .iter()
@@ -163,13 +130,13 @@ impl Engine {
             last_seq,
             synced_seq,
             flushed_seq,
-            flushes: self.flushes.load(Ordering::Relaxed),
-            compactions: self.compactions.load(Ordering::Relaxed),
-            compaction_dropped_deleted: self.dropped_deleted.load(Ordering::Relaxed),
-            compaction_dropped_repeats: self.dropped_repeats.load(Ordering::Relaxed),
-            compaction_spilled_runs: self.spilled_runs.load(Ordering::Relaxed),
-            unknown_files: self.report.unknown.clone(),
-            maintenance_error: lock(&self.signals).last_error.clone(),
+            flushes: engine.flushes.load(Ordering::Relaxed),
+            compactions: engine.compactions.load(Ordering::Relaxed),
+            compaction_dropped_deleted: engine.dropped_deleted.load(Ordering::Relaxed),
+            compaction_dropped_repeats: engine.dropped_repeats.load(Ordering::Relaxed),
+            compaction_spilled_runs: engine.spilled_runs.load(Ordering::Relaxed),
+            unknown_files: engine.report.unknown.clone(),
+            maintenance_error: lock(&engine.signals).last_error.clone(),
         }
     }
 }

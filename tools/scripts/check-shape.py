@@ -143,7 +143,7 @@ def module_uses(text):
     found = []
     stack = []  # (name, depth at which it opened)
     depth = 0
-    token = re.compile(r"\{|\}|\bmod\s+([A-Za-z_]\w*)\s*\{|\b(pub(?:\([^)]*\))?\s+)?use\s+|\b(crate|super|self)((?:\s*::\s*[A-Za-z_]\w*)+)")
+    token = re.compile(r"\{|\}|\bmod\s+([A-Za-z_]\w*)\s*\{|\b(pub(?:\([^)]*\))?\s+)?use\s+|(?<![\w:])([a-z_]\w*)((?:\s*::\s*[A-Za-z_]\w*)+)")
     pos = 0
     while True:
         m = token.search(text, pos)

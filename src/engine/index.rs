@@ -1,0 +1,260 @@
+//! The handle: [`Index`] and its public calls (writes, queries, sketch-verified queries,
+//! sync, flush, compaction, snapshots, stats, close). Each call checks its arguments and
+//! hands the work to the engine (`state` and the files that extend it) or to the current
+//! version; this file holds no engine logic. Opening is `open`'s ([`Index::open`]); the
+//! `RECIPE` file is `pinned_recipe`'s (the document calls are the `simdex-fingerprint`
+//! crate's).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::log::OpKind;
+use super::report::OpenReport;
+use super::snapshot;
+use super::state::{lock, Engine};
+use super::stats::Stats;
+use super::verified;
+use super::FindOrInsert;
+use crate::error::{Error, Result};
+use crate::query::{Match, QueryOptions};
+use crate::segment::SketchColumn;
+use crate::verify_sketch::{VerifiedMatch, VerifyOptions};
+
+/// An open index. Queries may run from many threads while one thread writes.
+pub struct Index {
+    pub(super) engine: Arc<Engine>,
+    /// The maintenance thread and, under group commit, the sync thread.
+    pub(super) threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Index {
+    /// The index directory.
+    pub fn dir(&self) -> &Path {
+        &self.engine.dir
+    }
+
+    /// Largest query distance the designs guarantee.
+    pub fn k(&self) -> u32 {
+        self.engine.k
+    }
+
+    /// What the open found and did.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.engine.report
+    }
+
+    /// Adds `(fingerprint, doc_id)`; returns its sequence number.
+    pub fn insert(&self, fingerprint: u64, doc_id: u64) -> Result<u64> {
+        self.engine.write(OpKind::Insert, &[(fingerprint, doc_id)], None)
+    }
+
+    /// Adds every pair as one log record (one sync); returns the last sequence number.
+    pub fn insert_batch(&self, pairs: &[(u64, u64)]) -> Result<u64> {
+        self.engine.write(OpKind::Insert, pairs, None)
+    }
+
+    /// Adds `(fingerprint, doc_id)` with the document's sketch (exactly the index's sketch
+    /// width, [`Self::sketches`]); the sketch is logged with the pair, kept through flushes
+    /// and compactions, and dropped with the pair by a delete. Fails with
+    /// [`crate::Error::InvalidArgument`] when the index stores no sketches or the width is wrong.
+    /// An all-zero sketch is stored as "no sketch".
+    pub fn insert_sketched(&self, fingerprint: u64, doc_id: u64, sketch: &[u8]) -> Result<u64> {
+        self.engine.write(OpKind::Insert, &[(fingerprint, doc_id)], Some(sketch))
+    }
+
+    /// [`Self::insert_batch`] with one sketch per pair, concatenated in `sketches`.
+    pub fn insert_batch_sketched(&self, pairs: &[(u64, u64)], sketches: &[u8]) -> Result<u64> {
+        self.engine.write(OpKind::Insert, pairs, Some(sketches))
+    }
+
+    /// The sketch every document of this index may carry (width and scheme), `None` when
+    /// the index stores no sketches.
+    pub fn sketches(&self) -> Option<SketchColumn> {
+        self.engine.sketches
+    }
+
+    /// Deletes `(fingerprint, doc_id)`: queries stop returning it, compaction drops it.
+    pub fn delete(&self, fingerprint: u64, doc_id: u64) -> Result<u64> {
+        self.engine.write(OpKind::Delete, &[(fingerprint, doc_id)], None)
+    }
+
+    /// Deletes every pair as one log record.
+    pub fn delete_batch(&self, pairs: &[(u64, u64)]) -> Result<u64> {
+        self.engine.write(OpKind::Delete, pairs, None)
+    }
+
+    /// Every live pair within `options.k` bits of `fingerprint`, each once, sorted by
+    /// distance, fingerprint and id. Sees every write that returned before the call.
+    pub fn query(&self, fingerprint: u64, options: &QueryOptions) -> Result<Vec<Match>> {
+        let mut out = Vec::new();
+        self.query_into(fingerprint, options, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::query`] into a reused vector (cleared first).
+    pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
+        self.engine.check_k(options)?;
+        self.engine.current().query_into(fingerprint, options, out)
+    }
+
+    /// The crawler's check-then-add: when no live pair is within `options.k` of
+    /// `fingerprint`, inserts `(fingerprint, doc_id)`. Atomic with respect to other writers
+    /// of the index.
+    pub fn find_or_insert(&self, fingerprint: u64, doc_id: u64, options: &QueryOptions) -> Result<FindOrInsert> {
+        self.engine.find_or_write(OpKind::Insert, &[(fingerprint, doc_id)], None, |version| {
+            self.engine.check_k(options)?;
+            let mut found = Vec::new();
+            version.query_into(fingerprint, options, &mut found)?;
+            Ok(found)
+        })
+    }
+
+    /// Every live pair within `options.k` of `fingerprint` (as [`Index::query`]), each with
+    /// the sketch stored with it (`None`: stored without one, or the index stores none).
+    pub fn query_sketched(&self, fingerprint: u64, options: &QueryOptions) -> Result<Vec<(Match, Option<Vec<u8>>)>> {
+        self.engine.check_k(options)?;
+        if options.k > crate::plan::MAX_K {
+            return Err(Error::InvalidArgument(format!("k = {} is above {}: sketched queries use the tables", options.k, crate::plan::MAX_K)));
+        }
+        verified::candidates(&self.engine, &self.engine.current(), fingerprint, options.k)
+    }
+
+    /// The verified near-duplicates of a document whose fingerprint is `fingerprint` and
+    /// sketch `sketch` (the index's width): the live pairs within `options.k` whose stored
+    /// sketch estimates a resemblance of at least `options.min_similarity`, and the pairs
+    /// stored without a sketch within `options.unsketched_k`; sorted by distance,
+    /// fingerprint and id. Fails with [`Error::InvalidArgument`] when the index stores no
+    /// sketches (no silent fallback: [`Index::query`] is the unverified call).
+    pub fn query_verified(&self, fingerprint: u64, sketch: &[u8], options: &VerifyOptions) -> Result<Vec<VerifiedMatch>> {
+        verified::verified(&self.engine, &self.engine.current(), fingerprint, sketch, options)
+    }
+
+    /// The crawler's check-then-add, verified: when no verified near-duplicate of the
+    /// document is live, inserts `(fingerprint, doc_id)` with its sketch. `Found` lists the
+    /// accepted matches. Atomic with respect to other writers of the index.
+    pub fn find_or_insert_verified(&self, fingerprint: u64, doc_id: u64, sketch: &[u8], options: &VerifyOptions) -> Result<FindOrInsert> {
+        self.engine.find_or_write(OpKind::Insert, &[(fingerprint, doc_id)], Some(sketch), |version| {
+            let found = verified::verified(&self.engine, version, fingerprint, sketch, options)?;
+            Ok(found.into_iter().map(|v| v.matched).collect())
+        })
+    }
+
+    /// Makes every write so far durable (fsync of the log).
+    pub fn sync(&self) -> Result<()> {
+        self.engine.check_writable()?;
+        self.engine.sync_unlocked(lock(&self.engine.writer)).map(drop)
+    }
+
+    /// Writes the memtable out as a segment (and tombstone file) and waits until it is
+    /// installed.
+    pub fn flush(&self) -> Result<()> {
+        self.engine.check_writable()?;
+        {
+            let mut w = lock(&self.engine.writer);
+            self.engine.freeze(&mut w)?;
+        }
+        self.engine.flush_frozen()?;
+        if self.engine.options.background {
+            self.engine.wake_background();
+        }
+        Ok(())
+    }
+
+    /// Flushes, then merges every segment into one (dropping deleted and repeated pairs)
+    /// and drops the tombstone files that no longer hide anything. With
+    /// [`CompactionOptions::max_merge_entries`](super::CompactionOptions::max_merge_entries) set, the merges are bounded: the index ends
+    /// as the fewest segments whose adjacent pairs exceed the bound, each merge installed
+    /// before the next starts.
+    pub fn compact(&self) -> Result<()> {
+        self.flush()?;
+        self.engine.compact_all()
+    }
+
+    /// Runs the automatic compaction policy now (what the background thread does after
+    /// flushes).
+    pub fn compact_tiered(&self) -> Result<()> {
+        self.engine.check_writable()?;
+        self.engine.compact_tiered()
+    }
+
+    /// A consistent read-only view of everything the index holds now, for whole-index jobs
+    /// (batch queries, clusters, splitting); later writes do not change it.
+    pub fn snapshot(&self) -> snapshot::Snapshot {
+        snapshot::Snapshot::new(self.engine.current(), self.engine.k)
+    }
+
+    /// Every live pair, sorted, each once. Reads every segment: meant for tools and tests.
+    pub fn live_entries(&self) -> Result<Vec<(u64, u64)>> {
+        self.engine.current().live_entries()
+    }
+
+    /// A summary of segments, memtable, logs and tombstones.
+    pub fn stats(&self) -> Stats {
+        Stats::collect(&self.engine)
+    }
+
+    /// Stops the background threads, syncs the log and (with
+    /// [`IndexOptions::flush_on_close`](super::IndexOptions::flush_on_close)) flushes the memtable into a segment and runs the
+    /// automatic compaction policy once more, then releases the lock. Dropping the index only syncs, and cannot report errors.
+    pub fn close(self) -> Result<()> {
+        self.stop_background();
+        if self.engine.read_only {
+            return Ok(());
+        }
+        {
+            let mut w = lock(&self.engine.writer);
+            if w.failed.is_some() {
+                return self.engine.report_maintenance_failure();
+            }
+            self.engine.sync_locked(&mut w)?;
+            if self.engine.options.flush_on_close {
+                self.engine.freeze(&mut w)?;
+            }
+        }
+        if self.engine.options.flush_on_close {
+            if let Err(e) = self.engine.flush_frozen() {
+                // A background failure not reported yet came first: it is the one to report.
+                self.engine.report_maintenance_failure()?;
+                return Err(e);
+            }
+            // The policy once more, so that the last, partial flush joins the newest segment
+            // while the index is small (the live set the next open queries: issue 13).
+            if self.engine.options.compaction.automatic {
+                self.engine.compact_tiered()?;
+            }
+        }
+        // The writes are durable; a background failure not reported yet is reported now.
+        self.engine.report_maintenance_failure()
+    }
+
+    fn stop_background(&self) {
+        let threads = std::mem::take(&mut *lock(&self.threads));
+        if !threads.is_empty() {
+            lock(&self.engine.signals).stop = true;
+            self.engine.wake.notify_all();
+            self.engine.sync_wake.notify_all();
+        }
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        self.stop_background();
+        if !self.engine.read_only {
+            let mut w = lock(&self.engine.writer);
+            if w.failed.is_none() {
+                let _ = self.engine.sync_locked(&mut w);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("dir", &self.engine.dir).field("read_only", &self.engine.read_only).finish()
+    }
+}

@@ -1,0 +1,129 @@
+//! What a caller chooses and gets back at the index's surface: [`IndexOptions`] (how to
+//! open), [`Durability`] (when a write is synced), [`FindOrInsert`] (what a check-then-add
+//! did) and the crate's [`OpenMode`]. Plain data: the behaviour they select lives in `open`,
+//! `commit`, `flush` and `maintenance`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::compaction::CompactionOptions;
+use crate::codec::Codec;
+use crate::query::Match;
+use crate::segment::SketchColumn;
+use crate::storage::{FsStorage, Storage};
+
+/// When a write is made durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the log before every write returns: a returned write survives a power loss.
+    Sync,
+    /// Group commit: every write reaches the operating system before it returns (so it
+    /// survives a crash of the process), and the log is fsynced once `max_delay` has passed
+    /// since the oldest unsynced write or `max_ops` operations are unsynced, whichever comes
+    /// first (the fsync starts then; with `background`, a sync thread runs it while the
+    /// writer goes on). [`Index::sync`](super::Index::sync) forces it.
+    Group {
+        /// Longest time a write stays unsynced before its sync starts (checked on writes and
+        /// by the sync thread, when there is one).
+        max_delay: Duration,
+        /// Unsynced operations that start a sync; a writer `2 * max_ops` ahead of a sync
+        /// still running waits for one of its own.
+        max_ops: u64,
+    },
+    /// Writes reach the operating system's buffers before they return and are fsynced only
+    /// at log rotation, [`Index::sync`](super::Index::sync) and close: process crashes lose nothing, a power
+    /// loss may lose everything since the last sync.
+    NoSync,
+}
+
+impl Default for Durability {
+    fn default() -> Self {
+        Durability::Group { max_delay: Duration::from_millis(10), max_ops: 100_000 }
+    }
+}
+
+/// How to open an index.
+#[derive(Clone, Debug)]
+pub struct IndexOptions {
+    /// Create the index when the directory holds none.
+    pub create: bool,
+    /// Largest query distance the designs guarantee, for a new index (an existing index
+    /// keeps the value in its manifest).
+    pub k: u32,
+    /// Gap codec of new segments, for a new index.
+    pub codec: Codec,
+    /// The per-document sketch a new index stores beside each fingerprint (its width and
+    /// scheme; `None`: no sketches, and the index is the same size as without the feature).
+    /// Fixed when the index is created: an existing index keeps the one in its manifest
+    /// ([`Index::sketches`](super::Index::sketches)), as it keeps its `k`. With the `fingerprint` feature,
+    /// `SketchOptions::default().column()` is the library's own sketch, which the document
+    /// calls make and verify by. See [`Index::insert_sketched`](super::Index::insert_sketched) and [`Index::query_verified`](super::Index::query_verified).
+    pub sketches: Option<SketchColumn>,
+    /// When writes are synced.
+    pub durability: Durability,
+    /// Operations (inserts and deletes) the active memtable holds before it is frozen and
+    /// flushed into a segment: the bound on the writer's memtable memory and on the log a
+    /// reopen replays. Default 2^20. A memtable costs about `16 + 8 * t` bytes per insert
+    /// (`t` the tables of its design: 4 up to about 1.7e7 operations, so 48 bytes, about
+    /// 50 MiB at the default), plus the sketch width in an index with sketches (64 bytes:
+    /// about 64 MiB more), more while its sorted runs merge or a flush writes it; an
+    /// active memtable and at most `max_frozen + 1` frozen ones exist at once, and a reopen
+    /// after a crash replays at most about `(max_frozen + 2) * memtable_ops` operations
+    /// (none after a clean [`Index::close`](super::Index::close), see `flush_on_close`).
+    pub memtable_ops: u64,
+    /// Frozen memtables allowed to wait for the background flush; beyond this the writer
+    /// flushes itself. Default 2.
+    pub max_frozen: usize,
+    /// Compaction policy and memory.
+    pub compaction: CompactionOptions,
+    /// Flush the memtable into a segment on [`Index::close`](super::Index::close), so the next open (read-write
+    /// or read-only) replays no log and is cheap whatever the memtable held. On by default;
+    /// off, close only syncs the log and the next open replays it (at most about
+    /// `(max_frozen + 2) * memtable_ops` operations), which saves a small segment per
+    /// short-lived writer at the cost of every later open.
+    pub flush_on_close: bool,
+    /// Flush, compact and sync in a background thread; without it, the writer does them
+    /// inline (deterministic, for tests and one-shot tools).
+    pub background: bool,
+    /// Where the files live.
+    pub storage: Arc<dyn Storage>,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        Self {
+            create: true,
+            k: 3,
+            codec: Codec::Xor,
+            sketches: None,
+            durability: Durability::default(),
+            memtable_ops: 1 << 20,
+            max_frozen: 2,
+            compaction: CompactionOptions::default(),
+            flush_on_close: true,
+            background: true,
+            storage: Arc::new(FsStorage),
+        }
+    }
+}
+
+/// What [`Index::find_or_insert`](super::Index::find_or_insert) did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FindOrInsert {
+    /// Near-duplicates were found (nothing was inserted).
+    Found(Vec<Match>),
+    /// None was found; the pair was inserted with this sequence number.
+    Inserted {
+        /// The insert's sequence number.
+        seq: u64,
+    },
+}
+
+/// Whether an open may change the directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpenMode {
+    /// Takes the lock, recovers (cuts torn log tails, removes orphans) and writes.
+    ReadWrite,
+    /// Takes no lock and changes no file.
+    ReadOnly,
+}
