@@ -32,7 +32,7 @@
 //!   within `k`, chunks for scale-out) over a segment, a snapshot or fingerprints in memory
 //!   ([`Stored`]).
 //! - [`fingerprint`] (feature `fingerprint`, on by default): text, HTML or JSON lines to a
-//!   64-bit simhash, and the 64-byte sketch that verifies near-duplicates
+//!   64-bit simhash, and the 64-byte sketch that confirms near-duplicates
 //!   ([`fingerprint::sketch`]).
 //! - [`plan`]: the table designs, the planner that picks one, and the multi-probe plans
 //!   that answer any `k` up to 8 from a design built for less ([`plan::ProbePlan`]).
@@ -84,7 +84,7 @@ mod sort;
 pub mod split;
 pub mod storage;
 mod stored;
-pub mod verify_sketch;
+pub mod confirm;
 
 pub use codec::Codec;
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
@@ -95,7 +95,7 @@ pub use query::{Match, QueryOptions};
 pub use segment::SketchColumn;
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
 pub use stored::{SortedTables, Source, Stored};
-pub use verify_sketch::{VerifiedMatch, VerifyOptions};
+pub use confirm::{ConfirmedMatch, ConfirmOptions};
 
 // The README's Rust examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -72,7 +72,7 @@ class Index(_Index):
     ``Index(path, k=3, durability="group", read_only=False, create=True, sketches=True)`` opens
     (or creates) the index in directory ``path``. ``k`` is the largest query distance, fixed when
     the index is created; so is ``sketches``: a new index stores a 64-byte sketch per document
-    and its document calls verify near-duplicates by it (``sketches=False``: fingerprints only,
+    and its document calls confirm near-duplicates by it (``sketches=False``: fingerprints only,
     8 to 60 bytes per document less). ``durability``: ``"sync"`` (fsync before every write returns),
     ``"group"`` (a write survives a process crash at once and a power loss within 10 ms),
     ``"nosync"`` (synced on ``sync()``/``close()`` only). Raises ``LockedError`` while another

@@ -29,7 +29,7 @@ class Index:
     @property
     def sketches(self) -> bool:
         """True when the index stores a 64-byte sketch per document (fixed at creation; ``sketches=True``
-        creates one that does): document calls then verify near-duplicates by sketch."""
+        creates one that does): document calls then confirm near-duplicates by sketch."""
     @property
     def k(self) -> int:
         """Largest query distance the index guarantees (fixed at creation)."""
@@ -53,10 +53,10 @@ class Index:
         """The fingerprint of a document with the index's recipe: a str is text, bytes an HTML page."""
     def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
         """Fingerprints a document with the index's recipe (pinning the default one if none), adds it; returns the fingerprint."""
-    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, verify: bool = True) -> Tuple[int, List[Match], int]:
+    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None) -> Tuple[int, List[Match], int]:
         """(fingerprint, matches, words): the matches if near-duplicates are stored (nothing inserted), else [] after
         inserting. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the
-        sketches estimate a resemblance of at least 0.90 (``verify=False``: fingerprints alone). Raises
+        sketches estimate a resemblance of at least 0.90 (``confirm=False``: fingerprints alone; ``verify`` is the old name of ``confirm``). Raises
         EmptyDocumentError for a document with fewer words than the recipe's minimum, or than ``min_words`` when
         given (nothing stored)."""
     def delete(self, fp: int, doc_id: int) -> int: ...

@@ -100,7 +100,7 @@ impl Index {
     }
 
     /// True when the index stores a sketch per document (fixed at creation): document calls
-    /// then verify candidates by sketch.
+    /// then confirm candidates by sketch.
     #[getter]
     fn sketches(&self) -> PyResult<bool> {
         Ok(self.get()?.sketches().is_some())
@@ -143,17 +143,14 @@ impl Index {
         let n = fps.len() / 8;
         py.allow_threads(|| {
             const BATCH: usize = 1 << 16;
-            let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or_default());
-            let mut pairs = Vec::with_capacity(BATCH.min(n));
-            let mut next_seq = index.stats().last_seq + 1;
+            let u64_at = |b: &[u8], i: usize| b.get(i * 8..i * 8 + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_le_bytes);
+            let mut records = Vec::with_capacity(BATCH.min(n));
             for start in (0..n).step_by(BATCH) {
-                pairs.clear();
+                records.clear();
                 let end = (start + BATCH).min(n);
-                match ids {
-                    Some(ids) => pairs.extend((start..end).map(|i| (u64_at(fps, i), u64_at(ids, i)))),
-                    None => pairs.extend((start..end).map(|i| (u64_at(fps, i), next_seq + (i - start) as u64))),
-                }
-                next_seq = index.insert_batch(&pairs)? + 1;
+                // without ids the index numbers the records itself, under its writer's lock
+                records.extend((start..end).map(|i| (u64_at(fps, i), ids.map(|ids| u64_at(ids, i)))));
+                index.insert_batch_numbered(&records)?;
             }
             Ok(n)
         })
@@ -199,7 +196,7 @@ impl Index {
 
     /// (fingerprint, matches, words); with `min_words`, a document of fewer words raises
     /// EmptyDocumentError and is not stored.
-    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None, verify=true))]
+    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None, confirm=true, verify=None))]
     #[allow(clippy::too_many_arguments)]
     fn find_or_insert_document(
         &self,
@@ -209,12 +206,13 @@ impl Index {
         k: Option<u32>,
         html: Option<bool>,
         min_words: Option<u64>,
-        verify: bool,
+        confirm: bool,
+        verify: Option<bool>,
     ) -> PyResult<(u64, Vec<Row>, u64)> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
-        let query = DocumentQuery::within(k.unwrap_or_else(|| index.k())).with_min_words(min_words.unwrap_or(0)).with_verify(verify);
+        let query = DocumentQuery::within(k.unwrap_or_else(|| index.k())).with_min_words(min_words.unwrap_or(0)).with_confirm(verify.unwrap_or(confirm));
         let (f, found) = py.allow_threads(|| index.find_or_insert_document_with(doc, doc_id, &query)).map_err(fp_error)?;
         let matches = match found {
             FindOrInsert::Found(m) => rows(m),

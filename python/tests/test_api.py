@@ -207,7 +207,7 @@ def _shingles(text):
 def test_an_index_with_sketches_verifies_near_duplicates_by_resemblance(tmp_path):
     """A document within k of a stored one by fingerprint but far from it by exact Jaccard
     (the oracle: word 3-shingle sets computed here) is a match by fingerprint alone, and
-    not once verified by the stored sketch; the same document again is a match either way."""
+    not once confirmed by the stored sketch; the same document again is a match either way."""
     vocab = [f"w{i}" for i in range(2000)]
     with simdex.Index(tmp_path / "probe", sketches=False) as probe:
         for seed in range(300):
@@ -232,10 +232,12 @@ def test_an_index_with_sketches_verifies_near_duplicates_by_resemblance(tmp_path
         assert [m[2] for m in found] == [1], "fingerprints alone call it a near-duplicate"
         _, found, _ = sk.find_or_insert_document(tb, 2, k=8, verify=False)
         assert [m[2] for m in found] == [1], "verify=False is fingerprints alone"
+        _, found, _ = sk.find_or_insert_document(tb, 2, k=8, confirm=False)
+        assert [m[2] for m in found] == [1], "confirm=False (verify's new name) is fingerprints alone"
         _, found, _ = sk.find_or_insert_document(tb, 2, k=8)
-        assert found == [], f"verified: Jaccard {jaccard:.3f} is below 0.9, so it is new (and stored)"
+        assert found == [], f"confirmed: Jaccard {jaccard:.3f} is below 0.9, so it is new (and stored)"
         _, found, _ = sk.find_or_insert_document(ta, 3, k=8)
-        assert sorted(m[2] for m in found) == [1], "the same page again is verified"
+        assert sorted(m[2] for m in found) == [1], "the same page again is confirmed"
     # Sketches are fixed at creation: reopening with sketches=False keeps them.
     with simdex.Index(tmp_path / "sk", sketches=False) as again:
         assert again.sketches

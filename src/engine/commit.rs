@@ -26,6 +26,17 @@ impl Engine {
         self.write_locked(w, kind, ops, sketches)
     }
 
+    /// Inserts `records` as one log record; a record without a document id gets its own
+    /// sequence number as its id, assigned under the writer's lock (so no other write can
+    /// take it). Returns the last sequence number.
+    pub(super) fn write_numbered(&self, records: &[(u64, Option<u64>)]) -> Result<u64> {
+        self.check_writable()?;
+        let w = lock(&self.writer);
+        let first = w.next_seq;
+        let ops: Vec<(u64, u64)> = (first..).zip(records).map(|(seq, &(fp, id))| (fp, id.unwrap_or(seq))).collect();
+        self.write_locked(w, OpKind::Insert, &ops, None)
+    }
+
     /// The check-then-add: `find` looks at the current version, then, when it found
     /// nothing, `ops` are written as [`Self::write`] writes them; what it found is returned
     /// instead, and nothing is written. Both happen under one hold of the writer's lock, so

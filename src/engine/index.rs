@@ -1,4 +1,4 @@
-//! The handle: [`Index`] and its public calls (writes, queries, sketch-verified queries,
+//! The handle: [`Index`] and its public calls (writes, queries, sketch-confirmed queries,
 //! sync, flush, compaction, snapshots, stats, close). Each call checks its arguments and
 //! hands the work to the engine (`state` and the files that extend it) or to the current
 //! version; this file holds no engine logic. Opening is `open`'s ([`Index::open`]); the
@@ -14,12 +14,12 @@ use super::report::OpenReport;
 use super::snapshot;
 use super::state::{lock, Engine};
 use super::stats::Stats;
-use super::verified;
+use super::confirmed;
 use super::FindOrInsert;
 use crate::error::{Error, Result};
 use crate::query::{Match, QueryOptions};
 use crate::segment::SketchColumn;
-use crate::verify_sketch::{VerifiedMatch, VerifyOptions};
+use crate::confirm::{ConfirmedMatch, ConfirmOptions};
 
 /// An open index. Queries may run from many threads while one thread writes.
 pub struct Index {
@@ -47,6 +47,14 @@ impl Index {
     /// Adds `(fingerprint, doc_id)`; returns its sequence number.
     pub fn insert(&self, fingerprint: u64, doc_id: u64) -> Result<u64> {
         self.engine.write(OpKind::Insert, &[(fingerprint, doc_id)], None)
+    }
+
+    /// Adds every `(fingerprint, doc_id)` as one log record, as [`Self::insert_batch`] does,
+    /// where a record without an id is stored under its own sequence number (the `n`-th
+    /// record gets `last - records.len() + 1 + n`): ids that no other write can take,
+    /// assigned atomically. Returns the last sequence number.
+    pub fn insert_batch_numbered(&self, records: &[(u64, Option<u64>)]) -> Result<u64> {
+        self.engine.write_numbered(records)
     }
 
     /// Adds every pair as one log record (one sync); returns the last sequence number.
@@ -117,25 +125,25 @@ impl Index {
         if options.k > crate::plan::MAX_K {
             return Err(Error::InvalidArgument(format!("k = {} is above {}: sketched queries use the tables", options.k, crate::plan::MAX_K)));
         }
-        verified::candidates(&self.engine, &self.engine.current(), fingerprint, options.k)
+        confirmed::candidates(&self.engine, &self.engine.current(), fingerprint, options.k)
     }
 
-    /// The verified near-duplicates of a document whose fingerprint is `fingerprint` and
+    /// The confirmed near-duplicates of a document whose fingerprint is `fingerprint` and
     /// sketch `sketch` (the index's width): the live pairs within `options.k` whose stored
     /// sketch estimates a resemblance of at least `options.min_similarity`, and the pairs
     /// stored without a sketch within `options.unsketched_k`; sorted by distance,
     /// fingerprint and id. Fails with [`Error::InvalidArgument`] when the index stores no
-    /// sketches (no silent fallback: [`Index::query`] is the unverified call).
-    pub fn query_verified(&self, fingerprint: u64, sketch: &[u8], options: &VerifyOptions) -> Result<Vec<VerifiedMatch>> {
-        verified::verified(&self.engine, &self.engine.current(), fingerprint, sketch, options)
+    /// sketches (no silent fallback: [`Index::query`] is the unconfirmed call).
+    pub fn query_confirmed(&self, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<ConfirmedMatch>> {
+        confirmed::confirmed(&self.engine, &self.engine.current(), fingerprint, sketch, options)
     }
 
-    /// The crawler's check-then-add, verified: when no verified near-duplicate of the
+    /// The crawler's check-then-add, confirmed: when no confirmed near-duplicate of the
     /// document is live, inserts `(fingerprint, doc_id)` with its sketch. `Found` lists the
     /// accepted matches. Atomic with respect to other writers of the index.
-    pub fn find_or_insert_verified(&self, fingerprint: u64, doc_id: u64, sketch: &[u8], options: &VerifyOptions) -> Result<FindOrInsert> {
+    pub fn find_or_insert_confirmed(&self, fingerprint: u64, doc_id: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<FindOrInsert> {
         self.engine.find_or_write(OpKind::Insert, &[(fingerprint, doc_id)], Some(sketch), |version| {
-            let found = verified::verified(&self.engine, version, fingerprint, sketch, options)?;
+            let found = confirmed::confirmed(&self.engine, version, fingerprint, sketch, options)?;
             Ok(found.into_iter().map(|v| v.matched).collect())
         })
     }

@@ -25,7 +25,7 @@
 //! - `index`: the [`Index`] handle and its public calls; [`pinned_recipe`]: the `RECIPE`
 //!   file, the fingerprint recipe pinned in the index, kept as opaque bytes for the text
 //!   pipeline (the `simdex-fingerprint` crate, which makes the document calls);
-//! - `verified`: the sketch-verified queries on a version; `stats`: what the index reports;
+//! - `confirmed`: the sketch-confirmed queries on a version; `stats`: what the index reports;
 //!   [`snapshot`]: a read-only view for whole-index jobs;
 //! - `commit`: the write path (log appends, group commit, the sync thread); `flush`:
 //!   freezing a full memtable, writing it as a segment, installing new manifests;
@@ -74,7 +74,7 @@ pub mod snapshot;
 mod state;
 mod stats;
 pub(crate) mod tombstone;
-mod verified;
+mod confirmed;
 pub mod verify;
 mod version;
 mod writer;

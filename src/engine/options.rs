@@ -57,7 +57,7 @@ pub struct IndexOptions {
     /// Fixed when the index is created: an existing index keeps the one in its manifest
     /// ([`Index::sketches`](super::Index::sketches)), as it keeps its `k`. With the `fingerprint` feature,
     /// `SketchOptions::default().column()` is the library's own sketch, which the document
-    /// calls make and verify by. See [`Index::insert_sketched`](super::Index::insert_sketched) and [`Index::query_verified`](super::Index::query_verified).
+    /// calls make and verify by. See [`Index::insert_sketched`](super::Index::insert_sketched) and [`Index::query_confirmed`](super::Index::query_confirmed).
     pub sketches: Option<SketchColumn>,
     /// When writes are synced.
     pub durability: Durability,

@@ -124,7 +124,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         if options.sketches.is_some() && segment.has_sketches() {
             let unreadable = read_sketches(&segment, pairs.get(start..).unwrap_or_default(), &mut sketches);
             if unreadable > 0 {
-                report.lost.push((name.clone(), format!("the sketches of {unreadable} entries (kept without one: verified queries judge them by fingerprint alone)")));
+                report.lost.push((name.clone(), format!("the sketches of {unreadable} entries (kept without one: confirmed queries judge them by fingerprint alone)")));
             }
         }
         report.segment_entries += got;

@@ -1,15 +1,15 @@
 //! Sketches in the engine: every insert's sketch follows its pair through the log, the
 //! memtable, flushes, compactions, deletes and reopens (a proptest against a model that
-//! keeps the newest insert's sketch), and verified queries agree with a brute-force
-//! verification over the live pairs. Formats: an index without sketches writes the
+//! keeps the newest insert's sketch), and confirmed queries agree with a brute-force
+//! confirmation over the live pairs. Formats: an index without sketches writes the
 //! version-1 log and manifest it always did; with sketches, version 2.
 
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use simdex::storage::MemStorage;
-use simdex::verify_sketch::{minhash_resemblance, minhash_scheme};
-use simdex::{Error, FindOrInsert, Index, IndexOptions, QueryOptions, SketchColumn, VerifiedMatch, VerifyOptions};
+use simdex::confirm::{minhash_resemblance, minhash_scheme};
+use simdex::{Error, FindOrInsert, Index, IndexOptions, QueryOptions, SketchColumn, ConfirmedMatch, ConfirmOptions};
 
 use crate::common::Rng;
 use crate::engine::mem_options;
@@ -184,9 +184,9 @@ fn verified_queries_agree_with_brute_force_verification() {
         for (k, t, unsketched_k) in [(3, 0.9, 3), (5, 0.8, 2), (8, 0.9, 3), (6, 0.5, 0)] {
             let q = rng.flip(c, (n % 3) as u32);
             let qs = near_sketch(cs, (n % 5) as u32, &mut rng);
-            let options = VerifyOptions { k, min_similarity: t, unsketched_k };
-            let got = index.query_verified(q, &qs, &options).unwrap();
-            let mut want: Vec<VerifiedMatch> = stored
+            let options = ConfirmOptions { k, min_similarity: t, unsketched_k };
+            let got = index.query_confirmed(q, &qs, &options).unwrap();
+            let mut want: Vec<ConfirmedMatch> = stored
                 .iter()
                 .filter_map(|&(fp, id, s)| {
                     let d = (fp ^ q).count_ones();
@@ -194,9 +194,9 @@ fn verified_queries_agree_with_brute_force_verification() {
                     match s {
                         Some(s) => {
                             let sim = minhash_resemblance(&qs, &s, 64, 1).unwrap();
-                            (d <= k && sim >= t).then_some(VerifiedMatch { matched, similarity: Some(sim) })
+                            (d <= k && sim >= t).then_some(ConfirmedMatch { matched, similarity: Some(sim) })
                         }
-                        None => (d <= unsketched_k).then_some(VerifiedMatch { matched, similarity: None }),
+                        None => (d <= unsketched_k).then_some(ConfirmedMatch { matched, similarity: None }),
                     }
                 })
                 .collect();
@@ -207,12 +207,12 @@ fn verified_queries_agree_with_brute_force_verification() {
             assert_eq!(got.iter().map(|v| v.matched).collect::<Vec<_>>(), want.iter().map(|v| v.matched).collect::<Vec<_>>(), "sorted by distance");
         }
     }
-    // find_or_insert_verified: a near sketch within k is found; a far sketch is inserted.
+    // find_or_insert_confirmed: a near sketch within k is found; a far sketch is inserted.
     let (c, cs) = centers[0];
-    let found = index.find_or_insert_verified(c, 10_001, &cs, &VerifyOptions::within(8)).unwrap();
+    let found = index.find_or_insert_confirmed(c, 10_001, &cs, &ConfirmOptions::within(8)).unwrap();
     assert!(matches!(found, FindOrInsert::Found(ref m) if !m.is_empty()), "{found:?}");
     let far = [0x5a; WIDTH];
-    let strict = VerifyOptions { k: 8, min_similarity: 0.99, unsketched_k: 0 };
+    let strict = ConfirmOptions { k: 8, min_similarity: 0.99, unsketched_k: 0 };
     // brute force: a center nothing stored matches with this far sketch
     let matches_far = |c: u64| {
         stored.iter().any(|&(fp, _, s)| match s {
@@ -221,7 +221,7 @@ fn verified_queries_agree_with_brute_force_verification() {
         })
     };
     let c = centers.iter().map(|x| x.0).find(|&c| !matches_far(c)).unwrap();
-    let inserted = index.find_or_insert_verified(c, 10_002, &far, &strict).unwrap();
+    let inserted = index.find_or_insert_confirmed(c, 10_002, &far, &strict).unwrap();
     assert!(matches!(inserted, FindOrInsert::Inserted { .. }), "{inserted:?}");
     let back = index.query_sketched(c, &QueryOptions::within(0)).unwrap();
     assert!(back.iter().any(|(m, s)| m.doc_id == Some(10_002) && s.as_deref() == Some(&far[..])));
@@ -276,18 +276,18 @@ fn sketch_misuse_is_a_clear_error() {
     let plain = Index::open("p", mem_options(&storage, 100)).unwrap();
     let e = plain.insert_sketched(1, 1, &[1; WIDTH]).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("stores no sketches"), "{e}");
-    let e = plain.query_verified(1, &[1; WIDTH], &VerifyOptions::default()).unwrap_err();
+    let e = plain.query_confirmed(1, &[1; WIDTH], &ConfirmOptions::default()).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("stores no sketches"), "{e}");
     let index = Index::open("s", sketched_options(&storage, 100)).unwrap();
     let e = index.insert_sketched(1, 1, &[1; 7]).unwrap_err();
     assert!(e.to_string().contains("7 bytes of sketches") && e.to_string().contains("8 bytes each"), "{e}");
     let e = index.insert_batch_sketched(&[(1, 1), (2, 2)], &[1; WIDTH]).unwrap_err();
     assert!(e.to_string().contains("for 2 operations"), "{e}");
-    let e = index.query_verified(1, &[1; 3], &VerifyOptions::default()).unwrap_err();
+    let e = index.query_confirmed(1, &[1; 3], &ConfirmOptions::default()).unwrap_err();
     assert!(e.to_string().contains("3-byte query sketch"), "{e}");
     let other = Index::open("o", IndexOptions { sketches: Some(SketchColumn { bytes: WIDTH as u16, scheme: *b"CUSTOM01" }), ..mem_options(&storage, 100) }).unwrap();
     other.insert_sketched(5, 5, &[3; WIDTH]).unwrap();
-    let e = other.query_verified(5, &[3; WIDTH], &VerifyOptions::default()).unwrap_err();
+    let e = other.query_confirmed(5, &[3; WIDTH], &ConfirmOptions::default()).unwrap_err();
     assert!(e.to_string().contains("not a b-bit MinHash"), "{e}");
     // ... but its sketches are returned for the embedder to compare.
     assert_eq!(other.query_sketched(5, &QueryOptions::within(0)).unwrap()[0].1, Some(vec![3; WIDTH]));
@@ -313,7 +313,7 @@ fn documents_carry_their_sketch_and_are_verified() {
     let got = index.query_sketched(f.value, &QueryOptions::within(0)).unwrap();
     assert_eq!(got[0].1.as_deref(), Some(want.as_bytes()));
     assert_eq!(index.sketch_document(doc(&page)).unwrap().as_ref(), Some(&want));
-    // The same page again: found, verified (resemblance 1).
+    // The same page again: found, confirmed (resemblance 1).
     let (_, found) = index.find_or_insert_document(doc(&page), 2, &QueryOptions::within(3)).unwrap();
     assert!(matches!(found, FindOrInsert::Found(ref m) if m[0].doc_id == Some(1)), "{found:?}");
     // A page with the same fingerprint but different text is refused by its sketch: the
@@ -323,11 +323,11 @@ fn documents_carry_their_sketch_and_are_verified() {
     index.insert_sketched(f.value ^ 1, 3, far.as_bytes()).unwrap();
     let (_, found) = index.find_or_insert_document(doc(&page), 4, &QueryOptions::within(3)).unwrap();
     match found {
-        FindOrInsert::Found(m) => assert_eq!(m.iter().map(|m| m.doc_id).collect::<Vec<_>>(), vec![Some(1)], "doc 3 is within k but not verified"),
+        FindOrInsert::Found(m) => assert_eq!(m.iter().map(|m| m.doc_id).collect::<Vec<_>>(), vec![Some(1)], "doc 3 is within k but not confirmed"),
         other => panic!("{other:?}"),
     }
-    // Verification off: fingerprints alone find both.
-    let (_, found) = index.find_or_insert_document_with(doc(&page), 5, &DocumentQuery::within(3).with_verify(false)).unwrap();
+    // Confirmation off: fingerprints alone find both.
+    let (_, found) = index.find_or_insert_document_with(doc(&page), 5, &DocumentQuery::within(3).with_confirm(false)).unwrap();
     assert!(matches!(found, FindOrInsert::Found(ref m) if m.len() == 2), "{found:?}");
     // Too short for min_words: refused, not stored.
     assert!(matches!(index.find_or_insert_document_with(doc("a b c"), 6, &DocumentQuery::within(3).with_min_words(10)), Err(simdex_fingerprint::Error::EmptyDocument { .. })));

@@ -23,12 +23,12 @@ pub fn tune_svg(path: &Path, lines: &[(&str, bool, Vec<(u32, f64)>)], k_max: u32
         .build_cartesian_2d(0u32..k_max, 0f64..1.0)
         .map_err(plot_error)?;
     chart.configure_mesh().x_desc("k (Hamming distance)").y_desc("precision, recall, F1").draw().map_err(plot_error)?;
-    for (i, (name, verified, points)) in lines.iter().enumerate() {
-        let (name, verified, points) = (*name, *verified, points.clone());
+    for (i, (name, confirmed, points)) in lines.iter().enumerate() {
+        let (name, confirmed, points) = (*name, *confirmed, points.clone());
         let color = COLORS[i % 3];
-        let style = if verified { color.stroke_width(1) } else { color.stroke_width(2) };
+        let style = if confirmed { color.stroke_width(1) } else { color.stroke_width(2) };
         chart.draw_series(LineSeries::new(points.clone(), style)).map_err(plot_error)?.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-        if verified {
+        if confirmed {
             chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(plot_error)?;
         }
     }

@@ -1,5 +1,5 @@
 //! Issue 11 end to end: queries above the design's k (multi-probe) against brute force,
-//! `plan --for-design`, `dedup --pairs` (verified by sketches), `tune` and the SVG pictures
+//! `plan --for-design`, `dedup --pairs` (confirmed by sketches), `tune` and the SVG pictures
 //! of `tune --plot` and `inspect --plot`.
 
 use std::collections::BTreeSet;
@@ -103,9 +103,13 @@ fn dedup_pairs_lists_every_verified_pair_with_ids_as_given() {
         std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).filter(|v: &serde_json::Value| v["kind"] == "exact").collect();
     let in_groups: usize = groups.iter().map(|g| g["size"].as_u64().unwrap() as usize).map(|n| n * (n - 1) / 2).sum();
     assert!(in_groups > 0 && exact_pairs >= in_groups, "{exact_pairs} exact pairs listed, {in_groups} in groups");
-    // Without verification at k = 3, every line has a distance of at most 3.
+    // Without confirmation at k = 3, every line has a distance of at most 3.
     ok(&run(&["dedup", PAGES, "--no-verify", "--pairs", p(&pairs)]));
     assert!(std::fs::read_to_string(&pairs).unwrap().lines().all(|l| l.split('\t').nth(2).unwrap().parse::<u32>().unwrap() <= 3));
+    // `--no-confirm` is the flag's name; `--no-verify` (above) its old one, still accepted.
+    let unconfirmed = std::fs::read_to_string(&pairs).unwrap();
+    ok(&run(&["dedup", PAGES, "--no-confirm", "--pairs", p(&pairs)]));
+    assert_eq!(std::fs::read_to_string(&pairs).unwrap(), unconfirmed);
 }
 
 #[test]
@@ -118,7 +122,7 @@ fn tune_measures_the_corpus_and_draws_the_curves() {
     let true_pairs = v["true_pairs"].as_u64().unwrap();
     assert_eq!(o.status.success(), true_pairs >= 50, "{v}");
     let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
-    for label in ["precision", "recall", "F1", "verified precision", "verified recall", "verified F1", "k (Hamming distance)"] {
+    for label in ["precision", "recall", "F1", "confirmed precision", "confirmed recall", "confirmed F1", "k (Hamming distance)"] {
         assert!(texts.contains(label), "{label} missing from {texts:?}");
     }
     assert!(std::fs::read_to_string(&svg).unwrap().matches("<polyline").count() >= 6, "one line per series");
@@ -177,7 +181,7 @@ fn dedup_index_stores_sketches_and_verifies_by_them_next_time() {
     assert!(String::from_utf8_lossy(&inspect.stdout).contains("64-byte sketches"), "{}", String::from_utf8_lossy(&inspect.stdout));
     let stats: serde_json::Value = serde_json::from_slice(&run(&["stats", p(&index), "--json"]).stdout).unwrap();
     assert_eq!((stats["sketch_bytes"].as_u64(), stats["sketch_scheme"].as_str()), (Some(64), Some("4d48010100020000")), "{stats}");
-    // Second run: every document is found, verified against its own stored sketch.
+    // Second run: every document is found, confirmed against its own stored sketch.
     let report = dir.path().join("r.jsonl");
     ok(&run(&["dedup", PAGES, "--index", p(&index), "--report", p(&report)]));
     let indexed: Vec<serde_json::Value> =

@@ -23,7 +23,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions, VerifyOptions};
+use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions, ConfirmOptions};
 
 use crate::document::{Document, DocumentKind, InvalidUtf8};
 use crate::sketch::{Sketch, SketchOptions, Sketcher};
@@ -107,24 +107,24 @@ impl DocumentIndex {
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct DocumentQuery {
-    /// Near-duplicates: stored fingerprints within `k` bits (verified by sketch, see
-    /// `verify`).
+    /// Near-duplicates: stored fingerprints within `k` bits (confirmed by sketch, see
+    /// `confirm`).
     pub k: u32,
     /// A document of fewer words is refused ([`Error::EmptyDocument`], nothing stored).
     pub min_words: u64,
-    /// Verify candidates by sketch when the index stores sketches of the library's recipe
+    /// Confirm candidates by sketch when the index stores sketches of the library's recipe
     /// (on by default: the dev corpus's F1 rises from 0.72 to 0.79 at k = 3, to 0.89 at k = 8;
     /// `benches/QUALITY.md`); off, fingerprints alone decide.
-    pub verify: bool,
-    /// The resemblance a verified candidate needs ([`VerifyOptions::min_similarity`]).
+    pub confirm: bool,
+    /// The resemblance a confirmed candidate needs ([`ConfirmOptions::min_similarity`]).
     pub min_similarity: f64,
 }
 
 impl DocumentQuery {
-    /// Near-duplicates within `k`, verified when the index has sketches, resemblance at
+    /// Near-duplicates within `k`, confirmed by sketch when the index has sketches, resemblance at
     /// least 0.90, no minimum length beyond the recipe's.
     pub fn within(k: u32) -> Self {
-        DocumentQuery { k, min_words: 0, verify: true, min_similarity: VerifyOptions::default().min_similarity }
+        DocumentQuery { k, min_words: 0, confirm: true, min_similarity: ConfirmOptions::default().min_similarity }
     }
 
     /// The same, refusing documents of fewer than `min_words` words.
@@ -132,9 +132,9 @@ impl DocumentQuery {
         DocumentQuery { min_words, ..self }
     }
 
-    /// The same, with verification on or off.
-    pub fn with_verify(self, verify: bool) -> Self {
-        DocumentQuery { verify, ..self }
+    /// The same, with confirmation by sketch on or off.
+    pub fn with_confirm(self, confirm: bool) -> Self {
+        DocumentQuery { confirm, ..self }
     }
 }
 
@@ -231,7 +231,7 @@ impl DocumentIndex {
 
     /// Fingerprints the document with the index's recipe (pinning the default recipe when
     /// the index has none), then finds its near-duplicates within `options.k` or inserts
-    /// it: [`Index::find_or_insert_verified`] when the index stores sketches (candidates
+    /// it: [`Index::find_or_insert_confirmed`] when the index stores sketches (candidates
     /// accepted at a resemblance of at least 0.90), else [`Index::find_or_insert`].
     pub fn find_or_insert_document(&self, doc: DocumentInput<'_>, doc_id: u64, options: &QueryOptions) -> Result<(Fingerprint, FindOrInsert)> {
         self.find_or_insert_document_with(doc, doc_id, &DocumentQuery::within(options.k))
@@ -243,10 +243,10 @@ impl DocumentIndex {
         if f.words < query.min_words {
             return Err(Error::EmptyDocument { words: f.words, min_words: query.min_words });
         }
-        let found = match sketch.filter(|_| query.verify) {
+        let found = match sketch.filter(|_| query.confirm) {
             Some(s) => {
-                let options = VerifyOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.k };
-                self.find_or_insert_verified(f.value, doc_id, s.as_bytes(), &options)?
+                let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.k };
+                self.find_or_insert_confirmed(f.value, doc_id, s.as_bytes(), &options)?
             }
             None => self.find_or_insert(f.value, doc_id, &QueryOptions::within(query.k))?,
         };

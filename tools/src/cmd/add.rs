@@ -186,7 +186,8 @@ struct GroupCommit {
     index: Index,
     acks: Option<AckFormat>,
     bar: ProgressBar,
-    pairs: Vec<(u64, u64)>,
+    /// The group's records; the index numbers those without an id.
+    records: Vec<(u64, Option<u64>)>,
     /// When the oldest record of the group arrived.
     oldest: Option<Instant>,
     /// Where the input stands after the group's last record.
@@ -213,7 +214,7 @@ impl GroupCommit {
             index,
             acks: args.acks.then_some(if args.json { AckFormat::Json } else { AckFormat::Text }),
             bar,
-            pairs: Vec::with_capacity(GROUP_RECORDS),
+            records: Vec::with_capacity(GROUP_RECORDS),
             oldest: None,
             group_end: Position::default(),
             first_seq,
@@ -225,20 +226,12 @@ impl GroupCommit {
         }
     }
 
-    /// The sequence number the next record gets (the writer's lock is ours alone).
-    fn next_seq(&self) -> u64 {
-        self.first_seq + self.acked + self.pairs.len() as u64
-    }
-
     fn push(&mut self, record: Record, at: Position) -> Result<()> {
-        let id = record.id.unwrap_or_else(|| {
-            self.ids_assigned = true;
-            self.next_seq()
-        });
-        self.pairs.push((record.fp, id));
+        self.ids_assigned |= record.id.is_none();
+        self.records.push((record.fp, record.id));
         self.oldest.get_or_insert_with(Instant::now);
         self.group_end = at;
-        if self.pairs.len() >= GROUP_RECORDS {
+        if self.records.len() >= GROUP_RECORDS {
             self.commit()?;
         }
         Ok(())
@@ -251,30 +244,31 @@ impl GroupCommit {
     /// Appends the group to the log and fsyncs it ([`Durability::Sync`]): when this returns
     /// Ok, every record so far is acknowledged.
     fn commit(&mut self) -> Result<()> {
-        if self.pairs.is_empty() {
+        if self.records.is_empty() {
             return Ok(());
         }
         if self.failed {
             return Err(anyhow!("an earlier group commit failed"));
         }
-        let expected = self.next_seq() - 1;
-        let last = match self.index.insert_batch(&self.pairs) {
+        // the sequence numbers the summary reports (the writer's lock is ours alone)
+        let expected = self.first_seq + self.acked + self.records.len() as u64 - 1;
+        let last = match self.index.insert_batch_numbered(&self.records) {
             Ok(last) => last,
             Err(e) => {
                 self.failed = true;
-                return Err(anyhow::Error::new(e).context(format!("committing {} records to {}", self.pairs.len(), self.index.dir().display())));
+                return Err(anyhow::Error::new(e).context(format!("committing {} records to {}", self.records.len(), self.index.dir().display())));
             }
         };
         if last != expected {
-            // Ids assigned from sequence numbers would be wrong: another writer cannot
-            // hold the lock, so this is a bug, reported rather than stored silently.
+            // The reported sequence numbers would be wrong: another writer cannot hold the
+            // lock, so this is a bug, reported rather than printed silently.
             self.failed = true;
             return Err(anyhow!("the index gave sequence numbers up to {last}, expected {expected}"));
         }
-        self.acked += self.pairs.len() as u64;
+        self.acked += self.records.len() as u64;
         self.acked_through = self.group_end;
         self.commits += 1;
-        self.pairs.clear();
+        self.records.clear();
         self.oldest = None;
         self.bar.set_message(format!("adding ({} acknowledged)", self.acked));
         if let Some(format) = self.acks {

@@ -3,10 +3,10 @@
 //!
 //! Near-duplicate pairs are found exactly by the library's self-join of the fingerprints,
 //! sorted into permuted tables in memory (`simdex::cluster::near_pairs` over
-//! `SortedTables`). By default every pair within k is then verified: kept only when the
+//! `SortedTables`). By default every pair within k is then confirmed: kept only when the
 //! documents' sketches (`simdex_fingerprint::sketch`, computed in memory) estimate a
-//! resemblance of at least `--verify-threshold`. On the dev corpus this lifts F1 from 0.72
-//! (k = 3, fingerprints only) to 0.89 (k = 8, verified at 0.90); see `benches/QUALITY.md`.
+//! resemblance of at least `--confirm-threshold`. On the dev corpus this lifts F1 from 0.72
+//! (k = 3, fingerprints only) to 0.89 (k = 8, confirmed at 0.90); see `benches/QUALITY.md`.
 //!
 //! `--pairs FILE` writes every near-duplicate pair of documents (exact copies included),
 //! one a line: `id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity`.
@@ -36,16 +36,16 @@ pub struct Args {
     /// Files, folders (walked recursively) or `-` for standard input
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Near-duplicates differ in at most K bits [default: 8 verified, 3 with --no-verify]
+    /// Near-duplicates differ in at most K bits [default: 8 confirmed by sketch, 3 with --no-confirm]
     #[arg(short, long, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub k: Option<u32>,
-    /// Report pairs within k by their fingerprints alone, without verifying them by sketch
-    #[arg(long)]
-    pub no_verify: bool,
+    /// Report pairs within k by their fingerprints alone, without confirming them by sketch
+    #[arg(long, alias = "no-verify")]
+    pub no_confirm: bool,
     /// Keep a pair within k only when its sketches estimate a resemblance (Jaccard of word
     /// 3-shingles) of at least this
-    #[arg(long, default_value_t = DEFAULT_VERIFY_THRESHOLD, conflicts_with = "no_verify")]
-    pub verify_threshold: f64,
+    #[arg(long, alias = "verify-threshold", default_value_t = DEFAULT_CONFIRM_THRESHOLD, conflicts_with = "no_confirm")]
+    pub confirm_threshold: f64,
     /// Write every near-duplicate pair of documents to FILE, one a line:
     /// id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity
     #[arg(long, value_name = "FILE")]
@@ -95,13 +95,13 @@ struct DocInfo {
     short: bool,
 }
 
-/// Candidate distance of verified mode, and without verification (chosen on the dev corpus,
+/// Candidate distance of confirmed mode, and without confirmation (chosen on the dev corpus,
 /// `benches/QUALITY.md`).
-const DEFAULT_VERIFIED_K: u32 = 8;
-const DEFAULT_UNVERIFIED_K: u32 = 3;
-/// Estimated resemblance a verified pair needs: the ground truth's own threshold, which the
+const DEFAULT_CONFIRMED_K: u32 = 8;
+const DEFAULT_UNCONFIRMED_K: u32 = 3;
+/// Estimated resemblance a confirmed pair needs: the ground truth's own threshold, which the
 /// dev corpus also picks (0.88-0.92 are within 0.01 of F1).
-const DEFAULT_VERIFY_THRESHOLD: f64 = 0.9;
+const DEFAULT_CONFIRM_THRESHOLD: f64 = 0.9;
 
 /// What the fingerprint pass read.
 struct Corpus {
@@ -125,7 +125,7 @@ impl Corpus {
 /// Near-duplicate clusters (each with at least two distinct contents), largest first.
 struct Near {
     clusters: Vec<Vec<u32>>,
-    /// Pairs of representatives within `k` (and verified, unless `--no-verify`).
+    /// Pairs of representatives within `k` (and confirmed, unless `--no-confirm`).
     pairs: u64,
     /// Those pairs: `(representative a, representative b, distance, estimated similarity)`.
     links: Vec<NearPair>,
@@ -135,14 +135,14 @@ struct Near {
 type NearPair = (u32, u32, u32, f64);
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
-    let k = args.k.unwrap_or(if args.no_verify { DEFAULT_UNVERIFIED_K } else { DEFAULT_VERIFIED_K });
+    let k = args.k.unwrap_or(if args.no_confirm { DEFAULT_UNCONFIRMED_K } else { DEFAULT_CONFIRMED_K });
     args.k = Some(k);
-    let verify = (!args.no_verify).then_some(args.verify_threshold);
+    let verify = (!args.no_confirm).then_some(args.confirm_threshold);
     let files = corpus::expand(&args.inputs)?;
     let index = match &args.index {
         Some(dir) => Some(
             // The default design (k = 3) answers any k up to 8 by multi-probe. A new index
-            // stores the documents' sketches when the run verifies (an existing one keeps
+            // stores the documents' sketches when the run confirms (an existing one keeps
             // what it was created with).
             simdex_fingerprint::DocumentIndex::open(dir, simdex::IndexOptions { sketches: verify.map(|_| SketchOptions::default().column()), ..simdex::IndexOptions::default() })
                 .with_context(|| format!("opening index {}", dir.display()))?,
@@ -186,15 +186,15 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let indexed = match index {
         Some(index) => {
             // An index created without sketches (or with another kind) cannot verify: its
-            // matches are by fingerprint alone, at the unverified distance.
+            // matches are by fingerprint alone, at the unconfirmed distance.
             let verify = verify.filter(|_| index.sketch_options() == Some(SketchOptions::default()));
             let check = match verify {
-                Some(min_similarity) => simdex::VerifyOptions { k, min_similarity, unsketched_k: k.min(DEFAULT_UNVERIFIED_K) },
-                None => simdex::VerifyOptions { k: k.min(DEFAULT_UNVERIFIED_K), min_similarity: 0.0, unsketched_k: k.min(DEFAULT_UNVERIFIED_K) },
+                Some(min_similarity) => simdex::ConfirmOptions { k, min_similarity, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K) },
+                None => simdex::ConfirmOptions { k: k.min(DEFAULT_UNCONFIRMED_K), min_similarity: 0.0, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K) },
             };
-            if verify.is_none() && !args.no_verify {
+            if verify.is_none() && !args.no_confirm {
                 eprintln!(
-                    "note: the index holds no sketches of this recipe (it was created without them), so documents are checked against it by fingerprint alone (k = {}), not verified",
+                    "note: the index holds no sketches of this recipe (it was created without them), so documents are checked against it by fingerprint alone (k = {}), not confirmed",
                     check.k
                 );
             }
@@ -242,7 +242,7 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corp
     let mut docs: Vec<DocInfo> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     let utf8 = args.read.invalid_utf8();
-    let mut sketcher = (!args.no_verify).then(|| Sketcher::new(SketchOptions::default())).transpose()?;
+    let mut sketcher = (!args.no_confirm).then(|| Sketcher::new(SketchOptions::default())).transpose()?;
     if let (Some(kept), Some(sketcher)) = (kept, sketcher.as_mut()) {
         kept.for_each_doc(
             &bar,
@@ -299,7 +299,7 @@ fn exact_groups(corpus: &Corpus) -> Vec<Vec<u32>> {
     exact
 }
 
-/// Near duplicates among one representative per content (verified by sketch when `verify`
+/// Near duplicates among one representative per content (confirmed by sketch when `verify`
 /// gives a threshold), clustered by union-find together with their exact copies.
 fn near_duplicates(corpus: &Corpus, exact: &[Vec<u32>], k: u32, verify: Option<f64>) -> anyhow::Result<Near> {
     let docs = &corpus.docs;
@@ -413,10 +413,10 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, exact: &
         writeln!(summary, "index {}: {known} documents had near-duplicates stored before this run; {added} documents added (durable)", dir.display())?;
     }
     writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies)", exact.len(), in_exact, in_exact - exact.len())?;
-    let verified = if args.no_verify { String::new() } else { format!(", verified: sketch resemblance >= {}", args.verify_threshold) };
+    let confirmed = if args.no_confirm { String::new() } else { format!(", confirmed: sketch resemblance >= {}", args.confirm_threshold) };
     writeln!(
         summary,
-        "near-duplicate clusters (k = {}{verified}): {} clusters, {} documents, {} pairs within k",
+        "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {} pairs within k",
         args.k.unwrap_or_default(),
         near.clusters.len(),
         in_near,
@@ -502,10 +502,10 @@ fn index_doc_id(id: &str) -> u64 {
 /// Checks every fingerprinted document against the index (reporting what was stored before
 /// this run), then adds them all and syncs. Returns (documents with earlier matches,
 /// documents added).
-/// Checks every document against the index (verified by sketch with `verify`, else by
+/// Checks every document against the index (confirmed by sketch with `verify`, else by
 /// fingerprint within `k`), reports those already there, then adds them all (with their
 /// sketches, in an index that stores them). Returns (documents found, documents added).
-fn check_and_add(index: simdex::Index, docs: &[DocInfo], verify: Option<simdex::VerifyOptions>, k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
+fn check_and_add(index: simdex::Index, docs: &[DocInfo], verify: Option<simdex::ConfirmOptions>, k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     if k > simdex::plan::MAX_K.max(index.k()) {
         bail!("-k {k} is above what the index answers (k = {}, or up to {} by multi-probe) ({})", index.k(), simdex::plan::MAX_K, index.dir().display());
     }
@@ -519,7 +519,7 @@ fn check_and_add(index: simdex::Index, docs: &[DocInfo], verify: Option<simdex::
         let sketch = d.sketch.as_ref().filter(|_| index.sketches().is_some());
         let found: Vec<serde_json::Value> = match (verify, sketch) {
             (Some(options), Some(sketch)) => index
-                .query_verified(fp, sketch.as_bytes(), &options)?
+                .query_confirmed(fp, sketch.as_bytes(), &options)?
                 .iter()
                 .map(|v| json!({"fingerprint": format!("{:016x}", v.matched.fingerprint), "index_doc_id": v.matched.doc_id, "distance": v.matched.distance, "similarity": v.similarity}))
                 .collect(),

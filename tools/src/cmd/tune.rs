@@ -1,6 +1,6 @@
 //! `simdex tune`: precision, recall and F1 of near-duplicate detection on a sample of the
 //! user's own corpus, against an exact ground truth, for k = 0..10, with and without
-//! verification by sketches (the paper's Figure 1, and the issue-11 verified mode); then a
+//! confirmation by sketches (the paper's Figure 1, and the issue-11 confirmed mode); then a
 //! recommendation, and optionally the picture (`--plot FILE.svg`).
 //!
 //! Ground truth, independent of fingerprints: a pair is a near-duplicate when the exact
@@ -25,7 +25,7 @@ use std::sync::Arc;
 ///
 /// Builds an exact ground truth on the sample (shingle sets, MinHash-LSH candidates, exact
 /// Jaccard), then prints precision, recall and F1 of "Hamming distance <= k" for k = 0..10,
-/// and of the verified mode (distance <= k and sketch-estimated resemblance >= t, the best t
+/// and of the confirmed mode (distance <= k and sketch-estimated resemblance >= t, the best t
 /// per k). Example: `simdex tune pages/ --plot tune.svg`.
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -52,7 +52,7 @@ pub struct Args {
     /// Bits kept per sketch hash (1, 2, 4, 8 or 16)
     #[arg(long, default_value_t = SketchOptions::default().bits)]
     pub sketch_bits: u32,
-    /// Draw precision, recall and F1 by k (with and without verification) to FILE.svg
+    /// Draw precision, recall and F1 by k (with and without confirmation) to FILE.svg
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Print JSON instead of text
@@ -66,7 +66,7 @@ pub struct Args {
 pub const K_MAX: u32 = 10;
 /// Fewest true pairs for which the figures mean anything.
 pub const MIN_TRUE_PAIRS: usize = 50;
-/// Verification thresholds tried: 0.70, 0.71, .., 0.99.
+/// Confirmation thresholds tried: 0.70, 0.71, .., 0.99.
 fn thresholds() -> impl Iterator<Item = f64> {
     (70..100).map(|t| f64::from(t) / 100.0)
 }
@@ -89,12 +89,12 @@ impl Score {
     }
 }
 
-/// One row of the table: k, fingerprint only, and verified at the best threshold.
+/// One row of the table: k, fingerprint only, and confirmed at the best threshold.
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
     pub k: u32,
     pub fingerprint: Score,
-    pub verified: Score,
+    pub confirmed: Score,
     pub threshold: f64,
 }
 
@@ -122,37 +122,37 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let rows = score(&fps, &sketches, &truth)?;
     let true_pairs = truth.len();
     let best_fp = rows.iter().max_by(|a, b| a.fingerprint.f1.total_cmp(&b.fingerprint.f1)).copied();
-    let best_verified = rows.iter().max_by(|a, b| a.verified.f1.total_cmp(&b.verified.f1)).copied();
+    let best_verified = rows.iter().max_by(|a, b| a.confirmed.f1.total_cmp(&b.confirmed.f1)).copied();
     if let Some(path) = &args.plot {
         type Pick = fn(&Row) -> f64;
         let series: [(&str, Pick, bool); 6] = [
             ("precision", |r| r.fingerprint.precision, false),
             ("recall", |r| r.fingerprint.recall, false),
             ("F1", |r| r.fingerprint.f1, false),
-            ("verified precision", |r| r.verified.precision, true),
-            ("verified recall", |r| r.verified.recall, true),
-            ("verified F1", |r| r.verified.f1, true),
+            ("confirmed precision", |r| r.confirmed.precision, true),
+            ("confirmed recall", |r| r.confirmed.recall, true),
+            ("confirmed F1", |r| r.confirmed.f1, true),
         ];
-        let lines: Vec<_> = series.iter().map(|&(name, pick, verified)| (name, verified, rows.iter().map(|r| (r.k, pick(r))).collect())).collect();
+        let lines: Vec<_> = series.iter().map(|&(name, pick, confirmed)| (name, confirmed, rows.iter().map(|r| (r.k, pick(r))).collect())).collect();
         crate::plot::tune_svg(path, &lines, K_MAX, &fp.recipe()).with_context(|| format!("cannot draw {}", path.display()))?;
     }
     if args.json {
         let row = |r: &Row| {
             json!({"k": r.k, "reported": r.fingerprint.reported, "precision": r.fingerprint.precision, "recall": r.fingerprint.recall, "f1": r.fingerprint.f1,
-                   "verified": {"threshold": r.threshold, "reported": r.verified.reported, "precision": r.verified.precision, "recall": r.verified.recall, "f1": r.verified.f1}})
+                   "confirmed": {"threshold": r.threshold, "reported": r.confirmed.reported, "precision": r.confirmed.precision, "recall": r.confirmed.recall, "f1": r.confirmed.f1}})
         };
         let out = json!({"documents": kept.len(), "true_pairs": true_pairs, "threshold": args.threshold, "recipe": fp.recipe(), "sketch": options.recipe(),
                          "rows": rows.iter().map(row).collect::<Vec<_>>(),
-                         "recommended": best_verified.map(|r| json!({"k": r.k, "threshold": r.threshold, "f1": r.verified.f1})),
+                         "recommended": best_verified.map(|r| json!({"k": r.k, "threshold": r.threshold, "f1": r.confirmed.f1})),
                          "recommended_fingerprint_only": best_fp.map(|r| json!({"k": r.k, "f1": r.fingerprint.f1}))});
         out!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         out!("documents: {} sampled, {} fingerprinted; recipe {}; sketch {}", docs.len(), kept.len(), fp.recipe(), options.recipe());
         out!("ground truth: {true_pairs} pairs with exact Jaccard of word 3-shingles >= {}", args.threshold);
         out!();
-        out!("{:>3}  {:>9} {:>9} {:>7} {:>7}   {:>9} {:>9} {:>7} {:>7} {:>6}", "k", "reported", "precision", "recall", "F1", "verified", "precision", "recall", "F1", "t");
+        out!("{:>3}  {:>9} {:>9} {:>7} {:>7}   {:>9} {:>9} {:>7} {:>7} {:>6}", "k", "reported", "precision", "recall", "F1", "confirmed", "precision", "recall", "F1", "t");
         for r in &rows {
-            let (f, v) = (r.fingerprint, r.verified);
+            let (f, v) = (r.fingerprint, r.confirmed);
             out!(
                 "{:>3}  {:>9} {:>9.4} {:>7.4} {:>7.4}   {:>9} {:>9.4} {:>7.4} {:>7.4} {:>6.2}",
                 r.k,
@@ -179,12 +179,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             out!();
             out!("fingerprint only: best k = {} (precision {:.3}, recall {:.3}, F1 {:.3})", f.k, f.fingerprint.precision, f.fingerprint.recall, f.fingerprint.f1);
             out!(
-                "recommended: verified, k = {} and estimated resemblance >= {:.2} (precision {:.3}, recall {:.3}, F1 {:.3})",
+                "recommended: confirmed, k = {} and estimated resemblance >= {:.2} (precision {:.3}, recall {:.3}, F1 {:.3})",
                 v.k,
                 v.threshold,
-                v.verified.precision,
-                v.verified.recall,
-                v.verified.f1
+                v.confirmed.precision,
+                v.confirmed.recall,
+                v.confirmed.f1
             );
         }
     }
@@ -271,7 +271,7 @@ pub fn ground_truth(sets: &[&[u64]], threshold: f64) -> anyhow::Result<Vec<(u32,
 /// Scores for k = 0..=K_MAX: every pair of documents is compared (a popcount each).
 fn score(fps: &[u64], sketches: &[&Sketch], truth: &[(u32, u32)]) -> anyhow::Result<Vec<Row>> {
     let t: Vec<f64> = thresholds().collect();
-    // reported[k], tp[k]; verified counts per (k, threshold) by distance and threshold.
+    // reported[k], tp[k]; confirmed counts per (k, threshold) by distance and threshold.
     let mut reported = [0u64; K_MAX as usize + 1];
     let mut tp = [0u64; K_MAX as usize + 1];
     let mut v_reported = vec![[0u64; K_MAX as usize + 1]; t.len()];
@@ -299,13 +299,13 @@ fn score(fps: &[u64], sketches: &[&Sketch], truth: &[(u32, u32)]) -> anyhow::Res
     Ok((0..=K_MAX)
         .map(|k| {
             let fingerprint = Score::new(cum(&reported, k), cum(&tp, k), n_true);
-            let (threshold, verified) = t
+            let (threshold, confirmed) = t
                 .iter()
                 .enumerate()
                 .map(|(x, &th)| (th, Score::new(cum(&v_reported[x], k), cum(&v_tp[x], k), n_true)))
                 .max_by(|a, b| a.1.f1.total_cmp(&b.1.f1))
                 .unwrap_or((0.0, Score::default()));
-            Row { k, fingerprint, verified, threshold }
+            Row { k, fingerprint, confirmed, threshold }
         })
         .collect())
 }

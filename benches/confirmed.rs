@@ -1,22 +1,22 @@
-//! Verified queries against plain ones (issue 11), printed as a table (harness = false).
+//! Confirmed queries against plain ones (issue 11), printed as a table (harness = false).
 //!
 //! An index of `SIMDEX_BENCH_N` (default 1e7) random fingerprints, each with a random
 //! 64-byte sketch of the library's scheme, is built through the engine (`insert_batch_sketched`,
 //! then `compact`: one segment) in `SIMDEX_BENCH_DIR` (default: under `target/`). 10,000
 //! queries, half a stored fingerprint with 2 bits flipped and its sketch with 10 of 512
-//! values changed (a verified match), half random: each is timed one thread, warm (after
-//! a warm-up pass) as `query` at k = 3 and as `query_verified` at k = 3, 6 and 8 (threshold
+//! values changed (a confirmed match), half random: each is timed one thread, warm (after
+//! a warm-up pass) as `query` at k = 3 and as `query_confirmed` at k = 3, 6 and 8 (threshold
 //! 0.9). Prints p50/p99/mean per mode and the ratio of each to the plain k = 3 query, the
 //! segment's bytes per fingerprint with and without the sketch column, and checks the
-//! verified answers against the plain answers filtered by a brute-force resemblance.
+//! confirmed answers against the plain answers filtered by a brute-force resemblance.
 //!
-//!     cargo bench --bench verified
+//!     cargo bench --bench confirmed
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use simdex::verify_sketch::minhash_resemblance;
-use simdex::{Durability, Index, IndexOptions, QueryOptions, VerifyOptions};
+use simdex::confirm::minhash_resemblance;
+use simdex::{Durability, Index, IndexOptions, QueryOptions, ConfirmOptions};
 use simdex_fingerprint::sketch::SketchOptions;
 
 #[path = "common.rs"]
@@ -96,20 +96,20 @@ fn main() {
         })
         .collect();
     let plain = QueryOptions::within(3);
-    // Check: verified at k = 3 is the plain k = 3 answer filtered by the resemblance of the
+    // Check: confirmed at k = 3 is the plain k = 3 answer filtered by the resemblance of the
     // stored sketch (brute force over the candidates).
     for (q, s) in queries.iter().take(2000) {
         let want: Vec<_> = index.query(*q, &plain).unwrap().into_iter().filter(|m| minhash_resemblance(s, &sketch(m.doc_id.unwrap()), 512, 1).unwrap() >= 0.9).collect();
-        let got: Vec<_> = index.query_verified(*q, s, &VerifyOptions::default()).unwrap().into_iter().map(|v| v.matched).collect();
+        let got: Vec<_> = index.query_confirmed(*q, s, &ConfirmOptions::default()).unwrap().into_iter().map(|v| v.matched).collect();
         assert_eq!(got, want, "query {q:016x}");
     }
     type Mode<'a> = (&'static str, Box<dyn Fn(u64, &[u8]) -> usize + 'a>);
     let ix = &index;
     let modes: Vec<Mode<'_>> = vec![
         ("query k = 3 (fingerprint only)", Box::new(move |q, _| ix.query(q, &plain).unwrap().len())),
-        ("query_verified k = 3 (the default)", Box::new(move |q, s| ix.query_verified(q, s, &VerifyOptions::default()).unwrap().len())),
-        ("query_verified k = 6", Box::new(move |q, s| ix.query_verified(q, s, &VerifyOptions::within(6)).unwrap().len())),
-        ("query_verified k = 8", Box::new(move |q, s| ix.query_verified(q, s, &VerifyOptions::within(8)).unwrap().len())),
+        ("query_confirmed k = 3 (the default)", Box::new(move |q, s| ix.query_confirmed(q, s, &ConfirmOptions::default()).unwrap().len())),
+        ("query_confirmed k = 6", Box::new(move |q, s| ix.query_confirmed(q, s, &ConfirmOptions::within(6)).unwrap().len())),
+        ("query_confirmed k = 8", Box::new(move |q, s| ix.query_confirmed(q, s, &ConfirmOptions::within(8)).unwrap().len())),
     ];
     println!("| mode | matches | p50 (us) | p99 (us) | mean (us) | p50 / plain k = 3 |");
     println!("|---|---|---|---|---|---|");

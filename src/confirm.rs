@@ -1,5 +1,5 @@
-//! Verified near-duplicates: what a query asks when candidates within a wide `k` are
-//! confirmed by their stored sketches ([`VerifyOptions`], [`VerifiedMatch`]), the scheme
+//! Confirmed near-duplicates: what a query asks when candidates within a wide `k` are
+//! confirmed by their stored sketches ([`ConfirmOptions`], [`ConfirmedMatch`]), the scheme
 //! tag that names a b-bit MinHash sketch in a store (`format-spec/sketch.md`, "Scheme
 //! tag"), and the resemblance estimate between two such sketches. The sketch recipe itself
 //! (tokens, shingles, hashing) is `fingerprint::sketch`'s; this module needs none of it, so
@@ -58,33 +58,33 @@ fn value(bytes: &[u8], i: usize, bits: u32) -> u32 {
     v
 }
 
-/// How a verified query judges candidates ([`crate::Index::query_verified`]).
+/// How a confirmed query judges candidates ([`crate::Index::query_confirmed`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct VerifyOptions {
+pub struct ConfirmOptions {
     /// Candidates: stored fingerprints within `k` bits (at most 8 from any design; the
     /// cost grows with the probes `simdex plan --for-design` shows).
     pub k: u32,
     /// A candidate with a sketch is a near-duplicate when the estimated resemblance is at
     /// least this.
     pub min_similarity: f64,
-    /// A candidate stored without a sketch cannot be verified: it is a near-duplicate when
+    /// A candidate stored without a sketch cannot be confirmed: it is a near-duplicate when
     /// its fingerprint is within this many bits (fingerprint only).
     pub unsketched_k: u32,
 }
 
-impl Default for VerifyOptions {
+impl Default for ConfirmOptions {
     /// `k = 3`, resemblance at least 0.90, candidates without a sketch within 3 bits.
     ///
-    /// Chosen on the dev corpus (`benches/QUALITY.md`, "Issue 11"): at k = 3 verification
+    /// Chosen on the dev corpus (`benches/QUALITY.md`, "Issue 11"): at k = 3 confirmation
     /// raises F1 from 0.721 to 0.795 (precision 0.73 to 0.92) for the cost of a k = 3 query
     /// plus a sketch read per candidate. A wider `k` finds more (F1 0.872 at k = 6, 0.892 at
-    /// k = 8) at 13 and 47 times the entries decoded: [`VerifyOptions::within`].
+    /// k = 8) at 13 and 47 times the entries decoded: [`ConfirmOptions::within`].
     fn default() -> Self {
         Self { k: 3, min_similarity: 0.9, unsketched_k: 3 }
     }
 }
 
-impl VerifyOptions {
+impl ConfirmOptions {
     /// The defaults with candidates within `k`.
     pub fn within(k: u32) -> Self {
         Self { k, ..Self::default() }
@@ -96,13 +96,13 @@ impl VerifyOptions {
     }
 }
 
-/// A candidate a verified query accepted.
+/// A candidate a confirmed query accepted.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct VerifiedMatch {
+pub struct ConfirmedMatch {
     /// The stored pair and its distance.
     pub matched: Match,
     /// The estimated resemblance, `None` when the stored pair has no sketch (accepted on
-    /// its fingerprint alone, within [`VerifyOptions::unsketched_k`]).
+    /// its fingerprint alone, within [`ConfirmOptions::unsketched_k`]).
     pub similarity: Option<f64>,
 }
 

@@ -1,6 +1,6 @@
-//! Verified queries over an index that stores sketches: candidates within a wide `k`
+//! Confirmed queries over an index that stores sketches: candidates within a wide `k`
 //! (multi-probe), each judged by the resemblance its stored sketch and the query's sketch
-//! estimate ([`crate::verify_sketch`]). Candidates and sketches come from one version of
+//! estimate ([`crate::confirm`]). Candidates and sketches come from one version of
 //! the live set, so a concurrent flush or compaction cannot split them.
 //!
 //! Functions of a version (where the candidates and sketches come from) and of the engine
@@ -11,13 +11,13 @@ use super::state::Engine;
 use super::version::Version;
 use crate::error::{Error, Result};
 use crate::query::{Match, QueryOptions};
-use crate::verify_sketch::{minhash_resemblance, parse_minhash_scheme, VerifiedMatch, VerifyOptions};
+use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmedMatch, ConfirmOptions};
 
 /// The estimator of the index's sketches: `(hashes, bits)` of its b-bit MinHash scheme.
 fn estimator(engine: &Engine) -> Result<(u32, u32)> {
     let column = engine.sketches.ok_or_else(|| {
         Error::InvalidArgument(format!(
-            "{}: the index stores no sketches, so candidates cannot be verified (query without verification, or create the index with sketches)",
+            "{}: the index stores no sketches, so candidates cannot be confirmed (query without confirmation, or create the index with sketches)",
             engine.dir.display()
         ))
     })?;
@@ -41,8 +41,8 @@ pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k
     found.into_iter().map(|m| Ok((m, version.sketch_of(&views, m.fingerprint, m.doc_id.unwrap_or(0))?))).collect()
 }
 
-/// The verified near-duplicates in `version` of a document with `fingerprint` and `sketch`.
-pub(super) fn verified(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &VerifyOptions) -> Result<Vec<VerifiedMatch>> {
+/// The confirmed near-duplicates in `version` of a document with `fingerprint` and `sketch`.
+pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<ConfirmedMatch>> {
     let (hashes, bits) = estimator(engine)?;
     if sketch.len() != engine.sketch_width() {
         return Err(Error::InvalidArgument(format!("a {}-byte query sketch: the index's sketches are {} bytes", sketch.len(), engine.sketch_width())));
@@ -50,7 +50,7 @@ pub(super) fn verified(engine: &Engine, version: &Version, fingerprint: u64, ske
     if !(0.0..=1.0).contains(&options.min_similarity) {
         return Err(Error::InvalidArgument(format!("min_similarity {} is outside 0..=1", options.min_similarity)));
     }
-    // A query without a sketch (all zero: an empty document) verifies nothing.
+    // A query without a sketch (all zero: an empty document) confirms nothing.
     let query_has_sketch = sketch.iter().any(|&b| b != 0);
     let mut out = Vec::new();
     for (matched, stored) in candidates(engine, version, fingerprint, options.k.max(options.unsketched_k))? {
@@ -63,7 +63,7 @@ pub(super) fn verified(engine: &Engine, version: &Version, fingerprint: u64, ske
             None => matched.distance <= options.unsketched_k,
         };
         if accept {
-            out.push(VerifiedMatch { matched, similarity });
+            out.push(ConfirmedMatch { matched, similarity });
         }
     }
     Ok(out)
