@@ -91,8 +91,10 @@ impl Segment {
     #[inline(always)]
     fn run_group<'s>(&'s self, codec: Option<Codec>, lanes: &mut [Option<Lane<'s>>], k: u32, found: &mut Vec<u64>) -> Result<()> {
         let r = match codec {
+            Some(Codec::Xor) => self.run_lanes::<XorGaps>(lanes, k, found),
             Some(Codec::Delta) => self.run_lanes::<DeltaGaps>(lanes, k, found),
-            _ => self.run_lanes::<XorGaps>(lanes, k, found),
+            // No tables, so no lanes to run.
+            None => Ok(()),
         };
         lanes.fill(None);
         r
@@ -162,10 +164,15 @@ impl Segment {
         } else {
             lane.seeking = true;
             lane.top = cursor.seek_start(lane.low_bits);
-            if lane.table.codec == Codec::Xor {
-                if let Some(top) = self.restart_seek(lane.table, b, &mut cursor, lane.lo, lane.low_bits) {
-                    lane.top = top;
+            match lane.table.codec {
+                Codec::Xor => {
+                    if let Some(top) = self.restart_seek(lane.table, b, &mut cursor, lane.lo, lane.low_bits) {
+                        lane.top = top;
+                    }
                 }
+                // Seek hints restart at an entry the code rebuilds from the prefix alone,
+                // which only the XOR code does.
+                Codec::Delta => {}
             }
         }
         lane.cursor = Some(cursor);
