@@ -150,7 +150,8 @@ pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
         let columns = scan_columns(&bytes);
         let dir_heads = match directory.as_ref().map(|d| d.columns) {
             Some(DirColumns::V2 { ids_head, sketches_head }) => (ids_head, sketches_head),
-            _ => (0, 0),
+            // No version-2 directory to place the heads: only the heads found by scanning.
+            Some(DirColumns::V1(_)) | None => (0, 0),
         };
         // The id column, when present, starts right after the last table's section.
         let after_tables = design.as_ref().and_then(|d| located.get(&(d.tables().len() - 1))).map(|t| t.trailer_offset() + TRAILER_BYTES as u64);
@@ -186,7 +187,7 @@ pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
         let ids = match (has_ids, directory.as_ref().map(|d| d.columns)) {
             (Some(false), _) => None,
             (_, Some(DirColumns::V1(ids))) if has_ids == Some(true) => Some(ColumnAt::v1_ids(&ids)),
-            _ => {
+            (_, Some(DirColumns::V1(_) | DirColumns::V2 { .. }) | None) => {
                 // The ids follow the last table, 8-aligned, and their page CRCs follow them.
                 let last = design.as_ref().and_then(|d| located.get(&(d.tables().len() - 1)));
                 match last {

@@ -97,7 +97,7 @@ impl FileBytes {
                 // loses nothing: the next read of these bytes faults in the same content
                 // from the page cache or the file. No reference into the range is
                 // invalidated (the virtual addresses stay mapped). Exercised by
-                // `segment::reader::tests::sequential_scans_advise_and_read_the_same_bytes`.
+                // `segment::reader::prefetch::tests::sequential_scans_advise_and_read_the_same_bytes`.
                 let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
             }
         }

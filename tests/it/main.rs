@@ -22,4 +22,5 @@ mod fixtures;
 mod readme;
 mod segment_columns;
 mod segment_queries;
+mod segment_ranges;
 mod tmpfs;

@@ -4,8 +4,10 @@
 
 use std::ops::Range;
 
-use super::{ColumnKind, Segment};
 use crate::error::{Location, Result};
+use crate::segment::layout::ColumnKind;
+
+use super::Segment;
 
 impl Segment {
     /// The ordinals (positions in table 0) of the entries stored under fingerprint `fp`,

@@ -1,0 +1,151 @@
+//! Column access: where a column's pages are ([`ColumnAt`], version 1's id array or a
+//! version-2 column), the checks that open one, and reading a value or a page through its
+//! CRC.
+
+use crate::error::{Error, Location, Result};
+use crate::integrity::{verify_crc, Fault};
+use crate::segment::layout::{slice, ColumnHead, ColumnKind, DirIds, COLUMN_HEAD_BYTES, C_ENTRIES, C_KIND, IDS_PER_PAGE_V1, PAGE_BYTES, PAGE_CRC_BYTES};
+
+use super::Segment;
+
+/// Where a column's pages are: version 1's id array (page CRCs in an array after it) or a
+/// version-2 column (each page ends with its CRC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ColumnAt {
+    /// Offset of the first page.
+    pub pages_offset: u64,
+    /// Distance between the starts of consecutive pages.
+    pub page_stride: u64,
+    /// Bytes per value.
+    pub value_bytes: u64,
+    /// Values per page.
+    pub per_page: u64,
+    /// Version 1: where the array of page CRCs starts; version 2: `None`, the CRC is in
+    /// each page's last [`PAGE_CRC_BYTES`].
+    pub crcs_offset: Option<u64>,
+    /// The column head's scheme tag (zero for ids and in version 1).
+    pub scheme: [u8; 8],
+    /// Version 2: the column head's offset.
+    pub head_offset: Option<u64>,
+}
+
+impl ColumnAt {
+    /// Version 1's id column.
+    pub(crate) fn v1_ids(ids: &DirIds) -> Self {
+        Self {
+            pages_offset: ids.ids_offset,
+            page_stride: IDS_PER_PAGE_V1 * 8,
+            value_bytes: 8,
+            per_page: IDS_PER_PAGE_V1,
+            crcs_offset: Some(ids.crcs_offset),
+            scheme: [0; 8],
+            head_offset: None,
+        }
+    }
+
+    /// A version-2 column with `head` at `head_offset`.
+    pub(crate) fn v2(head: &ColumnHead, head_offset: u64) -> Self {
+        Self {
+            pages_offset: head_offset + COLUMN_HEAD_BYTES,
+            page_stride: PAGE_BYTES,
+            value_bytes: u64::from(head.value_bytes),
+            per_page: u64::from(head.per_page),
+            crcs_offset: None,
+            scheme: head.scheme,
+            head_offset: Some(head_offset),
+        }
+    }
+
+    /// Pages holding `entries` values.
+    pub(crate) fn pages(&self, entries: u64) -> u64 {
+        entries.div_ceil(self.per_page.max(1))
+    }
+
+    /// Where page `page` starts and how many value bytes it holds, of `entries` values.
+    pub(crate) fn page_span(&self, page: u64, entries: u64) -> (u64, u64) {
+        let values = entries.saturating_sub(page * self.per_page).min(self.per_page);
+        (self.pages_offset + page * self.page_stride, values * self.value_bytes)
+    }
+
+    /// Where the column's last byte ends.
+    pub(crate) fn end(&self, entries: u64) -> u64 {
+        let pages = self.pages(entries);
+        match self.crcs_offset {
+            Some(crcs) => crcs + pages * 4,
+            None => self.pages_offset + pages * self.page_stride,
+        }
+    }
+
+    /// Where the CRC of page `page` is stored.
+    pub(crate) fn crc_offset(&self, page: u64) -> u64 {
+        match self.crcs_offset {
+            Some(crcs) => crcs + page * 4,
+            None => self.pages_offset + page * self.page_stride + PAGE_BYTES - PAGE_CRC_BYTES,
+        }
+    }
+}
+
+impl Segment {
+    /// The document id of table 0's entry number `ordinal` (after its page's CRC check).
+    pub fn doc_id(&self, ordinal: u64) -> Result<u64> {
+        let column = self.ids.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no document ids".into()))?;
+        let id: &[u8; 8] = self.value(column, ordinal, ColumnKind::Ids)?.try_into().map_err(|_| self.corrupt(0, Location::default(), "document id of the wrong width"))?;
+        Ok(u64::from_le_bytes(*id))
+    }
+
+    /// The sketch of table 0's entry number `ordinal` (after its page's CRC check).
+    pub fn sketch(&self, ordinal: u64) -> Result<&[u8]> {
+        let column = self.sketches.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no sketches".into()))?;
+        self.value(column, ordinal, ColumnKind::Sketches)
+    }
+
+    /// Value `ordinal` of `column`.
+    fn value(&self, column: &ColumnAt, ordinal: u64, kind: ColumnKind) -> Result<&[u8]> {
+        if ordinal >= self.entries {
+            return Err(Error::InvalidArgument(format!("entry {ordinal} out of range ({} entries)", self.entries)));
+        }
+        let bytes = self.page(column, ordinal / column.per_page, kind)?;
+        let at = (ordinal % column.per_page) * column.value_bytes;
+        slice(bytes, at, column.value_bytes, kind.name()).map_err(|f| f.into_error(&self.path))
+    }
+
+    /// The value bytes of page `page` of `column`, after checking its CRC.
+    pub(crate) fn page(&self, column: &ColumnAt, page: u64, kind: ColumnKind) -> Result<&[u8]> {
+        let (start, len) = column.page_span(page, self.entries);
+        let what = format!("{} page {page}", kind.name());
+        let bytes = slice(&self.bytes, start, len, &what).map_err(|f| f.into_error(&self.path))?;
+        let stored = self.array::<4>(column.crc_offset(page), Location::default(), "page checksum")?;
+        let checked = match column.crcs_offset {
+            Some(_) => bytes,
+            // Version 2: the CRC covers the whole page before it, padding included.
+            None => slice(&self.bytes, start, PAGE_BYTES - PAGE_CRC_BYTES, &what).map_err(|f| f.into_error(&self.path))?,
+        };
+        verify_crc(checked, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, start, Location::default(), what))?;
+        Ok(bytes)
+    }
+}
+
+/// Version 1: checks that the id array and its page CRCs are where the directory says.
+pub(crate) fn check_ids_v1(bytes: &[u8], entries: u64, ids: &DirIds) -> Result<(), Fault> {
+    let pages = entries.div_ceil(IDS_PER_PAGE_V1);
+    slice(bytes, ids.ids_offset, entries * 8, "document ids")?;
+    if ids.crcs_offset != ids.ids_offset + entries * 8 {
+        return Err(Fault::at(ids.crcs_offset, "id-page checksums do not follow the ids"));
+    }
+    let crcs = slice(bytes, ids.crcs_offset, pages * 4, "id-page checksums")?;
+    verify_crc(crcs, ids.crcs_crc).map_err(|m| m.fault(ids.crcs_offset, Location::default(), "id-page checksums"))
+}
+
+/// Version 2: opens the column of `kind` whose head is at `at`, holding `entries` values.
+pub(crate) fn open_column(bytes: &[u8], at: u64, kind: ColumnKind, entries: u64) -> Result<ColumnAt, Fault> {
+    let head = ColumnHead::decode(bytes, at)?;
+    if head.kind != kind {
+        return Err(Fault::at(at + C_KIND as u64, format!("a {} column where the directory puts the {} column", head.kind.name(), kind.name())));
+    }
+    if head.entries != entries {
+        return Err(Fault::at(at + C_ENTRIES as u64, format!("{} column holds {} values for {entries} entries", kind.name(), head.entries)));
+    }
+    let column = ColumnAt::v2(&head, at);
+    slice(bytes, column.pages_offset, column.end(entries) - column.pages_offset, &format!("{} pages", kind.name()))?;
+    Ok(column)
+}
