@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use simdex::confirm::minhash_resemblance;
-use simdex::{Durability, Index, IndexOptions, QueryOptions, ConfirmOptions};
+use simdex::{ConfirmOptions, Durability, Index, IndexOptions, QueryOptions};
 use simdex_fingerprint::sketch::SketchOptions;
 
 #[path = "common.rs"]

@@ -80,13 +80,14 @@ mod join;
 pub mod plan;
 mod query;
 internal_mod!(segment);
+pub mod confirm;
 mod sort;
 pub mod split;
 pub mod storage;
 mod stored;
-pub mod confirm;
 
 pub use codec::Codec;
+pub use confirm::{ConfirmOptions, ConfirmedMatch};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
 pub use engine::snapshot::{Deletes, Snapshot};
 pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogReport, OpenReport, SegmentStats, Stats};
@@ -95,7 +96,6 @@ pub use query::{Match, QueryOptions};
 pub use segment::SketchColumn;
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
 pub use stored::{SortedTables, Source, Stored};
-pub use confirm::{ConfirmedMatch, ConfirmOptions};
 
 // The README's Rust examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

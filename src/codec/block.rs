@@ -8,7 +8,8 @@
 use byteorder::{BigEndian as BE, ByteOrder};
 
 use super::huffman::{CHANGES_PREFIX, FAST_EQUAL, SLOW};
-use super::{Code, Codec, EQUAL};
+use super::gap::{Codec, DeltaGaps, Gaps, XorGaps, EQUAL};
+use super::huffman::Code;
 
 /// Bytes in one block.
 pub const BLOCK_BYTES: usize = 1024;
@@ -187,46 +188,6 @@ fn peek(block: &[u8; BLOCK_BYTES], bit: usize) -> u64 {
 #[inline(always)]
 fn top_bits(bits: u64, h: u32) -> u64 {
     (bits >> 1) >> (63 - h)
-}
-
-/// How a gap rebuilds the next entry; one implementation per [`Codec`], so the decoding
-/// loop is compiled once per codec with no dispatch inside it.
-pub(crate) trait Gaps {
-    /// True when an entry's bits above its gap symbol `h` are the previous entry's, so
-    /// that entries with a small `h` cannot change a prefix (the XOR code).
-    const KEEPS_HIGH_BITS: bool;
-
-    /// The entry after `prev` with gap symbol `h < 64` and `payload`, or `None` when no
-    /// sorted successor has this gap.
-    fn apply(prev: u64, h: u32, payload: u64) -> Option<u64>;
-}
-
-/// The paper's XOR code.
-pub(crate) enum XorGaps {}
-/// The difference code.
-pub(crate) enum DeltaGaps {}
-
-impl Gaps for XorGaps {
-    const KEEPS_HIGH_BITS: bool = true;
-
-    #[inline(always)]
-    fn apply(prev: u64, h: u32, payload: u64) -> Option<u64> {
-        // Above h the entries agree, bit h goes from 0 to 1, below it is the payload.
-        let high = prev >> h;
-        if high & 1 != 0 {
-            return None;
-        }
-        Some((high | 1) << h | payload)
-    }
-}
-
-impl Gaps for DeltaGaps {
-    const KEEPS_HIGH_BITS: bool = false;
-
-    #[inline(always)]
-    fn apply(prev: u64, h: u32, payload: u64) -> Option<u64> {
-        prev.checked_add(1u64 << h | payload)
-    }
 }
 
 /// Decodes the `count` entries of `block`, calling `visit` with each in order until it
@@ -508,7 +469,7 @@ pub fn encode_all(codec: Codec, code: &Code, values: &[u64]) -> Vec<([u8; BLOCK_
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
-    use super::super::SymbolHistogram;
+    use super::super::histogram::SymbolHistogram;
     use super::*;
 
     fn roundtrip(codec: Codec, values: &[u64]) {

@@ -9,7 +9,7 @@
 //! when the length grows (as in DEFLATE, RFC 1951 section 3.2.2). So the lengths alone
 //! define the code, and a segment stores just the 65 lengths.
 
-use super::{SYMBOLS, MAX_CODE_LEN};
+use super::gap::{EQUAL, MAX_CODE_LEN, SYMBOLS};
 
 /// Why a set of stored code lengths is not a usable prefix code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -160,7 +160,7 @@ impl Code {
             let (symbol, len) = ((e & 0xff) as u32, u32::from(e >> 8));
             if e >= LONG {
                 SLOW
-            } else if symbol == super::EQUAL as u32 {
+            } else if symbol == EQUAL as u32 {
                 len | len << 12 | FAST_EQUAL
             } else if len + symbol > FAST_SPAN {
                 SLOW

@@ -8,7 +8,8 @@
 
 use bitvec::prelude::*;
 
-use super::{Codec, BLOCK_BYTES, EQUAL, SYMBOLS};
+use super::block::BLOCK_BYTES;
+use super::gap::{Codec, EQUAL, SYMBOLS};
 
 /// Decodes a whole block with the reference algorithm. Returns `None` on any malformation
 /// (the fast decoder reports the exact error; the oracle only needs to agree on validity).

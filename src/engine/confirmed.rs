@@ -9,9 +9,9 @@
 
 use super::state::Engine;
 use super::version::Version;
+use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmOptions, ConfirmedMatch};
 use crate::error::{Error, Result};
 use crate::query::{Match, QueryOptions};
-use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmedMatch, ConfirmOptions};
 
 /// The estimator of the index's sketches: `(hashes, bits)` of its b-bit MinHash scheme.
 fn estimator(engine: &Engine) -> Result<(u32, u32)> {

@@ -9,17 +9,17 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use super::confirmed;
 use super::log::OpKind;
 use super::report::OpenReport;
 use super::snapshot;
 use super::state::{lock, Engine};
 use super::stats::Stats;
-use super::confirmed;
 use super::FindOrInsert;
+use crate::confirm::{ConfirmOptions, ConfirmedMatch};
 use crate::error::{Error, Result};
 use crate::query::{Match, QueryOptions};
 use crate::segment::SketchColumn;
-use crate::confirm::{ConfirmedMatch, ConfirmOptions};
 
 /// An open index. Queries may run from many threads while one thread writes.
 pub struct Index {

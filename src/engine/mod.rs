@@ -59,6 +59,7 @@ pub mod compaction;
 pub mod files;
 mod flush;
 // public to the tests (`simdex::log` with `test-support`), whose oracles use what the engine does not
+mod confirmed;
 mod index;
 #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
 pub mod log;
@@ -74,7 +75,6 @@ pub mod snapshot;
 mod state;
 mod stats;
 pub(crate) mod tombstone;
-mod confirmed;
 pub mod verify;
 mod version;
 mod writer;

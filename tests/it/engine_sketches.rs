@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use simdex::storage::MemStorage;
 use simdex::confirm::{minhash_resemblance, minhash_scheme};
-use simdex::{Error, FindOrInsert, Index, IndexOptions, QueryOptions, SketchColumn, ConfirmedMatch, ConfirmOptions};
+use simdex::storage::MemStorage;
+use simdex::{ConfirmOptions, ConfirmedMatch, Error, FindOrInsert, Index, IndexOptions, QueryOptions, SketchColumn};
 
 use crate::common::Rng;
 use crate::engine::mem_options;

@@ -7,8 +7,8 @@ between the modules (files) of a crate.
 
 An edge A -> B means file A names an item of file B: a `use` path or an inline path
 (`crate::x::y`, `super::z`, `self::w`) that resolves into B's module. A module's facade
-(`mod` declarations and `pub use` re-exports of its own descendants in `lib.rs`/`mod.rs`)
-is its interface, not a use: those lines make no edge, and a path through a re-export is
+(a `lib.rs`/`mod.rs` that holds only `mod` declarations and `pub use` re-exports of its own
+descendants, defining nothing itself) is its interface, not a use: those lines make no edge, and a path through a re-export is
 followed to the file that defines the item. Inline modules (`mod tests { ... }`) belong to
 their file. Paths into other crates cannot close a circle and are ignored.
 """
@@ -213,10 +213,22 @@ def facade_edge(crate, src_mod, target):
     return len(target) > len(src_mod) and target[: len(src_mod)] == src_mod
 
 
+ITEM = re.compile(r"^(?:pub(?:\([^)]*\))?\s+)?(?:unsafe\s+)?(?:struct|enum|union|fn|impl|trait|const|static|type)\b", re.M)
+
+
+def is_facade(text):
+    """A file whose only items are `mod` lines and re-exports (no definitions at top level)."""
+    return not ITEM.search(text)
+
+
 def crate_edges(crate):
-    uses_of = {}
+    uses_of, facades, texts = {}, set(), {}
     for mod, f in crate.files.items():
-        uses_of[mod] = module_uses(strip(open(f, encoding="utf-8").read()))
+        text = strip(open(f, encoding="utf-8").read())
+        uses_of[mod] = module_uses(text)
+        texts[mod] = text
+        if is_facade(text):
+            facades.add(mod)
     edges = {}
     for mod, uses in uses_of.items():
         for inline, is_pub, p in uses:
@@ -224,8 +236,11 @@ def crate_edges(crate):
             target = resolve(crate, uses_of, ctx, p)
             if target is None:
                 continue
+            # a re-export of a descendant is interface, not use, unless the file also uses
+            # the name itself (a type of its own with a field of that type, say)
             if is_pub and not inline and facade_edge(crate, mod, target):
-                continue
+                if mod in facades or len(re.findall(r"\b%s\b" % re.escape(p[-1]), texts[mod])) <= 1:
+                    continue
             # a path into an inline module or the file's own items stays in the file
             t = target
             while t not in crate.files and t:

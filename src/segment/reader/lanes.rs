@@ -8,7 +8,7 @@ use crate::codec::{Codec, Cursor, DeltaGaps, Gaps, XorGaps, BLOCK_BYTES};
 use crate::error::Result;
 use crate::plan::{prefix_mask, ProbePlan};
 
-use super::prefetch::{prefetch_block, prefetch_line};
+use super::cache_hints::{prefetch_block, prefetch_line};
 use super::table::Table;
 use super::Segment;
 

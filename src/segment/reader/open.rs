@@ -15,7 +15,7 @@ use crate::segment::layout::{
 use crate::storage::{FileBytes, FsStorage, Storage};
 
 use super::column::{check_ids_v1, open_column, ColumnAt};
-use super::prefetch::ColdReads;
+use super::cache_hints::ColdReads;
 use super::table::{open_table, Table};
 use super::Segment;
 

@@ -12,7 +12,7 @@ use crate::segment::index::BlockIndex;
 use crate::segment::layout::{slice, DirTable, TableHead, TableTrailer, T_LENGTHS, T_ORDER};
 use crate::storage::FileBytes;
 
-use super::prefetch::prefetch_line;
+use super::cache_hints::prefetch_line;
 
 /// One permuted table of an open segment.
 #[derive(Debug)]

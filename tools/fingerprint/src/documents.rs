@@ -23,7 +23,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions, ConfirmOptions};
+use simdex::{ConfirmOptions, FindOrInsert, Index, IndexOptions, QueryOptions};
 
 use crate::document::{Document, DocumentKind, InvalidUtf8};
 use crate::sketch::{Sketch, SketchOptions, Sketcher};

@@ -1,0 +1,53 @@
+//! Hints that need no segment: the CPU's prefetch of a cache line or a block a query will
+//! load next ([`prefetch_line`], [`prefetch_block`]), and the detector of queries that read
+//! from the disk ([`ColdReads`]). Hints only: none of them changes what is read.
+
+use crate::codec::BLOCK_BYTES;
+
+/// Whether queries on a mapped segment should ask for their blocks ahead: set when
+/// touching a query's first blocks takes disk time (a major fault), for the next
+/// [`ColdReads::QUERIES`] queries, then measured again. Warm queries pay one clock read.
+#[derive(Debug, Default)]
+pub(super) struct ColdReads(pub(super) std::sync::atomic::AtomicU32);
+
+impl ColdReads {
+    /// Queries that ask ahead after a cold one.
+    pub(super) const QUERIES: u32 = 256;
+    /// Touching a query's first blocks slower than this means they came from the disk.
+    const DISK: std::time::Duration = std::time::Duration::from_micros(50);
+
+    pub(super) fn is_cold(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+
+    pub(super) fn observe(&self, was_cold: bool, touch: std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if touch > Self::DISK {
+            self.0.store(Self::QUERIES, Relaxed);
+        } else if was_cold {
+            let _ = self.0.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+        }
+    }
+}
+
+/// Asks the CPU to load the cache lines of the block starting at `bytes[0]` without waiting
+/// for them (a hint: nothing happens where prefetching is not available).
+#[inline(always)]
+pub(super) fn prefetch_block(bytes: &[u8]) {
+    for line in bytes.iter().take(BLOCK_BYTES).step_by(64) {
+        prefetch_line(line);
+    }
+}
+
+/// Asks the CPU to load the cache line holding `value` without waiting for it.
+#[inline(always)]
+pub(super) fn prefetch_line<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which it
+    // needs, is part of every x86-64 CPU. The pointer comes from a live reference.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((value as *const T).cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}

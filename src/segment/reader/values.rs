@@ -1,0 +1,48 @@
+//! Reading a column's values by ordinal: a document's id and sketch, each page checked
+//! against its CRC before use.
+
+use super::column::ColumnAt;
+use super::Segment;
+use crate::error::{Error, Location, Result};
+use crate::integrity::verify_crc;
+use crate::segment::layout::{slice, ColumnKind, PAGE_BYTES, PAGE_CRC_BYTES};
+
+impl Segment {
+    /// The document id of table 0's entry number `ordinal` (after its page's CRC check).
+    pub fn doc_id(&self, ordinal: u64) -> Result<u64> {
+        let column = self.ids.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no document ids".into()))?;
+        let id: &[u8; 8] = self.value(column, ordinal, ColumnKind::Ids)?.try_into().map_err(|_| self.corrupt(0, Location::default(), "document id of the wrong width"))?;
+        Ok(u64::from_le_bytes(*id))
+    }
+
+    /// The sketch of table 0's entry number `ordinal` (after its page's CRC check).
+    pub fn sketch(&self, ordinal: u64) -> Result<&[u8]> {
+        let column = self.sketches.as_ref().ok_or_else(|| Error::InvalidArgument("the segment has no sketches".into()))?;
+        self.value(column, ordinal, ColumnKind::Sketches)
+    }
+
+    /// Value `ordinal` of `column`.
+    fn value(&self, column: &ColumnAt, ordinal: u64, kind: ColumnKind) -> Result<&[u8]> {
+        if ordinal >= self.entries {
+            return Err(Error::InvalidArgument(format!("entry {ordinal} out of range ({} entries)", self.entries)));
+        }
+        let bytes = self.page(column, ordinal / column.per_page, kind)?;
+        let at = (ordinal % column.per_page) * column.value_bytes;
+        slice(bytes, at, column.value_bytes, kind.name()).map_err(|f| f.into_error(&self.path))
+    }
+
+    /// The value bytes of page `page` of `column`, after checking its CRC.
+    pub(crate) fn page(&self, column: &ColumnAt, page: u64, kind: ColumnKind) -> Result<&[u8]> {
+        let (start, len) = column.page_span(page, self.entries);
+        let what = format!("{} page {page}", kind.name());
+        let bytes = slice(&self.bytes, start, len, &what).map_err(|f| f.into_error(&self.path))?;
+        let stored = self.array::<4>(column.crc_offset(page), Location::default(), "page checksum")?;
+        let checked = match column.crcs_offset {
+            Some(_) => bytes,
+            // Version 2: the CRC covers the whole page before it, padding included.
+            None => slice(&self.bytes, start, PAGE_BYTES - PAGE_CRC_BYTES, &what).map_err(|f| f.into_error(&self.path))?,
+        };
+        verify_crc(checked, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, start, Location::default(), what))?;
+        Ok(bytes)
+    }
+}
