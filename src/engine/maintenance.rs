@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
-use super::compaction;
+use super::compaction::{self, Choice, Strategy};
 use super::files::segment_name;
 use super::manifest::SegmentMeta;
 use super::state::{lock, Engine};
@@ -23,9 +23,7 @@ impl Engine {
         if self.current().active.ops() < self.freeze_threshold() {
             return;
         }
-        if self.options.compaction.automatic
-            && compaction::over_budget(&self.current().segment_metas(), self.options.memtable_ops, self.options.compaction.fanout, self.options.compaction.max_merge_entries)
-        {
+        if self.options.compaction.automatic && compaction::over_budget(&self.current().segment_metas(), self.options.memtable_ops, &self.options.compaction) {
             // A write stall: flushes outran the merges (twice the segments the policy
             // keeps). This writer merges until the policy is met *before* it freezes,
             // holding the writer's lock, so no segment is added while over budget: the
@@ -64,15 +62,15 @@ impl Engine {
     }
 
     /// Runs the automatic policy (tiered, then the small tiers absorbing the newest segment:
-    /// [`compaction::pick_next`]) until it picks nothing. A merge the disk has no room for is
-    /// put off, not failed: the writes go on (each flush needs far less), the reason is in
-    /// the stats (`last_error`), and the policy tries again after the next flush.
+    /// [`compaction::Strategy::Automatic`]) until it picks nothing. A merge the disk has no
+    /// room for is put off, not failed: the writes go on (each flush needs far less), the
+    /// reason is in the stats (`last_error`), and the policy tries again after the next flush.
     pub(super) fn compact_tiered(&self) -> Result<()> {
         let _guard = lock(&self.compacting);
         loop {
             let v = self.current();
             let metas = v.segment_metas();
-            let Some(range) = compaction::pick_next(&metas, self.options.memtable_ops, self.options.compaction.fanout, self.options.compaction.max_merge_entries) else {
+            let Choice::Merge(range) = compaction::choose(Strategy::Automatic { flush_size: self.options.memtable_ops }, &metas, &self.options.compaction) else {
                 return Ok(());
             };
             match self.compact_range(&v, range) {
@@ -104,12 +102,11 @@ impl Engine {
     pub(super) fn compact_all(&self) -> Result<()> {
         self.check_writable()?;
         let _guard = lock(&self.compacting);
-        let max_merge = self.options.compaction.max_merge_entries;
         loop {
             let v = self.current();
             let metas = v.segment_metas();
             let single = metas.len() == 1 && v.tombstones.hides_any_below(metas[0].max_seq);
-            let Some(range) = compaction::pick_full(&metas, max_merge, single) else { break };
+            let Choice::Merge(range) = compaction::choose(Strategy::Full { rewrite_single: single }, &metas, &self.options.compaction) else { break };
             self.compact_range(&v, range)?;
             if single {
                 // a lone segment is rewritten once (what tombstones hide dropped)

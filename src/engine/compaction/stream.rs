@@ -1,0 +1,199 @@
+//! The merge streams: the live `(fingerprint, id)` pairs of several segments in order
+//! ([`LiveMerge`], what table 0, the ids and the sketches of a merge's output are written
+//! from), and the merge of sorted u64 streams ([`SortedMerge`], a permuted table of the
+//! output from the inputs' tables and sorted runs). Both read block by block: memory does
+//! not grow with the inputs. They read segments and write nothing.
+
+use crate::engine::version::{LiveSegment, TombstoneSet};
+use crate::error::{Error, Result};
+
+/// A source's sketches in table 0's order (for [`LiveMerge::with_sketches`]).
+type SketchStream<'a> = Box<dyn Iterator<Item = Result<&'a [u8]>> + 'a>;
+
+/// One source of the merge: a segment's `(fingerprint, id)` stream and its bound, and
+/// (when the merge carries sketches and the segment has them) its sketch stream in step.
+struct Source<'a> {
+    entries: Box<dyn Iterator<Item = Result<(u64, Option<u64>)>> + 'a>,
+    sketches: Option<SketchStream<'a>>,
+    head: Option<(u64, u64)>,
+    head_sketch: Option<&'a [u8]>,
+    bound: u64,
+}
+
+impl Source<'_> {
+    fn empty() -> Self {
+        Source { entries: Box::new(std::iter::empty()), sketches: None, head: None, head_sketch: None, bound: 0 }
+    }
+}
+
+/// The live pairs of several segments in `(fingerprint, id)` order, each once.
+pub(super) struct LiveMerge<'a> {
+    sources: Vec<Source<'a>>,
+    tombstones: &'a TombstoneSet,
+    last: Option<(u64, u64)>,
+    error: Option<Error>,
+    /// False when there is no tombstone at all (most merges): no lookups then.
+    any_tombstones: bool,
+    /// Pairs dropped because a tombstone hides them.
+    pub(super) deleted: u64,
+    /// Pairs dropped because an equal pair came first.
+    pub(super) repeated: u64,
+    /// With [`Self::with_sketches`]: the sketch of the pair `next` returned last (`None`:
+    /// its segment has no sketch column).
+    pub(super) sketch: Option<&'a [u8]>,
+}
+
+impl<'a> LiveMerge<'a> {
+    pub(super) fn new(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet) -> Self {
+        Self::make(inputs, tombstones, false)
+    }
+
+    /// The same stream, with each pair's sketch in [`Self::sketch`].
+    pub(super) fn with_sketches(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet) -> Self {
+        Self::make(inputs, tombstones, true)
+    }
+
+    fn make(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet, sketches: bool) -> Self {
+        let any_tombstones = !tombstones.files.is_empty();
+        let mut m = Self { sources: Vec::new(), tombstones, last: None, error: None, any_tombstones, deleted: 0, repeated: 0, sketch: None };
+        for s in inputs {
+            let sketches = (sketches && s.segment.has_sketches()).then(|| Box::new(s.segment.sketches_in_order()) as SketchStream<'a>);
+            let mut src = Source { entries: Box::new(s.segment.entries()), sketches, head: None, head_sketch: None, bound: s.meta.max_seq };
+            m.advance(&mut src);
+            m.sources.push(src);
+        }
+        m
+    }
+
+    fn advance(&mut self, src: &mut Source<'a>) {
+        if let Some(sketches) = src.sketches.as_mut() {
+            src.head_sketch = match sketches.next() {
+                Some(Ok(s)) => Some(s),
+                Some(Err(e)) => {
+                    self.error.get_or_insert(e);
+                    None
+                }
+                None => None,
+            };
+        }
+        src.head = match src.entries.next() {
+            Some(Ok((fp, Some(id)))) => Some((fp, id)),
+            Some(Ok((_, None))) => {
+                self.error.get_or_insert(Error::InvalidArgument("an engine segment has no document ids".into()));
+                None
+            }
+            Some(Err(e)) => {
+                self.error.get_or_insert(e);
+                None
+            }
+            None => None,
+        };
+    }
+
+    /// The first error a source reported, which ended the stream early.
+    pub(super) fn finish(self) -> Result<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl Iterator for LiveMerge<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        loop {
+            if self.error.is_some() {
+                return None;
+            }
+            // Few sources: a linear scan for the smallest head beats a heap. Ties go to the
+            // newest source, so a pair stored twice keeps its newest copy (and sketch): the
+            // older copies follow it as repeats (when a delete hides the newest, it hides
+            // every older copy too).
+            let mut best: Option<(usize, (u64, u64))> = None;
+            for (i, s) in self.sources.iter().enumerate() {
+                if let Some(h) = s.head {
+                    if best.is_none_or(|(_, b)| h <= b) {
+                        best = Some((i, h));
+                    }
+                }
+            }
+            let (i, pair) = best?;
+            let mut src = std::mem::replace(&mut self.sources[i], Source::empty());
+            let bound = src.bound;
+            let sketch = src.head_sketch;
+            self.advance(&mut src);
+            self.sources[i] = src;
+            if self.last == Some(pair) {
+                self.repeated += 1;
+                continue;
+            }
+            if self.any_tombstones && self.tombstones.get(pair.0, pair.1).is_some_and(|s| s > bound) {
+                self.deleted += 1;
+                continue;
+            }
+            self.last = Some(pair);
+            self.sketch = sketch;
+            return Some(pair);
+        }
+    }
+}
+
+/// The merge of sorted streams of u64 that may fail (segment tables); the first error
+/// ends the stream and is returned by [`SortedMerge::finish`].
+pub(super) struct SortedMerge<I> {
+    sources: Vec<(I, Option<u64>)>,
+    error: Option<Error>,
+}
+
+impl<I: Iterator<Item = Result<u64>>> SortedMerge<I> {
+    pub(super) fn new(sources: impl IntoIterator<Item = I>) -> Self {
+        let mut m = Self { sources: Vec::new(), error: None };
+        for mut it in sources {
+            let head = m.pull(&mut it);
+            m.sources.push((it, head));
+        }
+        m
+    }
+
+    fn pull(&mut self, it: &mut I) -> Option<u64> {
+        match it.next()? {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    pub(super) fn finish(self) -> Result<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl<I: Iterator<Item = Result<u64>>> Iterator for SortedMerge<I> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.error.is_some() {
+            return None;
+        }
+        let mut best: Option<(usize, u64)> = None;
+        for (i, (_, head)) in self.sources.iter().enumerate() {
+            if let Some(v) = *head {
+                if best.is_none_or(|(_, b)| v < b) {
+                    best = Some((i, v));
+                }
+            }
+        }
+        let (i, v) = best?;
+        let next = match self.sources[i].0.next() {
+            Some(Ok(x)) => Some(x),
+            Some(Err(e)) => {
+                self.error.get_or_insert(e);
+                None
+            }
+            None => None,
+        };
+        self.sources[i].1 = next;
+        Some(v)
+    }
+}
