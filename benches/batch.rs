@@ -10,6 +10,10 @@
 //! (`SIMDEX_BENCH_CLUSTERS=0`: batch only). `SIMDEX_BENCH_MATCH_MIB` sets the batch's
 //! match memory (default: automatic, the size of the queries).
 
+// A bench may unwrap and index: a panic there is a failed run (the crate's lint policy is
+// for the library).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;

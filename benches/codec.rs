@@ -1,6 +1,10 @@
 //! Block codec speed: encode, and decode with the production decoder versus the bitvec
 //! reference decoder, on random and clustered sorted data, both codecs.
 
+// A bench may unwrap and index: a panic there is a failed run (the crate's lint policy is
+// for the library).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use simdex::codec::reference::decode_block_reference;
 use simdex::codec::{decode_block, encode_all, Codec, SymbolHistogram};

@@ -1,5 +1,7 @@
 //! Data generators shared by the benches (deterministic, so runs are comparable).
 
+// A bench may unwrap and index: a panic there is a failed run.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 #![allow(dead_code)]
 
 /// xorshift64* stream.

@@ -8,6 +8,10 @@
 //!
 //! Results and the machine they were measured on: benches/FINGERPRINT.md.
 
+// A bench may unwrap and index: a panic there is a failed run (the crate's lint policy is
+// for the library).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use simdex_fingerprint::html::{extract_text, fingerprint_html_reader};
 use simdex_fingerprint::input::InvalidUtf8;

@@ -16,6 +16,10 @@
 //! two sets reach the threshold only if their prefixes in a global rare-first order intersect).
 //! Without arguments on a machine without the docs, it says so and exits 0.
 
+// A bench may unwrap and index: a panic there is a failed run (the crate's lint policy is
+// for the library).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use simdex_fingerprint::idf::idf_weight;
 use simdex_fingerprint::{hash, html, tokenize::Tokenizer, CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, TfMode};
 use std::collections::HashMap;

@@ -3,6 +3,10 @@
 //!
 //! Set `SIMDEX_BENCH_SIZES=1000000` to run one size only.
 
+// A bench may unwrap and index: a panic there is a failed run (the crate's lint policy is
+// for the library).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use simdex::storage::FsStorage;
 use simdex::{build_segment, BuildOptions, QueryOptions, Segment};

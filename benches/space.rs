@@ -3,6 +3,10 @@
 //!
 //! `cargo bench --bench space` (sizes: 1e6, 1e7, 2^26; `SIMDEX_BENCH_SIZES` overrides).
 
+// A bench may unwrap and index: a panic there is a failed run (the crate's lint policy is
+// for the library).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use simdex::codec::{Codec, SymbolHistogram, BLOCK_BYTES};
 use simdex::plan::information_bound_bits;
 

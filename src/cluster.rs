@@ -7,6 +7,8 @@
 //! fingerprints stored more than once. [`UnionFind`] and [`clusters_from_pairs`] know nothing
 //! of fingerprints: items are `0..n`, pairs are `(a, b)`.
 
+// Indexing: union-find over dense ids below the number of fingerprints, assigned here.
+#![allow(clippy::indexing_slicing)]
 use std::collections::HashMap;
 use std::path::PathBuf;
 

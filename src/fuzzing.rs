@@ -137,7 +137,7 @@ pub fn with_trailing_crc(data: &[u8]) -> [Vec<u8>; 2] {
     [data.to_vec(), fixed]
 }
 
-/// `data` is a `MANIFEST`: decode it as [`Manifest::load`] does. A manifest that decodes
+/// `data` is a `MANIFEST`: decode it as `Manifest::load` does. A manifest that decodes
 /// must encode back to the same bytes.
 pub fn manifest(data: &[u8]) {
     for data in with_trailing_crc(data) {
@@ -147,7 +147,7 @@ pub fn manifest(data: &[u8]) {
     }
 }
 
-/// `data` is a tombstone file: decode it as [`tombstone::read`] does. A file that decodes
+/// `data` is a tombstone file: decode it as `tombstone::read` does. A file that decodes
 /// must encode back to the same bytes.
 pub fn tombstone(data: &[u8]) {
     for data in with_trailing_crc(data) {

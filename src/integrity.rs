@@ -3,9 +3,10 @@
 //! the decoders (segment, log, manifest, tombstone file, IDF table) call it and never
 //! compare checksums themselves, so every damaged file is reported the same way.
 //!
-//! A decoder that does not know its file's path reports damage as a [`Fault`] (offset,
+//! A decoder that does not know its file's path reports damage as a `Fault` (offset,
 //! table and block, what failed); the caller that read the file turns it into
-//! [`Error::Corrupt`] with [`Fault::into_error`].
+//! [`Error::Corrupt`]. Only [`verify_crc`] and [`CrcMismatch`] are
+//! public (for the text pipeline's IDF tables); the rest is the crate's.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
@@ -39,7 +40,7 @@ pub(crate) fn check_magic_and_version(path: &Path, bytes: &[u8], magic: &[u8; 8]
 
 /// Checks the CRC-32 (IEEE) of `data` against the checksum `stored` in the file. This is
 /// the only place simdex compares checksums; the [`CrcMismatch`] it fails with becomes the
-/// error of the file kind at hand ([`CrcMismatch::fault`], [`CrcMismatch::corrupt`]).
+/// error of the file kind at hand (`CrcMismatch::fault`, `CrcMismatch::corrupt`).
 #[inline]
 pub fn verify_crc(data: &[u8], stored: u32) -> Result<(), CrcMismatch> {
     let computed = crc32fast::hash(data);

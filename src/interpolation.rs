@@ -6,6 +6,8 @@
 //! interpolation probes the search halves the range instead, so the worst case stays
 //! O(log n).
 
+// Indexing: the search's probes are clamped to the range it narrows; the hot path of every block-key search.
+#![allow(clippy::indexing_slicing)]
 /// Ranges this short are finished with a linear scan.
 const LINEAR: usize = 8;
 

@@ -31,14 +31,18 @@
 //! - [`batch`], [`cluster`] and [`split`]: whole-set jobs (a file of queries, all pairs
 //!   within `k`, chunks for scale-out) over a segment, a snapshot or fingerprints in memory
 //!   ([`Stored`]).
-//! - [`fingerprint`] (feature `fingerprint`, on by default): text, HTML or JSON lines to a
-//!   64-bit simhash, and the 64-byte sketch that confirms near-duplicates
-//!   ([`fingerprint::sketch`]).
+//! - [`confirm`]: near-duplicates confirmed by the sketches stored beside their
+//!   fingerprints ([`Index::query_confirmed`]), for sketches made anywhere.
+//! - Documents (text, HTML, JSON lines) to fingerprints and sketches are the text
+//!   pipeline's: the `simdex-fingerprint` crate (`tools/fingerprint`), whose
+//!   `DocumentIndex` adds the document calls to an [`Index`] and keeps its recipe in the
+//!   index ([`PinnedRecipe`]). This crate compiles no text code.
 //! - [`plan`]: the table designs, the planner that picks one, and the multi-probe plans
 //!   that answer any `k` up to 8 from a design built for less ([`plan::ProbePlan`]).
 //! - [`inspect`]: looking inside index files (what the `simdex` tool's `inspect`, `verify`,
 //!   `dump-log` and `recover` print).
-//! - [`storage`]: the file-system trait every file goes through.
+//! - [`storage`]: the file-system trait every file goes through; [`integrity`]: the
+//!   checksum check every decoder (and the text pipeline's IDF table) shares.
 //!
 //! The file formats are specified byte for byte in the repository's `format-spec/`; the
 //! modules that read and write them (log, manifest, tombstones, codec, segment layout,

@@ -6,6 +6,8 @@
 //! unflushed pairs are permuted and sorted in memory for the job. Nothing is written to
 //! disk to read a snapshot.
 
+// Indexing: in-memory sorted tables indexed by table numbers of their own design.
+#![allow(clippy::indexing_slicing)]
 use std::path::Path;
 
 use crate::engine::snapshot::Snapshot;

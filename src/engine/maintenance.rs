@@ -2,6 +2,8 @@
 //! flush, the write stall when merges fall behind), the maintenance thread, and running
 //! compactions (the policy and the merge itself are `compaction`'s).
 
+// Indexing: indexes the live version's segment list by a merge range the policy chose from that same list.
+#![allow(clippy::indexing_slicing)]
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;

@@ -6,6 +6,8 @@
 //! [`Snapshot::unflushed`], [`Snapshot::for_each_live`]): their deletes and live pairs are
 //! copied, so a job checks pairs without taking a lock and sees one moment throughout.
 
+// Indexing: indexes the version's segment list by positions below its length.
+#![allow(clippy::indexing_slicing)]
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 

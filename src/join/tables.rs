@@ -2,6 +2,8 @@
 //! [`SortedTables`] in memory, or a [`Part`] of either), and the [`IdMap`] that gives the
 //! document ids of matched fingerprints.
 
+// Indexing: the joins' hot loops index sorted in-memory arrays by positions from their own searches and range bounds; no index comes from file bytes (blocks are decoded by codec/, which denies it).
+#![allow(clippy::indexing_slicing)]
 use crate::error::{Error, Result};
 use crate::interpolation::lower_bound;
 use crate::plan::{TableDesign, MAX_K};

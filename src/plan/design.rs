@@ -2,6 +2,8 @@
 //! [`TableDesign`] per choice of leading blocks; [`Design::from_parts`] checks stored tables
 //! against their recipe. Choosing a recipe is the planner's job.
 
+// Indexing: a design's tables and blocks indexed by counts it was built with (checked by Design::new).
+#![allow(clippy::indexing_slicing)]
 use super::{Permutation, MAX_K, MAX_LEVELS, MAX_TABLES};
 
 /// One permuted table of a design.

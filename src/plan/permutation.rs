@@ -1,6 +1,8 @@
 //! [`Permutation`]: a bit permutation stored as contiguous runs of bits, so applying it and
 //! its inverse is a few shifts and masks. It knows nothing of blocks or designs.
 
+// Indexing: 64-entry bit-order arrays indexed by bit positions below 64.
+#![allow(clippy::indexing_slicing)]
 use std::fmt;
 
 /// A bit permutation made of contiguous runs of bits, applied with shifts and masks.

@@ -2,6 +2,8 @@
 //! candidates per probe, bits per entry against the information bound) and [`plan`], which
 //! weighs every candidate recipe for a count and says why it chose one.
 
+// Indexing: the planner's small candidate tables indexed by counts it enumerates.
+#![allow(clippy::indexing_slicing)]
 use super::{binomial, block_widths, Design, DesignError, DEFAULT_MAX_CANDIDATES_LOG2, FINGERPRINT_BITS, MAX_K, MAX_LEVELS, MAX_TABLES};
 
 /// The paper's `X(f, k, d)` over integer block widths: the fewest tables such that no probe

@@ -7,6 +7,8 @@
 //! directory sync, truncate, create directory) are counted; reads are not, but fail once the
 //! storage has crashed, like every call of a dead process.
 
+// Indexing: the crash-simulating storage for tests indexes its own in-memory files at lengths it tracks.
+#![allow(clippy::indexing_slicing)]
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -9,10 +9,13 @@ use plotters::prelude::*;
 const SIZE: (u32, u32) = (900, 540);
 const COLORS: [RGBColor; 6] = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40), RGBColor(148, 103, 189), RGBColor(140, 86, 75)];
 
+/// One curve of `tune_svg`: its name, whether it is confirmed by sketch, its `(k, value)` points.
+pub type Line<'a> = (&'a str, bool, Vec<(u32, f64)>);
+
 /// Precision, recall and F1 by k: one line per `(name, confirmed, points)`, fingerprint only
 /// (solid) and confirmed by sketch (thin, the same colours, marked with circles), for k in
 /// `0..k_max`.
-pub fn tune_svg(path: &Path, lines: &[(&str, bool, Vec<(u32, f64)>)], k_max: u32, recipe: &str) -> anyhow::Result<()> {
+pub fn tune_svg(path: &Path, lines: &[Line<'_>], k_max: u32, recipe: &str) -> anyhow::Result<()> {
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(plot_error)?;
     let mut chart = ChartBuilder::on(&root)

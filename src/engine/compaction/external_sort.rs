@@ -4,6 +4,10 @@
 //! it writes, and it removes them (a run a crash leaves behind is a `*.tmp` orphan, removed
 //! at the next open).
 
+// Indexing: runs by run number, and a 4 KiB buffer by chunks of at most 512 values; run
+// files' bytes are read with split_first_chunk.
+#![allow(clippy::indexing_slicing)]
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{BufWriter, Write};

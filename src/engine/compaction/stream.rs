@@ -4,6 +4,8 @@
 //! output from the inputs' tables and sorted runs). Both read block by block: memory does
 //! not grow with the inputs. They read segments and write nothing.
 
+// Indexing: merge sources indexed by input number, below the number of inputs it was given.
+#![allow(clippy::indexing_slicing)]
 use crate::engine::version::{LiveSegment, TombstoneSet};
 use crate::error::{Error, Result};
 

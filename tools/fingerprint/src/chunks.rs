@@ -7,6 +7,9 @@
 //! chunk's kind then come from bit scans, without a branch per byte. What a chunk's words are
 //! is `tokenize`'s business.
 
+// Indexing: chunk buffers are sliced at lengths the reader filled.
+#![allow(clippy::indexing_slicing)]
+
 /// What a chunk is made of; decides the tokenizer's path for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChunkKind {

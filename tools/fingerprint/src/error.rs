@@ -7,14 +7,14 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The document has fewer words than [`FingerprintOptions::min_words`]. Its fingerprint
+    /// The document has fewer words than [`FingerprintOptions::min_words`](crate::FingerprintOptions::min_words). Its fingerprint
     /// would say nothing (an empty document would get 0 and match every other empty one), so
     /// none is given; skip or store the document by its content hash instead.
     #[error("document is empty or nearly empty: {words} words, at least {min_words} needed")]
     EmptyDocument {
         /// Words the document has (after stop words).
         words: u64,
-        /// Words a fingerprint needs ([`FingerprintOptions::min_words`], at least 1).
+        /// Words a fingerprint needs ([`FingerprintOptions::min_words`](crate::FingerprintOptions::min_words), at least 1).
         min_words: u64,
     },
     /// Strict input found bytes that are not UTF-8; fix the input or drop strict mode to have
@@ -25,7 +25,7 @@ pub enum Error {
         offset: u64,
     },
     /// The document is binary, not text: a NUL byte among its first
-    /// [`input::BINARY_SNIFF_BYTES`] bytes (an executable, an image, UTF-16 text). It is not
+    /// [`input::BINARY_SNIFF_BYTES`](crate::input::BINARY_SNIFF_BYTES) bytes (an executable, an image, UTF-16 text). It is not
     /// fingerprinted; convert text in UTF-16 to UTF-8 first.
     #[error("binary document (a NUL byte at byte offset {offset}): not fingerprinted")]
     BinaryDocument {

@@ -3,6 +3,9 @@
 //! Owns the word filter (stop words, stemming, digit folding) and the three feature kinds:
 //! words, word n-shingles and character n-grams. Weighting is `weights`' business.
 
+// Indexing: shingle windows index the token buffer by positions below its length.
+#![allow(clippy::indexing_slicing)]
+
 use super::hash::{combine, seed, sfh64};
 use super::stem::Stemmer;
 use super::stopwords::StopWords;

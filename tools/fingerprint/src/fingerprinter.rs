@@ -106,7 +106,7 @@ impl Fingerprinter {
         s.finish()
     }
 
-    /// The distinct feature hashes of `text`, ascending (what [`IdfBuilder`] counts).
+    /// The distinct feature hashes of `text`, ascending (what [`IdfBuilder`](crate::IdfBuilder) counts).
     pub fn distinct_features(&mut self, text: &str) -> Vec<u64> {
         let Fingerprinter { tokenizer, stop, stemmer, options, .. } = self;
         let mut fx = FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits);

@@ -6,6 +6,9 @@
 //! the golden fingerprints in `tests/it/fingerprint.rs`. It is not a cryptographic hash: it only
 //! needs every output bit to be an unbiased coin for simhash's bit rule.
 
+// Indexing: the feature hash reads 8-byte blocks at offsets below the length it checked; the hot path of every feature.
+#![allow(clippy::indexing_slicing)]
+
 /// Odd 64-bit constant (2^64 / golden ratio), the multiplier of the block step.
 pub const K1: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Odd 64-bit constant from xxHash64 (PRIME64_2), the pre-multiplier of each block.

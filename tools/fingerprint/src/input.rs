@@ -5,6 +5,9 @@
 //! (`{"id": ..., "text": ...}` or `{"id": ..., "html": ...}`, cargo feature `jsonl`). HTML's
 //! visible text is `html`'s business.
 
+// Indexing: reading buffers are sliced at lengths the reader filled; invalid UTF-8 is found by simdutf8, not by indexing.
+#![allow(clippy::indexing_slicing)]
+
 use super::{Error, Fingerprint, Fingerprinter};
 use std::io::Read;
 

@@ -31,6 +31,9 @@
 //! 0.019 with 512 one-bit values and 0.038 with 64 eight-bit values: at a fixed 64 bytes,
 //! fewer bits and more hashes estimate high resemblance better (measured in QUALITY.md).
 
+// Indexing: the sketch's slots are indexed by hash numbers below its configured count.
+#![allow(clippy::indexing_slicing)]
+
 use super::hash::{combine, fmix64, seed, sfh64};
 use super::normalize::nfkc_lower_into;
 use unicode_normalization::char::is_combining_mark;

@@ -12,6 +12,9 @@
 //! ASCII chunks take a byte-level implementation of the same UAX #29 rules (WB5-WB13b restricted
 //! to ASCII), checked against `unicode-segmentation` by a property test.
 
+// Indexing: the tokenizer indexes the text at char boundaries and positions its own scan found.
+#![allow(clippy::indexing_slicing)]
+
 use super::chunks::{for_each_chunk, ChunkKind};
 use super::hash::{seed, sfh64, sfh64_ascii_lower, sfh64_ascii_lower_at};
 use super::normalize::{ascii_lower_into, nfkc_lower_into};

@@ -4,6 +4,9 @@
 //! point or `libm`: term-frequency weights are counts, log-TF is `1 + floor(log2 tf)`, and IDF
 //! weights are the integers stored in the IDF table (`idf`).
 
+// Indexing: the simhash accumulator's 64 counters are indexed by bit positions below 64, on the per-feature hot path.
+#![allow(clippy::indexing_slicing)]
+
 use super::idf::IdfTable;
 
 /// How the number of occurrences of a feature in a document becomes its weight.

@@ -2,6 +2,8 @@
 //! refused other recipe, empty documents, re-pinning; fingerprints checked against the
 //! recipe's own fingerprinter.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // tests: a panic is a failed test
+
 use std::sync::Arc;
 
 use simdex::{FindOrInsert, IndexOptions, QueryOptions, RECIPE_NAME};

@@ -1,6 +1,8 @@
 //! `FingerprintOptions::from_names`: the names every front (CLI flags, Python keywords) gives,
 //! against options built field by field.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // tests: a panic is a failed test
+
 use simdex_fingerprint::{CjkSegmenter, Error, FeatureKind, FingerprintOptions, Language, OptionNames, TfMode};
 
 fn names() -> OptionNames {
@@ -23,14 +25,16 @@ fn presets_and_overrides_give_the_options_built_by_hand() {
         fold_digits: Some(true),
         min_words: Some(7),
     };
-    let mut want = FingerprintOptions::default();
-    want.features = vec![FeatureKind::parse("w").unwrap(), FeatureKind::parse("c3").unwrap()];
-    want.tf = TfMode::parse("logtf").unwrap();
-    want.stop_words = vec![Language::from_code("en").unwrap(), Language::from_code("de").unwrap()];
-    want.stemming = Language::from_code("en");
-    want.cjk = CjkSegmenter::Chars;
-    want.fold_digits = true;
-    want.min_words = 7;
+    let want = FingerprintOptions {
+        features: vec![FeatureKind::parse("w").unwrap(), FeatureKind::parse("c3").unwrap()],
+        tf: TfMode::parse("logtf").unwrap(),
+        stop_words: vec![Language::from_code("en").unwrap(), Language::from_code("de").unwrap()],
+        stemming: Language::from_code("en"),
+        cjk: CjkSegmenter::Chars,
+        fold_digits: true,
+        min_words: 7,
+        ..FingerprintOptions::default()
+    };
     assert_eq!(FingerprintOptions::from_names(&given).unwrap(), want);
     let all = FingerprintOptions::from_names(&OptionNames { stop_words: Some(vec!["all".into()]), ..names() }).unwrap();
     assert_eq!(all.stop_words, Language::ALL.to_vec());
