@@ -88,16 +88,10 @@ class Crate:
         text = strip(open(path, encoding="utf-8").read())
         base = os.path.dirname(path)
         own_dir = base if os.path.basename(path) in ("lib.rs", "main.rs", "mod.rs") else os.path.join(base, os.path.basename(path)[:-3])
-        for m in re.finditer(r"(?:#\[path\s*=\s*\"[^\"]*\"\]\s*)?\bmod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;", text):
-            name = m.group(1)
-            self.children[module].add(name)
-            for cand in (os.path.join(own_dir, name + ".rs"), os.path.join(own_dir, name, "mod.rs")):
-                if os.path.exists(cand):
-                    self._load(cand, module + (name,))
-                    break
-        # `internal_mod!(name)` declares a file module too (src/lib.rs)
-        for m in re.finditer(r"\binternal_mod!\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)", text):
-            name = m.group(1)
+        # `mod name;`, and `internal_mod!(name)`, which declares a file module too (src/lib.rs)
+        declared = re.finditer(r"\bmod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;|\binternal_mod!\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)", text)
+        for m in declared:
+            name = m.group(1) or m.group(2)
             self.children[module].add(name)
             for cand in (os.path.join(own_dir, name + ".rs"), os.path.join(own_dir, name, "mod.rs")):
                 if os.path.exists(cand):

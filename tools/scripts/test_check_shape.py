@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""The shape check fails where it must: a tiny crate in a temporary folder, with an import
+circle, then without, then with a file over the limit (run by .ci/run before the check)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(root):
+    return subprocess.run([sys.executable, os.path.join(root, "tools/scripts/check-shape.py")], capture_output=True, text=True)
+
+
+def write(root, name, text):
+    with open(os.path.join(root, name), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def main():
+    root = tempfile.mkdtemp()
+    try:
+        os.makedirs(os.path.join(root, "tools/scripts"))
+        os.makedirs(os.path.join(root, "src/c"))
+        shutil.copy(os.path.join(HERE, "check-shape.py"), os.path.join(root, "tools/scripts"))
+        write(root, "Cargo.toml", "[package]\n")
+        write(root, "src/lib.rs", "mod a;\nmod b;\nmod c;\n")
+        write(root, "src/a.rs", "use crate::b::B;\npub struct A(B);\n")
+        write(root, "src/b.rs", "pub struct B;\nfn f(_: &super::a::A) {}\n")
+        # a facade re-exporting its children is not a circle; a parent that uses a child
+        # which uses it back is
+        write(root, "src/c/mod.rs", "mod d;\npub use d::D;\n")
+        write(root, "src/c/d.rs", "pub struct D;\n")
+        r = run(root)
+        assert r.returncode == 1 and "src/a.rs <-> src/b.rs" in r.stdout and "src/c" not in r.stdout, r.stdout
+        write(root, "src/c/mod.rs", "mod d;\nuse d::D;\npub struct C(D);\n")
+        write(root, "src/c/d.rs", "pub struct D;\nfn g(_: &super::C) {}\n")
+        r = run(root)
+        assert r.returncode == 1 and "src/c/mod.rs <-> src/c/d.rs" in r.stdout, r.stdout
+        write(root, "src/b.rs", "pub struct B;\n")
+        write(root, "src/c/d.rs", "pub struct D;\n")
+        r = run(root)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stdout
+        write(root, "src/b.rs", "pub struct B;\n" + "// x\n" * 700)
+        r = run(root)
+        assert r.returncode == 1 and "src/b.rs has 701 lines" in r.stdout, r.stdout
+    finally:
+        shutil.rmtree(root)
+    print("check-shape self-test ok (4 cases: a circle, a parent-child circle, none, a long file)")
+
+
+if __name__ == "__main__":
+    main()
