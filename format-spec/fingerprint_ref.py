@@ -55,7 +55,7 @@ def words(text):
 
 
 def stop_words(langs):
-    src = open(os.path.join(os.path.dirname(__file__), "..", "src", "fingerprint", "stopwords.rs"), encoding="utf-8").read()
+    src = open(os.path.join(os.path.dirname(__file__), "..", "tools", "fingerprint", "src", "stopwords.rs"), encoding="utf-8").read()
     names = {"en": "EN", "ru": "RU", "ar": "AR", "zh": "ZH", "de": "DE", "fr": "FR", "es": "ES"}
     out = set()
     for lang in langs:

@@ -1,5 +1,5 @@
 //! Batch queries (paper section 3.3): a whole list of queries against a stored set in one
-//! merge join per table (`join.rs`) instead of one probe per query.
+//! merge join per table (`join/`) instead of one probe per query.
 //!
 //! A segment (or [`SortedTables`]) is joined table by table and its matches sorted; a
 //! snapshot is joined one live segment at a time, leaving out the pairs newer deletes hide,

@@ -1,7 +1,7 @@
 //! Near-duplicate pairs and clusters of a stored set, and the union-find under them (PAPER.md
 //! section 3: near-duplicate pairs are grouped with union-find).
 //!
-//! [`near_pairs`] is the self-join of a set's permuted tables (`join.rs`): a segment's, an
+//! [`near_pairs`] is the self-join of a set's permuted tables (`join/`): a segment's, an
 //! in-memory set's ([`SortedTables`]), or, for an index snapshot of several parts, each
 //! part's and the joins between parts. [`clusters`] joins the pairs by union-find and adds
 //! fingerprints stored more than once. [`UnionFind`] and [`clusters_from_pairs`] know nothing

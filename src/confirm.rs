@@ -2,8 +2,9 @@
 //! confirmed by their stored sketches ([`ConfirmOptions`], [`ConfirmedMatch`]), the scheme
 //! tag that names a b-bit MinHash sketch in a store (`format-spec/sketch.md`, "Scheme
 //! tag"), and the resemblance estimate between two such sketches. The sketch recipe itself
-//! (tokens, shingles, hashing) is `fingerprint::sketch`'s; this module needs none of it, so
-//! an embedder that makes its own sketches can verify without the `fingerprint` feature.
+//! (tokens, shingles, hashing) is the text pipeline's (`simdex_fingerprint::sketch`); this
+//! module needs none of it, so an embedder that makes its own sketches confirms by them
+//! without compiling any text code.
 
 use crate::query::Match;
 use crate::segment::SketchColumn;

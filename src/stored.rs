@@ -1,7 +1,7 @@
 //! What whole-set jobs (batch queries, near pairs, clusters, split) read: a segment file, an
 //! index [`Snapshot`], or fingerprints held in memory as [`SortedTables`].
 //!
-//! A job walks sorted permuted tables (`join.rs`). A segment's are on disk; a snapshot's
+//! A job walks sorted permuted tables (`join/`). A segment's are on disk; a snapshot's
 //! live segments are walked one by one, with the pairs newer deletes hide left out, and its
 //! unflushed pairs are permuted and sorted in memory for the job. Nothing is written to
 //! disk to read a snapshot.

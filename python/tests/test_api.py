@@ -204,7 +204,7 @@ def _shingles(text):
     return {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
 
 
-def test_an_index_with_sketches_verifies_near_duplicates_by_resemblance(tmp_path):
+def test_an_index_with_sketches_confirms_near_duplicates_by_resemblance(tmp_path):
     """A document within k of a stored one by fingerprint but far from it by exact Jaccard
     (the oracle: word 3-shingle sets computed here) is a match by fingerprint alone, and
     not once confirmed by the stored sketch; the same document again is a match either way."""

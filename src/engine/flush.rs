@@ -260,7 +260,7 @@ impl Engine {
         self.remove_files(|kind| match kind {
             FileKind::Segment(n) => inputs.contains(&n),
             FileKind::Tombstones(n) => dropped.contains(&n),
-            _ => false,
+            FileKind::Manifest | FileKind::Lock | FileKind::Recipe | FileKind::Log(_) | FileKind::Temporary | FileKind::Unknown => false,
         });
         Ok(())
     }

@@ -53,11 +53,11 @@ pub struct IndexOptions {
     /// Gap codec of new segments, for a new index.
     pub codec: Codec,
     /// The per-document sketch a new index stores beside each fingerprint (its width and
-    /// scheme; `None`: no sketches, and the index is the same size as without the feature).
+    /// scheme; `None`: no sketches, and the index is the same size as without them).
     /// Fixed when the index is created: an existing index keeps the one in its manifest
-    /// ([`Index::sketches`](super::Index::sketches)), as it keeps its `k`. With the `fingerprint` feature,
-    /// `SketchOptions::default().column()` is the library's own sketch, which the document
-    /// calls make and verify by. See [`Index::insert_sketched`](super::Index::insert_sketched) and [`Index::query_confirmed`](super::Index::query_confirmed).
+    /// ([`Index::sketches`](super::Index::sketches)), as it keeps its `k`. The text
+    /// pipeline's own sketch is `simdex_fingerprint::sketch::SketchOptions::default().column()`,
+    /// which its document calls make and confirm by. See [`Index::insert_sketched`](super::Index::insert_sketched) and [`Index::query_confirmed`](super::Index::query_confirmed).
     pub sketches: Option<SketchColumn>,
     /// When writes are synced.
     pub durability: Durability,

@@ -157,7 +157,7 @@ fn near_sketch(base: [u8; WIDTH], differ: u32, rng: &mut Rng) -> [u8; WIDTH] {
 }
 
 #[test]
-fn verified_queries_agree_with_brute_force_verification() {
+fn confirmed_queries_agree_with_brute_force_confirmation() {
     let storage = MemStorage::default();
     let index = Index::open("v", sketched_options(&storage, 400)).unwrap();
     let mut rng = Rng(11);
@@ -296,7 +296,7 @@ fn sketch_misuse_is_a_clear_error() {
 }
 
 #[test]
-fn documents_carry_their_sketch_and_are_verified() {
+fn documents_carry_their_sketch_and_are_confirmed() {
     use simdex_fingerprint::document::DocumentKind;
     use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
     use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};

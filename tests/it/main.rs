@@ -23,7 +23,6 @@ mod engine_salvage;
 mod engine_sketches;
 mod fingerprint;
 mod fixtures;
-mod readme;
 mod segment_columns;
 mod segment_queries;
 mod segment_ranges;

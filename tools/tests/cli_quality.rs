@@ -82,7 +82,7 @@ fn plan_for_design_explains_the_cost_of_each_k() {
 }
 
 #[test]
-fn dedup_pairs_lists_every_verified_pair_with_ids_as_given() {
+fn dedup_pairs_lists_every_confirmed_pair_with_ids_as_given() {
     let dir = tempfile::tempdir().unwrap();
     let pairs = dir.path().join("pairs.tsv");
     let report = dir.path().join("report.jsonl");
@@ -165,7 +165,7 @@ fn inspect_plot_draws_the_histogram_of_h_of_every_table() {
 }
 
 #[test]
-fn dedup_index_stores_sketches_and_verifies_by_them_next_time() {
+fn dedup_index_stores_sketches_and_confirms_by_them_next_time() {
     let dir = tempfile::tempdir().unwrap();
     let index = dir.path().join("index");
     let o = run(&["dedup", PAGES, "--index", p(&index)]);

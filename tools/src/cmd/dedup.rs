@@ -137,14 +137,14 @@ type NearPair = (u32, u32, u32, f64);
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let k = args.k.unwrap_or(if args.no_confirm { DEFAULT_UNCONFIRMED_K } else { DEFAULT_CONFIRMED_K });
     args.k = Some(k);
-    let verify = (!args.no_confirm).then_some(args.confirm_threshold);
+    let confirm = (!args.no_confirm).then_some(args.confirm_threshold);
     let files = corpus::expand(&args.inputs)?;
     let index = match &args.index {
         Some(dir) => Some(
             // The default design (k = 3) answers any k up to 8 by multi-probe. A new index
             // stores the documents' sketches when the run confirms (an existing one keeps
             // what it was created with).
-            simdex_fingerprint::DocumentIndex::open(dir, simdex::IndexOptions { sketches: verify.map(|_| SketchOptions::default().column()), ..simdex::IndexOptions::default() })
+            simdex_fingerprint::DocumentIndex::open(dir, simdex::IndexOptions { sketches: confirm.map(|_| SketchOptions::default().column()), ..simdex::IndexOptions::default() })
                 .with_context(|| format!("opening index {}", dir.display()))?,
         ),
         None => None,
@@ -155,7 +155,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     let (fp, kept) = match pinned {
         Some(fp) => (fp, None),
-        None => fingerprinter(&args, &files, verify.is_some())?,
+        None => fingerprinter(&args, &files, confirm.is_some())?,
     };
     if let Some(index) = &index {
         let recipe = simdex_fingerprint::Recipe::of(&fp);
@@ -173,7 +173,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     let corpus = read(&args, &files, fp, kept)?;
     let exact = exact_groups(&corpus);
-    let near = near_duplicates(&corpus, &exact, k, verify)?;
+    let near = near_duplicates(&corpus, &exact, k, confirm)?;
     if let Some(path) = &args.pairs {
         write_pairs(path, &corpus, &exact, &near).with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -185,20 +185,20 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     write_report(&mut report, &corpus, &exact, &near)?;
     let indexed = match index {
         Some(index) => {
-            // An index created without sketches (or with another kind) cannot verify: its
+            // An index created without sketches (or with another kind) cannot confirm: its
             // matches are by fingerprint alone, at the unconfirmed distance.
-            let verify = verify.filter(|_| index.sketch_options() == Some(SketchOptions::default()));
-            let check = match verify {
+            let confirm = confirm.filter(|_| index.sketch_options() == Some(SketchOptions::default()));
+            let check = match confirm {
                 Some(min_similarity) => simdex::ConfirmOptions { k, min_similarity, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K) },
                 None => simdex::ConfirmOptions { k: k.min(DEFAULT_UNCONFIRMED_K), min_similarity: 0.0, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K) },
             };
-            if verify.is_none() && !args.no_confirm {
+            if confirm.is_none() && !args.no_confirm {
                 eprintln!(
                     "note: the index holds no sketches of this recipe (it was created without them), so documents are checked against it by fingerprint alone (k = {}), not confirmed",
                     check.k
                 );
             }
-            Some(check_and_add(index.into_inner(), &corpus.docs, verify.map(|_| check), check.k, &mut report)?)
+            Some(check_and_add(index.into_inner(), &corpus.docs, confirm.map(|_| check), check.k, &mut report)?)
         }
         None => None,
     };
@@ -299,9 +299,9 @@ fn exact_groups(corpus: &Corpus) -> Vec<Vec<u32>> {
     exact
 }
 
-/// Near duplicates among one representative per content (confirmed by sketch when `verify`
+/// Near duplicates among one representative per content (confirmed by sketch when `confirm`
 /// gives a threshold), clustered by union-find together with their exact copies.
-fn near_duplicates(corpus: &Corpus, exact: &[Vec<u32>], k: u32, verify: Option<f64>) -> anyhow::Result<Near> {
+fn near_duplicates(corpus: &Corpus, exact: &[Vec<u32>], k: u32, confirm: Option<f64>) -> anyhow::Result<Near> {
     let docs = &corpus.docs;
     let mut representative = vec![true; docs.len()];
     for g in exact {
@@ -318,7 +318,7 @@ fn near_duplicates(corpus: &Corpus, exact: &[Vec<u32>], k: u32, verify: Option<f
     for l in links.iter_mut() {
         l.3 = similarity(l.0, l.1);
     }
-    if let Some(threshold) = verify {
+    if let Some(threshold) = confirm {
         links.retain(|l| l.3 >= threshold);
     }
     let pairs = links.len() as u64;
@@ -499,13 +499,10 @@ fn index_doc_id(id: &str) -> u64 {
     simdex_fingerprint::hash::sfh64(0, id.as_bytes())
 }
 
-/// Checks every fingerprinted document against the index (reporting what was stored before
-/// this run), then adds them all and syncs. Returns (documents with earlier matches,
-/// documents added).
-/// Checks every document against the index (confirmed by sketch with `verify`, else by
+/// Checks every document against the index (confirmed by sketch with `confirm`, else by
 /// fingerprint within `k`), reports those already there, then adds them all (with their
 /// sketches, in an index that stores them). Returns (documents found, documents added).
-fn check_and_add(index: simdex::Index, docs: &[DocInfo], verify: Option<simdex::ConfirmOptions>, k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
+fn check_and_add(index: simdex::Index, docs: &[DocInfo], confirm: Option<simdex::ConfirmOptions>, k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     if k > simdex::plan::MAX_K.max(index.k()) {
         bail!("-k {k} is above what the index answers (k = {}, or up to {} by multi-probe) ({})", index.k(), simdex::plan::MAX_K, index.dir().display());
     }
@@ -517,7 +514,7 @@ fn check_and_add(index: simdex::Index, docs: &[DocInfo], verify: Option<simdex::
     for d in docs {
         let Some(fp) = d.fingerprint else { continue };
         let sketch = d.sketch.as_ref().filter(|_| index.sketches().is_some());
-        let found: Vec<serde_json::Value> = match (verify, sketch) {
+        let found: Vec<serde_json::Value> = match (confirm, sketch) {
             (Some(options), Some(sketch)) => index
                 .query_confirmed(fp, sketch.as_bytes(), &options)?
                 .iter()

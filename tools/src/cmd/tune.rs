@@ -122,7 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let rows = score(&fps, &sketches, &truth)?;
     let true_pairs = truth.len();
     let best_fp = rows.iter().max_by(|a, b| a.fingerprint.f1.total_cmp(&b.fingerprint.f1)).copied();
-    let best_verified = rows.iter().max_by(|a, b| a.confirmed.f1.total_cmp(&b.confirmed.f1)).copied();
+    let best_confirmed = rows.iter().max_by(|a, b| a.confirmed.f1.total_cmp(&b.confirmed.f1)).copied();
     if let Some(path) = &args.plot {
         type Pick = fn(&Row) -> f64;
         let series: [(&str, Pick, bool); 6] = [
@@ -143,7 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         let out = json!({"documents": kept.len(), "true_pairs": true_pairs, "threshold": args.threshold, "recipe": fp.recipe(), "sketch": options.recipe(),
                          "rows": rows.iter().map(row).collect::<Vec<_>>(),
-                         "recommended": best_verified.map(|r| json!({"k": r.k, "threshold": r.threshold, "f1": r.confirmed.f1})),
+                         "recommended": best_confirmed.map(|r| json!({"k": r.k, "threshold": r.threshold, "f1": r.confirmed.f1})),
                          "recommended_fingerprint_only": best_fp.map(|r| json!({"k": r.k, "f1": r.fingerprint.f1}))});
         out!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -175,7 +175,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     if !args.json {
-        if let (Some(f), Some(v)) = (best_fp, best_verified) {
+        if let (Some(f), Some(v)) = (best_fp, best_confirmed) {
             out!();
             out!("fingerprint only: best k = {} (precision {:.3}, recall {:.3}, F1 {:.3})", f.k, f.fingerprint.precision, f.fingerprint.recall, f.fingerprint.f1);
             out!(
