@@ -66,6 +66,15 @@ pub struct SalvageReport {
 pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: IndexOptions) -> Result<SalvageReport> {
     let mut report = SalvageReport::default();
     let names = storage.list(src).map_err(|e| Error::io(src, "list", e))?;
+    // A directory with none of an index's files is not a damaged index: refused, so that no
+    // empty index is written for it.
+    let index_file = |name: &String| match files::parse(name) {
+        FileKind::Manifest | FileKind::Recipe | FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_) => true,
+        FileKind::Lock | FileKind::Temporary | FileKind::Unknown => false,
+    };
+    if !names.iter().any(index_file) {
+        return Err(Error::InvalidArgument(format!("{} holds no index (no MANIFEST, segment, tombstone or log file): nothing to recover", src.display())));
+    }
     let manifest = match Manifest::load(storage, src) {
         Ok(Some(m)) => Some(m),
         Ok(None) => {

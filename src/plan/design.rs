@@ -71,6 +71,13 @@ pub enum DesignError {
         /// Levels requested.
         levels: usize,
     },
+    /// The bound on expected candidates per probe, `2^max_candidates_log2` (the CLI's
+    /// `--tau`), is not a finite exponent in `0..=64`: no design can be chosen by it.
+    #[error("the bound on candidates per probe, 2^tau with tau = {given}, needs a finite tau in 0..=64")]
+    BadCandidateBound {
+        /// The exponent given, as written.
+        given: String,
+    },
     /// The stored tables are not the ones the stored recipe produces.
     #[error("table {table} does not match its recipe: {detail}")]
     Mismatch {

@@ -199,6 +199,10 @@ fn plan_uncached(options: &PlanOptions) -> Result<Plan, DesignError> {
     if k > MAX_K {
         return Err(DesignError::KTooLarge { k });
     }
+    let tau = options.max_candidates_log2;
+    if !(0.0..=64.0).contains(&tau) {
+        return Err(DesignError::BadCandidateBound { given: tau.to_string() });
+    }
     let candidates = cached_candidate_designs(k)?;
     let count = options.count;
     // The best candidate per table count, by `better`'s key; only the winners are cloned.
@@ -324,6 +328,15 @@ fn narrowest_rest(recipe: &[u32], k: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bound_that_is_not_a_finite_exponent_in_range_is_refused() {
+        for tau in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, 64.5] {
+            let options = PlanOptions { max_candidates_log2: tau, ..PlanOptions::new(1000, 3) };
+            assert!(matches!(plan(&options), Err(DesignError::BadCandidateBound { .. })), "{tau}");
+        }
+        assert!(plan(&PlanOptions { max_candidates_log2: 0.0, ..PlanOptions::new(1000, 3) }).is_ok());
+    }
 
     #[test]
     fn first_table_is_identity() {

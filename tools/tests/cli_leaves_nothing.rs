@@ -139,3 +139,79 @@ fn an_error_quotes_at_most_about_200_bytes_of_a_line() {
     assert!(err.len() < 600, "{} bytes on stderr", err.len());
     assert!(err.contains("5000000 bytes in all"), "{err}");
 }
+
+/// `add` into a new (or empty) directory that fails before acknowledging a record (bad,
+/// non-UTF-8 or oversize input, a directory as input) leaves the directory as it found it;
+/// once a record is acknowledged, the index stays with it (issue 23, item 5).
+#[test]
+fn a_failed_add_into_a_new_directory_leaves_no_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "not a fingerprint\n").unwrap();
+    let non_utf8 = dir.path().join("latin1.txt");
+    std::fs::write(&non_utf8, b"0123456789abcdef\t\xe9\n").unwrap();
+    let long = dir.path().join("long.txt");
+    std::fs::write(&long, "f".repeat(1 << 20)).unwrap();
+    let input_dir = dir.path().join("a-directory");
+    std::fs::create_dir(&input_dir).unwrap();
+    for input in [&bad, &non_utf8, &long, &input_dir] {
+        let new = dir.path().join("new");
+        let o = run(&["add", p(&new), p(input)]);
+        assert_eq!(o.status.code(), Some(2), "{input:?}: {}", stderr(&o));
+        assert!(!new.exists(), "{input:?} left {:?}", tree(&new));
+        let empty = dir.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let o = run(&["add", p(&empty), p(input)]);
+        assert_eq!(o.status.code(), Some(2), "{input:?}: {}", stderr(&o));
+        assert_eq!(tree(&empty), Vec::<String>::new(), "{input:?} into an empty directory");
+    }
+    // A good record before the bad one is acknowledged: that index stays, holding it.
+    let mixed = dir.path().join("mixed.txt");
+    std::fs::write(&mixed, "0123456789abcdef\t1\nnot a fingerprint\n").unwrap();
+    let kept = dir.path().join("kept");
+    let o = run(&["add", p(&kept), p(&mixed)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let q = run(&["query", p(&kept), "-k", "0", "0123456789abcdef"]);
+    assert!(q.status.success() && String::from_utf8_lossy(&q.stdout).contains("0123456789abcdef"), "{}", stderr(&q));
+}
+
+/// Numbers that are not numbers are refused by name, before any work (issue 23, item 5).
+#[test]
+fn non_finite_and_out_of_range_numbers_are_refused_by_name() {
+    let pages = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/corpus/pages");
+    for (args, named) in [
+        (vec!["plan", "--count", "1000", "--tau", "nan"], "tau"),
+        (vec!["plan", "--count", "1000", "--tau", "inf"], "tau"),
+        (vec!["plan", "--count", "1000", "--tau=-1"], "tau"),
+        (vec!["dedup", pages, "--confirm-threshold", "nan"], "--confirm-threshold"),
+        (vec!["dedup", pages, "--confirm-threshold", "1.5"], "--confirm-threshold"),
+        (vec!["tune", pages, "--threshold=-0.1"], "--threshold"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(named), "{args:?} names {named}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?} printed a result");
+    }
+}
+
+/// `fingerprint --learn-idf` onto a directory fails and leaves no `.tmp`; `recover` of a
+/// directory that holds no index refuses and writes no empty index (issue 23, item 5).
+#[test]
+fn learning_onto_a_directory_and_recovering_no_index_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("page.txt");
+    std::fs::write(&page, "the cat sat on the mat and looked at the dog for a long while").unwrap();
+    let table = dir.path().join("table");
+    std::fs::create_dir(&table).unwrap();
+    let o = run(&["fingerprint", "--learn-idf", p(&table), p(&page)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(tree(dir.path()), vec!["page.txt".to_owned(), "table".to_owned()]);
+    let nothing = dir.path().join("nothing");
+    std::fs::create_dir(&nothing).unwrap();
+    std::fs::write(nothing.join("notes.txt"), "not an index").unwrap();
+    let out = dir.path().join("rec");
+    let o = run(&["recover", p(&nothing), "--out", p(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds no index"), "{}", stderr(&o));
+    assert!(!out.exists(), "recover wrote {:?}", tree(&out));
+}

@@ -25,7 +25,7 @@ use super::stopwords::BuildIdentity;
 use super::Error;
 use simdex::integrity::verify_crc;
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 /// File magic of an IDF table.
@@ -194,12 +194,9 @@ impl IdfTable {
 
     /// Writes the table to `path` (via a temporary file and a rename).
     pub fn save(&self, path: &Path) -> Result<(), Error> {
-        let tmp = path.with_extension("tmp");
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&self.encode())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
+        // as the index writes its files: `path.tmp`, fsynced, renamed, the directory fsynced;
+        // a failure (a directory at `path`, a full disk) removes the temporary file
+        Ok(simdex::storage::write_atomically(&simdex::storage::FsStorage, path, &self.encode())?)
     }
 
     /// Reads and verifies a table file.
@@ -232,6 +229,22 @@ impl<'a> Cursor<'a> {
     }
     fn u64(&mut self) -> Result<u64, Error> {
         self.array().map(u64::from_le_bytes)
+    }
+}
+
+/// Fuzz entry point (`tools/fuzz`, feature `fuzzing`): `data` is an IDF table file: decode
+/// it as [`IdfTable::load`] does and look up a few weights. A table that decodes must encode
+/// back to the same bytes.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub fn fuzz_decode(data: &[u8]) {
+    for data in simdex::fuzzing::with_trailing_crc(data) {
+        if let Ok(t) = IdfTable::decode(&data) {
+            for h in [0, 1, u64::MAX] {
+                std::hint::black_box(t.weight(h));
+            }
+            assert_eq!(t.encode(), data, "IDF table does not encode back to its bytes");
+        }
     }
 }
 
@@ -280,21 +293,5 @@ mod tests {
         let p = dir.path().join("idf.bin");
         table().save(&p).unwrap();
         assert_eq!(IdfTable::load(&p).unwrap(), table());
-    }
-}
-
-/// Fuzz entry point (`tools/fuzz`, feature `fuzzing`): `data` is an IDF table file: decode
-/// it as [`IdfTable::load`] does and look up a few weights. A table that decodes must encode
-/// back to the same bytes.
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub fn fuzz_decode(data: &[u8]) {
-    for data in simdex::fuzzing::with_trailing_crc(data) {
-        if let Ok(t) = IdfTable::decode(&data) {
-            for h in [0, 1, u64::MAX] {
-                std::hint::black_box(t.weight(h));
-            }
-            assert_eq!(t.encode(), data, "IDF table does not encode back to its bytes");
-        }
     }
 }

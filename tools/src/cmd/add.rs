@@ -95,6 +95,7 @@ pub fn run(args: Args) -> Result<()> {
     if !args.no_space_check {
         check_free_space(&args.dir, options.memtable_ops)?;
     }
+    let before = Before::look(&args.dir);
     let index = Index::open(&args.dir, options)?;
     let first_seq = index.stats().last_seq + 1;
     let bar = progress::bytes(input::size_hint(&args.input), "adding");
@@ -103,7 +104,12 @@ pub fn run(args: Args) -> Result<()> {
     let streamed = stream(&chunks, &mut decoder, &mut group, &bar);
     bar.finish_and_clear();
     if let Err(e) = streamed {
-        return Err(stopped(e, group, &decoder, &args.dir));
+        let (error, acked) = stopped(e, group, &decoder, &args.dir);
+        if acked == 0 {
+            // nothing was added: a directory this run created goes again
+            return Err(before.restore(&args.dir, error));
+        }
+        return Err(error);
     }
     let summary = Summary::of(&group, &decoder);
     group.index.close().with_context(|| format!("closing {} ({} records were acknowledged before)", args.dir.display(), summary.added))?;
@@ -160,7 +166,7 @@ fn stream(chunks: &ReadAhead, decoder: &mut Decoder, group: &mut GroupCommit, ba
 /// The error of a stream that stopped: a bad record or a read error is reported with the
 /// records acknowledged before it (those still buffered are committed first); a failed
 /// commit with the records acknowledged before it.
-fn stopped(error: anyhow::Error, mut group: GroupCommit, decoder: &Decoder, dir: &Path) -> anyhow::Error {
+fn stopped(error: anyhow::Error, mut group: GroupCommit, decoder: &Decoder, dir: &Path) -> (anyhow::Error, u64) {
     let mut error = format!("{error:#}");
     if !group.failed {
         if let Err(e) = group.commit() {
@@ -178,7 +184,39 @@ fn stopped(error: anyhow::Error, mut group: GroupCommit, decoder: &Decoder, dir:
     if let Err(e) = closed {
         message.push_str(&format!("\nclosing the index also failed: {e:#}"));
     }
-    anyhow!(message)
+    (anyhow!(message), group.acked)
+}
+
+/// What the index directory was before the run: a run that fails before acknowledging
+/// anything leaves a directory it created (or an empty one it filled) as it found it.
+enum Before {
+    Missing,
+    Empty,
+    Held,
+}
+
+impl Before {
+    fn look(dir: &Path) -> Self {
+        match std::fs::read_dir(dir).map(|mut entries| entries.next().is_none()) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Before::Missing,
+            Ok(true) => Before::Empty,
+            Ok(false) | Err(_) => Before::Held,
+        }
+    }
+
+    /// Removes what the run created (the index is closed: its lock is released), and says so
+    /// in `error`.
+    fn restore(&self, dir: &Path, error: anyhow::Error) -> anyhow::Error {
+        let removed = match self {
+            Before::Held => return error,
+            Before::Missing => std::fs::remove_dir_all(dir),
+            Before::Empty => std::fs::read_dir(dir).and_then(|entries| entries.map(|e| std::fs::remove_file(e?.path())).collect()),
+        };
+        match removed {
+            Ok(()) => anyhow!("{error:#}\n{} is left as it was: the index this run created is removed", dir.display()),
+            Err(e) => anyhow!("{error:#}\nremoving the index this run created in {} also failed: {e}", dir.display()),
+        }
+    }
 }
 
 /// Records waiting to be committed, and what has been acknowledged so far.
