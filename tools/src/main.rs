@@ -19,6 +19,7 @@ mod input;
 mod plot;
 mod progress;
 mod recipe_args;
+mod value_parsers;
 
 use clap::Parser;
 

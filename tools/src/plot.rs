@@ -40,14 +40,15 @@ pub fn tune_svg(path: &Path, lines: &[Line<'_>], k_max: u32, recipe: &str) -> an
     Ok(())
 }
 
-/// The histogram of h per table: the share of successive entries whose top differing bit
-/// is h (`equal` entries left out), one line per table.
-pub fn histogram_svg(path: &Path, tables: &[Vec<(u32, u64)>]) -> anyhow::Result<()> {
+/// The histogram of h: the share of successive entries whose top differing bit is h
+/// (`equal` entries left out), one line per `(label, counts by h)`: a segment's tables, or an
+/// index's segments.
+pub fn histogram_svg(path: &Path, curves: &[(String, Vec<(u32, u64)>)]) -> anyhow::Result<()> {
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(plot_error)?;
-    let shares: Vec<Vec<(u32, f64)>> = tables
+    let shares: Vec<Vec<(u32, f64)>> = curves
         .iter()
-        .map(|h| {
+        .map(|(_, h)| {
             let total: u64 = h.iter().map(|&(_, c)| c).sum();
             h.iter().map(|&(s, c)| (s, c as f64 / total.max(1) as f64)).collect()
         })
@@ -61,12 +62,12 @@ pub fn histogram_svg(path: &Path, tables: &[Vec<(u32, u64)>]) -> anyhow::Result<
         .build_cartesian_2d(0u32..64, 0f64..top)
         .map_err(plot_error)?;
     chart.configure_mesh().x_desc("h").y_desc("fraction of entries").draw().map_err(plot_error)?;
-    for (t, points) in shares.into_iter().enumerate() {
+    for (t, (points, (label, _))) in shares.into_iter().zip(curves).enumerate() {
         let color = COLORS[t % COLORS.len()];
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))
             .map_err(plot_error)?
-            .label(format!("table {t}"))
+            .label(label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw().map_err(plot_error)?;

@@ -201,3 +201,32 @@ fn verify_names_a_damaged_segment_and_leaves_unknown_files_alone() {
     assert!(v["problems"][0]["file"].as_str().unwrap().starts_with("seg-"), "{v}");
     assert!(idx.join("README.txt").exists());
 }
+
+/// `inspect` on an index directory shows every live segment, the memtable and the logs
+/// (issue 24, item 2): checked against `stats --json` and the input's count.
+#[test]
+fn inspect_on_an_index_directory_shows_every_live_segment_and_the_memtable() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    let data = pairs(3000, 7);
+    let input = write_pairs(dir.path(), "in.txt", &data);
+    ok(&run(&["add", p(&idx), p(&input), "--memtable-ops", "1000"]));
+    let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&idx), "--json"]))).unwrap();
+    let svg = dir.path().join("h.svg");
+    let report: serde_json::Value = serde_json::from_str(&ok(&run(&["inspect", p(&idx), "--json", "--plot", p(&svg)]))).unwrap();
+    let segments = report["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), stats["segments"].as_array().unwrap().len(), "{report}");
+    let names: Vec<&str> = stats["segments"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    for s in segments {
+        let file = s["file"].as_str().unwrap();
+        assert!(names.iter().any(|n| file.ends_with(n)), "{file} is a live segment of {names:?}");
+    }
+    let stored: u64 = segments.iter().map(|s| s["count"].as_u64().unwrap()).sum();
+    let in_memtable = report["memtable"]["inserts"].as_u64().unwrap();
+    assert_eq!(stored + in_memtable, data.len() as u64, "every fingerprint is in a segment or the memtable");
+    assert_eq!(in_memtable, stats["memtable"]["inserts"].as_u64().unwrap());
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.contains("seg-"), "one curve per segment, labelled by its file");
+    let text = ok(&run(&["inspect", p(&idx), "--no-histogram"]));
+    assert!(text.contains("memtable:") && text.matches("design:").count() == segments.len(), "{text}");
+}

@@ -210,7 +210,7 @@ impl Before {
         let removed = match self {
             Before::Held => return error,
             Before::Missing => std::fs::remove_dir_all(dir),
-            Before::Empty => std::fs::read_dir(dir).and_then(|entries| entries.map(|e| std::fs::remove_file(e?.path())).collect()),
+            Before::Empty => std::fs::read_dir(dir).and_then(|mut entries| entries.try_for_each(|e| std::fs::remove_file(e?.path()))),
         };
         match removed {
             Ok(()) => anyhow!("{error:#}\n{} is left as it was: the index this run created is removed", dir.display()),

@@ -44,7 +44,7 @@ pub struct Args {
     pub no_confirm: bool,
     /// Keep a pair within k only when its sketches estimate a resemblance (Jaccard of word
     /// 3-shingles) of at least this
-    #[arg(long, alias = "verify-threshold", default_value_t = DEFAULT_CONFIRM_THRESHOLD, value_parser = super::fraction, conflicts_with = "no_confirm")]
+    #[arg(long, alias = "verify-threshold", default_value_t = DEFAULT_CONFIRM_THRESHOLD, value_parser = crate::value_parsers::fraction, conflicts_with = "no_confirm")]
     pub confirm_threshold: f64,
     /// Write every near-duplicate pair of documents to FILE, one a line:
     /// id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity

@@ -1,27 +1,30 @@
-//! `simdex inspect`: what a segment holds and how well each table compresses.
+//! `simdex inspect`: what a segment (or every live segment of an index) holds and how well
+//! each table compresses.
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::inspect::{gap_histogram, segment_anatomy, GapSymbol};
-use simdex::Segment;
+use simdex::{Index, IndexOptions, Segment};
 use std::path::PathBuf;
 
 use crate::progress;
 
-/// Bytes of block index per block (key, count, CRC), as in format-spec/segment.md.
-/// Show a segment's header, design and per-table statistics.
+/// Show a segment's header, design and per-table statistics; for an index directory, its
+/// memtable, logs and tombstones and then every live segment.
 ///
 /// Per table: entries, blocks, prefix bits, bits per fingerprint for the blocks alone and
 /// with the block index, the Huffman code lengths, and the histogram of h (the position of
 /// the top differing bit between successive entries: the paper's Figure 2a). `--json`
 /// gives the same with fields `count`, `file_bytes` and `tables[]` (`entries`, `blocks`,
-/// `prefix_bits`, `bits_per_entry_blocks`, `bits_per_entry_total`, ...).
+/// `prefix_bits`, `bits_per_entry_blocks`, `bits_per_entry_total`, ...); for a directory,
+/// `memtable`, `logs`, `tombstones` and `segments[]` (each as for a file).
 ///
-/// Example: `simdex inspect pages.sdx --json`
+/// Example: `simdex inspect pages.sdx --json`, `simdex inspect pages/ --plot h.svg`
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// The segment file.
+    /// The segment file, or an index directory (every live segment, the memtable and the
+    /// logs).
     file: PathBuf,
     /// Skip the h histogram (it decodes every block).
     #[arg(long)]
@@ -35,20 +38,91 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.file.is_dir() {
+        return run_index(&args);
+    }
     let seg = Segment::open(&args.file)?;
-    let anatomy = segment_anatomy(&seg);
+    let (report, plotted) = inspect_segment(&seg, args.no_histogram)?;
+    if let Some(path) = &args.plot {
+        let curves: Vec<(String, Vec<(u32, u64)>)> = plotted.into_iter().enumerate().map(|(t, h)| (format!("table {t}"), h)).collect();
+        crate::plot::histogram_svg(path, &curves).with_context(|| format!("cannot draw {}", path.display()))?;
+    }
+    if args.json {
+        out!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report)?;
+    }
+    Ok(())
+}
+
+/// An index directory: what `stats` says of it (memtable, logs, tombstones), then every live
+/// segment of one consistent snapshot as a segment file is shown; `--plot` draws one curve
+/// per segment (its tables' counts by h, added up).
+fn run_index(args: &Args) -> Result<()> {
+    let index = Index::open_read_only(&args.file, IndexOptions::default()).with_context(|| format!("opening index {}", args.file.display()))?;
+    let stats = index.stats();
+    let snapshot = index.snapshot();
+    let mut segments = Vec::new();
+    let mut curves = Vec::new();
+    for seg in snapshot.segments() {
+        let (report, plotted) = inspect_segment(seg, args.no_histogram)?;
+        let mut by_h = std::collections::BTreeMap::new();
+        for (h, c) in plotted.into_iter().flatten() {
+            *by_h.entry(h).or_insert(0) += c;
+        }
+        let name = seg.path().file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        curves.push((format!("{name} ({} fingerprints)", seg.len()), by_h.into_iter().collect()));
+        segments.push(report);
+    }
+    if let Some(path) = &args.plot {
+        crate::plot::histogram_svg(path, &curves).with_context(|| format!("cannot draw {}", path.display()))?;
+    }
+    let report = json!({
+        "dir": args.file,
+        "k": stats.k,
+        "last_seq": stats.last_seq,
+        "memtable": {"inserts": stats.memtable_inserts, "deletes": stats.memtable_deletes, "frozen_memtables": stats.frozen_memtables, "frozen_ops": stats.frozen_ops},
+        "logs": stats.logs.iter().map(|(name, bytes)| json!({"name": name, "bytes": bytes})).collect::<Vec<_>>(),
+        "tombstone_files": stats.tombstone_files,
+        "tombstones": stats.tombstones,
+        "segments": segments,
+    });
+    if args.json {
+        out!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    out!("index:           {} (k = {}, last sequence number {})", args.file.display(), stats.k, stats.last_seq);
+    out!("segments:        {}", stats.segments.len());
+    out!("memtable:        {} inserts, {} deletes; {} frozen ({} operations)", stats.memtable_inserts, stats.memtable_deletes, stats.frozen_memtables, stats.frozen_ops);
+    out!("tombstones:      {} in {} files", stats.tombstones, stats.tombstone_files);
+    for (name, bytes) in &stats.logs {
+        out!("log:             {name} ({bytes} bytes)");
+    }
+    for segment in &report["segments"].as_array().cloned().unwrap_or_default() {
+        out!();
+        print_text(segment)?;
+    }
+    Ok(())
+}
+
+/// Counts of entries by h (the top differing bit), one list per table.
+type CountsByH = Vec<Vec<(u32, u64)>>;
+
+/// One segment's report (as JSON) and its tables' counts by h.
+fn inspect_segment(seg: &Segment, no_histogram: bool) -> Result<(serde_json::Value, CountsByH)> {
+    let anatomy = segment_anatomy(seg);
     let n = anatomy.entries;
     let bound = anatomy.information_bound_bits;
     let total_entries: u64 = anatomy.tables.iter().map(|t| t.entries).sum();
-    let bar = progress::steps(if args.no_histogram { 0 } else { total_entries }, "decoding tables");
+    let bar = progress::steps(if no_histogram { 0 } else { total_entries }, "decoding tables");
     let mut tables = Vec::new();
-    let mut plotted: Vec<Vec<(u32, u64)>> = Vec::new();
+    let mut plotted: CountsByH = Vec::new();
     let mut done = 0;
     for t in &anatomy.tables {
-        let histogram = if args.no_histogram {
+        let histogram = if no_histogram {
             None
         } else {
-            let h = gap_histogram(&seg, t.table, |decoded| bar.set_position(done + decoded))?;
+            let h = gap_histogram(seg, t.table, |decoded| bar.set_position(done + decoded))?;
             done += t.entries;
             plotted.push(h.iter().filter_map(|&(s, c)| if let GapSymbol::Top(h) = s { Some((h, c)) } else { None }).collect());
             Some(h)
@@ -71,11 +145,8 @@ pub fn run(args: Args) -> Result<()> {
         }));
     }
     bar.finish_and_clear();
-    if let Some(path) = &args.plot {
-        crate::plot::histogram_svg(path, &plotted).with_context(|| format!("cannot draw {}", path.display()))?;
-    }
     let report = json!({
-        "file": args.file,
+        "file": seg.path(),
         "format_version": anatomy.format_version,
         "f": 64,
         "k": anatomy.k,
@@ -89,12 +160,7 @@ pub fn run(args: Args) -> Result<()> {
         "information_bound_bits": bound,
         "tables": tables,
     });
-    if args.json {
-        out!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_text(&report)?;
-    }
-    Ok(())
+    Ok((report, plotted))
 }
 
 fn by_symbol(values: impl IntoIterator<Item = (GapSymbol, u64)>) -> serde_json::Value {

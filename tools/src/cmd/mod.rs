@@ -57,16 +57,6 @@ pub enum Command {
     Tune(tune::Args),
 }
 
-/// A similarity threshold (clap's value parser): a number in `0..=1`; NaN, infinities and
-/// numbers outside are refused, and clap names the flag.
-pub(crate) fn fraction(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        Ok(_) => Err(format!("{s} is not a number in 0..=1")),
-        Err(_) => Err(format!("{s} is not a number")),
-    }
-}
-
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Plan(a) => plan::run(a).map(|_| ExitCode::SUCCESS),

@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Jaccard similarity of word 3-shingle sets at which a pair is a near-duplicate
-    #[arg(long, default_value_t = 0.9, value_parser = super::fraction)]
+    #[arg(long, default_value_t = 0.9, value_parser = crate::value_parsers::fraction)]
     pub threshold: f64,
     /// Do not learn IDF weights from the sample (dedup learns them from its input)
     #[arg(long)]

@@ -1,0 +1,12 @@
+//! Value parsers for clap shared by the subcommands: numbers checked where they are read,
+//! so a bad one is refused with the flag's name.
+
+/// A similarity threshold (clap's value parser): a number in `0..=1`; NaN, infinities and
+/// numbers outside are refused, and clap names the flag.
+pub fn fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Ok(_) => Err(format!("{s} is not a number in 0..=1")),
+        Err(_) => Err(format!("{s} is not a number")),
+    }
+}
