@@ -1,4 +1,5 @@
-//! `simdex bench query` on a segment file and on an index directory.
+//! `simdex bench query` on a segment file and on an index directory, from one thread or
+//! several sharing the open index.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -27,12 +28,16 @@ fn bench_query_on_an_index_directory_counts_what_query_finds() {
     // The oracle: the matches `simdex query` prints for the same queries, one a line.
     let expected = String::from_utf8(run(&["query", p(&idx), "-k", "3", "--input", p(&queries)]).stdout).unwrap().lines().count() as u64;
     assert!(expected >= 200, "near queries find their originals: {expected}");
-    for (target, extra) in [(p(&idx), vec![]), (p(&idx), vec!["--no-warmup"]), (p(&seg), vec![])] {
+    let threads: Vec<&str> = vec!["--threads", "3", "--rounds", "2"];
+    for (target, extra) in [(p(&idx), vec![]), (p(&idx), vec!["--no-warmup"]), (p(&seg), vec![]), (p(&idx), threads.clone()), (p(&seg), threads.clone())] {
         let mut args = vec!["bench", "query", target, "--input", p(&queries), "-k", "3", "--json"];
         args.extend(extra.iter().copied());
         let report: serde_json::Value = serde_json::from_slice(&run(&args).stdout).unwrap();
-        assert_eq!(report["queries"], 200, "{report}");
-        assert_eq!(report["matches"].as_u64(), Some(expected), "{args:?}: {report}");
+        // --threads 3 --rounds 2: every query twice, shared between three threads
+        let rounds = if extra.contains(&"--rounds") { 2 } else { 1 };
+        assert_eq!(report["queries"], 200 * rounds, "{report}");
+        assert_eq!(report["matches"].as_u64(), Some(expected * rounds), "{args:?}: {report}");
+        assert_eq!(report["threads"], if extra.contains(&"--threads") { 3 } else { 1 }, "{report}");
         for field in ["p50_us", "p99_us", "mean_us", "qps"] {
             assert!(report[field].as_f64().is_some_and(|v| v > 0.0), "{field} in {report}");
         }

@@ -82,6 +82,10 @@ struct QueryArgs {
     /// Timed passes over the queries.
     #[arg(long, default_value_t = 1)]
     rounds: u32,
+    /// Threads querying the one open index (or segment) at once, each taking every N-th
+    /// query; queries/s is the total, latencies are every thread's together.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: u32,
     /// Measure cold: no untimed warm-up pass over the queries first (drop the page cache
     /// before, e.g. `echo 3 > /proc/sys/vm/drop_caches` as root, to measure reads from disk).
     #[arg(long)]
@@ -191,17 +195,36 @@ fn query(args: QueryArgs) -> Result<()> {
             source.query_into(q, &options, &mut out)?;
         }
     }
-    let mut latencies = Vec::with_capacity(queries.len() * args.rounds as usize);
+    let threads = args.threads as usize;
     let start = Instant::now();
-    for _ in 0..args.rounds {
-        for &q in &queries {
-            let t = Instant::now();
-            source.query_into(q, &options, &mut out)?;
-            latencies.push(t.elapsed().as_nanos() as u64);
-            matches += out.len() as u64;
-        }
-    }
+    // Each thread queries its share (every `threads`-th query) through the one shared source.
+    let shares: Vec<Result<(Vec<u64>, u64)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (source, queries, options) = (&source, &queries, &options);
+                scope.spawn(move || -> Result<(Vec<u64>, u64)> {
+                    let (mut latencies, mut matches, mut out) = (Vec::new(), 0u64, Vec::new());
+                    for _ in 0..args.rounds {
+                        for &q in queries.iter().skip(t).step_by(threads) {
+                            let started = Instant::now();
+                            source.query_into(q, options, &mut out)?;
+                            latencies.push(started.elapsed().as_nanos() as u64);
+                            matches += out.len() as u64;
+                        }
+                    }
+                    Ok((latencies, matches))
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a query thread panicked")))).collect()
+    });
     let wall = start.elapsed().as_secs_f64();
+    let mut latencies = Vec::with_capacity(queries.len() * args.rounds as usize);
+    for share in shares {
+        let (l, m) = share?;
+        latencies.extend(l);
+        matches += m;
+    }
     latencies.sort_unstable();
     let us = |ns: u64| ns as f64 / 1000.0;
     let n = latencies.len();
@@ -212,12 +235,13 @@ fn query(args: QueryArgs) -> Result<()> {
     if args.json {
         out!(
             "{}",
-            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "queries": n, "warmup": !args.no_warmup, "open_ms": open_ms,
+            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
                    "matches": matches, "qps": qps, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
         );
     } else {
         out!("{}: {entries} fingerprints, {design}; opened in {open_ms:.1} ms{}", args.file.display(), if args.no_warmup { ", no warm-up" } else { "" });
-        out!("{n} queries (k = {}), {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
+        let on = if threads > 1 { format!(" on {threads} threads") } else { String::new() };
+        out!("{n} queries (k = {}){on}, {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
     }
     Ok(())
 }
