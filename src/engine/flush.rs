@@ -95,6 +95,10 @@ impl Engine {
     /// The rotation itself: sync the log, start the next, freeze the active memtable.
     fn rotate(&self, w: &mut WriterState) -> Result<Rotation> {
         self.sync_locked(w)?;
+        // Synced whole: the next manifest records how long it is (`seal`).
+        if let Some(seal) = self.seal_of_writer(w) {
+            self.keep_seal(seal);
+        }
         let number = self.alloc_number();
         let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number, self.sketches.is_some()) {
             Ok(log) => log,
@@ -195,6 +199,7 @@ impl Engine {
             m.number += 1;
             m.last_seq = max_seq;
             m.log_number = mem.log_number + 1;
+            m.logs = self.seals_for(&m);
             m.next_file = self.next_file.load(Ordering::SeqCst);
             m.store(&*self.storage, &self.dir)?;
             *manifest = m;

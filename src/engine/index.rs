@@ -232,7 +232,16 @@ impl Index {
                 self.engine.compact_tiered()?;
             }
         }
-        // The writes are durable; a background failure not reported yet is reported now.
+        // The writes are durable; the manifest records how long the open log is, so that
+        // a log found shorter later is counted as loss (`seal`).
+        {
+            let mut w = lock(&self.engine.writer);
+            if w.failed.is_none() {
+                self.engine.sync_locked(&mut w)?;
+                self.engine.seal_open_log(&w)?;
+            }
+        }
+        // A background failure not reported yet is reported now.
         self.engine.report_maintenance_failure()
     }
 
@@ -254,8 +263,8 @@ impl Drop for Index {
         self.stop_background();
         if !self.engine.read_only {
             let mut w = lock(&self.engine.writer);
-            if w.failed.is_none() {
-                let _ = self.engine.sync_locked(&mut w);
+            if w.failed.is_none() && self.engine.sync_locked(&mut w).is_ok() {
+                let _ = self.engine.seal_open_log(&w);
             }
         }
     }

@@ -27,6 +27,10 @@ pub const MANIFEST_VERSION: u32 = 1;
 /// Manifest format version of an index that stores sketches: [`M_SKETCH_BYTES`] is set and
 /// the sketch scheme (8 bytes) follows the tombstone entries.
 pub const MANIFEST_VERSION_SKETCHES: u32 = 2;
+/// Manifest format version written today (issue 23): the log entries (each live log's
+/// synced length and last sequence number) follow the tombstone entries, their count in the
+/// header's last word; the sketch width is 0 in an index without sketches.
+pub const MANIFEST_VERSION_LOGS: u32 = 3;
 
 /// Offset of the magic.
 pub const M_MAGIC: usize = 0;
@@ -52,14 +56,16 @@ pub const M_SKETCH_BYTES: usize = M_CODEC + 1;
 pub const M_SEGMENTS: usize = M_SKETCH_BYTES + 2;
 /// Offset of the tombstone-file count (u32).
 pub const M_TOMBSTONES: usize = M_SEGMENTS + 4;
-/// Offset of four reserved bytes.
-pub const M_RESERVED2: usize = M_TOMBSTONES + 4;
+/// Offset of the log-entry count (u32; version 3; four reserved zero bytes before it).
+pub const M_LOGS: usize = M_TOMBSTONES + 4;
 /// Offset of the first segment entry.
-pub const M_ENTRIES: usize = M_RESERVED2 + 4;
+pub const M_ENTRIES: usize = M_LOGS + 4;
 /// Bytes per segment entry: number, entries, file length, first and last sequence number.
 pub const SEGMENT_ENTRY: usize = 5 * 8;
 /// Bytes per tombstone-file entry: number, tombstones, last sequence number, file length.
 pub const TOMBSTONE_ENTRY: usize = 4 * 8;
+/// Bytes per log entry: number, synced length, last sequence number, reserved.
+pub const LOG_ENTRY: usize = 4 * 8;
 /// Bytes of the sketch scheme after the tombstone entries (version 2).
 pub const SKETCH_SCHEME_BYTES: usize = 8;
 /// Bytes of the trailing CRC.
@@ -93,6 +99,20 @@ pub struct TombstoneMeta {
     pub file_len: u64,
 }
 
+/// What the manifest records of a live log when it was written (a *seal*): the log held at
+/// least `len` bytes of intact records, all synced, through sequence number `last_seq`.
+/// A log found shorter, or missing, lost the acknowledged operations up to `last_seq`
+/// (`format-spec/manifest.md`, "Log entries").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogMeta {
+    /// File number (`log-NUMBER.wal`).
+    pub number: u64,
+    /// Bytes of header and intact records the log held, synced.
+    pub len: u64,
+    /// The last sequence number in the log then; with no records, the one it continues from.
+    pub last_seq: u64,
+}
+
 /// The decoded manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
@@ -115,22 +135,25 @@ pub struct Manifest {
     /// The sketch every document of the index carries (fixed when the index is created):
     /// its width and scheme. `None`: the index stores no sketches (a version-1 manifest).
     pub sketches: Option<SketchColumn>,
+    /// Seals of live logs (version 3), oldest first: what was synced to each when the
+    /// manifest was written (at a flush for the logs frozen before it, at a clean close
+    /// for the open one).
+    pub logs: Vec<LogMeta>,
 }
 
 impl Manifest {
     /// The manifest of a new, empty index.
     pub fn new(k: u32, codec: Codec, sketches: Option<SketchColumn>) -> Self {
-        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new(), sketches }
+        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new(), sketches, logs: Vec::new() }
     }
 
     /// The encoded bytes.
     pub fn encode(&self) -> Vec<u8> {
         let scheme_len = if self.sketches.is_some() { SKETCH_SCHEME_BYTES } else { 0 };
-        let len = M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + self.tombstones.len() * TOMBSTONE_ENTRY + scheme_len + M_CRC_BYTES;
+        let len = M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + self.tombstones.len() * TOMBSTONE_ENTRY + self.logs.len() * LOG_ENTRY + scheme_len + M_CRC_BYTES;
         let mut b = Vec::with_capacity(len);
         b.extend_from_slice(&MANIFEST_MAGIC);
-        let version = if self.sketches.is_some() { MANIFEST_VERSION_SKETCHES } else { MANIFEST_VERSION };
-        b.extend_from_slice(&version.to_le_bytes());
+        b.extend_from_slice(&MANIFEST_VERSION_LOGS.to_le_bytes());
         b.extend_from_slice(&(len as u32).to_le_bytes());
         for v in [self.number, self.next_file, self.log_number, self.last_seq] {
             b.extend_from_slice(&v.to_le_bytes());
@@ -139,7 +162,7 @@ impl Manifest {
         b.extend_from_slice(&self.sketches.map_or(0, |s| s.bytes).to_le_bytes());
         b.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
         b.extend_from_slice(&(self.tombstones.len() as u32).to_le_bytes());
-        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&(self.logs.len() as u32).to_le_bytes());
         debug_assert_eq!(b.len(), M_ENTRIES);
         for s in &self.segments {
             for v in [s.number, s.entries, s.file_len, s.min_seq, s.max_seq] {
@@ -148,6 +171,11 @@ impl Manifest {
         }
         for t in &self.tombstones {
             for v in [t.number, t.count, t.max_seq, t.file_len] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        for l in &self.logs {
+            for v in [l.number, l.len, l.last_seq, 0] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
         }
@@ -162,7 +190,7 @@ impl Manifest {
 
     /// Decodes a manifest read from `path`, checking its CRC and invariants.
     pub fn decode(path: &Path, b: &[u8]) -> Result<Self> {
-        let version = check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION..=MANIFEST_VERSION_SKETCHES)?;
+        let version = check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION..=MANIFEST_VERSION_LOGS)?;
         let cut_short = || Error::corrupt(path, b.len() as u64, format!("manifest is {} bytes, shorter than its {}-byte header: cut short", b.len(), M_ENTRIES));
         let head: &[u8; M_ENTRIES] = b.first_chunk().ok_or_else(cut_short)?;
         let (body, crc) = b.split_last_chunk::<M_CRC_BYTES>().filter(|(body, _)| body.len() >= M_ENTRIES).ok_or_else(cut_short)?;
@@ -171,11 +199,13 @@ impl Manifest {
             return Err(Error::corrupt(path, M_LEN as u64, format!("manifest says it is {len} bytes, the file is {}", b.len())));
         }
         verify_crc(body, u32::from_le_bytes(*crc)).map_err(|m| m.corrupt(path, body.len() as u64, Location::default(), "manifest"))?;
-        if head[M_RESERVED2..M_ENTRIES].iter().any(|&x| x != 0) {
-            return Err(Error::corrupt(path, M_RESERVED2 as u64, "reserved manifest bytes are not zero"));
+        // Versions 1 and 2 keep the log-entry count's word reserved (zero).
+        let logs_n = LE::read_u32(&head[M_LOGS..]) as usize;
+        if version < MANIFEST_VERSION_LOGS && logs_n != 0 {
+            return Err(Error::corrupt(path, M_LOGS as u64, "reserved manifest bytes are not zero"));
         }
         let sketch_bytes = LE::read_u16(&head[M_SKETCH_BYTES..]);
-        if (version >= MANIFEST_VERSION_SKETCHES) != (sketch_bytes > 0) {
+        if version < MANIFEST_VERSION_LOGS && (version >= MANIFEST_VERSION_SKETCHES) != (sketch_bytes > 0) {
             return Err(Error::corrupt(path, M_SKETCH_BYTES as u64, format!("sketch width {sketch_bytes} in a version-{version} manifest")));
         }
         let segments_n = LE::read_u32(&head[M_SEGMENTS..]) as usize;
@@ -187,9 +217,13 @@ impl Manifest {
         } else {
             (entries, None)
         };
-        let (segment_bytes, tombstone_bytes) = entries.split_at_checked(segments_n.saturating_mul(SEGMENT_ENTRY)).unwrap_or_default();
-        if segment_bytes.len() != segments_n.saturating_mul(SEGMENT_ENTRY) || tombstone_bytes.len() != tombstones_n.saturating_mul(TOMBSTONE_ENTRY) {
-            return Err(Error::corrupt(path, M_SEGMENTS as u64, format!("{segments_n} segments and {tombstones_n} tombstone files do not fill {len} bytes")));
+        let (segment_bytes, rest) = entries.split_at_checked(segments_n.saturating_mul(SEGMENT_ENTRY)).unwrap_or_default();
+        let (tombstone_bytes, log_bytes) = rest.split_at_checked(tombstones_n.saturating_mul(TOMBSTONE_ENTRY)).unwrap_or_default();
+        if segment_bytes.len() != segments_n.saturating_mul(SEGMENT_ENTRY)
+            || tombstone_bytes.len() != tombstones_n.saturating_mul(TOMBSTONE_ENTRY)
+            || log_bytes.len() != logs_n.saturating_mul(LOG_ENTRY)
+        {
+            return Err(Error::corrupt(path, M_SEGMENTS as u64, format!("{segments_n} segments, {tombstones_n} tombstone files and {logs_n} logs do not fill {len} bytes")));
         }
         let codec = Codec::from_id(head[M_CODEC]).ok_or_else(|| Error::corrupt(path, M_CODEC as u64, format!("unknown codec id {}", head[M_CODEC])))?;
         let m = Manifest {
@@ -216,6 +250,22 @@ impl Manifest {
                 })
                 .collect(),
             sketches: scheme.map(|scheme| SketchColumn { bytes: sketch_bytes, scheme }),
+            logs: log_bytes
+                .chunks_exact(LOG_ENTRY)
+                .map(|c| {
+                    let mut v = [0u64; 4];
+                    LE::read_u64_into(c, &mut v);
+                    (LogMeta { number: v[0], len: v[1], last_seq: v[2] }, v[3])
+                })
+                .enumerate()
+                .map(|(i, (l, reserved))| {
+                    let at = M_ENTRIES + segment_bytes.len() + tombstone_bytes.len() + i * LOG_ENTRY;
+                    if reserved != 0 {
+                        return Err(Error::corrupt(path, (at + 24) as u64, "reserved manifest bytes are not zero"));
+                    }
+                    Ok(l)
+                })
+                .collect::<Result<_>>()?,
         };
         m.check(path)?;
         Ok(m)
@@ -240,6 +290,15 @@ impl Manifest {
             if t.number >= self.next_file || t.max_seq > self.last_seq {
                 return bad(M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + i * TOMBSTONE_ENTRY, format!("tombstone entry {i} (number {}) is out of range", t.number));
             }
+        }
+        let mut prev: Option<&LogMeta> = None;
+        for (i, l) in self.logs.iter().enumerate() {
+            let at = M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + self.tombstones.len() * TOMBSTONE_ENTRY + i * LOG_ENTRY;
+            let ordered = prev.is_none_or(|p| p.number < l.number && p.last_seq <= l.last_seq);
+            if l.number < self.log_number || l.number >= self.next_file || l.last_seq < self.last_seq || !ordered {
+                return bad(at, format!("log entry {i} (number {}, through sequence number {}) is out of order or out of range", l.number, l.last_seq));
+            }
+            prev = Some(l);
         }
         Ok(())
     }
@@ -273,7 +332,11 @@ mod tests {
         m.segments.push(SegmentMeta { number: 3, entries: 50, file_len: 4096, min_seq: 1, max_seq: 60 });
         m.segments.push(SegmentMeta { number: 5, entries: 20, file_len: 2048, min_seq: 61, max_seq: 90 });
         m.tombstones.push(TombstoneMeta { number: 6, count: 2, max_seq: 90, file_len: 84 });
+        m.log_number = 7;
+        m.logs.push(LogMeta { number: 7, len: 32 + 44 * 3, last_seq: 103 });
+        m.logs.push(LogMeta { number: 8, len: 32, last_seq: 103 });
         let b = m.encode();
+        assert_eq!((LE::read_u32(&b[M_VERSION..]), LE::read_u32(&b[M_LOGS..]), b.len()), (3, 2, M_ENTRIES + 2 * 40 + 32 + 2 * 32 + 4));
         assert_eq!(Manifest::decode(Path::new("M"), &b).unwrap(), m);
         for len in 0..b.len() {
             assert!(Manifest::decode(Path::new("M"), &b[..len]).unwrap_err().is_corruption());
@@ -281,7 +344,7 @@ mod tests {
         // With sketches: version 2, the width in the header, the scheme before the CRC.
         m.sketches = Some(SketchColumn { bytes: 64, scheme: *b"MH\x00\x02\x01\x01\x00\x00" });
         let b2 = m.encode();
-        assert_eq!((LE::read_u32(&b2[M_VERSION..]), LE::read_u16(&b2[M_SKETCH_BYTES..]), b2.len()), (2, 64, b.len() + 8));
+        assert_eq!((LE::read_u32(&b2[M_VERSION..]), LE::read_u16(&b2[M_SKETCH_BYTES..]), b2.len()), (3, 64, b.len() + 8));
         assert_eq!(Manifest::decode(Path::new("M"), &b2).unwrap(), m);
         for len in 0..b2.len() {
             assert!(Manifest::decode(Path::new("M"), &b2[..len]).unwrap_err().is_corruption());

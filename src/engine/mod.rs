@@ -30,6 +30,7 @@
 //! - `commit`: the write path (log appends, group commit, the sync thread); `flush`:
 //!   freezing a full memtable, writing it as a segment, installing new manifests;
 //!   `maintenance`: the maintenance thread, the write stall, running compactions;
+//! - `seal`: what the manifest records of each log, and the check of a log against it;
 //! - `state`: the engine the handle and the threads share; `writer`: the writer's state;
 //!   `version`: the live set a query reads;
 //! - `options`: [`IndexOptions`], [`Durability`], [`FindOrInsert`]; `report`: what opening
@@ -71,6 +72,7 @@ mod options;
 pub mod pinned_recipe;
 mod report;
 pub mod salvage;
+mod seal;
 pub mod snapshot;
 mod state;
 mod stats;
@@ -81,6 +83,6 @@ mod writer;
 
 pub use compaction::CompactionOptions;
 pub use index::Index;
-pub use options::{Durability, FindOrInsert, IndexOptions};
+pub use options::{Durability, FindOrInsert, IndexOptions, LogRecovery};
 pub use report::{LogReport, OpenReport};
 pub use stats::{SegmentStats, Stats};

@@ -3,16 +3,17 @@
 //! log tails cut and orphans of interrupted flushes and compactions removed), then the
 //! background threads. Salvage of a damaged directory is `salvage`'s, not this module's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
 use super::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
-use super::manifest::{Manifest, TombstoneMeta};
+use super::manifest::{LogMeta, Manifest, TombstoneMeta};
 use super::memtable::Memtable;
-use super::options::OpenMode;
+use super::options::{LogRecovery, OpenMode};
 use super::report::{LogReport, OpenReport};
+use super::seal::{seal_of, shortfall};
 use super::state::{Engine, MaintenanceSignals};
 use super::tombstone;
 use super::version::{LiveSegment, TombstoneSet, Version};
@@ -68,7 +69,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         }
         break result?;
     };
-    let Recovered { manifest, version, writer, next_file, report, mem_design } = loaded;
+    let Recovered { manifest, version, writer, next_file, report, mem_design, accepted_loss, seen } = loaded;
     let engine = Arc::new(Engine {
         dir: dir.to_path_buf(),
         storage,
@@ -80,6 +81,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         writer: Mutex::new(writer),
         current: RwLock::new(Arc::new(version)),
         manifest: Mutex::new(manifest),
+        seals: Mutex::new(Vec::new()),
         compacting: Mutex::new(()),
         next_file: AtomicU64::new(next_file),
         signals: Mutex::new(MaintenanceSignals::default()),
@@ -94,6 +96,17 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         _lock: lock,
         options,
     });
+    if let Some(high_water) = accepted_loss {
+        engine.accept_log_loss(high_water)?;
+    } else if !read_only {
+        // What was replayed is acknowledged (the log is synced): a manifest records it
+        // when it does not yet (after a crash, or a close that did not flush), so that
+        // losing it later is counted, not silent.
+        for seal in seen {
+            engine.keep_seal(seal);
+        }
+        engine.seal_open_log(&super::state::lock(&engine.writer))?;
+    }
     let mut threads = Vec::new();
     if !read_only && engine.options.background {
         let s = engine.clone();
@@ -154,6 +167,10 @@ struct Recovered {
     next_file: u64,
     report: OpenReport,
     mem_design: Arc<Design>,
+    /// A loss opened past: the last sequence number spent (`Engine::accept_log_loss`).
+    accepted_loss: Option<u64>,
+    /// Seals of the logs replayed whole.
+    seen: Vec<LogMeta>,
 }
 
 fn not_found(e: &std::io::Error) -> bool {
@@ -175,13 +192,14 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let mut next_file = manifest.next_file.max(listing.max_number + 1);
     let segments = open_segments(storage, dir, &manifest)?;
     let tombstone_files = load_tombstones(storage, dir, &manifest)?;
-    let Replayed { mut memtable, next_seq, append_to } = replay_logs(storage, dir, &listing.logs, &manifest, mem_design.clone(), read_only, &mut report)?;
+    let Replayed { mut memtable, next_seq, append_to, accepted_loss, seen } =
+        replay_logs(storage, dir, &listing.logs, &manifest, mem_design.clone(), (mode, options.log_recovery), &mut report)?;
     let mut writer = WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false };
     if !read_only {
         writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable, sketch_width)?);
     }
     let version = Version { active: Arc::new(memtable), frozen: Vec::new(), segments, tombstones: Arc::new(TombstoneSet::new(tombstone_files)) };
-    Ok(Recovered { manifest, version, writer, next_file, report, mem_design })
+    Ok(Recovered { manifest, version, writer, next_file, report, mem_design, accepted_loss, seen })
 }
 
 /// The manifest, and the names in `dir` listed after it was read. Without a manifest, a
@@ -319,26 +337,72 @@ fn load_tombstones(storage: &dyn Storage, dir: &Path, manifest: &Manifest) -> Re
 }
 
 /// What replaying the logs left: the memtable, the next sequence number, and the newest
-/// log with its valid length (a writable open appends to it).
+/// log with its valid length (a writable open appends to it); after a loss opened past
+/// ([`LogRecovery::PointInTime`]), the last sequence number spent, for `accept_log_loss`.
 struct Replayed {
     memtable: Memtable,
     next_seq: u64,
     append_to: Option<(u64, u64)>,
+    accepted_loss: Option<u64>,
+    /// Seals of the logs replayed whole: a writable open records them (`seal`).
+    seen: Vec<LogMeta>,
+}
+
+/// The first loss the replay met: where, and what.
+struct Loss {
+    path: PathBuf,
+    offset: u64,
+    detail: String,
 }
 
 /// Replays the live logs into a new memtable, oldest first, checking that sequence numbers
-/// continue; a writable open also cuts torn log tails and removes logs without a whole header.
-fn replay_logs(storage: &dyn Storage, dir: &Path, logs: &[u64], manifest: &Manifest, mem_design: Arc<Design>, read_only: bool, report: &mut OpenReport) -> Result<Replayed> {
+/// continue and that every log holds what the manifest's seal of it says
+/// (`seal::shortfall`); a writable open also cuts torn log tails and removes logs without a
+/// whole header. A log that falls short (or, with [`LogRecovery::PointInTime`], a damaged
+/// record) is the point in time: what follows is not replayed but counted, and the open
+/// fails (`Strict`) or reports it and goes on.
+fn replay_logs(
+    storage: &dyn Storage,
+    dir: &Path,
+    logs: &[u64],
+    manifest: &Manifest,
+    mem_design: Arc<Design>,
+    options: (OpenMode, LogRecovery),
+    report: &mut OpenReport,
+) -> Result<Replayed> {
+    let (mode, recovery) = options;
+    let read_only = mode == OpenMode::ReadOnly;
     let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
     let mut next_seq = manifest.last_seq + 1;
     let mut append_to: Option<(u64, u64)> = None;
+    // The logs the directory holds and those the manifest has a seal of (a missing one is loss).
+    let mut numbers: Vec<u64> = logs.iter().copied().chain(manifest.logs.iter().map(|l| l.number)).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
     let last_log = logs.last().copied();
     let memtable = Memtable::new(mem_design, last_log.unwrap_or(0), sketch_width);
-    for &n in logs {
+    let mut high_water = manifest.last_seq;
+    let mut loss: Option<Loss> = None;
+    let mut seen = Vec::new();
+    for n in numbers {
         let path = dir.join(log_name(n));
+        let seal = seal_of(manifest, n);
+        high_water = high_water.max(seal.map_or(0, |s| s.last_seq));
+        if !logs.contains(&n) {
+            if let Some(short) = seal.filter(|_| loss.is_none()).and_then(|s| shortfall(s, None, next_seq - 1)) {
+                loss = Some(Loss { path, offset: 0, detail: short.detail });
+            }
+            continue;
+        }
         let bytes = storage.read_copy(&path).map_err(|e| Error::io(&path, "read", e))?;
+        if loss.is_some() {
+            // Past the point in time: not replayed, only counted.
+            let scan = scan_log(&path, &bytes, n, ScanMode::Salvage, |_| Ok(()));
+            high_water = high_water.max(scan.ok().and_then(|s| s.seqs).map_or(0, |s| s.1));
+            continue;
+        }
         let mut ops = 0u64;
-        let scan = scan_log(&path, &bytes, n, ScanMode::Strict, |r| {
+        let scanned = scan_log(&path, &bytes, n, ScanMode::Strict, |r| {
             if r.last_seq() < next_seq {
                 return Ok(());
             }
@@ -356,9 +420,25 @@ fn replay_logs(storage: &dyn Storage, dir: &Path, logs: &[u64], manifest: &Manif
             ops += pairs.len() as u64;
             next_seq = r.last_seq() + 1;
             Ok(())
-        })?;
+        });
+        let scan = match scanned {
+            Ok(scan) => scan,
+            Err(Error::Corrupt { offset, detail, .. }) if recovery == LogRecovery::PointInTime => {
+                // The records after the damage are lost with it: counted, not replayed.
+                let rest = scan_log(&path, &bytes, n, ScanMode::Salvage, |_| Ok(()));
+                high_water = high_water.max(rest.ok().and_then(|s| s.seqs).map_or(0, |s| s.1));
+                report.replayed_ops += ops;
+                loss = Some(Loss { path, offset, detail: format!("damaged at byte offset {offset}: {detail}") });
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         report.replayed_ops += ops;
         report.logs.push(LogReport { name: log_name(n), len: bytes.len() as u64, valid_len: scan.valid_len, end: scan.end, ops });
+        if let Some(short) = seal.and_then(|s| shortfall(s, Some(scan.valid_len), next_seq - 1)) {
+            loss = Some(Loss { path, offset: scan.valid_len, detail: short.detail });
+            continue;
+        }
         if !read_only {
             // A log whose header never got written whole holds nothing: start it afresh.
             if scan.valid_len < LOG_HEADER_BYTES as u64 {
@@ -369,11 +449,32 @@ fn replay_logs(storage: &dyn Storage, dir: &Path, logs: &[u64], manifest: &Manif
                 storage.truncate(&path, scan.valid_len).map_err(|e| Error::io(&path, "truncate", e))?;
             }
         }
+        seen.push(LogMeta { number: n, len: scan.valid_len, last_seq: next_seq - 1 });
         if Some(n) == last_log {
             append_to = Some((n, scan.valid_len));
         }
     }
-    Ok(Replayed { memtable, next_seq, append_to })
+    let mut accepted_loss = None;
+    if let Some(loss) = loss {
+        let lost_ops = high_water.saturating_sub(next_seq - 1);
+        let counted = format!("{lost_ops} acknowledged operations in all (sequence numbers {}..={high_water}) are lost", next_seq);
+        match recovery {
+            LogRecovery::Strict => {
+                let advice = "the index does not open: `simdex recover DIR --out NEW` salvages every intact record, or open it with LogRecovery::PointInTime (the CLI's `--log-recovery point-in-time`) to keep everything before the loss";
+                return Err(Error::corrupt(&loss.path, loss.offset, format!("{}; {counted}; {advice}", loss.detail)));
+            }
+            LogRecovery::PointInTime => {
+                let name = loss.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                report.lost.push(format!("{name}: {}; {counted}; opened at the point in time before it", loss.detail));
+                report.lost_ops += lost_ops;
+                // No sequence number is handed out twice; the writer starts a new log.
+                next_seq = high_water + 1;
+                append_to = None;
+                accepted_loss = (!read_only).then_some(high_water);
+            }
+        }
+    }
+    Ok(Replayed { memtable, next_seq, append_to, accepted_loss, seen })
 }
 
 /// Opens the log a writable index appends to: the newest live log (`append_to`, synced, as

@@ -42,6 +42,24 @@ impl Default for Durability {
     }
 }
 
+/// What opening an index does when a log holds less than the manifest says was
+/// acknowledged (a log cut short or missing), or a damaged record (RocksDB's WAL recovery
+/// modes). A crash never causes either; disk damage, a bad copy or a restore can.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogRecovery {
+    /// Refuse to open: the error names the log, the offset and the operations lost
+    /// (`simdex recover` salvages every intact record; or open with `PointInTime`).
+    #[default]
+    Strict,
+    /// Open with every operation up to the first loss or damage (a point in time), and
+    /// report what was lost, counted from the manifest's record of each log, in
+    /// [`OpenReport::lost`](super::OpenReport::lost) and
+    /// [`OpenReport::lost_ops`](super::OpenReport::lost_ops). A writable open then makes
+    /// the loss part of the index's history: it flushes what was replayed and skips the
+    /// lost sequence numbers (no number is handed out twice), so later opens are clean.
+    PointInTime,
+}
+
 /// How to open an index.
 #[derive(Clone, Debug)]
 pub struct IndexOptions {
@@ -85,6 +103,8 @@ pub struct IndexOptions {
     /// Flush, compact and sync in a background thread; without it, the writer does them
     /// inline (deterministic, for tests and one-shot tools).
     pub background: bool,
+    /// What to do with a log that holds less than was acknowledged (default: refuse).
+    pub log_recovery: LogRecovery,
     /// Where the files live.
     pub storage: Arc<dyn Storage>,
 }
@@ -102,6 +122,7 @@ impl Default for IndexOptions {
             compaction: CompactionOptions::default(),
             flush_on_close: true,
             background: true,
+            log_recovery: LogRecovery::Strict,
             storage: Arc::new(FsStorage),
         }
     }

@@ -35,4 +35,7 @@ pub struct OpenReport {
     /// Loss found while opening (a log the manifest says existed is missing); the open
     /// went on with what is there. `simdex verify` reports the same.
     pub lost: Vec<String>,
+    /// Acknowledged operations lost from the logs, counted from the manifest's record of
+    /// each (opened past with [`super::LogRecovery::PointInTime`]).
+    pub lost_ops: u64,
 }

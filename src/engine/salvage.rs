@@ -21,6 +21,7 @@ use std::path::Path;
 use super::files::{self, FileKind};
 use super::log::{scan_log, LogEnd, OpKind, ScanMode};
 use super::manifest::Manifest;
+use super::seal::shortfall;
 use super::tombstone;
 use super::{Index, IndexOptions};
 use crate::error::{Error, Result};
@@ -177,13 +178,27 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     // Logs, in order, in salvage mode.
     let log_number = manifest.as_ref().map_or(0, |m| m.log_number);
     let mut next_seq = manifest.as_ref().map(|m| m.last_seq + 1);
-    for n in numbered(|k| if let FileKind::Log(n) = k { Some(n) } else { None }).into_iter().filter(|&n| n >= log_number) {
+    // The logs the directory holds and those the manifest has a seal of (`seal`): a log
+    // that holds less than its seal lost exactly the operations the seal counts.
+    let seals = manifest.as_ref().map(|m| m.logs.clone()).unwrap_or_default();
+    let mut log_numbers: Vec<u64> =
+        numbered(|k| if let FileKind::Log(n) = k { Some(n) } else { None }).into_iter().chain(seals.iter().map(|s| s.number)).filter(|&n| n >= log_number).collect();
+    log_numbers.sort_unstable();
+    log_numbers.dedup();
+    for n in log_numbers {
         let name = files::log_name(n);
         let path = src.join(&name);
+        let seal = seals.iter().find(|s| s.number == n);
         let bytes = match storage.read_copy(&path) {
             Ok(b) => b,
             Err(e) => {
-                report.lost.push((name, format!("the whole log: {e}")));
+                let short = seal.and_then(|s| shortfall(s, None, next_seq.map_or(0, |x| x - 1)));
+                report.log_ops_lost += short.as_ref().map_or(0, |s| s.lost_ops);
+                let what = short.map_or_else(|| format!("the whole log: {e}"), |s| s.detail);
+                report.lost.push((name, what));
+                if let Some(s) = seal {
+                    next_seq = next_seq.map(|x| x.max(s.last_seq + 1));
+                }
                 continue;
             }
         };
@@ -230,12 +245,32 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
                     }
                     report.lost.push((
                         name.clone(),
-                        format!("bytes {}..{} ({}){}", d.offset, d.offset + d.len, d.detail, if at_end { "; the operations in them cannot be counted" } else { "" }),
+                        format!(
+                            "bytes {}..{} ({}){}",
+                            d.offset,
+                            d.offset + d.len,
+                            d.detail,
+                            match (at_end, seal) {
+                                (false, _) => "",
+                                (true, Some(_)) => "; the operations in them are counted from the manifest's record of the log",
+                                (true, None) => "; the operations in them cannot be counted",
+                            }
+                        ),
                     ));
                 }
                 if gaps > 0 {
                     report.lost.push((name.clone(), format!("{gaps} operations (sequence numbers missing between intact records)")));
                 }
+                let found_last = next_seq.map_or(0, |x| x - 1);
+                // The seal counts what a damaged or cut end lost; a cut record beyond it was
+                // never recorded as acknowledged.
+                let short = seal.and_then(|s| shortfall(s, Some(scan.valid_len), found_last));
+                if let (Some(short), Some(s)) = (&short, seal) {
+                    report.log_ops_lost += short.lost_ops;
+                    report.lost.push((name.clone(), short.detail.clone()));
+                    next_seq = Some(s.last_seq + 1);
+                }
+                let sealed_through = seal.map_or(0, |s| s.last_seq);
                 let tail = bytes.len() as u64 - scan.valid_len;
                 if tail > 0 && scan.end != LogEnd::ZeroFilled && !scan.damage.iter().any(|d| d.offset + d.len == bytes.len() as u64) {
                     // A crash mid-write leaves such a tail (never acknowledged under Sync
@@ -243,13 +278,18 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
                     // writes, and the record's header, when intact, says how many.
                     report.log_tail_bytes_lost += tail;
                     let ops = match scan.cut_record {
+                        // Operations the seal covers are counted above, as lost.
+                        Some((seq, count)) if seq + u64::from(count) - 1 <= sealed_through => "counted above".to_string(),
                         Some((seq, count)) => {
-                            report.log_ops_possibly_lost += u64::from(count);
-                            format!("{count} operations (sequence numbers {seq}..={})", seq + u64::from(count) - 1)
+                            let first = seq.max(sealed_through + 1);
+                            let beyond = seq + u64::from(count) - first;
+                            report.log_ops_possibly_lost += beyond;
+                            format!("{beyond} operations (sequence numbers {first}..={}), possibly acknowledged (a crash mid-write, or a cut file)", seq + u64::from(count) - 1)
                         }
-                        None => "operations that cannot be counted".to_string(),
+                        None if short.is_some() => "counted above".to_string(),
+                        None => "operations that cannot be counted, possibly acknowledged (a crash mid-write, or a cut file)".to_string(),
                     };
-                    report.lost.push((name.clone(), format!("{tail} bytes of a record cut short at the end: {ops}, possibly acknowledged (a crash mid-write, or a cut file)")));
+                    report.lost.push((name.clone(), format!("{tail} bytes of a record cut short at the end: {ops}")));
                 }
             }
         }

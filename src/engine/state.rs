@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
-use super::manifest::Manifest;
+use super::manifest::{LogMeta, Manifest};
 use super::report::OpenReport;
 use super::version::Version;
 use super::writer::WriterState;
@@ -55,6 +55,8 @@ pub(super) struct Engine {
     pub(super) current: RwLock<Arc<Version>>,
     /// The durable manifest; held while a flush or compaction installs a new one.
     pub(super) manifest: Mutex<Manifest>,
+    /// Seals of logs a rotation synced whole, for the next manifest (`seal`).
+    pub(super) seals: Mutex<Vec<LogMeta>>,
     pub(super) compacting: Mutex<()>,
     pub(super) next_file: AtomicU64,
     pub(super) signals: Mutex<MaintenanceSignals>,

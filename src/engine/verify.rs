@@ -10,6 +10,7 @@ use std::path::Path;
 use super::files::{self, FileKind};
 use super::log::{scan_log, LogEnd, ScanMode};
 use super::manifest::{Manifest, MANIFEST_NAME};
+use super::seal::shortfall;
 use super::tombstone;
 use crate::error::{Error, Result};
 use crate::segment::verify::verify_segment_with;
@@ -185,11 +186,23 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
         report.problems.push(FileProblem { file: files::log_name(manifest.as_ref().map_or(0, |m| m.log_number)), offset: None, detail: problem });
     }
     logs.sort_unstable();
+    // The logs the directory holds and those the manifest has a seal of (`seal`).
+    let seals = manifest.as_ref().map(|m| m.logs.clone()).unwrap_or_default();
+    let missing: Vec<u64> = seals.iter().map(|s| s.number).filter(|n| !logs.iter().any(|l| l.0 == *n)).collect();
+    logs.extend(missing.into_iter().map(|n| (n, files::log_name(n))));
+    logs.sort_unstable();
     let mut next_seq = manifest.as_ref().map(|m| m.last_seq + 1);
     for (n, name) in logs {
         let path = dir.join(&name);
+        let seal = seals.iter().find(|s| s.number == n);
         let bytes = match storage.read_copy(&path) {
             Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && seal.is_some() => {
+                if let Some(short) = seal.and_then(|s| shortfall(s, None, next_seq.map_or(0, |x| x - 1))) {
+                    report.problems.push(FileProblem { file: name.clone(), offset: None, detail: short.detail });
+                }
+                continue;
+            }
             Err(e) => {
                 report.problem(&name, &Error::io(&path, "read", e));
                 continue;
@@ -218,7 +231,10 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
                         detail: format!("record starts at sequence number {found}, expected {expected}: records are missing"),
                     });
                 }
-                if scan.end != LogEnd::Clean {
+                if let Some(short) = seal.and_then(|s| shortfall(s, Some(scan.valid_len), next_seq.map_or(0, |x| x - 1))) {
+                    report.problems.push(FileProblem { file: name.clone(), offset: Some(scan.valid_len), detail: short.detail });
+                    report.recoverable.push((name.clone(), "every intact record (the operations lost are counted from the manifest's record of the log)".into()));
+                } else if scan.end != LogEnd::Clean {
                     report.notes.push(format!(
                         "{name}: ends in {} bytes that are not a whole record ({:?}): the tail of a write cut short; the next writable open cuts it",
                         bytes.len() as u64 - scan.valid_len,
@@ -240,7 +256,7 @@ pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyRepo
 /// first manifest (number 1) may lose its log to a crash before the log was created, with
 /// nothing in it.
 pub(crate) fn missing_log(manifest: &Manifest, live_logs: usize) -> Option<String> {
-    (live_logs == 0 && manifest.number > 1).then(|| {
+    (live_logs == 0 && manifest.number > 1 && super::seal::seal_of(manifest, manifest.log_number).is_none()).then(|| {
         format!(
             "missing: no log numbered {} or above, though the manifest was written while one existed; writes after sequence number {} may be lost (how many cannot be known)",
             manifest.log_number, manifest.last_seq

@@ -23,8 +23,10 @@ fn file_named(storage: &MemStorage, prefix: &str) -> PathBuf {
 }
 
 /// An index whose only data is a log of `records` records (single inserts, batches and
-/// deletes); returns the storage and the live set after each record.
-fn logged_index(records: usize) -> (MemStorage, Vec<BTreeSet<(u64, u64)>>) {
+/// deletes); returns the storage after a clean close (the manifest records the log's
+/// length: a seal), the storage as a crash just before that close left it (no seal of the
+/// log), and the live set after each record.
+pub(crate) fn logged_index(records: usize) -> (MemStorage, MemStorage, Vec<BTreeSet<(u64, u64)>>) {
     let storage = MemStorage::default();
     // close leaves the memtable in the log (the default would flush it into a segment)
     let index = Index::open(DIR, IndexOptions { flush_on_close: false, ..mem_options(&storage, u64::MAX) }).unwrap();
@@ -51,24 +53,35 @@ fn logged_index(records: usize) -> (MemStorage, Vec<BTreeSet<(u64, u64)>>) {
         }
         after.push(live.clone());
     }
+    // every record is written and synced: a copy now is what a kill -9 would leave
+    let crashed = copy_of(&storage);
     index.close().unwrap();
-    (storage, after)
+    (storage, crashed, after)
 }
 
-/// A copy of `storage`'s index with `path` replaced by `bytes`.
-fn with_file(storage: &MemStorage, path: &Path, bytes: &[u8]) -> MemStorage {
+/// A copy of every file of `storage`'s index as it stands.
+pub(crate) fn copy_of(storage: &MemStorage) -> MemStorage {
     let copy = MemStorage::default();
     for name in storage.list(Path::new(DIR)).unwrap() {
         let p = Path::new(DIR).join(&name);
         copy.put(&p, &storage.file(&p).unwrap());
     }
+    copy
+}
+
+/// A copy of `storage`'s index with `path` replaced by `bytes`.
+fn with_file(storage: &MemStorage, path: &Path, bytes: &[u8]) -> MemStorage {
+    let copy = copy_of(storage);
     copy.put(path, bytes);
     copy
 }
 
+/// Where a crash left the log (no seal of it in the manifest), a cut anywhere is what a
+/// crash mid-append leaves: the open keeps exactly the whole records before it. (A cut of a
+/// log the manifest has a seal of is loss: `engine_log_seals`.)
 #[test]
-fn a_log_cut_at_every_byte_recovers_exactly_the_whole_records_before_the_cut() {
-    let (storage, after) = logged_index(1000);
+fn a_crashed_log_cut_at_every_byte_recovers_exactly_the_whole_records_before_the_cut() {
+    let (_, storage, after) = logged_index(1000);
     let log = file_named(&storage, "log-");
     let bytes = storage.file(&log).unwrap();
     // Where each record ends.
@@ -100,7 +113,7 @@ fn a_log_cut_at_every_byte_recovers_exactly_the_whole_records_before_the_cut() {
 
 #[test]
 fn every_single_bit_flip_of_a_log_is_reported_on_open() {
-    let (storage, _) = logged_index(150);
+    let (storage, _, _) = logged_index(150);
     let log = file_named(&storage, "log-");
     let bytes = storage.file(&log).unwrap();
     eprintln!("log of {} bytes: {} single-bit flips", bytes.len(), bytes.len() * 8);

@@ -1,8 +1,11 @@
-//! Frozen index directories (`fixtures/v1/index/`, `fixtures/v2/index/`: manifest, segment,
-//! tombstone file and a log with unflushed records; `fixtures/v2/index-sketched/`: the same
-//! with a sketch per document, so manifest and log version 2 and a sketch column), read by
-//! every future version; and a check that the engine still writes exactly the newest
-//! version's bytes.
+//! Frozen index directories (`fixtures/v1/index/`, `fixtures/v2/index/`, `fixtures/v3/index/`:
+//! manifest, segment, tombstone file and a log with unflushed records;
+//! `fixtures/v2/index-sketched/`, `fixtures/v3/index-sketched/`: the same with a sketch per
+//! document, so log version 2 and a sketch column), read by every future version; and a
+//! check that the engine still writes exactly the newest version's bytes. A directory's
+//! number is its generation: v1 segments and manifests version 1; v2 segments version 2
+//! (manifest 1, or 2 with sketches); v3 manifests version 3, which record each live log's
+//! synced length (issue 23), with version-2 segments.
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
@@ -19,8 +22,8 @@ use crate::engine::mem_options;
 
 const DIR: &str = "idx";
 
-/// The segment format version the engine writes today.
-const NEWEST: u32 = 2;
+/// The index directory generation the engine writes today (see the module docs).
+const NEWEST: u32 = 3;
 
 fn fixture_dir_of(version: u32) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{version}/index"))
@@ -31,7 +34,11 @@ fn fixture_dir() -> PathBuf {
 }
 
 fn sketched_fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{NEWEST}/index-sketched"))
+    sketched_fixture_dir_of(NEWEST)
+}
+
+fn sketched_fixture_dir_of(version: u32) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{version}/index-sketched"))
 }
 
 /// The sketch layout of the sketched fixture: 16 bytes, 128 one-bit MinHash values.
@@ -135,32 +142,44 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
             std::fs::write(sketched_fixture_dir().join(name), bytes).unwrap();
         }
     }
-    let fixture = MemStorage::default();
-    for entry in std::fs::read_dir(sketched_fixture_dir()).expect("fixtures/v2/index-sketched") {
-        let entry = entry.unwrap();
-        fixture.put(&Path::new(DIR).join(entry.file_name()), &std::fs::read(entry.path()).unwrap());
-    }
+    let load = |dir: PathBuf| {
+        let fixture = MemStorage::default();
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let entry = entry.unwrap();
+            fixture.put(&Path::new(DIR).join(entry.file_name()), &std::fs::read(entry.path()).unwrap());
+        }
+        fixture
+    };
+    let fixture = load(sketched_fixture_dir());
     let (got, frozen) = (files(&storage), files(&fixture));
     assert_eq!(got.iter().map(|f| &f.0).collect::<Vec<_>>(), frozen.iter().map(|f| &f.0).collect::<Vec<_>>());
     for ((name, g), (_, w)) in got.iter().zip(&frozen) {
         assert!(g == w, "{name}: the engine's bytes changed: see format-spec/README.md, versioning rules");
     }
     for (name, bytes) in &frozen {
+        let want = if name == "MANIFEST" { 3 } else { 2 };
         if name == "MANIFEST" || name.ends_with(".wal") {
-            assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2, "{name} is version 2");
+            assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), want, "{name} is version {want}");
         }
     }
-    let index = Index::open_read_only(DIR, mem_options(&fixture, 10_000)).unwrap();
+    // The previous generation (manifest version 2) still opens, with the same contents.
+    for fixture in [load(sketched_fixture_dir_of(2)), fixture] {
+        sketched_fixture_reads_back(&fixture, &want);
+    }
+}
+
+fn sketched_fixture_reads_back(fixture: &MemStorage, want: &BTreeSet<(u64, u64)>) {
+    let index = Index::open_read_only(DIR, mem_options(fixture, 10_000)).unwrap();
     assert_eq!(index.sketches(), Some(sketch_column()));
     assert_eq!(index.live_entries().unwrap(), want.iter().copied().collect::<Vec<_>>());
     let stats = index.stats();
     assert_eq!((stats.segments.len(), stats.memtable_inserts), (1, 30), "sketches in the segment and in the log");
-    for &(fp, id) in &want {
+    for &(fp, id) in want {
         let got = index.query_sketched(fp, &simdex::QueryOptions::within(0)).unwrap();
         let mine: Vec<_> = got.iter().filter(|(m, _)| m.doc_id == Some(id)).map(|(_, s)| s.clone()).collect();
         assert_eq!(mine, vec![sketch_of(fp, id).map(|s| s.to_vec())], "({fp:#x}, {id})");
     }
-    assert!(verify_index(&fixture, Path::new(DIR)).unwrap().is_clean());
+    assert!(verify_index(fixture, Path::new(DIR)).unwrap().is_clean());
 }
 
 fn frozen_index_reads_back(version: u32, want: &BTreeSet<(u64, u64)>) {

@@ -12,8 +12,16 @@ use simdex::{Index, IndexOptions};
 
 use crate::engine::mem_options;
 
-/// An index in `/idx` whose every write is still in its one log: 40 records of 5 inserts.
+/// An index in `/idx` whose every write is still in its one log: 40 records of 5 inserts,
+/// closed cleanly (the manifest records the log's length).
 fn logged_index() -> (MemStorage, PathBuf, BTreeSet<(u64, u64)>) {
+    let (closed, _, log, all) = logged_index_and_crash_image();
+    (closed, log, all)
+}
+
+/// [`logged_index`], and a copy of its files as a crash just before the close left them
+/// (the manifest has no record of the log).
+fn logged_index_and_crash_image() -> (MemStorage, MemStorage, PathBuf, BTreeSet<(u64, u64)>) {
     let storage = MemStorage::default();
     // close leaves the memtable in the log (the default would flush it into a segment)
     let index = Index::open("/idx", IndexOptions { flush_on_close: false, ..mem_options(&storage, 1 << 20) }).unwrap();
@@ -23,9 +31,20 @@ fn logged_index() -> (MemStorage, PathBuf, BTreeSet<(u64, u64)>) {
         index.insert_batch(&batch).unwrap();
         all.extend(batch);
     }
+    let crashed = copy_of(&storage);
     index.close().unwrap();
     let log = storage.list(Path::new("/idx")).unwrap().into_iter().find(|n| n.starts_with("log-")).expect("a log");
-    (storage, Path::new("/idx").join(log), all)
+    (storage, crashed, Path::new("/idx").join(log), all)
+}
+
+/// A copy of every file in `/idx`.
+fn copy_of(storage: &MemStorage) -> MemStorage {
+    let copy = MemStorage::default();
+    for name in storage.list(Path::new("/idx")).unwrap() {
+        let p = Path::new("/idx").join(&name);
+        copy.put(&p, &storage.file(&p).unwrap());
+    }
+    copy
 }
 
 #[test]
@@ -45,21 +64,30 @@ fn a_damaged_log_header_loses_no_record() {
 }
 
 #[test]
-fn a_cut_log_reports_the_cut_record_as_possibly_acknowledged() {
-    let (storage, log, all) = logged_index();
-    let bytes = storage.file(&log).unwrap();
-    // Each record: 24 header bytes, 5 x 16 payload bytes, 4 end bytes = 108 bytes after a
-    // 32-byte file header. Cut the last record in its payload.
-    let cut = bytes.len() - 50;
-    storage.put(&log, &bytes[..cut]);
-    let report = salvage(&storage, Path::new("/idx"), Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
-    assert_eq!(report.log_ops, 195, "{report:?}");
-    assert_eq!(report.log_ops_possibly_lost, 5, "the cut record's header counts its operations: {report:?}");
-    assert_eq!(report.log_tail_bytes_lost, (cut - 32 - 39 * 108) as u64);
-    let (_, detail) = report.lost.iter().find(|(f, _)| f.starts_with("log-")).expect("the cut is reported");
-    assert!(detail.contains("possibly acknowledged") && detail.contains("sequence numbers 196..=200"), "{detail}");
-    let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
-    assert_eq!(out.live_entries().unwrap().len(), all.len() - 5);
+fn a_cut_log_reports_the_cut_record_exactly_when_sealed_and_as_possibly_acknowledged_after_a_crash() {
+    let (sealed, crashed, log, all) = logged_index_and_crash_image();
+    for (storage, was_sealed) in [(sealed, true), (crashed, false)] {
+        let bytes = storage.file(&log).unwrap();
+        // Each record: 24 header bytes, 5 x 16 payload bytes, 4 end bytes = 108 bytes after a
+        // 32-byte file header. Cut the last record in its payload.
+        let cut = bytes.len() - 50;
+        storage.put(&log, &bytes[..cut]);
+        let report = salvage(&storage, Path::new("/idx"), Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
+        assert_eq!(report.log_ops, 195, "{report:?}");
+        assert_eq!(report.log_tail_bytes_lost, (cut - 32 - 39 * 108) as u64);
+        let details: Vec<&String> = report.lost.iter().filter(|(f, _)| f.starts_with("log-")).map(|(_, d)| d).collect();
+        if was_sealed {
+            // The manifest recorded the log whole: the 5 operations are lost, exactly.
+            assert_eq!((report.log_ops_lost, report.log_ops_possibly_lost), (5, 0), "{report:?}");
+            assert!(details.iter().any(|d| d.contains("5 acknowledged operations (sequence numbers 196..=200) are lost")), "{details:?}");
+        } else {
+            // After a crash the cut record may never have been acknowledged: its header counts it.
+            assert_eq!((report.log_ops_lost, report.log_ops_possibly_lost), (0, 5), "{report:?}");
+            assert!(details.iter().any(|d| d.contains("possibly acknowledged") && d.contains("sequence numbers 196..=200")), "{details:?}");
+        }
+        let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
+        assert_eq!(out.live_entries().unwrap().len(), all.len() - 5);
+    }
 }
 
 #[test]
@@ -70,18 +98,42 @@ fn a_missing_newest_log_is_reported_on_open_and_by_verify() {
     for i in 0..150u64 {
         index.insert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i).unwrap();
     }
+    // what a crash before the close leaves: the manifest has no record of the newest log
+    let crashed = MemStorage::default();
+    for name in storage.list(Path::new("/idx")).unwrap() {
+        let p = Path::new("/idx").join(&name);
+        crashed.put(&p, &storage.file(&p).unwrap());
+    }
     index.close().unwrap();
     let dir = Path::new("/idx");
     let verify = |s: &MemStorage| simdex::inspect::verify_index(s, dir).unwrap();
     assert!(verify(&storage).is_clean());
     assert!(Index::open_read_only(dir, mem_options(&storage, 100)).unwrap().open_report().lost.is_empty());
-    for log in storage.list(dir).unwrap().into_iter().filter(|n| n.starts_with("log-")) {
-        storage.remove(&dir.join(log)).unwrap();
-    }
+    let remove_logs = |s: &MemStorage| {
+        for log in s.list(dir).unwrap().into_iter().filter(|n| n.starts_with("log-")) {
+            s.remove(&dir.join(log)).unwrap();
+        }
+    };
+    // Closed cleanly, the manifest recorded the log: its loss is counted exactly.
+    remove_logs(&storage);
     let report = verify(&storage);
     assert!(!report.is_clean(), "verify reports the missing log");
+    assert!(
+        report.problems.iter().any(|p| p.detail.contains("missing") && p.detail.contains("50 acknowledged operations (sequence numbers 101..=150) are lost")),
+        "{:?}",
+        report.problems
+    );
+    let e = Index::open_read_only(dir, mem_options(&storage, 100)).unwrap_err();
+    assert!(e.is_corruption() && e.to_string().contains("50 acknowledged operations in all"), "{e}");
+    let reader = Index::open_read_only(dir, IndexOptions { log_recovery: simdex::LogRecovery::PointInTime, ..mem_options(&storage, 100) }).unwrap();
+    assert_eq!((reader.open_report().lost.len(), reader.open_report().lost_ops), (1, 50), "{:?}", reader.open_report());
+    assert_eq!(reader.live_entries().unwrap().len(), 100, "and goes on with what is there");
+    // After a crash, only the manifest's log number says a log existed: how much it held
+    // cannot be known, and both report that.
+    remove_logs(&crashed);
+    let report = verify(&crashed);
     assert!(report.problems.iter().any(|p| p.detail.contains("writes after sequence number 100 may be lost")), "{:?}", report.problems);
-    let reader = Index::open_read_only(dir, mem_options(&storage, 100)).unwrap();
+    let reader = Index::open_read_only(dir, mem_options(&crashed, 100)).unwrap();
     assert_eq!(reader.open_report().lost.len(), 1, "the open reports it too: {:?}", reader.open_report());
     assert_eq!(reader.live_entries().unwrap().len(), 100, "and goes on with what is there");
 }

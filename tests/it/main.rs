@@ -17,6 +17,7 @@ mod engine_faults;
 mod engine_fixtures;
 mod engine_kill;
 mod engine_live;
+mod engine_log_seals;
 mod engine_model;
 mod engine_readers;
 mod engine_salvage;

@@ -16,6 +16,7 @@ macro_rules! out {
 mod cmd;
 mod corpus;
 mod input;
+mod log_recovery;
 mod plot;
 mod progress;
 mod recipe_args;

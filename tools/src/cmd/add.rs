@@ -74,6 +74,8 @@ pub struct Args {
     /// Print the summary (and with --acks, each acknowledgement) as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    log_recovery: crate::log_recovery::LogRecoveryArg,
 }
 
 /// Records per group commit at most (one log record each, 1 MiB of log).
@@ -91,12 +93,19 @@ pub fn run(args: Args) -> Result<()> {
     let chunks = ReadAhead::spawn(&args.input, READ_AHEAD)?;
     let defaults = IndexOptions::default();
     // Every group commit is fsynced before the next group is read.
-    let options = IndexOptions { k: args.k, durability: Durability::Sync, memtable_ops: args.memtable_ops.unwrap_or(defaults.memtable_ops), ..defaults };
+    let options = IndexOptions {
+        k: args.k,
+        durability: Durability::Sync,
+        memtable_ops: args.memtable_ops.unwrap_or(defaults.memtable_ops),
+        log_recovery: args.log_recovery.mode(),
+        ..defaults
+    };
     if !args.no_space_check {
         check_free_space(&args.dir, options.memtable_ops)?;
     }
     let before = Before::look(&args.dir);
     let index = Index::open(&args.dir, options)?;
+    crate::log_recovery::warn_of_loss(&index);
     let first_seq = index.stats().last_seq + 1;
     let bar = progress::bytes(input::size_hint(&args.input), "adding");
     let mut decoder = Decoder::new(input::display_name(&args.input), args.format);

@@ -26,14 +26,17 @@ pub struct Args {
     /// Largest number of entries one merge reads (default: unbounded, one merge)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
     max_merge_entries: Option<u64>,
+    #[command(flatten)]
+    log_recovery: crate::log_recovery::LogRecoveryArg,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let mut options = IndexOptions { create: false, background: false, ..IndexOptions::default() };
+    let mut options = IndexOptions { create: false, background: false, log_recovery: args.log_recovery.mode(), ..IndexOptions::default() };
     if let Some(n) = args.max_merge_entries {
         options.compaction.max_merge_entries = n;
     }
     let index = Index::open(&args.dir, options)?;
+    crate::log_recovery::warn_of_loss(&index);
     let before = index.stats();
     let bar = crate::progress::spinner("compacting");
     let start = Instant::now();

@@ -25,6 +25,8 @@ pub struct Args {
     /// Input is little-endian u64 (fingerprint, id) pairs.
     #[arg(long)]
     binary: bool,
+    #[command(flatten)]
+    log_recovery: crate::log_recovery::LogRecoveryArg,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -32,8 +34,9 @@ pub fn run(args: Args) -> Result<()> {
     let Some(ids) = data.ids else {
         bail!("{}: delete needs (fingerprint, document id) pairs: give `HEX<TAB>ID` lines (or --binary pairs)", input::display_name(&args.input));
     };
-    let options = IndexOptions { create: false, durability: Durability::NoSync, ..IndexOptions::default() };
+    let options = IndexOptions { create: false, durability: Durability::NoSync, log_recovery: args.log_recovery.mode(), ..IndexOptions::default() };
     let index = Index::open(&args.dir, options)?;
+    crate::log_recovery::warn_of_loss(&index);
     let pairs: Vec<(u64, u64)> = data.fps.into_iter().zip(ids).collect();
     // Count what is really stored, so the summary does not claim deletes of pairs that
     // were never there (a delete of such a pair is harmless and still logged).
