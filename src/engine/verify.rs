@@ -4,6 +4,13 @@
 //!
 //! It only reads. Orphans, torn log tails and unknown files are *notes*, not problems: a
 //! running writer leaves them in normal operation and the next writable open handles them.
+//!
+//! Beside a running writer it checks one consistent version, as a read-only open does: the
+//! manifest's number before and after a pass; when a writer replaced the manifest in
+//! between (a flush or compaction deleted or added files the pass saw half of), the pass
+//! is thrown away and run again, and the report says how many passes it took
+//! ([`IndexVerifyReport::passes`]). A damaged file is reported only from a pass no writer
+//! disturbed.
 
 use std::path::Path;
 
@@ -49,7 +56,17 @@ pub struct IndexVerifyReport {
     pub unknown: Vec<String>,
     /// Per damaged file: what `simdex recover` can rebuild of it.
     pub recoverable: Vec<(String, String)>,
+    /// Passes over the directory: more than 1 when a writer replaced the manifest while a
+    /// pass ran (that pass's findings were thrown away).
+    pub passes: u32,
+    /// True when a writer replaced the manifest during every one of [`MAX_PASSES`] passes:
+    /// the problems (if any) are those of the last pass, which no single version backs
+    /// (inconclusive, not damage: run verify again when the writer is quieter).
+    pub unsettled: bool,
 }
+
+/// Most passes [`verify_index`] makes while a writer keeps replacing the manifest.
+pub const MAX_PASSES: u32 = 20;
 
 impl IndexVerifyReport {
     /// True when no problem was found.
@@ -70,9 +87,27 @@ impl IndexVerifyReport {
     }
 }
 
-/// Verifies the index in `dir`. Returns `Err` only when the directory cannot be listed;
-/// every fault in a file is in the report.
+/// Verifies the index in `dir`, one consistent version of it even while a writer runs
+/// (see the module docs). Returns `Err` only when the directory cannot be listed; every
+/// fault in a file is in the report.
 pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
+    let number = || Manifest::load(storage, dir).ok().flatten().map(|m| m.number);
+    let mut passes = 0;
+    loop {
+        passes += 1;
+        let before = number();
+        let mut report = verify_pass(storage, dir)?;
+        let settled = before == number();
+        report.passes = passes;
+        report.unsettled = !settled;
+        if settled || passes >= MAX_PASSES {
+            return Ok(report);
+        }
+    }
+}
+
+/// One pass over the directory.
+fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
     let mut report = IndexVerifyReport::default();
     let names = storage.list(dir).map_err(|e| Error::io(dir, "list", e))?;
     let manifest = match Manifest::load(storage, dir) {

@@ -88,3 +88,93 @@ fn reader_open_racing_a_compaction_that_removes_segments() {
         },
     );
 }
+
+/// Issue 23, item 2: `verify` beside a writer. After `setup` on a writer, verifies the index
+/// while `work` runs on the writer at the first storage call `trigger` picks (the listing,
+/// or the read of a file the pass is about to check): the verify must call the index clean
+/// (a single pass would report the file the writer deleted as missing), and say it read
+/// twice.
+fn verify_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + 'static, trigger: fn(&str, &Path) -> bool) -> simdex::inspect::IndexVerifyReport {
+    let storage = MemStorage::default();
+    let dir = Path::new("/idx");
+    let writer =
+        Arc::new(Index::open(dir, IndexOptions { compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&storage, 1 << 20) }).unwrap());
+    setup(&writer);
+    let w = writer.clone();
+    let work: Mutex<Option<Box<dyn FnOnce() + Send>>> = Mutex::new(Some(Box::new(move || work(&w))));
+    let hook = Intercepted {
+        inner: storage.clone(),
+        before: Arc::new(move |op, path| {
+            if trigger(op, path) {
+                let work = work.lock().unwrap().take();
+                if let Some(work) = work {
+                    work();
+                }
+            }
+            Ok(())
+        }),
+    };
+    let report = simdex::inspect::verify_index(&hook, dir).unwrap();
+    assert!(report.is_clean(), "verify beside a writer called a healthy index damaged: {:?}", report.problems);
+    assert!(simdex::inspect::verify_index(&storage, dir).unwrap().is_clean(), "and it is healthy once quiet");
+    report
+}
+
+fn file_named(path: &Path, prefix: &str) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix))
+}
+
+#[test]
+fn verify_racing_a_flush_and_a_compaction_reads_one_version() {
+    let flush_then_write = |w: &Index| {
+        w.flush().unwrap();
+        w.insert_batch(&pairs(1000..1500)).unwrap();
+    };
+    let compact = |w: &Index| {
+        w.compact().unwrap();
+        w.insert_batch(&pairs(2000..2100)).unwrap();
+    };
+    let two_segments = |w: &Index| {
+        for part in [0..1000, 1000..2000] {
+            w.insert_batch(&pairs(part)).unwrap();
+            w.flush().unwrap();
+        }
+    };
+    let one_log = |w: &Index| {
+        w.insert_batch(&pairs(0..1000)).unwrap();
+    };
+    // between the listing and the manifest: the listing names a log the manifest calls obsolete
+    let report = verify_after(one_log, flush_then_write, |op, _| op == "list");
+    assert_eq!((report.passes, report.unsettled), (2, false));
+    // a flush deletes the log the pass is about to read: "No such file" in one pass
+    let report = verify_after(one_log, flush_then_write, |op, p| op == "read" && file_named(p, "log-"));
+    assert_eq!((report.passes, report.unsettled), (2, false));
+    // a compaction deletes the segments the pass is about to read
+    let report = verify_after(two_segments, compact, |op, p| op == "read" && file_named(p, "seg-"));
+    assert_eq!((report.passes, report.unsettled), (2, false));
+}
+
+#[test]
+fn verify_beside_a_writer_that_never_stops_is_inconclusive_never_damaged() {
+    // The writer flushes and compacts at every listing: no pass is undisturbed.
+    let storage = MemStorage::default();
+    let dir = Path::new("/idx");
+    let writer = Arc::new(Index::open(dir, mem_options(&storage, 1 << 20)).unwrap());
+    writer.insert_batch(&pairs(0..500)).unwrap();
+    let w = writer.clone();
+    let next = Mutex::new(500u64);
+    let hook = Intercepted {
+        inner: storage.clone(),
+        before: Arc::new(move |op, _| {
+            if op == "list" {
+                let mut n = next.lock().unwrap();
+                w.insert_batch(&pairs(*n..*n + 100)).unwrap();
+                w.flush().unwrap();
+                *n += 100;
+            }
+            Ok(())
+        }),
+    };
+    let report = simdex::inspect::verify_index(&hook, dir).unwrap();
+    assert_eq!((report.passes, report.unsettled), (simdex::inspect::MAX_PASSES, true));
+}

@@ -20,7 +20,10 @@ use std::process::ExitCode;
 ///
 /// For a directory: the manifest, every segment as above, every tombstone file, every live
 /// log record, and that they agree (sizes, counts, sequence numbers). Orphans, torn log
-/// tails and unknown files are listed as notes, not damage.
+/// tails and unknown files are listed as notes, not damage. Safe beside a running writer:
+/// it checks one consistent version, reading again when a flush or compaction replaced
+/// the manifest meanwhile; if that happens during every one of 20 passes it exits 3
+/// (inconclusive) rather than call the index damaged.
 ///
 /// Example: `simdex verify pages.sdx` or `simdex verify pages.idx`
 #[derive(Debug, ClapArgs)]
@@ -66,7 +69,7 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
             "{}",
             serde_json::to_string_pretty(&json!({
                 "dir": args.file, "clean": report.is_clean(), "checked": checked, "problems": problems,
-                "notes": report.notes, "unknown_files": report.unknown,
+                "notes": report.notes, "unknown_files": report.unknown, "passes": report.passes, "unsettled": report.unsettled,
                 "recoverable": report.recoverable.iter().map(|(f, s)| json!({"file": f, "recover_rebuilds": s})).collect::<Vec<_>>(),
             }))?
         );
@@ -80,8 +83,24 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
         for name in &report.unknown {
             out!("{}/{name}: not a simdex file (left alone)", args.file.display());
         }
+        if report.passes > 1 {
+            out!(
+                "{}: a writer replaced the manifest while verify read the index; verified again ({} passes{})",
+                args.file.display(),
+                report.passes,
+                if report.unsettled { ", never one undisturbed" } else { "" }
+            );
+        }
         for p in &report.problems {
             out!("{}/{p}", args.file.display());
+        }
+        if report.unsettled && !report.is_clean() {
+            out!(
+                "{}: INCONCLUSIVE: a writer replaced the manifest during each of {} passes, so the problems above may be files it added or removed meanwhile; run verify again when the writer is quieter",
+                args.file.display(),
+                report.passes
+            );
+            return Ok(ExitCode::from(3));
         }
         for (file, what) in &report.recoverable {
             out!("{}/{file}: DAMAGED; `simdex recover` can rebuild {what}", args.file.display());
@@ -99,5 +118,9 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
             );
         }
     }
-    Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(match (report.is_clean(), report.unsettled) {
+        (true, _) => ExitCode::SUCCESS,
+        (false, true) => ExitCode::from(3),
+        (false, false) => ExitCode::from(1),
+    })
 }
