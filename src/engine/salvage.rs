@@ -59,6 +59,11 @@ pub struct SalvageReport {
     pub log_ops_possibly_lost: u64,
     /// Live pairs written to the new index.
     pub live_pairs: u64,
+    /// Deleted pairs that may be in the new index again: the tombstones of tombstone files
+    /// that could not be read (the manifest's count), and fingerprints kept with an unknown
+    /// id ([`UNKNOWN_DOC_ID`]) that a newer delete of the same fingerprint may have hidden.
+    /// Each is also named in [`Self::lost`].
+    pub deletes_possibly_undone: u64,
 }
 
 /// Copies what is intact of the index in `src` into a new index in `dst` (which must not
@@ -155,11 +160,11 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
 
     // Deletes: (fp, id) -> latest seq (0 when unknown, which hides every segment copy).
     let mut deletes: HashMap<(u64, u64), u64> = HashMap::new();
-    let tomb_files: Vec<u64> = match &manifest {
-        Some(m) => m.tombstones.iter().map(|t| t.number).collect(),
-        None => numbered(|k| if let FileKind::Tombstones(n) = k { Some(n) } else { None }),
+    let tomb_files: Vec<(u64, Option<u64>)> = match &manifest {
+        Some(m) => m.tombstones.iter().map(|t| (t.number, Some(t.count))).collect(),
+        None => numbered(|k| if let FileKind::Tombstones(n) = k { Some(n) } else { None }).into_iter().map(|n| (n, None)).collect(),
     };
-    for number in tomb_files {
+    for (number, count) in tomb_files {
         let name = files::tombstones_name(number);
         match tombstone::read(storage, &src.join(&name)) {
             Ok(ts) => {
@@ -171,7 +176,11 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
                     *e = (*e).max(seq);
                 }
             }
-            Err(e) => report.lost.push((name, format!("every tombstone in it (the deleted pairs may come back): {}", e.chain_message()))),
+            Err(e) => {
+                report.deletes_possibly_undone += count.unwrap_or(0);
+                let what = count.map_or("every tombstone in it (how many is unknown without the manifest)".to_string(), |n| format!("all {n} tombstones in it"));
+                report.lost.push((name, format!("{what}: up to that many deleted pairs may be in the new index again: {}", e.chain_message())));
+            }
         }
     }
 
@@ -295,6 +304,21 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         }
     }
 
+    // A fingerprint kept without its id cannot be matched with its deletes: when a newer
+    // delete of the same fingerprint exists, the pair may be one of the deleted, come back.
+    let mut newest_delete: HashMap<u64, u64> = HashMap::new();
+    for (&(fp, _), &seq) in &deletes {
+        let e = newest_delete.entry(fp).or_insert(0);
+        *e = (*e).max(seq);
+    }
+    let undone = pairs.iter().filter(|&&(fp, id, bound)| id == UNKNOWN_DOC_ID && newest_delete.get(&fp).is_some_and(|&d| d > bound)).count() as u64;
+    if undone > 0 {
+        report.deletes_possibly_undone += undone;
+        report.lost.push((
+            "(deletes)".into(),
+            format!("{undone} fingerprints kept with an unknown id (id {UNKNOWN_DOC_ID}) have a newer delete of the same fingerprint: each may be a deleted pair in the new index again"),
+        ));
+    }
     // The live set, by the engine's rule, into the new index.
     let mut live: Vec<(u64, u64)> = pairs.into_iter().filter(|&(fp, id, bound)| deletes.get(&(fp, id)).is_none_or(|&d| d <= bound)).map(|(fp, id, _)| (fp, id)).collect();
     live.sort_unstable();

@@ -19,8 +19,12 @@ use crate::storage::{parent_dir, temporary_path, Storage, TempFile, WriteFile};
 pub struct SegmentWriter<'s> {
     storage: &'s dyn Storage,
     path: PathBuf,
-    /// The file being written, `NAME.tmp`: removed if the writer is dropped unfinished.
-    tmp: TempFile<'s>,
+    /// `NAME.tmp`: the name the file is written under where the storage cannot make an
+    /// unnamed file, or linked for the instant before the rename where it can.
+    tmp_path: PathBuf,
+    /// Removes `NAME.tmp` if the writer is dropped unfinished (`None`: the file is unnamed,
+    /// and a writer dropped, or a process killed, leaves nothing behind).
+    tmp: Option<TempFile<'s>>,
     out: BufWriter<Box<dyn WriteFile>>,
     offset: u64,
     header: Header,
@@ -88,11 +92,19 @@ impl<'s> SegmentWriter<'s> {
                 .map(|(t, &codec)| HeaderTable { prefix_bits: t.prefix_bits as u8, codec, order: *t.permutation.order() })
                 .collect(),
         };
-        let tmp = TempFile::new(storage, temporary_path(path));
-        let file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
+        let tmp_path = temporary_path(path);
+        let dir = parent_dir(path);
+        let (file, tmp) = match storage.create_unnamed(&dir).map_err(|e| Error::io(&dir, "create an unnamed file in", e))? {
+            Some(file) => (file, None),
+            None => {
+                let tmp = TempFile::new(storage, tmp_path.clone());
+                (storage.create(&tmp_path).map_err(|e| Error::io(&tmp_path, "create", e))?, Some(tmp))
+            }
+        };
         let mut w = Self {
             storage,
             path: path.to_path_buf(),
+            tmp_path,
             tmp,
             out: BufWriter::with_capacity(1 << 20, file),
             offset: 0,
@@ -108,7 +120,7 @@ impl<'s> SegmentWriter<'s> {
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_all(bytes).map_err(|e| Error::io(self.tmp.path(), "write", e))?;
+        self.out.write_all(bytes).map_err(|e| Error::io(&self.tmp_path, "write", e))?;
         self.offset += bytes.len() as u64;
         Ok(())
     }
@@ -306,11 +318,21 @@ impl<'s> SegmentWriter<'s> {
         self.put(&dir)?;
         self.put(&footer.encode())?;
         let len = self.offset;
-        let tmp = self.tmp;
-        let mut file = self.out.into_inner().map_err(|e| Error::io(tmp.path(), "write", e.into_error()))?;
-        file.sync().map_err(|e| Error::io(tmp.path(), "fsync", e))?;
+        let tmp_path = self.tmp_path;
+        let mut file = self.out.into_inner().map_err(|e| Error::io(&tmp_path, "write", e.into_error()))?;
+        file.sync().map_err(|e| Error::io(&tmp_path, "fsync", e))?;
+        let tmp = match self.tmp {
+            Some(tmp) => tmp,
+            None => {
+                // An unnamed file gets the temporary name only now, for the rename (which
+                // replaces an existing file; linking cannot). A stale one goes first.
+                let _ = self.storage.remove(&tmp_path);
+                file.link_as(&tmp_path).map_err(|e| Error::io(&tmp_path, "link", e))?;
+                TempFile::new(self.storage, tmp_path.clone())
+            }
+        };
         drop(file);
-        self.storage.rename(tmp.path(), &self.path).map_err(|e| Error::io(&self.path, "rename", e))?;
+        self.storage.rename(&tmp_path, &self.path).map_err(|e| Error::io(&self.path, "rename", e))?;
         tmp.keep();
         let dir = parent_dir(&self.path);
         self.storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;

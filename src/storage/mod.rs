@@ -18,6 +18,13 @@ pub trait WriteFile: Write + Send {
     /// A handle that syncs this file from another thread while this one goes on writing
     /// (the engine's group commit fsyncs the log without holding the writer's lock).
     fn sync_handle(&self) -> io::Result<Arc<dyn SyncHandle>>;
+
+    /// Gives a file made by [`Storage::create_unnamed`] the name `path` (which must not
+    /// exist). Other files cannot: `Unsupported`.
+    fn link_as(&mut self, path: &Path) -> io::Result<()> {
+        let _ = path;
+        Err(io::Error::new(io::ErrorKind::Unsupported, "only an unnamed file can be linked into a directory"))
+    }
 }
 
 /// Syncs one file's data; see [`WriteFile::sync_handle`].
@@ -164,6 +171,14 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
         let _ = dir;
         Ok(None)
     }
+    /// A new file in `dir` with no name until [`WriteFile::link_as`] gives it one (Linux's
+    /// `O_TMPFILE`), so that a process killed while writing it leaves nothing behind.
+    /// `Ok(None)` where the storage or the file system cannot: the caller writes under a
+    /// temporary name instead.
+    fn create_unnamed(&self, dir: &Path) -> io::Result<Option<Box<dyn WriteFile>>> {
+        let _ = dir;
+        Ok(None)
+    }
 }
 
 /// Holds a lock taken with [`Storage::lock`] until dropped.
@@ -206,6 +221,24 @@ impl WriteFile for FsFile {
         // A second descriptor of the same open file: fdatasync through it flushes the file.
         Ok(Arc::new(FsSync(self.0.try_clone()?)))
     }
+
+    #[cfg(target_os = "linux")]
+    fn link_as(&mut self, path: &Path) -> io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::io::AsRawFd;
+        let invalid = |_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte");
+        let from = std::ffi::CString::new(format!("/proc/self/fd/{}", self.0.as_raw_fd())).map_err(invalid)?;
+        let to = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(invalid)?;
+        // SAFETY: `from` and `to` are NUL-terminated strings that outlive the call, which
+        // only reads them; AT_FDCWD and the flag are plain integers. (The way open(2)
+        // documents to name an O_TMPFILE file without CAP_DAC_READ_SEARCH.)
+        let rc = unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
 }
 
 struct FsSync(File);
@@ -219,6 +252,17 @@ impl SyncHandle for FsSync {
 impl Storage for FsStorage {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
         Ok(Box::new(FsFile(File::create(path)?)))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn create_unnamed(&self, dir: &Path) -> io::Result<Option<Box<dyn WriteFile>>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        match OpenOptions::new().read(true).write(true).mode(0o644).custom_flags(libc::O_TMPFILE).open(dir) {
+            Ok(f) => Ok(Some(Box::new(FsFile(f)))),
+            // file systems without O_TMPFILE (and kernels before 3.11)
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn append(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {

@@ -202,6 +202,44 @@ fn a_damaged_id_page_keeps_the_fingerprints_and_names_each_lost_id() {
 }
 
 #[test]
+fn deletes_that_recover_cannot_apply_are_counted_never_silently_undone() {
+    // 5000 pairs in a segment, then 15 of them deleted and flushed into a tombstone file:
+    // 10 whose ids are on id page 3 (entries 381..508 in fingerprint order), 5 elsewhere.
+    let (storage, seg, all) = flushed_index(5_000);
+    let mut sorted: Vec<(u64, u64)> = all.iter().copied().collect();
+    sorted.sort_unstable();
+    let deleted: Vec<(u64, u64)> = sorted[381..391].iter().chain(&sorted[1000..1005]).copied().collect();
+    let index = Index::open("/idx", mem_options(&storage, 1 << 20)).unwrap();
+    for &(fp, id) in &deleted {
+        index.delete(fp, id).unwrap();
+    }
+    index.flush().unwrap();
+    index.close().unwrap();
+    let clean = salvage(&storage, Path::new("/idx"), Path::new("/clean"), mem_options(&storage, 1 << 20)).unwrap();
+    assert_eq!((clean.deletes_possibly_undone, clean.live_pairs), (0, all.len() as u64 - 15));
+    // The id page lost: its 10 deleted pairs' fingerprints are kept with an unknown id.
+    let mut bytes = storage.file(&seg).unwrap();
+    let ids_head = SegmentMap::of(&bytes).ids_head;
+    bytes[ids_head + 1024 + 3 * 1024 + 5] ^= 1;
+    let damaged = copy_of(&storage);
+    damaged.put(&seg, &bytes);
+    let report = salvage(&damaged, Path::new("/idx"), Path::new("/out"), mem_options(&damaged, 1 << 20)).unwrap();
+    assert_eq!(report.deletes_possibly_undone, 10, "{:?}", report.lost);
+    assert!(report.lost.iter().any(|(_, d)| d.contains("10 fingerprints kept with an unknown id")), "{:?}", report.lost);
+    // The tombstone file lost: all 15 deletes, named.
+    let tomb = storage.list(Path::new("/idx")).unwrap().into_iter().find(|n| n.starts_with("tomb-")).expect("a tombstone file");
+    let tomb = Path::new("/idx").join(tomb);
+    let damaged = copy_of(&storage);
+    let mut t = storage.file(&tomb).unwrap();
+    let last = t.len() - 1;
+    t[last] ^= 0x40;
+    damaged.put(&tomb, &t);
+    let report = salvage(&damaged, Path::new("/idx"), Path::new("/out2"), mem_options(&damaged, 1 << 20)).unwrap();
+    assert_eq!(report.deletes_possibly_undone, 15, "{:?}", report.lost);
+    assert!(report.lost.iter().any(|(f, d)| f.starts_with("tomb-") && d.contains("all 15 tombstones")), "{:?}", report.lost);
+}
+
+#[test]
 fn the_pinned_recipe_is_verified_and_salvaged() {
     use simdex_fingerprint::document::DocumentKind;
     let storage = MemStorage::default();

@@ -1,12 +1,12 @@
 //! `simdex recover`: salvage what is intact of a damaged index into a new one.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::inspect::salvage;
-use simdex::storage::FsStorage;
+use simdex::storage::{FsStorage, Storage};
 use simdex::IndexOptions;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Copy what is intact of a damaged index into a new index, and report exactly what was
 /// lost.
@@ -20,6 +20,10 @@ use std::path::PathBuf;
 /// segment entries (counted exactly from block and id-page counts), log operations
 /// (counted from the sequence numbers around the damage, or as bytes when the damage runs
 /// to the end of a log), tombstone files. The damaged index is not modified.
+///
+/// The new index is built under a temporary name beside NEWDIR (`.NAME.recovering`) and
+/// renamed to NEWDIR only when it is complete, so an interrupted recover leaves nothing
+/// that looks like an index, and running it again starts afresh.
 ///
 /// Example: `simdex recover pages.idx --out pages-recovered.idx`
 #[derive(Debug, ClapArgs)]
@@ -36,7 +40,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let bar = crate::progress::spinner("recovering");
-    let report = salvage(&FsStorage, &args.dir, &args.out, IndexOptions::default()).with_context(|| format!("recovering {} into {}", args.dir.display(), args.out.display()))?;
+    let report = salvage_into(&args.dir, &args.out).with_context(|| format!("recovering {} into {}", args.dir.display(), args.out.display()))?;
     bar.finish_and_clear();
     if args.json {
         let pairs = |v: &[(String, String)]| v.iter().map(|(f, d)| json!({"file": f, "detail": d})).collect::<Vec<_>>();
@@ -48,6 +52,7 @@ pub fn run(args: Args) -> Result<()> {
                 "segment_entries": report.segment_entries, "segment_entries_lost": report.segment_entries_lost,
                 "tombstones": report.tombstones, "log_operations": report.log_ops, "log_operations_lost": report.log_ops_lost,
                 "log_operations_possibly_lost": report.log_ops_possibly_lost, "log_tail_bytes_lost": report.log_tail_bytes_lost, "live_pairs": report.live_pairs,
+                "deletes_possibly_undone": report.deletes_possibly_undone,
             }))?
         );
         return Ok(());
@@ -73,5 +78,33 @@ pub fn run(args: Args) -> Result<()> {
         if report.log_ops_possibly_lost > 0 { format!(" (and {} possibly acknowledged ones in a record cut short)", report.log_ops_possibly_lost) } else { String::new() },
         if report.log_tail_bytes_lost > 0 { format!(", {} bytes at the end of a log", report.log_tail_bytes_lost) } else { String::new() }
     );
+    if report.deletes_possibly_undone > 0 {
+        out!("up to {} deleted pairs may be in {} again (see LOST above): delete them again if you know them", report.deletes_possibly_undone, args.out.display());
+    }
     Ok(())
+}
+
+/// Salvages `dir` into a temporary directory beside `out`, then renames it to `out` (which
+/// must not exist, or be an empty directory). A temporary directory an interrupted run left
+/// is removed first; this run's is removed if it fails.
+fn salvage_into(dir: &Path, out: &Path) -> Result<simdex::inspect::SalvageReport> {
+    let name = out.file_name().with_context(|| format!("{}: not a directory name", out.display()))?;
+    let parent = simdex::storage::parent_dir(out);
+    let tmp = parent.join(format!(".{}.recovering", name.to_string_lossy()));
+    if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        bail!("{} already exists and is not an empty directory: recover into a new directory", out.display());
+    }
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).with_context(|| format!("removing {}, left by an interrupted recover", tmp.display()))?;
+    }
+    let report = match salvage(&FsStorage, dir, &tmp, IndexOptions::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e.into());
+        }
+    };
+    std::fs::rename(&tmp, out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+    FsStorage.sync_dir(&parent).with_context(|| format!("syncing {}", parent.display()))?;
+    Ok(report)
 }
