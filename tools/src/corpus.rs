@@ -41,6 +41,18 @@ impl ReadArgs {
         }
     }
 
+    /// The flags that ask for these settings again (none for the defaults).
+    pub fn flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.format != Format::Auto {
+            out.extend(["--format".to_owned(), crate::value_parsers::value_name(self.format)]);
+        }
+        if self.strict {
+            out.push("--strict".to_owned());
+        }
+        out
+    }
+
     /// The format of the input `path`.
     fn format_of(&self, path: &Path) -> document::Format {
         match self.format {
