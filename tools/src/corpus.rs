@@ -105,6 +105,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// the one place the escaping is described.
 pub const NAME_ESCAPING: &str = "File names are printed escaped, so that every name fits on one line and reads back exactly: a backslash as \\\\, tab, newline and carriage return as \\t \\n \\r, other control characters and bytes that are not UTF-8 as \\xHH; everything else as it is. `printf '%b' NAME` in bash, or Python's `codecs.escape_decode(NAME.encode())[0]`, gives back the name's bytes.";
 
+/// A `--help` ending: how names are escaped, then `examples`.
+pub fn with_name_escaping(examples: &str) -> String {
+    format!("{NAME_ESCAPING}\n\n{examples}")
+}
+
 /// A path as printed: the escaping of [`NAME_ESCAPING`]. The identity on names of printable
 /// UTF-8 without a backslash (nearly all of them).
 pub fn escape_name(path: &Path) -> String {

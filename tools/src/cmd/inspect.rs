@@ -10,18 +10,18 @@ use std::path::PathBuf;
 
 use crate::progress;
 
-/// Show a segment's header, design and per-table statistics; for an index directory, its
-/// memtable, logs and tombstones and then every live segment.
+/// Show how a segment file, or each live segment of an index directory, is laid out and compressed.
 ///
-/// Per table: entries, blocks, prefix bits, bits per fingerprint for the blocks alone and
-/// with the block index, the Huffman code lengths, and the histogram of h (the position of
-/// the top differing bit between successive entries: the paper's Figure 2a). `--json`
+/// A segment's header and design, then per table: entries, blocks, prefix bits, bits per
+/// fingerprint for the blocks alone and with the block index, the Huffman code lengths, and
+/// the histogram of h (the position of the top differing bit between successive entries:
+/// the paper's Figure 2a). For an index directory, first its memtable, logs and tombstones.
+/// `--json`
 /// gives the same with fields `count`, `file_bytes` and `tables[]` (`entries`, `blocks`,
 /// `prefix_bits`, `bits_per_entry_blocks`, `bits_per_entry_total`, ...); for a directory,
 /// `memtable`, `logs`, `tombstones` and `segments[]` (each as for a file).
-///
-/// Example: `simdex inspect pages.sdx --json`, `simdex inspect pages/ --plot h.svg`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex inspect stored.sdx --plot h.svg\n  simdex inspect pages.idx --no-histogram")]
 pub struct Args {
     /// The segment file, or an index directory (every live segment, the memtable and the
     /// logs).

@@ -20,9 +20,8 @@ use std::path::PathBuf;
 /// segment entries (counted exactly from block and id-page counts), log operations
 /// (counted from the sequence numbers around the damage, or as bytes when the damage runs
 /// to the end of a log), tombstone files. The damaged index is not modified.
-///
-/// Example: `simdex recover pages.idx --out pages-recovered.idx`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex recover pages.idx --out salvaged.idx")]
 pub struct Args {
     /// The damaged index directory.
     dir: PathBuf,

@@ -21,9 +21,8 @@ use std::process::ExitCode;
 /// For a directory: the manifest, every segment as above, every tombstone file, every live
 /// log record, and that they agree (sizes, counts, sequence numbers). Orphans, torn log
 /// tails and unknown files are listed as notes, not damage.
-///
-/// Example: `simdex verify pages.sdx` or `simdex verify pages.idx`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex verify stored.sdx\n  simdex verify pages.idx --json")]
 pub struct Args {
     /// The segment file or index directory.
     file: PathBuf,
