@@ -217,6 +217,8 @@ fn print_text(args: &Args, r: &Report) -> anyhow::Result<()> {
     out!("best F1: {:.3} (95% interval {:.3}-{:.3}), {}", best_score.f1, bi.f1.low, bi.f1.high, describe(best));
     if r.tally.true_pairs() < MIN_TRUE_PAIRS {
         out!("WEAK ESTIMATE: it rests on {} true pairs (fewer than {MIN_TRUE_PAIRS}); {}", r.tally.true_pairs(), remedy(r));
+        let n = r.tally.true_pairs();
+        out!("  (a bootstrap understates the uncertainty of so few pairs: finding all {n} would still allow missing up to 3/{n} of such pairs, at 95%)");
     }
     out!("recommended: {}, the cheapest setting within {} of the best F1", describe(rec), args.margin);
     out!(
