@@ -41,6 +41,18 @@ impl ReadArgs {
         }
     }
 
+    /// The flags that ask for these settings again (none for the defaults).
+    pub fn flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.format != Format::Auto {
+            out.extend(["--format".to_owned(), crate::value_parsers::value_name(self.format)]);
+        }
+        if self.strict {
+            out.push("--strict".to_owned());
+        }
+        out
+    }
+
     /// The format of the input `path`.
     fn format_of(&self, path: &Path) -> document::Format {
         match self.format {
@@ -92,6 +104,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// How file names are printed (document ids, the `--help` of the commands that print them):
 /// the one place the escaping is described.
 pub const NAME_ESCAPING: &str = "File names are printed escaped, so that every name fits on one line and reads back exactly: a backslash as \\\\, tab, newline and carriage return as \\t \\n \\r, other control characters and bytes that are not UTF-8 as \\xHH; everything else as it is. `printf '%b' NAME` in bash, or Python's `codecs.escape_decode(NAME.encode())[0]`, gives back the name's bytes.";
+
+/// A `--help` ending: how names are escaped, then `examples`.
+pub fn with_name_escaping(examples: &str) -> String {
+    format!("{NAME_ESCAPING}\n\n{examples}")
+}
 
 /// A path as printed: the escaping of [`NAME_ESCAPING`]. The identity on names of printable
 /// UTF-8 without a backslash (nearly all of them).

@@ -89,6 +89,37 @@ impl RecipeArgs {
         }
     }
 
+    /// The flags that ask for this recipe again (none for the defaults), each a word.
+    pub fn flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut flag = |name: &str, value: Option<String>| out.extend(std::iter::once(format!("--{name}")).chain(value));
+        if !matches!(self.preset, Preset::Pages) {
+            flag("preset", Some(crate::value_parsers::value_name(self.preset)));
+        }
+        if let Some(v) = &self.features {
+            flag("features", Some(v.join(",")));
+        }
+        if let Some(v) = &self.tf {
+            flag("tf", Some(v.clone()));
+        }
+        if let Some(v) = &self.stop {
+            flag("stop", Some(v.join(",")));
+        }
+        if let Some(v) = &self.stem {
+            flag("stem", Some(v.clone()));
+        }
+        if let Some(v) = self.cjk {
+            flag("cjk", Some(crate::value_parsers::value_name(v)));
+        }
+        if self.fold_digits {
+            flag("fold-digits", None);
+        }
+        if let Some(v) = &self.idf {
+            flag("idf", Some(v.to_string_lossy().into_owned()));
+        }
+        out
+    }
+
     /// Whether no recipe flag was given (the `pages` preset, nothing overridden).
     pub fn is_default(&self) -> bool {
         matches!(self.preset, Preset::Pages)

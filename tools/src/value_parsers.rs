@@ -1,5 +1,6 @@
 //! Value parsers for clap shared by the subcommands: numbers checked where they are read,
-//! so a bad one is refused with the flag's name.
+//! so a bad one is refused with the flag's name; and the way back, from a value to the word
+//! that asks for it.
 
 /// A similarity threshold (clap's value parser): a number in `0..=1`; NaN, infinities and
 /// numbers outside are refused, and clap names the flag.
@@ -9,4 +10,9 @@ pub fn fraction(s: &str) -> Result<f64, String> {
         Ok(_) => Err(format!("{s} is not a number in 0..=1")),
         Err(_) => Err(format!("{s} is not a number")),
     }
+}
+
+/// The word clap knows an enum value by (what `--flag WORD` takes).
+pub fn value_name<T: clap::ValueEnum>(value: T) -> String {
+    value.to_possible_value().map_or_else(String::new, |v| v.get_name().to_owned())
 }

@@ -1,6 +1,6 @@
 //! Issue 11 end to end: queries above the design's k (multi-probe) against brute force,
-//! `plan --for-design`, `dedup --pairs` (confirmed by sketches), `tune` and the SVG pictures
-//! of `tune --plot` and `inspect --plot`.
+//! `plan --for-design` and `dedup --pairs` (confirmed by sketches). `tune` and the pictures
+//! have files of their own (cli_tune.rs, cli_plots.rs).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -23,12 +23,6 @@ fn p(path: &Path) -> &str {
 }
 
 const PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/corpus/pages");
-
-/// The texts of an SVG's `<text>` elements (plotters writes each on the line after its tag).
-fn svg_texts(svg: &str) -> BTreeSet<String> {
-    let lines: Vec<&str> = svg.lines().collect();
-    lines.windows(2).filter(|w| w[0].trim_start().starts_with("<text")).map(|w| w[1].trim().to_owned()).collect()
-}
 
 #[test]
 fn query_above_the_design_k_equals_brute_force() {
@@ -110,58 +104,6 @@ fn dedup_pairs_lists_every_confirmed_pair_with_ids_as_given() {
     let unconfirmed = std::fs::read_to_string(&pairs).unwrap();
     ok(&run(&["dedup", PAGES, "--no-confirm", "--pairs", p(&pairs)]));
     assert_eq!(std::fs::read_to_string(&pairs).unwrap(), unconfirmed);
-}
-
-#[test]
-fn tune_measures_the_corpus_and_draws_the_curves() {
-    let dir = tempfile::tempdir().unwrap();
-    let svg = dir.path().join("tune.svg");
-    let o = run(&["tune", PAGES, "--plot", p(&svg), "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(v["rows"].as_array().unwrap().len(), 11, "k = 0..10");
-    let true_pairs = v["true_pairs"].as_u64().unwrap();
-    assert_eq!(o.status.success(), true_pairs >= 50, "{v}");
-    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
-    for label in ["precision", "recall", "F1", "confirmed precision", "confirmed recall", "confirmed F1", "k (Hamming distance)"] {
-        assert!(texts.contains(label), "{label} missing from {texts:?}");
-    }
-    assert!(std::fs::read_to_string(&svg).unwrap().matches("<polyline").count() >= 6, "one line per series");
-}
-
-#[test]
-fn tune_on_a_tiny_corpus_says_how_many_pairs_it_found() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.txt"), "one two three four five six seven eight nine ten").unwrap();
-    std::fs::write(dir.path().join("b.txt"), "one two three four five six seven eight nine ten").unwrap();
-    std::fs::write(dir.path().join("c.txt"), "eleven twelve thirteen fourteen fifteen sixteen").unwrap();
-    let o = run(&["tune", p(dir.path())]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("too small") && err.contains("1 true near-duplicate pairs found among 3 documents"), "{err}");
-}
-
-#[test]
-fn inspect_plot_draws_the_histogram_of_h_of_every_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("fp.txt");
-    let mut x = 3u64;
-    let fps: String = (0..5000)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            format!("{x:016x}\n")
-        })
-        .collect();
-    std::fs::write(&input, fps).unwrap();
-    let seg = dir.path().join("s.sdx");
-    ok(&run(&["build", "--out", p(&seg), p(&input)]));
-    let svg = dir.path().join("h.svg");
-    ok(&run(&["inspect", p(&seg), "--plot", p(&svg)]));
-    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
-    for label in ["table 0", "table 3", "h", "fraction of entries"] {
-        assert!(texts.contains(label), "{label} missing from {texts:?}");
-    }
 }
 
 #[test]

@@ -42,10 +42,8 @@ use crate::progress;
 /// A bad record or a read error in the middle of the input stops the command (exit 2): the
 /// message names the line or byte offset at fault and how many records before it were
 /// acknowledged (they stay in the index; nothing after the fault is added).
-///
-/// Examples: `simdex add pages.idx fingerprints.txt`;
-/// `crawler | simdex add pages.idx - --acks --json`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks")]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,

@@ -24,9 +24,8 @@ use std::collections::{HashMap, HashSet};
 /// file. Matches beyond `--match-memory` (by default the queries' size) are sorted into
 /// runs in a directory made under `--spill-dir` (removed at the end, on errors too) and
 /// merged back, in the same order.
-///
-/// Example: `simdex batch pages.sdx --queries new.txt -k 3 > matches.tsv`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex batch stored.sdx --queries queries.txt -k 3 > matches.tsv")]
 pub struct Args {
     /// The index: a segment file or an index directory.
     index: PathBuf,

@@ -9,8 +9,11 @@ use std::time::Instant;
 
 use crate::input::{self, InputFormat};
 
-/// Time operations on an index.
+/// Time queries on an index, or write fingerprints to time them with.
 #[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  simdex bench generate --count 100000 > stored.txt\n  simdex bench generate --count 1000 --near stored.txt --flips 2 > queries.txt\n  simdex bench query stored.sdx --input queries.txt -k 3"
+)]
 pub struct Args {
     #[command(subcommand)]
     what: What,
@@ -23,16 +26,14 @@ enum What {
     /// Runs every query of QFILE once as a warm-up (so the page cache holds the file),
     /// then `--rounds` times timed; prints queries/s and latency mean, p50 and p99 in
     /// microseconds.
-    ///
-    /// Example: `simdex bench query pages.sdx --input queries.txt -k 3`
+    #[command(after_help = "Examples:\n  simdex bench query stored.sdx --input queries.txt -k 3")]
     Query(QueryArgs),
     /// Write random fingerprints, or near copies of an existing list, for benchmarks.
     ///
     /// Uses a seeded xorshift generator, so the same arguments give the same file.
     /// With `--near FILE`, each output line is a fingerprint of FILE (cycled) with
     /// `--flips` random bits flipped.
-    ///
-    /// Example: `simdex bench generate --count 1000000 > stored.txt`
+    #[command(after_help = "Examples:\n  simdex bench generate --count 100000 > stored.txt\n  simdex bench generate --count 1000 --near stored.txt --flips 2 > queries.txt")]
     Generate(GenerateArgs),
 }
 

@@ -21,9 +21,8 @@ use crate::progress;
 /// holds little-endian u64 fingerprints (u64 fingerprint + u64 id pairs with `--with-ids`).
 /// The planner picks the table design for the number of fingerprints unless `-k` or
 /// `--tables` say otherwise. The file is written under FILE.tmp and renamed when complete.
-///
-/// Example: `simdex build --out pages.sdx fingerprints.txt`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex build --out stored.sdx stored.txt")]
 pub struct Args {
     /// Where to write the segment.
     #[arg(long, short)]

@@ -23,9 +23,8 @@ use crate::input::hex;
 /// Memory: the pairs are held up to `--pair-memory` (16 bytes each); past it, sorted runs
 /// of pairs spill to a directory made under `--spill-dir` (removed at the end, on errors
 /// too) and are merged back into the union-find, with the same clusters.
-///
-/// Example: `simdex cluster pages.sdx -k 3 --out clusters.jsonl`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex cluster stored.sdx -k 3 --out clusters.jsonl")]
 pub struct Args {
     /// The index: a segment file or an index directory (read as a snapshot: its live pairs).
     index: PathBuf,

@@ -17,9 +17,8 @@ use std::time::Instant;
 /// entries each, every one durable before the next starts: a process killed meanwhile keeps
 /// the merges it finished, and running the command again goes on from there. The index then
 /// ends as several segments when it holds more than N entries.
-///
-/// Example: `simdex compact pages.idx`, `simdex compact pages.idx --max-merge-entries 4000000`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex compact pages.idx\n  simdex compact pages.idx --max-merge-entries 4000000")]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,

@@ -29,9 +29,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// What `--help` ends with.
+const EXAMPLES: &str = "Examples:\n  simdex dedup corpus/\n  simdex dedup corpus/ --report report.jsonl --pairs pairs.tsv\n  simdex dedup corpus/ --index crawl.idx";
+
 /// Find exact and near-duplicate documents and group them into clusters
 #[derive(Debug, ClapArgs)]
-#[command(after_long_help = crate::corpus::NAME_ESCAPING)]
+#[command(after_help = EXAMPLES, after_long_help = crate::corpus::with_name_escaping(EXAMPLES))]
 pub struct Args {
     /// Files, folders (walked recursively) or `-` for standard input
     #[arg(required = true)]
@@ -446,7 +449,12 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, exact: &
     }
     let left_out = LeftOut::of(&near.clusters, exact, corpus.skipped.len(), args.show);
     if let Some(line) = left_out.line() {
-        writeln!(summary, "\n{line} (--show N lists more; the report lists everything)")?;
+        let everything = match (&args.report, args.json) {
+            (Some(file), _) => format!("the report in {} lists every one", file.display()),
+            (None, true) => "the JSON-lines report on stdout lists every one".to_owned(),
+            (None, false) => "--report FILE writes every one as JSON lines".to_owned(),
+        };
+        writeln!(summary, "\n{line} (--show N lists more; {everything})")?;
     }
     Ok(())
 }

@@ -14,9 +14,8 @@ use crate::progress;
 /// `HEX<TAB>ID`, or `--binary --with-ids`). Queries stop returning a deleted pair at once;
 /// compaction drops it from the segments. Deleting a pair that is not stored is harmless.
 /// The deletes are synced before the command exits 0.
-///
-/// Example: `simdex delete pages.idx removed.txt`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex bench generate --count 100 --seed 8 --with-ids > gone.txt\n  simdex delete pages.idx gone.txt")]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,

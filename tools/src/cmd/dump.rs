@@ -13,9 +13,8 @@ use crate::input::hex;
 /// Without `--table`: every fingerprint in ascending order, one per line, as
 /// `hex[<TAB>doc_id]` (the format `simdex build` reads back). With `--table T`: table T's
 /// entries in stored order as `permuted_hex<TAB>fingerprint_hex`.
-///
-/// Example: `simdex dump pages.sdx | head`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex dump stored.sdx | head")]
 pub struct Args {
     /// The segment file.
     file: PathBuf,

@@ -18,9 +18,8 @@ use crate::input::hex;
 /// `LOG OFFSET DAMAGE ...` (the engine itself refuses to open such a log; see `simdex
 /// recover`). Logs older than the manifest's log number (already flushed) are marked
 /// obsolete. Exits 1 when a log is damaged.
-///
-/// Example: `simdex dump-log pages.idx --ops | head`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex dump-log pages.idx --ops | head")]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,

@@ -14,13 +14,16 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Fingerprint documents: prints `id<TAB>fingerprint` (16 hex digits) per document
+/// What `--help` ends with.
+const EXAMPLES: &str = "Examples:\n  simdex fingerprint corpus/ > fps.tsv\n  simdex fingerprint corpus/ --for-index names.tsv > for-index.tsv";
+
+/// Fingerprint documents, printing `id<TAB>fingerprint` (16 hex digits) for each.
 ///
 /// A document that cannot be fingerprinted (empty, binary: a NUL byte in its first 8,000
 /// bytes, such as an executable, an image or UTF-16 text; invalid UTF-8 with `--strict`) gets a
 /// warning naming it on stderr and is skipped; the others are printed, and the exit code is 1.
 #[derive(Debug, ClapArgs)]
-#[command(after_long_help = crate::corpus::NAME_ESCAPING)]
+#[command(after_help = EXAMPLES, after_long_help = crate::corpus::with_name_escaping(EXAMPLES))]
 pub struct Args {
     /// Files, folders (walked recursively) or `-` for standard input
     #[arg(default_value = "-")]

@@ -10,18 +10,18 @@ use std::path::PathBuf;
 
 use crate::progress;
 
-/// Show a segment's header, design and per-table statistics; for an index directory, its
-/// memtable, logs and tombstones and then every live segment.
+/// Show how a segment file, or each live segment of an index directory, is laid out and compressed.
 ///
-/// Per table: entries, blocks, prefix bits, bits per fingerprint for the blocks alone and
-/// with the block index, the Huffman code lengths, and the histogram of h (the position of
-/// the top differing bit between successive entries: the paper's Figure 2a). `--json`
+/// A segment's header and design, then per table: entries, blocks, prefix bits, bits per
+/// fingerprint for the blocks alone and with the block index, the Huffman code lengths, and
+/// the histogram of h (the position of the top differing bit between successive entries:
+/// the paper's Figure 2a). For an index directory, first its memtable, logs and tombstones.
+/// `--json`
 /// gives the same with fields `count`, `file_bytes` and `tables[]` (`entries`, `blocks`,
 /// `prefix_bits`, `bits_per_entry_blocks`, `bits_per_entry_total`, ...); for a directory,
 /// `memtable`, `logs`, `tombstones` and `segments[]` (each as for a file).
-///
-/// Example: `simdex inspect pages.sdx --json`, `simdex inspect pages/ --plot h.svg`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex inspect stored.sdx --plot h.svg\n  simdex inspect pages.idx --no-histogram")]
 pub struct Args {
     /// The segment file, or an index directory (every live segment, the memtable and the
     /// logs).
@@ -44,8 +44,7 @@ pub fn run(args: Args) -> Result<()> {
     let seg = Segment::open(&args.file)?;
     let (report, plotted) = inspect_segment(&seg, args.no_histogram)?;
     if let Some(path) = &args.plot {
-        let curves: Vec<(String, Vec<(u32, u64)>)> = plotted.into_iter().enumerate().map(|(t, h)| (format!("table {t}"), h)).collect();
-        crate::plot::histogram_svg(path, &curves).with_context(|| format!("cannot draw {}", path.display()))?;
+        crate::plot::histogram_svg(path, &[histogram(&seg, plotted)]).with_context(|| format!("cannot draw {}", path.display()))?;
     }
     if args.json {
         out!("{}", serde_json::to_string_pretty(&report)?);
@@ -57,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
 
 /// An index directory: what `stats` says of it (memtable, logs, tombstones), then every live
 /// segment of one consistent snapshot as a segment file is shown; `--plot` draws one curve
-/// per segment (its tables' counts by h, added up).
+/// per segment (the mean over its tables, their range as a band).
 fn run_index(args: &Args) -> Result<()> {
     let index = Index::open_read_only(&args.file, IndexOptions::default()).with_context(|| format!("opening index {}", args.file.display()))?;
     let stats = index.stats();
@@ -66,12 +65,7 @@ fn run_index(args: &Args) -> Result<()> {
     let mut curves = Vec::new();
     for seg in snapshot.segments() {
         let (report, plotted) = inspect_segment(seg, args.no_histogram)?;
-        let mut by_h = std::collections::BTreeMap::new();
-        for (h, c) in plotted.into_iter().flatten() {
-            *by_h.entry(h).or_insert(0) += c;
-        }
-        let name = seg.path().file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        curves.push((format!("{name} ({} fingerprints)", seg.len()), by_h.into_iter().collect()));
+        curves.push(histogram(seg, plotted));
         segments.push(report);
     }
     if let Some(path) = &args.plot {
@@ -107,6 +101,12 @@ fn run_index(args: &Args) -> Result<()> {
 
 /// Counts of entries by h (the top differing bit), one list per table.
 type CountsByH = Vec<Vec<(u32, u64)>>;
+
+/// A segment's tables' counts by h, to be drawn as one curve named by its file.
+fn histogram(seg: &Segment, tables: CountsByH) -> crate::plot::Histogram {
+    let name = seg.path().file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    crate::plot::Histogram { label: name, fingerprints: seg.len(), tables }
+}
 
 /// One segment's report (as JSON) and its tables' counts by h.
 fn inspect_segment(seg: &Segment, no_histogram: bool) -> Result<(serde_json::Value, CountsByH)> {

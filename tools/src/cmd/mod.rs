@@ -29,6 +29,9 @@ mod verify;
 /// Exit status: 0 on success, 1 when `verify` or `dump-log` finds damage, 2 on any error.
 #[derive(Debug, Parser)]
 #[command(name = "simdex", version, about, long_about = None, propagate_version = true)]
+#[command(
+    after_help = "Examples (every subcommand's --help ends with its own):\n  simdex dedup corpus/\n  simdex bench generate --count 100000 > stored.txt\n  simdex build --out stored.sdx stored.txt\n  simdex query stored.sdx -k 3 0123456789abcdef"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

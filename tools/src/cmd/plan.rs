@@ -12,15 +12,14 @@ use simdex::plan::{plan, PlanOptions, PlannedDesign, ProbePlan, DEFAULT_MAX_CAND
 /// More tables mean fewer candidates per probe (faster queries) and more space. The planner
 /// picks the fewest tables such that no probe expects more than 2^tau candidates.
 ///
-/// Example: `simdex plan --count 17179869184 -k 3 --tables 16` shows the paper's 16-table
-/// design for 2^34 fingerprints.
-///
 /// With `--for-design K0`, the design is the one chosen for k = K0 (what an index built
 /// with `-k K0` holds), and the output explains what answering every k up to 8 from it
 /// costs: the probe budget per table (multi-probe), the range probes and entries decoded
-/// per query, and whether a scan is cheaper. Example:
-/// `simdex plan --count 10000000 -k 6 --for-design 3`.
+/// per query, and whether a scan is cheaper.
 #[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  simdex plan --count 1000000 -k 3\n  simdex plan --count 17179869184 -k 3 --tables 16   # the paper's 16-table design for 2^34\n  simdex plan --count 10000000 -k 6 --for-design 3   # every k from a k = 3 design"
+)]
 pub struct Args {
     /// Expected number of fingerprints (e.g. 10000000).
     #[arg(long, short = 'n')]

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use crate::input::{self, hex, InputFormat};
 
-/// Find stored fingerprints within k bits of each query, in a segment file or an index
-/// directory (opened read-only, so it works while a writer runs).
+/// Find stored fingerprints within k bits of each query, in a segment file or an index directory.
 ///
+/// An index directory is opened read-only, so a query works while a writer runs.
 /// Prints one line per match: `query_hex<TAB>match_hex<TAB>distance[<TAB>doc_id]`, nothing
 /// for a query without matches. Queries come from the FP arguments (16 hex digits each)
 /// and/or `--input QFILE` (same formats as `simdex build`). When the query file has ids
@@ -20,9 +20,8 @@ use crate::input::{self, hex, InputFormat};
 /// `query_id<TAB>query_hex<TAB>...`. With `--json`, one object per match, with
 /// `query_id` when the query has one, and one with `"match": null` for a query without
 /// matches.
-///
-/// Example: `simdex query pages.idx -k 3 0123456789abcdef`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex query stored.sdx -k 3 0123456789abcdef\n  simdex query stored.sdx -k 3 --input queries.txt --json")]
 pub struct Args {
     /// The segment file or index directory.
     file: PathBuf,

@@ -24,9 +24,8 @@ use std::path::{Path, PathBuf};
 /// The new index is built under a temporary name beside NEWDIR (`.NAME.recovering`) and
 /// renamed to NEWDIR only when it is complete, so an interrupted recover leaves nothing
 /// that looks like an index, and running it again starts afresh.
-///
-/// Example: `simdex recover pages.idx --out pages-recovered.idx`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex recover pages.idx --out salvaged.idx")]
 pub struct Args {
     /// The damaged index directory.
     dir: PathBuf,

@@ -23,9 +23,8 @@ use crate::progress;
 /// straddle two chunks are only found whole on the whole index.)
 ///
 /// Output: DIR/part-00000.sdx ... and DIR/parts.json listing each chunk's range and count.
-///
-/// Example: `simdex split pages.sdx --parts 8 --out chunks/`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex split stored.sdx --parts 4 --out chunks/")]
 pub struct Args {
     /// The index: a segment file or an index directory (read as a snapshot: its live pairs).
     index: PathBuf,

@@ -10,9 +10,8 @@ use std::path::PathBuf;
 ///
 /// Opens the index read-only, so it works while a writer runs (and shows the state as of
 /// the open). The memtable is what the logs hold beyond the segments.
-///
-/// Example: `simdex stats pages.idx --json`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex stats pages.idx --json")]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,

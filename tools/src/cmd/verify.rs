@@ -24,9 +24,8 @@ use std::process::ExitCode;
 /// it checks one consistent version, reading again when a flush or compaction replaced
 /// the manifest meanwhile; if that happens during every one of 20 passes it exits 3
 /// (inconclusive) rather than call the index damaged.
-///
-/// Example: `simdex verify pages.sdx` or `simdex verify pages.idx`
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex verify stored.sdx\n  simdex verify pages.idx --json")]
 pub struct Args {
     /// The segment file or index directory.
     file: PathBuf,

@@ -1,0 +1,362 @@
+//! `simdex tune`: precision, recall and F1 of near-duplicate detection on a sample of the
+//! user's own corpus, against an exact ground truth, for every k an index supports, with and
+//! without confirmation by sketches (the paper's Figure 1, and the issue-11 confirmed mode);
+//! then the cheapest setting within a margin of the best F1, with bootstrap intervals, as the
+//! exact setting of each front; optionally the picture (`--plot FILE.svg`).
+//!
+//! `measure.rs` owns the figures (ground truth, pairs, counts, bootstrap); `advice.rs` turns
+//! them into a recommendation and the fronts' settings; this file reads the corpus and prints.
+
+mod advice;
+mod measure;
+
+use crate::corpus::{self, ReadArgs};
+use crate::progress;
+use crate::recipe_args::RecipeArgs;
+use advice::{describe, Advice};
+use anyhow::Context;
+use clap::Args as ClapArgs;
+use measure::{Intervals, Setting, Tally, K_MAX, RESAMPLES};
+use serde_json::json;
+use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
+use simdex_fingerprint::{Fingerprinter, IdfBuilder};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Measure near-duplicate detection on a sample of your corpus and recommend a setting
+///
+/// Builds an exact ground truth on the sample (shingle sets, MinHash-LSH candidates, exact
+/// Jaccard), then prints precision, recall and F1 of "Hamming distance <= k" for every k an
+/// index supports (0..=8), and of the confirmed mode (distance <= k and sketch-estimated
+/// resemblance >= t, the best t per k).
+///
+/// It recommends the cheapest setting whose F1 is within --margin of the best. Cheapest:
+/// a smaller k first; at one k, fingerprints only, then confirmed at 0.90 (the threshold
+/// Python and Scrapy use), then confirmed at the best t (the CLI only). The recommendation
+/// is printed as the CLI's flags, `simdex.Index(...)` arguments and Scrapy settings.
+///
+/// Uncertainty: 95% intervals from a bootstrap over the sampled pairs that count (those
+/// that are true near-duplicates or within 8 bits): 1000 resamples drawn with replacement,
+/// seeded by --seed. With fewer than 50 true pairs the estimate is called weak.
+#[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:\n  simdex tune corpus/ --plot tune.svg\n  simdex tune corpus/ --no-idf --json")]
+pub struct Args {
+    /// Files, folders (walked recursively) or `-` for standard input
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+    /// Documents sampled (uniformly, seeded); 0 = all
+    #[arg(long, default_value_t = 5000)]
+    pub sample: usize,
+    /// Seed of the sample and of the bootstrap
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Jaccard similarity of word 3-shingle sets at which a pair is a near-duplicate
+    #[arg(long, default_value_t = 0.9, value_parser = crate::value_parsers::fraction)]
+    pub threshold: f64,
+    /// Recommend the cheapest setting whose F1 is at most this far below the best
+    #[arg(long, default_value_t = 0.01, value_parser = crate::value_parsers::fraction)]
+    pub margin: f64,
+    /// Do not learn IDF weights from the sample (dedup learns them from its input; Python
+    /// and Scrapy use none)
+    #[arg(long)]
+    pub no_idf: bool,
+    /// Sketch hash functions (with --sketch-bits; at most 64 bytes in all)
+    #[arg(long, default_value_t = SketchOptions::default().hashes)]
+    pub sketch_hashes: u32,
+    /// Bits kept per sketch hash (1, 2, 4, 8 or 16)
+    #[arg(long, default_value_t = SketchOptions::default().bits)]
+    pub sketch_bits: u32,
+    /// Draw precision, recall and F1 by k (with and without confirmation) to FILE.svg
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Print JSON instead of text
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+}
+
+/// Fewer true pairs than this make a weak estimate.
+pub const MIN_TRUE_PAIRS: u64 = 50;
+
+/// One row of the table: fingerprints only at k, and confirmed at the best threshold for k.
+struct Row {
+    fingerprint: Setting,
+    confirmed: Setting,
+}
+
+/// What the run measured, for the text, the JSON and the picture.
+struct Report {
+    read: u64,
+    sampled: usize,
+    fingerprinted: usize,
+    recipe: String,
+    sketch: String,
+    tally: Tally,
+    counted_pairs: usize,
+    rows: Vec<Row>,
+    advice: Option<Advice>,
+    /// Intervals of the recommended and the best setting.
+    intervals: Option<(Intervals, Intervals)>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let options = SketchOptions { hashes: args.sketch_hashes, bits: args.sketch_bits };
+    let mut sketcher = Sketcher::new(options)?;
+    let files = corpus::expand(&args.inputs)?;
+    let (docs, read) = sample(&args, &files)?;
+    let mut fp = fingerprinter(&args, &docs)?;
+    let bar = progress::steps(docs.len() as u64, "shingling");
+    let mut kept: Vec<(u64, Vec<u64>, Sketch)> = Vec::with_capacity(docs.len());
+    for text in &docs {
+        bar.inc(1);
+        // Documents without a fingerprint (too few words) take no part, as in dedup.
+        let Ok(f) = fp.fingerprint(text) else { continue };
+        let set = sketcher.shingles(text).to_vec();
+        let sketch = sketcher.sketch_of_set(&set);
+        kept.push((f.value, set, sketch));
+    }
+    bar.finish_and_clear();
+    let sets: Vec<&[u64]> = kept.iter().map(|d| d.1.as_slice()).collect();
+    let truth = measure::ground_truth(&sets, args.threshold)?;
+    let fps: Vec<u64> = kept.iter().map(|d| d.0).collect();
+    let sketches: Vec<&Sketch> = kept.iter().map(|d| &d.2).collect();
+    let pairs = measure::pairs(&fps, &sketches, &truth)?;
+    let tally = Tally::of(&pairs);
+    let rows = (0..=K_MAX).map(|k| Row { fingerprint: Setting { k, confirm: None }, confirmed: Setting { k, confirm: Some(advice::best_threshold(&tally, k)) } }).collect();
+    let advice = advice::recommend(&tally, args.margin);
+    let intervals = advice.map(|a| {
+        let i = measure::bootstrap(&pairs, &[a.recommended.0, a.best.0], args.seed);
+        (i[0], i[1])
+    });
+    let report =
+        Report { read, sampled: docs.len(), fingerprinted: kept.len(), recipe: fp.recipe(), sketch: options.recipe(), tally, counted_pairs: pairs.len(), rows, advice, intervals };
+    if let Some(path) = &args.plot {
+        plot(path, &args, &report).with_context(|| format!("cannot draw {}", path.display()))?;
+    }
+    if args.json {
+        out!("{}", serde_json::to_string_pretty(&to_json(&args, &report))?);
+    } else {
+        print_text(&args, &report)?;
+    }
+    Ok(())
+}
+
+/// The command that runs `dedup` on the same inputs with the same reading and recipe flags.
+fn dedup_command(args: &Args) -> String {
+    let mut words = vec!["simdex".to_owned(), "dedup".to_owned()];
+    words.extend(args.inputs.iter().map(|p| p.to_string_lossy().into_owned()));
+    words.extend(args.read.flags());
+    words.extend(args.recipe.flags());
+    if args.no_idf {
+        words.push("--no-idf".to_owned());
+    }
+    words.iter().map(|w| advice::shell_word(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// Why the figures may not carry over to every front.
+fn caveats(args: &Args, report: &Report, s: Setting) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !args.no_idf || !args.recipe.is_default() {
+        notes.push(format!(
+            "Python and Scrapy fingerprint with the recipe pinned in the index, and a new index pins the default one (no recipe flags, no IDF weights); these figures are for {}: rerun tune with --no-idf and no recipe flags to measure theirs",
+            report.recipe
+        ));
+    }
+    if s.confirm.is_some() && report.sketch != SketchOptions::default().recipe() {
+        notes.push(format!("dedup and the fronts confirm with the default sketch ({}); these figures are for {}", SketchOptions::default().recipe(), report.sketch));
+    }
+    notes
+}
+
+/// What a weak or empty estimate needs: more documents, from the sample or the corpus.
+fn remedy(report: &Report) -> String {
+    if (report.sampled as u64) < report.read {
+        format!("{} of {} documents were sampled: --sample 0 (all) or a larger --sample adds pairs", report.sampled, report.read)
+    } else {
+        format!("every document of the corpus ({}) was sampled: only a larger corpus adds pairs", report.read)
+    }
+}
+
+fn print_text(args: &Args, r: &Report) -> anyhow::Result<()> {
+    out!("documents: {} read, {} sampled, {} fingerprinted; recipe {}; sketch {}", r.read, r.sampled, r.fingerprinted, r.recipe, r.sketch);
+    out!("ground truth: {} pairs with exact Jaccard of word 3-shingles >= {}", r.tally.true_pairs(), args.threshold);
+    out!();
+    out!("{:>3}  {:>9} {:>9} {:>7} {:>7}   {:>9} {:>9} {:>7} {:>7} {:>6}", "k", "reported", "precision", "recall", "F1", "confirmed", "precision", "recall", "F1", "t");
+    for row in &r.rows {
+        let (f, v) = (r.tally.score(row.fingerprint), r.tally.score(row.confirmed));
+        let t = row.confirmed.threshold().unwrap_or_default();
+        out!(
+            "{:>3}  {:>9} {:>9.4} {:>7.4} {:>7.4}   {:>9} {:>9.4} {:>7.4} {:>7.4} {:>6.2}",
+            row.fingerprint.k,
+            f.reported,
+            f.precision,
+            f.recall,
+            f.f1,
+            v.reported,
+            v.precision,
+            v.recall,
+            v.f1,
+            t
+        );
+    }
+    out!();
+    let (Some(a), Some((ri, bi))) = (r.advice, r.intervals) else {
+        out!(
+            "no recommendation: no two of the {} fingerprinted documents have a Jaccard similarity of {} or more, so recall cannot be measured ({}); the defaults stand",
+            r.fingerprinted,
+            args.threshold,
+            remedy(r)
+        );
+        return Ok(());
+    };
+    let (best, best_score) = a.best;
+    let (rec, score) = a.recommended;
+    out!("best F1: {:.3} (95% interval {:.3}-{:.3}), {}", best_score.f1, bi.f1.low, bi.f1.high, describe(best));
+    if r.tally.true_pairs() < MIN_TRUE_PAIRS {
+        out!("WEAK ESTIMATE: it rests on {} true pairs (fewer than {MIN_TRUE_PAIRS}); {}", r.tally.true_pairs(), remedy(r));
+        let n = r.tally.true_pairs();
+        out!("  (a bootstrap understates the uncertainty of so few pairs: finding all {n} would still allow missing up to 3/{n} of such pairs, at 95%)");
+    }
+    out!("recommended: {}, the cheapest setting within {} of the best F1", describe(rec), args.margin);
+    out!(
+        "  precision {:.3} ({:.3}-{:.3}), recall {:.3} ({:.3}-{:.3}), F1 {:.3} ({:.3}-{:.3})",
+        score.precision,
+        ri.precision.low,
+        ri.precision.high,
+        score.recall,
+        ri.recall.low,
+        ri.recall.high,
+        score.f1,
+        ri.f1.low,
+        ri.f1.high
+    );
+    out!(
+        "  from {} true pairs; 95% intervals: bootstrap of the {} pairs that are true or within {K_MAX} bits, {RESAMPLES} resamples, seed {}",
+        r.tally.true_pairs(),
+        r.counted_pairs,
+        args.seed
+    );
+    let fronts_f1 = r.tally.score(Setting { k: rec.k, confirm: Some(advice::fronts_threshold()) }).f1;
+    for front in advice::fronts(rec, &dedup_command(args), fronts_f1) {
+        out!("  {:<8}{}", format!("{}:", front.name), front.setting);
+    }
+    for note in caveats(args, r, rec) {
+        out!("  note: {note}");
+    }
+    Ok(())
+}
+
+fn to_json(args: &Args, r: &Report) -> serde_json::Value {
+    let score = |s: Setting| {
+        let x = r.tally.score(s);
+        json!({"k": s.k, "confirm_threshold": s.threshold(), "reported": x.reported, "precision": x.precision, "recall": x.recall, "f1": x.f1})
+    };
+    let interval = |i: measure::Interval| json!([i.low, i.high]);
+    let intervals = |i: &Intervals| json!({"precision": interval(i.precision), "recall": interval(i.recall), "f1": interval(i.f1)});
+    let rows: Vec<_> = r.rows.iter().map(|row| json!({"k": row.fingerprint.k, "fingerprint": score(row.fingerprint), "confirmed": score(row.confirmed)})).collect();
+    let (recommended, best) = match (r.advice, r.intervals) {
+        (Some(a), Some((ri, bi))) => {
+            let rec = a.recommended.0;
+            let fronts_f1 = r.tally.score(Setting { k: rec.k, confirm: Some(advice::fronts_threshold()) }).f1;
+            let fronts: serde_json::Map<_, _> = advice::fronts(rec, &dedup_command(args), fronts_f1).into_iter().map(|f| (f.name.to_lowercase(), json!(f.setting))).collect();
+            let mut recommended = score(rec);
+            recommended["interval"] = intervals(&ri);
+            recommended["fronts"] = json!(fronts);
+            recommended["notes"] = json!(caveats(args, r, rec));
+            let mut best = score(a.best.0);
+            best["interval"] = intervals(&bi);
+            (recommended, best)
+        }
+        _ => (serde_json::Value::Null, serde_json::Value::Null),
+    };
+    json!({
+        "documents": {"read": r.read, "sampled": r.sampled, "fingerprinted": r.fingerprinted},
+        "true_pairs": r.tally.true_pairs(), "threshold": args.threshold, "recipe": r.recipe, "sketch": r.sketch,
+        "rows": rows,
+        "margin": args.margin,
+        "weak": r.tally.true_pairs() < MIN_TRUE_PAIRS,
+        "bootstrap": {"pairs": r.counted_pairs, "resamples": RESAMPLES, "seed": args.seed, "level": 0.95},
+        "best": best,
+        "recommended": recommended,
+    })
+}
+
+/// The picture: precision, recall and F1 by k, both modes, the recommended point marked.
+fn plot(path: &std::path::Path, args: &Args, r: &Report) -> anyhow::Result<()> {
+    type Pick = fn(&measure::Score) -> f64;
+    let metrics: [(&str, Pick); 3] = [("precision", |s| s.precision), ("recall", |s| s.recall), ("F1", |s| s.f1)];
+    let mut lines = Vec::new();
+    for confirmed in [false, true] {
+        for (name, pick) in metrics {
+            let points = r.rows.iter().map(|row| (row.fingerprint.k, pick(&r.tally.score(if confirmed { row.confirmed } else { row.fingerprint })))).collect();
+            lines.push(crate::plot::Line { name: if confirmed { format!("{name}, confirmed (best t)") } else { format!("{name}, fingerprints only") }, points });
+        }
+    }
+    let mark = match (r.advice, r.intervals) {
+        (Some(a), Some((ri, _))) => Some(crate::plot::Mark {
+            k: a.recommended.0.k,
+            value: a.recommended.1.f1,
+            low: ri.f1.low,
+            high: ri.f1.high,
+            label: format!("recommended: {} (F1 {:.3}, 95% {:.3}-{:.3})", describe(a.recommended.0), a.recommended.1.f1, ri.f1.low, ri.f1.high),
+        }),
+        _ => None,
+    };
+    let weak = if r.tally.true_pairs() < MIN_TRUE_PAIRS { ", a weak estimate" } else { "" };
+    let subtitle = format!("{} documents, {} true pairs (word 3-shingle Jaccard >= {}){weak}", r.fingerprinted, r.tally.true_pairs(), args.threshold);
+    crate::plot::tune_svg(path, "How well Hamming distance k finds near-duplicates in your corpus", &subtitle, &lines, mark.as_ref(), K_MAX)
+}
+
+/// The sampled documents' texts, and how many documents were read: a uniform sample
+/// (reservoir, seeded) of `--sample` documents, or all.
+fn sample(args: &Args, files: &[PathBuf]) -> anyhow::Result<(Vec<String>, u64)> {
+    let bar = progress::steps(files.len() as u64, "reading");
+    let mut docs: Vec<String> = Vec::new();
+    let mut seen = 0u64;
+    let mut rng = args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let utf8 = args.read.invalid_utf8();
+    corpus::for_each_doc(
+        files,
+        &args.read,
+        &bar,
+        |mut doc| {
+            let text = match doc.text(utf8) {
+                Ok(t) => t,
+                Err(e) => return Ok(Some(e.to_string())),
+            };
+            seen += 1;
+            if args.sample == 0 || docs.len() < args.sample {
+                docs.push(text);
+            } else {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let at = (rng % seen) as usize;
+                if let Some(slot) = docs.get_mut(at) {
+                    *slot = text;
+                }
+            }
+            Ok(None)
+        },
+        |_| {},
+    )?;
+    bar.finish_and_clear();
+    Ok((docs, seen))
+}
+
+/// The recipe's fingerprinter, with IDF weights learned from the sample unless `--no-idf`
+/// or `--idf` (as dedup learns them from its input).
+fn fingerprinter(args: &Args, docs: &[String]) -> anyhow::Result<Fingerprinter> {
+    let mut fp = args.recipe.fingerprinter()?;
+    if args.no_idf || args.recipe.idf.is_some() {
+        return Ok(fp);
+    }
+    let mut builder = IdfBuilder::new(fp.options().feature_recipe());
+    for text in docs {
+        builder.add_document(&fp.distinct_features(text));
+    }
+    Ok(fp.with_idf(Arc::new(builder.build(1)))?)
+}
