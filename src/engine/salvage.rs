@@ -166,9 +166,16 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     };
     for (number, count) in tomb_files {
         let name = files::tombstones_name(number);
-        match tombstone::read(storage, &src.join(&name)) {
-            Ok(ts) => {
+        match tombstone::read_pages(storage, &src.join(&name)) {
+            Ok((ts, damaged)) => {
                 report.tombstones += ts.len() as u64;
+                for page in damaged {
+                    report.deletes_possibly_undone += page.count;
+                    report.lost.push((
+                        name.clone(),
+                        format!("{} tombstones at byte offset {} ({}): up to that many deleted pairs may be in the new index again", page.count, page.offset, page.detail),
+                    ));
+                }
                 report.recovered.push((name, format!("{} tombstones", ts.len())));
                 for t in ts {
                     let seq = if manifest.is_some() { t.seq } else { u64::MAX };

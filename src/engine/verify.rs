@@ -180,7 +180,15 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
                 match tombstone::read(storage, &path) {
                     Err(e) => {
                         report.problem(name, &e);
-                        report.recoverable.push((name.clone(), "nothing: its deletes are lost, so the pairs it deleted come back (recover lists the file)".into()));
+                        let outlook = match tombstone::read_pages(storage, &path) {
+                            Ok((kept, damaged)) => format!(
+                                "{} of its tombstones; the {} in damaged pages are lost, and recover counts the deleted pairs that may come back",
+                                kept.len(),
+                                damaged.iter().map(|d| d.count).sum::<u64>()
+                            ),
+                            Err(_) => "none of its tombstones (its header is damaged): recover counts the deleted pairs that may come back".to_string(),
+                        };
+                        report.recoverable.push((name.clone(), outlook));
                     }
                     Ok(t) => {
                         if let Some(meta) = meta.filter(|m| m.count != t.len() as u64) {

@@ -5,7 +5,7 @@
 //! check that the engine still writes exactly the newest version's bytes. A directory's
 //! number is its generation: v1 segments and manifests version 1; v2 segments version 2
 //! (manifest 1, or 2 with sketches); v3 manifests version 3, which record each live log's
-//! synced length (issue 23), with version-2 segments.
+//! synced length, and paged tombstone files version 2 (issue 23), with version-2 segments.
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
