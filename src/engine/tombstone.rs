@@ -147,7 +147,7 @@ pub fn decode_pages(path: &Path, b: &[u8]) -> Result<(Vec<Tombstone>, Vec<Damage
             match (body, crc) {
                 (Some(body), Some(crc)) => match verify_crc(body, u32::from_le_bytes(*crc)) {
                     Ok(()) => out.extend(entries(body)),
-                    Err(m) => damaged.push(DamagedPage { offset: at as u64, count: n, detail: m.detail(&format!("tombstone page {page}")) }),
+                    Err(m) => damaged.push(DamagedPage { offset: at as u64, count: n, detail: m.detail(format!("tombstone page {page}")) }),
                 },
                 _ => damaged.push(DamagedPage { offset: at as u64, count: n, detail: format!("tombstone page {page}: the file ends at byte {} (cut short)", b.len()) }),
             }
