@@ -76,7 +76,12 @@ class Index(_Index):
     8 to 60 bytes per document less). ``durability``: ``"sync"`` (fsync before every write returns),
     ``"group"`` (a write survives a process crash at once and a power loss within 10 ms),
     ``"nosync"`` (synced on ``sync()``/``close()`` only). Raises ``LockedError`` while another
-    writer has the index open. Use it as a context manager, or call ``close()``.
+    writer has the index open. ``log_recovery``: what to do when a log holds less than the
+    manifest recorded as acknowledged (a cut, damaged or missing log: disk damage or a bad copy,
+    never a crash): ``"strict"`` raises ``CorruptError`` naming the log and the operations lost;
+    ``"point_in_time"`` opens with everything before the loss and reports it in
+    ``stats()["lost"]`` and ``stats()["lost_ops"]``. Use it as a context manager, or call
+    ``close()``.
     """
 
     def add_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:

@@ -65,7 +65,7 @@ fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow
     Err(pyo3::exceptions::PyTypeError::new_err("a document is a str (text) or bytes (an HTML page)"))
 }
 
-/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True)`.
+/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True, log_recovery="strict")`.
 /// `simdex.Index` (the Python class) adds `add_many`.
 #[pyclass(module = "simdex._simdex", frozen, subclass)]
 struct Index {
@@ -85,8 +85,14 @@ fn query_options(index: &simdex::Index, k: Option<u32>) -> QueryOptions {
 #[pymethods]
 impl Index {
     #[new]
-    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true, sketches=true))]
-    fn new(py: Python<'_>, path: PathBuf, k: u32, durability: &str, read_only: bool, create: bool, sketches: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true, sketches=true, log_recovery="strict"))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(py: Python<'_>, path: PathBuf, k: u32, durability: &str, read_only: bool, create: bool, sketches: bool, log_recovery: &str) -> PyResult<Self> {
+        let log_recovery = match log_recovery {
+            "strict" => simdex::LogRecovery::Strict,
+            "point_in_time" => simdex::LogRecovery::PointInTime,
+            r => return Err(PyValueError::new_err(format!("log_recovery must be \"strict\" or \"point_in_time\", not {r:?}"))),
+        };
         let durability = match durability {
             "sync" => Durability::Sync,
             "group" => Durability::default(),
@@ -94,7 +100,7 @@ impl Index {
             d => return Err(PyValueError::new_err(format!("durability must be \"sync\", \"group\" or \"nosync\", not {d:?}"))),
         };
         let sketches = sketches.then(|| SketchOptions::default().column());
-        let options = IndexOptions { k, durability, create: create && !read_only, sketches, ..IndexOptions::default() };
+        let options = IndexOptions { k, durability, create: create && !read_only, sketches, log_recovery, ..IndexOptions::default() };
         let index = py.allow_threads(|| if read_only { DocumentIndex::open_read_only(&path, options) } else { DocumentIndex::open(&path, options) }).map_err(fp_error)?;
         Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
     }
@@ -284,6 +290,9 @@ impl Index {
         d.set_item("synced_seq", s.synced_seq)?;
         d.set_item("flushed_seq", s.flushed_seq)?;
         d.set_item("recipe", index.recipe().map(|r| r.descriptor()))?;
+        // what opening found lost (opened past with log_recovery="point_in_time")
+        d.set_item("lost", index.open_report().lost.clone())?;
+        d.set_item("lost_ops", index.open_report().lost_ops)?;
         Ok(d)
     }
 

@@ -47,3 +47,35 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path, durability):
         want = [(i * 7919 + j, i * 10 + j) for j in range(3)] if i % 3 == 0 else [(i * 7919, i * 10)]
         for pair in want:
             assert pair in live, (i, pair)
+
+
+def test_a_cut_log_is_refused_or_opened_past_by_choice(tmp_path):
+    """Issue 23: a log cut at a record boundary is loss, never silent."""
+    path = tmp_path / "idx"
+    idx = simdex.Index(str(path), durability="sync", sketches=False)
+    for i in range(1, 101):
+        idx.add(i * 7919, i)
+    idx.sync()
+    # what a writer that was never closed leaves: copy the directory now
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    idx.close()
+    # a writable open records the log it replayed in the manifest; dropped without close()
+    # (close() would flush the log into a segment)
+    reopened = simdex.Index(str(copy), durability="sync")
+    del reopened
+    log = next(p for p in copy.iterdir() if p.suffix == ".wal")
+    size = os.path.getsize(log)
+    with open(log, "r+b") as f:
+        f.truncate(size - 40 * 44)  # the last 40 one-pair records
+    with pytest.raises(simdex.CorruptError, match="40 acknowledged operations in all"):
+        simdex.Index(str(copy))
+    with pytest.raises(ValueError, match="log_recovery"):
+        simdex.Index(str(copy), log_recovery="maybe")
+    past = simdex.Index(str(copy), log_recovery="point_in_time")
+    stats = past.stats()
+    assert stats["lost_ops"] == 40 and len(stats["lost"]) == 1
+    assert len(past.live_entries()) == 60
+    past.close()
