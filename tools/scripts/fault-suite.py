@@ -317,9 +317,11 @@ def cat_kill(sim, cat, rng, budget, work, it_bin):
         next_id += n
         lines = [f"{fp:016x}\t{i}\n" for fp, i in pairs]
         sent.update(fps)
-        kill_at = rng.uniform(0.02, 1.0)
         args = ["add", idx, "-", "--acks", "--json", "--memtable-ops", str(mem)]
-        f = Feeder(sim, args, lines, rng)
+        # the feed lasts about n / 410 * 6 ms; the kill lands anywhere in it (or in the idle time after)
+        feed = n / 410 * 0.006
+        kill_at = rng.uniform(0.01, feed * 1.2)
+        f = Feeder(sim, args, lines, rng, pause=(0.0, 0.012), hold_open=feed)
         time.sleep(kill_at)
         rc = f.kill()
         cat.cases += 1
@@ -343,7 +345,8 @@ def cat_kill(sim, cat, rng, budget, work, it_bin):
             cat.fail("verify DAMAGED after kill -9", 0, (v.out + v.err)[-400:], repro + "; then " + v.cmd())
         # this cycle's acknowledged pairs, plus a sample of the earlier ones
         mine = [fp for fp, _ in pairs[:f.acked_lines]]
-        older = [fp for fp in acked if fp not in set(mine)]
+        mineset = set(mine)
+        older = [fp for fp in acked if fp not in mineset]
         sample = mine + rng.sample(older, min(len(older), 3000))
         q, got = query_pairs(sim, idx, sample + [fp for fp, _ in pairs[f.acked_lines:f.acked_lines + 500]], work)
         if q.rc != 0:
@@ -404,11 +407,14 @@ def prepare_compaction_index(sim, rng, work, it_bin, d):
         write_pairs(f, pairs[40000:])
         sim.run(["add", d, f, "--memtable-ops", "4000"], timeout=300)
         os.unlink(f)
-    deleted = rng.sample(pairs, 2000)
-    f = os.path.join(work, "cdel.txt")
-    write_pairs(f, deleted)
-    sim.run(["delete", d, f], timeout=300)
-    os.unlink(f)
+    deleted = []
+    if not it_bin:
+        # (with --it-bin this would undo its segments: the delete's close runs the compaction policy)
+        deleted = rng.sample(pairs, 2000)
+        f = os.path.join(work, "cdel.txt")
+        write_pairs(f, deleted)
+        sim.run(["delete", d, f], timeout=300)
+        os.unlink(f)
     # a log with records: an add killed after its acknowledgements
     more = [(fp, 20_000_000 + i) for i, fp in enumerate(new_fps(rng, 5000, set(p[0] for p in pairs)))]
     fd = Feeder(sim, ["add", d, "-", "--acks", "--json"], [f"{a:016x}\t{b}\n" for a, b in more], rng, hold_open=30)
@@ -830,7 +836,8 @@ def cat_readers(sim, cat, rng, budget, work):
         if not has_strace or not os.path.exists(script):
             cat.notes.append("reader-race.sh: strace or the script missing, skipped")
             break
-        adds, per, delay = 6, 60000, 20000
+        # one add of 100,000 takes about 0.65 s here (each closes with a flush and the policy's merges)
+        adds, per, delay = max(4, int(race_share / 2 / 0.65)), 100000, 5000
         argv = ["bash", script, sim.path, str(adds), str(per), str(delay), reader]
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=race_share + 60)
@@ -862,26 +869,36 @@ def cat_readers(sim, cat, rng, budget, work):
         shutil.rmtree(vr, ignore_errors=True)
         w = subprocess.Popen([sim.path, "add", vr, big, "--memtable-ops", "20000"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        fails_here = []
+        fails_here, creating = [], []
         while w.poll() is None:
+            existed = os.path.isdir(vr)
+            had_manifest = os.path.exists(os.path.join(vr, "MANIFEST"))
             r = sim.run(["verify", vr], timeout=120)
+            if not existed:
+                continue            # no index yet: exit 2 "No such file" is the truth
             runs += 1
             if r.rc == 3:
                 inc += 1
             elif r.rc != 0:
-                fails_here.append(r)
+                (fails_here if had_manifest else creating).append(r)
         werr = w.stderr.read().decode("utf-8", "replace")
         quiet = sim.run(["verify", vr], timeout=120)
         if w.returncode != 0:
             cat.fail("the writer failed", 0, werr[:300], f"simdex add vr big.txt --memtable-ops 20000")
         if quiet.rc != 0:
             cat.fail("index damaged after the writer finished", 0, quiet.out[-300:], "simdex verify vr")
+        loop = "simdex add vr big.txt --memtable-ops 20000 & while kill -0 $!; do simdex verify vr || echo FALSE; done"
+        for r in creating:
+            first = (r.out + r.err).strip().splitlines()
+            cat.fail("false DAMAGED while add creates the index (no MANIFEST yet)", 1,
+                     f"exit {r.rc}: " + (first[0] if first else ""), loop + " (the first runs, before MANIFEST exists)")
         for r in fails_here:
             kind = ("panic in verify" if r.panicked else "verify hangs" if r.timed_out else
                     "false DAMAGED (verify beside a writer)")
             first = (r.out + r.err).strip().splitlines()
-            cat.fail(kind, 1, next((l for l in first if "damage" in l.lower() or "error" in l.lower()), first[-1] if first else ""),
-                     "simdex add vr big.txt --memtable-ops 20000 & while kill -0 $!; do simdex verify vr || echo FALSE; done")
+            cat.fail(kind, 1, f"exit {r.rc}: " + next((l for l in first if "damage" in l.lower() or "error" in l.lower()), first[-1] if first else ""),
+                     loop)
+        false += len(creating)
         false += len(fails_here)
     cat.cases += runs
     cat.counters["verify inconclusive (exit 3), issue loop"] += inc
@@ -917,6 +934,10 @@ def _clear(d):
 
 
 def _full_check(sim, cat, res, what, mnt, repro, expect_fail=True):
+    first = res.err.strip().splitlines()[-1][:160] if res.err.strip() else ""
+    log(f"diskfull {what}: exit {res.rc}: {first}")
+    if res.rc != 0:
+        cat.counters[f"{what}: exit {res.rc}"] += 1
     if res.panicked:
         cat.fail("panic on a full disk", 0, what + ": " + res.err[:200], repro)
     elif res.timed_out:
@@ -974,13 +995,15 @@ def _diskfull_cases(sim, cat, rng, deadline, work, mnt):
                 cat.fail("full disk leaves a damaged index", 0, (v.out + v.err)[-300:], repro + "; simdex verify M/idx")
         elif kind == "compact":
             idx = os.path.join(mnt, "cidx")
-            n = rng.randint(60000, 90000)
+            n = rng.randint(125000, 140000)
             pairs = [(fp, i + 1) for i, fp in enumerate(new_fps(rng, n, used))]
             pf = os.path.join(work, "fullp.txt")
-            write_pairs(pf, pairs[: n // 2])
-            sim.run(["add", idx, pf], timeout=120)
-            write_pairs(pf, pairs[n // 2:])
-            sim.run(["add", idx, pf, "--no-space-check"], timeout=120)
+            cut = n - 20000
+            write_pairs(pf, pairs[:cut])
+            sim.run(["add", idx, pf, "--no-space-check", "--memtable-ops", "1000000"], timeout=120)
+            write_pairs(pf, pairs[cut:])
+            a2 = sim.run(["add", idx, pf, "--no-space-check", "--memtable-ops", "100000"], timeout=120)
+            _full_check(sim, cat, a2, "add (its close merges)", mnt, f"tmpfs 8m; simdex add M/cidx ({cut} pairs); simdex add M/cidx (20000 pairs) --no-space-check")
             st = sim.run(["stats", idx, "--json"])
             try:
                 pairs_in = [p for p in pairs]  # what the adds acknowledged (exit 0) is checked below
@@ -990,7 +1013,7 @@ def _diskfull_cases(sim, cat, rng, deadline, work, mnt):
             before = snapshot(idx)
             q0, got0 = query_pairs(sim, idx, [a for a, _ in pairs_in], work)
             res = sim.run(["compact", idx], timeout=300)
-            repro = f"tmpfs 8m; simdex add M/cidx ({n // 2} pairs) twice; simdex compact M/cidx ({nseg} segments)"
+            repro = f"tmpfs 8m; simdex add M/cidx ({cut} pairs); simdex add M/cidx (20000 pairs) --no-space-check; simdex compact M/cidx ({nseg} segments)"
             _full_check(sim, cat, res, "compact", mnt, repro)
             q, got = query_pairs(sim, idx, [a for a, _ in pairs_in], work)
             lost = got0 - got
@@ -1055,10 +1078,11 @@ def scratch_fixture(sim, root, corpus):
                 f.write(" ".join(f"word{j % (7 + i)}" for j in range(300)))
     with open(os.path.join(root, "empty.txt"), "w"):
         pass
+    # the fault on the first line: a command that stops there has acknowledged nothing
     with open(os.path.join(root, "nonutf8.txt"), "wb") as f:
-        f.write(b"0123456789abcdef\n\xff\xfe\xfd\x80garbage\n")
+        f.write(b"\xff\xfe\xfd\x80garbage\n0123456789abcdef\n")
     with open(os.path.join(root, "malformed.txt"), "w") as f:
-        f.write("0123456789abcdef\nnot-a-fingerprint\n0123456789abcdeg\t12\n")
+        f.write("not-a-fingerprint\n0123456789abcdef\n0123456789abcdeg\t12\n")
     with open(os.path.join(root, "garbage.bin"), "wb") as f:
         f.write(bytes(rr.getrandbits(8) for _ in range(5000)))
     os.makedirs(os.path.join(root, "adir"))
@@ -1090,11 +1114,22 @@ BASES = {
 }
 BAD_FILES = {"missing": "nope/missing.txt", "directory": "adir", "empty": "empty.txt", "non-UTF-8": "nonutf8.txt",
              "malformed": "malformed.txt", "garbage": "garbage.bin"}
-# positional file inputs for which some of these are valid input (a directory of documents, a new index dir)
+# positional inputs where some of these are valid: documents (any bytes, a folder), an index directory that
+# `add` creates, an empty list of fingerprints (an empty segment, an empty index)
 VALID_FILE_CASES = {("fingerprint", "INPUTS"): {"directory", "empty", "non-UTF-8", "malformed", "garbage"},
                     ("dedup", "INPUTS"): {"directory", "empty", "non-UTF-8", "malformed", "garbage"},
-                    ("tune", "INPUTS"): {"directory"},
-                    ("add existing", "DIR"): set(), ("delete", "DIR"): set()}
+                    ("tune", "INPUTS"): {"directory", "empty", "non-UTF-8", "malformed", "garbage"},
+                    ("add", "INPUT"): {"empty"}, ("add existing", "INPUT"): {"empty"},
+                    ("build", "INPUT"): {"empty"},
+                    ("add existing", "DIR"): {"missing", "directory"}}
+# options taking a path: inputs get a missing file, a directory and garbage; outputs that are files get an
+# existing directory; outputs that are directories get an existing file (created when missing: valid)
+PATH_INPUT_OPTS = {"--input", "--queries", "--near", "--idf"}
+PATH_OUT_FILE_OPTS = {"--report", "--pairs", "--plot", "--learn-idf", "--for-index"}
+PATH_OUT_DIR_OPTS = {"--index"}
+OUT_BY_COMMAND = {"build": "file", "cluster": "file", "split": "dir", "recover": "dir"}
+# verify and dump-log exit 1 for "damage found": a non-index input named as such is accepted with 1
+EXIT1_OK = {"verify", "dump-log"}
 
 
 def subcommands(sim):
@@ -1128,17 +1163,14 @@ def badinput_cases(sim, corpus):
             for what, path in BAD_FILES.items():
                 if what in VALID_FILE_CASES.get((name, slot), ()):
                     continue
-                if slot == "DIR" and what in ("empty", "non-UTF-8", "malformed", "garbage"):
-                    argv = list(base)
-                    argv[pos] = path
-                elif slot in ("INPUTS",) and what in ("empty", "non-UTF-8"):
+                if slot == "DIR" and what in ("non-UTF-8", "malformed"):
                     continue
-                else:
-                    argv = list(base)
-                    argv[pos] = path
+                argv = list(base)
+                argv[pos] = path
                 cases.append((name, f"{slot} {what}", argv, [path]))
         helptext = sim.help(*name.split()[:2]) if name.startswith("bench") else sim.help(name.split()[0])
-        helptext = helptext.split("Examples", 1)[0]
+        o = helptext.find("Options:")
+        helptext = helptext[o:].split("\nExamples", 1)[0] if o >= 0 else helptext
         for line in helptext.splitlines():
             m = OPT_RE.match(line)
             if not m or not m.group(3):
@@ -1146,13 +1178,19 @@ def badinput_cases(sim, corpus):
             short, longname, val = m.groups()
             opt = "--" + longname
             if val in PATHY:
-                for what, path in (("missing dir", "nope/x"), ("directory", "adir"), ("garbage", "garbage.bin")):
+                kind = ("in" if opt in PATH_INPUT_OPTS else "file" if opt in PATH_OUT_FILE_OPTS else
+                        "dir" if opt in PATH_OUT_DIR_OPTS else OUT_BY_COMMAND.get(name) if opt == "--out" else None)
+                tries = {"in": (("missing", "nope/x"), ("directory", "adir"), ("garbage", "garbage.bin")),
+                         "file": (("an existing directory", "adir"),),
+                         "dir": (("an existing file", "garbage.bin"),)}.get(kind, ())
+                for what, path in tries:
                     argv = _with_opt(base, opt, path)
                     cases.append((name, f"{opt} {what}", argv, [opt, path, "nope", "adir", "garbage"]))
             else:
                 for bad in BAD_NUMBERS:
                     argv = _with_opt(base, opt, bad)
-                    cases.append((name, f"{opt} {bad!r}", argv, [opt] + ([short and "-" + short] if short else [])))
+                    shown = [f"'{bad}'", f"`{bad}`", f'"{bad}"'] if bad else ["''", "``", '""', "empty"]
+                    cases.append((name, f"{opt} {bad!r}", argv, [opt] + shown + (["-" + short] if short else [])))
     return cases
 
 
@@ -1200,9 +1238,14 @@ def cat_badinput(sim, cat, rng, budget, work, corpus):
             cat.fail("panic", 0, label + ": " + res.err[:200], repro)
         elif res.rc == 0:
             cat.fail("bad input accepted (exit 0)", 0, label + ": " + (res.err or res.out)[:200], repro)
+        elif res.rc == 1 and name in EXIT1_OK and any(m and m.lower() in (res.out + res.err).lower() for m in mentions):
+            cat.counters[f"{name}: exit 1 (damage found) for a non-index input"] += 1
         elif res.rc != 2:
-            cat.fail(f"exit {res.rc}, not 2", 0, label + ": " + res.err[:200], repro)
-        elif not any(m and m.lower() in res.err.lower() for m in mentions) and not re.search(r"line \d|offset \d", res.err):
+            cat.fail(f"exit {res.rc}, not 2", 0, label + ": " + (res.err or res.out)[:200], repro)
+        elif (not any(m and m.lower() in res.err.lower() for m in mentions)
+              and not any(m and m.startswith("--") and len(m) > 4 and re.search(r"\b%s\b" % re.escape(m[2:]), res.err)
+                          for m in mentions)
+              and not re.search(r"line \d|offset \d", res.err)):
             cat.fail("message names neither the argument nor the file", 0, label + ": " + res.err.strip()[:200], repro)
         if not res.timed_out:
             a, r, c = snap_diff(base_snap, snapshot(case))
