@@ -7,7 +7,7 @@
 
 Python 3, standard library only. Every random choice comes from --seed (one generator per
 category, seeded from it), and every category gets a share of --budget-seconds (kill 25 %,
-damage 35 %, readers 20 %, disk full 5 %, bad input 15 %; with --only the whole budget), so a
+damage 43 %, readers 20 %, disk full 7 %, bad input 5 %; with --only the whole budget), so a
 run is reproducible in what it tries and bounded in time (it stops starting cases when its
 share is spent; a case in flight finishes, each command has a timeout).
 
@@ -64,7 +64,7 @@ import threading
 import time
 
 MAX_ID = (1 << 64) - 1
-SHARES = {"kill": 0.25, "damage": 0.35, "readers": 0.20, "diskfull": 0.05, "badinput": 0.15}
+SHARES = {"kill": 0.25, "damage": 0.43, "readers": 0.20, "diskfull": 0.07, "badinput": 0.05}
 ORDER = ["kill", "damage", "readers", "diskfull", "badinput"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 VERBOSE = False
@@ -684,7 +684,11 @@ def check_damage_case(sim, cat, rng, work, pristine, oracle, ftype, kind, case_n
             rec_missing = len(rmissing)
             idless = {p for p in rmissing if (p[0], MAX_ID) in rgot}
             gone = rmissing - idless
-            ids_reported = sum(1 for x in rep.get("lost", []) if "document id is unreadable" in str(x.get("detail", "")))
+            ids_reported = 0
+            for x in rep.get("lost", []):
+                dt = str(x.get("detail", ""))
+                m = re.search(r"document ids of (?:all )?(\d+) entries", dt)
+                ids_reported += int(m.group(1)) if m else ("document id is unreadable" in dt)
             back = (rgot & deleted) - live
             back_fp = {p for p in rgot if p[1] == MAX_ID and p[0] in oracle["deleted_fps"]
                        and p[0] not in oracle["live_fps"]}
