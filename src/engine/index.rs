@@ -197,6 +197,13 @@ impl Index {
         self.engine.current().live_entries()
     }
 
+    /// Makes every sequence number up to `through` spent (salvage: the new index continues
+    /// the old one's numbering), flushing first. Later writes are numbered after it.
+    pub(crate) fn spend_sequence_numbers(&self, through: u64) -> Result<()> {
+        self.engine.check_writable()?;
+        self.engine.accept_log_loss(through)
+    }
+
     /// A summary of segments, memtable, logs and tombstones.
     pub fn stats(&self) -> Stats {
         Stats::collect(&self.engine)

@@ -360,6 +360,10 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         index.insert_batch(&without)?;
     }
     index.compact()?;
+    // The new index spends every sequence number the old one did: `add` without ids never
+    // hands out a document id the old index used.
+    let high_water = seals.iter().map(|s| s.last_seq).chain(next_seq.map(|n| n - 1)).chain(manifest.as_ref().map(|m| m.last_seq)).max().unwrap_or(0);
+    index.spend_sequence_numbers(high_water)?;
     index.close()?;
     Ok(report)
 }

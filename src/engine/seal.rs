@@ -115,7 +115,11 @@ impl Engine {
             self.freeze(&mut w)?;
         }
         self.flush_frozen()?;
-        let w = lock(&self.writer);
+        let mut w = lock(&self.writer);
+        // Everything is in segments and the writer's log holds no record: the next one
+        // starts after `high_water`, where the manifest's `last_seq` will say replay starts.
+        w.next_seq = w.next_seq.max(high_water + 1);
+        w.synced_seq = w.synced_seq.max(high_water);
         let Some(seal) = self.seal_of_writer(&w) else { return Ok(()) };
         let mut manifest = lock(&self.manifest);
         let mut m = manifest.clone();

@@ -399,3 +399,20 @@ fn version_1_segments_with_damaged_metadata_are_salvaged_too() {
         }
     }
 }
+
+#[test]
+fn a_recovered_index_continues_the_old_ones_sequence_numbers() {
+    // 200 operations (40 records of 5) in the old index: the recovered one numbers after them,
+    // so `add` without ids never hands out a document id the old index used.
+    let (storage, _, _) = logged_index();
+    salvage(&storage, Path::new("/idx"), Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
+    let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
+    match out.find_or_insert(0x1234_5678_9abc_def0, 9, &simdex::QueryOptions::within(0)).unwrap() {
+        simdex::FindOrInsert::Inserted { seq } => assert_eq!(seq, 201),
+        other => panic!("{other:?}"),
+    }
+    out.close().unwrap();
+    assert!(simdex::inspect::verify_index(&storage, Path::new("/out")).unwrap().is_clean());
+    let again = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
+    assert_eq!(again.live_entries().unwrap().len(), 201);
+}
