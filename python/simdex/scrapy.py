@@ -8,8 +8,11 @@ Downloader middleware::
 For each HTML response, the body is fingerprinted with the index's recipe and checked against
 every page stored before, in this crawl or an earlier one (``find_or_insert``, atomic): a
 near-duplicate raises ``IgnoreRequest`` (logged with the URL of the page it duplicates and the
-distance); a new page is stored and passed on. Stats: ``simdex/new``,
-``simdex/near_duplicates``, ``simdex/non_html`` (passed on unfingerprinted),
+distance); a new page is stored and passed on. A page whose matches include the page stored
+under its own URL is a *revisit* (a re-crawl, or a page fetched twice): it is passed on,
+flagged ``simdex:revisit``, never dropped as a near-duplicate of itself, so a second crawl on
+the same index follows the links it followed the first time. Stats: ``simdex/new``,
+``simdex/revisit``, ``simdex/near_duplicates``, ``simdex/non_html`` (passed on unfingerprinted),
 ``simdex/too_short`` (passed on, flagged ``simdex:too_short``, not stored), ``simdex/binary``
 (a body the library refuses as binary: passed on, flagged ``simdex:binary``, not stored).
 
@@ -142,8 +145,9 @@ class _Base:
             _Store.release(self.path)
 
     def check(self, data: Any, name: str, html: Optional[bool]) -> Tuple[str, Optional[Tuple[str, int]]]:
-        """('new' | 'too_short' | 'binary', None) or ('near_duplicates', (url, distance)): the
-        outcome is the stat's name; a binary or too short page is passed on, never stored."""
+        """('new' | 'revisit' | 'too_short' | 'binary', None) or ('near_duplicates', (url,
+        distance)): the outcome is the stat's name; a binary or too short page is passed on,
+        never stored; a page matching the one stored under its own name is a revisit."""
         doc = simdex.doc_id(name)
         try:
             _, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words)
@@ -151,6 +155,8 @@ class _Base:
             return "too_short", None
         except simdex.BinaryDocumentError:
             return "binary", None
+        if any(other == doc for _, _, other in matches):
+            return "revisit", None
         if matches:
             fp, distance, other = matches[0]
             return "near_duplicates", (self.store.url_of(other), distance)
@@ -161,7 +167,14 @@ class _Base:
 class NearDuplicateMiddleware(_Base):
     """Downloader middleware dropping near-duplicate HTML pages (see the module docstring)."""
 
-    def process_response(self, request: Any, response: Response, spider: Any) -> Response:
+    def __init__(self, crawler: Any) -> None:
+        super().__init__(crawler)
+        self.crawler = crawler
+
+    # `spider` is optional: Scrapy 2.14+ deprecates requiring it (and passes it no more),
+    # 2.13 still passes it.
+    def process_response(self, request: Any, response: Response, spider: Any = None) -> Response:
+        spider = spider or self.crawler.spider
         if not isinstance(response, HtmlResponse) and not (isinstance(response, TextResponse) and b"html" in (response.headers.get(b"Content-Type") or b"").lower()):
             self.stats.inc_value(f"{self.stats_prefix}/non_html")
             return response
@@ -172,7 +185,7 @@ class NearDuplicateMiddleware(_Base):
             url, distance = dup
             spider.logger.info("simdex: %s is a near-duplicate of %s (distance %d)", response.url, url, distance)
             raise IgnoreRequest(f"near-duplicate of {url} (distance {distance})")
-        if outcome in ("too_short", "binary"):
+        if outcome in ("too_short", "binary", "revisit"):
             return response.replace(flags=response.flags + [f"simdex:{outcome}"])
         return response
 
@@ -184,10 +197,11 @@ class NearDuplicatePipeline(_Base):
 
     def __init__(self, crawler: Any) -> None:
         super().__init__(crawler)
+        self.crawler = crawler
         self.text_field = crawler.settings.get("SIMDEX_TEXT_FIELD", "text")
         self.id_field = crawler.settings.get("SIMDEX_ID_FIELD", "url")
 
-    def process_item(self, item: Any, spider: Any) -> Any:
+    def process_item(self, item: Any, spider: Any = None) -> Any:
         text = item.get(self.text_field) if hasattr(item, "get") else None
         name = item.get(self.id_field) if hasattr(item, "get") else None
         if not isinstance(text, (str, bytes)) or name is None:

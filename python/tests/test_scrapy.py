@@ -118,7 +118,7 @@ def crawl(base, urls, index, out):
     return json.load(open(out)), items, p.stderr
 
 
-def test_a_crawl_drops_one_of_each_near_duplicate_pair_and_a_second_crawl_drops_everything(site, tmp_path):
+def test_a_crawl_drops_one_of_each_near_duplicate_pair_and_a_second_crawl_revisits(site, tmp_path):
     base, urls = site
     index = tmp_path / "crawl.simdex"
     stats, items, log = crawl(base, urls, index, tmp_path / "first.json")
@@ -138,11 +138,20 @@ def test_a_crawl_drops_one_of_each_near_duplicate_pair_and_a_second_crawl_drops_
     # the dropped page names the kept one as its original
     with simdex.Index(index, read_only=True) as idx:
         assert len(idx.live_entries()) == UNIQUE + PAIRS + 1
-    # a second crawl of the same site: every HTML page was seen
+    assert "ScrapyDeprecationWarning" not in log, log[-2000:]
+    # A second crawl of the same site, in a new process: every stored page is a revisit (passed
+    # on, flagged, never a near-duplicate of itself); the copies of other pages are dropped again.
     stats, items, log = crawl(base, urls, index, tmp_path / "second.json")
-    assert stats["simdex/near_duplicates"] == UNIQUE + 2 * PAIRS + 1
+    assert stats["simdex/revisit"] == UNIQUE + PAIRS + 1, stats
+    assert stats["simdex/near_duplicates"] == PAIRS, stats
     assert "simdex/new" not in stats
-    assert {i["url"].rsplit("/", 1)[1] for i in items} == {"tiny-1.html", "tiny-2.html", "logo.png"}
+    second = {i["url"].rsplit("/", 1)[1] for i in items}
+    assert second == got, (second ^ got)
+    revisited = {i["url"].rsplit("/", 1)[1] for i in items if "simdex:revisit" in i["flags"]}
+    assert revisited == got - {"tiny-1.html", "tiny-2.html", "logo.png"}
+    with simdex.Index(index, read_only=True) as idx:
+        assert len(idx.live_entries()) == UNIQUE + PAIRS + 1, "a revisit stores nothing"
+
 
 
 def test_a_locked_index_fails_the_crawl_at_start(site, tmp_path):
@@ -225,3 +234,9 @@ def test_the_item_pipeline_drops_near_duplicate_texts(tmp_path):
     assert stats == {"simdex/items/new": 5, "simdex/items/near_duplicates": 1, "simdex/items/too_short": 1}
     kept = [json.loads(line)["url"] for line in out.read_text().splitlines()]
     assert sorted(kept) == ["item-0", "item-1", "item-2", "item-3", "item-4", "item-6"]
+    # the same items again, in a new process: revisits, never near-duplicates of themselves
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "idx"), str(out), json.dumps(texts)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    stats = json.loads(p.stdout.strip().splitlines()[-1])
+    assert stats == {"simdex/items/revisit": 5, "simdex/items/near_duplicates": 1, "simdex/items/too_short": 1}
+    assert "ScrapyDeprecationWarning" not in p.stderr, p.stderr[-2000:]
