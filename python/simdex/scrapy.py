@@ -123,7 +123,15 @@ class _Base:
         self.min_words = s.getint("SIMDEX_MIN_WORDS", DEFAULT_MIN_WORDS)
         self.stats = crawler.stats
         # opened now, so that a locked index fails the crawl before any request
-        self.store = _Store.acquire(self.path, self.k, s.get("SIMDEX_DURABILITY", "group"), s.get("SIMDEX_URLS"))
+        try:
+            self.store = _Store.acquire(self.path, self.k, s.get("SIMDEX_DURABILITY", "group"), s.get("SIMDEX_URLS"))
+        except simdex.LockedError:
+            logger.error(
+                "simdex: the index %s is locked by another process (its LOCK file): one process writes an index at a time; "
+                "stop the other crawl, or give this one its own SIMDEX_INDEX",
+                self.path,
+            )
+            raise
         if self.k is not None and self.k > self.store.index.k:
             _Store.release(self.path)
             raise ValueError(f"SIMDEX_K = {self.k} is above the index's k = {self.store.index.k} ({self.path})")

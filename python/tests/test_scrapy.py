@@ -161,6 +161,8 @@ def test_a_locked_index_fails_the_crawl_at_start(site, tmp_path):
         p = subprocess.run([sys.executable, "-c", CRAWL, base, str(index), str(tmp_path / "x.json"), json.dumps(urls)], capture_output=True, text=True, timeout=300)
     # Scrapy logs the failed start (CrawlerProcess does not turn it into an exit status)
     assert "LockedError" in p.stderr and "locked by another writer" in p.stderr
+    # one line says what happened and what to do
+    assert f"simdex: the index {index} is locked by another process (its LOCK file)" in p.stderr, p.stderr[-3000:]
     assert "Crawled (200)" not in p.stderr
 
 
