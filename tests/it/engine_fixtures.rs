@@ -205,3 +205,25 @@ fn engine_output_is_frozen() {
         assert!(gb == wb, "{gn}: the engine's bytes changed: see format-spec/README.md, versioning rules");
     }
 }
+
+#[test]
+fn older_generations_open_for_writing_and_upgrade_their_manifest() {
+    // A writer on a version-1 or version-2 directory records its logs (manifest version 3)
+    // and keeps every pair; the directory then verifies clean and reads back.
+    let want = workload(&MemStorage::default());
+    for version in 1..NEWEST {
+        let storage = load_fixture_of(version);
+        let index = Index::open(DIR, mem_options(&storage, 10_000)).unwrap();
+        assert!(index.open_report().lost.is_empty(), "v{version}: {:?}", index.open_report());
+        index.insert(0x0bad_cafe_0bad_cafe, 9999).unwrap();
+        index.close().unwrap();
+        let manifest = storage.file(&Path::new(DIR).join("MANIFEST")).unwrap();
+        assert_eq!(u32::from_le_bytes(manifest[8..12].try_into().unwrap()), 3, "v{version}");
+        assert!(verify_index(&storage, Path::new(DIR)).unwrap().is_clean(), "v{version}");
+        let index = Index::open_read_only(DIR, mem_options(&storage, 10_000)).unwrap();
+        let mut expected: Vec<(u64, u64)> = want.iter().copied().collect();
+        expected.push((0x0bad_cafe_0bad_cafe, 9999));
+        expected.sort_unstable();
+        assert_eq!(index.live_entries().unwrap(), expected, "v{version}");
+    }
+}
