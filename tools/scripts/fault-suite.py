@@ -871,10 +871,10 @@ def cat_readers(sim, cat, rng, budget, work):
         cat.cases += runs
         cat.counters[f"{reader} inconclusive (exit 3)"] += inc
         cat.notes.append(f"reader-race.sh {reader}: {runs} runs, {fails} failures, {inc} inconclusive")
-        if fails:
-            first = outp.split("--- ", 1)[1][:300] if "--- " in outp else ""
+        first = outp.split("--- ", 1)[1][:300] if "--- " in outp else ""
+        for _ in range(fails):
             cat.fail(f"false DAMAGED ({reader} beside a writer, reader-race.sh)" if reader == "verify"
-                     else f"{reader} fails beside a writer", fails, first, cmd)
+                     else f"{reader} fails beside a writer", 1, first, cmd)
     # issue 23's loop
     big = os.path.join(work, "big.txt")
     with open(big, "w") as f:
