@@ -88,8 +88,9 @@ impl IndexVerifyReport {
 }
 
 /// Verifies the index in `dir`, one consistent version of it even while a writer runs
-/// (see the module docs). Returns `Err` only when the directory cannot be listed; every
-/// fault in a file is in the report.
+/// (see the module docs). Returns `Err` when the directory cannot be listed, and
+/// [`Error::NoIndex`] when it holds no manifest and no index file (not damage: nothing to
+/// verify); every fault in a file is in the report.
 pub fn verify_index(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
     let number = || Manifest::load(storage, dir).ok().flatten().map(|m| m.number);
     let mut passes = 0;
@@ -116,7 +117,19 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
             Some(m)
         }
         Ok(None) => {
-            report.problems.push(FileProblem { file: MANIFEST_NAME.into(), offset: None, detail: "missing: this is not an index, or its manifest was lost".into() });
+            // No manifest and no data file: not an index (or one a writer is creating right
+            // now), which is not damage.
+            if !names.iter().any(|n| matches!(files::parse(n), FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_))) {
+                return Err(Error::NoIndex {
+                    dir: dir.to_path_buf(),
+                    hint: " and no index file: nothing to verify (a writer creating an index has not written its manifest yet)".into(),
+                });
+            }
+            report.problems.push(FileProblem {
+                file: MANIFEST_NAME.into(),
+                offset: None,
+                detail: "missing, though the directory holds index files: the manifest was lost (`simdex recover` rebuilds from the files)".into(),
+            });
             None
         }
         Err(e) => {

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use simdex::storage::MemStorage;
+use simdex::storage::{MemStorage, Storage};
 use simdex::CompactionOptions;
 use simdex::{Index, IndexOptions, QueryOptions};
 
@@ -177,4 +177,22 @@ fn verify_beside_a_writer_that_never_stops_is_inconclusive_never_damaged() {
     };
     let report = simdex::inspect::verify_index(&hook, dir).unwrap();
     assert_eq!((report.passes, report.unsettled), (simdex::inspect::MAX_PASSES, true));
+}
+
+#[test]
+fn verify_of_a_directory_a_writer_is_still_creating_is_not_damage() {
+    // Between creating the directory (and its LOCK) and writing the first manifest, a
+    // verify finds no index: an error saying so, never "DAMAGED".
+    let storage = MemStorage::default();
+    storage.put(Path::new("/new/LOCK"), b"");
+    let e = simdex::inspect::verify_index(&storage, Path::new("/new")).unwrap_err();
+    assert!(matches!(e, simdex::Error::NoIndex { .. }), "{e}");
+    // With index files but no manifest, the manifest was lost: damage, named.
+    let writer = Index::open("/old", mem_options(&storage, 1 << 20)).unwrap();
+    writer.insert_batch(&pairs(0..100)).unwrap();
+    writer.flush().unwrap();
+    writer.close().unwrap();
+    storage.remove(Path::new("/old/MANIFEST")).unwrap();
+    let report = simdex::inspect::verify_index(&storage, Path::new("/old")).unwrap();
+    assert!(report.problems.iter().any(|p| p.file == "MANIFEST" && p.detail.contains("the manifest was lost")), "{:?}", report.problems);
 }
