@@ -39,8 +39,18 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
     let lock = if read_only {
         None
     } else {
-        if !options.create && storage.list(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
-            return Err(Error::NoIndex { dir: dir.to_path_buf(), hint: MISSING_DIR.into() });
+        if !options.create {
+            match storage.list(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NoIndex { dir: dir.to_path_buf(), hint: MISSING_DIR.into() }),
+                // No manifest and nothing may be created: refused before the LOCK file is
+                // made, so a failed open leaves the directory as it was.
+                Ok(names) if !names.iter().any(|n| matches!(files::parse(n), FileKind::Manifest)) => {
+                    let has_data = names.iter().any(|n| matches!(files::parse(n), FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_)));
+                    let hint = if has_data { "; it holds simdex data files, so the manifest was lost: run `simdex recover` on it".to_string() } else { String::new() };
+                    return Err(Error::NoIndex { dir: dir.to_path_buf(), hint });
+                }
+                _ => {}
+            }
         }
         storage.create_dir_all(dir).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {

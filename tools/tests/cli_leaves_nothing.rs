@@ -215,3 +215,20 @@ fn learning_onto_a_directory_and_recovering_no_index_leave_nothing() {
     assert!(stderr(&o).contains("holds no index"), "{}", stderr(&o));
     assert!(!out.exists(), "recover wrote {:?}", tree(&out));
 }
+
+#[test]
+fn commands_on_an_empty_directory_refuse_it_and_leave_it_empty() {
+    // Issue 23 (found by tools/scripts/fault-suite.py): compact and delete left a LOCK file in
+    // an empty directory they refused, and dump-log printed nothing and exited 0.
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("adir");
+    std::fs::create_dir(&empty).unwrap();
+    let pairs = dir.path().join("pairs.txt");
+    std::fs::write(&pairs, "00000000000000ff\t1\n").unwrap();
+    for args in [vec!["compact", p(&empty)], vec!["delete", p(&empty), p(&pairs)], vec!["dump-log", p(&empty)], vec!["verify", p(&empty)]] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("no simdex index here"), "{args:?}: {}", stderr(&o));
+        assert!(tree(&empty).is_empty(), "{args:?} left {:?}", tree(&empty));
+    }
+}

@@ -34,6 +34,9 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     let storage = FsStorage;
     let logs = log_files(&storage, &args.dir)?;
+    if logs.is_empty() && !args.dir.join("MANIFEST").exists() {
+        anyhow::bail!("{}: no simdex index here (no MANIFEST and no log file)", args.dir.display());
+    }
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut damaged = false;
