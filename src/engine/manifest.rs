@@ -66,6 +66,9 @@ pub const SEGMENT_ENTRY: usize = 5 * 8;
 pub const TOMBSTONE_ENTRY: usize = 4 * 8;
 /// Bytes per log entry: number, synced length, last sequence number, reserved.
 pub const LOG_ENTRY: usize = 4 * 8;
+/// Bytes of the recipe record after the log entries (version 3): flags (u32, bit 0: a
+/// recipe is pinned) and the CRC-32 of the `RECIPE` file (u32).
+pub const RECIPE_RECORD_BYTES: usize = 8;
 /// Bytes of the sketch scheme after the tombstone entries (version 2).
 pub const SKETCH_SCHEME_BYTES: usize = 8;
 /// Bytes of the trailing CRC.
@@ -139,18 +142,27 @@ pub struct Manifest {
     /// manifest was written (at a flush for the logs frozen before it, at a clean close
     /// for the open one).
     pub logs: Vec<LogMeta>,
+    /// The CRC-32 of the pinned `RECIPE` file, when one is pinned (version 3), so that a
+    /// lost or replaced recipe is damage, not an index that never had one.
+    pub recipe_crc: Option<u32>,
 }
 
 impl Manifest {
     /// The manifest of a new, empty index.
     pub fn new(k: u32, codec: Codec, sketches: Option<SketchColumn>) -> Self {
-        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new(), sketches, logs: Vec::new() }
+        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new(), sketches, logs: Vec::new(), recipe_crc: None }
     }
 
     /// The encoded bytes.
     pub fn encode(&self) -> Vec<u8> {
         let scheme_len = if self.sketches.is_some() { SKETCH_SCHEME_BYTES } else { 0 };
-        let len = M_ENTRIES + self.segments.len() * SEGMENT_ENTRY + self.tombstones.len() * TOMBSTONE_ENTRY + self.logs.len() * LOG_ENTRY + scheme_len + M_CRC_BYTES;
+        let len = M_ENTRIES
+            + self.segments.len() * SEGMENT_ENTRY
+            + self.tombstones.len() * TOMBSTONE_ENTRY
+            + self.logs.len() * LOG_ENTRY
+            + RECIPE_RECORD_BYTES
+            + scheme_len
+            + M_CRC_BYTES;
         let mut b = Vec::with_capacity(len);
         b.extend_from_slice(&MANIFEST_MAGIC);
         b.extend_from_slice(&MANIFEST_VERSION_LOGS.to_le_bytes());
@@ -179,6 +191,8 @@ impl Manifest {
                 b.extend_from_slice(&v.to_le_bytes());
             }
         }
+        b.extend_from_slice(&u32::from(self.recipe_crc.is_some()).to_le_bytes());
+        b.extend_from_slice(&self.recipe_crc.unwrap_or(0).to_le_bytes());
         if let Some(s) = self.sketches {
             b.extend_from_slice(&s.scheme);
         }
@@ -214,6 +228,16 @@ impl Manifest {
         let (entries, scheme) = if sketch_bytes > 0 {
             let (entries, scheme) = entries.split_last_chunk::<SKETCH_SCHEME_BYTES>().ok_or_else(cut_short)?;
             (entries, Some(*scheme))
+        } else {
+            (entries, None)
+        };
+        let (entries, recipe_crc) = if version >= MANIFEST_VERSION_LOGS {
+            let (entries, record) = entries.split_last_chunk::<RECIPE_RECORD_BYTES>().ok_or_else(cut_short)?;
+            let (flags, crc) = (LE::read_u32(&record[..4]), LE::read_u32(&record[4..]));
+            if flags > 1 || (flags == 0 && crc != 0) {
+                return Err(Error::corrupt(path, (M_ENTRIES + entries.len()) as u64, format!("recipe record flags {flags}, CRC {crc:#010x}: reserved bits set")));
+            }
+            (entries, (flags == 1).then_some(crc))
         } else {
             (entries, None)
         };
@@ -266,6 +290,7 @@ impl Manifest {
                     Ok(l)
                 })
                 .collect::<Result<_>>()?,
+            recipe_crc,
         };
         m.check(path)?;
         Ok(m)
@@ -336,7 +361,10 @@ mod tests {
         m.logs.push(LogMeta { number: 7, len: 32 + 44 * 3, last_seq: 103 });
         m.logs.push(LogMeta { number: 8, len: 32, last_seq: 103 });
         let b = m.encode();
-        assert_eq!((LE::read_u32(&b[M_VERSION..]), LE::read_u32(&b[M_LOGS..]), b.len()), (3, 2, M_ENTRIES + 2 * 40 + 32 + 2 * 32 + 4));
+        assert_eq!((LE::read_u32(&b[M_VERSION..]), LE::read_u32(&b[M_LOGS..]), b.len()), (3, 2, M_ENTRIES + 2 * 40 + 32 + 2 * 32 + 8 + 4));
+        m.recipe_crc = Some(0xdead_beef);
+        assert_eq!(Manifest::decode(Path::new("M"), &m.encode()).unwrap(), m);
+        m.recipe_crc = None;
         assert_eq!(Manifest::decode(Path::new("M"), &b).unwrap(), m);
         for len in 0..b.len() {
             assert!(Manifest::decode(Path::new("M"), &b[..len]).unwrap_err().is_corruption());

@@ -91,19 +91,44 @@ pub fn decode(path: &Path, b: &[u8]) -> Result<PinnedRecipe> {
     Ok(PinnedRecipe { options: options.to_owned(), idf_table: body.get(idf_at..).unwrap_or_default().to_vec() })
 }
 
-/// The recipe of the index in `dir`; `Ok(None)` when it has none.
-pub fn load(storage: &dyn Storage, dir: &Path) -> Result<Option<PinnedRecipe>> {
+/// The recipe of the index in `dir`, checked against the record its manifest keeps
+/// (`recorded`: the CRC, manifest version 3): a recipe the manifest says is pinned but that
+/// is missing is damage, never "no recipe" (a text pipeline would pin a new one and
+/// fingerprint later documents differently).
+pub fn load_checked(storage: &dyn Storage, dir: &Path, recorded: Option<u32>) -> Result<Option<PinnedRecipe>> {
     let path = dir.join(RECIPE_NAME);
-    match storage.read_copy(&path) {
-        Ok(bytes) => decode(&path, &bytes).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(&path, "read", e)),
-    }
+    let bytes = match storage.read_copy(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return match recorded {
+                None => Ok(None),
+                Some(crc) => Err(Error::corrupt(
+                    &path,
+                    0,
+                    format!("missing, though the manifest records a pinned recipe (CRC-32 {crc:#010x}): documents added now would be fingerprinted with another recipe; restore the file, or run `simdex recover` and pin the recipe again"),
+                )),
+            };
+        }
+        Err(e) => return Err(Error::io(&path, "read", e)),
+    };
+    // An intact recipe other than the recorded one is what a crash between replacing the
+    // file and the manifest leaves (`store_pinned_recipe`): not damage (`verify` notes it).
+    decode(&path, &bytes).map(Some)
 }
 
-/// Replaces the recipe of the index in `dir`, atomically and durably.
-pub fn store(storage: &dyn Storage, dir: &Path, recipe: &PinnedRecipe) -> Result<()> {
-    write_atomically(storage, &dir.join(RECIPE_NAME), &encode(recipe))
+/// Replaces the recipe of the index in `dir`, atomically and durably; returns the CRC-32
+/// of the file written (for the manifest).
+pub fn store(storage: &dyn Storage, dir: &Path, recipe: &PinnedRecipe) -> Result<u32> {
+    let bytes = encode(recipe);
+    write_atomically(storage, &dir.join(RECIPE_NAME), &bytes)?;
+    Ok(identity(&bytes))
+}
+
+/// What the manifest records of a `RECIPE` file: the CRC-32 of its bytes before its own
+/// trailing CRC. (Not of the whole file: the CRC-32 of any message followed by its own
+/// CRC-32 is one constant, the same for every intact recipe.)
+pub(crate) fn identity(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes.get(..bytes.len().saturating_sub(4)).unwrap_or_default())
 }
 
 impl Index {
@@ -111,7 +136,8 @@ impl Index {
     /// The text pipeline (`simdex-fingerprint`) reads it and makes every document
     /// fingerprint of the index with it.
     pub fn pinned_recipe(&self) -> Result<Option<PinnedRecipe>> {
-        load(&*self.engine.storage, self.dir())
+        let recorded = lock(&self.engine.manifest).recipe_crc;
+        load_checked(&*self.engine.storage, self.dir(), recorded)
     }
 
     /// Writes `recipe` as the index's pinned recipe, atomically and durably, replacing any
@@ -121,7 +147,17 @@ impl Index {
         self.engine.check_writable()?;
         // the writer's lock orders the file's replacement with the writes around it
         let _w = lock(&self.engine.writer);
-        store(&*self.engine.storage, self.dir(), recipe)
+        let crc = store(&*self.engine.storage, self.dir(), recipe)?;
+        // then the manifest records it, so that losing the file later is damage
+        let mut manifest = lock(&self.engine.manifest);
+        if manifest.recipe_crc != Some(crc) {
+            let mut m = manifest.clone();
+            m.recipe_crc = Some(crc);
+            m.number += 1;
+            m.store(&*self.engine.storage, self.dir())?;
+            *manifest = m;
+        }
+        Ok(())
     }
 }
 

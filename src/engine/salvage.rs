@@ -338,7 +338,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     options.background = false;
     options.compaction.automatic = false;
     options.memtable_ops = u64::MAX;
-    let recipe = match super::pinned_recipe::load(storage, src) {
+    let recipe = match super::pinned_recipe::load_checked(storage, src, manifest.as_ref().and_then(|m| m.recipe_crc)) {
         Ok(r) => r,
         Err(e) => {
             report.lost.push((files::RECIPE_NAME.into(), format!("the pinned fingerprint recipe (pin it again before adding documents): {}", e.chain_message())));

@@ -137,13 +137,24 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
             None
         }
     };
+    if manifest.as_ref().is_some_and(|m| m.recipe_crc.is_some()) && !names.iter().any(|n| matches!(files::parse(n), FileKind::Recipe)) {
+        if let Err(e) = super::pinned_recipe::load_checked(storage, dir, manifest.as_ref().and_then(|m| m.recipe_crc)) {
+            report.problem(files::RECIPE_NAME, &e);
+        }
+    }
     let mut logs = Vec::new();
     for name in &names {
         let path = dir.join(name);
         match files::parse(name) {
             FileKind::Manifest | FileKind::Lock => {}
-            FileKind::Recipe => match super::pinned_recipe::load(storage, dir) {
+            FileKind::Recipe => match super::pinned_recipe::load_checked(storage, dir, manifest.as_ref().and_then(|m| m.recipe_crc)) {
                 Ok(Some(r)) => {
+                    let recorded = manifest.as_ref().and_then(|m| m.recipe_crc);
+                    if let Some(crc) = recorded.filter(|&c| storage.read_copy(&path).is_ok_and(|b| super::pinned_recipe::identity(&b) != c)) {
+                        report.notes.push(format!(
+                            "{name}: an intact recipe other than the one the manifest last recorded (CRC-32 {crc:#010x}): a re-pin a crash interrupted, or a file copied in; the next pin records it"
+                        ));
+                    }
                     report.checked.push((name.clone(), format!("fingerprint recipe `{}`, IDF table {} bytes", r.options.trim_end().replace('\n', " "), r.idf_table.len())))
                 }
                 Ok(None) => {}

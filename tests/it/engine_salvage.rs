@@ -416,3 +416,42 @@ fn a_recovered_index_continues_the_old_ones_sequence_numbers() {
     let again = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
     assert_eq!(again.live_entries().unwrap().len(), 201);
 }
+
+#[test]
+fn a_pinned_recipe_that_goes_missing_is_damage_never_no_recipe() {
+    // Found by tools/scripts/fault-suite.py: RECIPE deleted, verify said ok and the text
+    // pipeline pinned a new recipe silently. The manifest now records the recipe's CRC.
+    let storage = MemStorage::default();
+    let dir = Path::new("/idx");
+    let index = Index::open(dir, mem_options(&storage, 1 << 20)).unwrap();
+    let recipe = simdex::PinnedRecipe { options: "recipe_version=1\n".into(), idf_table: vec![1, 2, 3] };
+    index.store_pinned_recipe(&recipe).unwrap();
+    index.insert(1, 1).unwrap();
+    index.close().unwrap();
+    assert!(simdex::inspect::verify_index(&storage, dir).unwrap().is_clean());
+    let recipe_path = dir.join(simdex::RECIPE_NAME);
+    let original = storage.file(&recipe_path).unwrap();
+    // missing
+    storage.remove(&recipe_path).unwrap();
+    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
+    assert!(report.problems.iter().any(|p| p.file == "RECIPE" && p.detail.contains("missing, though the manifest records a pinned recipe")), "{:?}", report.problems);
+    let reader = Index::open_read_only(dir, mem_options(&storage, 1 << 20)).unwrap();
+    assert!(reader.pinned_recipe().unwrap_err().is_corruption());
+    let out = salvage(&storage, dir, Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
+    assert!(out.lost.iter().any(|(f, d)| f == "RECIPE" && d.contains("missing")), "{:?}", out.lost);
+    // replaced by another (valid) recipe file
+    let other = simdex::PinnedRecipe { options: "recipe_version=1\nfeatures=w1\n".into(), idf_table: Vec::new() };
+    let writer = Index::open(Path::new("/other"), mem_options(&storage, 1 << 20)).unwrap();
+    writer.store_pinned_recipe(&other).unwrap();
+    writer.close().unwrap();
+    storage.put(&recipe_path, &storage.file(&Path::new("/other").join(simdex::RECIPE_NAME)).unwrap());
+    // (what a crash between replacing RECIPE and the manifest leaves: read, and noted)
+    let reader = Index::open_read_only(dir, mem_options(&storage, 1 << 20)).unwrap();
+    assert_eq!(reader.pinned_recipe().unwrap(), Some(other));
+    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
+    assert!(report.is_clean() && report.notes.iter().any(|n| n.contains("other than the one the manifest last recorded")), "{:?}", report.notes);
+    // restored: clean again
+    storage.put(&recipe_path, &original);
+    assert!(simdex::inspect::verify_index(&storage, dir).unwrap().is_clean());
+    assert_eq!(Index::open_read_only(dir, mem_options(&storage, 1 << 20)).unwrap().pinned_recipe().unwrap(), Some(recipe));
+}
