@@ -1,0 +1,1 @@
+"""The fault suite's categories (run by tools/scripts/fault-suite.py)."""
