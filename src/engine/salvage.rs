@@ -64,6 +64,9 @@ pub struct SalvageReport {
     /// id ([`UNKNOWN_DOC_ID`]) that a newer delete of the same fingerprint may have hidden.
     /// Each is also named in [`Self::lost`].
     pub deletes_possibly_undone: u64,
+    /// Fingerprints read from segments whose document id could not be read: kept with
+    /// [`UNKNOWN_DOC_ID`] (each also named in [`Self::lost`]).
+    pub doc_ids_lost: u64,
 }
 
 /// Copies what is intact of the index in `src` into a new index in `dst` (which must not
@@ -318,6 +321,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         let e = newest_delete.entry(fp).or_insert(0);
         *e = (*e).max(seq);
     }
+    report.doc_ids_lost = pairs.iter().filter(|p| p.1 == UNKNOWN_DOC_ID).count() as u64;
     let undone = pairs.iter().filter(|&&(fp, id, bound)| id == UNKNOWN_DOC_ID && newest_delete.get(&fp).is_some_and(|&d| d > bound)).count() as u64;
     if undone > 0 {
         report.deletes_possibly_undone += undone;

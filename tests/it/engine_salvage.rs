@@ -189,6 +189,7 @@ fn a_damaged_id_page_keeps_the_fingerprints_and_names_each_lost_id() {
     assert_eq!(report.segment_entries_lost, 0, "{:?}", report.lost);
     let unknown: Vec<_> = report.lost.iter().filter(|(_, d)| d.contains("document id is unreadable")).collect();
     assert_eq!(unknown.len(), 127, "each entry of the page is named");
+    assert_eq!(report.doc_ids_lost, 127, "and counted");
     let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
     let live = out.live_entries().unwrap();
     let fingerprints = |pairs: &mut dyn Iterator<Item = (u64, u64)>| pairs.map(|p| p.0).collect::<BTreeSet<u64>>();

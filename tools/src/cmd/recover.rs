@@ -51,7 +51,7 @@ pub fn run(args: Args) -> Result<()> {
                 "segment_entries": report.segment_entries, "segment_entries_lost": report.segment_entries_lost,
                 "tombstones": report.tombstones, "log_operations": report.log_ops, "log_operations_lost": report.log_ops_lost,
                 "log_operations_possibly_lost": report.log_ops_possibly_lost, "log_tail_bytes_lost": report.log_tail_bytes_lost, "live_pairs": report.live_pairs,
-                "deletes_possibly_undone": report.deletes_possibly_undone,
+                "deletes_possibly_undone": report.deletes_possibly_undone, "document_ids_lost": report.doc_ids_lost,
             }))?
         );
         return Ok(());
@@ -77,6 +77,9 @@ pub fn run(args: Args) -> Result<()> {
         if report.log_ops_possibly_lost > 0 { format!(" (and {} possibly acknowledged ones in a record cut short)", report.log_ops_possibly_lost) } else { String::new() },
         if report.log_tail_bytes_lost > 0 { format!(", {} bytes at the end of a log", report.log_tail_bytes_lost) } else { String::new() }
     );
+    if report.doc_ids_lost > 0 {
+        out!("{} fingerprints kept without their document id (id {}: their id pages are lost; see LOST above)", report.doc_ids_lost, simdex::inspect::UNKNOWN_DOC_ID);
+    }
     if report.deletes_possibly_undone > 0 {
         out!("up to {} deleted pairs may be in {} again (see LOST above): delete them again if you know them", report.deletes_possibly_undone, args.out.display());
     }
