@@ -89,6 +89,12 @@ pub fn parse(name: &str) -> FileKind {
     }
 }
 
+/// True when `names` include a segment, a tombstone file or a log: the directory holds an
+/// index's data (with or without its manifest).
+pub fn holds_index_data(names: &[String]) -> bool {
+    names.iter().any(|n| matches!(parse(n), FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

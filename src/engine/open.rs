@@ -44,11 +44,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NoIndex { dir: dir.to_path_buf(), hint: MISSING_DIR.into() }),
                 // No manifest and nothing may be created: refused before the LOCK file is
                 // made, so a failed open leaves the directory as it was.
-                Ok(names) if !names.iter().any(|n| matches!(files::parse(n), FileKind::Manifest)) => {
-                    let has_data = names.iter().any(|n| matches!(files::parse(n), FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_)));
-                    let hint = if has_data { "; it holds simdex data files, so the manifest was lost: run `simdex recover` on it".to_string() } else { String::new() };
-                    return Err(Error::NoIndex { dir: dir.to_path_buf(), hint });
-                }
+                Ok(names) if !names.iter().any(|n| matches!(files::parse(n), FileKind::Manifest)) => return Err(no_manifest(dir, &names)),
                 _ => {}
             }
         }
@@ -157,6 +153,13 @@ pub(crate) fn check_sketch_layout(s: SketchColumn) -> Result<()> {
     Ok(())
 }
 
+/// [`Error::NoIndex`] for a directory whose listing, `names`, has no manifest: with index
+/// data in it, the manifest was lost.
+fn no_manifest(dir: &Path, names: &[String]) -> Error {
+    let hint = if files::holds_index_data(names) { "; it holds simdex data files, so the manifest was lost: run `simdex recover` on it".to_string() } else { String::new() };
+    Error::NoIndex { dir: dir.to_path_buf(), hint }
+}
+
 /// The hint of [`Error::NoIndex`] for a path that does not exist.
 const MISSING_DIR: &str = " (the directory does not exist, or is a symbolic link to a missing one)";
 
@@ -225,10 +228,8 @@ fn read_manifest(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read
     let manifest = match loaded {
         Some(m) => m,
         None => {
-            let has_data = names.iter().any(|n| matches!(files::parse(n), FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_)));
-            if read_only || !options.create || has_data {
-                let hint = if has_data { "; it holds simdex data files, so the manifest was lost: run `simdex recover` on it".to_string() } else { String::new() };
-                return Err(Error::NoIndex { dir: dir.to_path_buf(), hint });
+            if read_only || !options.create || files::holds_index_data(&names) {
+                return Err(no_manifest(dir, &names));
             }
             planned_design(&PlanOptions::new(1, options.k))?;
             if let Some(s) = options.sketches {

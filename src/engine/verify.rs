@@ -119,7 +119,7 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
         Ok(None) => {
             // No manifest and no data file: not an index (or one a writer is creating right
             // now), which is not damage.
-            if !names.iter().any(|n| matches!(files::parse(n), FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_))) {
+            if !files::holds_index_data(&names) {
                 return Err(Error::NoIndex {
                     dir: dir.to_path_buf(),
                     hint: " and no index file: nothing to verify (a writer creating an index has not written its manifest yet)".into(),
