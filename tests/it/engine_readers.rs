@@ -20,23 +20,24 @@ fn pairs(range: std::ops::Range<u64>) -> Vec<(u64, u64)> {
     range.map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i)).collect()
 }
 
-/// After `setup` on a writer, opens a reader whose listing happens right after `work` ran on
-/// the writer, and checks that it opens cleanly and sees exactly every pair written before
-/// it opened.
-fn reader_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + 'static) {
+/// A writer on a new index in `/idx` after `setup`, and a storage over the same files that
+/// runs `work` on the writer once, just before the first call `trigger` picks.
+fn writer_and_hook(
+    setup: impl FnOnce(&Index),
+    work: impl FnOnce(&Index) + Send + 'static,
+    trigger: fn(&str, &Path) -> bool,
+) -> (MemStorage, &'static Path, Arc<Index>, Intercepted) {
     let storage = MemStorage::default();
     let dir = Path::new("/idx");
     let writer =
         Arc::new(Index::open(dir, IndexOptions { compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&storage, 1 << 20) }).unwrap());
     setup(&writer);
     let w = writer.clone();
-    // Runs the writer's work the first time the reader lists the directory: between its
-    // manifest read and its listing.
     let work: Mutex<Option<Box<dyn FnOnce() + Send>>> = Mutex::new(Some(Box::new(move || work(&w))));
     let hook = Intercepted {
         inner: storage.clone(),
-        before: Arc::new(move |op, _| {
-            if op == "list" {
+        before: Arc::new(move |op, path| {
+            if trigger(op, path) {
                 let work = work.lock().unwrap().take();
                 if let Some(work) = work {
                     work();
@@ -45,6 +46,16 @@ fn reader_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + '
             Ok(())
         }),
     };
+    (storage, dir, writer, hook)
+}
+
+/// After `setup` on a writer, opens a reader whose listing happens right after `work` ran on
+/// the writer, and checks that it opens cleanly and sees exactly every pair written before
+/// it opened.
+fn reader_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + 'static) {
+    // The writer's work runs the first time the reader lists the directory: between its
+    // manifest read and its listing.
+    let (storage, dir, writer, hook) = writer_and_hook(setup, work, |op, _| op == "list");
     let reader =
         Index::open_read_only(dir, IndexOptions { storage: Arc::new(hook), ..mem_options(&storage, 1 << 20) }).expect("a reader racing a flush must not report corruption");
     let live: BTreeSet<(u64, u64)> = writer.live_entries().unwrap().into_iter().collect();
@@ -95,25 +106,7 @@ fn reader_open_racing_a_compaction_that_removes_segments() {
 /// (a single pass would report the file the writer deleted as missing), and say it read
 /// twice.
 fn verify_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + 'static, trigger: fn(&str, &Path) -> bool) -> simdex::inspect::IndexVerifyReport {
-    let storage = MemStorage::default();
-    let dir = Path::new("/idx");
-    let writer =
-        Arc::new(Index::open(dir, IndexOptions { compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&storage, 1 << 20) }).unwrap());
-    setup(&writer);
-    let w = writer.clone();
-    let work: Mutex<Option<Box<dyn FnOnce() + Send>>> = Mutex::new(Some(Box::new(move || work(&w))));
-    let hook = Intercepted {
-        inner: storage.clone(),
-        before: Arc::new(move |op, path| {
-            if trigger(op, path) {
-                let work = work.lock().unwrap().take();
-                if let Some(work) = work {
-                    work();
-                }
-            }
-            Ok(())
-        }),
-    };
+    let (storage, dir, _writer, hook) = writer_and_hook(setup, work, trigger);
     let report = simdex::inspect::verify_index(&hook, dir).unwrap();
     assert!(report.is_clean(), "verify beside a writer called a healthy index damaged: {:?}", report.problems);
     assert!(simdex::inspect::verify_index(&storage, dir).unwrap().is_clean(), "and it is healthy once quiet");
