@@ -38,6 +38,12 @@ impl SymbolHistogram {
         h
     }
 
+    /// A histogram that goes on counting where one stopped: its counts, and the last value
+    /// it was given (`None`: none yet).
+    pub fn resume(counts: [u64; SYMBOLS], prev: Option<u64>) -> Self {
+        Self { counts, prev }
+    }
+
     /// Occurrences per symbol.
     pub fn counts(&self) -> &[u64; SYMBOLS] {
         &self.counts

@@ -11,10 +11,14 @@
 mod index;
 pub(crate) mod layout;
 mod reader;
+mod resumable;
 pub mod scan;
+mod sections;
 pub mod verify;
 mod writer;
 
 pub use layout::{FORMAT_VERSION, OLDEST_VERSION};
 pub use reader::{Segment, Table, TableEntries};
+pub(crate) use resumable::{take_u32, take_u64, Section, WriterState};
+pub(crate) use sections::TableProgress;
 pub use writer::{build_segment, build_segment_with_progress, BuildOptions, IdColumn, SegmentWriter, SketchColumn};

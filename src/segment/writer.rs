@@ -8,7 +8,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::layout::*;
-use crate::codec::{BlockEncoder, Code, Codec, SymbolHistogram, BLOCK_BYTES};
+use crate::codec::{Codec, SymbolHistogram};
 use crate::error::{Error, Result};
 use crate::plan::Design;
 use crate::storage::{parent_dir, temporary_path, Storage, TempFile, WriteFile};
@@ -17,22 +17,24 @@ use crate::storage::{parent_dir, temporary_path, Storage, TempFile, WriteFile};
 /// [`Self::write_ids`] if the segment has ids, then [`Self::finish`]. Dropping the writer
 /// before `finish` leaves only the temporary file, which the engine removes as an orphan.
 pub struct SegmentWriter<'s> {
-    storage: &'s dyn Storage,
-    path: PathBuf,
+    pub(super) storage: &'s dyn Storage,
+    pub(super) path: PathBuf,
     /// `NAME.tmp`: the name the file is written under where the storage cannot make an
     /// unnamed file, or linked for the instant before the rename where it can.
-    tmp_path: PathBuf,
+    pub(super) tmp_path: PathBuf,
     /// Removes `NAME.tmp` if the writer is dropped unfinished (`None`: the file is unnamed,
     /// and a writer dropped, or a process killed, leaves nothing behind).
-    tmp: Option<TempFile<'s>>,
-    out: BufWriter<Box<dyn WriteFile>>,
-    offset: u64,
-    header: Header,
-    tables: Vec<DirTable>,
+    pub(super) tmp: Option<TempFile<'s>>,
+    pub(super) out: BufWriter<Box<dyn WriteFile>>,
+    pub(super) offset: u64,
+    pub(super) header: Header,
+    pub(super) tables: Vec<DirTable>,
     /// Offsets of the column heads written so far.
-    ids_head: Option<u64>,
-    sketches: Option<SketchColumn>,
-    sketches_head: Option<u64>,
+    pub(super) ids_head: Option<u64>,
+    pub(super) sketches: Option<SketchColumn>,
+    pub(super) sketches_head: Option<u64>,
+    /// Set for a writer a merge can resume (`resumable`): its block-index journal.
+    pub(super) journal: Option<Journal>,
 }
 
 /// The layout of a segment's sketch column: `bytes` per entry (1..=64), and `scheme`, an
@@ -66,19 +68,41 @@ impl<'s> SegmentWriter<'s> {
     /// [`Self::create`] with a sketch column when `sketches` is given: call
     /// [`Self::write_sketches`] after the ids.
     pub fn create_with(storage: &'s dyn Storage, path: &Path, design: &Design, codecs: &[Codec], ids: IdColumn, sketches: Option<SketchColumn>) -> Result<Self> {
-        let has_ids = ids == IdColumn::Present;
+        Self::check_layout(design, codecs, sketches)?;
+        let tmp_path = temporary_path(path);
+        let dir = parent_dir(path);
+        let (file, tmp) = match storage.create_unnamed(&dir).map_err(|e| Error::io(&dir, "create an unnamed file in", e))? {
+            Some(file) => (file, None),
+            None => {
+                let tmp = TempFile::new(storage, tmp_path.clone());
+                (storage.create(&tmp_path).map_err(|e| Error::io(&tmp_path, "create", e))?, Some(tmp))
+            }
+        };
+        let mut w = Self::with_file(storage, path, &tmp_path, file, design, codecs, ids, sketches)?;
+        w.tmp = tmp;
+        let bytes = w.header.encode();
+        w.put(&bytes)?;
+        Ok(w)
+    }
+
+    /// Refuses a sketch width outside 1..=64 and a codec list that does not match the design.
+    fn check_layout(design: &Design, codecs: &[Codec], sketches: Option<SketchColumn>) -> Result<()> {
         if let Some(s) = sketches {
             if s.bytes == 0 || usize::from(s.bytes) > MAX_SKETCH_BYTES {
                 return Err(Error::InvalidArgument(format!("a sketch of {} bytes: sketches hold 1 to {MAX_SKETCH_BYTES} bytes", s.bytes)));
             }
         }
         if codecs.len() != design.tables().len() {
-            return Err(Error::InvalidArgument(format!(
-                "{} codecs given for {} tables",
-                codecs.len(),
-                design.tables().len()
-            )));
+            return Err(Error::InvalidArgument(format!("{} codecs given for {} tables", codecs.len(), design.tables().len())));
         }
+        Ok(())
+    }
+
+    /// The writer over `file` (written under `tmp_path`), before its header is written.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn with_file(storage: &'s dyn Storage, path: &Path, tmp_path: &Path, file: Box<dyn WriteFile>, design: &Design, codecs: &[Codec], ids: IdColumn, sketches: Option<SketchColumn>) -> Result<Self> {
+        Self::check_layout(design, codecs, sketches)?;
+        let has_ids = ids == IdColumn::Present;
         let header = Header {
             version: FORMAT_VERSION,
             k: design.k() as u8,
@@ -92,20 +116,11 @@ impl<'s> SegmentWriter<'s> {
                 .map(|(t, &codec)| HeaderTable { prefix_bits: t.prefix_bits as u8, codec, order: *t.permutation.order() })
                 .collect(),
         };
-        let tmp_path = temporary_path(path);
-        let dir = parent_dir(path);
-        let (file, tmp) = match storage.create_unnamed(&dir).map_err(|e| Error::io(&dir, "create an unnamed file in", e))? {
-            Some(file) => (file, None),
-            None => {
-                let tmp = TempFile::new(storage, tmp_path.clone());
-                (storage.create(&tmp_path).map_err(|e| Error::io(&tmp_path, "create", e))?, Some(tmp))
-            }
-        };
-        let mut w = Self {
+        Ok(Self {
             storage,
             path: path.to_path_buf(),
-            tmp_path,
-            tmp,
+            tmp_path: tmp_path.to_path_buf(),
+            tmp: None,
             out: BufWriter::with_capacity(1 << 20, file),
             offset: 0,
             header,
@@ -113,187 +128,19 @@ impl<'s> SegmentWriter<'s> {
             ids_head: None,
             sketches,
             sketches_head: None,
-        };
-        let bytes = w.header.encode();
-        w.put(&bytes)?;
-        Ok(w)
+            journal: None,
+        })
     }
 
-    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+    pub(super) fn put(&mut self, bytes: &[u8]) -> Result<()> {
         self.out.write_all(bytes).map_err(|e| Error::io(&self.tmp_path, "write", e))?;
         self.offset += bytes.len() as u64;
         Ok(())
     }
 
-    fn pad_to(&mut self, align: u64) -> Result<()> {
+    pub(super) fn pad_to(&mut self, align: u64) -> Result<()> {
         let pad = align_up(self.offset, align) - self.offset;
         self.put(&vec![0u8; pad as usize])
-    }
-
-    /// Writes the next table from its entries, already permuted and sorted ascending, coded
-    /// with `code` (normally built by [`SymbolHistogram`] from the same sequence). Returns
-    /// the number of entries written.
-    pub fn write_table(&mut self, code: &Code, values: impl IntoIterator<Item = u64>) -> Result<u64> {
-        let index = self.tables.len();
-        let Some(spec) = self.header.tables.get(index).cloned() else {
-            return Err(Error::InvalidArgument(format!("the design has only {} tables", self.header.tables.len())));
-        };
-        self.pad_to(ALIGN)?;
-        let head_offset = self.offset;
-        let design = HeadDesign {
-            table_count: self.header.tables.len() as u16,
-            k: self.header.k,
-            levels: self.header.levels.clone(),
-            flags: self.header.flags(),
-            order: spec.order,
-        };
-        let head = TableHead { index: index as u16, codec: spec.codec, prefix_bits: spec.prefix_bits, lengths: *code.lengths(), design: Some(design) };
-        self.put(&head.encode())?;
-        let mut keys: Vec<u64> = Vec::new();
-        let mut counts: Vec<u16> = Vec::new();
-        let mut crcs: Vec<u32> = Vec::new();
-        let mut entries = 0u64;
-        let mut enc = BlockEncoder::new(spec.codec, code);
-        let mut prev: Option<u64> = None;
-        for v in values {
-            if let Some(p) = prev {
-                if v < p {
-                    return Err(Error::InvalidArgument(format!("table {index}: entry {entries} ({v:#018x}) is below the previous one ({p:#018x}); tables must be sorted")));
-                }
-                if code.word(spec.codec.gap(p, v).0).1 == 0 {
-                    return Err(Error::InvalidArgument(format!("table {index}: the code has no word for the gap before entry {entries}; build the code from the same sequence")));
-                }
-            }
-            prev = Some(v);
-            entries += 1;
-            if !enc.push(v) {
-                self.emit_block(&mut enc, &mut keys, &mut counts, &mut crcs)?;
-                enc.push(v);
-            }
-        }
-        self.emit_block(&mut enc, &mut keys, &mut counts, &mut crcs)?;
-        let index_offset = self.offset;
-        let mut index_bytes = Vec::with_capacity(keys.len() * INDEX_BYTES_PER_BLOCK as usize);
-        for &k in &keys {
-            index_bytes.extend_from_slice(&k.to_le_bytes());
-        }
-        for &c in &counts {
-            index_bytes.extend_from_slice(&c.to_le_bytes());
-        }
-        for &c in &crcs {
-            index_bytes.extend_from_slice(&c.to_le_bytes());
-        }
-        self.put(&index_bytes)?;
-        // The summary: per chunk of blocks, its first ordinal and the CRC of its slices of
-        // the three columns; the table's index CRC covers the summary.
-        let mut summary = Vec::new();
-        let mut base = 0u64;
-        let chunk = INDEX_CHUNK_BLOCKS as usize;
-        for (c, ((k, n), r)) in keys.chunks(chunk).zip(counts.chunks(chunk)).zip(crcs.chunks(chunk)).enumerate() {
-            let at = c * chunk;
-            let n_blocks = keys.len();
-            let mut h = crc32fast::Hasher::new();
-            h.update(index_bytes.get(at * 8..(at + k.len()) * 8).unwrap_or_default());
-            h.update(index_bytes.get(n_blocks * 8 + at * 2..n_blocks * 8 + (at + n.len()) * 2).unwrap_or_default());
-            h.update(index_bytes.get(n_blocks * 10 + at * 4..n_blocks * 10 + (at + r.len()) * 4).unwrap_or_default());
-            summary.extend_from_slice(&base.to_le_bytes());
-            summary.extend_from_slice(&h.finalize().to_le_bytes());
-            summary.extend_from_slice(&[0; 4]);
-            base += n.iter().map(|&c| u64::from(c)).sum::<u64>();
-        }
-        let index_crc = crc32fast::hash(&summary);
-        self.put(&summary)?;
-        let table = DirTable { head_offset, block_count: keys.len() as u64, entries, index_offset, index_crc };
-        let trailer_at = table.trailer_offset();
-        self.put(&vec![0u8; (trailer_at - self.offset) as usize])?;
-        self.put(&TableTrailer { index: index as u16, table }.encode())?;
-        self.tables.push(table);
-        Ok(entries)
-    }
-
-    fn emit_block(&mut self, enc: &mut BlockEncoder<'_>, keys: &mut Vec<u64>, counts: &mut Vec<u16>, crcs: &mut Vec<u32>) -> Result<()> {
-        if let Some((block, count, key)) = enc.finish() {
-            debug_assert_eq!(block.len(), BLOCK_BYTES);
-            keys.push(key);
-            counts.push(count as u16);
-            crcs.push(crc32fast::hash(&block));
-            self.put(&block)?;
-        }
-        Ok(())
-    }
-
-    /// Writes the document ids, in the order of table 0's entries (one per entry).
-    pub fn write_ids(&mut self, ids: impl IntoIterator<Item = u64>) -> Result<()> {
-        if !self.header.has_ids {
-            return Err(Error::InvalidArgument("the segment was created without ids".into()));
-        }
-        if self.ids_head.is_some() {
-            return Err(Error::InvalidArgument("the ids are already written".into()));
-        }
-        let head = self.write_column(ColumnKind::Ids, 8, [0; 8], ids.into_iter().map(u64::to_le_bytes))?;
-        self.ids_head = Some(head);
-        Ok(())
-    }
-
-    /// Writes the sketches (each [`SketchColumn::bytes`] long), in the order of table 0's
-    /// entries, after the ids.
-    pub fn write_sketches<S: AsRef<[u8]>>(&mut self, sketches: impl IntoIterator<Item = S>) -> Result<()> {
-        let Some(spec) = self.sketches else {
-            return Err(Error::InvalidArgument("the segment was created without sketches".into()));
-        };
-        if self.header.has_ids && self.ids_head.is_none() {
-            return Err(Error::InvalidArgument("write the ids before the sketches".into()));
-        }
-        if self.sketches_head.is_some() {
-            return Err(Error::InvalidArgument("the sketches are already written".into()));
-        }
-        let head = self.write_column(ColumnKind::Sketches, spec.bytes, spec.scheme, sketches)?;
-        self.sketches_head = Some(head);
-        Ok(())
-    }
-
-    /// Writes one column section (`format-spec/segment.md`): its head, then pages of
-    /// values each ending with its CRC. Returns the head's offset.
-    fn write_column<S: AsRef<[u8]>>(&mut self, kind: ColumnKind, value_bytes: u16, scheme: [u8; 8], values: impl IntoIterator<Item = S>) -> Result<u64> {
-        if self.tables.len() != self.header.tables.len() {
-            return Err(Error::InvalidArgument(format!("write every table before the {} column", kind.name())));
-        }
-        let entries = self.tables.first().map_or(0, |t| t.entries);
-        let head = ColumnHead::new(kind, value_bytes, entries, scheme);
-        self.pad_to(ALIGN)?;
-        let head_offset = self.offset;
-        self.put(&head.encode())?;
-        let data_bytes = (PAGE_BYTES - PAGE_CRC_BYTES) as usize;
-        let mut page = Vec::with_capacity(PAGE_BYTES as usize);
-        let mut n = 0u64;
-        for value in values {
-            let value = value.as_ref();
-            if value.len() != usize::from(value_bytes) {
-                return Err(Error::InvalidArgument(format!("{} value {n} is {} bytes, the column holds {value_bytes}", kind.name(), value.len())));
-            }
-            page.extend_from_slice(value);
-            n += 1;
-            if n % u64::from(head.per_page) == 0 {
-                self.put_page(&mut page, data_bytes)?;
-            }
-        }
-        if !page.is_empty() {
-            self.put_page(&mut page, data_bytes)?;
-        }
-        if n != entries {
-            return Err(Error::InvalidArgument(format!("{n} {} values for {entries} entries", kind.name())));
-        }
-        Ok(head_offset)
-    }
-
-    /// Pads `page` to `data_bytes`, appends its CRC and writes it.
-    fn put_page(&mut self, page: &mut Vec<u8>, data_bytes: usize) -> Result<()> {
-        page.resize(data_bytes, 0);
-        let crc = crc32fast::hash(page);
-        page.extend_from_slice(&crc.to_le_bytes());
-        self.put(page)?;
-        page.clear();
-        Ok(())
     }
 
     /// Writes the directory and footer, syncs, and renames the segment into place.
@@ -311,6 +158,7 @@ impl<'s> SegmentWriter<'s> {
         if let Some((i, t)) = self.tables.iter().enumerate().find(|(_, t)| t.entries != entries) {
             return Err(Error::InvalidArgument(format!("table {i} has {} entries, table 0 has {entries}", t.entries)));
         }
+        self.remove_journals();
         self.pad_to(8)?;
         let columns = DirColumns::V2 { ids_head: self.ids_head.unwrap_or(0), sketches_head: self.sketches_head.unwrap_or(0) };
         let dir = Directory { entries, tables: self.tables.clone(), columns }.encode();
@@ -323,6 +171,8 @@ impl<'s> SegmentWriter<'s> {
         file.sync().map_err(|e| Error::io(&tmp_path, "fsync", e))?;
         let tmp = match self.tmp {
             Some(tmp) => tmp,
+            // a resumable writer's file has its name (`create_resumable`)
+            None if self.journal.is_some() => TempFile::new(self.storage, tmp_path.clone()),
             None => {
                 // An unnamed file gets the temporary name only now, for the rename (which
                 // replaces an existing file; linking cannot). A stale one goes first.
@@ -338,6 +188,17 @@ impl<'s> SegmentWriter<'s> {
         self.storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
         Ok(len)
     }
+}
+
+/// A journal open for a table: the table, its file, the blocks it holds.
+pub(super) type OpenJournal = (usize, BufWriter<Box<dyn WriteFile>>, usize);
+
+/// The block-index journal of a resumable writer's current table (`resumable`): the
+/// name its files are derived from, and the table it is open for, its file and how many
+/// of that table's blocks it holds.
+pub(super) struct Journal {
+    pub(super) part: PathBuf,
+    pub(super) open: Option<OpenJournal>,
 }
 
 /// How [`build_segment`] lays out a segment.

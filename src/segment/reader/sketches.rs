@@ -7,6 +7,7 @@ use std::ops::Range;
 use crate::error::{Location, Result};
 use crate::segment::layout::ColumnKind;
 
+use super::entries::skip_ok;
 use super::Segment;
 
 impl Segment {
@@ -56,9 +57,16 @@ impl Segment {
     /// Every sketch in table 0's order, each page's CRC checked once (empty for a segment
     /// without sketches).
     pub fn sketches_in_order(&self) -> impl Iterator<Item = Result<&[u8]>> + '_ {
+        self.sketches_from(0)
+    }
+
+    /// The sketches from position `ordinal` in table 0's order.
+    pub(crate) fn sketches_from(&self, ordinal: u64) -> impl Iterator<Item = Result<&[u8]>> + '_ {
         let column = self.sketches;
         let pages = column.map_or(0, |c| c.pages(self.entries));
-        (0..pages).flat_map(move |page| {
+        let per_page = column.map_or(1, |c| c.per_page.max(1));
+        let skip = usize::try_from(ordinal % per_page).unwrap_or(0);
+        (ordinal / per_page..pages).flat_map(move |page| {
             let (ok, err) = match column.as_ref().map(|c| (c, self.page(c, page, ColumnKind::Sketches))) {
                 Some((c, Ok(bytes))) => {
                     self.scan_hint(c.pages_offset, c.page_stride, page, pages);
@@ -69,6 +77,7 @@ impl Segment {
             };
             ok.into_iter().flatten().chain(err)
         })
+        .filter(skip_ok(skip))
     }
 
     /// The error for a fingerprint a permuted table holds and table 0 does not.
