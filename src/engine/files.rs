@@ -7,6 +7,8 @@
 //! tomb-000000000008.sdt the deletes of one flush (tombstone.rs)
 //! log-000000000009.wal  an append log (log.rs)
 //! *.tmp                 a file being written; an orphan if found on open
+//! merge.*               a merge in progress: its checkpoint, output and sorted runs
+//!                       (compaction/checkpoint.rs)
 //! ```
 //! Every data file carries a number from the manifest's one counter, so names never repeat.
 
@@ -35,6 +37,9 @@ pub enum FileKind {
     Log(u64),
     /// `*.tmp`: a file some writer had not finished.
     Temporary,
+    /// `merge.*`: a file of a merge in progress, which a merge of the same segments goes
+    /// on from.
+    Merge,
     /// Not a simdex name: left alone and reported.
     Unknown,
 }
@@ -73,6 +78,9 @@ pub fn parse(name: &str) -> FileKind {
     if name == RECIPE_NAME {
         return FileKind::Recipe;
     }
+    if super::compaction::checkpoint::is_merge_file(name) {
+        return FileKind::Merge;
+    }
     if name.ends_with(".tmp") {
         return FileKind::Temporary;
     }
@@ -105,6 +113,8 @@ mod tests {
         assert_eq!(parse(&tombstones_name(8)), FileKind::Tombstones(8));
         assert_eq!(parse(&log_name(9)), FileKind::Log(9));
         assert_eq!(parse("seg-000000000007.sdx.tmp"), FileKind::Temporary);
+        assert_eq!(parse("merge.checkpoint"), FileKind::Merge);
+        assert_eq!(parse("merge.t3.r0.run"), FileKind::Merge);
         assert_eq!(parse("seg-x.sdx"), FileKind::Unknown);
         assert_eq!(parse("notes.txt"), FileKind::Unknown);
     }

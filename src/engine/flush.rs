@@ -265,7 +265,7 @@ impl Engine {
         self.remove_files(|kind| match kind {
             FileKind::Segment(n) => inputs.contains(&n),
             FileKind::Tombstones(n) => dropped.contains(&n),
-            FileKind::Manifest | FileKind::Lock | FileKind::Recipe | FileKind::Log(_) | FileKind::Temporary | FileKind::Unknown => false,
+            FileKind::Manifest | FileKind::Lock | FileKind::Recipe | FileKind::Log(_) | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
         });
         Ok(())
     }

@@ -124,12 +124,14 @@ impl Engine {
         self.check_space_for_merge(&inputs)?;
         let number = self.alloc_number();
         let path = self.dir.join(segment_name(number));
-        let merged = compaction::merge(&*self.storage, &inputs, &v.tombstones, &path, &self.output_format(), self.options.compaction.buffer_entries)?;
+        let options = compaction::MergeOptions { buffer_entries: self.options.compaction.buffer_entries, checkpoint_interval: self.options.compaction.checkpoint_interval };
+        let merged = compaction::merge(&*self.storage, &inputs, &v.tombstones, &path, &self.output_format(), &options)?;
         let output = match merged {
             Some(m) => {
                 self.dropped_deleted.fetch_add(m.deleted, Ordering::Relaxed);
                 self.dropped_repeats.fetch_add(m.repeated, Ordering::Relaxed);
                 self.spilled_runs.fetch_add(m.spilled_runs as u64, Ordering::Relaxed);
+                self.resumed_merges.fetch_add(u64::from(m.resumed), Ordering::Relaxed);
                 let segment = Segment::open_with(&*self.storage, &path)?;
                 let meta = SegmentMeta { number, entries: m.entries, file_len: m.file_len, min_seq: inputs[0].meta.min_seq, max_seq: inputs[inputs.len() - 1].meta.max_seq };
                 Some(Arc::new(LiveSegment { meta, segment }))

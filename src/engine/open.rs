@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
+use super::compaction::checkpoint::MergeFiles;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
 use super::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
 use super::manifest::{LogMeta, Manifest, TombstoneMeta};
@@ -98,6 +99,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         dropped_deleted: AtomicU64::new(0),
         dropped_repeats: AtomicU64::new(0),
         spilled_runs: AtomicU64::new(0),
+        resumed_merges: AtomicU64::new(0),
         report,
         _lock: lock,
         options,
@@ -200,7 +202,14 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
     let listing = classify(&names, &manifest, &mut report);
     if !read_only {
-        remove_orphans(storage, dir, listing.orphans, &mut report)?;
+        let mut orphans = listing.orphans;
+        // A merge in progress stays for the next merge of its segments to go on from, as
+        // long as they are all live; otherwise no merge will resume it.
+        let resumable = MergeFiles::in_dir(dir).load(storage).is_some_and(|c| c.identity.inputs.iter().all(|n| manifest.segments.iter().any(|s| s.number == *n)));
+        if !resumable {
+            orphans.extend(listing.merge_files);
+        }
+        remove_orphans(storage, dir, orphans, &mut report)?;
     }
     let mut next_file = manifest.next_file.max(listing.max_number + 1);
     let segments = open_segments(storage, dir, &manifest)?;
@@ -253,6 +262,8 @@ struct Listing {
     orphans: Vec<String>,
     /// The live logs' numbers, oldest first.
     logs: Vec<u64>,
+    /// The files of a merge in progress (`merge.*`).
+    merge_files: Vec<String>,
 }
 
 /// Classifies every file of `names` by what `manifest` says of it; unknown files and a
@@ -261,10 +272,12 @@ fn classify(names: &[String], manifest: &Manifest, report: &mut OpenReport) -> L
     let mut max_number = 0u64;
     let mut orphans = Vec::new();
     let mut logs: Vec<u64> = Vec::new();
+    let mut merge_files = Vec::new();
     for name in names {
         match files::parse(name) {
             FileKind::Manifest | FileKind::Lock | FileKind::Recipe => {}
             FileKind::Temporary => orphans.push(name.clone()),
+            FileKind::Merge => merge_files.push(name.clone()),
             FileKind::Segment(n) => {
                 max_number = max_number.max(n);
                 if !manifest.segments.iter().any(|s| s.number == n) {
@@ -293,7 +306,7 @@ fn classify(names: &[String], manifest: &Manifest, report: &mut OpenReport) -> L
     if let Some(loss) = super::verify::missing_log(manifest, logs.len()) {
         report.lost.push(format!("{}: {loss}", log_name(manifest.log_number)));
     }
-    Listing { max_number, orphans, logs }
+    Listing { max_number, orphans, logs, merge_files }
 }
 
 /// Removes the orphans of interrupted flushes and compactions (a writable open).

@@ -68,6 +68,7 @@ pub(super) struct Engine {
     pub(super) dropped_deleted: AtomicU64,
     pub(super) dropped_repeats: AtomicU64,
     pub(super) spilled_runs: AtomicU64,
+    pub(super) resumed_merges: AtomicU64,
     pub(super) report: OpenReport,
     pub(super) _lock: Option<LockGuard>,
 }

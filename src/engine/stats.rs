@@ -73,6 +73,9 @@ pub struct Stats {
     /// Sorted runs compactions since open spilled to temporary files (0 when every
     /// table fitted the buffer).
     pub compaction_spilled_runs: u64,
+    /// Merges since open that went on from the checkpoint of a merge cut short (a crash,
+    /// a kill) instead of starting over.
+    pub compaction_resumed: u64,
     /// Files that are not simdex's.
     pub unknown_files: Vec<String>,
     /// The last error of a background flush or compaction, if any.
@@ -135,6 +138,7 @@ impl Stats {
             compaction_dropped_deleted: engine.dropped_deleted.load(Ordering::Relaxed),
             compaction_dropped_repeats: engine.dropped_repeats.load(Ordering::Relaxed),
             compaction_spilled_runs: engine.spilled_runs.load(Ordering::Relaxed),
+            compaction_resumed: engine.resumed_merges.load(Ordering::Relaxed),
             unknown_files: engine.report.unknown.clone(),
             maintenance_error: lock(&engine.signals).last_error.clone(),
         }

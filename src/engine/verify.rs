@@ -143,6 +143,7 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
         }
     }
     let mut logs = Vec::new();
+    let mut merge_files = 0usize;
     for name in &names {
         let path = dir.join(name);
         match files::parse(name) {
@@ -161,6 +162,7 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
                 Err(e) => report.problem(name, &e),
             },
             FileKind::Temporary => report.notes.push(format!("{name}: temporary file of an unfinished write (removed by the next writable open)")),
+            FileKind::Merge => merge_files += 1,
             FileKind::Unknown => report.unknown.push(name.clone()),
             FileKind::Segment(n) => {
                 let meta = manifest.as_ref().and_then(|m| m.segments.iter().find(|s| s.number == n));
@@ -248,6 +250,11 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
                 report.problems.push(FileProblem { file: name, offset: None, detail: "listed in the manifest but missing".into() });
             }
         }
+    }
+    if merge_files > 0 {
+        report.notes.push(format!(
+            "a merge in progress: {merge_files} merge.* files (its checkpoint, output so far and sorted runs), which the next compaction of the same segments goes on from; a writable open removes them once those segments are gone"
+        ));
     }
     if let Some(problem) = manifest.as_ref().and_then(|m| missing_log(m, logs.len())) {
         report.problems.push(FileProblem { file: files::log_name(manifest.as_ref().map_or(0, |m| m.log_number)), offset: None, detail: problem });

@@ -1,10 +1,12 @@
-//! Compaction progress survives kills: a full compaction of many segments, with merges
-//! bounded by `max_merge_entries`, is killed (the in-memory storage crashes) at a random
-//! operation, again and again. Every attempt keeps the merges it finished: the segment
-//! count never grows and the compaction ends where an uninterrupted one ends, and no
+//! Compaction progress survives kills: a full compaction of many segments is killed (the
+//! in-memory storage crashes) at a random operation, again and again. With merges bounded
+//! by `max_merge_entries`, every attempt keeps the merges it finished; with one unbounded
+//! merge, every attempt goes on from the merge's last checkpoint. Either way the segment
+//! count never grows, the compaction ends where an uninterrupted one ends, and no
 //! acknowledged write is lost on the way.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use simdex::storage::MemStorage;
 use simdex::{CompactionOptions, Index, IndexOptions};
@@ -15,7 +17,12 @@ use crate::engine::mem_options;
 const DIR: &str = "idx";
 
 fn options(storage: &MemStorage, max_merge_entries: u64) -> IndexOptions {
-    IndexOptions { compaction: CompactionOptions { fanout: 4, buffer_entries: 512, automatic: false, max_merge_entries }, ..mem_options(storage, 64) }
+    checkpointing(storage, max_merge_entries, None)
+}
+
+/// [`options`] with merges that record a checkpoint every `interval`.
+fn checkpointing(storage: &MemStorage, max_merge_entries: u64, checkpoint_interval: Option<Duration>) -> IndexOptions {
+    IndexOptions { compaction: CompactionOptions { fanout: 4, buffer_entries: 512, automatic: false, max_merge_entries, checkpoint_interval }, ..mem_options(storage, 64) }
 }
 
 /// 48 segments of 64 operations (every 9th a delete of an earlier pair, some pairs
@@ -95,10 +102,51 @@ fn a_full_compaction_killed_at_random_points_keeps_its_finished_merges() {
     eprintln!("bounded full compaction ({BOUND} entries per merge, {total_ops} operations uninterrupted): {attempts} attempts, segment counts {counts:?}");
 }
 
-/// The contrast: one unbounded merge killed in its first quarter never lands, however often
-/// it is tried (and leaves the index as it was).
+/// One unbounded merge that records checkpoints (the default; here at every boundary),
+/// killed within the first quarter of its operations again and again, goes on from its
+/// last checkpoint each time and ends in one segment, losing nothing.
 #[test]
-fn an_unbounded_full_compaction_killed_early_makes_no_progress() {
+fn an_unbounded_full_compaction_killed_again_and_again_resumes_and_finishes() {
+    let every = Some(Duration::ZERO);
+    let (storage, model) = build(u64::MAX);
+    let index = Index::open(DIR, checkpointing(&storage, u64::MAX, every)).unwrap();
+    let before = storage.ops();
+    index.compact().unwrap();
+    let total_ops = storage.ops() - before;
+    assert_eq!(index.stats().segments.len(), 1);
+    drop(index);
+    let (mut storage, _) = build(u64::MAX);
+    let mut rng = Rng(0x6b12);
+    let mut attempts = 0;
+    let mut resumed = 0;
+    loop {
+        attempts += 1;
+        assert!(attempts <= 300, "no end after 300 kills");
+        let index = Index::open(DIR, checkpointing(&storage, u64::MAX, every)).unwrap();
+        storage.crash_after(rng.next() % (total_ops / 4));
+        let finished = index.compact().is_ok();
+        resumed += index.stats().compaction_resumed;
+        drop(index);
+        storage = storage.restart();
+        let index = Index::open(DIR, checkpointing(&storage, u64::MAX, every)).unwrap_or_else(|e| panic!("attempt {attempts}: open after the kill failed: {e}"));
+        assert!(index.live_entries().unwrap().into_iter().eq(model.iter().copied()), "attempt {attempts}: the index differs from the acknowledged writes");
+        let segments = index.stats().segments.len();
+        assert!(segments == 48 || segments == 1, "attempt {attempts}: {segments} segments");
+        drop(index);
+        if finished {
+            assert_eq!(segments, 1);
+            break;
+        }
+    }
+    assert!(attempts > 4, "the compaction was not cut short: {attempts} attempts");
+    assert!(resumed > 0, "no attempt went on from a checkpoint");
+    eprintln!("unbounded full compaction ({total_ops} operations uninterrupted) killed in its first quarter: {attempts} attempts, {resumed} resumed");
+}
+
+/// The contrast: one unbounded merge that records no checkpoint, killed in its first quarter,
+/// never lands, however often it is tried (and leaves the index as it was).
+#[test]
+fn an_unbounded_full_compaction_without_checkpoints_killed_early_makes_no_progress() {
     let (_, total_ops) = uninterrupted(u64::MAX);
     let (mut storage, model) = build(u64::MAX);
     let mut rng = Rng(0x6b11);

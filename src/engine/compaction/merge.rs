@@ -1,36 +1,48 @@
 //! The merge: the live pairs of adjacent segments written as one new segment (the worker
-//! that runs what the policy chose). It writes the output file and its temporary runs,
-//! nothing else: the engine checks the disk's room before and installs the output after.
+//! that runs what the policy chose). It writes the output file, its sorted runs and its
+//! checkpoint (`checkpoint`), nothing else: the engine checks the disk's room before and
+//! installs the output after.
 //!
 //! Memory is bounded whatever the sizes: sources are read block by block in fingerprint
 //! order (table 0 and the id pages) and merged by `(fingerprint, id)`, dropping pairs a
-//! tombstone hides and repeated pairs. Table 0 of the output is that stream. Every other
-//! table needs the stream under its own permutation, sorted. When the merge drops nothing
-//! (the usual case), output table `t` is the merge of the inputs' own tables of `t`'s
-//! permutation, and only an input of another design (a 4-table segment below about 1.7e7
-//! entries merged into a 10-table one) has its entries sorted for the permutations it
-//! lacks. Otherwise every table's entries are sorted. Sorting goes through a buffer of at
-//! most `CompactionOptions::buffer_entries` (shared by the tables), which is sorted and
-//! spilled to a temporary run file whenever it fills; the runs are then merged. Each table
-//! is read twice (once for the Huffman code's histogram, once to write it), the merged
-//! stream three times (histogram, table 0, ids): decoding is cheaper than keeping it. When
-//! the merge drops nothing, the histogram pass of the next table runs on a second thread
-//! while a table is written. (At 2^26 entries, 7 live segments of both designs, the full
-//! compaction takes 47 s this way against 103 s sorting every table, and writes the same
-//! bytes.)
+//! tombstone hides and repeated pairs. A merge runs in three stages:
+//! - the *count*: the live pairs' number (which fixes the output's design) and table 0's
+//!   code;
+//! - the *feed*: the entries of every permuted table of the output that cannot be merged
+//!   from the inputs' own tables go through a sorter (a buffer of at most
+//!   `CompactionOptions::buffer_entries`, shared by the tables, sorted and spilled to a run
+//!   file whenever it fills). When the merge drops nothing (the usual case), output table
+//!   `t` is the merge of the inputs' own tables of `t`'s permutation, and only an input of
+//!   another design (a 4-table segment below about 1.7e7 entries merged into a 10-table
+//!   one) feeds the sorters, from its table 0. Otherwise the live stream feeds every table;
+//! - the *write*: table 0 from the live stream, each other table from its inputs' tables
+//!   and runs, then the ids and the sketches from the live stream. Each table is read
+//!   twice (once for its Huffman code's histogram, once to write it; the histogram of the
+//!   next table runs on a second thread while one is written): decoding is cheaper than
+//!   keeping it.
+//!
+//! Each stage reads sorted streams, so where it stands is a value and a count (the last
+//! value and how many copies of it are done), and every stream can start there through the
+//! block indexes. At most every `CompactionOptions::checkpoint_interval` the merge makes
+//! what it wrote durable and records that position (`checkpoint`); a merge of the same
+//! inputs goes on from it, so a merge killed every few seconds still finishes, and its
+//! output is byte for byte the one an uninterrupted merge writes.
 
 // Indexing: inputs and output tables indexed by the table number of the output's own design.
 #![allow(clippy::indexing_slicing)]
 use std::path::Path;
+use std::time::{Duration, Instant};
 
+use super::checkpoint::{Checkpoint, Counted, FeedPosition, Identity, MergeFiles, Stage};
 use super::external_sort::{ExternalSorter, Sorted};
 use super::stream::{LiveMerge, SortedMerge};
-use crate::codec::{Codec, SymbolHistogram};
+use crate::codec::{Code, Codec, SymbolHistogram, SYMBOLS};
 use crate::engine::version::{LiveSegment, TombstoneSet};
 use crate::error::{Error, Result};
-use crate::plan::{planned_design, PlanOptions};
-use crate::segment::{IdColumn, SegmentWriter, SketchColumn};
-use crate::storage::Storage;
+use crate::plan::{planned_design, Design, PlanOptions, TableDesign};
+use crate::segment::layout::ColumnKind;
+use crate::segment::{IdColumn, Section, SegmentWriter, SketchColumn, TableProgress, WriterState};
+use crate::storage::{parent_dir, Storage};
 
 /// What a merge wrote.
 pub(crate) struct Merged {
@@ -39,6 +51,12 @@ pub(crate) struct Merged {
     pub deleted: u64,
     pub repeated: u64,
     pub spilled_runs: usize,
+    /// It went on from a checkpoint a stopped merge left.
+    pub resumed: bool,
+    /// It found a checkpoint it could not go on from (its files damaged or gone) and
+    /// started over (read by the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub restarted: bool,
 }
 
 /// What a merge's output is made with: the index's design distance, gap codec and sketch
@@ -50,173 +68,382 @@ pub(crate) struct OutputFormat {
     pub sketches: Option<SketchColumn>,
 }
 
-/// Merges `inputs` into a new segment at `path` (nothing is written when no pair is left).
-pub(crate) fn merge(
-    storage: &dyn Storage,
-    inputs: &[std::sync::Arc<LiveSegment>],
-    tombstones: &TombstoneSet,
-    path: &Path,
-    format: &OutputFormat,
-    buffer_entries: usize,
-) -> Result<Option<Merged>> {
-    let OutputFormat { k, codec, sketches } = *format;
-    let mut first = SymbolHistogram::new();
-    let mut n = 0u64;
-    let mut stream = LiveMerge::new(inputs, tombstones);
-    for (fp, _) in &mut stream {
-        first.push(codec, fp);
-        n += 1;
-    }
-    let (deleted, repeated) = (stream.deleted, stream.repeated);
-    stream.finish()?;
-    if n == 0 {
-        return Ok(None);
-    }
-    let design = planned_design(&PlanOptions::new(n, k))?;
-    let tables = design.tables();
-    let codecs = vec![codec; tables.len()];
-    let mut writer = SegmentWriter::create_with(storage, path, &design, &codecs, IdColumn::Present, sketches)?;
-    // When nothing was dropped, every input entry is in the output, so each permuted table
-    // of the output is the merge of the inputs' tables of the same permutation; only inputs
-    // without such a table (another design: smaller segments have 4 tables, larger 10)
-    // have their entries sorted under it. Inputs of the output's design need no sorting.
-    if deleted == 0 && repeated == 0 {
-        let (file_len, spilled_runs) = merge_tables(storage, inputs, tombstones, path, writer, tables, codec, first, sketches, buffer_entries)?;
-        return Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs }));
-    }
-    let per_table = (buffer_entries / tables.len().saturating_sub(1).max(1)).max(1024);
-    let mut sorters: Vec<ExternalSorter<'_>> = (1..tables.len()).map(|t| ExternalSorter::new(storage, path, t, per_table)).collect();
-    let result = (|| {
-        let mut spill_error = None;
-        let mut stream = LiveMerge::new(inputs, tombstones);
-        let feed = (&mut stream).map(|(fp, _)| {
-            for (sorter, table) in sorters.iter_mut().zip(&tables[1..]) {
-                if let Err(e) = sorter.push(table.permutation.apply(fp)) {
-                    spill_error.get_or_insert(e);
-                }
-            }
-            fp
-        });
-        writer.write_table(&first.code(), feed)?;
-        stream.finish()?;
-        spill_error.map_or(Ok(()), Err)?;
-        for sorter in &mut sorters {
-            let sorted = sorter.finish()?;
-            let mut hist = SymbolHistogram::new();
-            for v in sorted.iter() {
-                hist.push(codec, v);
-            }
-            writer.write_table(&hist.code(), sorted.iter())?;
-            // The table is written: its runs (or its buffer) go now, not at the end, so the
-            // merge holds at most one table's sorted data, and no run it is done with stays
-            // mapped and resident.
-            sorter.remove_runs();
-        }
-        let mut stream = LiveMerge::new(inputs, tombstones);
-        writer.write_ids((&mut stream).map(|(_, id)| id))?;
-        stream.finish()?;
-        write_sketches(&mut writer, inputs, tombstones, sketches)
-    })();
-    let spilled_runs = sorters.iter().map(|s| s.spilled).sum();
-    for s in &mut sorters {
-        s.remove_runs();
-    }
-    result?;
-    let file_len = writer.finish()?;
-    Ok(Some(Merged { entries: n, file_len, deleted, repeated, spilled_runs }))
+/// How a merge runs: its sort buffer, and how often it records a checkpoint (`None`:
+/// never; the output is then written as an unnamed file, and a killed merge starts over).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MergeOptions {
+    pub buffer_entries: usize,
+    pub checkpoint_interval: Option<Duration>,
 }
 
-/// The tables of a merge that drops nothing (see [`merge`]): table `t` of the output merges,
-/// for each input, its own table of `t`'s permutation when it has one, and otherwise that
-/// input's entries sorted under the permutation (one pass over such inputs feeds the sorters
-/// of every table they lack; past the buffer the sorters spill runs). The histogram pass of
-/// table `t + 1` runs on a second thread while table `t` is written (both stream block by
-/// block; at most two histograms wait in the channel). Returns the file's length and the
-/// runs spilled.
-#[allow(clippy::too_many_arguments)]
-fn merge_tables(
-    storage: &dyn Storage,
-    inputs: &[std::sync::Arc<LiveSegment>],
-    tombstones: &TombstoneSet,
-    path: &Path,
-    mut writer: SegmentWriter<'_>,
-    tables: &[crate::plan::TableDesign],
-    codec: Codec,
-    first: SymbolHistogram,
-    sketches: Option<SketchColumn>,
+type Inputs = [std::sync::Arc<LiveSegment>];
+
+/// The count and the feed look at the clock once per this many entries (the write, once a
+/// block or a page).
+const CLOCK_EVERY: u64 = 1024;
+type Lengths = [u8; SYMBOLS];
+/// What a stopped write left: the codes known, the position in the column being written,
+/// the writer's state.
+type WriteResume = (Vec<Option<Lengths>>, (u64, u64), WriterState);
+
+/// Merges `inputs` into a new segment at `path` (nothing is written when no pair is left),
+/// going on from the checkpoint a merge of the same inputs left in `path`'s directory.
+/// Every `merge.*` file is gone when it returns (it is killed: they stay, for the next).
+pub(crate) fn merge(storage: &dyn Storage, inputs: &Inputs, tombstones: &TombstoneSet, path: &Path, format: &OutputFormat, options: &MergeOptions) -> Result<Option<Merged>> {
+    let files = MergeFiles::in_dir(&parent_dir(path));
+    let identity = identity(inputs, tombstones, format);
+    let resume = options.checkpoint_interval.and_then(|_| files.load(storage)).filter(|c| c.identity == identity);
+    if resume.is_none() {
+        files.remove_all(storage)?;
+    }
+    let now = Instant::now();
+    let job = Job {
+        storage,
+        inputs,
+        tombstones,
+        path,
+        format: *format,
+        files: files.clone(),
+        identity,
+        buffer_entries: options.buffer_entries,
+        every: options.checkpoint_interval,
+        last_save: std::sync::Mutex::new(now),
+        started: now,
+    };
+    let mut result = job.run(resume.as_ref().map(|c| &c.stage));
+    let mut restarted = false;
+    if resume.is_some() && result.is_err() {
+        // a checkpoint that does not resume (its files damaged or gone): start over once
+        files.remove_all(storage)?;
+        result = job.run(None);
+        restarted = true;
+    }
+    let cleanup = files.remove_all(storage);
+    let merged = result?.map(|m| Merged { resumed: resume.is_some() && !restarted, restarted, ..m });
+    cleanup?;
+    Ok(merged)
+}
+
+/// What the merge is of, as its checkpoint records it.
+fn identity(inputs: &Inputs, tombstones: &TombstoneSet, format: &OutputFormat) -> Identity {
+    Identity {
+        inputs: inputs.iter().map(|s| s.meta.number).collect(),
+        tombstones: tombstones.files.iter().map(|(t, _)| t.number).collect(),
+        k: format.k,
+        codec: format.codec.id(),
+        sketch_bytes: format.sketches.map_or(0, |s| s.bytes),
+        sketch_scheme: format.sketches.map_or([0; 8], |s| s.scheme),
+    }
+}
+
+/// One merge's inputs and settings.
+struct Job<'a> {
+    storage: &'a dyn Storage,
+    inputs: &'a Inputs,
+    tombstones: &'a TombstoneSet,
+    path: &'a Path,
+    format: OutputFormat,
+    files: MergeFiles,
+    identity: Identity,
     buffer_entries: usize,
-) -> Result<(u64, usize)> {
-    // own[t][i]: input i's table holding output table t's permutation.
-    let own: Vec<Vec<Option<usize>>> =
-        tables.iter().map(|out| inputs.iter().map(|s| s.segment.design().tables().iter().position(|d| d.permutation == out.permutation)).collect()).collect();
-    let lacking: Vec<usize> = (1..tables.len()).filter(|&t| own[t].iter().any(Option::is_none)).collect();
-    let per_table = (buffer_entries / lacking.len().max(1)).max(1024);
-    let mut sorters: Vec<Option<ExternalSorter<'_>>> = (0..tables.len()).map(|t| lacking.contains(&t).then(|| ExternalSorter::new(storage, path, t, per_table))).collect();
-    let result = (|| -> Result<()> {
-        for (i, input) in inputs.iter().enumerate() {
-            let wanted: Vec<usize> = lacking.iter().copied().filter(|&t| own[t][i].is_none()).collect();
-            if wanted.is_empty() {
-                continue;
+    every: Option<Duration>,
+    last_save: std::sync::Mutex<Instant>,
+    started: Instant,
+}
+
+/// A stream a table of the output is written from.
+enum TableSource<'a> {
+    Live(LiveMerge<'a>),
+    Sorted(SortedMerge<Box<dyn Iterator<Item = Result<u64>> + 'a>>),
+}
+
+impl Iterator for TableSource<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        match self {
+            TableSource::Live(m) => m.next().map(|(fp, _)| fp),
+            TableSource::Sorted(m) => m.next(),
+        }
+    }
+}
+
+impl TableSource<'_> {
+    fn finish(self) -> Result<()> {
+        match self {
+            TableSource::Live(m) => m.finish(),
+            TableSource::Sorted(m) => m.finish(),
+        }
+    }
+}
+
+/// How the output's tables are made: `own[t][i]`, input `i`'s table holding output table
+/// `t`'s permutation (none when the merge drops pairs: every table is then sorted from the
+/// live stream), and the tables sorted.
+struct Plan<'t> {
+    design: &'t Design,
+    tables: &'t [TableDesign],
+    own: Vec<Vec<Option<usize>>>,
+    sorted: Vec<usize>,
+    clean: bool,
+}
+
+fn code_of(lengths: &Lengths) -> Result<Code> {
+    Code::from_lengths(lengths).map_err(|e| Error::InvalidArgument(format!("merge checkpoint: a stored code is not valid: {e}")))
+}
+
+impl<'a> Job<'a> {
+    fn due(&self) -> bool {
+        self.every.is_some_and(|e| self.last_save.lock().map_or(true, |t| t.elapsed() >= e))
+    }
+
+    fn save(&self, stage: Stage) -> Result<()> {
+        self.files.save(self.storage, &Checkpoint { identity: self.identity.clone(), stage })?;
+        if let Ok(mut t) = self.last_save.lock() {
+            *t = Instant::now();
+        }
+        Ok(())
+    }
+
+    fn run(&self, stage: Option<&Stage>) -> Result<Option<Merged>> {
+        let (counted, code0) = match stage {
+            None => self.count(Counted::default(), None, SymbolHistogram::new())?,
+            Some(Stage::Count { counted, last, symbols }) => self.count(*counted, Some(*last), SymbolHistogram::resume(**symbols, Some(last.0)))?,
+            Some(Stage::Feed { counted, code0, .. }) => (*counted, *code0),
+            Some(Stage::Write { counted, codes, .. }) => {
+                (*counted, codes.first().copied().flatten().ok_or_else(|| Error::InvalidArgument("merge checkpoint: no code for table 0".into()))?)
             }
-            // Table 0 is the identity: the input's fingerprints in order.
-            let mut entries = input.segment.table_entries(0);
-            for fp in &mut entries {
-                let fp = fp?;
-                for &t in &wanted {
-                    if let (Some(sorter), Some(design)) = (sorters[t].as_mut(), tables.get(t)) {
-                        sorter.push(design.permutation.apply(fp))?;
+        };
+        if counted.entries == 0 {
+            return Ok(None);
+        }
+        let design = planned_design(&PlanOptions::new(counted.entries, self.format.k))?;
+        let tables = design.tables();
+        let clean = counted.deleted == 0 && counted.repeated == 0;
+        let own: Vec<Vec<Option<usize>>> = tables
+            .iter()
+            .map(|out| self.inputs.iter().map(|s| if clean { s.segment.design().tables().iter().position(|d| d.permutation == out.permutation) } else { None }).collect())
+            .collect();
+        let sorted: Vec<usize> = (1..tables.len()).filter(|&t| own[t].iter().any(Option::is_none)).collect();
+        let plan = Plan { design: &design, tables, own, sorted, clean };
+        let per_table = (self.buffer_entries / plan.sorted.len().max(1)).max(1024);
+        let runs_at: Vec<u32> = match stage {
+            Some(Stage::Feed { runs, .. } | Stage::Write { runs, .. }) => runs.clone(),
+            _ => vec![0; tables.len()],
+        };
+        let base = self.files.runs_base();
+        let mut sorters: Vec<Option<ExternalSorter<'_>>> = (0..tables.len())
+            .map(|t| plan.sorted.contains(&t).then(|| ExternalSorter::resume(self.storage, &base, t, per_table, runs_at.get(t).copied().unwrap_or(0) as usize)))
+            .collect();
+        let result = (|| {
+            let position = match stage {
+                Some(Stage::Write { .. }) => None,
+                Some(Stage::Feed { position, .. }) => Some(*position),
+                _ => Some(FeedPosition::default()),
+            };
+            if let Some(position) = position {
+                self.feed(&plan, &mut sorters, counted, &code0, position)?;
+            }
+            for sorter in sorters.iter_mut().flatten() {
+                sorter.finish()?;
+            }
+            // A merge that has run for a checkpoint interval may run for more: its sorts go
+            // to runs (those in memory too), so that its writes can be checkpointed.
+            let checkpoints = self.every.is_some_and(|e| self.started.elapsed() >= e) || matches!(stage, Some(Stage::Write { .. }));
+            if checkpoints {
+                for sorter in sorters.iter_mut().flatten() {
+                    sorter.persist()?;
+                }
+            }
+            let runs: Vec<u32> = sorters.iter().map(|s| s.as_ref().map_or(0, |s| s.runs() as u32)).collect();
+            let sorted: Vec<Option<&Sorted>> = sorters.iter().map(|s| s.as_ref().and_then(ExternalSorter::sorted)).collect();
+            let writer_state = match stage {
+                Some(Stage::Write { codes, column, writer, .. }) => Some((codes.clone(), *column, writer.clone())),
+                _ => None,
+            };
+            self.write(&plan, &sorted, counted, code0, &runs, checkpoints, writer_state)
+        })();
+        let spilled_runs = sorters.iter().flatten().map(|s| s.spilled).sum();
+        for s in sorters.iter_mut().flatten() {
+            s.remove_runs();
+        }
+        let file_len = result?;
+        Ok(Some(Merged { entries: counted.entries, file_len, deleted: counted.deleted, repeated: counted.repeated, spilled_runs, resumed: false, restarted: false }))
+    }
+
+    /// The count, from `base` (what an earlier count found up to `last`).
+    fn count(&self, base: Counted, last: Option<(u64, u64)>, mut hist: SymbolHistogram) -> Result<(Counted, Lengths)> {
+        let mut stream = LiveMerge::resume_count(self.inputs, self.tombstones, last);
+        let mut n = base.entries;
+        while let Some(pair) = stream.next() {
+            hist.push(self.format.codec, pair.0);
+            n += 1;
+            if n % CLOCK_EVERY == 0 && self.due() {
+                let counted = Counted { entries: n, deleted: base.deleted + stream.deleted, repeated: base.repeated + stream.repeated };
+                self.save(Stage::Count { counted, last: pair, symbols: Box::new(*hist.counts()) })?;
+            }
+        }
+        let counted = Counted { entries: n, deleted: base.deleted + stream.deleted, repeated: base.repeated + stream.repeated };
+        stream.finish()?;
+        Ok((counted, *hist.code().lengths()))
+    }
+
+    /// The feed, from `position`: every table of `plan.sorted` gets its entries pushed to
+    /// its sorter (spilled to runs at each checkpoint, so the checkpoint names all of them).
+    fn feed(&self, plan: &Plan<'_>, sorters: &mut [Option<ExternalSorter<'_>>], counted: Counted, code0: &Lengths, position: FeedPosition) -> Result<()> {
+        if plan.sorted.is_empty() {
+            return Ok(());
+        }
+        let checkpoint = |sorters: &mut [Option<ExternalSorter<'_>>], position: FeedPosition| -> Result<()> {
+            for s in sorters.iter_mut().flatten() {
+                s.spill_buffered()?;
+            }
+            let runs = sorters.iter().map(|s| s.as_ref().map_or(0, |s| s.runs() as u32)).collect();
+            self.save(Stage::Feed { counted, code0: *code0, position, runs })
+        };
+        let push = |sorters: &mut [Option<ExternalSorter<'_>>], tables: &[usize], fp: u64| -> Result<()> {
+            for &t in tables {
+                if let Some(sorter) = sorters[t].as_mut() {
+                    sorter.push(plan.tables[t].permutation.apply(fp))?;
+                }
+            }
+            Ok(())
+        };
+        if plan.clean {
+            // only inputs lacking a permutation feed it, from their own table 0
+            for i in position.input as usize..self.inputs.len() {
+                let wanted: Vec<usize> = plan.sorted.iter().copied().filter(|&t| plan.own[t][i].is_none()).collect();
+                if wanted.is_empty() {
+                    continue;
+                }
+                let mut ordinal = if i == position.input as usize { position.ordinal } else { 0 };
+                for fp in self.inputs[i].segment.table_entries_at(0, ordinal)? {
+                    push(sorters, &wanted, fp?)?;
+                    ordinal += 1;
+                    if ordinal % CLOCK_EVERY == 0 && self.due() {
+                        checkpoint(sorters, FeedPosition { input: i as u32, ordinal, ..FeedPosition::default() })?;
                     }
                 }
             }
+            return Ok(());
         }
-        let mut sorted: Vec<Option<&Sorted>> = Vec::with_capacity(tables.len());
-        for sorter in &mut sorters {
-            sorted.push(match sorter.as_mut() {
-                Some(sorter) => Some(sorter.finish()?),
-                None => None,
-            });
+        let cursor = (position.ordinal > 0).then_some((position.last, position.tail));
+        let mut stream = LiveMerge::resume(self.inputs, self.tombstones, false, cursor);
+        let (mut fed, mut last, mut tail) = (position.ordinal, position.last, position.tail);
+        for (fp, _) in stream.by_ref() {
+            push(sorters, &plan.sorted, fp)?;
+            (last, tail) = if fed > 0 && fp == last { (last, tail + 1) } else { (fp, 1) };
+            fed += 1;
+            if fed % CLOCK_EVERY == 0 && self.due() {
+                checkpoint(sorters, FeedPosition { input: 0, ordinal: fed, last, tail })?;
+            }
         }
-        let sorted = &sorted;
-        let own = &own;
-        let sources = move |t: usize| {
-            let tables = own[t].iter().zip(inputs).filter_map(|(j, s)| j.map(|j| Box::new(s.segment.table_entries(j)) as Box<dyn Iterator<Item = Result<u64>> + '_>));
-            let rest = sorted[t].map(|s| Box::new(s.iter().map(Ok)) as Box<dyn Iterator<Item = Result<u64>> + '_>);
-            SortedMerge::new(tables.chain(rest))
+        stream.finish()
+    }
+
+    /// The stream output table `t` is written from, after `progress` (what a stopped write
+    /// had written of it).
+    fn table_source<'s>(&'s self, plan: &Plan<'_>, sorted: &[Option<&'s Sorted>], t: usize, progress: Option<TableProgress>) -> Result<TableSource<'s>> {
+        let cursor = progress.filter(|p| p.entries > 0).map(|p| (p.last, p.tail));
+        if t == 0 {
+            return Ok(TableSource::Live(LiveMerge::resume(self.inputs, self.tombstones, false, cursor)));
+        }
+        let (from, tail) = cursor.unwrap_or((0, 0));
+        let mut streams: Vec<Box<dyn Iterator<Item = Result<u64>> + 's>> = Vec::new();
+        for (i, s) in self.inputs.iter().enumerate() {
+            if let Some(j) = plan.own[t][i] {
+                streams.push(Box::new(s.segment.table_entries_from(j, from)?));
+            }
+        }
+        if let Some(Some(sorted)) = sorted.get(t) {
+            streams.push(Box::new(sorted.iter_from(from).map(Ok)));
+        }
+        Ok(TableSource::Sorted(SortedMerge::resumed(streams, from, tail)))
+    }
+
+    /// The code of output table `t` (its histogram pass).
+    fn histogram(&self, plan: &Plan<'_>, sorted: &[Option<&Sorted>], t: usize) -> Result<Lengths> {
+        let mut hist = SymbolHistogram::new();
+        let mut source = self.table_source(plan, sorted, t, None)?;
+        for v in &mut source {
+            hist.push(self.format.codec, v);
+        }
+        source.finish()?;
+        Ok(*hist.code().lengths())
+    }
+
+    /// The write, from `state` (codes, column cursor and writer of a stopped write).
+    /// Returns the output's length.
+    #[allow(clippy::too_many_arguments)]
+    fn write(&self, plan: &Plan<'_>, sorted: &[Option<&Sorted>], counted: Counted, code0: Lengths, runs: &[u32], checkpoints: bool, state: Option<WriteResume>) -> Result<u64> {
+        let tables = plan.tables;
+        let codecs = vec![self.format.codec; tables.len()];
+        let part = self.files.part();
+        let (storage, path, sketches) = (self.storage, self.path, self.format.sketches);
+        let (mut codes, column, state) = match state {
+            Some((codes, column, writer)) => (codes, column, Some(writer)),
+            None => {
+                let mut codes = vec![None; tables.len()];
+                codes[0] = Some(code0);
+                (codes, (0, 0), None)
+            }
         };
+        let mut writer = match &state {
+            Some(st) => SegmentWriter::resume(storage, path, &part, plan.design, &codecs, IdColumn::Present, sketches, st)?,
+            None if checkpoints => SegmentWriter::create_resumable(storage, path, &part, plan.design, &codecs, IdColumn::Present, sketches)?,
+            None => SegmentWriter::create_with(storage, path, plan.design, &codecs, IdColumn::Present, sketches)?,
+        };
+        let save =
+            |codes: &[Option<Lengths>], column: (u64, u64), writer: WriterState| self.save(Stage::Write { counted, codes: codes.to_vec(), runs: runs.to_vec(), column, writer });
+        let first = state.as_ref().map_or(0, |s| s.tables.len());
+        let resumed_table = state.as_ref().and_then(|st| match &st.section {
+            Section::Table { lengths, progress, .. } => Some((st, *lengths, *progress)),
+            _ => None,
+        });
+        if let Some((_, lengths, _)) = resumed_table {
+            codes[first] = Some(lengths);
+        }
+        // The histogram passes run on a second thread, a table or two ahead of the writes
+        // (at most one code waits in the channel; a failed pass ends the thread, and the
+        // write of its table reports it).
+        let todo: Vec<usize> = (first..tables.len()).filter(|&t| codes[t].is_none()).collect();
         std::thread::scope(|scope| -> Result<()> {
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<Lengths>)>(1);
             scope.spawn(move || {
-                for t in 1..tables.len() {
-                    let mut hist = SymbolHistogram::new();
-                    let mut merged = sources(t);
-                    for v in &mut merged {
-                        hist.push(codec, v);
-                    }
-                    let failed = merged.finish().is_err();
-                    if tx.send((!failed).then(|| hist.code())).is_err() || failed {
+                for t in todo {
+                    let code = self.histogram(plan, sorted, t);
+                    let failed = code.is_err();
+                    if tx.send((t, code)).is_err() || failed {
                         return;
                     }
                 }
             });
-            let mut stream = LiveMerge::new(inputs, tombstones);
-            writer.write_table(&first.code(), (&mut stream).map(|(fp, _)| fp))?;
-            stream.finish()?;
-            for t in 1..tables.len() {
-                // a failed histogram pass is reported by the write pass, which reads the same
-                // blocks (dropping `rx` on an error stops the histogram thread)
-                let code = rx.recv().ok().flatten();
-                let mut merged = sources(t);
-                match code {
-                    Some(code) => writer.write_table(&code, &mut merged)?,
-                    None => {
-                        merged.by_ref().for_each(drop);
-                        merged.finish()?;
-                        return Err(Error::InvalidArgument(format!("compaction: the histogram pass of table {t} failed where the write pass did not")));
-                    }
+            for t in first..tables.len() {
+                let lengths = match codes[t] {
+                    Some(lengths) => lengths,
+                    None => match rx.recv() {
+                        Ok((u, code)) if u == t => code?,
+                        _ => return Err(Error::InvalidArgument(format!("compaction: the histogram pass of table {t} did not finish"))),
+                    },
                 };
-                merged.finish()?;
-                // The table's spilled runs are consumed: out of the resident set now (the
-                // files go when the merge ends).
+                codes[t] = Some(lengths);
+                let code = code_of(&lengths)?;
+                let resumed = resumed_table.filter(|_| t == first);
+                let mut source = self.table_source(plan, sorted, t, resumed.map(|r| r.2))?;
+                let mut table = match resumed {
+                    Some((st, _, _)) => writer.resume_table(&code, st)?,
+                    None => writer.begin_table(&code)?,
+                };
+                for v in &mut source {
+                    if table.push(v)? && checkpoints && self.due() {
+                        let st = table.checkpoint()?;
+                        save(&codes, (0, 0), st)?;
+                    }
+                }
+                source.finish()?;
+                table.end()?;
+                // the table's runs are consumed: out of the resident set now (the files go
+                // when the merge ends)
                 if let Some(Some(Sorted::Runs(runs))) = sorted.get(t) {
                     for run in runs {
                         run.done_with(0, run.len());
@@ -224,44 +451,72 @@ fn merge_tables(
                 }
             }
             Ok(())
-        })
-    })();
-    let spilled = sorters.iter().flatten().map(|s| s.spilled).sum();
-    for s in sorters.iter_mut().flatten() {
-        s.remove_runs();
+        })?;
+        let column_of = |kind: ColumnKind| state.as_ref().filter(|s| matches!(s.section, Section::Column { kind: k, .. } if k == kind));
+        if state.as_ref().is_none_or(|s| s.ids_head.is_none()) {
+            let resumed = column_of(ColumnKind::Ids);
+            self.write_column(&mut writer, resumed, resumed.map(|_| column), false, checkpoints, &|column, st| save(&codes, column, st))?;
+        }
+        if sketches.is_some() {
+            let resumed = column_of(ColumnKind::Sketches);
+            self.write_column(&mut writer, resumed, resumed.map(|_| column), true, checkpoints, &|column, st| save(&codes, column, st))?;
+        }
+        // The checkpoint goes before the output takes its name: a checkpoint is never left
+        // naming a `merge.part` that is gone.
+        self.files.remove_checkpoint(self.storage)?;
+        writer.finish()
     }
-    result?;
-    let mut stream = LiveMerge::new(inputs, tombstones);
-    writer.write_ids((&mut stream).map(|(_, id)| id))?;
-    stream.finish()?;
-    write_sketches(&mut writer, inputs, tombstones, sketches)?;
-    Ok((writer.finish()?, spilled))
-}
 
-/// The sketch column of a merge's output: each live pair's sketch from its segment, in the
-/// output's table-0 order (zeros, "no sketch", for a pair from a segment without one).
-fn write_sketches(writer: &mut SegmentWriter<'_>, inputs: &[std::sync::Arc<LiveSegment>], tombstones: &TombstoneSet, sketches: Option<SketchColumn>) -> Result<()> {
-    let Some(column) = sketches else { return Ok(()) };
-    let width = usize::from(column.bytes);
-    let zeros = vec![0u8; width];
-    let mut stream = LiveMerge::with_sketches(inputs, tombstones);
-    let mut wrong = None;
-    let values = std::iter::from_fn(|| {
-        stream.next()?;
-        Some(match stream.sketch {
-            Some(s) if s.len() == width => s,
-            Some(s) => {
-                wrong.get_or_insert(s.len());
-                &zeros[..]
+    /// The id column (or with `sketches`, the sketch column: each live pair's sketch from
+    /// its segment, zeros for a pair from a segment without one) from the live stream,
+    /// going on from `resumed` after `cursor` when given.
+    fn write_column(
+        &self,
+        writer: &mut SegmentWriter<'_>,
+        resumed: Option<&WriterState>,
+        cursor: Option<(u64, u64)>,
+        sketches: bool,
+        checkpoints: bool,
+        save: &dyn Fn((u64, u64), WriterState) -> Result<()>,
+    ) -> Result<()> {
+        let mut column = match resumed {
+            Some(st) => writer.resume_column(st)?,
+            None if sketches => writer.begin_sketches()?,
+            None => writer.begin_ids()?,
+        };
+        let width = self.format.sketches.map_or(0, |s| usize::from(s.bytes));
+        let zeros = vec![0u8; width];
+        let mut wrong = None;
+        let mut stream = LiveMerge::resume(self.inputs, self.tombstones, sketches, cursor);
+        let mut at = cursor;
+        while let Some((fp, id)) = stream.next() {
+            let page_done = if sketches {
+                let value = match stream.sketch {
+                    Some(s) if s.len() == width => s,
+                    Some(s) => {
+                        wrong.get_or_insert(s.len());
+                        &zeros[..]
+                    }
+                    None => &zeros[..],
+                };
+                column.push(value)?
+            } else {
+                column.push(&id.to_le_bytes())?
+            };
+            at = Some(match at {
+                Some((last, n)) if last == fp => (last, n + 1),
+                _ => (fp, 1),
+            });
+            if page_done && checkpoints && self.due() {
+                let st = column.checkpoint()?;
+                save(at.unwrap_or_default(), st)?;
             }
-            None => &zeros[..],
-        })
-    });
-    writer.write_sketches(values)?;
-    stream.finish()?;
-    match wrong {
-        Some(w) => Err(Error::InvalidArgument(format!("compaction: an input segment holds {w}-byte sketches, the index's are {width} bytes"))),
-        None => Ok(()),
+        }
+        stream.finish()?;
+        if let Some(w) = wrong {
+            return Err(Error::InvalidArgument(format!("compaction: an input segment holds {w}-byte sketches, the index's are {width} bytes")));
+        }
+        column.end().map(drop)
     }
 }
 
@@ -307,7 +562,7 @@ mod tests {
         }
         let out = dir.path().join("out.sdx");
         let format = OutputFormat { k: 3, codec: Codec::Xor, sketches: None };
-        let merged = merge(&storage, &inputs, &TombstoneSet::default(), &out, &format, 1_500).unwrap().unwrap();
+        let merged = merge(&storage, &inputs, &TombstoneSet::default(), &out, &format, &MergeOptions { buffer_entries: 1_500, checkpoint_interval: None }).unwrap().unwrap();
         assert_eq!(merged.entries, pairs.len() as u64);
         let seg = Segment::open(&out).unwrap();
         assert_eq!(*seg.design(), planned_design(&PlanOptions::new(pairs.len() as u64, 3)).unwrap());

@@ -20,9 +20,12 @@
 //! tiered and full alike (`full` says why).
 
 mod absorb;
+pub(crate) mod checkpoint;
 mod external_sort;
 mod full;
 mod merge;
+#[cfg(test)]
+mod resume_tests;
 #[cfg(test)]
 mod simulation;
 mod stream;
@@ -32,7 +35,7 @@ mod tiered;
 
 use std::ops::Range;
 
-pub(crate) use merge::{merge, OutputFormat};
+pub(crate) use merge::{merge, MergeOptions, OutputFormat};
 
 use crate::engine::manifest::SegmentMeta;
 
@@ -50,14 +53,21 @@ pub struct CompactionOptions {
     pub automatic: bool,
     /// Largest number of input entries one merge takes (tiered or full); segments whose
     /// merge would exceed it are left as they are. Unbounded by default (a full compaction
-    /// is one merge); set it to what the machine merges between two kills where processes
-    /// are killed often (about a million entries a second on one core).
+    /// is one merge). A merge cut short goes on from its checkpoint
+    /// ([`Self::checkpoint_interval`]), so kills do not call for a bound; a bound keeps each
+    /// merge's disk and time small, at the cost of more segments.
     pub max_merge_entries: u64,
+    /// How often a merge records how far it has come (`merge.checkpoint`), so that a merge
+    /// of the same segments after a crash or a kill goes on from there instead of starting
+    /// over: a compaction killed every few seconds still finishes. `None`: never (a merge
+    /// cut short starts over). Each checkpoint costs a few fsyncs; merges shorter than the
+    /// interval record none.
+    pub checkpoint_interval: Option<std::time::Duration>,
 }
 
 impl Default for CompactionOptions {
     fn default() -> Self {
-        Self { fanout: 4, buffer_entries: 8 << 20, automatic: true, max_merge_entries: u64::MAX }
+        Self { fanout: 4, buffer_entries: 8 << 20, automatic: true, max_merge_entries: u64::MAX, checkpoint_interval: Some(std::time::Duration::from_millis(500)) }
     }
 }
 

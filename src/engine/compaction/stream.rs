@@ -9,7 +9,7 @@
 use crate::engine::version::{LiveSegment, TombstoneSet};
 use crate::error::{Error, Result};
 
-/// A source's sketches in table 0's order (for [`LiveMerge::with_sketches`]).
+/// A source's sketches in table 0's order (for [`LiveMerge::resume`] with sketches).
 type SketchStream<'a> = Box<dyn Iterator<Item = Result<&'a [u8]>> + 'a>;
 
 /// One source of the merge: a segment's `(fingerprint, id)` stream and its bound, and
@@ -40,27 +40,53 @@ pub(super) struct LiveMerge<'a> {
     pub(super) deleted: u64,
     /// Pairs dropped because an equal pair came first.
     pub(super) repeated: u64,
-    /// With [`Self::with_sketches`]: the sketch of the pair `next` returned last (`None`:
+    /// With sketches ([`Self::resume`]): the sketch of the pair `next` returned last (`None`:
     /// its segment has no sketch column).
     pub(super) sketch: Option<&'a [u8]>,
+    /// Resuming: live pairs to pass over first (`(fingerprint, n)`: the first `n` live
+    /// pairs of that fingerprint), see [`Self::resume`].
+    skip: Option<(u64, u64)>,
+    /// Resuming a count: the last pair counted (every pair up to it was counted, its own
+    /// repeats not yet), see [`Self::resume_count`].
+    after: Option<((u64, u64), bool)>,
 }
 
 impl<'a> LiveMerge<'a> {
     pub(super) fn new(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet) -> Self {
-        Self::make(inputs, tombstones, false)
+        Self::make(inputs, tombstones, false, 0)
     }
 
-    /// The same stream, with each pair's sketch in [`Self::sketch`].
-    pub(super) fn with_sketches(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet) -> Self {
-        Self::make(inputs, tombstones, true)
+    /// The stream after its first live pairs, which ended with `tail` pairs of fingerprint
+    /// `last` (`None`: from the start); each source starts at `last` through its block
+    /// index, so nothing before it is read. With `sketches`, each pair's sketch is in
+    /// [`Self::sketch`].
+    pub(super) fn resume(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet, sketches: bool, cursor: Option<(u64, u64)>) -> Self {
+        let Some((last, tail)) = cursor else { return Self::make(inputs, tombstones, sketches, 0) };
+        let mut m = Self::make(inputs, tombstones, sketches, last);
+        m.skip = (tail > 0).then_some((last, tail));
+        m
     }
 
-    fn make(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet, sketches: bool) -> Self {
+    /// A count (`deleted`, `repeated`) that goes on after `last`, the last live pair an
+    /// earlier count returned: pairs up to it are passed over uncounted, its own older
+    /// copies are counted as repeats, as that count would have.
+    pub(super) fn resume_count(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet, last: Option<(u64, u64)>) -> Self {
+        let Some(last) = last else { return Self::new(inputs, tombstones) };
+        let mut m = Self::make(inputs, tombstones, false, last.0);
+        m.after = Some((last, false));
+        m
+    }
+
+    fn make(inputs: &'a [std::sync::Arc<LiveSegment>], tombstones: &'a TombstoneSet, sketches: bool, from: u64) -> Self {
         let any_tombstones = !tombstones.files.is_empty();
-        let mut m = Self { sources: Vec::new(), tombstones, last: None, error: None, any_tombstones, deleted: 0, repeated: 0, sketch: None };
+        let mut m = Self { sources: Vec::new(), tombstones, last: None, error: None, any_tombstones, deleted: 0, repeated: 0, sketch: None, skip: None, after: None };
         for s in inputs {
-            let sketches = (sketches && s.segment.has_sketches()).then(|| Box::new(s.segment.sketches_in_order()) as SketchStream<'a>);
-            let mut src = Source { entries: Box::new(s.segment.entries()), sketches, head: None, head_sketch: None, bound: s.meta.max_seq };
+            let (ordinal, entries) = match s.segment.entries_from(from) {
+                Ok((ordinal, entries)) => (ordinal, Box::new(entries) as Box<dyn Iterator<Item = Result<(u64, Option<u64>)>> + 'a>),
+                Err(e) => (0, Box::new(std::iter::once(Err(e))) as Box<dyn Iterator<Item = Result<(u64, Option<u64>)>> + 'a>),
+            };
+            let sketches = (sketches && s.segment.has_sketches()).then(|| Box::new(s.segment.sketches_from(ordinal)) as SketchStream<'a>);
+            let mut src = Source { entries, sketches, head: None, head_sketch: None, bound: s.meta.max_seq };
             m.advance(&mut src);
             m.sources.push(src);
         }
@@ -124,6 +150,20 @@ impl Iterator for LiveMerge<'_> {
             let sketch = src.head_sketch;
             self.advance(&mut src);
             self.sources[i] = src;
+            if let Some((after, seen)) = self.after {
+                if pair < after || (pair == after && !seen) {
+                    // counted before the count resumed (the first copy of `after` is the
+                    // one returned then; its older copies are repeats, counted below)
+                    if pair == after {
+                        self.after = Some((after, true));
+                        self.last = Some(pair);
+                    }
+                    continue;
+                }
+                if pair > after {
+                    self.after = None;
+                }
+            }
             if self.last == Some(pair) {
                 self.repeated += 1;
                 continue;
@@ -133,6 +173,13 @@ impl Iterator for LiveMerge<'_> {
                 continue;
             }
             self.last = Some(pair);
+            if let Some((fp, n)) = self.skip {
+                if pair.0 == fp && n > 0 {
+                    self.skip = (n > 1).then_some((fp, n - 1));
+                    continue;
+                }
+                self.skip = None;
+            }
             self.sketch = sketch;
             return Some(pair);
         }
@@ -144,15 +191,25 @@ impl Iterator for LiveMerge<'_> {
 pub(super) struct SortedMerge<I> {
     sources: Vec<(I, Option<u64>)>,
     error: Option<Error>,
+    /// Resuming: the first `n` copies of a value to pass over (`(value, n)`).
+    skip: Option<(u64, u64)>,
 }
 
 impl<I: Iterator<Item = Result<u64>>> SortedMerge<I> {
     pub(super) fn new(sources: impl IntoIterator<Item = I>) -> Self {
-        let mut m = Self { sources: Vec::new(), error: None };
+        let mut m = Self { sources: Vec::new(), error: None, skip: None };
         for mut it in sources {
             let head = m.pull(&mut it);
             m.sources.push((it, head));
         }
+        m
+    }
+
+    /// The merge of sources that start at their first value `>= last`, after passing over
+    /// `tail` copies of `last` (what a stopped merge had written last).
+    pub(super) fn resumed(sources: impl IntoIterator<Item = I>, last: u64, tail: u64) -> Self {
+        let mut m = Self::new(sources);
+        m.skip = (tail > 0).then_some((last, tail));
         m
     }
 
@@ -175,27 +232,36 @@ impl<I: Iterator<Item = Result<u64>>> Iterator for SortedMerge<I> {
     type Item = u64;
 
     fn next(&mut self) -> Option<u64> {
-        if self.error.is_some() {
-            return None;
-        }
-        let mut best: Option<(usize, u64)> = None;
-        for (i, (_, head)) in self.sources.iter().enumerate() {
-            if let Some(v) = *head {
-                if best.is_none_or(|(_, b)| v < b) {
-                    best = Some((i, v));
+        loop {
+            if self.error.is_some() {
+                return None;
+            }
+            let mut best: Option<(usize, u64)> = None;
+            for (i, (_, head)) in self.sources.iter().enumerate() {
+                if let Some(v) = *head {
+                    if best.is_none_or(|(_, b)| v < b) {
+                        best = Some((i, v));
+                    }
                 }
             }
-        }
-        let (i, v) = best?;
-        let next = match self.sources[i].0.next() {
-            Some(Ok(x)) => Some(x),
-            Some(Err(e)) => {
-                self.error.get_or_insert(e);
-                None
+            let (i, v) = best?;
+            let next = match self.sources[i].0.next() {
+                Some(Ok(x)) => Some(x),
+                Some(Err(e)) => {
+                    self.error.get_or_insert(e);
+                    None
+                }
+                None => None,
+            };
+            self.sources[i].1 = next;
+            if let Some((x, n)) = self.skip {
+                if x == v && n > 0 {
+                    self.skip = (n > 1).then_some((x, n - 1));
+                    continue;
+                }
+                self.skip = None;
             }
-            None => None,
-        };
-        self.sources[i].1 = next;
-        Some(v)
+            return Some(v);
+        }
     }
 }

@@ -13,10 +13,12 @@ use std::time::Instant;
 /// removes tombstone files that no longer hide anything. Old files are deleted only after
 /// the new manifest is durable. Needs the writer's lock (fails while another writer runs).
 ///
-/// With `--max-merge-entries N` the compaction is a sequence of merges of at most N input
-/// entries each, every one durable before the next starts: a process killed meanwhile keeps
-/// the merges it finished, and running the command again goes on from there. The index then
-/// ends as several segments when it holds more than N entries.
+/// A merge records how far it has come (the `merge.*` files) about twice a second: if the
+/// process is killed, running the command again goes on from there, so a compaction killed
+/// again and again still ends in one segment. With `--max-merge-entries N` the compaction is
+/// instead a sequence of merges of at most N input entries each, every one installed before
+/// the next starts; the index then ends as several segments when it holds more than N
+/// entries.
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  simdex compact pages.idx\n  simdex compact pages.idx --max-merge-entries 4000000")]
 pub struct Args {
@@ -46,7 +48,10 @@ pub fn run(args: Args) -> Result<()> {
     let bytes = |s: &simdex::Stats| s.segments.iter().map(|x| x.file_len).sum::<u64>();
     let stored = |s: &simdex::Stats| s.segments.iter().map(|x| x.entries).sum::<u64>() + s.memtable_inserts + s.frozen_ops;
     let (held, kept) = (stored(&before), stored(&after));
-    let bound = args.max_merge_entries.map(|n| format!(" (merges of at most {n} entries)")).unwrap_or_default();
+    let mut bound = args.max_merge_entries.map(|n| format!(" (merges of at most {n} entries)")).unwrap_or_default();
+    if after.compaction_resumed > 0 {
+        bound.push_str(" (went on from where an interrupted compaction stopped)");
+    }
     eprintln!(
         "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s){bound} ({} bytes, {} fingerprints); {} of {} stored pairs dropped as deleted or repeated; {:.2}s",
         args.dir.display(),
