@@ -236,6 +236,18 @@ mod tests {
         assert_eq!(doc.fingerprint(&mut fp, InvalidUtf8::Replace).unwrap().fingerprint, fp.fingerprint(text).unwrap());
     }
 
+    #[cfg(feature = "html")]
+    #[test]
+    fn a_binary_html_document_is_refused_as_binary_by_text_and_by_fingerprint() {
+        const BYTES: &[u8] = b"<html><body>\0\x01\x02 binary";
+        let mut docs: Vec<_> = Documents::new(BYTES, "b.html", Format::Html, InvalidUtf8::Replace).collect();
+        let mut doc = docs.pop().unwrap().unwrap();
+        assert!(matches!(doc.text(InvalidUtf8::Replace), Err(Error::BinaryDocument { .. })));
+        let mut docs: Vec<_> = Documents::new(BYTES, "b.html", Format::Html, InvalidUtf8::Replace).collect();
+        let mut doc = docs.pop().unwrap().unwrap();
+        assert!(matches!(doc.fingerprint(&mut fingerprinter(), InvalidUtf8::Replace), Err(Error::BinaryDocument { .. })));
+    }
+
     #[test]
     fn refused_utf8_is_an_error_and_replaced_utf8_is_counted() {
         let bytes: &'static [u8] = b"valid words before \xff and after the bad byte";

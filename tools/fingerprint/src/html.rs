@@ -258,10 +258,18 @@ impl<F: FnMut(&str)> Emitter for TextEmitter<F> {
 
 /// Streams the visible text of the HTML read from `reader` into `sink`, in pieces; pieces
 /// from different text nodes come with a separating space.
+/// The reader's own refusals (strict-mode UTF-8, a binary document: a [`Utf8Stream`]'s)
+/// come back with their type.
 pub fn extract_text(reader: impl Read, sink: impl FnMut(&str)) -> Result<(), Error> {
     let emitter = TextEmitter::new(sink);
-    for item in Tokenizer::new_with_emitter(IoReader::new(reader), emitter) {
-        item?;
+    // the emitter emits no tokens (it streams text to the sink): an item is an error, and
+    // the stream's refusals travel through the tokenizer as io::Error(InvalidData)
+    if let Some(Err(e)) = Tokenizer::new_with_emitter(IoReader::new(reader), emitter).next() {
+        return Err(match e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
+            Some(Error::InvalidUtf8 { offset }) => Error::InvalidUtf8 { offset: *offset },
+            Some(Error::BinaryDocument { offset }) => Error::BinaryDocument { offset: *offset },
+            _ => Error::from(e),
+        });
     }
     Ok(())
 }
@@ -278,17 +286,7 @@ pub fn visible_text(html: &str) -> String {
 pub fn fingerprint_html_reader(fp: &mut Fingerprinter, reader: impl Read, utf8: InvalidUtf8) -> Result<Outcome, Error> {
     let mut stream = Utf8Stream::new(reader, utf8);
     let mut session = fp.session();
-    let result = extract_text(&mut stream, |piece| session.push(piece));
-    if let Err(Error::Io(e)) = &result {
-        // the stream's own refusals (strict-mode UTF-8, a binary document) travel through
-        // the tokenizer as io::Error(InvalidData): give them back their type
-        match e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
-            Some(Error::InvalidUtf8 { offset }) => return Err(Error::InvalidUtf8 { offset: *offset }),
-            Some(Error::BinaryDocument { offset }) => return Err(Error::BinaryDocument { offset: *offset }),
-            _ => {}
-        }
-    }
-    result?;
+    extract_text(&mut stream, |piece| session.push(piece))?;
     Ok(Outcome { fingerprint: session.finish()?, replaced_utf8: stream.replaced() })
 }
 
