@@ -127,31 +127,35 @@ fn query_many_joined(snapshot: &Snapshot, fps: &[u64], k: u32) -> simdex::Result
 
 /// One table probe per item, the items split over every core.
 fn query_many_probed(snapshot: &Snapshot, fps: &[u64], options: &QueryOptions) -> simdex::Result<Grouped> {
-    const MIN_PER_THREAD: usize = 256;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(fps.len().div_ceil(MIN_PER_THREAD)).max(1);
-    let chunk = fps.len().div_ceil(threads).max(1);
-    let probe = |part: &[u64]| -> simdex::Result<Grouped> {
+    let parts = on_every_core(fps, 256, |part| {
         let mut out = Grouped::with_capacity(part.len());
         let mut found = Vec::new();
         for &fp in part {
             snapshot.query_into(fp, options, &mut found)?;
             out.push_item(found.iter().map(row));
         }
-        Ok(out)
-    };
-    if threads == 1 {
-        return probe(fps);
-    }
-    let parts: Vec<simdex::Result<Grouped>> = std::thread::scope(|s| {
-        let handles: Vec<_> = fps.chunks(chunk).map(|part| s.spawn(move || probe(part))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-    });
+        Ok::<_, simdex::Error>(out)
+    })?;
     let mut out = Grouped::with_capacity(fps.len());
     for part in parts {
-        out.append(part?);
+        out.append(part);
     }
     Ok(out)
+}
+
+/// `work` of consecutive parts of `items`, one part per core (parts of at least
+/// `min_per_thread` items, all on this thread when that makes one part); the answers in order.
+pub(crate) fn on_every_core<I: Sync, R: Send, E: Send>(items: &[I], min_per_thread: usize, work: impl Fn(&[I]) -> Result<R, E> + Sync) -> Result<Vec<R>, E> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(items.len().div_ceil(min_per_thread.max(1))).max(1);
+    if threads == 1 {
+        return Ok(vec![work(items)?]);
+    }
+    let work = &work;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.chunks(items.len().div_ceil(threads)).map(|part| s.spawn(move || work(part))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    })
 }
 
 /// `find_or_insert` of each `(fps[i], ids[i])` in order: an item's matches, or none when it

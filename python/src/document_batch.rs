@@ -39,27 +39,12 @@ type Analysed = Result<(Fingerprint, Option<Sketch>), Error>;
 /// own errors; the outer error is the recipe's.
 pub(crate) fn analyse_all(index: &DocumentIndex, docs: &[DocumentInput<'_>], sketched: bool) -> Result<Vec<Analysed>, Error> {
     let sketch_options = index.sketch_options().filter(|_| sketched);
-    let analyse_part = |part: &[DocumentInput<'_>]| -> Result<Vec<Analysed>, Error> {
+    let analyse_part = |part: &[DocumentInput<'_>]| {
         let mut fp = index.fingerprinter()?;
         let mut sketcher = sketch_options.map(Sketcher::new).transpose().map_err(|e| Error::InvalidOptions(format!("the index's sketch recipe: {e}")))?;
-        Ok(part.iter().map(|&doc| analyse(&mut fp, sketcher.as_mut(), doc)).collect())
+        Ok::<Vec<Analysed>, Error>(part.iter().map(|&doc| analyse(&mut fp, sketcher.as_mut(), doc)).collect())
     };
-    const MIN_PER_THREAD: usize = 8;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(docs.len().div_ceil(MIN_PER_THREAD)).max(1);
-    if threads == 1 {
-        return analyse_part(docs);
-    }
-    let chunk = docs.len().div_ceil(threads);
-    let parts: Vec<Result<Vec<Analysed>, Error>> = std::thread::scope(|s| {
-        let handles: Vec<_> = docs.chunks(chunk).map(|part| s.spawn(move || analyse_part(part))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-    });
-    let mut out = Vec::with_capacity(docs.len());
-    for part in parts {
-        out.extend(part?);
-    }
-    Ok(out)
+    Ok(crate::batch::on_every_core(docs, 8, analyse_part)?.into_iter().flatten().collect())
 }
 
 fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, doc: DocumentInput<'_>) -> Analysed {
