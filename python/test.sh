@@ -1,28 +1,43 @@
 #!/usr/bin/env bash
-# Builds the Python package into a virtualenv under the cargo target directory (created the
-# first time, with maturin, pytest, numpy and scrapy) and runs python/tests with pytest.
+# Builds the abi3 wheel with maturin (release), installs it into a NEW virtualenv (with pytest,
+# numpy and scrapy from the registry) and runs python/tests with pytest against the installed
+# package, never the source tree (SIMDEX_TEST_INSTALLED makes a test check where `simdex`
+# was imported from). maturin lives in a tool virtualenv under the cargo target directory,
+# created the first time; the extension builds in $target/python (its own workspace).
 # The tests use the simdex CLI as their oracle: $SIMDEX, else target/debug/simdex (built if
 # missing). pytest's "no tests collected" (exit 5) counts as a failure.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
-venv="$target/python-venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import maturin, pytest, numpy, scrapy" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2" pytest numpy "scrapy>=2.13"
+tools="$target/python-venv"
+if [ ! -x "$tools/bin/maturin" ]; then
+  python3 -m venv "$tools"
+  "$tools/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2"
 fi
-# the extension builds in its own target folder (release profile, its own workspace); the
-# maturin build backend runs the `maturin` executable found on PATH
-export PATH="$venv/bin:$PATH"
-CARGO_TARGET_DIR="$target/python" "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps "$here"
+wheels="$target/python-wheels"
+rm -rf "$wheels"
+CARGO_TARGET_DIR="$target/python" "$tools/bin/maturin" build --quiet --release --manifest-path "$here/Cargo.toml" -o "$wheels"
+shopt -s nullglob
+built=("$wheels"/*.whl)
+if [ "${#built[@]}" -ne 1 ] || [[ "${built[0]}" != *-cp39-abi3-* ]]; then
+  echo "expected one cp39-abi3 wheel in $wheels, found: ${built[*]:-none}" >&2
+  exit 1
+fi
+wheel="${built[0]}"
+echo "wheel: $(basename "$wheel") ($(stat -c %s "$wheel") bytes)"
+venv="$target/python-test-venv"
+rm -rf "$venv"
+python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest numpy "scrapy>=2.13"
 export SIMDEX="${SIMDEX:-$target/debug/simdex}"
 if [ ! -x "$SIMDEX" ]; then
   cargo build --quiet -p simdex-cli --manifest-path "$root/Cargo.toml"
 fi
+# from the repository root, where no `simdex` package is importable (it is python/simdex)
 cd "$root"
 set +e
-"$venv/bin/pytest" -q python/tests "$@"
+SIMDEX_TEST_INSTALLED="$venv" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -1,15 +1,20 @@
 """Measures the issue-10 targets and prints a table (no assertions; run it by hand):
 
-    target/python-venv/bin/python python/benches/bench.py
+    target/python-test-venv/bin/python python/benches/bench.py [--only batch]
 
 1. find_or_insert from Python vs the same calls in a Rust loop, on the same index;
 2. add_many of a 1e7 numpy uint64 array;
-3. the Scrapy middleware per page (a 50 KB HTML page fingerprinted, checked, stored).
+3. the Scrapy middleware per page (a 50 KB HTML page fingerprinted, checked, stored);
+4. (issue 20) query_many of 1M fingerprints against 1M stored, as lists and as numpy columns,
+   against per-item `query` calls and the Rust batch path (`simdex batch`, release build:
+   $SIMDEX_RELEASE, else target/release/simdex); find_or_insert_many against per-item calls;
+   find_or_insert_documents against per-item find_or_insert_document.
 """
 
 import os
 import platform
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -85,9 +90,82 @@ def rows():
     return out
 
 
+def best(f, runs=3):
+    """The fastest of `runs` timings of f() in seconds, and f's last result."""
+    times, result = [], None
+    for _ in range(runs):
+        t = time.perf_counter()
+        result = f()
+        times.append(time.perf_counter() - t)
+    return min(times), result
+
+
+def batch_rows():
+    out = []
+    rng = np.random.default_rng(20)
+    n = 1_000_000
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cli = os.environ.get("SIMDEX_RELEASE") or os.path.join(root, "target", "release", "simdex")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "q")
+        stored = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+        # half the queries are stored fingerprints with 0-3 bits flipped, half random
+        near = stored[rng.integers(0, n, size=n // 2)].copy()
+        for _ in range(3):
+            flip = rng.integers(0, 64, size=near.size, dtype=np.uint64)
+            near ^= (rng.integers(0, 2, size=near.size, dtype=np.uint64) << flip).astype(np.uint64)
+        queries = np.concatenate([near, rng.integers(0, 2**64, size=n - near.size, dtype=np.uint64)])
+        rng.shuffle(queries)
+        with simdex.Index(path, k=3, durability="nosync") as idx:
+            idx.add_many(stored, np.arange(n, dtype=np.uint64))
+            idx.compact()
+            s_lists, lists = best(lambda: idx.query_many(queries))
+            s_cols, cols = best(lambda: idx.query_many(queries, columnar=True))
+            matches = len(cols.fingerprint)
+            assert sum(map(len, lists)) == matches
+            sample = [int(q) for q in queries[:100_000]]
+            s_one, _ = best(lambda: [idx.query(q) for q in sample], runs=1)
+            per_item_us = s_one / len(sample) * 1e6
+        qfile = os.path.join(d, "queries.bin")
+        queries.astype("<u8").tofile(qfile)
+        cmd = [cli, "batch", path, "--queries", qfile, "--binary", "-k", "3"]
+        s_rust, _ = best(lambda: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True))
+        out.append((f"Rust batch path: `simdex batch --binary -k 3` ({matches:,} matches, output to /dev/null)", f"{s_rust / n * 1e6:.3f} us/item", f"{s_rust:.2f} s for 1M"))
+        out.append(("query_many 1M, numpy columns", f"{s_cols / n * 1e6:.3f} us/item", f"{s_cols / s_rust:.2f}x the Rust batch path (goal <= 1.5x)"))
+        out.append(("query_many 1M, lists of tuples", f"{s_lists / n * 1e6:.3f} us/item", f"{s_lists / s_rust:.2f}x the Rust batch path"))
+        out.append(("query, one call per item (100K of them)", f"{per_item_us:.3f} us/item", f"{per_item_us * n / 1e6 / s_cols:.1f}x query_many columns"))
+        # find_or_insert_many vs one call per item, 200K new or near fingerprints each
+        m = 200_000
+        with simdex.Index(os.path.join(d, "f1"), durability="nosync") as a, simdex.Index(os.path.join(d, "f2"), durability="nosync") as b:
+            for idx in (a, b):
+                idx.add_many(stored, np.arange(n, dtype=np.uint64))
+                idx.compact()
+            fps, ids = queries[:m], np.arange(n, n + m, dtype=np.uint64)
+            s_many, _ = best(lambda: a.find_or_insert_many(fps, ids), runs=1)
+            pairs = [(int(f), int(i)) for f, i in zip(fps, ids)]
+            s_each, _ = best(lambda: [b.find_or_insert(f, i) for f, i in pairs], runs=1)
+        out.append(("find_or_insert_many 200K (lists)", f"{s_many / m * 1e6:.3f} us/item", f"one call per item: {s_each / m * 1e6:.3f} us/item"))
+        # documents: 2,000 pages of 2,000 words, with sketches (the default), half near copies
+        r = random.Random(20)
+        vocab = [f"w{i}" for i in range(20_000)]
+        base = [" ".join(r.choice(vocab) for _ in range(2000)) for _ in range(1000)]
+        docs = base + [" ".join(w if r.random() > 0.01 else "edit" for w in p.split()) for p in base]
+        docs = [f"<html><body><p>{t}</p></body></html>".encode() for t in docs]
+        doc_ids = list(range(len(docs)))
+        with simdex.Index(os.path.join(d, "d1"), durability="nosync") as a, simdex.Index(os.path.join(d, "d2"), durability="nosync") as b:
+            s_docs, got = best(lambda: a.find_or_insert_documents(docs, doc_ids, k=8), runs=1)
+            s_doc, _ = best(lambda: [b.find_or_insert_document(p, i, k=8) for p, i in zip(docs, doc_ids)], runs=1)
+            s_fp, _ = best(lambda: a.fingerprint_documents(docs))
+        kb = sum(map(len, docs)) / len(docs) / 1024
+        found = sum(1 for g in got if g[1])
+        out.append((f"find_or_insert_documents, 2,000 pages of {kb:.0f} KB, k=8 ({found} found)", f"{s_docs / len(docs) * 1e3:.3f} ms/page", f"one call per page: {s_doc / len(docs) * 1e3:.3f} ms/page"))
+        out.append(("fingerprint_documents, the same pages", f"{s_fp / len(docs) * 1e3:.3f} ms/page", ""))
+    return out
+
+
 def main():
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-    table = rows()
+    table = batch_rows() if sys.argv[1:] == ["--only", "batch"] else rows() + batch_rows()
     w = max(len(r[0]) for r in table)
     for name, value, note in table:
         print(f"{name:<{w}}  {value:>16}  {note}")

@@ -1,10 +1,35 @@
 """Type stubs of the extension module (re-exported by ``simdex``)."""
 
 from os import PathLike
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 Match = Tuple[int, int, Optional[int]]
-"""(fingerprint, distance, doc_id) of one stored pair within k of a query."""
+"""(fingerprint, distance, doc_id) of one stored pair within k of a fingerprint query (a bare
+fingerprint has no sketch, so these rows carry no similarity)."""
+
+class DocumentMatch(NamedTuple):
+    """A stored document a document call matched. Changed in issue 20: a 4-tuple (it was
+    (fingerprint, distance, doc_id)); index or name the fields rather than unpack three."""
+
+    fingerprint: int
+    distance: int
+    doc_id: Optional[int]
+    similarity: Optional[float]
+    """The resemblance (Jaccard of word 3-shingles) the two sketches estimate; None when the
+    index stores no sketches or the stored pair has none."""
+
+class MatchColumns(NamedTuple):
+    """A batch's matches as numpy arrays, one entry per match in item order (each item's
+    sorted by distance, fingerprint and id; an item without matches has none)."""
+
+    query_index: Any
+    """int64: the item's position in the batch."""
+    fingerprint: Any
+    """uint64: the stored fingerprint."""
+    doc_id: Any
+    """uint64: its document id."""
+    distance: Any
+    """uint32: Hamming distance to the item."""
 
 class Error(Exception):
     """Any simdex error; the message is the Rust error's."""
@@ -53,12 +78,30 @@ class Index:
         """The fingerprint of a document with the index's recipe: a str is text, bytes an HTML page."""
     def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
         """Fingerprints a document with the index's recipe (pinning the default one if none), adds it; returns the fingerprint."""
-    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None) -> Tuple[int, List[Match], int]:
-        """(fingerprint, matches, words): the matches if near-duplicates are stored (nothing inserted), else [] after
-        inserting. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the
+    def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None) -> Tuple[int, List[DocumentMatch], int]:
+        """(fingerprint, matches, words): the matches (``DocumentMatch``, with the sketches' similarity estimate)
+        if near-duplicates are stored (nothing inserted), else [] after inserting. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the
         sketches estimate a resemblance of at least 0.90 (``confirm=False``: fingerprints alone; ``verify`` is the old name of ``confirm``). Raises
         EmptyDocumentError for a document with fewer words than the recipe's minimum, or than ``min_words`` when
         given (nothing stored)."""
+    def query_many(self, fps: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Union[List[List[Match]], MatchColumns]:
+        """``query`` of every fingerprint (numpy integer array or sequence of ints) over one snapshot: per item its
+        matches; ``columnar=True``: one ``MatchColumns``. Large batches take the Rust batch path (merge join),
+        small ones one probe per item on every core; the GIL is released."""
+    def find_or_insert_many(self, fps: Iterable[int], doc_ids: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Union[List[List[Match]], MatchColumns]:
+        """``find_or_insert`` of each (fps[i], doc_ids[i]) in order, exactly as one by one: per item its matches,
+        or [] when inserted. An error stops the batch (earlier items stay stored)."""
+    def fingerprint_documents(self, docs: Sequence[Union[str, bytes]], html: Optional[bool] = None) -> Any:
+        """numpy uint64 array of the documents' fingerprints with the index's recipe, made on every core without
+        the GIL. Raises the first refused document's error, its message starting ``document N:``."""
+    def find_or_insert_documents(self, docs: Sequence[Union[str, bytes]], doc_ids: Iterable[int], k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True) -> List[Union[Tuple[int, List[DocumentMatch], int], Error]]:
+        """``find_or_insert_document`` of each (docs[i], doc_ids[i]) in order, exactly as one by one, the
+        documents fingerprinted and sketched on every core first (GIL released): per item (fingerprint, matches,
+        words), or the EmptyDocumentError / BinaryDocumentError of a refused document, returned, not raised."""
+    def _query_many(self, fps: bytes, k: Optional[int] = None, columnar: bool = False) -> Any: ...
+    def _find_or_insert_many(self, fps: bytes, doc_ids: bytes, k: Optional[int] = None, columnar: bool = False) -> Any: ...
+    def _fingerprint_documents(self, docs: List[Union[str, bytes]], html: Optional[bool] = None) -> bytes: ...
+    def _find_or_insert_documents(self, docs: List[Union[str, bytes]], doc_ids: bytes, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True) -> List[Any]: ...
     def delete(self, fp: int, doc_id: int) -> int: ...
     def sync(self) -> None:
         """Makes every write so far durable (fsync)."""

@@ -163,11 +163,10 @@ class _Base:
             return "too_short", None
         except simdex.BinaryDocumentError:
             return "binary", None
-        if any(other == doc for _, _, other in matches):
+        if any(m.doc_id == doc for m in matches):
             return "revisit", None
         if matches:
-            fp, distance, other = matches[0]
-            return "near_duplicates", (self.store.url_of(other), distance)
+            return "near_duplicates", (self.store.url_of(matches[0].doc_id), matches[0].distance)
         self.store.remember(doc, name)
         return "new", None
 

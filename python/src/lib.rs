@@ -6,49 +6,44 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
-use simdex_fingerprint::document::DocumentKind;
-use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, OptionNames};
-use simdex_fingerprint::sketch::SketchOptions;
+use pyo3::IntoPyObjectExt;
 use simdex::{Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
+use simdex_fingerprint::document::DocumentKind;
+use simdex_fingerprint::sketch::SketchOptions;
 use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
+use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, OptionNames};
 
-create_exception!(simdex, Error, PyException, "Any simdex error; the message is the Rust error's.");
-create_exception!(simdex, LockedError, Error, "Another writer holds the index's lock: close it, or open read-only.");
-create_exception!(simdex, CorruptError, Error, "A file is damaged or of an unsupported version (run `simdex recover`).");
-create_exception!(simdex, RecipeMismatchError, Error, "The index's fingerprint recipe differs from the one given.");
-create_exception!(simdex, EmptyDocumentError, Error, "The document has too few words to be fingerprinted; nothing was stored.");
-create_exception!(simdex, BinaryDocumentError, Error, "The document is binary (a NUL byte near its start), not text or HTML; nothing was stored.");
+mod batch;
+mod document_batch;
+mod errors;
 
-fn to_py(e: simdex::Error) -> PyErr {
-    let msg = e.chain_message();
-    match &e {
-        simdex::Error::Locked { .. } => LockedError::new_err(msg),
-        simdex::Error::InvalidArgument(_) | simdex::Error::KTooLarge { .. } | simdex::Error::Design(_) => PyValueError::new_err(msg),
-        e if e.is_corruption() => CorruptError::new_err(msg),
-        _ => Error::new_err(msg),
-    }
-}
-
-/// Errors of the text pipeline and of the document calls (which wrap the index's).
-fn fp_error(e: simdex_fingerprint::Error) -> PyErr {
-    use simdex_fingerprint::Error as E;
-    match e {
-        E::Index(e) => to_py(e),
-        E::RecipeMismatch { .. } => RecipeMismatchError::new_err(e.to_string()),
-        E::EmptyDocument { .. } => EmptyDocumentError::new_err(format!("document not fingerprinted: {e}")),
-        E::BinaryDocument { .. } => BinaryDocumentError::new_err(format!("document not fingerprinted: {e}")),
-        e => Error::new_err(format!("document not fingerprinted: {e}")),
-    }
-}
-
-type Row = (u64, u32, Option<u64>);
+use batch::{u64s, Grouped, Row};
+use document_batch::DocumentAnswer;
+use errors::{fp_error, to_py};
 
 fn rows(matches: Vec<Match>) -> Vec<Row> {
-    matches.into_iter().map(|m| (m.fingerprint, m.distance, m.doc_id)).collect()
+    matches.iter().map(batch::row).collect()
+}
+
+/// A batch's matches as Python wants them: lists of rows, or columns of bytes.
+fn grouped_to_py(py: Python<'_>, grouped: Grouped, columnar: bool) -> PyResult<PyObject> {
+    if columnar {
+        grouped.into_columns(py).into_py_any(py)
+    } else {
+        grouped.into_lists().into_py_any(py)
+    }
+}
+
+/// Documents of a batch (each a str or bytes, see [`document`]).
+fn documents<'a>(docs: &'a [Bound<'_, PyAny>], html: Option<bool>) -> PyResult<Vec<(Cow<'a, [u8]>, DocumentKind)>> {
+    docs.iter().map(|d| document(d, html)).collect()
+}
+
+fn inputs<'a>(docs: &'a [(Cow<'_, [u8]>, DocumentKind)]) -> Vec<DocumentInput<'a>> {
+    docs.iter().map(|(bytes, kind)| DocumentInput { bytes, kind: *kind }).collect()
 }
 
 /// Text (`str`) or an HTML page (`bytes`).
@@ -80,6 +75,11 @@ impl Index {
 
 fn query_options(index: &simdex::Index, k: Option<u32>) -> QueryOptions {
     QueryOptions::within(k.unwrap_or_else(|| index.k()))
+}
+
+/// How the document calls judge a document (k defaults to the index's).
+fn document_query(index: &DocumentIndex, k: Option<u32>, min_words: Option<u64>, confirm: bool) -> DocumentQuery {
+    DocumentQuery::within(k.unwrap_or_else(|| index.k())).with_min_words(min_words.unwrap_or(0)).with_confirm(confirm)
 }
 
 #[pymethods]
@@ -214,24 +214,100 @@ impl Index {
         min_words: Option<u64>,
         confirm: bool,
         verify: Option<bool>,
-    ) -> PyResult<(u64, Vec<Row>, u64)> {
+    ) -> PyResult<DocumentAnswer> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
-        let query = DocumentQuery::within(k.unwrap_or_else(|| index.k())).with_min_words(min_words.unwrap_or(0)).with_confirm(verify.unwrap_or(confirm));
-        let (f, found) = py.allow_threads(|| index.find_or_insert_document_with(doc, doc_id, &query)).map_err(fp_error)?;
-        let matches = match found {
-            FindOrInsert::Found(m) => rows(m),
-            FindOrInsert::Inserted { .. } => Vec::new(),
-        };
-        Ok((f.value, matches, f.words))
+        let query = document_query(&index, k, min_words, verify.unwrap_or(confirm));
+        py.allow_threads(|| {
+            let (f, found) = index.find_or_insert_document_with(doc, doc_id, &query)?;
+            let matches = match found {
+                // the sketch is made again only for a document that was not stored
+                FindOrInsert::Found(m) => document_batch::with_similarity(&index, f.value, index.sketch_document(doc)?.as_ref(), query.k, &m)?,
+                FindOrInsert::Inserted { .. } => Vec::new(),
+            };
+            Ok::<_, simdex_fingerprint::Error>((f.value, matches, f.words))
+        })
+        .map_err(fp_error)
+    }
+
+    /// Per item of `fps` (u64 LE bytes), its matches within k, all items over one snapshot;
+    /// `columnar`: (item, fingerprint, doc_id, distance) columns of bytes.
+    #[pyo3(signature = (fps, k=None, columnar=false))]
+    fn _query_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, k: Option<u32>, columnar: bool) -> PyResult<PyObject> {
+        let index = self.get()?;
+        let fps = u64s(fps.as_bytes(), "fps")?;
+        let grouped = py.allow_threads(|| batch::query_many(&index, &fps, &query_options(&index, k))).map_err(to_py)?;
+        grouped_to_py(py, grouped, columnar)
+    }
+
+    /// `find_or_insert` of each pair (u64 LE bytes), in order; answers as `_query_many`.
+    #[pyo3(signature = (fps, doc_ids, k=None, columnar=false))]
+    fn _find_or_insert_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, doc_ids: &Bound<'_, PyBytes>, k: Option<u32>, columnar: bool) -> PyResult<PyObject> {
+        let index = self.get()?;
+        let (fps, ids) = (u64s(fps.as_bytes(), "fps")?, u64s(doc_ids.as_bytes(), "doc_ids")?);
+        if fps.len() != ids.len() {
+            return Err(PyValueError::new_err(format!("fps and doc_ids differ in length ({} and {})", fps.len(), ids.len())));
+        }
+        let grouped = py.allow_threads(|| batch::find_or_insert_many(&index, &fps, &ids, &query_options(&index, k))).map_err(to_py)?;
+        grouped_to_py(py, grouped, columnar)
+    }
+
+    /// The fingerprints of documents (u64 LE bytes), made on every core with the index's
+    /// recipe; raises the first refused document's error, naming its position.
+    #[pyo3(signature = (docs, html=None))]
+    fn _fingerprint_documents<'py>(&self, py: Python<'py>, docs: Vec<Bound<'py, PyAny>>, html: Option<bool>) -> PyResult<Bound<'py, PyBytes>> {
+        let index = self.get()?;
+        let docs = documents(&docs, html)?;
+        let analysed = py.allow_threads(|| document_batch::analyse_all(&index, &inputs(&docs), false)).map_err(fp_error)?;
+        let mut out = Vec::with_capacity(analysed.len() * 8);
+        for (i, a) in analysed.into_iter().enumerate() {
+            let (f, _) = a.map_err(|e| {
+                let err = fp_error(e);
+                let msg = format!("document {i}: {}", err.value(py));
+                PyErr::from_type(err.get_type(py), msg)
+            })?;
+            out.extend_from_slice(&f.value.to_le_bytes());
+        }
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// `find_or_insert_document` of each (document, id) in order, the documents analysed on
+    /// every core first; a refused document's item is its exception (nothing stored).
+    #[pyo3(signature = (docs, doc_ids, k=None, html=None, min_words=None, confirm=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn _find_or_insert_documents(
+        &self,
+        py: Python<'_>,
+        docs: Vec<Bound<'_, PyAny>>,
+        doc_ids: &Bound<'_, PyBytes>,
+        k: Option<u32>,
+        html: Option<bool>,
+        min_words: Option<u64>,
+        confirm: bool,
+    ) -> PyResult<Vec<PyObject>> {
+        let index = self.get()?;
+        let ids = u64s(doc_ids.as_bytes(), "doc_ids")?;
+        if docs.len() != ids.len() {
+            return Err(PyValueError::new_err(format!("docs and doc_ids differ in length ({} and {})", docs.len(), ids.len())));
+        }
+        let docs = documents(&docs, html)?;
+        let query = document_query(&index, k, min_words, confirm);
+        let outcomes = py.allow_threads(|| document_batch::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
+        outcomes
+            .into_iter()
+            .map(|o| match o {
+                Ok(answer) => answer.into_py_any(py),
+                Err(e) => Ok(fp_error(e).into_value(py).into_any()),
+            })
+            .collect()
     }
 
     /// For python/benches: `find_or_insert` of every fingerprint (u64 LE bytes) in a Rust loop,
     /// ids from `first_id`; returns the seconds taken (the Rust side of the comparison).
     fn _bench_find_or_insert(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, first_id: u64) -> PyResult<f64> {
         let index = self.get()?;
-        let fps: Vec<u64> = fps.as_bytes().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect();
+        let fps = u64s(fps.as_bytes(), "fps")?;
         py.allow_threads(|| {
             let options = query_options(&index, None);
             let start = std::time::Instant::now();
@@ -403,16 +479,10 @@ fn doc_id(name: &str) -> u64 {
 
 #[pymodule]
 fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
     m.add_class::<Index>()?;
     m.add_class::<Fingerprinter>()?;
     m.add_class::<Segment>()?;
     m.add_function(wrap_pyfunction!(doc_id, m)?)?;
-    m.add("Error", py.get_type::<Error>())?;
-    m.add("LockedError", py.get_type::<LockedError>())?;
-    m.add("CorruptError", py.get_type::<CorruptError>())?;
-    m.add("RecipeMismatchError", py.get_type::<RecipeMismatchError>())?;
-    m.add("EmptyDocumentError", py.get_type::<EmptyDocumentError>())?;
-    m.add("BinaryDocumentError", py.get_type::<BinaryDocumentError>())?;
+    errors::register(m)?;
     Ok(())
 }

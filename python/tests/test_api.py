@@ -111,7 +111,7 @@ def test_documents_use_the_recipe_dedup_pinned(tmp_path, cli):
         # the same page again is found at distance 0, and not stored twice
         page = sorted(PAGES.glob("*.html"))[0]
         fp, matches, words = idx.find_or_insert_document(page.read_bytes(), 12345)
-        assert words > 0 and (fp, 0, simdex.doc_id(str(page))) in matches
+        assert words > 0 and (fp, 0, simdex.doc_id(str(page)), 1.0) in matches
         assert idx.query(fp, k=0) == [(fp, 0, simdex.doc_id(str(page)))]
 
 
@@ -122,8 +122,9 @@ def test_document_fingerprints_are_the_same_in_every_process(tmp_path):
         assert idx.recipe.startswith("simdex-fp/1 features=w2")
         assert fp == simdex.Fingerprinter().fingerprint_html(page)
     with simdex.Index(tmp_path / "idx") as idx:
-        assert idx.find_or_insert_document(page, 2) == (fp, [(fp, 0, 1)], 200)
-        assert idx.find_or_insert_document(page.decode(), 3, html=True)[1] == [(fp, 0, 1)]
+        # a match is (fingerprint, distance, doc_id, similarity): the same page's sketch is equal
+        assert idx.find_or_insert_document(page, 2) == (fp, [(fp, 0, 1, 1.0)], 200)
+        assert idx.find_or_insert_document(page.decode(), 3, html=True)[1] == [simdex.DocumentMatch(fp, 0, 1, 1.0)]
 
 
 def test_errors_map_to_exceptions(tmp_path):
