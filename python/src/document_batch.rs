@@ -71,7 +71,7 @@ pub(crate) fn find_or_insert_documents(index: &DocumentIndex, docs: &[DocumentIn
     let analysed = analyse_all(index, docs, true)?;
     let mut out = Vec::with_capacity(docs.len());
     for (a, &id) in analysed.into_iter().zip(ids) {
-        let (f, sketch) = match a.map_err(crate::errors::unwrapped) {
+        let (f, sketch) = match a {
             Ok(a) => a,
             Err(e @ (Error::EmptyDocument { .. } | Error::BinaryDocument { .. })) => {
                 out.push(Err(e));

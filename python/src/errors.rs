@@ -21,24 +21,9 @@ pub(crate) fn to_py(e: simdex::Error) -> PyErr {
     }
 }
 
-/// The text pipeline's refusal of a binary document when it reached us wrapped in the
-/// io::Error it travelled through the HTML tokenizer as (`Document::text`, which the document
-/// calls use on an index with sketches, does not give it back its type as
-/// `fingerprint_html_reader` does), else `e` itself.
-pub(crate) fn unwrapped(e: simdex_fingerprint::Error) -> simdex_fingerprint::Error {
-    use simdex_fingerprint::Error as E;
-    if let E::Io(io) = &e {
-        if let Some(&E::BinaryDocument { offset }) = io.get_ref().and_then(|i| i.downcast_ref::<E>()) {
-            return E::BinaryDocument { offset };
-        }
-    }
-    e
-}
-
 /// Errors of the text pipeline and of the document calls (which wrap the index's).
 pub(crate) fn fp_error(e: simdex_fingerprint::Error) -> PyErr {
     use simdex_fingerprint::Error as E;
-    let e = unwrapped(e);
     match e {
         E::Index(e) => to_py(e),
         E::RecipeMismatch { .. } => RecipeMismatchError::new_err(e.to_string()),

@@ -204,7 +204,8 @@ def compact_kills(sim, cat, rng, deadline, work, it_bin):
                 if back:
                     cat.fail("deleted pairs came back", len(back), f"e.g. {back[0][0]:016x}", repro)
             if rc == 0:
-                left = tmp_files(idx)
+                # a finished compact leaves neither temporary files nor a merge's checkpoint
+                left = tmp_files(idx) + [f for f in os.listdir(idx) if f.startswith("merge.")]
                 if left:
                     cat.fail("leftover files after a finished compact", len(left), ", ".join(left[:5]), repro)
                 break
