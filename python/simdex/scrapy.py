@@ -19,7 +19,10 @@ the same index follows the links it followed the first time. Stats: ``simdex/new
 Settings:
 
 - ``SIMDEX_INDEX`` (required): the index directory.
-- ``SIMDEX_K``: distance within which a page is a near-duplicate (default: the index's k).
+- ``SIMDEX_K``: distance within which a stored page is a candidate, 0 to 8 whatever design
+  the index has (default 8, what ``simdex dedup`` uses). On an index with sketches (the
+  default) a candidate is a near-duplicate only when the sketches estimate a resemblance of at
+  least 0.90; fingerprints alone decide within at most 3.
 - ``SIMDEX_DURABILITY``: ``"group"`` (default), ``"sync"`` or ``"nosync"``.
 - ``SIMDEX_MIN_WORDS``: pages with fewer words are passed on and not stored (default 20;
   tiny pages all look alike).
@@ -55,6 +58,10 @@ import simdex
 logger = logging.getLogger(__name__)
 
 DEFAULT_MIN_WORDS = 20
+# the candidate distance of the document calls by default (simdex dedup's), and the largest the
+# index answers (multi-probe above the design's k)
+DEFAULT_K = 8
+MAX_K = 8
 
 
 class _Store:
@@ -64,7 +71,8 @@ class _Store:
     _lock = threading.Lock()
 
     def __init__(self, path: str, k: Optional[int], durability: str, urls: Optional[str]) -> None:
-        self.index = simdex.Index(path, k=k if k is not None else 3, durability=durability)
+        # a new index gets the library's design (k = 3); SIMDEX_K is the query's distance
+        self.index = simdex.Index(path, durability=durability)
         self.urls_path = urls or path.rstrip("/") + ".urls.sqlite3"
         # autocommit; WAL with synchronous=NORMAL survives a process crash
         self.db = sqlite3.connect(self.urls_path, isolation_level=None, check_same_thread=False)
@@ -132,9 +140,9 @@ class _Base:
                 self.path,
             )
             raise
-        if self.k is not None and self.k > self.store.index.k:
+        if self.k is not None and not 0 <= self.k <= MAX_K:
             _Store.release(self.path)
-            raise ValueError(f"SIMDEX_K = {self.k} is above the index's k = {self.store.index.k} ({self.path})")
+            raise ValueError(f"SIMDEX_K = {self.k}: the index answers k = 0 to {MAX_K}")
         self.closed = False
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -145,7 +153,9 @@ class _Base:
 
     def spider_opened(self, spider: Any) -> None:
         idx = self.store.index
-        spider.logger.info("simdex: near-duplicates within k = %s against %s (recipe: %s)", self.k if self.k is not None else idx.k, self.path, idx.recipe or "default, pinned on the first page")
+        k = self.k if self.k is not None else DEFAULT_K
+        how = "confirmed by sketch (resemblance >= 0.90)" if idx.sketches else "by fingerprints alone (within at most 3)"
+        spider.logger.info("simdex: near-duplicates within k = %s, %s, against %s (recipe: %s)", k, how, self.path, idx.recipe or "default, pinned on the first page")
 
     def spider_closed(self, spider: Any) -> None:
         if not self.closed:

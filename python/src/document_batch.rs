@@ -4,7 +4,7 @@
 //! order, each exactly what `DocumentIndex::find_or_insert_document_with` does with the
 //! fingerprint and sketch it would make of that document.
 
-use simdex::{ConfirmOptions, FindOrInsert, Match, QueryOptions};
+use simdex::{ConfirmOptions, FindOrInsert, Match};
 use simdex_fingerprint::document::{Document, InvalidUtf8};
 use simdex_fingerprint::sketch::{Sketch, Sketcher};
 use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery, Error, Fingerprint, FingerprintOptions, Fingerprinter, Recipe};
@@ -79,13 +79,13 @@ pub(crate) fn find_or_insert_documents(index: &DocumentIndex, docs: &[DocumentIn
             }
             Err(e) => return Err(e),
         };
-        if f.words < query.min_words {
-            out.push(Err(Error::EmptyDocument { words: f.words, min_words: query.min_words }));
-            continue;
-        }
-        let found = match sketch.as_ref().filter(|_| query.confirm) {
-            Some(s) => index.find_or_insert_confirmed(f.value, id, s.as_bytes(), &ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.k })?,
-            None => index.find_or_insert(f.value, id, &QueryOptions::within(query.k))?,
+        let found = match index.find_or_insert_analysed(&f, sketch.as_ref(), id, query) {
+            Ok(found) => found,
+            Err(e @ Error::EmptyDocument { .. }) => {
+                out.push(Err(e));
+                continue;
+            }
+            Err(e) => return Err(e),
         };
         let rows = match found {
             FindOrInsert::Found(m) => with_similarity(index, f.value, sketch.as_ref(), query.k, &m)?,

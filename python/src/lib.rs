@@ -13,7 +13,7 @@ use pyo3::IntoPyObjectExt;
 use simdex::{Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::sketch::SketchOptions;
-use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
+use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_UNCONFIRMED_K};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, OptionNames};
 
 mod batch;
@@ -78,8 +78,10 @@ fn query_options(index: &simdex::Index, k: Option<u32>) -> QueryOptions {
 }
 
 /// How the document calls judge a document (k defaults to the index's).
-fn document_query(index: &DocumentIndex, k: Option<u32>, min_words: Option<u64>, confirm: bool) -> DocumentQuery {
-    DocumentQuery::within(k.unwrap_or_else(|| index.k())).with_min_words(min_words.unwrap_or(0)).with_confirm(confirm)
+fn document_query(k: Option<u32>, min_words: Option<u64>, confirm: bool) -> DocumentQuery {
+    // by default `simdex dedup`'s decision: k = 8 confirmed by sketch, 3 by fingerprints alone
+    let k = k.unwrap_or(if confirm { DEFAULT_CONFIRMED_K } else { DEFAULT_UNCONFIRMED_K });
+    DocumentQuery::within(k).with_min_words(min_words.unwrap_or(0)).with_confirm(confirm)
 }
 
 #[pymethods]
@@ -218,7 +220,7 @@ impl Index {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
-        let query = document_query(&index, k, min_words, verify.unwrap_or(confirm));
+        let query = document_query(k, min_words, verify.unwrap_or(confirm));
         py.allow_threads(|| {
             let (f, found) = index.find_or_insert_document_with(doc, doc_id, &query)?;
             let matches = match found {
@@ -292,7 +294,7 @@ impl Index {
             return Err(PyValueError::new_err(format!("docs and doc_ids differ in length ({} and {})", docs.len(), ids.len())));
         }
         let docs = documents(&docs, html)?;
-        let query = document_query(&index, k, min_words, confirm);
+        let query = document_query(k, min_words, confirm);
         let outcomes = py.allow_threads(|| document_batch::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
         outcomes
             .into_iter()

@@ -205,31 +205,41 @@ def _shingles(text):
     return {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
 
 
+def _planted_pair(tmp_path, vocab, words, variant, wanted, seeds):
+    """The first (text, variant text, Jaccard of word 3-shingles, fingerprint distance) over
+    seeds 0.. whose Jaccard and distance satisfy ``wanted``: a random text of ``words`` words
+    from ``vocab`` and ``variant(rng, words)`` of it."""
+    with simdex.Index(tmp_path / "probe", sketches=False) as probe:
+        for seed in range(seeds):
+            rng = random.Random(seed)
+            a = [rng.choice(vocab) for _ in range(words)]
+            ta, tb = " ".join(a), " ".join(variant(rng, a))
+            sa, sb = _shingles(ta), _shingles(tb)
+            jaccard = len(sa & sb) / len(sa | sb)
+            distance = bin(probe.fingerprint_document(ta) ^ probe.fingerprint_document(tb)).count("1")
+            if wanted(jaccard, distance):
+                return ta, tb, jaccard, distance
+    pytest.fail(f"no seed of {seeds} gives a pair as wanted")
+
+
 def test_an_index_with_sketches_confirms_near_duplicates_by_resemblance(tmp_path):
     """A document within k of a stored one by fingerprint but far from it by exact Jaccard
     (the oracle: word 3-shingle sets computed here) is a match by fingerprint alone, and
     not once confirmed by the stored sketch; the same document again is a match either way."""
     vocab = [f"w{i}" for i in range(2000)]
-    with simdex.Index(tmp_path / "probe", sketches=False) as probe:
-        for seed in range(300):
-            rng = random.Random(seed)
-            a = [rng.choice(vocab) for _ in range(400)]
-            b = list(a)
-            for i in rng.sample(range(400), 20):
-                b[i] = rng.choice(vocab)
-            ta, tb = " ".join(a), " ".join(b)
-            sa, sb = _shingles(ta), _shingles(tb)
-            jaccard = len(sa & sb) / len(sa | sb)
-            distance = bin(probe.fingerprint_document(ta) ^ probe.fingerprint_document(tb)).count("1")
-            if jaccard < 0.8 and distance <= 8:
-                break
-        else:
-            pytest.fail("no seed gives a pair within 8 bits and below 0.8 Jaccard")
+
+    def variant(rng, a):
+        b = list(a)
+        for i in rng.sample(range(400), 20):
+            b[i] = rng.choice(vocab)
+        return b
+
+    ta, tb, jaccard, distance = _planted_pair(tmp_path, vocab, 400, variant, lambda j, d: j < 0.8 and d <= 8, 300)
     with simdex.Index(tmp_path / "plain", sketches=False) as plain, simdex.Index(tmp_path / "sk") as sk:
         assert sk.sketches and not plain.sketches
         for idx in (plain, sk):
             idx.add_document(ta, 1)
-        _, found, _ = plain.find_or_insert_document(tb, 2, k=8)
+        _, found, _ = plain.find_or_insert_document(tb, 2, k=8, confirm=False)
         assert [m[2] for m in found] == [1], "fingerprints alone call it a near-duplicate"
         _, found, _ = sk.find_or_insert_document(tb, 2, k=8, verify=False)
         assert [m[2] for m in found] == [1], "verify=False is fingerprints alone"
@@ -242,3 +252,37 @@ def test_an_index_with_sketches_confirms_near_duplicates_by_resemblance(tmp_path
     # Sketches are fixed at creation: reopening with sketches=False keeps them.
     with simdex.Index(tmp_path / "sk", sketches=False) as again:
         assert again.sketches
+
+
+def test_document_calls_default_to_dedups_decision(tmp_path):
+    """By default a document call makes `simdex dedup`'s decision (k = 8 confirmed by sketch at
+    0.90): a page a few words from a stored one, 4 to 8 bits away and at Jaccard >= 0.9 of word
+    3-shingles (the oracle, computed here), is caught, where k = 3 lets it through; an
+    unrelated page is stored, not dropped. On an index without sketches fingerprints alone
+    decide, within at most 3 unless confirm=False."""
+    vocab = [f"w{i}" for i in range(3000)]
+
+    def variant(rng, a):
+        # a changed date line and a few words replaced, as sites do
+        b = ["updated", f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"] + a
+        for i in rng.sample(range(len(b)), 3):
+            b[i] = rng.choice(vocab)
+        return b
+
+    ta, tb, jaccard, distance = _planted_pair(tmp_path, vocab, 600, variant, lambda j, d: j >= 0.9 and 4 <= d <= 8, 2000)
+    other = " ".join(random.Random(99).choice(vocab) for _ in range(600))
+    with simdex.Index(tmp_path / "default") as idx, simdex.Index(tmp_path / "k3") as k3, simdex.Index(tmp_path / "plain", sketches=False) as plain:
+        for i in (idx, k3, plain):
+            i.add_document(ta, 1)
+        _, found, _ = idx.find_or_insert_document(tb, 2)
+        assert [m.doc_id for m in found] == [1], f"distance {distance}, Jaccard {jaccard:.3f}: caught by default"
+        assert found[0].similarity is not None and found[0].similarity >= 0.9
+        _, found, _ = k3.find_or_insert_document(tb, 2, k=3)
+        assert found == [], f"distance {distance} is beyond k = 3"
+        _, found, _ = idx.find_or_insert_document(other, 3)
+        assert found == [], "an unrelated page is new"
+        assert idx.query(idx.fingerprint_document(other), k=0) != [], "and stored"
+        _, found, _ = plain.find_or_insert_document(tb, 2)
+        assert found == [], f"without sketches fingerprints alone decide within 3 ({distance} bits)"
+        _, found, _ = plain.find_or_insert_document(tb, 4, k=8, confirm=False)
+        assert sorted(m.doc_id for m in found) == [1, 2], "confirm=False: fingerprints alone within 8 (ta, and tb stored above)"

@@ -525,18 +525,7 @@ mod tests {
     use super::*;
     use crate::engine::manifest::SegmentMeta;
 
-    /// `count` xorshift fingerprints from `seed`, with ids `base..`.
-    fn random_pairs(seed: u64, count: usize, base: u64) -> Vec<(u64, u64)> {
-        let mut x = seed;
-        (0..count as u64)
-            .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x, base + i)
-            })
-            .collect()
-    }
+    use crate::engine::compaction::test_segments::random_pairs;
 
     /// Merges segments built with the given table counts (`None`: the planner's design for
     /// their size, the output's) and checks every table, id and query of the output against

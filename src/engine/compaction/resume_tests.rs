@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::checkpoint::is_merge_file;
 use super::merge::{merge, MergeOptions, OutputFormat};
+use super::test_segments::random_pairs;
 use crate::codec::{Codec, SymbolHistogram};
 use crate::engine::manifest::{SegmentMeta, TombstoneMeta};
 use crate::engine::tombstone::Tombstone;
@@ -47,17 +48,9 @@ fn write_segment(storage: &dyn Storage, path: &Path, mut pairs: Vec<(u64, u64)>,
 }
 
 fn pairs(seed: u64, count: usize, base: u64) -> Vec<(u64, u64)> {
-    let mut x = seed;
-    (0..count as u64)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // a long run of one fingerprint under many ids spans blocks and pages, so that
-            // merges stop inside it
-            (if (100..1_600).contains(&i) { seed.rotate_left(17) } else { x }, base + i)
-        })
-        .collect()
+    // a long run of one fingerprint under many ids spans blocks and pages, so that merges
+    // stop inside it
+    random_pairs(seed, count, base).into_iter().enumerate().map(|(i, (x, id))| (if (100..1_600).contains(&i) { seed.rotate_left(17) } else { x }, id)).collect()
 }
 
 /// The inputs of one case: `(tables, sketches)` per segment, and whether tombstones and

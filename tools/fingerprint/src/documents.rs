@@ -120,11 +120,41 @@ pub struct DocumentQuery {
     pub min_similarity: f64,
 }
 
+/// The distance a document call's candidates may have when sketches confirm them (what
+/// `simdex dedup` uses; chosen on the dev corpus, `benches/QUALITY.md`).
+pub const DEFAULT_CONFIRMED_K: u32 = 8;
+/// The largest distance at which fingerprints alone decide: without confirmation by default,
+/// and for candidates stored without a sketch.
+pub const DEFAULT_UNCONFIRMED_K: u32 = 3;
+/// The resemblance a confirmed candidate needs by default: the ground truth's own threshold
+/// (Jaccard of word 3-shingles >= 0.9).
+pub const DEFAULT_MIN_SIMILARITY: f64 = 0.9;
+
+/// `simdex dedup`'s decision: candidates within [`DEFAULT_CONFIRMED_K`] confirmed by sketch at
+/// a resemblance of at least [`DEFAULT_MIN_SIMILARITY`] (fingerprints alone within
+/// [`DEFAULT_UNCONFIRMED_K`] where there is no sketch), no minimum length beyond the recipe's.
+impl Default for DocumentQuery {
+    fn default() -> Self {
+        DocumentQuery::within(DEFAULT_CONFIRMED_K)
+    }
+}
+
 impl DocumentQuery {
     /// Near-duplicates within `k`, confirmed by sketch when the index has sketches, resemblance at
     /// least 0.90, no minimum length beyond the recipe's.
     pub fn within(k: u32) -> Self {
-        DocumentQuery { k, min_words: 0, confirm: true, min_similarity: ConfirmOptions::default().min_similarity }
+        DocumentQuery { k, min_words: 0, confirm: true, min_similarity: DEFAULT_MIN_SIMILARITY }
+    }
+
+    /// The distance within which fingerprints alone decide: `k` without confirmation, else at
+    /// most [`DEFAULT_UNCONFIRMED_K`] (beyond it, pages a few words apart and unrelated pages
+    /// look alike to fingerprints; only sketches tell them apart).
+    pub fn unconfirmed_k(&self) -> u32 {
+        if self.confirm {
+            self.k.min(DEFAULT_UNCONFIRMED_K)
+        } else {
+            self.k
+        }
     }
 
     /// The same, refusing documents of fewer than `min_words` words.
@@ -232,7 +262,10 @@ impl DocumentIndex {
     /// Fingerprints the document with the index's recipe (pinning the default recipe when
     /// the index has none), then finds its near-duplicates within `options.k` or inserts
     /// it: [`Index::find_or_insert_confirmed`] when the index stores sketches (candidates
-    /// accepted at a resemblance of at least 0.90), else [`Index::find_or_insert`].
+    /// accepted at a resemblance of at least 0.90), else [`Index::find_or_insert`] (within
+    /// at most 3, [`DocumentQuery::unconfirmed_k`]). `simdex dedup`'s decision, the default
+    /// of the Python and Scrapy document calls, is
+    /// `find_or_insert_document_with(doc, id, &DocumentQuery::default())` (k = 8 confirmed).
     pub fn find_or_insert_document(&self, doc: DocumentInput<'_>, doc_id: u64, options: &QueryOptions) -> Result<(Fingerprint, FindOrInsert)> {
         self.find_or_insert_document_with(doc, doc_id, &DocumentQuery::within(options.k))
     }
@@ -240,17 +273,25 @@ impl DocumentIndex {
     /// [`DocumentIndex::find_or_insert_document`] with every choice explicit.
     pub fn find_or_insert_document_with(&self, doc: DocumentInput<'_>, doc_id: u64, query: &DocumentQuery) -> Result<(Fingerprint, FindOrInsert)> {
         let (f, sketch) = self.analyse(doc, true)?;
+        let found = self.find_or_insert_analysed(&f, sketch.as_ref(), doc_id, query)?;
+        Ok((f, found))
+    }
+
+    /// The decision of [`Self::find_or_insert_document_with`] for a document already
+    /// fingerprinted (`f`) and sketched (`sketch`, `None` when the index stores no sketches),
+    /// with the index's recipe: refused below `query.min_words` words, else its matches or
+    /// inserted (for callers that fingerprint many documents at once, then decide in order).
+    pub fn find_or_insert_analysed(&self, f: &Fingerprint, sketch: Option<&Sketch>, doc_id: u64, query: &DocumentQuery) -> Result<FindOrInsert> {
         if f.words < query.min_words {
             return Err(Error::EmptyDocument { words: f.words, min_words: query.min_words });
         }
-        let found = match sketch.filter(|_| query.confirm) {
+        Ok(match sketch.filter(|_| query.confirm) {
             Some(s) => {
-                let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.k };
+                let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.unconfirmed_k() };
                 self.find_or_insert_confirmed(f.value, doc_id, s.as_bytes(), &options)?
             }
-            None => self.find_or_insert(f.value, doc_id, &QueryOptions::within(query.k))?,
-        };
-        Ok((f, found))
+            None => self.find_or_insert(f.value, doc_id, &QueryOptions::within(query.unconfirmed_k()))?,
+        })
     }
 
     /// The fingerprint (and, when the index stores sketches of the library's recipe, the

@@ -38,7 +38,7 @@ pub mod stopwords;
 pub mod tokenize;
 pub mod weights;
 
-pub use documents::{DocumentIndex, DocumentInput, DocumentQuery};
+pub use documents::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY, DEFAULT_UNCONFIRMED_K};
 pub use error::Error;
 pub use features::FeatureKind;
 pub use fingerprinter::{Fingerprint, Fingerprinter, Session, MAX_PENDING};

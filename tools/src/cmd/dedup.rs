@@ -98,13 +98,11 @@ struct DocInfo {
     short: bool,
 }
 
-/// Candidate distance of confirmed mode, and without confirmation (chosen on the dev corpus,
-/// `benches/QUALITY.md`).
-const DEFAULT_CONFIRMED_K: u32 = 8;
-const DEFAULT_UNCONFIRMED_K: u32 = 3;
-/// Estimated resemblance a confirmed pair needs: the ground truth's own threshold, which the
-/// dev corpus also picks (0.88-0.92 are within 0.01 of F1).
-const DEFAULT_CONFIRM_THRESHOLD: f64 = 0.9;
+// Candidate distance of confirmed mode, and without confirmation (chosen on the dev corpus,
+// `benches/QUALITY.md`), and the estimated resemblance a confirmed pair needs (the ground
+// truth's own threshold, which the dev corpus also picks: 0.88-0.92 are within 0.01 of F1):
+// the library's document calls default to the same decision.
+use simdex_fingerprint::{DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY as DEFAULT_CONFIRM_THRESHOLD, DEFAULT_UNCONFIRMED_K};
 
 /// What the fingerprint pass read.
 struct Corpus {
