@@ -11,10 +11,18 @@ near-duplicate raises ``IgnoreRequest`` (logged with the URL of the page it dupl
 distance); a new page is stored and passed on. A page whose matches include the page stored
 under its own URL is a *revisit* (a re-crawl, or a page fetched twice): it is passed on,
 flagged ``simdex:revisit``, never dropped as a near-duplicate of itself, so a second crawl on
-the same index follows the links it followed the first time. Stats: ``simdex/new``,
-``simdex/revisit``, ``simdex/near_duplicates``, ``simdex/non_html`` (passed on unfingerprinted),
-``simdex/too_short`` (passed on, flagged ``simdex:too_short``, not stored), ``simdex/binary``
-(a body the library refuses as binary: passed on, flagged ``simdex:binary``, not stored).
+the same index follows the links it followed the first time. A page that changed under its URL
+(no match, and the URL had stored another page) *replaces* what the index held for the URL
+(the old fingerprint is deleted: one entry per live URL), flagged ``simdex:changed``. Stats:
+``simdex/new``, ``simdex/revisit``, ``simdex/changed``, ``simdex/near_duplicates``,
+``simdex/non_html`` (passed on unfingerprinted), ``simdex/too_short`` (passed on, flagged
+``simdex:too_short``, not stored), ``simdex/binary`` (a body the library refuses as binary:
+passed on, flagged ``simdex:binary``, not stored), ``simdex/skipped`` (a request whose
+``meta["simdex_skip"]`` is true: passed on unchecked). Every checked response's
+``meta["simdex"]`` says what was found: ``outcome``, ``fingerprint`` and, for a
+near-duplicate, ``duplicate_of`` (its URL), ``doc_id``, ``distance`` and ``similarity`` (the
+sketches' estimate). While the crawl runs, a log line gives the counts every
+``SIMDEX_LOG_INTERVAL`` seconds.
 
 Settings:
 
@@ -26,8 +34,12 @@ Settings:
 - ``SIMDEX_DURABILITY``: ``"group"`` (default), ``"sync"`` or ``"nosync"``.
 - ``SIMDEX_MIN_WORDS``: pages with fewer words are passed on and not stored (default 20;
   tiny pages all look alike).
-- ``SIMDEX_URLS``: the SQLite file mapping document ids to URLs (default: the index
-  directory's path plus ``.urls.sqlite3``), kept durable beside the index.
+- ``SIMDEX_URLS``: the SQLite file mapping document ids to URLs and their last fingerprint
+  (default: the index directory's path plus ``.urls.sqlite3``), kept durable beside the index.
+- ``SIMDEX_ACTION``: ``"drop"`` (default: a near-duplicate of another URL raises
+  ``IgnoreRequest``, an item ``DropItem``) or ``"flag"`` (passed on, flagged
+  ``simdex:near_duplicate``, with ``meta["simdex"]``, for the spider to decide).
+- ``SIMDEX_LOG_INTERVAL``: seconds between the progress log lines (default 60; 0: none).
 
 Item pipeline (items carrying text)::
 
@@ -35,7 +47,10 @@ Item pipeline (items carrying text)::
     SIMDEX_TEXT_FIELD = "text"   # the item field fingerprinted (str: text, bytes: HTML)
     SIMDEX_ID_FIELD = "url"      # the field naming the item
 
-A near-duplicate item is dropped (``DropItem``); stats under ``simdex/items/``.
+A near-duplicate item is dropped (``DropItem``; or passed on with ``SIMDEX_ACTION = "flag"``);
+stats under ``simdex/items/``. Beside the middleware, an item whose id (``SIMDEX_ID_FIELD``,
+the page's URL) names a page the middleware checked in this process is passed on and not
+stored again (``simdex/items/page_checked``): the two agree on ids and store a page once.
 
 The index is opened when the crawler is created: an index locked by another process fails
 the crawl at once with ``simdex.LockedError``, before any request. The middleware and the
@@ -47,7 +62,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from typing import Any, Dict, Optional, Tuple
+import time
+from typing import Any, Dict, Optional, Set, Tuple
 
 from scrapy import signals
 from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
@@ -78,7 +94,13 @@ class _Store:
         self.db = sqlite3.connect(self.urls_path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS urls (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS urls (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, fp INTEGER)")
+        if "fp" not in {row[1] for row in self.db.execute("PRAGMA table_info(urls)")}:
+            # a map written before pages were replaced by URL: their fingerprints are unknown
+            self.db.execute("ALTER TABLE urls ADD COLUMN fp INTEGER")
+        # the ids of the pages the middleware checked in this process (the pipeline passes
+        # their items on without storing them again)
+        self.pages: Set[int] = set()
 
     @classmethod
     def acquire(cls, path: str, k: Optional[int], durability: str, urls: Optional[str]) -> "_Store":
@@ -102,9 +124,13 @@ class _Store:
         store.index.close()
         store.db.close()
 
-    def remember(self, doc_id: int, url: str) -> None:
-        # ids are stored as signed 64-bit integers, SQLite's
-        self.db.execute("INSERT OR REPLACE INTO urls VALUES (?, ?)", (_signed(doc_id), url))
+    def remember(self, doc_id: int, url: str, fp: int) -> Optional[int]:
+        """Records ``url`` and its page's fingerprint under ``doc_id``; returns the fingerprint
+        it held before (None: none known)."""
+        # ids and fingerprints are stored as signed 64-bit integers, SQLite's
+        row = self.db.execute("SELECT fp FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
+        self.db.execute("INSERT OR REPLACE INTO urls (doc_id, url, fp) VALUES (?, ?, ?)", (_signed(doc_id), url, _signed(fp)))
+        return None if row is None or row[0] is None else row[0] % (1 << 64)
 
     def url_of(self, doc_id: Optional[int]) -> str:
         if doc_id is None:
@@ -129,6 +155,11 @@ class _Base:
         k = s.get("SIMDEX_K")
         self.k: Optional[int] = None if k in (None, "") else int(k)
         self.min_words = s.getint("SIMDEX_MIN_WORDS", DEFAULT_MIN_WORDS)
+        self.action = s.get("SIMDEX_ACTION", "drop")
+        if self.action not in ("drop", "flag"):
+            raise ValueError(f'SIMDEX_ACTION = {self.action!r}: "drop" or "flag"')
+        self.log_interval = s.getfloat("SIMDEX_LOG_INTERVAL", 60.0)
+        self.last_log = time.monotonic()
         self.stats = crawler.stats
         # opened now, so that a locked index fails the crawl before any request
         try:
@@ -162,23 +193,40 @@ class _Base:
             self.closed = True
             _Store.release(self.path)
 
-    def check(self, data: Any, name: str, html: Optional[bool]) -> Tuple[str, Optional[Tuple[str, int]]]:
-        """('new' | 'revisit' | 'too_short' | 'binary', None) or ('near_duplicates', (url,
-        distance)): the outcome is the stat's name; a binary or too short page is passed on,
-        never stored; a page matching the one stored under its own name is a revisit."""
+    def check(self, data: Any, name: str, html: Optional[bool]) -> Tuple[str, Dict[str, Any]]:
+        """(outcome, what was found): the outcome is the stat's name ('new', 'revisit',
+        'changed', 'near_duplicates', 'too_short', 'binary'); a binary or too short page is
+        passed on, never stored; a page matching the one stored under its own name is a
+        revisit; a new page under a name that had stored another replaces it."""
         doc = simdex.doc_id(name)
         try:
-            _, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words)
+            fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words)
         except simdex.EmptyDocumentError:
-            return "too_short", None
+            return "too_short", {}
         except simdex.BinaryDocumentError:
-            return "binary", None
+            return "binary", {}
+        found: Dict[str, Any] = {"fingerprint": fp}
         if any(m.doc_id == doc for m in matches):
-            return "revisit", None
+            return "revisit", found
         if matches:
-            return "near_duplicates", (self.store.url_of(matches[0].doc_id), matches[0].distance)
-        self.store.remember(doc, name)
-        return "new", None
+            m = matches[0]
+            found.update(duplicate_of=self.store.url_of(m.doc_id), doc_id=m.doc_id, distance=m.distance, similarity=m.similarity)
+            return "near_duplicates", found
+        old = self.store.remember(doc, name, fp)
+        if old is not None and old != fp:
+            # the page changed under its URL: the new one replaces it
+            self.store.index.delete(old, doc)
+            return "changed", found
+        return "new", found
+
+    def progress(self, spider: Any) -> None:
+        """Logs the counts so far, every ``SIMDEX_LOG_INTERVAL`` seconds."""
+        now = time.monotonic()
+        if self.log_interval <= 0 or now - self.last_log < self.log_interval:
+            return
+        self.last_log = now
+        counts = {k.rsplit("/", 1)[1]: v for k, v in self.stats.get_stats().items() if k.startswith(self.stats_prefix + "/") and k.count("/") == self.stats_prefix.count("/") + 1}
+        spider.logger.info("simdex: %s", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing checked yet")
 
 
 class NearDuplicateMiddleware(_Base):
@@ -192,17 +240,24 @@ class NearDuplicateMiddleware(_Base):
     # 2.13 still passes it.
     def process_response(self, request: Any, response: Response, spider: Any = None) -> Response:
         spider = spider or self.crawler.spider
+        if request.meta.get("simdex_skip"):
+            self.stats.inc_value(f"{self.stats_prefix}/skipped")
+            return response
         if not isinstance(response, HtmlResponse) and not (isinstance(response, TextResponse) and b"html" in (response.headers.get(b"Content-Type") or b"").lower()):
             self.stats.inc_value(f"{self.stats_prefix}/non_html")
             return response
-        outcome, dup = self.check(response.body, response.url, html=True)
+        outcome, found = self.check(response.body, response.url, html=True)
+        self.store.pages.add(simdex.doc_id(response.url))
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
+        request.meta["simdex"] = dict(found, outcome=outcome)
+        self.progress(spider)
         if outcome == "near_duplicates":
-            assert dup is not None
-            url, distance = dup
+            url, distance = found["duplicate_of"], found["distance"]
             spider.logger.info("simdex: %s is a near-duplicate of %s (distance %d)", response.url, url, distance)
-            raise IgnoreRequest(f"near-duplicate of {url} (distance {distance})")
-        if outcome in ("too_short", "binary", "revisit"):
+            if self.action == "drop":
+                raise IgnoreRequest(f"near-duplicate of {url} (distance {distance})")
+            return response.replace(flags=response.flags + ["simdex:near_duplicate"])
+        if outcome in ("too_short", "binary", "revisit", "changed"):
             return response.replace(flags=response.flags + [f"simdex:{outcome}"])
         return response
 
@@ -224,9 +279,12 @@ class NearDuplicatePipeline(_Base):
         if not isinstance(text, (str, bytes)) or name is None:
             self.stats.inc_value(f"{self.stats_prefix}/without_text")
             return item
-        outcome, dup = self.check(text, str(name), html=None)
+        if simdex.doc_id(str(name)) in self.store.pages:
+            # the middleware checked (and stored) this page already
+            self.stats.inc_value(f"{self.stats_prefix}/page_checked")
+            return item
+        outcome, found = self.check(text, str(name), html=None)
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
-        if outcome == "near_duplicates":
-            assert dup is not None
-            raise DropItem(f"near-duplicate of {dup[0]} (distance {dup[1]})")
+        if outcome == "near_duplicates" and self.action == "drop":
+            raise DropItem(f"near-duplicate of {found['duplicate_of']} (distance {found['distance']})")
         return item

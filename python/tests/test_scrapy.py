@@ -28,16 +28,18 @@ CRAWL = textwrap.dedent(
 
     base, index, out = sys.argv[1], sys.argv[2], sys.argv[3]
     urls = json.loads(sys.argv[4])
+    extra = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
+    skip = set(json.loads(sys.argv[6])) if len(sys.argv) > 6 else set()
 
     class Site(scrapy.Spider):
         name = "site"
 
         async def start(self):
             for u in urls:
-                yield scrapy.Request(base + u)
+                yield scrapy.Request(base + u, meta={"simdex_skip": True} if u in skip else {}, dont_filter=u in skip)
 
         def parse(self, response):
-            yield {"url": response.url, "flags": response.flags}
+            yield {"url": response.url, "flags": response.flags, "simdex": response.meta.get("simdex")}
             if hasattr(response, "css"):
                 for href in response.css("a::attr(href)").getall():
                     yield response.follow(href)
@@ -50,6 +52,7 @@ CRAWL = textwrap.dedent(
         "TELNETCONSOLE_ENABLED": False,
         "ROBOTSTXT_OBEY": False,
         "FEEDS": {out + ".items.jsonl": {"format": "jsonlines"}},
+        **extra,
     })
     crawler = process.create_crawler(Site)
     process.crawl(crawler)
@@ -67,6 +70,22 @@ def words(rng, n):
 
 def page(title, body):
     return f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{' '.join(body)}</p></body></html>"
+
+
+def serve(root):
+    """An http.server on 127.0.0.1 serving ``root``: (base URL, process)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(base, timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return base, server
 
 
 @pytest.fixture(scope="module")
@@ -95,24 +114,14 @@ def site(tmp_path_factory):
     for name, text in html.items():
         (root / name).write_text(text)
     (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}/"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(base + "index.html", timeout=1).read()
-            break
-        except OSError:
-            time.sleep(0.1)
+    base, server = serve(root)
     yield base, sorted(html) + ["logo.png"]
     server.kill()
     server.wait()
 
 
-def crawl(base, urls, index, out):
-    p = subprocess.run([sys.executable, "-c", CRAWL, base, str(index), str(out), json.dumps(urls)], capture_output=True, text=True, timeout=300)
+def crawl(base, urls, index, out, settings=None, skip=()):
+    p = subprocess.run([sys.executable, "-c", CRAWL, base, str(index), str(out), json.dumps(urls), json.dumps(settings or {}), json.dumps(list(skip))], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     items = [json.loads(line) for line in open(str(out) + ".items.jsonl")] if (out.parent / (out.name + ".items.jsonl")).exists() else []
     return json.load(open(out)), items, p.stderr
@@ -242,3 +251,45 @@ def test_the_item_pipeline_drops_near_duplicate_texts(tmp_path):
     stats = json.loads(p.stdout.strip().splitlines()[-1])
     assert stats == {"simdex/items/revisit": 5, "simdex/items/near_duplicates": 1, "simdex/items/too_short": 1}
     assert "ScrapyDeprecationWarning" not in p.stderr, p.stderr[-2000:]
+
+
+def test_a_changed_page_replaces_its_url_and_flag_mode_and_opt_out(tmp_path):
+    """A page that changed under its URL replaces what the index held for it (one entry per
+    live URL, the old fingerprint gone); with SIMDEX_ACTION = "flag" a near-duplicate is passed
+    on, flagged, with what it duplicates in meta["simdex"]; a request with meta simdex_skip is
+    passed on unchecked."""
+    rng = random.Random(5)
+    root = tmp_path / "site"
+    root.mkdir()
+    a, c = words(rng, 300), words(rng, 300)
+    (root / "a.html").write_text(page("a", a))
+    (root / "c.html").write_text(page("c", c))
+    (root / "copy.html").write_text(page("a", a))
+    base, server = serve(root)
+    try:
+        index = tmp_path / "idx"
+        stats, items, _ = crawl(base, ["a.html", "c.html"], index, tmp_path / "1.json")
+        assert stats == {"simdex/new": 2}, stats
+        with simdex.Index(index, read_only=True) as idx:
+            old_c = [fp for fp, doc in idx.live_entries() if doc == simdex.doc_id(base + "c.html")]
+        assert len(old_c) == 1
+        (root / "c.html").write_text(page("c", words(rng, 300)))
+        stats, items, _ = crawl(base, ["a.html", "c.html"], index, tmp_path / "2.json")
+        assert stats == {"simdex/revisit": 1, "simdex/changed": 1}, stats
+        changed = [i for i in items if i["url"].endswith("c.html")][0]
+        assert "simdex:changed" in changed["flags"] and changed["simdex"]["outcome"] == "changed"
+        with simdex.Index(index, read_only=True) as idx:
+            entries = idx.live_entries()
+        assert len(entries) == 2, "one entry per live URL"
+        assert [fp for fp, doc in entries if doc == simdex.doc_id(base + "c.html")] == [changed["simdex"]["fingerprint"]] != old_c
+        # flag mode: the copy of a.html is passed on, flagged, naming a.html; skip: unchecked
+        stats, items, log = crawl(base, ["copy.html", "c.html"], index, tmp_path / "3.json", {"SIMDEX_ACTION": "flag", "SIMDEX_LOG_INTERVAL": 0.001}, skip=["c.html"])
+        assert stats == {"simdex/near_duplicates": 1, "simdex/skipped": 1}, stats
+        assert "simdex: 1 near_duplicates" in log, "the progress line while the crawl runs"
+        copy = [i for i in items if i["url"].endswith("copy.html")][0]
+        assert "simdex:near_duplicate" in copy["flags"]
+        assert copy["simdex"]["duplicate_of"] == base + "a.html" and copy["simdex"]["distance"] == 0 and copy["simdex"]["similarity"] == 1.0
+        assert [i["simdex"] for i in items if i["url"].endswith("c.html")] == [None]
+    finally:
+        server.kill()
+        server.wait()
