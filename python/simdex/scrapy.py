@@ -52,8 +52,11 @@ stats under ``simdex/items/``. Beside the middleware, an item whose id (``SIMDEX
 the page's URL) names a page the middleware checked in this process is passed on and not
 stored again (``simdex/items/page_checked``): the two agree on ids and store a page once.
 
-The index is opened when the crawler is created: an index locked by another process fails
-the crawl at once with ``simdex.LockedError``, before any request. The middleware and the
+Each check runs on the reactor's thread pool (``REACTOR_THREADPOOL_MAXSIZE``), not on the
+reactor's thread, so downloads and parsing go on while pages are fingerprinted and looked up
+(the index calls release the GIL). The index is opened when the crawler is created: an index
+locked by another process fails the crawl at once with ``simdex.LockedError``, before any
+request. The middleware and the
 pipeline of one process share one open index.
 """
 
@@ -68,6 +71,8 @@ from typing import Any, Dict, Optional, Set, Tuple
 from scrapy import signals
 from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
 
 import simdex
 
@@ -101,6 +106,9 @@ class _Store:
         # the ids of the pages the middleware checked in this process (the pipeline passes
         # their items on without storing them again)
         self.pages: Set[int] = set()
+        # checks run on the reactor's thread pool: the URL map (one SQLite connection) and
+        # a URL's replacement are used under this lock
+        self.lock = threading.Lock()
 
     @classmethod
     def acquire(cls, path: str, k: Optional[int], durability: str, urls: Optional[str]) -> "_Store":
@@ -135,7 +143,8 @@ class _Store:
     def url_of(self, doc_id: Optional[int]) -> str:
         if doc_id is None:
             return "<no id>"
-        row = self.db.execute("SELECT url FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
+        with self.lock:
+            row = self.db.execute("SELECT url FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
         return row[0] if row else f"<doc id {doc_id}>"
 
 
@@ -212,11 +221,12 @@ class _Base:
             m = matches[0]
             found.update(duplicate_of=self.store.url_of(m.doc_id), doc_id=m.doc_id, distance=m.distance, similarity=m.similarity)
             return "near_duplicates", found
-        old = self.store.remember(doc, name, fp)
-        if old is not None and old != fp:
-            # the page changed under its URL: the new one replaces it
-            self.store.index.delete(old, doc)
-            return "changed", found
+        with self.store.lock:
+            old = self.store.remember(doc, name, fp)
+            if old is not None and old != fp:
+                # the page changed under its URL: the new one replaces it
+                self.store.index.delete(old, doc)
+                return "changed", found
         return "new", found
 
     def progress(self, spider: Any) -> None:
@@ -238,7 +248,10 @@ class NearDuplicateMiddleware(_Base):
 
     # `spider` is optional: Scrapy 2.14+ deprecates requiring it (and passes it no more),
     # 2.13 still passes it.
-    def process_response(self, request: Any, response: Response, spider: Any = None) -> Response:
+    # The check (fingerprinting, the index, the URL map) runs on the reactor's thread pool
+    # (REACTOR_THREADPOOL_MAXSIZE threads, as Scrapy's DNS resolver does), never on the
+    # reactor's own thread: the index call releases the GIL, so downloads go on meanwhile.
+    async def process_response(self, request: Any, response: Response, spider: Any = None) -> Response:
         spider = spider or self.crawler.spider
         if request.meta.get("simdex_skip"):
             self.stats.inc_value(f"{self.stats_prefix}/skipped")
@@ -246,7 +259,7 @@ class NearDuplicateMiddleware(_Base):
         if not isinstance(response, HtmlResponse) and not (isinstance(response, TextResponse) and b"html" in (response.headers.get(b"Content-Type") or b"").lower()):
             self.stats.inc_value(f"{self.stats_prefix}/non_html")
             return response
-        outcome, found = self.check(response.body, response.url, html=True)
+        outcome, found = await maybe_deferred_to_future(deferToThread(self.check, response.body, response.url, True))
         self.store.pages.add(simdex.doc_id(response.url))
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
         request.meta["simdex"] = dict(found, outcome=outcome)
@@ -273,7 +286,7 @@ class NearDuplicatePipeline(_Base):
         self.text_field = crawler.settings.get("SIMDEX_TEXT_FIELD", "text")
         self.id_field = crawler.settings.get("SIMDEX_ID_FIELD", "url")
 
-    def process_item(self, item: Any, spider: Any = None) -> Any:
+    async def process_item(self, item: Any, spider: Any = None) -> Any:
         text = item.get(self.text_field) if hasattr(item, "get") else None
         name = item.get(self.id_field) if hasattr(item, "get") else None
         if not isinstance(text, (str, bytes)) or name is None:
@@ -283,7 +296,7 @@ class NearDuplicatePipeline(_Base):
             # the middleware checked (and stored) this page already
             self.stats.inc_value(f"{self.stats_prefix}/page_checked")
             return item
-        outcome, found = self.check(text, str(name), html=None)
+        outcome, found = await maybe_deferred_to_future(deferToThread(self.check, text, str(name), None))
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
         if outcome == "near_duplicates" and self.action == "drop":
             raise DropItem(f"near-duplicate of {found['duplicate_of']} (distance {found['distance']})")

@@ -30,6 +30,15 @@ CRAWL = textwrap.dedent(
     urls = json.loads(sys.argv[4])
     extra = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
     skip = set(json.loads(sys.argv[6])) if len(sys.argv) > 6 else set()
+    # the threads the checks run on, recorded
+    import threading
+    import simdex.scrapy
+    threads = []
+    check = simdex.scrapy._Base.check
+    def recording(self, *args, **kwargs):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return check(self, *args, **kwargs)
+    simdex.scrapy._Base.check = recording
 
     class Site(scrapy.Spider):
         name = "site"
@@ -58,6 +67,8 @@ CRAWL = textwrap.dedent(
     process.crawl(crawler)
     process.start()
     stats = {k: v for k, v in crawler.stats.get_stats().items() if k.startswith("simdex/")}
+    stats["checks on the reactor's thread"] = sum(threads)
+    stats["checks"] = len(threads)
     json.dump(stats, open(out, "w"))
     """
 )
@@ -124,7 +135,10 @@ def crawl(base, urls, index, out, settings=None, skip=()):
     p = subprocess.run([sys.executable, "-c", CRAWL, base, str(index), str(out), json.dumps(urls), json.dumps(settings or {}), json.dumps(list(skip))], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     items = [json.loads(line) for line in open(str(out) + ".items.jsonl")] if (out.parent / (out.name + ".items.jsonl")).exists() else []
-    return json.load(open(out)), items, p.stderr
+    stats = json.load(open(out))
+    # every check ran on the reactor's thread pool, none on the reactor's thread
+    assert stats.pop("checks on the reactor's thread") == 0 and stats.pop("checks") == sum(v for k, v in stats.items() if k not in ("simdex/non_html", "simdex/skipped")), stats
+    return stats, items, p.stderr
 
 
 def test_a_crawl_drops_one_of_each_near_duplicate_pair_and_a_second_crawl_revisits(site, tmp_path):
