@@ -2,7 +2,8 @@
 # Builds the abi3 wheel with maturin (release), installs it into a NEW virtualenv (with pytest,
 # numpy and scrapy from the registry) and runs python/tests with pytest against the installed
 # package, never the source tree (SIMDEX_TEST_INSTALLED makes a test check where `simdex`
-# was imported from). maturin lives in a tool virtualenv under the cargo target directory,
+# was imported from), then the Scrapy tests again on Scrapy 2.13 (the oldest supported) in a
+# second new virtualenv. maturin lives in a tool virtualenv under the cargo target directory,
 # created the first time; the extension builds in $target/python (its own workspace).
 # The tests use the simdex CLI as their oracle: $SIMDEX, else target/debug/simdex (built if
 # missing). pytest's "no tests collected" (exit 5) counts as a failure.
@@ -44,4 +45,13 @@ if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests" >&2
   exit 1
 fi
-exit "$rc"
+if [ "$rc" -ne 0 ] || [ "$#" -ne 0 ]; then
+  exit "$rc"
+fi
+# the oldest Scrapy the middleware supports (issue 20): the real crawls again, on 2.13
+old="$target/python-scrapy213-venv"
+rm -rf "$old"
+python3 -m venv "$old"
+"$old/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest "scrapy==2.13.*"
+echo "the Scrapy tests on Scrapy $("$old/bin/python" -c 'import scrapy; print(scrapy.__version__)')"
+SIMDEX_TEST_INSTALLED="$old" "$old/bin/python" -m pytest -q -p no:cacheprovider python/tests/test_scrapy.py
