@@ -48,7 +48,8 @@ CRAWL = textwrap.dedent(
                 yield scrapy.Request(base + u, meta={"simdex_skip": True} if u in skip else {}, dont_filter=u in skip)
 
         def parse(self, response):
-            yield {"url": response.url, "flags": response.flags, "simdex": response.meta.get("simdex")}
+            text = " ".join(response.css("p::text").getall()) if hasattr(response, "css") else ""
+            yield {"url": response.url, "flags": response.flags, "simdex": response.meta.get("simdex"), "text": text}
             if hasattr(response, "css"):
                 for href in response.css("a::attr(href)").getall():
                     yield response.follow(href)
@@ -131,13 +132,17 @@ def site(tmp_path_factory):
     server.wait()
 
 
+# outcomes that make no check
+UNCHECKED = ("simdex/non_html", "simdex/skipped", "simdex/items/page_checked", "simdex/items/without_text")
+
+
 def crawl(base, urls, index, out, settings=None, skip=()):
     p = subprocess.run([sys.executable, "-c", CRAWL, base, str(index), str(out), json.dumps(urls), json.dumps(settings or {}), json.dumps(list(skip))], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     items = [json.loads(line) for line in open(str(out) + ".items.jsonl")] if (out.parent / (out.name + ".items.jsonl")).exists() else []
     stats = json.load(open(out))
     # every check ran on the reactor's thread pool, none on the reactor's thread
-    assert stats.pop("checks on the reactor's thread") == 0 and stats.pop("checks") == sum(v for k, v in stats.items() if k not in ("simdex/non_html", "simdex/skipped")), stats
+    assert stats.pop("checks on the reactor's thread") == 0 and stats.pop("checks") == sum(v for k, v in stats.items() if k not in UNCHECKED), stats
     return stats, items, p.stderr
 
 
@@ -307,3 +312,19 @@ def test_a_changed_page_replaces_its_url_and_flag_mode_and_opt_out(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_the_middleware_and_the_pipeline_of_one_crawl_store_a_page_once(site, tmp_path):
+    """With the pipeline beside the middleware, an item of a page the middleware checked is
+    passed on and not stored again: the index holds one entry per stored page, and a second
+    crawl drops no item as a near-duplicate of its own page."""
+    base, urls = site
+    index = tmp_path / "both.simdex"
+    both = {"ITEM_PIPELINES": {"simdex.scrapy.NearDuplicatePipeline": 300}}
+    for run in ("first", "second"):
+        stats, items, _ = crawl(base, urls, index, tmp_path / f"{run}.json", both)
+        html_items = [i for i in items if not i["url"].endswith(".png")]
+        assert stats["simdex/items/page_checked"] == len(html_items) == UNIQUE + PAIRS + 3, stats
+        assert "simdex/items/new" not in stats and "simdex/items/near_duplicates" not in stats, stats
+        with simdex.Index(index, read_only=True) as idx:
+            assert len(idx.live_entries()) == UNIQUE + PAIRS + 1, run
