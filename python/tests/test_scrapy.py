@@ -48,7 +48,7 @@ CRAWL = textwrap.dedent(
                 yield scrapy.Request(base + u, meta={"simdex_skip": True} if u in skip else {}, dont_filter=u in skip)
 
         def parse(self, response):
-            text = " ".join(response.css("p::text").getall()) if hasattr(response, "css") else ""
+            text = " ".join(response.css("p::text").getall()) if isinstance(response, scrapy.http.TextResponse) else ""
             yield {"url": response.url, "flags": response.flags, "simdex": response.meta.get("simdex"), "text": text}
             if hasattr(response, "css"):
                 for href in response.css("a::attr(href)").getall():
