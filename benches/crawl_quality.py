@@ -5,7 +5,7 @@ Real pages (the Rust books and references of the installed stable toolchain's HT
 they are: navigation, sidebars, scripts), planted variants of some of them made the way sites
 make them (a sponsored block, a changed date line, a few words replaced, another navigation
 bar), the ground truth from `../shared/eval` (its text extraction and exact Jaccard of word
-3-shingles, >= 0.9; no simdex code), served by `python -m http.server` on 127.0.0.1 and crawled
+3-shingles, >= 0.9; no simdex code), served by Python's http.server on 127.0.0.1 and crawled
 by a real Scrapy crawl through `simdex.scrapy.NearDuplicateMiddleware`, once per setting.
 
 A true pair is *caught* when the crawl drops one of its pages; a drop is *wrong* when the
@@ -18,16 +18,17 @@ simdex wheel and scrapy for the crawl (python/test.sh makes one: target/python-t
 """
 
 import argparse
+import functools
 import glob
+import http.server
 import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
+import threading
 import time
-import urllib.request
 
 import numpy as np
 
@@ -121,19 +122,16 @@ def variant(html, kind, rng):
     raise ValueError(kind)
 
 
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
 def serve(root):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}/"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(base + "index.html", timeout=1).read()
-            break
-        except OSError:
-            time.sleep(0.1)
-    return base, server
+    """A static server of `root` on 127.0.0.1 in a thread of this process: (base URL, server)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=root))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/", server
 
 
 def main():
@@ -226,8 +224,7 @@ def main():
                   f"({', '.join(f'{k} {c}/{n}' for k, (c, n) in by_kind.items())}); all true pairs {all_caught}/{len(true_pairs)}; "
                   f"wrong drops {len(wrong)} {wrong[:5]}")
     finally:
-        server.kill()
-        server.wait()
+        server.shutdown()
     json.dump(results, open(os.path.join(args.work, "results.json"), "w"), indent=1)
 
 
