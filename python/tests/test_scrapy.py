@@ -262,8 +262,10 @@ def test_the_item_pipeline_drops_near_duplicate_texts(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     stats = json.loads(p.stdout.strip().splitlines()[-1])
     assert stats == {"simdex/items/new": 5, "simdex/items/near_duplicates": 1, "simdex/items/too_short": 1}
-    kept = [json.loads(line)["url"] for line in out.read_text().splitlines()]
-    assert sorted(kept) == ["item-0", "item-1", "item-2", "item-3", "item-4", "item-6"]
+    kept = {json.loads(line)["url"] for line in out.read_text().splitlines()}
+    # checks run on a thread pool, items concurrently: either of the pair may come first
+    assert ("item-0" in kept) != ("item-5" in kept), kept
+    assert kept - {"item-0", "item-5"} == {"item-1", "item-2", "item-3", "item-4", "item-6"}
     # the same items again, in a new process: revisits, never near-duplicates of themselves
     p = subprocess.run([sys.executable, str(script), str(tmp_path / "idx"), str(out), json.dumps(texts)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
