@@ -81,6 +81,7 @@ pub mod inspect;
 pub mod integrity;
 mod interpolation;
 mod join;
+pub mod many;
 pub mod plan;
 mod query;
 internal_mod!(segment);

@@ -20,9 +20,11 @@ mod batch;
 mod document_batch;
 mod errors;
 
-use batch::{u64s, Grouped, Row};
+use batch::{u64s, Row};
 use document_batch::DocumentAnswer;
 use errors::{fp_error, to_py};
+use simdex::many::Grouped;
+use simdex_fingerprint::document_batch as docs_batch;
 
 fn rows(matches: Vec<Match>) -> Vec<Row> {
     matches.iter().map(batch::row).collect()
@@ -31,9 +33,9 @@ fn rows(matches: Vec<Match>) -> Vec<Row> {
 /// A batch's matches as Python wants them: lists of rows, or columns of bytes.
 fn grouped_to_py(py: Python<'_>, grouped: Grouped, columnar: bool) -> PyResult<PyObject> {
     if columnar {
-        grouped.into_columns(py).into_py_any(py)
+        batch::into_columns(py, &grouped).into_py_any(py)
     } else {
-        grouped.into_lists().into_py_any(py)
+        batch::into_lists(&grouped).into_py_any(py)
     }
 }
 
@@ -221,16 +223,7 @@ impl Index {
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
         let query = document_query(k, min_words, verify.unwrap_or(confirm));
-        py.allow_threads(|| {
-            let (f, found) = index.find_or_insert_document_with(doc, doc_id, &query)?;
-            let matches = match found {
-                // the sketch is made again only for a document that was not stored
-                FindOrInsert::Found(m) => document_batch::with_similarity(&index, f.value, index.sketch_document(doc)?.as_ref(), query.k, &m)?,
-                FindOrInsert::Inserted { .. } => Vec::new(),
-            };
-            Ok::<_, simdex_fingerprint::Error>((f.value, matches, f.words))
-        })
-        .map_err(fp_error)
+        py.allow_threads(|| docs_batch::find_or_insert_document(&index, doc, doc_id, &query)).map(document_batch::answer).map_err(fp_error)
     }
 
     /// Per item of `fps` (u64 LE bytes), its matches within k, all items over one snapshot;
@@ -239,7 +232,7 @@ impl Index {
     fn _query_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, k: Option<u32>, columnar: bool) -> PyResult<PyObject> {
         let index = self.get()?;
         let fps = u64s(fps.as_bytes(), "fps")?;
-        let grouped = py.allow_threads(|| batch::query_many(&index, &fps, &query_options(&index, k))).map_err(to_py)?;
+        let grouped = py.allow_threads(|| simdex::many::query_many(&index, &fps, &query_options(&index, k))).map_err(to_py)?;
         grouped_to_py(py, grouped, columnar)
     }
 
@@ -251,7 +244,7 @@ impl Index {
         if fps.len() != ids.len() {
             return Err(PyValueError::new_err(format!("fps and doc_ids differ in length ({} and {})", fps.len(), ids.len())));
         }
-        let grouped = py.allow_threads(|| batch::find_or_insert_many(&index, &fps, &ids, &query_options(&index, k))).map_err(to_py)?;
+        let grouped = py.allow_threads(|| simdex::many::find_or_insert_many(&index, &fps, &ids, &query_options(&index, k))).map_err(to_py)?;
         grouped_to_py(py, grouped, columnar)
     }
 
@@ -261,16 +254,12 @@ impl Index {
     fn _fingerprint_documents<'py>(&self, py: Python<'py>, docs: Vec<Bound<'py, PyAny>>, html: Option<bool>) -> PyResult<Bound<'py, PyBytes>> {
         let index = self.get()?;
         let docs = documents(&docs, html)?;
-        let analysed = py.allow_threads(|| document_batch::analyse_all(&index, &inputs(&docs), false)).map_err(fp_error)?;
-        let mut out = Vec::with_capacity(analysed.len() * 8);
-        for (i, a) in analysed.into_iter().enumerate() {
-            let (f, _) = a.map_err(|e| {
-                let err = fp_error(e);
-                let msg = format!("document {i}: {}", err.value(py));
-                PyErr::from_type(err.get_type(py), msg)
-            })?;
-            out.extend_from_slice(&f.value.to_le_bytes());
-        }
+        let fps = py.allow_threads(|| docs_batch::fingerprint_documents(&index, &inputs(&docs))).map_err(|(i, e)| {
+            let err = fp_error(e);
+            let msg = format!("document {i}: {}", err.value(py));
+            PyErr::from_type(err.get_type(py), msg)
+        })?;
+        let out: Vec<u8> = fps.iter().flat_map(|f| f.to_le_bytes()).collect();
         Ok(PyBytes::new(py, &out))
     }
 
@@ -295,11 +284,11 @@ impl Index {
         }
         let docs = documents(&docs, html)?;
         let query = document_query(k, min_words, confirm);
-        let outcomes = py.allow_threads(|| document_batch::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
+        let outcomes = py.allow_threads(|| docs_batch::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
         outcomes
             .into_iter()
             .map(|o| match o {
-                Ok(answer) => answer.into_py_any(py),
+                Ok(a) => document_batch::answer(a).into_py_any(py),
                 Err(e) => Ok(fp_error(e).into_value(py).into_any()),
             })
             .collect()

@@ -16,3 +16,11 @@ pub fn fraction(s: &str) -> Result<f64, String> {
 pub fn value_name<T: clap::ValueEnum>(value: T) -> String {
     value.to_possible_value().map_or_else(String::new, |v| v.get_name().to_owned())
 }
+
+/// A finite number above zero (seconds, for timeouts).
+pub fn positive_f64(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number above 0")),
+    }
+}

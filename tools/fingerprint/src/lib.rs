@@ -20,6 +20,7 @@
 
 pub mod chunks;
 pub mod document;
+pub mod document_batch;
 mod documents;
 mod error;
 pub mod features;

@@ -18,6 +18,7 @@ mod inspect;
 mod plan;
 mod query;
 mod recover;
+mod serve;
 mod split;
 mod stats;
 pub mod tune;
@@ -58,6 +59,7 @@ pub enum Command {
     DumpLog(dump_log::Args),
     Recover(recover::Args),
     Tune(tune::Args),
+    Serve(serve::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -81,5 +83,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::DumpLog(a) => dump_log::run(a),
         Command::Recover(a) => recover::run(a).map(|_| ExitCode::SUCCESS),
         Command::Tune(a) => tune::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Serve(a) => serve::run(a).map(|_| ExitCode::SUCCESS),
     }
 }

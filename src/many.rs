@@ -1,0 +1,191 @@
+//! Many fingerprints in one call, answered per item: [`query_many`] (every item over one
+//! snapshot) and [`find_or_insert_many`] (the items' check-then-adds in order), their
+//! answers grouped per item ([`Grouped`]). The fronts that take batches (the Python
+//! package, `simdex serve`) call these, so a batch means the same thing through each.
+//!
+//! A large `query_many` is answered by the batch path ([`crate::batch`]: one merge join per
+//! table over a snapshot); a small one by one table probe per item on every core, over the
+//! same kind of snapshot. Both are exact, so the choice is only about speed.
+
+use crate::batch::{batch_query, BatchOptions};
+use crate::engine::snapshot::Snapshot;
+use crate::engine::{FindOrInsert, Index};
+use crate::error::Result;
+use crate::query::{Match, QueryOptions};
+
+/// The matches of many items: item `i`'s are `matches[offsets[i]..offsets[i + 1]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grouped {
+    offsets: Vec<usize>,
+    matches: Vec<Match>,
+}
+
+impl Default for Grouped {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
+}
+
+impl Grouped {
+    /// No items yet, room for `items`.
+    pub fn with_capacity(items: usize) -> Self {
+        let mut offsets = Vec::with_capacity(items + 1);
+        offsets.push(0);
+        Grouped { offsets, matches: Vec::with_capacity(items) }
+    }
+
+    /// Ends the next item, whose matches are `matches`.
+    pub fn push_item(&mut self, matches: impl IntoIterator<Item = Match>) {
+        self.matches.extend(matches);
+        self.offsets.push(self.matches.len());
+    }
+
+    /// Appends `other`'s items after this one's.
+    pub fn append(&mut self, other: Grouped) {
+        let base = self.matches.len();
+        self.offsets.extend(other.offsets.iter().skip(1).map(|o| o + base));
+        self.matches.extend(other.matches);
+    }
+
+    /// How many items.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// True when there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each item's matches, in item order.
+    pub fn items(&self) -> impl ExactSizeIterator<Item = &[Match]> + '_ {
+        self.offsets.iter().zip(self.offsets.iter().skip(1)).map(|(&a, &b)| self.matches.get(a..b).unwrap_or_default())
+    }
+
+    /// Every match with its item's position, in item order.
+    pub fn flat(&self) -> impl Iterator<Item = (usize, &Match)> + '_ {
+        self.items().enumerate().flat_map(|(i, m)| m.iter().map(move |m| (i, m)))
+    }
+
+    /// How many matches in all.
+    pub fn matches(&self) -> usize {
+        self.matches.len()
+    }
+}
+
+/// A batch of at least this many queries may be answered by the merge join.
+const MIN_JOIN_QUERIES: usize = 1024;
+/// The merge join reads every stored entry once per table; one probe per query reads a few
+/// blocks. The join is chosen when there is a query per this many stored entries or more
+/// (measured in python/benches/bench.py: see benches/RESULTS.md, "Python batch API").
+const STORED_PER_JOIN_QUERY: u64 = 64;
+
+/// Every live pair within `options.k` of each of `fps`, per item (each item's matches in
+/// [`Index::query`]'s order), all items answered over one snapshot of the index.
+pub fn query_many(index: &Index, fps: &[u64], options: &QueryOptions) -> Result<Grouped> {
+    let snapshot = index.snapshot();
+    let stored: u64 = snapshot.segments().iter().map(|s| s.len()).sum();
+    let join = options.k <= crate::plan::MAX_K && fps.len() >= MIN_JOIN_QUERIES && fps.len() as u64 * STORED_PER_JOIN_QUERY >= stored;
+    if join {
+        query_many_joined(&snapshot, fps, options.k)
+    } else {
+        query_many_probed(&snapshot, fps, options)
+    }
+}
+
+/// The batch path: one merge join of the distinct queries with every table (any `k` up to
+/// `MAX_K` is valid for every design: above it, the join probes prefix variants).
+fn query_many_joined(snapshot: &Snapshot, fps: &[u64], k: u32) -> Result<Grouped> {
+    // (query, position) sorted: the distinct queries in order, and each position's place
+    let mut sorted: Vec<(u64, usize)> = fps.iter().copied().zip(0..).collect();
+    sorted.sort_unstable();
+    let mut distinct: Vec<u64> = sorted.iter().map(|&(q, _)| q).collect();
+    distinct.dedup();
+    // sorted by query, then distance, fingerprint and id: each query's matches in `query`'s order
+    let found = batch_query(snapshot, &distinct, &BatchOptions::new(k))?;
+    // each position's run of matches, found by one merge of the two sorted lists (a binary
+    // search per item would miss the cache at every step: 4x slower at 1M)
+    let mut runs = vec![(0, 0); fps.len()];
+    let mut at = 0;
+    for &(q, position) in &sorted {
+        while found.get(at).is_some_and(|m| m.query < q) {
+            at += 1;
+        }
+        let len = found.get(at..).unwrap_or_default().iter().take_while(|m| m.query == q).count();
+        if let Some(run) = runs.get_mut(position) {
+            *run = (at, at + len);
+        }
+    }
+    let mut out = Grouped::with_capacity(fps.len());
+    for &(start, end) in &runs {
+        out.push_item(found.get(start..end).unwrap_or_default().iter().map(|m| Match { fingerprint: m.fingerprint, distance: m.distance, doc_id: m.doc_id }));
+    }
+    Ok(out)
+}
+
+/// One table probe per item, the items split over every core.
+fn query_many_probed(snapshot: &Snapshot, fps: &[u64], options: &QueryOptions) -> Result<Grouped> {
+    let parts = on_every_core(fps, 256, |part| {
+        let mut out = Grouped::with_capacity(part.len());
+        let mut found = Vec::new();
+        for &fp in part {
+            snapshot.query_into(fp, options, &mut found)?;
+            out.push_item(found.iter().copied());
+        }
+        Ok::<_, crate::Error>(out)
+    })?;
+    let mut out = Grouped::with_capacity(fps.len());
+    for part in parts {
+        out.append(part);
+    }
+    Ok(out)
+}
+
+/// `work` of consecutive parts of `items`, one part per core (parts of at least
+/// `min_per_thread` items, all on this thread when that makes one part); the answers in order.
+pub fn on_every_core<I: Sync, R: Send, E: Send>(items: &[I], min_per_thread: usize, work: impl Fn(&[I]) -> std::result::Result<R, E> + Sync) -> std::result::Result<Vec<R>, E> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(items.len().div_ceil(min_per_thread.max(1))).max(1);
+    if threads == 1 {
+        return Ok(vec![work(items)?]);
+    }
+    let work = &work;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.chunks(items.len().div_ceil(threads)).map(|part| s.spawn(move || work(part))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    })
+}
+
+/// `find_or_insert` of each `(fps[i], ids[i])` in order (as many as the shorter has): an
+/// item's matches, or none when it was inserted. An error stops the batch; the items before
+/// it stay stored.
+pub fn find_or_insert_many(index: &Index, fps: &[u64], ids: &[u64], options: &QueryOptions) -> Result<Grouped> {
+    let mut out = Grouped::with_capacity(fps.len());
+    for (&fp, &id) in fps.iter().zip(ids) {
+        match index.find_or_insert(fp, id, options)? {
+            FindOrInsert::Found(m) => out.push_item(m),
+            FindOrInsert::Inserted { .. } => out.push_item([]),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_keeps_items_apart_across_appends() {
+        let m = |fp| Match { fingerprint: fp, distance: 0, doc_id: Some(fp) };
+        let mut a = Grouped::with_capacity(2);
+        a.push_item([m(1), m(2)]);
+        a.push_item([]);
+        let mut b = Grouped::default();
+        b.push_item([m(3)]);
+        a.append(b);
+        let items: Vec<Vec<u64>> = a.items().map(|i| i.iter().map(|m| m.fingerprint).collect()).collect();
+        assert_eq!(items, vec![vec![1, 2], vec![], vec![3]]);
+        assert_eq!(a.flat().map(|(i, m)| (i, m.fingerprint)).collect::<Vec<_>>(), vec![(0, 1), (0, 2), (2, 3)]);
+        assert_eq!((a.len(), a.matches()), (3, 3));
+    }
+}

@@ -1,0 +1,235 @@
+//! `simdex serve`: one simdex index over HTTP/1.1 and JSON, so that many crawler processes
+//! and machines share one near-duplicate filter. The protocol is specified in
+//! `format-spec/protocol.md`; this crate is the server (the library crates know nothing of
+//! it), and `simdex serve` in the CLI is its command line.
+//!
+//! Modules: [`protocol`] (paths, request decoding, error statuses), `ops` (running a
+//! request against the index), `state` (the open index, the group commit, recovery), `http`
+//! (one request's handling), `access` (loopback and tokens), `metrics` (Prometheus), `log`
+//! (structured logs). [`serve`] ties them together: open the index, bind, accept, and on
+//! SIGTERM or SIGINT stop accepting, finish what is in flight, and close the index.
+
+mod access;
+mod http;
+mod log;
+mod metrics;
+mod ops;
+pub mod protocol;
+mod state;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+pub use access::{read_token, MIN_TOKEN_LEN};
+use log::log;
+use state::Shared;
+
+/// When a write request is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServeDurability {
+    /// Once fsynced: group commit, one fsync for every request waiting on it.
+    Sync,
+    /// Once in the operating system (survives a kill of the server at once), fsynced
+    /// within 10 ms: the index's default ([`simdex::Durability::default`]).
+    Group,
+    /// Once in the operating system; fsynced on `sync`, at log rotation and at shutdown.
+    NoSync,
+}
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The index directory (created when missing, unless `read_only`).
+    pub dir: PathBuf,
+    /// Address to listen on (port 0: any free port, printed at start).
+    pub listen: SocketAddr,
+    /// Bearer token every request but `/health` must carry; required to listen on an
+    /// address that is not loopback.
+    pub token: Option<String>,
+    /// Serve queries only, from a directory another process writes (reopened every `refresh`).
+    pub read_only: bool,
+    /// How often a read-only server reopens the index to see new writes.
+    pub refresh: Duration,
+    /// When writes are acknowledged.
+    pub durability: ServeDurability,
+    /// Largest query distance of a new index.
+    pub k: u32,
+    /// A new index stores a sketch per document (document calls confirm by it).
+    pub sketches: bool,
+    /// Largest request body, in bytes (413 above it).
+    pub max_body: usize,
+    /// Requests worked on at once; more get 503 with `Retry-After`.
+    pub max_in_flight: usize,
+    /// Open connections; more are answered 503 and closed.
+    pub max_connections: usize,
+    /// Time a client has to send a request's head (slow clients are cut off).
+    pub header_timeout: Duration,
+    /// Time a client has to send a request's body (408 after it).
+    pub body_timeout: Duration,
+    /// Time in-flight requests get to finish at shutdown.
+    pub shutdown_timeout: Duration,
+    /// Log every failed request (errors of status 500 and above are always logged).
+    pub log_requests: bool,
+    /// Threads answering connections (index calls run on a blocking pool beside them).
+    pub threads: usize,
+}
+
+impl ServeOptions {
+    /// The defaults for `dir`: 127.0.0.1:7878, no token, group durability, k = 3 with
+    /// sketches (as `Index::open` creates), 64 MiB bodies, 256 requests in flight, 20,000
+    /// connections, 10 s for a head, 60 s for a body, 30 s to shut down.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        ServeOptions {
+            dir: dir.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 7878)),
+            token: None,
+            read_only: false,
+            refresh: Duration::from_secs(2),
+            durability: ServeDurability::Group,
+            k: 3,
+            sketches: true,
+            max_body: 64 << 20,
+            max_in_flight: 256,
+            max_connections: 20_000,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
+            shutdown_timeout: Duration::from_secs(30),
+            log_requests: false,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// Why the server could not start or stopped badly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Listening beyond loopback without a token.
+    #[error("refusing to listen on {addr}: it is not a loopback address and no token is configured (anyone who can reach it could read and write the index); give --token-file, or listen on 127.0.0.1")]
+    Exposed {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The token file is missing or unusable.
+    #[error("token file {}: {why}", path.display())]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The index would not open or close.
+    #[error("{0}")]
+    Index(#[from] simdex_fingerprint::Error),
+    /// The address could not be bound, or the runtime not started.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The failure.
+        source: std::io::Error,
+    },
+}
+
+/// Runs the server until SIGTERM or SIGINT; `ready` is called with the bound address once
+/// the index is open and the socket listens. Returns after a clean shutdown.
+pub fn serve(options: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+    access::check_bind(&options.listen, options.token.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|source| ServeError::Io { what: "starting the runtime".into(), source })?;
+    runtime.block_on(run(options, ready))
+}
+
+async fn run(options: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+    let listener = TcpListener::bind(options.listen).await.map_err(|source| ServeError::Io { what: format!("listening on {}", options.listen), source })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Io { what: "reading the bound address".into(), source })?;
+    let shared = Arc::new(Shared::new(options));
+    // /health answers 503 "starting" while the index opens (replaying a long log takes time)
+    let opener = Arc::clone(&shared);
+    let serving = tokio::spawn(accept_loop(Arc::clone(&shared), listener));
+    tokio::task::spawn_blocking(move || opener.open()).await.map_err(|e| ServeError::Io { what: "opening the index".into(), source: std::io::Error::other(e) })??;
+    if shared.options.read_only {
+        shared.refresh_forever(shared.options.refresh);
+    }
+    log("info", "listening", json!({"addr": addr.to_string(), "dir": shared.options.dir, "read_only": shared.options.read_only, "auth": shared.options.token.is_some()}));
+    ready(addr);
+    let graceful = serving.await.map_err(|e| ServeError::Io { what: "serving".into(), source: std::io::Error::other(e) })?;
+    log("info", "stopping", json!({"in_flight": shared.metrics.in_flight.load(Ordering::Relaxed)}));
+    if tokio::time::timeout(shared.options.shutdown_timeout, graceful.shutdown()).await.is_err() {
+        log("warn", "shutdown_timeout", json!({"after_s": shared.options.shutdown_timeout.as_secs_f64()}));
+    }
+    let closer = Arc::clone(&shared);
+    tokio::task::spawn_blocking(move || closer.close()).await.map_err(|e| ServeError::Io { what: "closing the index".into(), source: std::io::Error::other(e) })??;
+    log("info", "stopped", json!({}));
+    Ok(())
+}
+
+/// Accepts connections until SIGTERM or SIGINT; returns the watcher of those still open.
+async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) -> GracefulShutdown {
+    let graceful = GracefulShutdown::new();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminated = async move {
+        match term.as_mut() {
+            Some(t) => {
+                t.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(terminated);
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = tokio::signal::ctrl_c() => break,
+            _ = &mut terminated => break,
+        };
+        let (mut stream, _) = match accepted {
+            Ok(s) => s,
+            Err(e) => {
+                // out of descriptors and the like: pause rather than spin
+                log("warn", "accept_failed", json!({"error": e.to_string()}));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let metrics = &shared.metrics;
+        if metrics.connections.load(Ordering::Relaxed) >= shared.options.max_connections as u64 {
+            tokio::spawn(async move {
+                let body = br#"{"error":{"kind":"too_many_connections","message":"the server has --max-connections open connections"}}"#;
+                let head =
+                    format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", body.len());
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(body).await;
+            });
+            continue;
+        }
+        metrics.connections.fetch_add(1, Ordering::Relaxed);
+        metrics.connections_total.fetch_add(1, Ordering::Relaxed);
+        let conn_shared = Arc::clone(&shared);
+        let service = service_fn(move |req| http::handle(Arc::clone(&conn_shared), req));
+        let conn =
+            http1::Builder::new().timer(TokioTimer::new()).header_read_timeout(shared.options.header_timeout).keep_alive(true).serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        let done = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let _ = conn.await;
+            done.metrics.connections.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+    shared.stopping.store(true, Ordering::SeqCst);
+    graceful
+}

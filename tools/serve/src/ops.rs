@@ -1,0 +1,236 @@
+//! Runs a decoded [`Request`] against the index (blocking: the server calls it on the
+//! blocking pool) and encodes its answer, JSON or binary, as `format-spec/protocol.md`
+//! specifies; maps the library's errors onto [`ApiError`]s.
+
+use std::io::ErrorKind;
+
+use serde_json::{json, Value};
+use simdex::many::{find_or_insert_many, query_many, Grouped};
+use simdex::{FindOrInsert, Match, QueryOptions};
+use simdex_fingerprint::document::DocumentKind;
+use simdex_fingerprint::document_batch::{self, DocumentAnswer, DocumentMatch};
+use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_UNCONFIRMED_K};
+
+use crate::protocol::{ApiError, Doc, DocOptions, Request};
+
+/// An answer's body.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// `application/json`.
+    Json(Vec<u8>),
+    /// `application/octet-stream` (the binary batch form).
+    Binary(Vec<u8>),
+}
+
+fn reply(v: Value) -> Reply {
+    Reply::Json(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+fn row(m: &Match) -> Value {
+    json!([m.fingerprint, m.distance, m.doc_id])
+}
+
+fn rows(m: &[Match]) -> Value {
+    Value::Array(m.iter().map(row).collect())
+}
+
+fn doc_rows(m: &[DocumentMatch]) -> Value {
+    Value::Array(m.iter().map(|d| json!([d.matched.fingerprint, d.matched.distance, d.matched.doc_id, d.similarity])).collect())
+}
+
+fn doc_answer(a: &DocumentAnswer) -> Value {
+    json!({"fingerprint": a.fingerprint, "matches": doc_rows(&a.matches), "words": a.words})
+}
+
+/// The binary form of a batch's answer: item count n and match count m (u64 each), then
+/// m item positions (u64), m fingerprints (u64), m document ids (u64; 0 where none) and
+/// m distances (u32), all little-endian.
+pub fn binary_matches(g: &Grouped) -> Vec<u8> {
+    let m = g.matches();
+    let mut out = Vec::with_capacity(16 + m * 28);
+    out.extend_from_slice(&(g.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(m as u64).to_le_bytes());
+    out.extend(g.flat().flat_map(|(i, _)| (i as u64).to_le_bytes()));
+    out.extend(g.flat().flat_map(|(_, x)| x.fingerprint.to_le_bytes()));
+    out.extend(g.flat().flat_map(|(_, x)| x.doc_id.unwrap_or(0).to_le_bytes()));
+    out.extend(g.flat().flat_map(|(_, x)| x.distance.to_le_bytes()));
+    out
+}
+
+fn grouped(g: &Grouped, binary: bool) -> Reply {
+    if binary {
+        Reply::Binary(binary_matches(g))
+    } else {
+        reply(json!({"matches": Value::Array(g.items().map(rows).collect())}))
+    }
+}
+
+fn input(d: &Doc) -> DocumentInput<'_> {
+    DocumentInput { bytes: &d.bytes, kind: if d.html { DocumentKind::Html } else { DocumentKind::Text } }
+}
+
+/// The document query of `o`, with the Python package's defaults (k = 8 confirmed by
+/// sketch, 3 by fingerprints alone).
+fn document_query(o: &DocOptions) -> DocumentQuery {
+    let confirm = o.confirm.unwrap_or(true);
+    let k = o.k.unwrap_or(if confirm { DEFAULT_CONFIRMED_K } else { DEFAULT_UNCONFIRMED_K });
+    DocumentQuery::within(k).with_min_words(o.min_words.unwrap_or(0)).with_confirm(confirm)
+}
+
+/// Runs `request` against `index`.
+pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiError> {
+    let within = |k: Option<u32>| QueryOptions::within(k.unwrap_or_else(|| index.k()));
+    Ok(match request {
+        Request::Query { fp, k } => reply(json!({"matches": rows(&index.query(fp, &within(k)).map_err(index_error)?)})),
+        Request::FindOrInsert { fp, doc_id, k } => {
+            let matches = match index.find_or_insert(fp, doc_id, &within(k)).map_err(index_error)? {
+                FindOrInsert::Found(m) => m,
+                FindOrInsert::Inserted { .. } => Vec::new(),
+            };
+            reply(json!({"matches": rows(&matches)}))
+        }
+        Request::Add { fp, doc_id } => reply(json!({"seq": index.insert(fp, doc_id).map_err(index_error)?})),
+        Request::Delete { fp, doc_id } => reply(json!({"seq": index.delete(fp, doc_id).map_err(index_error)?})),
+        Request::QueryMany { fps, k, binary } => grouped(&query_many(index, &fps, &within(k)).map_err(index_error)?, binary),
+        Request::FindOrInsertMany { fps, doc_ids, k, binary } => grouped(&find_or_insert_many(index, &fps, &doc_ids, &within(k)).map_err(index_error)?, binary),
+        Request::AddMany { fps, doc_ids } => {
+            let records: Vec<(u64, Option<u64>)> = match doc_ids {
+                Some(ids) => fps.iter().zip(ids).map(|(&f, i)| (f, Some(i))).collect(),
+                None => fps.iter().map(|&f| (f, None)).collect(),
+            };
+            let seq = index.insert_batch_numbered(&records).map_err(index_error)?;
+            reply(json!({"count": records.len(), "seq": seq}))
+        }
+        Request::DeleteMany { fps, doc_ids } => {
+            let pairs: Vec<(u64, u64)> = fps.into_iter().zip(doc_ids).collect();
+            let seq = index.delete_batch(&pairs).map_err(index_error)?;
+            reply(json!({"count": pairs.len(), "seq": seq}))
+        }
+        Request::FingerprintDocument { doc } => reply(json!({"fingerprint": index.fingerprint_document(input(&doc)).map_err(fp_error)?.value})),
+        Request::FingerprintDocuments { docs } => {
+            let inputs: Vec<DocumentInput<'_>> = docs.iter().map(input).collect();
+            let fps = document_batch::fingerprint_documents(index, &inputs).map_err(|(i, e)| {
+                let err = fp_error(e);
+                ApiError { message: format!("document {i}: {}", err.message), ..err }
+            })?;
+            reply(json!({"fingerprints": fps}))
+        }
+        Request::AddDocument { doc, doc_id } => reply(json!({"fingerprint": index.insert_document(input(&doc), doc_id).map_err(fp_error)?.value})),
+        Request::QueryDocument { doc, options } => reply(doc_answer(&document_batch::query_document(index, input(&doc), &document_query(&options)).map_err(fp_error)?)),
+        Request::FindOrInsertDocument { doc, doc_id, options } => {
+            reply(doc_answer(&document_batch::find_or_insert_document(index, input(&doc), doc_id, &document_query(&options)).map_err(fp_error)?))
+        }
+        Request::FindOrInsertDocuments { docs, doc_ids, options } => {
+            let inputs: Vec<DocumentInput<'_>> = docs.iter().map(input).collect();
+            let outcomes = document_batch::find_or_insert_documents(index, &inputs, &doc_ids, &document_query(&options)).map_err(fp_error)?;
+            let results: Vec<Value> = outcomes
+                .iter()
+                .map(|o| match o {
+                    Ok(a) => doc_answer(a),
+                    Err(e) => {
+                        let err = fp_error_ref(e);
+                        json!({"error": {"kind": err.kind, "message": err.message}})
+                    }
+                })
+                .collect();
+            reply(json!({"results": results}))
+        }
+        Request::Info => reply(json!({
+            "path": index.dir(),
+            "k": index.k(),
+            "sketches": index.sketches().is_some(),
+            "recipe": index.recipe().map(|r| r.descriptor()),
+            "read_only": index.stats().read_only,
+            "server": concat!("simdex-serve ", env!("CARGO_PKG_VERSION")),
+        })),
+        Request::Stats => reply(stats(index)),
+        Request::Sync => {
+            index.sync().map_err(index_error)?;
+            reply(json!({}))
+        }
+        Request::Flush => {
+            index.flush().map_err(index_error)?;
+            reply(json!({}))
+        }
+        Request::Compact => {
+            index.compact().map_err(index_error)?;
+            reply(json!({}))
+        }
+    })
+}
+
+/// The index's statistics, with the Python package's `Index.stats()` keys.
+pub fn stats(index: &DocumentIndex) -> Value {
+    let s = index.stats();
+    json!({
+        "path": s.dir,
+        "read_only": s.read_only,
+        "k": s.k,
+        "segments": s.segments.len(),
+        "segment_fingerprints": s.segments.iter().map(|g| g.entries).sum::<u64>(),
+        "memtable_inserts": s.memtable_inserts,
+        "memtable_deletes": s.memtable_deletes,
+        "frozen_ops": s.frozen_ops,
+        "tombstones": s.tombstones,
+        "log_bytes": s.logs.iter().map(|l| l.1).sum::<u64>(),
+        "last_seq": s.last_seq,
+        "synced_seq": s.synced_seq,
+        "flushed_seq": s.flushed_seq,
+        "flushes": s.flushes,
+        "compactions": s.compactions,
+        "maintenance_error": s.maintenance_error,
+        "recipe": index.recipe().map(|r| r.descriptor()),
+        "lost": index.open_report().lost.clone(),
+        "lost_ops": index.open_report().lost_ops,
+    })
+}
+
+/// True when `e` (or a cause) is a full disk.
+fn no_space(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == ErrorKind::StorageFull || io.raw_os_error() == Some(28)) {
+            return true;
+        }
+        if matches!(c.downcast_ref::<simdex::Error>(), Some(simdex::Error::NoSpace { .. })) {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// The status a library error answers with.
+pub fn index_error(e: simdex::Error) -> ApiError {
+    index_error_ref(&e)
+}
+
+fn index_error_ref(e: &simdex::Error) -> ApiError {
+    let msg = e.chain_message();
+    if no_space(e) {
+        return ApiError::new(507, "no_space", msg).retry_after(5);
+    }
+    match e {
+        simdex::Error::InvalidArgument(_) | simdex::Error::KTooLarge { .. } | simdex::Error::Design(_) => ApiError::new(400, "invalid_argument", msg),
+        simdex::Error::ReadOnly { .. } => ApiError::new(403, "read_only", msg),
+        simdex::Error::WriterFailed { .. } => ApiError::new(503, "recovering", msg).retry_after(1),
+        e if e.is_corruption() => ApiError::new(500, "corrupt", msg),
+        _ => ApiError::new(500, "internal", msg),
+    }
+}
+
+/// The status a document call's error answers with.
+pub fn fp_error(e: simdex_fingerprint::Error) -> ApiError {
+    fp_error_ref(&e)
+}
+
+fn fp_error_ref(e: &simdex_fingerprint::Error) -> ApiError {
+    use simdex_fingerprint::Error as E;
+    match e {
+        E::Index(e) => index_error_ref(e),
+        E::RecipeMismatch { .. } => ApiError::new(409, "recipe_mismatch", e.to_string()),
+        E::EmptyDocument { .. } => ApiError::new(422, "empty_document", format!("document not fingerprinted: {e}")),
+        E::BinaryDocument { .. } => ApiError::new(422, "binary_document", format!("document not fingerprinted: {e}")),
+        e => ApiError::new(400, "invalid_argument", format!("document not fingerprinted: {e}")),
+    }
+}

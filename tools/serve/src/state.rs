@@ -1,0 +1,187 @@
+//! What the server shares between connections: the open index (in a slot that is empty
+//! while it opens, recovers or closes), the group commit, the bound on work in flight and
+//! the metrics; and the index's life: opening, reopening after a failed write (a full disk),
+//! refreshing a read-only view, closing.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_json::json;
+use simdex::{Durability, IndexOptions};
+use simdex_fingerprint::sketch::SketchOptions;
+use simdex_fingerprint::DocumentIndex;
+
+use crate::log::log;
+use crate::metrics::Metrics;
+use crate::{ServeDurability, ServeOptions};
+
+/// The group commit of `--durability sync`: a write request is acknowledged once an fsync
+/// that started after its write returned has finished, and one fsync acknowledges every
+/// request waiting for it (leader and followers: the first waiter to take the lock syncs
+/// for all whose writes came before the sync started).
+#[derive(Default)]
+pub struct Committer {
+    /// Tickets taken: one per write request, taken after its write returned.
+    taken: AtomicU64,
+    /// Every ticket up to this one is durable.
+    synced: Mutex<u64>,
+}
+
+impl Committer {
+    /// Returns once the writes `index` made before this call are fsynced.
+    pub fn commit(&self, index: &DocumentIndex, metrics: &Metrics) -> simdex::Result<()> {
+        let ticket = self.taken.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut synced = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
+        if *synced >= ticket {
+            return Ok(());
+        }
+        // every ticket up to `target` was taken after its write returned, so this sync covers it
+        let target = self.taken.load(Ordering::SeqCst);
+        index.sync()?;
+        metrics.commits.fetch_add(1, Ordering::Relaxed);
+        metrics.committed_writes.fetch_add(target - *synced, Ordering::Relaxed);
+        *synced = target;
+        Ok(())
+    }
+}
+
+/// The server's shared state.
+pub struct Shared {
+    /// How it was started.
+    pub options: ServeOptions,
+    slot: RwLock<Option<Arc<DocumentIndex>>>,
+    /// Set once shutdown began: `/health` says so, new requests are refused.
+    pub stopping: AtomicBool,
+    recovering: AtomicBool,
+    /// Bounds the requests being worked on.
+    pub permits: tokio::sync::Semaphore,
+    /// See [`Committer`].
+    pub committer: Committer,
+    /// See [`Metrics`].
+    pub metrics: Metrics,
+}
+
+impl Shared {
+    /// The state of a server about to open its index.
+    pub fn new(options: ServeOptions) -> Self {
+        Shared {
+            permits: tokio::sync::Semaphore::new(options.max_in_flight.max(1)),
+            options,
+            slot: RwLock::new(None),
+            stopping: AtomicBool::new(false),
+            recovering: AtomicBool::new(false),
+            committer: Committer::default(),
+            metrics: Metrics::default(),
+        }
+    }
+
+    /// The open index, or `None` while it opens, recovers or closes.
+    pub fn index(&self) -> Option<Arc<DocumentIndex>> {
+        self.slot.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn put(&self, index: Option<DocumentIndex>) -> Option<Arc<DocumentIndex>> {
+        std::mem::replace(&mut *self.slot.write().unwrap_or_else(PoisonError::into_inner), index.map(Arc::new))
+    }
+
+    /// True while a failed writer is being replaced.
+    pub fn recovering(&self) -> bool {
+        self.recovering.load(Ordering::SeqCst)
+    }
+
+    /// Opens the index as the options say.
+    pub fn open(&self) -> Result<(), simdex_fingerprint::Error> {
+        let index = open(&self.options)?;
+        self.put(Some(index));
+        Ok(())
+    }
+
+    /// Empties the slot and closes the index once no request holds it.
+    pub fn close(&self) -> Result<(), simdex_fingerprint::Error> {
+        match self.put(None) {
+            Some(index) => wait_unshared(index).close(),
+            None => Ok(()),
+        }
+    }
+
+    /// After a write failed part-way (the writer refuses writes until reopened, e.g. after
+    /// a full disk): closes the index and opens it again, retrying every second, on a
+    /// thread of its own. Requests meanwhile get 503 `recovering`.
+    pub fn recover(self: &Arc<Self>) {
+        if self.recovering.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let shared = Arc::clone(self);
+        std::thread::spawn(move || {
+            log("warn", "recovering", json!({"why": "a write failed part-way; reopening the index"}));
+            if let Some(old) = shared.put(None) {
+                // its close may fail for the reason the write did: the reopen recovers the log
+                let _ = wait_unshared(old).close();
+            }
+            while !shared.stopping.load(Ordering::SeqCst) {
+                match open(&shared.options) {
+                    Ok(index) => {
+                        shared.put(Some(index));
+                        shared.metrics.reopens.fetch_add(1, Ordering::Relaxed);
+                        log("info", "recovered", json!({}));
+                        break;
+                    }
+                    Err(e) => {
+                        log("error", "reopen_failed", json!({"error": e.to_string(), "retry_in_s": 1}));
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                }
+            }
+            shared.recovering.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// A read-only server's refresh: reopens the index every `refresh` so that it sees what
+    /// the writing process added (a read-only open sees the writes made before it).
+    pub fn refresh_forever(self: &Arc<Self>, every: Duration) {
+        let shared = Arc::clone(self);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(every);
+            if shared.stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            match open(&shared.options) {
+                Ok(index) => {
+                    // the old view closes when its last request drops it
+                    shared.put(Some(index));
+                    shared.metrics.reopens.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => log("error", "refresh_failed", json!({"error": e.to_string()})),
+            }
+        });
+    }
+}
+
+/// The index once `index` is its only reference (requests still running hold others).
+fn wait_unshared(mut index: Arc<DocumentIndex>) -> DocumentIndex {
+    loop {
+        match Arc::try_unwrap(index) {
+            Ok(i) => return i,
+            Err(shared) => {
+                index = shared;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+fn open(options: &ServeOptions) -> Result<DocumentIndex, simdex_fingerprint::Error> {
+    let durability = match options.durability {
+        // the group commit fsyncs; the index itself only writes
+        ServeDurability::Sync | ServeDurability::NoSync => Durability::NoSync,
+        ServeDurability::Group => Durability::default(),
+    };
+    let sketches = options.sketches.then(|| SketchOptions::default().column());
+    let index_options = IndexOptions { k: options.k, durability, create: !options.read_only, sketches, ..IndexOptions::default() };
+    if options.read_only {
+        DocumentIndex::open_read_only(&options.dir, index_options)
+    } else {
+        DocumentIndex::open(&options.dir, index_options)
+    }
+}

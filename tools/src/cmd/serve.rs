@@ -1,0 +1,111 @@
+//! `simdex serve`: the command line of the `simdex-serve` crate (one index over HTTP/JSON).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args as ClapArgs, ValueEnum};
+use simdex_serve::{ServeDurability, ServeOptions};
+
+/// Serve one index over HTTP/1.1 and JSON, so that many crawler processes and machines
+/// share it (protocol: format-spec/protocol.md; Python: `simdex.Client(URL)`).
+///
+/// Listens on 127.0.0.1:7878 by default and refuses any address that is not loopback
+/// unless --token-file names a bearer token every request must carry. Prints
+/// `listening on http://ADDR` once the index is open; /health answers 200 from then on,
+/// /metrics gives Prometheus' text format. SIGTERM or SIGINT stops accepting, lets the
+/// requests in flight finish, syncs and closes the index. TLS is left to a proxy in front
+/// (README, "Several crawler processes").
+#[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  simdex serve pages.idx\n  simdex serve pages.idx --listen 0.0.0.0:7878 --token-file /etc/simdex/token\n  simdex serve pages.idx --read-only --listen 127.0.0.1:7879"
+)]
+pub struct Args {
+    /// The index directory (created when missing, unless --read-only).
+    dir: PathBuf,
+    /// HOST:PORT to listen on (port 0: any free port, printed at start).
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    listen: String,
+    /// File holding the bearer token (one line, at least 16 characters); required to listen
+    /// beyond loopback.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Serve queries only, from a directory another process writes; reopened every
+    /// --refresh seconds to see its new writes.
+    #[arg(long)]
+    read_only: bool,
+    /// Seconds between a read-only server's reopens.
+    #[arg(long, default_value_t = 2.0, value_parser = crate::value_parsers::positive_f64)]
+    refresh: f64,
+    /// When a write is acknowledged: `sync` after an fsync shared by every client waiting
+    /// (group commit; survives a power loss), `group` once the OS has it (survives a kill of
+    /// the server; fsynced within 10 ms, the library's default), `nosync` (fsynced on sync and
+    /// at shutdown).
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Group)]
+    durability: DurabilityArg,
+    /// Largest query distance of a new index.
+    #[arg(short, long, default_value_t = 3)]
+    k: u32,
+    /// A new index stores no sketches (document calls then decide by fingerprints alone).
+    #[arg(long)]
+    no_sketches: bool,
+    /// Largest request body in MiB (413 above it).
+    #[arg(long, default_value_t = 64)]
+    max_body_mib: usize,
+    /// Requests worked on at once; more are answered 503 with Retry-After.
+    #[arg(long, default_value_t = 256)]
+    max_in_flight: usize,
+    /// Open connections; more are answered 503 and closed.
+    #[arg(long, default_value_t = 20_000)]
+    max_connections: usize,
+    /// Seconds a client has to send a request's head (slow clients are cut off).
+    #[arg(long, default_value_t = 10.0, value_parser = crate::value_parsers::positive_f64)]
+    header_timeout: f64,
+    /// Seconds a client has to send a request's body (408 after it).
+    #[arg(long, default_value_t = 60.0, value_parser = crate::value_parsers::positive_f64)]
+    body_timeout: f64,
+    /// Log every failed request (server errors are always logged), as JSON lines on stderr.
+    #[arg(long)]
+    log_requests: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum DurabilityArg {
+    Sync,
+    Group,
+    Nosync,
+}
+
+fn address(text: &str) -> Result<SocketAddr> {
+    let mut addrs = text.to_socket_addrs().with_context(|| format!("--listen {text:?}: not HOST:PORT"))?;
+    addrs.next().with_context(|| format!("--listen {text:?}: the name resolves to no address"))
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let mut options = ServeOptions::new(&args.dir);
+    options.listen = address(&args.listen)?;
+    options.token = args.token_file.as_deref().map(simdex_serve::read_token).transpose()?;
+    options.read_only = args.read_only;
+    options.refresh = Duration::from_secs_f64(args.refresh);
+    options.durability = match args.durability {
+        DurabilityArg::Sync => ServeDurability::Sync,
+        DurabilityArg::Group => ServeDurability::Group,
+        DurabilityArg::Nosync => ServeDurability::NoSync,
+    };
+    options.k = args.k;
+    options.sketches = !args.no_sketches;
+    options.max_body = args.max_body_mib.saturating_mul(1 << 20);
+    options.max_in_flight = args.max_in_flight;
+    options.max_connections = args.max_connections;
+    options.header_timeout = Duration::from_secs_f64(args.header_timeout);
+    options.body_timeout = Duration::from_secs_f64(args.body_timeout);
+    options.log_requests = args.log_requests;
+    simdex_serve::serve(options, |addr| {
+        // the line scripts and tests wait for (port 0: the port chosen)
+        println!("listening on http://{addr}");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+    })
+    .with_context(|| format!("simdex serve {}", args.dir.display()))
+}
