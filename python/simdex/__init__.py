@@ -37,6 +37,8 @@ from ._simdex import Index as _Index
 
 __all__ = [
     "Index",
+    "Client",
+    "ServerUnavailableError",
     "DocumentMatch",
     "MatchColumns",
     "Fingerprinter",
@@ -204,3 +206,7 @@ class Index(_Index):
         ids = _u64_bytes(doc_ids, "doc_ids")
         out = self._find_or_insert_documents(list(docs), ids, k, html, min_words, confirm)
         return [a if isinstance(a, BaseException) else _document_answer(a) for a in out]
+
+
+# the client of `simdex serve` (imported last: it uses the helpers above)
+from .client import Client, ServerUnavailableError  # noqa: E402

@@ -26,7 +26,13 @@ sketches' estimate). While the crawl runs, a log line gives the counts every
 
 Settings:
 
-- ``SIMDEX_INDEX`` (required): the index directory.
+- ``SIMDEX_INDEX``: the index directory, opened by this process (one process writes an index
+  at a time).
+- ``SIMDEX_URL``: instead of ``SIMDEX_INDEX``, the URL of a ``simdex serve`` server
+  (``http://127.0.0.1:7878``): several crawl processes, on one machine or many, share its
+  index through ``simdex.Client``, and one is told "new" for a page the others stored.
+  ``SIMDEX_TOKEN`` (default: the environment's ``SIMDEX_TOKEN``) is its bearer token.
+  ``SIMDEX_DURABILITY`` is then the server's (``simdex serve --durability``).
 - ``SIMDEX_K``: distance within which a stored page is a candidate, 0 to 8 whatever design
   the index has (default 8, what ``simdex dedup`` uses). On an index with sketches (the
   default) a candidate is a near-duplicate only when the sketches estimate a resemblance of at
@@ -36,6 +42,10 @@ Settings:
   tiny pages all look alike).
 - ``SIMDEX_URLS``: the SQLite file mapping document ids to URLs and their last fingerprint
   (default: the index directory's path plus ``.urls.sqlite3``), kept durable beside the index.
+  With ``SIMDEX_URL`` there is none unless set: the processes of one machine may share one
+  file (SQLite locks it); without it a near-duplicate names the page it duplicates by its
+  document id (``<doc id N>``), and a page that changed under its URL is stored beside its
+  old version instead of replacing it.
 - ``SIMDEX_ACTION``: ``"drop"`` (default: a near-duplicate of another URL raises
   ``IgnoreRequest``, an item ``DropItem``) or ``"flag"`` (passed on, flagged
   ``simdex:near_duplicate``, with ``meta["simdex"]``, for the spider to decide).
@@ -56,13 +66,14 @@ Each check runs on the reactor's thread pool (``REACTOR_THREADPOOL_MAXSIZE``), n
 reactor's thread, so downloads and parsing go on while pages are fingerprinted and looked up
 (the index calls release the GIL). The index is opened when the crawler is created: an index
 locked by another process fails the crawl at once with ``simdex.LockedError``, before any
-request. The middleware and the
-pipeline of one process share one open index.
+request (so does a ``SIMDEX_URL`` no server answers, with ``simdex.ServerUnavailableError``).
+The middleware and the pipeline of one process share one open index (or client).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -91,34 +102,45 @@ class _Store:
     _open: Dict[str, Tuple["_Store", int]] = {}
     _lock = threading.Lock()
 
-    def __init__(self, path: str, k: Optional[int], durability: str, urls: Optional[str]) -> None:
+    def __init__(self, where: str, remote: bool, token: Optional[str], durability: str, urls: Optional[str]) -> None:
         # a new index gets the library's design (k = 3); SIMDEX_K is the query's distance
-        self.index = simdex.Index(path, durability=durability)
-        self.urls_path = urls or path.rstrip("/") + ".urls.sqlite3"
-        # autocommit; WAL with synchronous=NORMAL survives a process crash
-        self.db = sqlite3.connect(self.urls_path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS urls (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, fp INTEGER)")
-        if "fp" not in {row[1] for row in self.db.execute("PRAGMA table_info(urls)")}:
-            # a map written before pages were replaced by URL: their fingerprints are unknown
-            self.db.execute("ALTER TABLE urls ADD COLUMN fp INTEGER")
+        self.index: Any
+        self.db: Optional[sqlite3.Connection] = None
+        if remote:
+            self.index = simdex.Client(where, token=token)
+            # asked now, so that a server out of reach fails the crawl before any request
+            self.index.k
+        else:
+            self.index = simdex.Index(where, durability=durability)
+            urls = urls or where.rstrip("/") + ".urls.sqlite3"
         # the ids of the pages the middleware checked in this process (the pipeline passes
         # their items on without storing them again)
         self.pages: Set[int] = set()
         # checks run on the reactor's thread pool: the URL map (one SQLite connection) and
         # a URL's replacement are used under this lock
         self.lock = threading.Lock()
+        if urls is None:
+            return
+        self.urls_path = urls
+        # autocommit; WAL with synchronous=NORMAL survives a process crash; other processes
+        # may share the file (a busy file is waited for)
+        self.db = sqlite3.connect(self.urls_path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS urls (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, fp INTEGER)")
+        if "fp" not in {row[1] for row in self.db.execute("PRAGMA table_info(urls)")}:
+            # a map written before pages were replaced by URL: their fingerprints are unknown
+            self.db.execute("ALTER TABLE urls ADD COLUMN fp INTEGER")
 
     @classmethod
-    def acquire(cls, path: str, k: Optional[int], durability: str, urls: Optional[str]) -> "_Store":
+    def acquire(cls, where: str, remote: bool, token: Optional[str], durability: str, urls: Optional[str]) -> "_Store":
         with cls._lock:
-            if path in cls._open:
-                store, n = cls._open[path]
-                cls._open[path] = (store, n + 1)
+            if where in cls._open:
+                store, n = cls._open[where]
+                cls._open[where] = (store, n + 1)
                 return store
-            store = cls(path, k, durability, urls)
-            cls._open[path] = (store, 1)
+            store = cls(where, remote, token, durability, urls)
+            cls._open[where] = (store, 1)
             return store
 
     @classmethod
@@ -130,11 +152,14 @@ class _Store:
                 return
             del cls._open[path]
         store.index.close()
-        store.db.close()
+        if store.db is not None:
+            store.db.close()
 
     def remember(self, doc_id: int, url: str, fp: int) -> Optional[int]:
         """Records ``url`` and its page's fingerprint under ``doc_id``; returns the fingerprint
         it held before (None: none known)."""
+        if self.db is None:
+            return None
         # ids and fingerprints are stored as signed 64-bit integers, SQLite's
         row = self.db.execute("SELECT fp FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
         self.db.execute("INSERT OR REPLACE INTO urls (doc_id, url, fp) VALUES (?, ?, ?)", (_signed(doc_id), url, _signed(fp)))
@@ -143,6 +168,8 @@ class _Store:
     def url_of(self, doc_id: Optional[int]) -> str:
         if doc_id is None:
             return "<no id>"
+        if self.db is None:
+            return f"<doc id {doc_id}>"
         with self.lock:
             row = self.db.execute("SELECT url FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
         return row[0] if row else f"<doc id {doc_id}>"
@@ -157,10 +184,14 @@ class _Base:
 
     def __init__(self, crawler: Any) -> None:
         s = crawler.settings
-        path = s.get("SIMDEX_INDEX")
-        if not path:
-            raise NotConfigured("SIMDEX_INDEX is not set")
-        self.path = str(path)
+        path, url = s.get("SIMDEX_INDEX"), s.get("SIMDEX_URL")
+        if path and url:
+            raise ValueError("SIMDEX_INDEX and SIMDEX_URL are both set: a crawl opens an index directory or uses a server, not both")
+        if not path and not url:
+            raise NotConfigured("neither SIMDEX_INDEX (an index directory) nor SIMDEX_URL (a simdex serve server) is set")
+        self.path = str(path or url)
+        remote = bool(url)
+        token = s.get("SIMDEX_TOKEN") or os.environ.get("SIMDEX_TOKEN")
         k = s.get("SIMDEX_K")
         self.k: Optional[int] = None if k in (None, "") else int(k)
         self.min_words = s.getint("SIMDEX_MIN_WORDS", DEFAULT_MIN_WORDS)
@@ -172,13 +203,16 @@ class _Base:
         self.stats = crawler.stats
         # opened now, so that a locked index fails the crawl before any request
         try:
-            self.store = _Store.acquire(self.path, self.k, s.get("SIMDEX_DURABILITY", "group"), s.get("SIMDEX_URLS"))
+            self.store = _Store.acquire(self.path, remote, token, s.get("SIMDEX_DURABILITY", "group"), s.get("SIMDEX_URLS"))
         except simdex.LockedError:
             logger.error(
                 "simdex: the index %s is locked by another process (its LOCK file): one process writes an index at a time; "
-                "stop the other crawl, or give this one its own SIMDEX_INDEX",
+                "stop the other crawl, give this one its own SIMDEX_INDEX, or share the index through `simdex serve` and SIMDEX_URL",
                 self.path,
             )
+            raise
+        except simdex.ServerUnavailableError:
+            logger.error("simdex: SIMDEX_URL = %s: no simdex server answers there (start one with `simdex serve DIR`)", self.path)
             raise
         if self.k is not None and not 0 <= self.k <= MAX_K:
             _Store.release(self.path)

@@ -47,7 +47,7 @@ fn readme_row(readme: &str, crate_name: &str) -> (BTreeSet<String>, Vec<(String,
 #[test]
 fn the_readme_lists_every_crates_dependencies_as_cargo_has_them() {
     let readme = std::fs::read_to_string(Path::new(REPO).join("README.md")).unwrap();
-    for package in ["simdex", "simdex-fingerprint", "simdex-cli"] {
+    for package in ["simdex", "simdex-fingerprint", "simdex-cli", "simdex-serve"] {
         let (always, opt_in) = readme_row(&readme, package);
         let base = cargo_tree(package, None);
         assert_eq!(always, base, "README's dependencies of {package} (left) against cargo tree (right)");

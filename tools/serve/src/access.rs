@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::ServeError;
+use crate::error::ServeError;
 
 /// Tokens shorter than this are refused: a token is a secret, not a password to remember.
 pub const MIN_TOKEN_LEN: usize = 16;

@@ -17,9 +17,9 @@ use serde_json::json;
 use crate::access::authorized;
 use crate::log::log;
 use crate::ops::{self, Reply};
+use crate::options::ServeDurability;
 use crate::protocol::{self, ApiError, Op};
 use crate::state::Shared;
-use crate::ServeDurability;
 
 /// A response body.
 pub type Body = Full<Bytes>;

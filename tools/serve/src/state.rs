@@ -14,7 +14,7 @@ use simdex_fingerprint::DocumentIndex;
 
 use crate::log::log;
 use crate::metrics::Metrics;
-use crate::{ServeDurability, ServeOptions};
+use crate::options::{ServeDurability, ServeOptions};
 
 /// The group commit of `--durability sync`: a write request is acknowledged once an fsync
 /// that started after its write returned has finished, and one fsync acknowledges every

@@ -1,0 +1,397 @@
+"""``simdex.Client``: an index served by ``simdex serve``, with ``simdex.Index``'s API.
+
+>>> import simdex
+>>> with simdex.Client("http://127.0.0.1:7878") as idx:      # token="..." beyond loopback
+...     idx.find_or_insert(0x1234, doc_id=1)
+[]
+
+Code written for ``Index`` runs against ``Client``: the same methods, arguments, return
+values and exception classes (``EmptyDocumentError``, ``RecipeMismatchError``,
+``CorruptError``, ``ValueError`` for bad arguments, ``Error`` for the rest), so several
+processes and machines share one index through one server. The protocol is
+``format-spec/protocol.md``.
+
+Connections: one keep-alive HTTP/1.1 connection per thread (``http.client``, no third-party
+package), so a client may be shared by threads. ``https://`` URLs work through a TLS proxy
+in front of the server.
+
+Failures: a server that cannot be reached raises ``ServerUnavailableError`` (an ``Error`` and
+a ``ConnectionError``) naming the URL; a request without an answer within ``timeout`` seconds
+raises it too. Every call is retried, up to ``retries`` times with the server's
+``Retry-After``, when the server refused it without doing anything (503: overloaded,
+starting, recovering after a failed write) or when the connection failed before the request
+was sent. Calls that are safe to repeat (queries, fingerprinting, ``stats``, ``sync``,
+``flush``, ``compact``) are also retried when the connection broke after the request was
+sent; a write (``add``, ``find_or_insert``, ``delete``, the document writes and their
+batches) is not then, since the server may have done it: the error is raised for the caller
+to decide.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import socket
+import sys
+import threading
+import time
+from array import array
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from urllib.parse import urlsplit
+
+from ._simdex import BinaryDocumentError, CorruptError, EmptyDocumentError, Error, RecipeMismatchError
+
+__all__ = ["Client", "ServerUnavailableError"]
+
+_BINARY = "application/octet-stream"
+
+
+class ServerUnavailableError(Error, ConnectionError):
+    """The server could not be reached, or gave no answer in time (the message names the URL)."""
+
+
+_ERRORS = {
+    "empty_document": EmptyDocumentError,
+    "binary_document": BinaryDocumentError,
+    "recipe_mismatch": RecipeMismatchError,
+    "corrupt": CorruptError,
+    "bad_request": ValueError,
+    "invalid_argument": ValueError,
+}
+
+
+def _error(kind: str, message: str, status: int) -> BaseException:
+    e = _ERRORS.get(kind, Error)(message)
+    e.status = status  # type: ignore[attr-defined]
+    e.kind = kind  # type: ignore[attr-defined]
+    return e
+
+
+class _Retry(Exception):
+    def __init__(self, after: float, cause: BaseException) -> None:
+        self.after = after
+        self.cause = cause
+
+
+def _document(data: Union[str, bytes], html: Optional[bool]) -> Dict[str, str]:
+    """A document as the protocol carries it (a str is text, bytes an HTML page; ``html``
+    overrides), as ``Index`` reads its ``data`` arguments."""
+    if isinstance(data, str):
+        return {"html" if html is True else "text": data}
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return {("text_base64" if html is False else "html_base64"): base64.b64encode(bytes(data)).decode("ascii")}
+    raise TypeError("a document is a str (text) or bytes (an HTML page)")
+
+
+def _matches(rows: List[List[Any]]) -> List[Tuple[int, int, Optional[int]]]:
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+class Client:
+    """An index served by ``simdex serve`` at ``url``: ``Client(url, token=None, timeout=30.0, retries=5)``.
+
+    ``token``: the server's bearer token (``--token-file``), needed beyond loopback.
+    ``timeout``: seconds to wait for each answer. ``retries``: how many times a refused or
+    failed call is tried again (see the module's docs for which calls are safe to repeat).
+    """
+
+    def __init__(self, url: str, token: Optional[str] = None, timeout: float = 30.0, retries: int = 5) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{url!r}: a server URL is http://HOST:PORT (or https:// through a TLS proxy)")
+        self.url = url.rstrip("/")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        self._base = parts.path.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.timeout = timeout
+        self.retries = retries
+        self._local = threading.local()
+        self._conns: List[http.client.HTTPConnection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self._info: Optional[Dict[str, Any]] = None
+
+    # -- transport --------------------------------------------------------------------------
+
+    def _connection(self) -> Tuple[http.client.HTTPConnection, bool]:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn, True
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        conn = cls(self._host, self._port, timeout=self.timeout)
+        self._local.conn = conn
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn, False
+
+    def _drop_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+
+    def _call(self, op: str, body: Any = None, safe: bool = False, binary: Optional[bytes] = None, query: str = "", method: str = "POST") -> Any:
+        """The answer of operation ``op`` (JSON decoded, or the bytes of a binary answer)."""
+        if self._closed:
+            raise ValueError("the client is closed")
+        if binary is not None:
+            payload, ctype = binary, _BINARY
+        else:
+            payload, ctype = json.dumps(body if body is not None else {}).encode(), "application/json"
+        path = f"{self._base}/v1/{op}" + (f"?{query}" if query else "")
+        headers = dict(self._headers, **{"Content-Type": ctype})
+        attempt = 0
+        while True:
+            try:
+                return self._once(method, path, payload, headers, safe)
+            except _Retry as r:
+                attempt += 1
+                if attempt > self.retries:
+                    raise r.cause from None
+                time.sleep(r.after)
+
+    def _once(self, method: str, path: str, payload: bytes, headers: Dict[str, str], safe: bool) -> Any:
+        conn, reused = self._connection()
+        sent = False
+        try:
+            conn.request(method, path, body=payload, headers=headers)
+            sent = True
+            resp = conn.getresponse()
+            data = resp.read()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+            self._drop_connection()
+            # a kept-alive connection the server closed while idle: it never read this request
+            if reused and (not sent or isinstance(e, http.client.RemoteDisconnected)):
+                raise _Retry(0.0, self._unavailable(e)) from None
+            if safe or not sent:
+                raise _Retry(0.2, self._unavailable(e)) from None
+            raise self._unavailable(e) from None
+        except (socket.timeout, TimeoutError) as e:
+            self._drop_connection()
+            raise ServerUnavailableError(f"{self.url}: no answer within {self.timeout} s ({e})") from None
+        except OSError as e:
+            self._drop_connection()
+            if safe or not sent:
+                raise _Retry(0.2, self._unavailable(e)) from None
+            raise self._unavailable(e) from None
+        if resp.will_close:
+            self._drop_connection()
+        if resp.status == 200:
+            return data if resp.getheader("Content-Type", "").startswith(_BINARY) else json.loads(data)
+        try:
+            err = json.loads(data)["error"]
+            kind, message = err["kind"], err["message"]
+        except (ValueError, KeyError, TypeError):
+            kind, message = "http", data.decode("utf-8", "replace")[:500] or resp.reason
+        e = _error(kind, f"{self.url}: {message}", resp.status)
+        if resp.status in (429, 503):
+            raise _Retry(float(resp.getheader("Retry-After", "1") or 1), e)
+        raise e
+
+    def _unavailable(self, e: BaseException) -> ServerUnavailableError:
+        return ServerUnavailableError(f"{self.url}: cannot reach the simdex server ({type(e).__name__}: {e})")
+
+    # -- what the index is ------------------------------------------------------------------
+
+    def _server_info(self) -> Dict[str, Any]:
+        if self._info is None:
+            self._info = self._call("info", safe=True)
+        return self._info
+
+    @property
+    def k(self) -> int:
+        """Largest query distance the index guarantees."""
+        return int(self._server_info()["k"])
+
+    @property
+    def sketches(self) -> bool:
+        """True when the index stores a sketch per document."""
+        return bool(self._server_info()["sketches"])
+
+    @property
+    def path(self) -> str:
+        """The index directory, on the server's machine."""
+        return str(self._server_info()["path"])
+
+    @property
+    def recipe(self) -> Optional[str]:
+        """The pinned fingerprint recipe's descriptor, or None (asked each time: the first
+        document call pins one)."""
+        return self._call("info", safe=True)["recipe"]
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- fingerprints -------------------------------------------------------------------------
+
+    def add(self, fp: int, doc_id: int) -> int:
+        """Adds (fp, doc_id); returns its sequence number, once durable on the server. Not
+        retried after the request was sent."""
+        return int(self._call("add", {"fp": fp, "doc_id": doc_id})["seq"])
+
+    def add_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
+        """Adds many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids`` every
+        fingerprint gets its insert's sequence number as id. Returns the count. Not retried
+        after the request was sent."""
+        from . import _u64_bytes
+
+        f = _u64_bytes(fps, "fps")
+        if doc_ids is None:
+            return int(self._call("add_many", {"fps": list(memoryview(f).cast("B").cast("Q"))})["count"])
+        ids = _u64_bytes(doc_ids, "doc_ids")
+        if len(ids) != len(f):
+            raise ValueError(f"fps and doc_ids differ in length ({len(f) // 8} and {len(ids) // 8})")
+        return int(self._call("add_many", binary=f + ids)["count"])
+
+    def query(self, fp: int, k: Optional[int] = None) -> List[Tuple[int, int, Optional[int]]]:
+        """Every stored (fingerprint, distance, doc_id) within k (default: the index's). Retried."""
+        return _matches(self._call("query", {"fp": fp, "k": k}, safe=True)["matches"])
+
+    def find_or_insert(self, fp: int, doc_id: int, k: Optional[int] = None) -> List[Tuple[int, int, Optional[int]]]:
+        """Atomic check-then-add across every client of the server: the matches within k when
+        there are any (nothing inserted), else inserts (fp, doc_id) and returns []. Not retried
+        after the request was sent."""
+        return _matches(self._call("find_or_insert", {"fp": fp, "doc_id": doc_id, "k": k})["matches"])
+
+    def delete(self, fp: int, doc_id: int) -> int:
+        """Deletes (fp, doc_id): queries stop returning it. Not retried after the request was sent."""
+        return int(self._call("delete", {"fp": fp, "doc_id": doc_id})["seq"])
+
+    def _grouped(self, raw: bytes, columnar: bool) -> Any:
+        from . import MatchColumns, _numpy
+
+        n, m = int.from_bytes(raw[0:8], "little"), int.from_bytes(raw[8:16], "little")
+        cols = [raw[16 + i * 8 * m : 16 + (i + 1) * 8 * m] for i in range(3)]
+        distances = raw[16 + 24 * m : 16 + 28 * m]
+        if columnar:
+            np = _numpy("columnar=True")
+            return MatchColumns(
+                np.frombuffer(cols[0], dtype="<u8").astype(np.int64),
+                np.frombuffer(cols[1], dtype="<u8").astype(np.uint64),
+                np.frombuffer(cols[2], dtype="<u8").astype(np.uint64),
+                np.frombuffer(distances, dtype="<u4").astype(np.uint32),
+            )
+        items, fps, ids, dist = array("Q"), array("Q"), array("Q"), array("I")
+        for a, b in ((items, cols[0]), (fps, cols[1]), (ids, cols[2]), (dist, distances)):
+            a.frombytes(b)
+            if sys.byteorder != "little":
+                a.byteswap()
+        out: List[List[Tuple[int, int, Optional[int]]]] = [[] for _ in range(n)]
+        for i, f, d, x in zip(items, fps, dist, ids):
+            out[i].append((f, d, x))
+        return out
+
+    def query_many(self, fps: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Any:
+        """``query`` of every fingerprint, all answered over one snapshot on the server: per
+        item its list of (fingerprint, distance, doc_id), or with ``columnar=True`` one
+        ``MatchColumns``. Sent in the binary form. Retried."""
+        from . import _u64_bytes
+
+        raw = self._call("query_many", binary=_u64_bytes(fps, "fps"), query=f"k={k}" if k is not None else "", safe=True)
+        return self._grouped(raw, columnar)
+
+    def find_or_insert_many(self, fps: Iterable[int], doc_ids: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Any:
+        """``find_or_insert`` of every (fps[i], doc_ids[i]) in order, as if called one by one:
+        per item its matches, or [] when it was inserted (``columnar=True``: a
+        ``MatchColumns``). Sent in the binary form. Not retried after the request was sent."""
+        from . import _u64_bytes
+
+        f, ids = _u64_bytes(fps, "fps"), _u64_bytes(doc_ids, "doc_ids")
+        if len(f) != len(ids):
+            raise ValueError(f"fps and doc_ids differ in length ({len(f) // 8} and {len(ids) // 8})")
+        raw = self._call("find_or_insert_many", binary=f + ids, query=f"k={k}" if k is not None else "")
+        return self._grouped(raw, columnar)
+
+    # -- documents ----------------------------------------------------------------------------
+
+    def fingerprint_document(self, data: Union[str, bytes], html: Optional[bool] = None) -> int:
+        """The fingerprint of a document with the index's recipe. Retried."""
+        return int(self._call("fingerprint_document", {"doc": _document(data, html)}, safe=True)["fingerprint"])
+
+    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Fingerprints a document with the index's recipe, adds it under doc_id and returns
+        the fingerprint. Not retried after the request was sent."""
+        return int(self._call("add_document", {"doc": _document(data, html), "doc_id": doc_id})["fingerprint"])
+
+    def find_or_insert_document(
+        self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None
+    ) -> Tuple[int, List[Any], int]:
+        """As ``Index.find_or_insert_document``: ``(fingerprint, matches, words)``, atomic
+        across every client of the server. Not retried after the request was sent."""
+        body = {"doc": _document(data, html), "doc_id": doc_id, "k": k, "min_words": min_words, "confirm": confirm if verify is None else verify}
+        return _answer(self._call("find_or_insert_document", body))
+
+    def query_document(self, data: Union[str, bytes], k: Optional[int] = None, html: Optional[bool] = None, confirm: bool = True) -> Tuple[int, List[Any], int]:
+        """The stored near-duplicates of a document, judged as ``find_or_insert_document``
+        judges them, storing nothing: ``(fingerprint, matches, words)``. Retried."""
+        body = {"doc": _document(data, html), "k": k, "confirm": confirm}
+        return _answer(self._call("query_document", body, safe=True))
+
+    def fingerprint_documents(self, docs: Sequence[Union[str, bytes]], html: Optional[bool] = None) -> Any:
+        """The fingerprints of documents (a numpy uint64 array), made on the server's cores.
+        Retried."""
+        from . import _numpy
+
+        np = _numpy("fingerprint_documents")
+        out = self._call("fingerprint_documents", {"docs": [_document(d, html) for d in docs]}, safe=True)
+        return np.array(out["fingerprints"], dtype=np.uint64)
+
+    def find_or_insert_documents(
+        self, docs: Sequence[Union[str, bytes]], doc_ids: Iterable[int], k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True
+    ) -> List[Any]:
+        """As ``Index.find_or_insert_documents``: per item ``(fingerprint, matches, words)``, or
+        the EmptyDocumentError or BinaryDocumentError a refused document would raise, returned.
+        Not retried after the request was sent."""
+        docs = list(docs)
+        ids = [int(i) for i in doc_ids]
+        if len(docs) != len(ids):
+            raise ValueError(f"docs and doc_ids differ in length ({len(docs)} and {len(ids)})")
+        body = {"docs": [_document(d, html) for d in docs], "doc_ids": ids, "k": k, "min_words": min_words, "confirm": confirm}
+        out = self._call("find_or_insert_documents", body)["results"]
+        return [_error(r["error"]["kind"], r["error"]["message"], 422) if "error" in r else _answer(r) for r in out]
+
+    # -- the index as a whole -------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Makes every write so far durable on the server. Retried."""
+        self._call("sync", safe=True)
+
+    def flush(self) -> None:
+        """Writes the server's memtable out as a segment. Retried."""
+        self._call("flush", safe=True)
+
+    def compact(self) -> None:
+        """Merges every segment into one (may take long: waits up to ``timeout``). Retried."""
+        self._call("compact", safe=True)
+
+    def stats(self) -> Dict[str, Any]:
+        """The index's statistics (``Index.stats()``'s keys). Retried."""
+        return dict(self._call("stats", safe=True))
+
+    def close(self) -> None:
+        """Closes this client's connections (the server and its index go on). Idempotent."""
+        self._closed = True
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for c in conns:
+            c.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *_args: Any) -> bool:
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        return f"simdex.Client({self.url!r})" + (" (closed)" if self._closed else "")
+
+
+def _answer(r: Dict[str, Any]) -> Tuple[int, List[Any], int]:
+    from . import DocumentMatch
+
+    return int(r["fingerprint"]), [DocumentMatch(m[0], m[1], m[2], m[3]) for m in r["matches"]], int(r["words"])
