@@ -368,6 +368,15 @@ class Client:
         """Merges every segment into one (may take long: waits up to ``timeout``). Retried."""
         self._call("compact", safe=True)
 
+    def live_entries(self) -> List[Tuple[int, int]]:
+        """Every live (fingerprint, doc_id) pair, sorted (sent as 16 bytes a pair). Retried."""
+        raw = self._call("live_entries", safe=True)
+        flat = array("Q")
+        flat.frombytes(raw)
+        if sys.byteorder != "little":
+            flat.byteswap()
+        return list(zip(flat[0::2], flat[1::2]))
+
     def stats(self) -> Dict[str, Any]:
         """The index's statistics (``Index.stats()``'s keys). Retried."""
         return dict(self._call("stats", safe=True))

@@ -103,6 +103,10 @@ def test_the_client_answers_as_the_index_does(served, tmp_path):
         remote.compact()
         assert remote.stats()["segments"] == 1
         assert remote.query_many(fps, k=4) == local.query_many(fps, k=4)
+        assert remote.live_entries() == local.live_entries() and len(local.live_entries()) > 300
+        # every public method of Index is a method of Client
+        missing = {m for m in dir(simdex.Index) if not m.startswith("_") and m not in dir(simdex.Client)}
+        assert not missing, missing
 
 
 def test_find_or_insert_is_atomic_across_clients(served):

@@ -135,6 +135,10 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
                 .collect();
             reply(json!({"results": results}))
         }
+        Request::LiveEntries => {
+            let pairs = index.live_entries().map_err(index_error)?;
+            Reply::Binary(pairs.iter().flat_map(|&(fp, id)| fp.to_le_bytes().into_iter().chain(id.to_le_bytes())).collect())
+        }
         Request::Info => reply(json!({
             "path": index.dir(),
             "k": index.k(),

@@ -62,6 +62,7 @@ pub enum Op {
     QueryDocument,
     FindOrInsertDocument,
     FindOrInsertDocuments,
+    LiveEntries,
     Info,
     Stats,
     Sync,
@@ -71,7 +72,7 @@ pub enum Op {
 
 impl Op {
     /// Every operation, in the order the metrics list them.
-    pub const ALL: [Op; 19] = [
+    pub const ALL: [Op; 20] = [
         Op::Query,
         Op::FindOrInsert,
         Op::Add,
@@ -86,6 +87,7 @@ impl Op {
         Op::QueryDocument,
         Op::FindOrInsertDocument,
         Op::FindOrInsertDocuments,
+        Op::LiveEntries,
         Op::Info,
         Op::Stats,
         Op::Sync,
@@ -110,6 +112,7 @@ impl Op {
             Op::QueryDocument => "query_document",
             Op::FindOrInsertDocument => "find_or_insert_document",
             Op::FindOrInsertDocuments => "find_or_insert_documents",
+            Op::LiveEntries => "live_entries",
             Op::Info => "info",
             Op::Stats => "stats",
             Op::Sync => "sync",
@@ -150,7 +153,7 @@ impl Op {
 
     /// True for the operations a `GET` may ask (they take no arguments).
     pub fn gettable(self) -> bool {
-        matches!(self, Op::Info | Op::Stats)
+        matches!(self, Op::Info | Op::Stats | Op::LiveEntries)
     }
 }
 
@@ -266,6 +269,7 @@ pub enum Request {
         doc_ids: Vec<u64>,
         options: DocOptions,
     },
+    LiveEntries,
     Info,
     Stats,
     Sync,
@@ -420,9 +424,10 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
         Op::FingerprintDocument | Op::FingerprintDocuments | Op::AddDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments => {
             decode_documents(op, json(body)?)?
         }
-        Op::Info | Op::Stats | Op::Sync | Op::Flush | Op::Compact => {
+        Op::LiveEntries | Op::Info | Op::Stats | Op::Sync | Op::Flush | Op::Compact => {
             let Empty {} = json(body)?;
             match op {
+                Op::LiveEntries => Request::LiveEntries,
                 Op::Info => Request::Info,
                 Op::Stats => Request::Stats,
                 Op::Sync => Request::Sync,
