@@ -8,7 +8,8 @@
 
 Fingerprints and document ids are unsigned 64-bit integers. Document fingerprints are made
 with the index's pinned recipe (``Index.recipe``), so they are comparable across runs and
-processes. ``simdex.scrapy`` holds the Scrapy middleware and item pipeline.
+processes. ``simdex.scrapy`` holds the Scrapy middleware and item pipeline. ``simdex.Client(url)``
+has ``Index``'s API over a ``simdex serve`` server, so several processes share one index.
 
 Batches: ``query_many`` and ``find_or_insert_many`` take numpy uint64 arrays (or sequences of
 ints) and answer per item, as lists or, with ``columnar=True``, as numpy columns
