@@ -191,3 +191,77 @@ fn a_batch_answers_as_its_items_one_by_one_in_order() {
     let r = c.send("POST", "/v1/find_or_insert_many", Some("application/octet-stream"), &le(&[1, 2, 3])).unwrap();
     r.assert_error(400, "bad_request");
 }
+
+/// `n` documents of made-up words: new ones, exact repeats, near-duplicates (one word of a
+/// hundred changed), and empty ones (refused item by item).
+fn documents(rng: &mut Rng, n: usize) -> Vec<String> {
+    let mut docs: Vec<String> = Vec::with_capacity(n);
+    for i in 0..n {
+        let earlier = |rng: &mut Rng, docs: &[String]| docs[(rng.next() % docs.len() as u64) as usize].clone();
+        let doc = match (i, rng.next() % 5) {
+            (0, _) | (_, 0 | 1) => (0..100).map(|_| format!("w{}", rng.next() % 5_000)).collect::<Vec<_>>().join(" "),
+            (_, 2) => earlier(rng, &docs),
+            (_, 3) => {
+                let mut words: Vec<String> = earlier(rng, &docs).split(' ').map(str::to_owned).collect();
+                let at = (rng.next() % words.len() as u64) as usize;
+                words[at] = format!("changed{i}");
+                words.join(" ")
+            }
+            _ if i % 10 == 4 => String::new(),
+            _ => (0..100).map(|_| format!("w{}", rng.next() % 5_000)).collect::<Vec<_>>().join(" "),
+        };
+        docs.push(doc);
+    }
+    docs
+}
+
+#[test]
+fn a_document_batch_answers_as_its_documents_one_by_one() {
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let servers: Vec<Server> = dirs.iter().map(|d| Server::start(&d.path().join("idx"), &[])).collect();
+    let docs = documents(&mut Rng(8), 120);
+    let ids: Vec<u64> = (1..=docs.len() as u64).collect();
+    let as_json: Vec<serde_json::Value> = docs.iter().map(|d| json!({"text": d})).collect();
+
+    let mut one = servers[0].client();
+    let single: Vec<serde_json::Value> = as_json
+        .iter()
+        .zip(&ids)
+        .map(|(d, id)| {
+            let r = one.post("/v1/find_or_insert_document", &json!({"doc": d, "doc_id": id}));
+            match r.status {
+                200 => r.json(),
+                _ => json!({"error": {"kind": r.error_kind()}}),
+            }
+        })
+        .collect();
+    let mut batch = servers[1].client();
+    let mut batched = Vec::new();
+    for (d, i) in as_json.chunks(50).zip(ids.chunks(50)) {
+        let answer = batch.ok("find_or_insert_documents", json!({"docs": d, "doc_ids": i}));
+        batched.extend(answer["results"].as_array().unwrap().iter().map(|r| match r.get("error") {
+            Some(e) => json!({"error": {"kind": e["kind"]}}),
+            None => r.clone(),
+        }));
+    }
+    assert_eq!(batched.len(), single.len());
+    for (i, (b, s)) in batched.iter().zip(&single).enumerate() {
+        assert_eq!(b, s, "document {i}: batch and one by one differ");
+    }
+    let found = single.iter().filter(|a| a["matches"].as_array().is_some_and(|m| !m.is_empty())).count();
+    let refused = single.iter().filter(|a| a.get("error").is_some()).count();
+    assert!(found > 30 && refused > 0, "the input has {found} duplicates and {refused} refusals");
+    // An exact repeat is found; of a document that was stored, it finds that one, at distance 0.
+    for (i, d) in docs.iter().enumerate() {
+        if let Some(first) = docs[..i].iter().position(|e| e == d && !e.is_empty()) {
+            let m = single[i]["matches"].as_array().unwrap();
+            let stored = single[first]["matches"].as_array().unwrap().is_empty();
+            assert!(!m.is_empty() && (!stored || m.iter().any(|m| m[1] == 0 && m[2] == json!(ids[first]))), "document {i} repeats {first}: {}", single[i]);
+        }
+    }
+    // fingerprint_documents equals fingerprint_document of each, and the answers' fingerprints.
+    let some: Vec<serde_json::Value> = as_json.iter().zip(&docs).filter(|(_, d)| !d.is_empty()).map(|(j, _)| j.clone()).take(40).collect();
+    let fps = batch.ok("fingerprint_documents", json!({"docs": some}))["fingerprints"].clone();
+    let each: Vec<serde_json::Value> = some.iter().map(|d| one.ok("fingerprint_document", json!({"doc": d}))["fingerprint"].clone()).collect();
+    assert_eq!(fps, serde_json::Value::Array(each));
+}

@@ -121,6 +121,9 @@ fn a_full_disk_answers_507_with_retry_after_and_loses_nothing_acknowledged() {
         acknowledged.extend(write(&mut c, &mut rng, 50).unwrap_or_else(|r| panic!("once space is back: {} {}", r.status, r.text())));
     }
     assert_eq!(server.client().get("/health").status, 200);
+    let metrics = server.client().get("/metrics").text();
+    assert!(metrics.lines().any(|l| l.starts_with("simdex_errors_total{") && l.contains("status=\"507\"")), "/metrics counts the 507s:\n{metrics}");
+    assert!(!metrics.contains("status=\"other\""), "{metrics}");
 
     let fps: Vec<u64> = acknowledged.iter().map(|p| p.0).collect();
     let lost = |stored: &BTreeSet<(u64, u64)>| acknowledged.difference(stored).count();

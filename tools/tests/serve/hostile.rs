@@ -99,6 +99,36 @@ fn malformed_requests_get_their_4xx_and_others_stay_served() {
     assert_eq!(server.client().get("/v1/stats").status, 200);
 }
 
+#[test]
+fn a_body_left_unread_is_never_taken_for_a_request_and_pipelined_requests_answer_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = strict_server(&dir);
+    // Refused before its body is read (404, 405, 413 declared): the body, a whole request
+    // itself, is skipped or the connection closed; it is never run.
+    let inner = "POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Length: 22\r\n\r\n{\"fp\": 1, \"doc_id\": 2}";
+    for head in ["POST /v1/nope", "GET /v1/add", "POST /v1/add"] {
+        let limit = if head == "POST /v1/add" { (1 << 20) + 1 } else { inner.len() };
+        let mut c = server.client();
+        c.stream().set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        c.raw(format!("{head} HTTP/1.1\r\nHost: x\r\nContent-Length: {limit}\r\n\r\n{inner}").as_bytes()).unwrap();
+        let r = c.read_response().unwrap();
+        assert!([404, 405, 413].contains(&r.status), "{head}: {} {}", r.status, r.text());
+        match c.read_response() {
+            Ok(r) => panic!("{head}: the body was answered as a request: {} {}", r.status, r.text()),
+            Err(e) => assert!(is_disconnect(&e) || e.kind() == std::io::ErrorKind::WouldBlock, "{head}: {e}"),
+        }
+    }
+    assert_eq!(server.client().ok("stats", json!({}))["last_seq"], 0, "no body was run as a request");
+    // Three requests in one write come back as three answers, in order.
+    let mut c = server.client();
+    let add =
+        |fp: u64| format!("POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{}", json!({"fp": fp, "doc_id": fp}).to_string().len(), json!({"fp": fp, "doc_id": fp}));
+    c.raw(format!("{}{}GET /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n", add(10), add(11)).as_bytes()).unwrap();
+    assert_eq!(c.read_response().unwrap().json(), json!({"seq": 1}));
+    assert_eq!(c.read_response().unwrap().json(), json!({"seq": 2}));
+    assert_eq!(c.read_response().unwrap().json()["last_seq"], 2);
+}
+
 /// Writes as much of `bytes` as the server takes within 2 s (it may stop reading, or
 /// close, once it has answered).
 fn write_what_goes(c: &mut Client, bytes: &[u8]) {
@@ -213,6 +243,8 @@ fn a_stalled_body_gets_408_after_the_body_timeout_while_others_are_served() {
         assert!(took > Duration::from_millis(800) && took < Duration::from_secs(4), "408 after --body-timeout 1, not {took:?}");
     }
     assert_eq!(server.client().ok("stats", json!({}))["last_seq"], 0, "the stalled writes wrote nothing");
+    let metrics = server.client().get("/metrics").text();
+    assert!(metrics.contains("\nsimdex_errors_total{op=\"add\",status=\"408\"} 2\n"), "/metrics counts the 408s:\n{metrics}");
     assert_served(server.addr, SERVED);
 }
 
