@@ -141,4 +141,19 @@ fn a_read_only_server_sees_the_writers_inserts_within_refresh_and_refuses_writes
     assert_eq!(rows(&r.ok("query", json!({"fp": 100, "k": 0}))["matches"]), vec![(100, 0, Some(1))]);
     assert_eq!(w.ok("query_many", json!({"fps": [5, 6, 7, 8, 11], "k": 0}))["matches"], json!([[], [], [], [], []]));
     assert_eq!(w.ok("stats", json!({}))["last_seq"], 1 + 3 * 51);
+
+    // The writer flushes and compacts under the reader's feet (files it read go away): the
+    // reader's refreshes follow, and its answers stay whole.
+    let all: Vec<u64> = (0..3u64).flat_map(|round| (0..=50).map(move |i| 0xabc0_0000 + round + (i << 40))).chain([100]).collect();
+    for (marker, step) in [(0x77u64, "flush"), (0x7777_0000, "compact")] {
+        w.ok(step, json!({}));
+        w.ok("add", json!({"fp": marker, "doc_id": marker}));
+        let written = Instant::now();
+        while rows(&r.ok("query", json!({"fp": marker, "k": 0}))["matches"]).is_empty() {
+            assert!(written.elapsed() < Duration::from_secs(3), "after {step}: a write is not seen 3 s after it");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let found = r.ok("query_many", json!({"fps": all, "k": 0}))["matches"].as_array().unwrap().iter().filter(|m| m.as_array().unwrap().len() == 1).count();
+        assert_eq!(found, all.len(), "after {step}: every pair is still seen by the reader");
+    }
 }

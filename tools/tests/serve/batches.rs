@@ -185,6 +185,31 @@ fn a_batch_answers_as_its_items_one_by_one_in_order() {
     }
     // Without k, the index's own k (3).
     assert_eq!(items(&c.ok("query_many", json!({"fps": queries}))), queries.iter().map(|&q| brute(&stored, q, 3)).collect::<Vec<_>>());
+    // Deletes, batched (JSON on one server, binary on the other) and single, then a flush
+    // and a compaction: the answers follow the brute-force scan of what is left.
+    let doomed: Vec<(u64, u64)> = stored.iter().copied().step_by(3).collect();
+    let (fps_d, ids_d): (Vec<u64>, Vec<u64>) = doomed.iter().copied().unzip();
+    let mut b = servers[2].client();
+    assert_eq!(c.ok("delete_many", json!({"fps": fps_d[1..], "doc_ids": ids_d[1..]}))["count"], doomed.len() - 1);
+    b.binary("delete_many", "", &[&fps_d[1..], &ids_d[1..]].concat());
+    for client in [&mut c, &mut b] {
+        client.ok("delete", json!({"fp": fps_d[0], "doc_id": ids_d[0]}));
+    }
+    let left: BTreeSet<(u64, u64)> = stored.difference(&doomed.iter().copied().collect()).copied().collect();
+    for (name, client) in [("JSON", &mut c), ("binary", &mut b)] {
+        for step in ["deleted", "flush", "compact"] {
+            if step != "deleted" {
+                client.ok(step, json!({}));
+            }
+            let want: Vec<Vec<Row>> = queries.iter().map(|&q| brute(&left, q, 3)).collect();
+            assert_eq!(items(&client.ok("query_many", json!({"fps": queries, "k": 3}))), want, "{name} deletes, after {step}");
+        }
+    }
+    // Without ids, a batch's pairs take their sequence numbers as ids.
+    let seq = c.ok("stats", json!({}))["last_seq"].as_u64().unwrap();
+    let fresh = [0x5555_0000_0000_0001u64, 0x6666_0000_0000_0002];
+    assert_eq!(c.ok("add_many", json!({"fps": fresh})), json!({"count": 2, "seq": seq + 2}));
+    assert_eq!(items(&c.ok("query_many", json!({"fps": fresh, "k": 0}))), vec![vec![(fresh[0], 0, Some(seq + 1))], vec![(fresh[1], 0, Some(seq + 2))]]);
     // The binary form needs a whole number of u64s; a binary find_or_insert_many an even one.
     let r = c.send("POST", "/v1/query_many", Some("application/octet-stream"), &le(&[1, 2])[..13]).unwrap();
     r.assert_error(400, "bad_request");

@@ -170,3 +170,28 @@ fn sigterm_finishes_the_request_in_flight_and_exits_0_leaving_the_directory_open
     let stored = stored_pairs(&mut again.client(), &fps);
     assert_eq!(stored, fps.iter().copied().zip(ids).collect::<BTreeSet<_>>(), "the batch answered before the exit is stored");
 }
+
+#[test]
+fn sigterm_is_not_held_up_by_a_stalled_upload_or_a_half_sent_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("idx");
+    // long timeouts: only the shutdown may end these clients
+    let mut server = Server::start(&idx, &["--header-timeout", "60", "--body-timeout", "60"]);
+    let mut body = server.client();
+    body.raw(b"POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"fp\": 1,").unwrap();
+    let mut head = server.client();
+    head.raw(b"POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Le").unwrap();
+    // (a request before, on a third connection, shows both were accepted and read)
+    assert_eq!(server.client().get("/health").status, 200);
+    server.terminate();
+    let terminated = Instant::now();
+    let r = body.read_response().expect("the stalled upload is answered");
+    r.assert_error(503, "stopping");
+    assert!(r.header("retry-after").is_some());
+    assert!(head.read_response().is_err_and(|e| is_disconnect(&e)), "the half-sent head is closed");
+    let status = server.exit_within(Duration::from_secs(5)).unwrap_or_else(|| panic!("still running 5 s after SIGTERM: {}", server.log()));
+    assert!(status.success(), "{status}: {}", server.log());
+    assert!(terminated.elapsed() < Duration::from_secs(5));
+    let again = Server::start(&idx, &[]);
+    assert_eq!(again.client().ok("stats", json!({}))["last_seq"], 0, "the refused upload wrote nothing");
+}
