@@ -119,7 +119,12 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>, path: &str) -> Resu
     }
     let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let query = req.uri().query().map(str::to_owned);
-    let body = match tokio::time::timeout(shared.options.body_timeout, Limited::new(req.into_body(), max).collect()).await {
+    let body = tokio::select! {
+        biased;
+        b = tokio::time::timeout(shared.options.body_timeout, Limited::new(req.into_body(), max).collect()) => b,
+        () = shared.stopped() => return Err(fail(Some(op), ApiError::new(503, "stopping", "the server is shutting down (the request body had not all arrived)").retry_after(1))),
+    };
+    let body = match body {
         Err(_) => return Err(fail(Some(op), ApiError::new(408, "timeout", format!("the request body did not arrive within {:?}", shared.options.body_timeout)))),
         Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => return Err(fail(Some(op), too_large(max))),
         Ok(Err(e)) => return Err(fail(Some(op), ApiError::bad_request(format!("reading the request body: {e}")))),

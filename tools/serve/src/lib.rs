@@ -20,7 +20,7 @@ pub mod protocol;
 mod state;
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,16 +117,33 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) -> GracefulShut
         metrics.connections.fetch_add(1, Ordering::Relaxed);
         metrics.connections_total.fetch_add(1, Ordering::Relaxed);
         let conn_shared = Arc::clone(&shared);
-        let service = service_fn(move |req| http::handle(Arc::clone(&conn_shared), req));
+        let used = Arc::new(AtomicBool::new(false));
+        let mark = Arc::clone(&used);
+        let service = service_fn(move |req| {
+            mark.store(true, Ordering::SeqCst);
+            http::handle(Arc::clone(&conn_shared), req)
+        });
         let conn =
             http1::Builder::new().timer(TokioTimer::new()).header_read_timeout(shared.options.header_timeout).keep_alive(true).serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         let done = Arc::clone(&shared);
         tokio::spawn(async move {
-            let _ = conn.await;
+            // hyper's graceful shutdown closes an idle connection only once it has served a
+            // request: one that never sent a whole head would hold the shutdown up until
+            // --header-timeout. Dropped at shutdown instead (no request of it was started).
+            let never_used = async {
+                done.stopped().await;
+                if used.load(Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                _ = conn => {}
+                () = never_used => {}
+            }
             done.metrics.connections.fetch_sub(1, Ordering::Relaxed);
         });
     }
-    shared.stopping.store(true, Ordering::SeqCst);
+    shared.stop();
     graceful
 }

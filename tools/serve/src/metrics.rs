@@ -12,8 +12,8 @@ use crate::protocol::Op;
 const LATENCY_BOUNDS: [f64; 14] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
 /// Upper bounds of the batch-size buckets, in items.
 const BATCH_BOUNDS: [f64; 7] = [1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0];
-/// The status classes errors are counted by.
-const STATUSES: [u16; 12] = [400, 401, 403, 404, 405, 409, 413, 415, 422, 429, 500, 503];
+/// The status classes errors are counted by (every status the server answers with).
+const STATUSES: [u16; 14] = [400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429, 500, 503, 507];
 
 /// A histogram of fixed buckets (cumulative on output).
 struct Histogram<const N: usize> {
@@ -203,9 +203,14 @@ mod tests {
         m.observe(Op::Query, Duration::from_micros(70), 1, 200);
         m.observe(Op::Query, Duration::from_millis(2), 1, 400);
         m.observe(Op::QueryMany, Duration::from_secs(9), 5000, 200);
+        m.observe(Op::Add, Duration::from_millis(1), 1, 507);
+        m.observe(Op::Add, Duration::from_millis(1), 1, 408);
         let text = m.render(None);
         assert!(text.contains("simdex_requests_total{op=\"query\"} 2\n"), "{text}");
         assert!(text.contains("simdex_errors_total{op=\"query\",status=\"400\"} 1\n"), "{text}");
+        assert!(text.contains("simdex_errors_total{op=\"add\",status=\"507\"} 1\n"), "{text}");
+        assert!(text.contains("simdex_errors_total{op=\"add\",status=\"408\"} 1\n"), "{text}");
+        assert!(!text.contains("status=\"other\""), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query\",le=\"0.0001\"} 1\n"), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query\",le=\"0.0025\"} 2\n"), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query_many\",le=\"5\"} 0\n"), "{text}");

@@ -3,6 +3,7 @@
 //! specifies; maps the library's errors onto [`ApiError`]s.
 
 use std::io::ErrorKind;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use simdex::many::{find_or_insert_many, query_many, Grouped};
@@ -191,9 +192,12 @@ pub fn stats(index: &DocumentIndex) -> Value {
 
 /// True when `e` (or a cause) is a full disk.
 fn no_space(e: &(dyn std::error::Error + 'static)) -> bool {
+    let full = |io: &std::io::Error| io.kind() == ErrorKind::StorageFull || io.raw_os_error() == Some(28);
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cause {
-        if c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == ErrorKind::StorageFull || io.raw_os_error() == Some(28)) {
+        // `simdex::Error::Io` keeps its cause in an `Arc`, and gives the `Arc` as its source
+        let io = c.downcast_ref::<std::io::Error>().or_else(|| c.downcast_ref::<Arc<std::io::Error>>().map(|a| &**a));
+        if io.is_some_and(full) {
             return true;
         }
         if matches!(c.downcast_ref::<simdex::Error>(), Some(simdex::Error::NoSpace { .. })) {
@@ -211,13 +215,17 @@ pub fn index_error(e: simdex::Error) -> ApiError {
 
 fn index_error_ref(e: &simdex::Error) -> ApiError {
     let msg = e.chain_message();
+    // before the full disk: a writer that failed (also for want of space) stays failed
+    // until reopened, and "recovering" is what makes the server reopen it
+    if let simdex::Error::WriterFailed { .. } = e {
+        return ApiError::new(503, "recovering", msg).retry_after(1);
+    }
     if no_space(e) {
         return ApiError::new(507, "no_space", msg).retry_after(5);
     }
     match e {
         simdex::Error::InvalidArgument(_) | simdex::Error::KTooLarge { .. } | simdex::Error::Design(_) => ApiError::new(400, "invalid_argument", msg),
         simdex::Error::ReadOnly { .. } => ApiError::new(403, "read_only", msg),
-        simdex::Error::WriterFailed { .. } => ApiError::new(503, "recovering", msg).retry_after(1),
         e if e.is_corruption() => ApiError::new(500, "corrupt", msg),
         _ => ApiError::new(500, "internal", msg),
     }
@@ -236,5 +244,30 @@ fn fp_error_ref(e: &simdex_fingerprint::Error) -> ApiError {
         E::EmptyDocument { .. } => ApiError::new(422, "empty_document", format!("document not fingerprinted: {e}")),
         E::BinaryDocument { .. } => ApiError::new(422, "binary_document", format!("document not fingerprinted: {e}")),
         e => ApiError::new(400, "invalid_argument", format!("document not fingerprinted: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enospc() -> simdex::Error {
+        simdex::Error::io("idx/log-000000000002.wal", "write", std::io::Error::from_raw_os_error(28))
+    }
+
+    #[test]
+    fn a_full_disk_is_507_and_a_writer_it_failed_is_503_recovering() {
+        let e = index_error(enospc());
+        assert_eq!((e.status, e.kind, e.retry_after), (507, "no_space", Some(5)), "{}", e.message);
+        assert!(e.message.contains("No space left on device"), "{}", e.message);
+        let e = fp_error(simdex_fingerprint::Error::Index(enospc()));
+        assert_eq!((e.status, e.kind), (507, "no_space"));
+        // the writer refuses writes until reopened, whatever failed it: the server must reopen
+        let failed = simdex::Error::WriterFailed { dir: "idx".into(), source: Box::new(enospc()) };
+        let e = index_error(failed);
+        assert_eq!((e.status, e.kind, e.retry_after), (503, "recovering", Some(1)), "{}", e.message);
+        assert!(e.message.contains("No space left on device"), "the cause is named: {}", e.message);
+        let other = simdex::Error::io("idx/x", "write", std::io::Error::from_raw_os_error(5));
+        assert_eq!(index_error(other).status, 500);
     }
 }

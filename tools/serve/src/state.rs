@@ -53,6 +53,8 @@ pub struct Shared {
     slot: RwLock<Option<Arc<DocumentIndex>>>,
     /// Set once shutdown began: `/health` says so, new requests are refused.
     pub stopping: AtomicBool,
+    /// Says `true` once shutdown began, to requests still waiting for their body.
+    stop: tokio::sync::watch::Sender<bool>,
     recovering: AtomicBool,
     /// Bounds the requests being worked on.
     pub permits: tokio::sync::Semaphore,
@@ -70,10 +72,23 @@ impl Shared {
             options,
             slot: RwLock::new(None),
             stopping: AtomicBool::new(false),
+            stop: tokio::sync::watch::Sender::new(false),
             recovering: AtomicBool::new(false),
             committer: Committer::default(),
             metrics: Metrics::default(),
         }
+    }
+
+    /// Begins the shutdown: new requests are refused, and so are those still waiting for
+    /// their body (a stalled upload must not hold the shutdown up until its timeout).
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.stop.send_replace(true);
+    }
+
+    /// Returns once [`Self::stop`] was called (at once if it was).
+    pub async fn stopped(&self) {
+        let _ = self.stop.subscribe().wait_for(|stopping| *stopping).await;
     }
 
     /// The open index, or `None` while it opens, recovers or closes.

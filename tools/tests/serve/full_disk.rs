@@ -1,0 +1,136 @@
+//! A real full disk (a small tmpfs the test mounts; skipped with a message where mounting
+//! is not allowed): the write that meets it is answered 507 `no_space` (or 503 `recovering`)
+//! with `Retry-After`, never a hang or a crash; `/health` keeps answering; once space is
+//! back writes succeed again within seconds, and every write acknowledged before is there,
+//! also after a restart.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{le, stored_pairs, Client, Response, Rng, Server};
+use crate::tmpfs::Tmpfs;
+
+/// One write of a few random pairs, alternating the forms; the pairs when acknowledged.
+fn write(c: &mut Client, rng: &mut Rng, n: usize) -> Result<Vec<(u64, u64)>, Response> {
+    let fps: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+    let ids: Vec<u64> = (0..n).map(|_| rng.next() >> 1).collect();
+    let r = match rng.next() % 3 {
+        0 => c.send("POST", "/v1/add_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())),
+        1 => c.send("POST", "/v1/add_many", Some("application/json"), json!({"fps": fps, "doc_ids": ids}).to_string().as_bytes()),
+        _ => c.send("POST", "/v1/find_or_insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())),
+    }
+    .expect("the server answers; it does not hang up or hang");
+    if r.status == 200 {
+        Ok(fps.into_iter().zip(ids).collect())
+    } else {
+        Err(r)
+    }
+}
+
+/// A refusal for want of space: 507 `no_space`, or 503 `recovering` while the server
+/// reopens the index after a failed write; with `Retry-After` seconds.
+fn assert_out_of_space(r: &Response) {
+    let kind = r.error_kind();
+    assert!((r.status, kind.as_str()) == (507, "no_space") || (r.status, kind.as_str()) == (503, "recovering"), "{} {}", r.status, r.text());
+    let retry: u32 = r.header("retry-after").unwrap_or_else(|| panic!("{} without Retry-After", r.status)).parse().unwrap();
+    assert!((1..=60).contains(&retry), "Retry-After {retry}");
+}
+
+/// Fills the file system of `path` until it refuses another byte.
+fn fill(path: &std::path::Path) -> std::fs::File {
+    let mut f = std::fs::File::create(path).unwrap();
+    for size in [1 << 20, 4096, 1] {
+        let chunk = vec![0xa5u8; size];
+        loop {
+            match f.write_all(&chunk) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(28) => break,
+                Err(e) => panic!("filling the disk: {e}"),
+            }
+        }
+    }
+    f
+}
+
+#[test]
+fn a_full_disk_answers_507_with_retry_after_and_loses_nothing_acknowledged() {
+    let disk = match Tmpfs::mount(16 << 20) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
+            return;
+        }
+    };
+    let idx = disk.path().join("idx");
+    let mut server = Server::start(&idx, &[]);
+    let mut c = server.client();
+    let mut rng = Rng(16);
+    let mut acknowledged = BTreeSet::new();
+    for _ in 0..20 {
+        acknowledged.extend(write(&mut c, &mut rng, 50).unwrap_or_else(|r| panic!("before the disk fills: {} {}", r.status, r.text())));
+    }
+
+    let filler = disk.path().join("filler");
+    let file = fill(&filler);
+    // Write until the server meets the full disk (it may have had a little room left).
+    let started = Instant::now();
+    let refusal = loop {
+        match write(&mut c, &mut rng, 50) {
+            Ok(pairs) => acknowledged.extend(pairs),
+            Err(r) => break r,
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "30 s of writes on a full disk, all acknowledged");
+    };
+    // the write that meets the full disk says so; later ones may find the server reopening
+    refusal.assert_error(507, "no_space");
+    assert!(refusal.text().contains("No space left on device"), "{}", refusal.text());
+    assert_out_of_space(&refusal);
+    // It keeps answering: /health, further writes (refused the same way, or stored if the
+    // server freed room of its own), and reads unless it is reopening the index.
+    for _ in 0..10 {
+        let h = server.client().get("/health");
+        assert!(h.status == 200 || h.json()["status"] == "recovering", "{} {}", h.status, h.text());
+        match write(&mut c, &mut rng, 50) {
+            Ok(pairs) => acknowledged.extend(pairs),
+            Err(r) => assert_out_of_space(&r),
+        }
+        let q = c.post("/v1/query", &json!({"fp": 1}));
+        assert!(q.status == 200 || q.error_kind() == "recovering", "{} {}", q.status, q.text());
+    }
+    assert!(server.exit_within(Duration::ZERO).is_none(), "the server is still running: {}", server.log());
+
+    // Space is back: writes succeed again within a few seconds.
+    drop(file);
+    std::fs::remove_file(&filler).unwrap();
+    let freed = Instant::now();
+    loop {
+        match write(&mut c, &mut rng, 50) {
+            Ok(pairs) => {
+                acknowledged.extend(pairs);
+                break;
+            }
+            Err(r) => assert_out_of_space(&r),
+        }
+        assert!(freed.elapsed() < Duration::from_secs(10), "writes still refused 10 s after space came back: {}", server.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..10 {
+        acknowledged.extend(write(&mut c, &mut rng, 50).unwrap_or_else(|r| panic!("once space is back: {} {}", r.status, r.text())));
+    }
+    assert_eq!(server.client().get("/health").status, 200);
+    let metrics = server.client().get("/metrics").text();
+    assert!(metrics.lines().any(|l| l.starts_with("simdex_errors_total{") && l.contains("status=\"507\"")), "/metrics counts the 507s:\n{metrics}");
+    assert!(!metrics.contains("status=\"other\""), "{metrics}");
+
+    let fps: Vec<u64> = acknowledged.iter().map(|p| p.0).collect();
+    let lost = |stored: &BTreeSet<(u64, u64)>| acknowledged.difference(stored).count();
+    assert_eq!(lost(&stored_pairs(&mut c, &fps)), 0, "acknowledged pairs lost across the full disk");
+    server.terminate();
+    let status = server.exit_within(Duration::from_secs(10)).expect("exits after SIGTERM");
+    assert!(status.success(), "{status}: {}", server.log());
+    let server = Server::start(&idx, &[]);
+    assert_eq!(lost(&stored_pairs(&mut server.client(), &fps)), 0, "acknowledged pairs lost after a restart");
+}
