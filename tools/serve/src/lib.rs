@@ -38,6 +38,11 @@ use log::log;
 pub use options::{ServeDurability, ServeOptions};
 use state::Shared;
 
+/// The buffer a request head (request line and headers) may fill before the connection is
+/// closed (hyper checks it between reads, so one read may go beyond it): hyper's default
+/// (about 400 KB) times 20,000 connections would let clients pin 8 GB.
+const MAX_HEAD: usize = 64 << 10;
+
 /// Runs the server until SIGTERM or SIGINT; `ready` is called with the bound address once
 /// the index is open and the socket listens. Returns after a clean shutdown.
 pub fn serve(options: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
@@ -123,8 +128,12 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) -> GracefulShut
             mark.store(true, Ordering::SeqCst);
             http::handle(Arc::clone(&conn_shared), req)
         });
-        let conn =
-            http1::Builder::new().timer(TokioTimer::new()).header_read_timeout(shared.options.header_timeout).keep_alive(true).serve_connection(TokioIo::new(stream), service);
+        let conn = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(shared.options.header_timeout)
+            .max_buf_size(MAX_HEAD)
+            .keep_alive(true)
+            .serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         let done = Arc::clone(&shared);
         tokio::spawn(async move {
