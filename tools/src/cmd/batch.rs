@@ -60,6 +60,7 @@ pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
     let read = input::read_all(&args.queries, InputFormat { binary: args.binary, with_ids: args.with_ids }, |_| {})?;
     let queries = read.fps;
+    let read_s = start.elapsed().as_secs_f64();
     // the ids each query fingerprint was given, for echoing; and which were answered
     let mut ids_of: HashMap<u64, Vec<u64>> = HashMap::new();
     if let Some(ids) = &read.ids {
@@ -78,8 +79,10 @@ pub fn run(args: Args) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
     let mut matches = 0u64;
+    let mut write_s = 0.0f64;
     let no_id = [None];
     let mut write = |m: simdex::batch::BatchMatch| -> std::io::Result<()> {
+        let writing = Instant::now();
         matches += 1;
         if args.json {
             answered.insert(m.query);
@@ -93,11 +96,17 @@ pub fn run(args: Args) -> Result<()> {
                 writeln!(out, "{}", tsv_line(m.query, qid, &one))?;
             }
         }
+        write_s += writing.elapsed().as_secs_f64();
         Ok(())
     };
     let emit = |m| write(m).map_err(|e| simdex::Error::io("<stdout>", "write", e));
+    let opening = Instant::now();
     let source = Source::open(&args.index)?;
+    let open_s = opening.elapsed().as_secs_f64();
+    let querying = Instant::now();
     batch_query_each(&source, &queries, &options, emit)?;
+    let query_s = querying.elapsed().as_secs_f64();
+    let ending = Instant::now();
     if args.json {
         for (i, &q) in queries.iter().enumerate() {
             if !answered.contains(&q) {
@@ -107,6 +116,13 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     out.flush()?;
+    let end_s = ending.elapsed().as_secs_f64();
     eprintln!("{} queries against {} fingerprints: {} matches in {:.2}s", queries.len(), Stored::from(&source).held_len(), matches, start.elapsed().as_secs_f64());
+    // where the time went (issue 28: the parts that do not run in parallel show here)
+    eprintln!(
+        "phases: read queries {read_s:.3}s, open {open_s:.3}s, join and sort {:.3}s, write matches {:.3}s, unanswered and flush {end_s:.3}s",
+        (query_s - write_s).max(0.0),
+        write_s
+    );
     Ok(())
 }
