@@ -43,6 +43,9 @@ def parse_args(argv):
         p.error(f"--confirm-threshold {args.confirm_threshold}: must be between 0 and 1")
     if (args.matches or args.add) and not args.index:
         p.error("--matches and --add need --index DIR")
+    for path in args.inputs:
+        if not os.path.exists(path):
+            p.error(f"cannot read {path}: no such file or folder")
     if args.index and not os.path.isdir(args.index):
         p.error(f"--index {args.index}: no such index folder")
     for what in ("pairs", "clusters", "kept", "skipped", "matches"):
@@ -61,22 +64,28 @@ def session(master):
     b = SparkSession.builder.appName("simdex dedup")
     if master:
         b = b.master(master)
-    return b.getOrCreate()
+    if not sys.stderr.isatty():
+        b = b.config("spark.ui.showConsoleProgress", "false")
+    spark = b.getOrCreate()
+    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # Spark's 200 is for large inputs; adaptive execution coalesces small ones further
+        spark.conf.set("spark.sql.shuffle.partitions", str(4 * spark.sparkContext.defaultParallelism))
+    return spark
 
 
-def run(args) -> int:
+def run(args, spark=None) -> int:
     from pyspark.sql import functions as F
 
-    from . import _output as O
-    from ._dedup import dedup
-    from ._read import read_files
+    from simdex.spark import _output as O
+    from simdex.spark._dedup import dedup
+    from simdex.spark._read import read_files
 
     started = time.monotonic()
-    spark = session(args.master)
+    spark = spark or session(args.master)
     log = sys.stderr
     docs = read_files(spark, args.inputs, args.format, args.strict)
     if args.index:
-        from .._simdex import IndexReader
+        from simdex._simdex import IndexReader
 
         recipe = IndexReader(args.index).recipe()
     else:
@@ -98,6 +107,7 @@ def run(args) -> int:
     tab = lambda *cols: F.concat_ws("\t", *[F.col(c).cast("string") for c in cols])  # noqa: E731
     documents = result.documents.count()
     print(f"documents: {documents} ({skipped} skipped: bad records or no fingerprint)", file=log)
+    print(f"representatives fingerprinted: {result.fingerprinted.where('fp is not null').count()}", file=log)
     for row in result.skipped.limit(5).collect():
         print(f"skipped {row[0]}: {row[1]}", file=log)
     if args.pairs:
@@ -112,7 +122,7 @@ def run(args) -> int:
     if args.skipped:
         O.write_lines(result.skipped, tab("id", "reason"), ["id", "reason"], args.skipped)
     if args.index:
-        from ._incremental import add_new_documents, index_matches
+        from simdex.spark._incremental import add_new_documents, index_matches
 
         matches = index_matches(spark, result, args.index, result.k, not args.no_confirm, args.confirm_threshold)
         if args.matches:
@@ -127,12 +137,13 @@ def run(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def main(argv=None, spark=None) -> int:
+    """The command line; ``spark``: run in this session (tests) instead of starting one."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from ._read import InputError
+    from simdex.spark._read import InputError
 
     try:
-        return run(args)
+        return run(args, spark)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return USAGE_ERROR

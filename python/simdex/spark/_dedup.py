@@ -26,6 +26,9 @@ class Dedup:
     * ``skipped``: ``id, reason`` of the records that are not documents (a bad JSON line) and of
       the documents that got no fingerprint (too few words, unreadable text): counted and
       reported, never failing the job;
+    * ``fingerprinted``: ``ord, fp, short, error, sketch`` of every representative (one per
+      distinct content) with a text;
+    * ``new_documents``: ``ord, id, fp, sketch`` of every document with a fingerprint;
     * ``recipe``: the pinned recipe (``recipe.recipe`` is its descriptor, ``recipe.idf_table()``
       the learned table's bytes, which ``simdex dedup --idf FILE`` reads).
     """
@@ -40,6 +43,7 @@ class Dedup:
     documents: object
     links: object
     new_documents: object
+    fingerprinted: object
 
 
 def dedup(spark, docs, k: Optional[int] = None, confirm: bool = True, threshold: float = P.DEFAULT_THRESHOLD, preset: str = "pages", recipe: Optional[CorpusRecipe] = None, design_k: Optional[int] = None) -> Dedup:
@@ -97,4 +101,4 @@ def dedup(spark, docs, k: Optional[int] = None, confirm: bool = True, threshold:
         members.join(fped.where("fp is null").select(F.col("ord").alias("rep"), "error"), "rep").select("id", F.col("error").alias("reason"))
     ).union(good.where("text is null").select("id", F.col("error").alias("reason")))
     new_documents = members.join(fped.where("fp is not null").select(F.col("ord").alias("rep"), "fp", "sketch"), "rep").select("ord", "id", "fp", "sketch")
-    return Dedup(new_documents=new_documents, pairs=pairs, clusters=clusters, kept=kept, skipped=skipped, recipe=recipe, k=k, threshold=threshold if confirm else None, documents=good, links=links)
+    return Dedup(fingerprinted=fped, new_documents=new_documents, pairs=pairs, clusters=clusters, kept=kept, skipped=skipped, recipe=recipe, k=k, threshold=threshold if confirm else None, documents=good, links=links)
