@@ -61,7 +61,13 @@ def session(master):
     except ImportError:
         print("error: simdex.spark needs pyspark: pip install 'simdex[spark]'", file=sys.stderr)
         sys.exit(USAGE_ERROR)
+    from pyspark import SparkConf
+
     b = SparkSession.builder.appName("simdex dedup")
+    local = (master or SparkConf().get("spark.master", "local")).startswith("local")
+    if local and "PYSPARK_PYTHON" not in os.environ:
+        # local mode: the Python workers are this interpreter, which has simdex
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     if master:
         b = b.master(master)
     if not sys.stderr.isatty():
@@ -127,7 +133,7 @@ def run(args, spark=None) -> int:
         matches = index_matches(spark, result, args.index, result.k, not args.no_confirm, args.confirm_threshold)
         if args.matches:
             hexfp = F.lpad(F.lower(F.hex(F.col("sfp"))), 16, "0")
-            line = F.concat_ws("\t", "id", F.when(F.col("sid") < 0, F.col("sid").cast("decimal(20,0)") + F.lit(18446744073709551616)).otherwise(F.col("sid")).cast("decimal(20,0)").cast("string"), hexfp, F.col("distance").cast("string"), "similarity_text")
+            line = F.concat_ws("\t", "id", F.when(F.col("sid") < 0, F.col("sid").cast("decimal(20,0)") + F.expr("CAST('18446744073709551616' AS DECIMAL(20,0))")).otherwise(F.col("sid")).cast("decimal(20,0)").cast("string"), hexfp, F.col("distance").cast("string"), "similarity_text")
             n = O.write_lines(matches, line, ["ord", "distance", "sfp", "sid"], args.matches)
             print(f"index matches: {n} written to {args.matches}", file=log)
         if args.add:

@@ -133,7 +133,8 @@ def read_files(spark, inputs: Sequence[str], format: str = "auto", strict: bool 
         )
         parts.append(lines.mapPartitions(_jsonl_records(rank, escape_name(path), strict)))
     if whole:
-        blobs = sc.binaryFiles(",".join(os.path.abspath(p) for p in whole))
+        # (one task would read every small file: ask for a few per core)
+        blobs = sc.binaryFiles(",".join(os.path.abspath(p) for p in whole), minPartitions=2 * sc.defaultParallelism)
         parts.append(blobs.mapPartitions(_whole_files(whole, strict)))
     rdd = parts[0] if len(parts) == 1 else sc.union(parts)
     return spark.createDataFrame(rdd, SCHEMA)
