@@ -44,12 +44,13 @@ def step(sc, name: str):
 
 
 def _fail_first_attempt(where: str) -> None:
-    """Test hook: the local property ``simdex.test.fail_first_attempt`` naming this step makes
-    each of its tasks fail on its first attempt (Spark then runs it again)."""
+    """Test hook: the local property ``simdex.test.fail_first_attempt`` naming this step (a
+    comma-separated list) makes each of its tasks fail on its first attempt (Spark then runs it
+    again)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
-    if ctx is not None and ctx.getLocalProperty("simdex.test.fail_first_attempt") == where and ctx.attemptNumber() == 0:
+    if ctx is not None and where in (ctx.getLocalProperty("simdex.test.fail_first_attempt") or "").split(",") and ctx.attemptNumber() == 0:
         raise RuntimeError(f"simdex test hook: first attempt of a {where} task fails")
 
 
