@@ -67,11 +67,12 @@ for i in 1 2; do
     --work-dir "$work/worker$i" --webui-port "$(free_port)" "$master" > "$work/worker$i.log" 2>&1 &
   pids+=($!)
 done
+registered() { grep -c "Registering worker" "$work/master.log" 2> /dev/null || echo 0; }
 for _ in $(seq 120); do
-  if [ "$(grep -c "Registering worker" "$work/master.log" || true)" -ge 2 ]; then break; fi
+  if [ "$(registered)" -ge 2 ]; then break; fi
   sleep 0.5
 done
-if [ "$(grep -c "Registering worker" "$work/master.log" || true)" -lt 2 ]; then
+if [ "$(registered)" -lt 2 ]; then
   echo "the two workers did not register with $master:" >&2
   tail -20 "$work"/*.log >&2
   exit 1
