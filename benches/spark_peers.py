@@ -53,6 +53,7 @@ def cluster_pairs(groups):
 
 def run_simdex(data, python, work):
     pairs, clusters = os.path.join(work, "pairs.tsv"), os.path.join(work, "clusters.tsv")
+    os.environ["PYSPARK_PYTHON"] = python
     cmd = [python, "-m", "simdex.spark", "dedup", os.path.join(data, "docs.jsonl"), "--format", "jsonl", "--pairs", pairs, "--clusters", clusters, "--master", MASTER]
     start = time.monotonic()
     subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
@@ -72,6 +73,7 @@ def run_simdex(data, python, work):
 
 def curator_child(data, out, tuned):
     """Runs inside the peers' virtualenv: distributed-curator on docs.jsonl."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     import distributed_curator
     from distributed_curator.spark_partition_aware_deduplication import partition_aware_deduplicate
     from pyspark.sql import SparkSession
