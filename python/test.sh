@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the abi3 wheel with maturin (release), installs it into a NEW virtualenv (with pytest,
-# numpy, scrapy and pyspark (pinned by tools/spark/requirements.txt) from the registry) and runs python/tests with pytest against the installed
-# package, never the source tree (SIMDEX_TEST_INSTALLED makes a test check where `simdex`
+# numpy, scrapy and pyspark, pinned by tools/spark/requirements.txt, from the registry; the
+# Spark tests need java) and runs python/tests with pytest against the installed package,
+# never the source tree (SIMDEX_TEST_INSTALLED makes a test check where `simdex`
 # was imported from), then the Scrapy tests again on Scrapy 2.13 (the oldest supported) in a
 # second new virtualenv. maturin lives in a tool virtualenv under the cargo target directory,
 # created the first time; the extension builds in $target/python (its own workspace).
