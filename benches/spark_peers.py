@@ -11,6 +11,7 @@ Each tool runs in its own process, in its own virtualenv (peers are never vendor
 
     python benches/spark_peers.py simdex DATA --python target/spark-venv/bin/python
     python benches/spark_peers.py curator DATA --python target/peers-venv/bin/python [--tuned]
+    python benches/spark_peers.py textdedup DATA --python target/peers-venv/bin/python [--tuned]
 """
 
 import argparse
@@ -109,9 +110,28 @@ def run_curator(data, python, work, tuned):
     return took, {"cluster pairs": cluster_pairs(groups), "inner seconds": inner}
 
 
+def run_textdedup(data, python, work, tuned):
+    """text-dedup's single-machine ``text_dedup.minhash`` (its Spark version needs the GraphFrames
+    jar, which is not on this machine and cannot be fetched offline); clusters from its union-find
+    (``--debug`` writes it, keyed by our ids with ``--idx_column id``)."""
+    out = os.path.join(work, "textdedup")
+    # tuned for Jaccard 0.9 of word 3-shingles: its ngram is words (default 5) and threshold 0.7
+    extra = ["--threshold", "0.9", "--ngram", "3"] if tuned else []
+    cmd = [python, "-m", "text_dedup.minhash", "--path", "json", "--data_files", os.path.join(data, "docs.jsonl"), "--split", "train", "--column", "text", "--idx_column", "id", "--output", out, "--cache_dir", os.path.join(work, "cache"), "--debug", *extra]
+    start = time.monotonic()
+    subprocess.run(cmd, check=True, capture_output=True, cwd=work)
+    took = time.monotonic() - start
+    dump = "import json, pickle, sys; uf = pickle.load(open(sys.argv[1], 'rb')); print(json.dumps([[str(x), str(uf.find(x))] for x in uf.parent]))"
+    p = subprocess.run([python, "-c", dump, os.path.join(out, "uf.pkl")], check=True, capture_output=True, text=True)
+    groups = {}
+    for x, root in json.loads(p.stdout):
+        groups.setdefault(root, []).append(x)
+    return took, {"cluster pairs": cluster_pairs(groups)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("tool", choices=["simdex", "curator", "curator-child"])
+    ap.add_argument("tool", choices=["simdex", "curator", "curator-child", "textdedup"])
     ap.add_argument("data", help="the eval folder: docs.jsonl and pairs.tsv")
     ap.add_argument("--python", default=sys.executable, help="the interpreter (virtualenv) to run the tool with")
     ap.add_argument("--tuned", action="store_true")
@@ -123,6 +143,8 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         if a.tool == "simdex":
             took, sets = run_simdex(a.data, a.python, work)
+        elif a.tool == "textdedup":
+            took, sets = run_textdedup(a.data, a.python, work, a.tuned)
         else:
             took, sets = run_curator(a.data, a.python, work, a.tuned)
     for what, reported in sets.items():

@@ -135,6 +135,12 @@ impl CorpusRecipe {
 /// One document's fingerprint and sketch: `(fingerprint, short, error, sketch)`.
 type Fingerprinted<'py> = (Option<u64>, bool, Option<String>, Option<Bound<'py, PyBytes>>);
 
+/// What `__reduce__` returns: the constructor and its arguments (options text, IDF table).
+type Reduced<'py> = (PyObject, (String, Option<Bound<'py, PyBytes>>));
+
+/// A text's fingerprint `(value, short)` or why it has none, and its sketch.
+type Made = (Result<(u64, bool), String>, Option<Sketch>);
+
 #[pymethods]
 impl CorpusRecipe {
     /// The recipe of `simdex dedup` with `--preset PRESET` (no IDF table yet).
@@ -155,7 +161,7 @@ impl CorpusRecipe {
         Self::of(Recipe::new(options, idf).and_then(|r| r.fingerprinter()).map_err(value_error)?)
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(PyObject, (String, Option<Bound<'py, PyBytes>>))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let py = slf.py();
         let recipe = Recipe::of(&slf.get().fp());
         let idf = recipe.idf().map(|t| PyBytes::new(py, &t.encode()));
@@ -224,7 +230,7 @@ impl CorpusRecipe {
     /// too short for a fingerprint has `error` (and still a sketch); `sketch=False` makes none.
     #[pyo3(signature = (texts, sketch=true))]
     fn fingerprint_texts<'py>(&self, py: Python<'py>, texts: Vec<String>, sketch: bool) -> Vec<Fingerprinted<'py>> {
-        let made: Vec<(Result<(u64, bool), String>, Option<Sketch>)> = py.allow_threads(|| {
+        let made: Vec<Made> = py.allow_threads(|| {
             let mut fp = self.fp();
             let mut sketcher = self.sketcher.lock().unwrap_or_else(PoisonError::into_inner);
             texts.iter().map(|t| (fp.fingerprint(t).map(|f| (f.value, f.short)).map_err(|e| e.to_string()), sketch.then(|| sketcher.sketch(t)))).collect()
