@@ -114,7 +114,7 @@ def run_textdedup(data, python, work, tuned):
     """text-dedup's single-machine ``text_dedup.minhash`` (its Spark version needs the GraphFrames
     jar, which is not on this machine and cannot be fetched offline); clusters from its union-find
     (``--debug`` writes it, keyed by our ids with ``--idx_column id``)."""
-    out = os.path.join(work, "textdedup")
+    out, python = os.path.join(work, "textdedup"), os.path.abspath(python)
     # tuned for Jaccard 0.9 of word 3-shingles: its ngram is words (default 5) and threshold 0.7
     extra = ["--threshold", "0.9", "--ngram", "3"] if tuned else []
     cmd = [python, "-m", "text_dedup.minhash", "--path", "json", "--data_files", os.path.join(data, "docs.jsonl"), "--split", "train", "--column", "text", "--idx_column", "id", "--output", out, "--cache_dir", os.path.join(work, "cache"), "--debug", *extra]
