@@ -97,7 +97,11 @@ def run(args, spark=None) -> int:
     else:
         recipe = None
     result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe, design_k=args.design_k)
-    skipped = result.skipped.count()
+    from simdex.spark._pipeline import step
+
+    sc = spark.sparkContext
+    with step(sc, "count skipped records"):
+        skipped = result.skipped.count()
     if skipped and args.fail_on_bad:
         print(f"error: {skipped} bad records or documents without a fingerprint (--fail-on-bad); first: {result.skipped.first()}", file=log)
         return 1
@@ -111,32 +115,39 @@ def run(args, spark=None) -> int:
             with open(out + ".idf", "wb") as f:
                 f.write(table)
     tab = lambda *cols: F.concat_ws("\t", *[F.col(c).cast("string") for c in cols])  # noqa: E731
-    documents = result.documents.count()
-    print(f"documents: {documents} ({skipped} skipped: bad records or no fingerprint)", file=log)
-    print(f"representatives fingerprinted: {result.fingerprinted.where('fp is not null').count()}", file=log)
-    for row in result.skipped.limit(5).collect():
-        print(f"skipped {row[0]}: {row[1]}", file=log)
+    with step(sc, "summary counts"):
+        documents = result.documents.count()
+        print(f"documents: {documents} ({skipped} skipped: bad records or no fingerprint)", file=log)
+        print(f"representatives fingerprinted: {result.fingerprinted.where('fp is not null').count()}", file=log)
+        for row in result.skipped.limit(5).collect():
+            print(f"skipped {row[0]}: {row[1]}", file=log)
     if args.pairs:
-        n = O.write_lines(result.pairs, tab("id_a", "id_b", "distance", "similarity"), ["ord_a", "ord_b"], args.pairs)
+        with step(sc, "write pairs"):
+            n = O.write_lines(result.pairs, tab("id_a", "id_b", "distance", "similarity"), ["ord_a", "ord_b"], args.pairs)
         print(f"pairs: {n} written to {args.pairs}", file=log)
     if args.clusters:
-        n = O.write_lines(result.clusters, tab("id", "cluster"), ["cluster_ord", "ord"], args.clusters)
+        with step(sc, "write clusters"):
+            n = O.write_lines(result.clusters, tab("id", "cluster"), ["cluster_ord", "ord"], args.clusters)
         print(f"clusters: {n} documents in clusters written to {args.clusters}", file=log)
     if args.kept:
-        n = O.write_lines(result.kept, F.to_json(F.struct("id", "text")), ["ord"], args.kept)
+        with step(sc, "write kept documents"):
+            n = O.write_lines(result.kept, F.to_json(F.struct("id", "text")), ["ord"], args.kept)
         print(f"kept: {n} documents written to {args.kept}", file=log)
     if args.skipped:
-        O.write_lines(result.skipped, tab("id", "reason"), ["id", "reason"], args.skipped)
+        with step(sc, "write skipped"):
+            O.write_lines(result.skipped, tab("id", "reason"), ["id", "reason"], args.skipped)
     if args.index:
         from simdex.spark._incremental import add_new_documents, index_matches
 
         matches = index_matches(spark, result, args.index, result.k, not args.no_confirm, args.confirm_threshold)
         if args.matches:
+            sc.setJobGroup("simdex dedup", "simdex dedup: write index matches")
             hexfp = F.lpad(F.lower(F.hex(F.col("sfp"))), 16, "0")
             line = F.concat_ws("\t", "id", F.when(F.col("sid") < 0, F.col("sid").cast("decimal(20,0)") + F.expr("CAST('18446744073709551616' AS DECIMAL(20,0))")).otherwise(F.col("sid")).cast("decimal(20,0)").cast("string"), hexfp, F.col("distance").cast("string"), "similarity_text")
             n = O.write_lines(matches, line, ["ord", "distance", "sfp", "sid"], args.matches)
             print(f"index matches: {n} written to {args.matches}", file=log)
         if args.add:
+            sc.setJobGroup("simdex dedup", "simdex dedup: add to the index")
             added = add_new_documents(result, args.index)
             print(f"index {args.index}: {added} documents added (durable)", file=log)
     print(f"done in {time.monotonic() - started:.1f} s", file=log)
