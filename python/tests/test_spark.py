@@ -178,4 +178,6 @@ def test_user_errors_are_one_line_and_exit_2(tmp_path):
     assert p.returncode == 2 and "missing.jsonl" in p.stderr and "Traceback" not in p.stderr, p.stderr
     p = subprocess.run([sys.executable, "-m", "simdex.spark", "dedup", PAGES, "--pairs", tmp_path / "no" / "p.tsv"], capture_output=True, text=True)
     assert p.returncode == 2 and "--pairs" in p.stderr and "Traceback" not in p.stderr, p.stderr
-    assert os.path.exists(PAGES)
+    (tmp_path / "not-an-index").mkdir()
+    p = subprocess.run([sys.executable, "-m", "simdex.spark", "dedup", PAGES, "--index", tmp_path / "not-an-index", "--master", "local[1]"], capture_output=True, text=True)
+    assert p.returncode == 1 and "not-an-index" in p.stderr and "Traceback" not in p.stderr, p.stderr

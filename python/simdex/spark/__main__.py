@@ -87,15 +87,15 @@ def run(args, spark=None) -> int:
     from simdex.spark._read import read_files
 
     started = time.monotonic()
-    spark = spark or session(args.master)
-    log = sys.stderr
-    docs = read_files(spark, args.inputs, args.format, args.strict)
-    if args.index:
+    if args.index:  # before Spark starts: a bad index is a quick error
         from simdex._simdex import IndexReader
 
         recipe = IndexReader(args.index).recipe()
     else:
         recipe = None
+    spark = spark or session(args.master)
+    log = sys.stderr
+    docs = read_files(spark, args.inputs, args.format, args.strict)
     result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe, design_k=args.design_k)
     from simdex.spark._pipeline import step
 
@@ -157,6 +157,7 @@ def run(args, spark=None) -> int:
 def main(argv=None, spark=None) -> int:
     """The command line; ``spark``: run in this session (tests) instead of starting one."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from simdex._simdex import Error
     from simdex.spark._read import InputError
 
     try:
@@ -164,6 +165,9 @@ def main(argv=None, spark=None) -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return USAGE_ERROR
+    except Error as e:  # the library's (a damaged or locked index, a recipe mismatch)
+        print(f"error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
