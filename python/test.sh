@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the abi3 wheel with maturin (release), installs it into a NEW virtualenv (with pytest,
-# numpy and scrapy from the registry) and runs python/tests with pytest against the installed
-# package, never the source tree (SIMDEX_TEST_INSTALLED makes a test check where `simdex`
+# numpy, scrapy and pyspark, pinned by tools/spark/requirements.txt, from the registry; the
+# Spark tests need java) and runs python/tests with pytest against the installed package,
+# never the source tree (SIMDEX_TEST_INSTALLED makes a test check where `simdex`
 # was imported from), then the Scrapy tests again on Scrapy 2.13 (the oldest supported) in a
 # second new virtualenv. maturin lives in a tool virtualenv under the cargo target directory,
 # created the first time; the extension builds in $target/python (its own workspace).
@@ -30,7 +31,7 @@ echo "wheel: $(basename "$wheel") ($(stat -c %s "$wheel") bytes)"
 venv="$target/python-test-venv"
 rm -rf "$venv"
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest numpy "scrapy>=2.13"
+"$venv/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest numpy "scrapy>=2.13" -r "$root/tools/spark/requirements.txt"
 export SIMDEX="${SIMDEX:-$target/debug/simdex}"
 if [ ! -x "$SIMDEX" ]; then
   cargo build --quiet -p simdex-cli --manifest-path "$root/Cargo.toml"

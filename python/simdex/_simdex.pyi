@@ -130,3 +130,62 @@ class Segment:
 
 def doc_id(name: str) -> int:
     """The 64-bit document id of a name: what ``simdex fingerprint --for-index`` and ``dedup --index`` use."""
+
+# simdex.spark's library calls (python/src/spark.rs, spark_index.rs)
+
+ReadDocument = Tuple[str, Optional[str], Optional[str], Optional[str]]
+"""(id, content hash, text, error) of one record; a record that is not a document has no hash."""
+
+def read_documents(data: bytes, name: str, format: str, strict: bool = False) -> List[ReadDocument]:
+    """The documents of ``data`` read in ``format`` ("text", "html", "jsonl") as ``simdex dedup`` reads a
+    file named ``name``, each with the CLI's content hash and its text."""
+
+def sketch_similarity(a: bytes, b: bytes) -> float:
+    """The resemblance two 64-byte sketches estimate."""
+
+class CorpusRecipe:
+    """A fingerprint recipe for a corpus job (options, IDF table, sketcher); pickles as its options and table."""
+    def __init__(self, preset: str = "pages") -> None: ...
+    @staticmethod
+    def _restore(options: str, idf: Optional[bytes] = None) -> "CorpusRecipe": ...
+    @property
+    def recipe(self) -> str:
+        """The descriptor ``simdex dedup`` prints as ``recipe:``."""
+    @property
+    def has_idf(self) -> bool: ...
+    def distinct_features(self, texts: List[str]) -> List[bytes]:
+        """Per text, its distinct feature hashes as little-endian u64s."""
+    def with_document_frequencies(self, documents: int, features: bytes, counts: bytes) -> "CorpusRecipe":
+        """This recipe with the IDF table of ``documents`` documents in which ``features[i]`` occurs ``counts[i]`` times."""
+    def idf_table(self) -> Optional[bytes]:
+        """The table's bytes (what ``simdex dedup --idf FILE`` reads)."""
+    def fingerprint_texts(self, texts: List[str], sketch: bool = True) -> List[Tuple[Optional[int], bool, Optional[str], Optional[bytes]]]:
+        """Per text (fingerprint, short, error, sketch)."""
+
+class TablePlan:
+    """The permuted tables of the paper's batch mode for ``count`` fingerprints, probed for ``k``."""
+    def __init__(self, count: int, k: int, design_k: Optional[int] = None) -> None: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def design_k(self) -> int: ...
+    @property
+    def tables(self) -> List[Tuple[int, int, List[int]]]:
+        """Per table (prefix_bits, probe_bits, flips)."""
+    def keys(self, fps: bytes) -> bytes:
+        """Every fingerprint's key in every table, table by table, as little-endian u64s."""
+
+class IndexReader:
+    """An index directory opened read-only; pickles as its path."""
+    def __init__(self, path: Union[str, PathLike[str]]) -> None: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def sketches(self) -> bool: ...
+    def recipe(self) -> Optional[CorpusRecipe]: ...
+    def entries(self, part: int, bits: int) -> Tuple[bytes, bytes]:
+        """The live (fingerprints, doc_ids) whose top ``bits`` bits equal ``part``."""
+    def sketch(self, fp: int, doc_id: int) -> Optional[bytes]: ...
+
+def add_to_index(path: Union[str, PathLike[str]], recipe: CorpusRecipe, fps: bytes, doc_ids: bytes, sketches: bytes) -> int:
+    """Adds the pairs (with their sketches, if given) to the index at ``path``, pinning ``recipe``; syncs."""

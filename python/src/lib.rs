@@ -19,6 +19,8 @@ use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter,
 mod batch;
 mod document_batch;
 mod errors;
+mod spark;
+mod spark_index;
 
 use batch::{u64s, Row};
 use document_batch::DocumentAnswer;
@@ -475,5 +477,7 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Segment>()?;
     m.add_function(wrap_pyfunction!(doc_id, m)?)?;
     errors::register(m)?;
+    spark::register(m)?;
+    spark_index::register(m)?;
     Ok(())
 }

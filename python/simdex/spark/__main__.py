@@ -1,0 +1,174 @@
+"""``python -m simdex.spark dedup INPUT... --pairs OUT.tsv``: ``simdex dedup`` on Spark.
+
+Also runs under ``spark-submit`` (give this file, or ``-m``-less: ``spark-submit
+$(python -c 'import simdex.spark.__main__ as m; print(m.__file__)') dedup ...``); without
+``--master`` the session takes Spark's own default (``local[*]``, or what spark-submit set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+USAGE_ERROR = 2
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m simdex.spark", description="Near-duplicate documents of a corpus on Spark (simdex dedup's answers).")
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dedup", help="exact and near-duplicate pairs, clusters and the deduplicated documents")
+    d.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (walked recursively, in name order)")
+    d.add_argument("--format", default="auto", choices=["auto", "text", "html", "jsonl", "parquet"], help="input format (auto: by extension, as simdex dedup)")
+    d.add_argument("--strict", action="store_true", help="refuse documents with invalid UTF-8 instead of replacing the bad bytes")
+    d.add_argument("--pairs", metavar="FILE", help="every near-duplicate pair, as simdex dedup --pairs: id_a<TAB>id_b<TAB>distance<TAB>similarity")
+    d.add_argument("--clusters", metavar="FILE", help="id<TAB>cluster of every document in a cluster of two or more (cluster: its first document's id)")
+    d.add_argument("--kept", metavar="FILE", help="the deduplicated corpus as JSON lines {id, text}: the first document of each cluster and every document alone")
+    d.add_argument("--skipped", metavar="FILE", help="id<TAB>reason of every bad record and every document without a fingerprint")
+    d.add_argument("-k", type=int, help="near-duplicates differ in at most K bits [default: 8 confirmed by sketch, 3 with --no-confirm]")
+    d.add_argument("--no-confirm", action="store_true", help="pairs within k by fingerprint alone, not confirmed by sketch")
+    d.add_argument("--confirm-threshold", type=float, default=0.9, help="resemblance a confirmed pair needs (default 0.9)")
+    d.add_argument("--preset", default="pages", help="fingerprint recipe preset (default pages, as simdex dedup)")
+    d.add_argument("--design-k", type=int, help="tables for this k, the rest by multi-probe (default: tables for k)")
+    d.add_argument("--index", metavar="DIR", help="also check every document against this index (its pinned recipe is used)")
+    d.add_argument("--matches", metavar="FILE", help="with --index: id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity of each match")
+    d.add_argument("--add", action="store_true", help="with --index: add the corpus to the index afterwards")
+    d.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
+    d.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any record is bad or any document gets no fingerprint")
+    args = p.parse_args(argv)
+    if args.k is not None and not 0 <= args.k <= 8:
+        p.error(f"-k {args.k}: must be between 0 and 8")
+    if not 0.0 <= args.confirm_threshold <= 1.0:
+        p.error(f"--confirm-threshold {args.confirm_threshold}: must be between 0 and 1")
+    if (args.matches or args.add) and not args.index:
+        p.error("--matches and --add need --index DIR")
+    for path in args.inputs:
+        if not os.path.exists(path):
+            p.error(f"cannot read {path}: no such file or folder")
+    if args.index and not os.path.isdir(args.index):
+        p.error(f"--index {args.index}: no such index folder")
+    for what in ("pairs", "clusters", "kept", "skipped", "matches"):
+        path = getattr(args, what)
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            p.error(f"--{what} {path}: its folder does not exist")
+    return args
+
+
+def session(master):
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        print("error: simdex.spark needs pyspark: pip install 'simdex[spark]'", file=sys.stderr)
+        sys.exit(USAGE_ERROR)
+    from pyspark import SparkConf
+
+    b = SparkSession.builder.appName("simdex dedup")
+    local = (master or SparkConf().get("spark.master", "local")).startswith("local")
+    if local and "PYSPARK_PYTHON" not in os.environ:
+        # local mode: the Python workers are this interpreter, which has simdex
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    if master:
+        b = b.master(master)
+    if not sys.stderr.isatty():
+        b = b.config("spark.ui.showConsoleProgress", "false")
+    spark = b.getOrCreate()
+    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # Spark's 200 is for large inputs; adaptive execution coalesces small ones further
+        spark.conf.set("spark.sql.shuffle.partitions", str(4 * spark.sparkContext.defaultParallelism))
+    return spark
+
+
+def run(args, spark=None) -> int:
+    from pyspark.sql import functions as F
+
+    from simdex.spark import _output as O
+    from simdex.spark._dedup import dedup
+    from simdex.spark._read import read_files
+
+    started = time.monotonic()
+    if args.index:  # before Spark starts: a bad index is a quick error
+        from simdex._simdex import IndexReader
+
+        recipe = IndexReader(args.index).recipe()
+    else:
+        recipe = None
+    spark = spark or session(args.master)
+    log = sys.stderr
+    docs = read_files(spark, args.inputs, args.format, args.strict)
+    result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe, design_k=args.design_k)
+    from simdex.spark._pipeline import step
+
+    sc = spark.sparkContext
+    with step(sc, "count skipped records"):
+        skipped = result.skipped.count()
+    if skipped and args.fail_on_bad:
+        print(f"error: {skipped} bad records or documents without a fingerprint (--fail-on-bad); first: {result.skipped.first()}", file=log)
+        return 1
+    print(f"recipe: {result.recipe.recipe}", file=log)
+    out = args.pairs or args.clusters or args.kept
+    if out:
+        with open(out + ".recipe", "w") as f:
+            f.write(result.recipe.recipe + "\n")
+        table = result.recipe.idf_table()
+        if table is not None:
+            with open(out + ".idf", "wb") as f:
+                f.write(table)
+    tab = lambda *cols: F.concat_ws("\t", *[F.col(c).cast("string") for c in cols])  # noqa: E731
+    with step(sc, "summary counts"):
+        documents = result.documents.count()
+        print(f"documents: {documents} ({skipped} skipped: bad records or no fingerprint)", file=log)
+        print(f"representatives fingerprinted: {result.fingerprinted.where('fp is not null').count()}", file=log)
+        for row in result.skipped.limit(5).collect():
+            print(f"skipped {row[0]}: {row[1]}", file=log)
+    if args.pairs:
+        with step(sc, "write pairs"):
+            n = O.write_lines(result.pairs, tab("id_a", "id_b", "distance", "similarity"), ["ord_a", "ord_b"], args.pairs)
+        print(f"pairs: {n} written to {args.pairs}", file=log)
+    if args.clusters:
+        with step(sc, "write clusters"):
+            n = O.write_lines(result.clusters, tab("id", "cluster"), ["cluster_ord", "ord"], args.clusters)
+        print(f"clusters: {n} documents in clusters written to {args.clusters}", file=log)
+    if args.kept:
+        with step(sc, "write kept documents"):
+            n = O.write_lines(result.kept, F.to_json(F.struct("id", "text")), ["ord"], args.kept)
+        print(f"kept: {n} documents written to {args.kept}", file=log)
+    if args.skipped:
+        with step(sc, "write skipped"):
+            O.write_lines(result.skipped, tab("id", "reason"), ["id", "reason"], args.skipped)
+    if args.index:
+        from simdex.spark._incremental import add_new_documents, index_matches
+
+        matches = index_matches(spark, result, args.index, result.k, not args.no_confirm, args.confirm_threshold)
+        if args.matches:
+            sc.setJobGroup("simdex dedup", "simdex dedup: write index matches")
+            hexfp = F.lpad(F.lower(F.hex(F.col("sfp"))), 16, "0")
+            line = F.concat_ws("\t", "id", F.when(F.col("sid") < 0, F.col("sid").cast("decimal(20,0)") + F.expr("CAST('18446744073709551616' AS DECIMAL(20,0))")).otherwise(F.col("sid")).cast("decimal(20,0)").cast("string"), hexfp, F.col("distance").cast("string"), "similarity_text")
+            n = O.write_lines(matches, line, ["ord", "distance", "sfp", "sid"], args.matches)
+            print(f"index matches: {n} written to {args.matches}", file=log)
+        if args.add:
+            sc.setJobGroup("simdex dedup", "simdex dedup: add to the index")
+            added = add_new_documents(result, args.index)
+            print(f"index {args.index}: {added} documents added (durable)", file=log)
+    print(f"done in {time.monotonic() - started:.1f} s", file=log)
+    return 0
+
+
+def main(argv=None, spark=None) -> int:
+    """The command line; ``spark``: run in this session (tests) instead of starting one."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from simdex._simdex import Error
+    from simdex.spark._read import InputError
+
+    try:
+        return run(args, spark)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return USAGE_ERROR
+    except Error as e:  # the library's (a damaged or locked index, a recipe mismatch)
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""simdex.spark (issue 22) in local mode against the oracle, the `simdex dedup` CLI on the same
+input: the same pairs (line for line), the same clusters, the same matches against an index,
+a skewed corpus, bad records, and tasks that fail once and run again. One SparkSession
+(local[2], two attempts per task) is shared by every test; skipped only without java."""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PAGES
+
+pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs java")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    pyspark = pytest.importorskip("pyspark.sql")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import the wheel under test
+    s = (
+        pyspark.SparkSession.builder.master("local[2,2]")
+        .appName("simdex tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+def run_spark(spark, *argv):
+    from simdex.spark.__main__ import main
+
+    assert main([str(a) for a in argv], spark=spark) == 0
+
+
+def sorted_lines(path):
+    return sorted(pathlib.Path(path).read_text().splitlines())
+
+
+def cli_clusters(report):
+    """Clusters from the CLI's JSON-lines report: near clusters, and exact groups outside them."""
+    rows = [json.loads(line) for line in pathlib.Path(report).read_text().splitlines()]
+    near = [frozenset(r["members"]) for r in rows if r["kind"] == "near"]
+    exact = [frozenset(r["members"]) for r in rows if r["kind"] == "exact"]
+    return set(near) | {g for g in exact if not any(g <= n for n in near)}
+
+
+def spark_clusters(path):
+    by = {}
+    for line in sorted_lines(path):
+        id_, cluster = line.split("\t")
+        by.setdefault(cluster, set()).add(id_)
+    for cluster, members in by.items():
+        assert cluster in members, f"cluster {cluster} is named after a document outside it"
+    return {frozenset(m) for m in by.values()}
+
+
+def page_records():
+    out = []
+    for p in sorted(PAGES.iterdir()):
+        body = p.read_text(encoding="utf-8", errors="replace")
+        out.append({"id": p.name, "html" if p.suffix == ".html" else "text": body})
+    return out
+
+
+def write_jsonl(path, records, extra_lines=()):
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+        for line in extra_lines:
+            f.write(line + "\n")
+
+
+def test_pairs_equal_simdex_dedup_on_the_bundled_corpus(spark, cli, tmp_path):
+    summary = cli("dedup", PAGES, "--pairs", tmp_path / "cli.tsv", "--report", tmp_path / "cli.jsonl")
+    run_spark(spark, "dedup", PAGES, "--pairs", tmp_path / "spark.tsv", "--clusters", tmp_path / "clusters.tsv", "--kept", tmp_path / "kept.jsonl")
+    cli_pairs = sorted_lines(tmp_path / "cli.tsv")
+    assert len(cli_pairs) >= 40
+    assert sorted_lines(tmp_path / "spark.tsv") == cli_pairs
+    recipe = (tmp_path / "spark.tsv.recipe").read_text().strip()
+    assert f"recipe: {recipe}\n" in summary and "idf=-" not in recipe
+    # the learned table, pinned, gives the CLI the same fingerprints (and so the same pairs)
+    cli("dedup", PAGES, "--idf", tmp_path / "spark.tsv.idf", "--pairs", tmp_path / "pinned.tsv")
+    assert sorted_lines(tmp_path / "pinned.tsv") == cli_pairs
+    clusters = cli_clusters(tmp_path / "cli.jsonl")
+    assert spark_clusters(tmp_path / "clusters.tsv") == clusters
+    kept = [json.loads(line)["id"] for line in sorted_lines(tmp_path / "kept.jsonl")]
+    assert len(kept) == len(list(PAGES.iterdir())) - sum(len(c) - 1 for c in clusters)
+    assert all(sum(1 for i in kept if i in c) == 1 for c in clusters)
+
+
+def test_jsonl_bad_records_are_counted_and_retried_tasks_give_the_same_pairs(spark, cli, tmp_path, capsys):
+    corpus = tmp_path / "docs.jsonl"
+    short = [{"id": "short-1", "text": "two words"}, {"id": "short-2", "text": "two words"}]
+    write_jsonl(corpus, page_records() + short, extra_lines=["{not json", '{"id": "no text"}'])
+    cli("dedup", corpus, "--format", "jsonl", "--pairs", tmp_path / "cli-idf.tsv")
+    sc = spark.sparkContext
+    # every task of these steps fails once and runs again
+    sc.setLocalProperty("simdex.test.fail_first_attempt", "fingerprint,confirm")
+    try:
+        run_spark(spark, "dedup", corpus, "--format", "jsonl", "--pairs", tmp_path / "spark.tsv", "--skipped", tmp_path / "skipped.tsv")
+    finally:
+        sc.setLocalProperty("simdex.test.fail_first_attempt", None)
+    tracker = sc.statusTracker()
+    stages = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup("simdex dedup") for s in tracker.getJobInfo(j).stageIds]
+    assert sum(s.numFailedTasks for s in stages if s is not None) > 0, "no task failed: the hook did not run"
+    assert sorted_lines(tmp_path / "spark.tsv") == sorted_lines(tmp_path / "cli-idf.tsv")
+    assert "short-1\tshort-2\t0\t1.0000" in sorted_lines(tmp_path / "cli-idf.tsv")
+    skipped = sorted_lines(tmp_path / "skipped.tsv")
+    assert len(skipped) == 4, skipped
+    assert {s.split("\t")[0] for s in skipped} >= {"short-1", "short-2"}
+    assert "4 skipped" in capsys.readouterr().err
+    from simdex.spark.__main__ import main
+
+    assert main(["dedup", str(corpus), "--format", "jsonl", "--fail-on-bad"], spark=spark) == 1
+    assert "--fail-on-bad" in capsys.readouterr().err
+
+
+def test_a_page_repeated_100000_times_is_one_representative(spark, cli, tmp_path, capsys):
+    corpus = tmp_path / "skew.jsonl"
+    boiler = "Cookie notice: this site uses cookies to improve your experience. " * 20
+    records = page_records()
+    copies = ({"id": f"boiler-{i:06d}", "text": boiler} for i in range(100_000))
+    with open(corpus, "w", encoding="utf-8") as f:
+        for n, r in enumerate(records):
+            f.write(json.dumps(r) + "\n")
+            if n == len(records) // 2:
+                f.writelines(json.dumps(c) + "\n" for c in copies)
+    summary = cli("dedup", corpus, "--format", "jsonl", "--report", tmp_path / "cli.jsonl")
+    run_spark(spark, "dedup", corpus, "--format", "jsonl", "--clusters", tmp_path / "clusters.tsv")
+    clusters = spark_clusters(tmp_path / "clusters.tsv")
+    assert clusters == cli_clusters(tmp_path / "cli.jsonl")
+    assert max(len(c) for c in clusters) == 100_000
+    # the 100,000 copies were fingerprinted once: one representative per distinct content
+    documents = int(re.search(r"documents: (\d+)", summary).group(1))
+    redundant = int(re.search(r"\((\d+) redundant copies\)", summary).group(1))
+    assert documents == len(records) + 100_000 and redundant >= 99_999
+    assert f"representatives fingerprinted: {documents - redundant}\n" in capsys.readouterr().err
+
+
+def test_incremental_against_an_index_matches_simdex_dedup_index(spark, cli, tmp_path):
+    records = page_records()
+    a, b = records[::2], records[1::2] + [dict(r, id="again-" + r["id"]) for r in records[::2][:20]]
+    write_jsonl(tmp_path / "a.jsonl", a)
+    write_jsonl(tmp_path / "b.jsonl", b)
+    cli("dedup", tmp_path / "a.jsonl", "--format", "jsonl", "--index", tmp_path / "idx")
+    shutil.copytree(tmp_path / "idx", tmp_path / "idx-spark")
+    cli("dedup", tmp_path / "b.jsonl", "--format", "jsonl", "--index", tmp_path / "idx", "--report", tmp_path / "b.jsonl.report", "--pairs", tmp_path / "cli.tsv")
+    run_spark(spark, "dedup", tmp_path / "b.jsonl", "--format", "jsonl", "--index", tmp_path / "idx-spark", "--matches", tmp_path / "m.tsv", "--pairs", tmp_path / "p.tsv", "--add")
+    expected = set()
+    for line in (tmp_path / "b.jsonl.report").read_text().splitlines():
+        r = json.loads(line)
+        if r["kind"] == "indexed":
+            for m in r["matches"]:
+                expected.add((r["member"], str(m["index_doc_id"]), m["fingerprint"], str(m["distance"]), "%.4f" % m["similarity"]))
+    got = {tuple(line.split("\t")) for line in sorted_lines(tmp_path / "m.tsv")}
+    assert len(expected) >= 20
+    assert got == expected
+    assert sorted_lines(tmp_path / "p.tsv") == sorted_lines(tmp_path / "cli.tsv")
+    import simdex
+
+    with simdex.Index(tmp_path / "idx", read_only=True) as x, simdex.Index(tmp_path / "idx-spark", read_only=True) as y:
+        assert sorted(y.live_entries()) == sorted(x.live_entries())
+
+
+def test_user_errors_are_one_line_and_exit_2(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "simdex.spark", "dedup", tmp_path / "missing.jsonl", "--pairs", tmp_path / "p.tsv"], capture_output=True, text=True)
+    assert p.returncode == 2 and "missing.jsonl" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    p = subprocess.run([sys.executable, "-m", "simdex.spark", "dedup", PAGES, "--pairs", tmp_path / "no" / "p.tsv"], capture_output=True, text=True)
+    assert p.returncode == 2 and "--pairs" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    (tmp_path / "not-an-index").mkdir()
+    p = subprocess.run([sys.executable, "-m", "simdex.spark", "dedup", PAGES, "--index", tmp_path / "not-an-index", "--master", "local[1]"], capture_output=True, text=True)
+    assert p.returncode == 1 and "not-an-index" in p.stderr and "Traceback" not in p.stderr, p.stderr
