@@ -70,7 +70,7 @@ fn examples(args: &[&str]) -> Vec<String> {
 
 /// Every subcommand (and `bench`'s), in an order where each example finds what the ones
 /// before made: `corpus/` is the bundled corpus.
-const SCENARIO: [&str; 21] = [
+const SCENARIO: [&str; 22] = [
     "bench generate",
     "build",
     "plan",
@@ -92,6 +92,7 @@ const SCENARIO: [&str; 21] = [
     "fingerprint",
     "dedup",
     "tune",
+    "serve",
 ];
 
 #[test]

@@ -68,6 +68,14 @@ async fn run(options: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<()
     }
     log("info", "listening", json!({"addr": addr.to_string(), "dir": shared.options.dir, "read_only": shared.options.read_only, "auth": shared.options.token.is_some()}));
     ready(addr);
+    if shared.options.check {
+        // `--check`: the index opened and the address bound; stop before serving anyone
+        serving.abort();
+        let closer = Arc::clone(&shared);
+        tokio::task::spawn_blocking(move || closer.close()).await.map_err(|e| ServeError::Io { what: "closing the index".into(), source: std::io::Error::other(e) })??;
+        log("info", "checked", json!({}));
+        return Ok(());
+    }
     let graceful = serving.await.map_err(|e| ServeError::Io { what: "serving".into(), source: std::io::Error::other(e) })?;
     log("info", "stopping", json!({"in_flight": shared.metrics.in_flight.load(Ordering::Relaxed)}));
     if tokio::time::timeout(shared.options.shutdown_timeout, graceful.shutdown()).await.is_err() {

@@ -50,6 +50,8 @@ pub struct ServeOptions {
     pub shutdown_timeout: Duration,
     /// Log every failed request (errors of status 500 and above are always logged).
     pub log_requests: bool,
+    /// Open the index and bind the address, then stop without serving (a configuration check).
+    pub check: bool,
     /// Threads answering connections (index calls run on a blocking pool beside them).
     pub threads: usize,
 }
@@ -75,6 +77,7 @@ impl ServeOptions {
             body_timeout: Duration::from_secs(60),
             shutdown_timeout: Duration::from_secs(30),
             log_requests: false,
+            check: false,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }

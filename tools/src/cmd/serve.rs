@@ -8,8 +8,10 @@ use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, ValueEnum};
 use simdex_serve::{ServeDurability, ServeOptions};
 
-/// Serve one index over HTTP/1.1 and JSON, so that many crawler processes and machines
-/// share it (protocol: format-spec/protocol.md; Python: `simdex.Client(URL)`).
+/// Serve one index over HTTP and JSON to many crawler processes and machines
+///
+/// `simdex serve DIR` serves DIR (protocol: format-spec/protocol.md; Python:
+/// `simdex.Client(URL)`; Scrapy: `SIMDEX_URL`) until SIGTERM or SIGINT.
 ///
 /// Listens on 127.0.0.1:7878 by default and refuses any address that is not loopback
 /// unless --token-file names a bearer token every request must carry. Prints
@@ -19,7 +21,7 @@ use simdex_serve::{ServeDurability, ServeOptions};
 /// (README, "Several crawler processes").
 #[derive(Debug, ClapArgs)]
 #[command(
-    after_help = "Examples:\n  simdex serve pages.idx\n  simdex serve pages.idx --listen 0.0.0.0:7878 --token-file /etc/simdex/token\n  simdex serve pages.idx --read-only --listen 127.0.0.1:7879"
+    after_help = "Examples (--check opens and binds, then exits: drop it to serve):\n  simdex serve served.idx --listen 127.0.0.1:0 --check\n  simdex serve served.idx --read-only --listen 127.0.0.1:0 --refresh 5 --check\n  simdex serve served.idx --durability sync --listen 127.0.0.1:0 --check"
 )]
 pub struct Args {
     /// The index directory (created when missing, unless --read-only).
@@ -68,6 +70,10 @@ pub struct Args {
     /// Log every failed request (server errors are always logged), as JSON lines on stderr.
     #[arg(long)]
     log_requests: bool,
+    /// Open the index, bind the address and check the token, print the `listening on` line,
+    /// then exit 0 without serving: a check of the configuration (as `nginx -t`).
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -101,6 +107,7 @@ pub fn run(args: Args) -> Result<()> {
     options.header_timeout = Duration::from_secs_f64(args.header_timeout);
     options.body_timeout = Duration::from_secs_f64(args.body_timeout);
     options.log_requests = args.log_requests;
+    options.check = args.check;
     simdex_serve::serve(options, |addr| {
         // the line scripts and tests wait for (port 0: the port chosen)
         println!("listening on http://{addr}");
