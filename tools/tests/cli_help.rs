@@ -70,7 +70,7 @@ fn examples(args: &[&str]) -> Vec<String> {
 
 /// Every subcommand (and `bench`'s), in an order where each example finds what the ones
 /// before made: `corpus/` is the bundled corpus.
-const SCENARIO: [&str; 22] = [
+const SCENARIO: [&str; 23] = [
     "bench generate",
     "build",
     "plan",
@@ -79,6 +79,7 @@ const SCENARIO: [&str; 22] = [
     "batch",
     "cluster",
     "split",
+    "bench index",
     "bench query",
     "bench",
     "add",

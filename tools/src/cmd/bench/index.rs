@@ -1,0 +1,46 @@
+//! `simdex bench index`: an index directory whose every fingerprint stores a synthetic sketch
+//! (`super::sketch`), compacted to one segment, for `bench query --verified`.
+
+use anyhow::{bail, Context, Result};
+use simdex::{Durability, Index, IndexOptions};
+use simdex_fingerprint::sketch::SketchOptions;
+use std::time::Instant;
+
+use super::sketch::synthetic_sketch;
+use super::IndexArgs;
+use crate::input;
+
+/// Fingerprints inserted per batch.
+const BATCH: usize = 1 << 16;
+
+pub(super) fn index(args: IndexArgs) -> Result<()> {
+    let read = input::read_all(&args.input, args.format, |_| {})?;
+    if read.fps.is_empty() {
+        bail!("{}: no fingerprints", args.input.display());
+    }
+    if args.dir.exists() {
+        bail!("{}: already exists (bench index makes a new index)", args.dir.display());
+    }
+    let started = Instant::now();
+    let column = SketchOptions::default().column();
+    let options = IndexOptions { k: args.k, sketches: Some(column), durability: Durability::NoSync, ..IndexOptions::default() };
+    let index = Index::open(&args.dir, options).with_context(|| format!("{}: creating the index", args.dir.display()))?;
+    let width = usize::from(column.bytes);
+    let ids = |i: usize| read.ids.as_ref().and_then(|ids| ids.get(i).copied()).unwrap_or(i as u64);
+    let (mut pairs, mut sketches) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH * width));
+    for (start, chunk) in read.fps.chunks(BATCH).enumerate().map(|(c, chunk)| (c * BATCH, chunk)) {
+        pairs.clear();
+        sketches.clear();
+        for (j, &fp) in chunk.iter().enumerate() {
+            let id = ids(start + j);
+            pairs.push((fp, id));
+            sketches.extend_from_slice(&synthetic_sketch(id, width));
+        }
+        index.insert_batch_sketched(&pairs, &sketches)?;
+    }
+    index.compact()?;
+    let segments = index.stats().segments.len();
+    index.close()?;
+    out!("{}: {} fingerprints, each with a {width}-byte synthetic sketch, in {segments} segment(s) ({:.1} s)", args.dir.display(), read.fps.len(), started.elapsed().as_secs_f64());
+    Ok(())
+}

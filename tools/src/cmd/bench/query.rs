@@ -1,0 +1,144 @@
+//! `simdex bench query`: latency and throughput of queries on an open index or segment, from
+//! one thread or several sharing it, plain or verified by sketch.
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use simdex::{ConfirmOptions, Index, IndexOptions, Match, QueryOptions, Source};
+use std::time::Instant;
+
+use super::sketch::synthetic_sketch;
+use super::QueryArgs;
+use crate::input::{self, InputFormat};
+
+pub(super) fn query(args: QueryArgs) -> Result<()> {
+    let read = input::read_all(&args.input, InputFormat { binary: args.binary, with_ids: false }, |_| {})?;
+    let queries = read.fps;
+    if queries.is_empty() {
+        bail!("{}: no queries", args.input.display());
+    }
+    let opened = Instant::now();
+    let target = if args.verified {
+        let index = Index::open_read_only(&args.file, IndexOptions::default()).with_context(|| format!("{}: --verified needs an index directory", args.file.display()))?;
+        let Some(column) = index.sketches() else {
+            bail!("{}: --verified needs an index that stores sketches (e.g. made by `simdex bench index`)", args.file.display());
+        };
+        // A query's sketch: its document id's synthetic sketch when the file gives ids (a near
+        // copy made by `bench generate --near --with-ids` has its original's id, so it is
+        // confirmed), else one seeded by the fingerprint (it confirms nothing, but costs the
+        // same: every candidate's stored sketch is read and compared).
+        let width = usize::from(column.bytes);
+        let sketches = match &read.ids {
+            Some(ids) => ids.iter().flat_map(|&id| synthetic_sketch(id, width)).collect(),
+            None => queries.iter().flat_map(|&fp| synthetic_sketch(fp ^ UNRELATED, width)).collect(),
+        };
+        let options = ConfirmOptions::within(args.k).with_min_similarity(args.min_similarity);
+        Target::Verified { index, sketches, width, options }
+    } else {
+        Target::Plain { source: Source::open(&args.file)?, options: QueryOptions::within(args.k) }
+    };
+    let open_ms = opened.elapsed().as_secs_f64() * 1e3;
+    let (entries, design) = target.describe()?;
+    let mut matches = 0u64;
+    let mut scratch = Vec::new();
+    if !args.no_warmup {
+        for (i, &q) in queries.iter().enumerate() {
+            target.query(i, q, &mut scratch)?;
+        }
+    }
+    let threads = args.threads as usize;
+    let start = Instant::now();
+    // Each thread queries its share (every `threads`-th query) through the one shared index.
+    let shares: Vec<Result<(Vec<u64>, u64)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (target, queries) = (&target, &queries);
+                scope.spawn(move || -> Result<(Vec<u64>, u64)> {
+                    let (mut latencies, mut matches, mut scratch) = (Vec::new(), 0u64, Vec::new());
+                    for _ in 0..args.rounds {
+                        for (i, &q) in queries.iter().enumerate().skip(t).step_by(threads) {
+                            let started = Instant::now();
+                            let found = target.query(i, q, &mut scratch)?;
+                            latencies.push(started.elapsed().as_nanos() as u64);
+                            matches += found as u64;
+                        }
+                    }
+                    Ok((latencies, matches))
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a query thread panicked")))).collect()
+    });
+    let wall = start.elapsed().as_secs_f64();
+    let mut latencies = Vec::with_capacity(queries.len() * args.rounds as usize);
+    for share in shares {
+        let (l, m) = share?;
+        latencies.extend(l);
+        matches += m;
+    }
+    latencies.sort_unstable();
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let n = latencies.len();
+    let mean = latencies.iter().sum::<u64>() as f64 / n as f64 / 1000.0;
+    let p50 = us(latencies[n / 2]);
+    let p99 = us(latencies[(n * 99 / 100).min(n - 1)]);
+    let qps = n as f64 / wall;
+    let verified = args.verified.then_some(args.min_similarity);
+    if args.json {
+        out!(
+            "{}",
+            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "verified": verified, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
+                   "matches": matches, "qps": qps, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
+        );
+    } else {
+        out!("{}: {entries} fingerprints, {design}; opened in {open_ms:.1} ms{}", args.file.display(), if args.no_warmup { ", no warm-up" } else { "" });
+        let on = if threads > 1 { format!(" on {threads} threads") } else { String::new() };
+        let how = verified.map_or(String::new(), |s| format!(", verified by sketch at {s}"));
+        out!("{n} queries (k = {}{how}){on}, {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
+    }
+    Ok(())
+}
+
+/// Mixed into a fingerprint to seed the sketch of a query without a document id.
+const UNRELATED: u64 = 0x5ca1_ab1e_0ddb_a11;
+
+/// What the queries run against.
+enum Target {
+    /// A segment file or an index directory, queried by fingerprint.
+    Plain { source: Source, options: QueryOptions },
+    /// An index with sketches, each query confirmed by its sketch (`sketches`: `width` bytes
+    /// per query, in query order).
+    Verified { index: Index, sketches: Vec<u8>, width: usize, options: ConfirmOptions },
+}
+
+impl Target {
+    /// Entries held and a description of the design or live set.
+    fn describe(&self) -> Result<(u64, String)> {
+        Ok(match self {
+            Target::Plain { source: Source::Segment(seg), .. } => (seg.len(), seg.design().summary()),
+            Target::Plain { source: Source::Snapshot(snap), .. } => {
+                let segments = snap.segments();
+                let held = segments.iter().map(|s| s.len()).sum::<u64>() + snap.unflushed().len() as u64;
+                (held, format!("{} segments and {} unflushed pairs", segments.len(), snap.unflushed().len()))
+            }
+            Target::Verified { index, width, .. } => {
+                let stats = index.stats();
+                let held = stats.segments.iter().map(|s| s.entries).sum::<u64>() + stats.memtable_inserts;
+                (held, format!("{} segments, {width}-byte sketches", stats.segments.len()))
+            }
+        })
+    }
+
+    /// Runs query `i` (fingerprint `q`); returns how many matches it found.
+    fn query(&self, i: usize, q: u64, scratch: &mut Vec<Match>) -> Result<usize> {
+        Ok(match self {
+            Target::Plain { source, options } => {
+                source.query_into(q, options, scratch)?;
+                scratch.len()
+            }
+            Target::Verified { index, sketches, width, options } => {
+                let sketch = sketches.get(i * width..(i + 1) * width).unwrap_or_default();
+                index.query_confirmed(q, sketch, options)?.len()
+            }
+        })
+    }
+}
