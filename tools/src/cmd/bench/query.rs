@@ -99,7 +99,7 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
 }
 
 /// Mixed into a fingerprint to seed the sketch of a query without a document id.
-const UNRELATED: u64 = 0x5ca1_ab1e_0ddb_a11;
+const UNRELATED: u64 = 0x5ca1_ab1e_0ddb_a110;
 
 /// What the queries run against.
 enum Target {
