@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<()> {
             if args.json {
                 writeln!(out, "{}", json_record(q, qid, Some(m)))?;
             } else {
-                writeln!(out, "{}", tsv_line(q, qid, m))?;
+                write_tsv(&mut out, q, qid, m)?;
             }
         }
     }
@@ -101,14 +101,80 @@ pub fn json_record(q: u64, qid: Option<u64>, m: Option<&simdex::Match>) -> serde
     v
 }
 
-/// One match as a tab-separated line: `[query_id<TAB>]query_hex<TAB>match_hex<TAB>distance[<TAB>doc_id]`.
-pub fn tsv_line(q: u64, qid: Option<u64>, m: &simdex::Match) -> String {
-    let mut line = match qid {
-        Some(id) => format!("{id}\t{}\t{}\t{}", hex(q), hex(m.fingerprint), m.distance),
-        None => format!("{}\t{}\t{}", hex(q), hex(m.fingerprint), m.distance),
+/// One match as a tab-separated line: `[query_id<TAB>]query_hex<TAB>match_hex<TAB>distance[<TAB>doc_id]`,
+/// with its newline, written without allocating (a batch writes millions of them).
+pub fn write_tsv(out: &mut impl std::io::Write, q: u64, qid: Option<u64>, m: &simdex::Match) -> std::io::Result<()> {
+    // At most 20 + 1 + 16 + 1 + 16 + 1 + 2 + 1 + 20 + 1 bytes.
+    let mut line = [0u8; 80];
+    let mut at = 0usize;
+    let mut put = |bytes: &[u8]| {
+        if let Some(to) = line.get_mut(at..at + bytes.len()) {
+            to.copy_from_slice(bytes);
+            at += bytes.len();
+        }
     };
-    if let Some(id) = m.doc_id {
-        line.push_str(&format!("\t{id}"));
+    let mut digits = [0u8; 20];
+    let mut decimal = |mut x: u64, put: &mut dyn FnMut(&[u8])| {
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            if let Some(d) = digits.get_mut(i) {
+                *d = b'0' + (x % 10) as u8;
+            }
+            x /= 10;
+            if x == 0 || i == 0 {
+                break;
+            }
+        }
+        put(digits.get(i..).unwrap_or_default());
+    };
+    let hex16 = |x: u64| {
+        let mut h = [0u8; 16];
+        for (i, d) in h.iter_mut().enumerate() {
+            *d = b"0123456789abcdef"[((x >> (60 - 4 * i)) & 15) as usize];
+        }
+        h
+    };
+    if let Some(id) = qid {
+        decimal(id, &mut put);
+        put(b"\t");
     }
-    line
+    put(&hex16(q));
+    put(b"\t");
+    put(&hex16(m.fingerprint));
+    put(b"\t");
+    decimal(u64::from(m.distance), &mut put);
+    if let Some(id) = m.doc_id {
+        put(b"\t");
+        decimal(id, &mut put);
+    }
+    put(b"\n");
+    out.write_all(line.get(..at).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_tsv;
+
+    #[test]
+    fn tsv_lines_are_the_formatted_fields() {
+        let values = [0u64, 1, 9, 10, 255, 1 << 32, 0x0123_4567_89ab_cdef, u64::MAX - 1, u64::MAX];
+        for &q in &values {
+            for &fp in &values {
+                for qid in [None, Some(0u64), Some(q), Some(u64::MAX)] {
+                    for doc_id in [None, Some(fp), Some(u64::MAX)] {
+                        let m = simdex::Match { fingerprint: fp, distance: (q ^ fp).count_ones(), doc_id };
+                        let mut got = Vec::new();
+                        write_tsv(&mut got, q, qid, &m).unwrap();
+                        let mut want = qid.map_or(String::new(), |id| format!("{id}\t"));
+                        want += &format!("{q:016x}\t{fp:016x}\t{}", m.distance);
+                        if let Some(id) = doc_id {
+                            want += &format!("\t{id}");
+                        }
+                        assert_eq!(String::from_utf8(got).unwrap(), want + "\n");
+                    }
+                }
+            }
+        }
+    }
 }

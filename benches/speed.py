@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Issue 28's table in one run: this build against a baseline build (commit c5c8327 unless
+told) and gaoya 0.2.2, side by side on the same seeded workload, the two builds taking turns
+in every round so that a noisy neighbour hits both. Prints a markdown table of medians and
+ratios (and the load average before and after).
+
+usage: python3 benches/speed.py [--n 1e7] [--rounds 5] [--base-rev c5c8327] [--work DIR]
+                                [--new BIN --new-peers BIN] [--base BIN --base-peers BIN]
+                                [--skip-gaoya] [--skip-batch]
+
+Without --new/--base the script builds them (release): this checkout's `simdex` and
+`simdex-peers` (benches/peers), and the baseline's in a git worktree under WORK. Workload:
+N random fingerprints (`simdex bench generate --seed 1`), 10,000 queries (half a stored
+fingerprint with 2 bits flipped, half random, with ids), 1M queries of the same mix for
+`simdex batch`. Each build makes its own segment (`simdex build`) and its own live index
+(`simdex add`, as a crawler's index is left: not compacted).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, **kw).stdout
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def build(rev, work):
+    """(simdex, simdex-peers) built in release from `rev` (None: this checkout)."""
+    src = ROOT
+    env = dict(os.environ)
+    if rev is not None:
+        src = os.path.join(work, f"src-{rev}")
+        if not os.path.exists(src):
+            sh(["git", "-C", ROOT, "worktree", "add", "--detach", src, rev])
+        env["CARGO_TARGET_DIR"] = os.path.join(work, f"target-{rev}")
+    target = env.get("CARGO_TARGET_DIR", os.path.join(src, "target"))
+    subprocess.run(["cargo", "build", "--release", "-p", "simdex-cli"], cwd=src, env=env, check=True)
+    subprocess.run(["cargo", "build", "--release", "--manifest-path", "benches/peers/Cargo.toml"], cwd=src, env=env, check=True)
+    return os.path.join(target, "release", "simdex"), os.path.join(target, "release", "simdex-peers")
+
+
+def query(bin_, target, queries, k, *extra):
+    out = sh([bin_, "bench", "query", target, "--input", queries, "-k", str(k), "--rounds", "2", "--json", *extra])
+    return json.loads(out)
+
+
+def timed(cmd):
+    start = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def peers_p50(bin_, n):
+    """(simdex p50, gaoya p50) in microseconds from one run of benches/peers."""
+    out = sh([bin_, "--n", str(n), "--queries", "100000", "--rounds", "2", "--only", "simdex,gaoya"])
+    p50 = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 4 and cells[2].startswith(("simdex", "gaoya")):
+            p50[cells[2].split()[0]] = float(cells[3])
+    return p50["simdex"], p50["gaoya"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", default="1e7")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--base-rev", default="c5c8327")
+    p.add_argument("--work")
+    p.add_argument("--new")
+    p.add_argument("--new-peers")
+    p.add_argument("--base")
+    p.add_argument("--base-peers")
+    p.add_argument("--skip-gaoya", action="store_true")
+    p.add_argument("--skip-batch", action="store_true")
+    a = p.parse_args()
+    n = int(float(a.n))
+    work = a.work or tempfile.mkdtemp(prefix="simdex-speed-")
+    os.makedirs(work, exist_ok=True)
+    if not a.new:
+        a.new, a.new_peers = build(None, work)
+    if not a.base:
+        a.base, a.base_peers = build(a.base_rev, work)
+    builds = {"base": a.base, "new": a.new}
+    f = lambda name: os.path.join(work, name)
+    new = a.new
+    if not os.path.exists(f("stored.txt")):
+        with open(f("stored.txt"), "w") as out:
+            subprocess.run([new, "bench", "generate", "-n", str(n), "--seed", "1", "--with-ids"], stdout=out, check=True)
+        for name, count in (("q.txt", 5000), ("q1m.txt", 500_000)):
+            with open(f(name), "w") as out:
+                subprocess.run([new, "bench", "generate", "-n", str(count), "--near", f("stored.txt"), "--flips", "2", "--seed", "2", "--with-ids"], stdout=out, check=True)
+                subprocess.run([new, "bench", "generate", "-n", str(count), "--seed", "3", "--with-ids"], stdout=out, check=True)
+    for name, bin_ in builds.items():
+        if not os.path.exists(f(f"{name}.sdx")):
+            subprocess.run([bin_, "build", "--out", f(f"{name}.sdx"), f("stored.txt")], check=True, stderr=subprocess.DEVNULL)
+        if not os.path.exists(f(f"{name}-live")):
+            subprocess.run([bin_, "add", f(f"{name}-live"), f("stored.txt")], check=True, stdout=subprocess.DEVNULL)
+    if not os.path.exists(f("sketched")):
+        subprocess.run([new, "bench", "index", f("sketched"), "--input", f("stored.txt")], check=True, stdout=subprocess.DEVNULL)
+    segments = {name: sh([bin_, "stats", f(f"{name}-live")]).count(".sdx ") for name, bin_ in builds.items()}
+    before = load()
+    cells = {}
+
+    def add(key, value):
+        cells.setdefault(key, []).append(value)
+
+    for r in range(a.rounds):
+        # the two builds take turns, the first one alternating between rounds
+        order = ["base", "new"] if r % 2 == 0 else ["new", "base"]
+        for name in order:
+            b = builds[name]
+            for k in (3, 6, 8):
+                add((name, f"k{k}"), query(b, f(f"{name}.sdx"), f("q.txt"), k)["p50_us"])
+            add((name, "live"), query(b, f(f"{name}-live"), f("q.txt"), 3)["p50_us"])
+            if not a.skip_batch:
+                add((name, "batch"), timed([b, "batch", f(f"{name}.sdx"), "--queries", f("q1m.txt"), "-k", "3"]))
+        add(("new", "k8-sketched"), query(new, f("sketched"), f("q.txt"), 8)["p50_us"])
+        add(("new", "k8-verified"), query(new, f("sketched"), f("q.txt"), 8, "--verified")["p50_us"])
+        for threads in (1, 2):
+            add(("new", f"qps{threads}"), query(new, f("new.sdx"), f("q.txt"), 3, "--threads", str(threads))["qps"])
+    if not a.skip_gaoya:
+        for r in range(2):
+            for name in (["base", "new"] if r == 0 else ["new", "base"]):
+                s, g = peers_p50(a.base_peers if name == "base" else a.new_peers, n)
+                add((name, "peers-simdex"), s)
+                add((name, "peers-gaoya"), g)
+    after = load()
+    med = lambda name, key: statistics.median(cells[(name, key)]) if (name, key) in cells else float("nan")
+
+    print(f"\nN = {n}, {a.rounds} rounds (medians), one thread unless said; load before {before}, after {after}")
+    print(f"new: {a.new}\nbase: {a.base} ({a.base_rev})\n")
+    print("| measure | base | new | new / base | goal |")
+    print("|---|---|---|---|---|")
+    row = lambda m, b, x, ratio, goal: print(f"| {m} | {b} | {x} | {ratio} | {goal} |")
+    if not a.skip_gaoya:
+        sb, gb, sn, gn = med("base", "peers-simdex"), med("base", "peers-gaoya"), med("new", "peers-simdex"), med("new", "peers-gaoya")
+        row("online p50, one segment, k = 3 (benches/peers; gaoya in the same process)", f"{sb:.2f} us ({sb / gb:.3f}x gaoya's {gb:.2f})", f"{sn:.2f} us ({sn / gn:.3f}x gaoya's {gn:.2f})", f"{sn / sb:.2f}", "<= 0.15x gaoya, <= 0.70x base")
+    for k, goal in ((3, "-"), (6, "<= 0.88x"), (8, "<= 0.45x")):
+        b, x = med("base", f"k{k}"), med("new", f"k{k}")
+        row(f"`bench query` p50, one segment, k = {k}", f"{b:.2f} us", f"{x:.2f} us", f"{x / b:.2f}", goal)
+    v, s = med("new", "k8-verified"), med("new", "k8-sketched")
+    row("k = 8 verified by sketch (`--verified`) / unverified, same index", "-", f"{v:.2f} / {s:.2f} us", f"{v / s:.2f} (verified / unverified)", "<= 1.10")
+    lb, ln = med("base", "live"), med("new", "live")
+    sb3, sn3 = med("base", "k3"), med("new", "k3")
+    row(f"live index as `add` leaves N ({segments['base']} / {segments['new']} segments) / one segment, k = 3", f"{lb:.2f} us: {lb / sb3:.2f}x", f"{ln:.2f} us: {ln / sn3:.2f}x", f"{(ln / sn3) / (lb / sb3):.2f}", "<= 1.5x one segment")
+    if not a.skip_batch:
+        b, x = med("base", "batch"), med("new", "batch")
+        row("`simdex batch` of 1M queries, whole process, 2 cores", f"{b:.2f} s", f"{x:.2f} s", f"{x / b:.2f}", "<= 0.54x")
+    q1, q2 = med("new", "qps1"), med("new", "qps2")
+    row("queries/s, 2 threads / 1 thread, one open segment", "-", f"{q2:.0f} / {q1:.0f}", f"{q2 / q1:.2f}x", ">= 1.8x")
+    print("\nEvery sample:")
+    for (name, key), values in sorted(cells.items()):
+        print(f"  {name} {key}: {', '.join(f'{v:.2f}' for v in values)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
