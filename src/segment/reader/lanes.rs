@@ -70,6 +70,21 @@ impl Segment {
 /// one after the other costs each one's latency in turn.
 #[inline(always)]
 pub(super) fn probe_segments_portable(segments: &[&Segment], fingerprint: u64, k: u32, found: &mut [Vec<u64>]) -> Result<()> {
+    let lanes_wanted: usize = segments.iter().map(|s| s.tables.len()).sum();
+    if segments.len() > 1 && lanes_wanted > PREFETCH_TABLES {
+        // More tables than lanes: consecutive segments in groups whose tables fit.
+        let (mut from, mut tables) = (0usize, 0usize);
+        for (i, seg) in segments.iter().enumerate() {
+            if i > from && tables + seg.tables.len() > PREFETCH_TABLES {
+                let (group, out) = (segments.get(from..i).unwrap_or_default(), found.get_mut(from..i).unwrap_or_default());
+                probe_segments_portable(group, fingerprint, k, out)?;
+                (from, tables) = (i, 0);
+            }
+            tables += seg.tables.len();
+        }
+        let (group, out) = (segments.get(from..).unwrap_or_default(), found.get_mut(from..).unwrap_or_default());
+        return probe_segments_portable(group, fingerprint, k, out);
+    }
     // Each key search's first probe is an interpolation between the table's first and
     // last keys, usually a cache miss: ask for every table's line first, so that the
     // searches' misses overlap instead of coming one table after the other.
@@ -78,7 +93,6 @@ pub(super) fn probe_segments_portable(segments: &[&Segment], fingerprint: u64, k
             table.prefetch_search(table.design.permutation.apply(fingerprint) & table.design.prefix_mask());
         }
     }
-    let lanes_wanted: usize = segments.iter().map(|s| s.tables.len()).sum();
     let codec = segments.first().and_then(|s| s.tables.first()).map(|t| t.codec);
     let one_codec = segments.iter().all(|s| s.tables.iter().all(|t| Some(t.codec) == codec));
     if !one_codec || lanes_wanted > PREFETCH_TABLES || (segments.len() == 1 && lanes_wanted < 2) {

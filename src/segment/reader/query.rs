@@ -222,7 +222,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         // Segments of different sizes (so different designs), one sharing fingerprints with
         // another, and one of design k = 4.
-        let sizes = [(30_000usize, 3u32), (2_000, 3), (500, 3), (9_000, 4), (1, 3)];
+        // Enough of them that their tables outnumber the interleaved lanes (so they are
+        // probed in groups).
+        let mut sizes = vec![(30_000usize, 3u32), (2_000, 3), (500, 3), (9_000, 4), (1, 3)];
+        sizes.extend((0..10).map(|i| (700 + 100 * i, 3)));
         let mut all: Vec<Vec<u64>> = Vec::new();
         let mut segments = Vec::new();
         for (i, &(n, k)) in sizes.iter().enumerate() {
@@ -236,9 +239,10 @@ mod tests {
             all.push(fps);
         }
         let refs: Vec<&Segment> = segments.iter().collect();
+        assert!(refs.iter().map(|s| s.tables.len()).sum::<usize>() > 32, "more tables than lanes");
         let mut outs = Vec::new();
         let mut checked = 0;
-        for round in 0..600 {
+        for round in 0..300 {
             let base = &all[round % all.len()];
             let f = base[(round * 31) % base.len()];
             let q = if round % 5 == 4 { next() } else { f ^ (1 << (round % 64)) ^ (1 << ((round * 7) % 64)) ^ (if round % 3 == 0 { 1 << ((round * 13) % 64) } else { 0 }) };
@@ -263,7 +267,7 @@ mod tests {
                 }
             }
         }
-        assert!(checked > 1000, "the queries find matches: {checked}");
+        assert!(checked > 300, "the queries find matches: {checked}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
