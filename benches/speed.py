@@ -47,9 +47,11 @@ def build(rev, work):
             sh(["git", "-C", ROOT, "worktree", "add", "--detach", src, rev])
         env["CARGO_TARGET_DIR"] = os.path.join(work, f"target-{rev}")
     target = env.get("CARGO_TARGET_DIR", os.path.join(src, "target"))
+    # benches/peers is a workspace of its own: its own target folder unless one is set
+    peers_target = env.get("CARGO_TARGET_DIR", os.path.join(src, "benches", "peers", "target"))
     subprocess.run(["cargo", "build", "--release", "-p", "simdex-cli"], cwd=src, env=env, check=True)
     subprocess.run(["cargo", "build", "--release", "--manifest-path", "benches/peers/Cargo.toml"], cwd=src, env=env, check=True)
-    return os.path.join(target, "release", "simdex"), os.path.join(target, "release", "simdex-peers")
+    return os.path.join(target, "release", "simdex"), os.path.join(peers_target, "release", "simdex-peers")
 
 
 def query(bin_, target, queries, k, *extra):

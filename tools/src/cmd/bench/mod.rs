@@ -107,8 +107,9 @@ struct QueryArgs {
     /// Timed passes over the queries.
     #[arg(long, default_value_t = 1)]
     rounds: u32,
-    /// Threads querying the one open index (or segment) at once, each taking every N-th
-    /// query; queries/s is the total, latencies are every thread's together.
+    /// Threads querying the one open index (or segment) at once, each taking the next 64
+    /// queries when it is free (as a server's threads take requests); queries/s is the
+    /// total, latencies are every thread's together.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: u32,
     /// Measure cold: no untimed warm-up pass over the queries first (drop the page cache

@@ -4,6 +4,7 @@
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use simdex::{ConfirmOptions, Index, IndexOptions, Match, QueryOptions, Source};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::sketch::synthetic_sketch;
@@ -47,15 +48,25 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
     }
     let threads = args.threads as usize;
     let start = Instant::now();
-    // Each thread queries its share (every `threads`-th query) through the one shared index.
+    // The threads take the queries (every round's, in order) from one shared cursor, a
+    // chunk at a time, as a server's threads take requests: a thread the OS holds back
+    // leaves its work to the others instead of finishing last with a fixed share.
+    let total = queries.len() * args.rounds as usize;
+    let cursor = AtomicUsize::new(0);
     let shares: Vec<Result<(Vec<u64>, u64)>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
-            .map(|t| {
-                let (target, queries) = (&target, &queries);
+            .map(|_| {
+                let (target, queries, cursor) = (&target, &queries, &cursor);
                 scope.spawn(move || -> Result<(Vec<u64>, u64)> {
                     let (mut latencies, mut matches, mut scratch) = (Vec::new(), 0u64, Vec::new());
-                    for _ in 0..args.rounds {
-                        for (i, &q) in queries.iter().enumerate().skip(t).step_by(threads) {
+                    loop {
+                        let from = cursor.fetch_add(CHUNK, Ordering::Relaxed);
+                        if from >= total {
+                            break;
+                        }
+                        for j in from..(from + CHUNK).min(total) {
+                            let i = j % queries.len();
+                            let q = queries.get(i).copied().unwrap_or_default();
                             let started = Instant::now();
                             let found = target.query(i, q, &mut scratch)?;
                             latencies.push(started.elapsed().as_nanos() as u64);
@@ -97,6 +108,9 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// Queries a thread takes from the shared cursor at a time.
+const CHUNK: usize = 64;
 
 /// Mixed into a fingerprint to seed the sketch of a query without a document id.
 const UNRELATED: u64 = 0x5ca1_ab1e_0ddb_a110;
