@@ -20,7 +20,8 @@ const MAX_VARIANTS_HELD: usize = 1 << 22;
 /// several ids, or found by several variants, may be handed over more than once: the
 /// sorter keeps each record once).
 ///
-/// Peak memory: one sorted copy of the queries and the sorter's budget; the tables are walked.
+/// Peak memory: two copies of the queries (sorted, and the buffer they are partitioned
+/// through) and the sorter's budget; the tables are walked.
 pub(crate) fn join<T: Record>(tables: &impl Tables, queries: &[u64], k: u32, threads: usize, sink: &SharedSorter<T>, make: fn(u64, u64) -> Option<T>) -> Result<()> {
     check_k(tables, k)?;
     if k > tables.k() {
@@ -28,6 +29,7 @@ pub(crate) fn join<T: Record>(tables: &impl Tables, queries: &[u64], k: u32, thr
     }
     let designs = tables.designs();
     let mut sorted: Vec<u64> = queries.to_vec();
+    let mut scratch: Vec<u64> = Vec::new();
     let mut current = 0usize;
     for t in 0..designs.len() {
         // Re-permute the queries in place from the previous table's order to this one's.
@@ -38,7 +40,7 @@ pub(crate) fn join<T: Record>(tables: &impl Tables, queries: &[u64], k: u32, thr
             }
         });
         current = t;
-        crate::sort::sort_u64_in_place(&mut sorted, threads);
+        crate::sort::sort_u64_parallel(&mut sorted, &mut scratch, threads);
         sorted.dedup();
         let qs = &sorted;
         in_parallel(tables, t, threads, |range| {

@@ -16,8 +16,11 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
+mod buckets;
+pub(crate) use buckets::sort_u64_parallel;
+
 /// Below this length a comparison sort is faster than setting up the radix passes.
-const SMALL: usize = 1 << 12;
+pub(crate) const SMALL: usize = 1 << 12;
 
 /// Sorts `values` ascending.
 pub fn sort_u64(values: &mut Vec<u64>) {
@@ -52,77 +55,6 @@ pub fn sort_by_top_bits(values: &mut Vec<u64>, bits: u32) {
         return;
     }
     lsd_by(values, |&v| v, 64 - bits);
-}
-
-/// Sorts `values` ascending in place (no second buffer, unlike [`sort_u64`]): one in-place
-/// radix pass on the top 8 bits (American flag sort), then each of the 256 buckets with the
-/// standard sort (a few thousand values each for a million, sorted within the cache), the
-/// buckets shared out between `threads` threads.
-pub(crate) fn sort_u64_in_place(values: &mut [u64], threads: usize) {
-    if values.len() < SMALL {
-        values.sort_unstable();
-        return;
-    }
-    let digit = |v: u64| (v >> 56) as usize;
-    let mut ends = [0usize; 256];
-    for &v in values.iter() {
-        if let Some(c) = ends.get_mut(digit(v)) {
-            *c += 1;
-        }
-    }
-    let mut heads = [0usize; 256];
-    let mut sum = 0;
-    for (h, e) in heads.iter_mut().zip(ends.iter_mut()) {
-        *h = sum;
-        sum += *e;
-        *e = sum;
-    }
-    let starts = heads;
-    for b in 0..256 {
-        while heads[b] < ends[b] {
-            let d = digit(values[heads[b]]);
-            if d == b {
-                heads[b] += 1;
-            } else {
-                values.swap(heads[b], heads[d]);
-                heads[d] += 1;
-            }
-        }
-    }
-    // Contiguous runs of buckets of about equal size, one per thread.
-    let parts = threads.clamp(1, 256);
-    let mut rest: &mut [u64] = values;
-    let mut taken = 0usize;
-    let mut pieces: Vec<(&mut [u64], usize, usize)> = Vec::with_capacity(parts);
-    let mut first = 0usize;
-    for i in 1..=parts {
-        let target = sum * i / parts;
-        let mut last = first;
-        while last < 256 && (ends[last] <= target || i == parts) {
-            last += 1;
-        }
-        let end = if last == 0 { 0 } else { ends[last - 1] };
-        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(end - taken);
-        pieces.push((piece, first, last));
-        rest = tail;
-        taken = end;
-        first = last;
-    }
-    let sort_buckets = |(piece, first, last): (&mut [u64], usize, usize)| {
-        let base = starts.get(first).copied().unwrap_or(0);
-        for b in first..last {
-            piece[starts[b] - base..ends[b] - base].sort_unstable();
-        }
-    };
-    if parts == 1 {
-        pieces.into_iter().for_each(sort_buckets);
-        return;
-    }
-    std::thread::scope(|s| {
-        for piece in pieces {
-            s.spawn(move || sort_buckets(piece));
-        }
-    });
 }
 
 /// Stable LSD radix sort by bits `low..64` of `key`, eight bits per pass from `low` up.
@@ -555,32 +487,6 @@ mod tests {
         let mut same = vec![42u64; 10_000];
         sort_u64(&mut same);
         assert!(same.iter().all(|&x| x == 42));
-    }
-
-    #[test]
-    fn in_place_sort_sorts_like_the_standard_library() {
-        let mut x: u64 = 0x9e37;
-        for len in [0usize, 5, 5000, 100_000] {
-            for threads in [1usize, 2, 3, 300] {
-                let mut v: Vec<u64> = (0..len)
-                    .map(|i| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        // skewed: most values in a few top-byte buckets, some repeated
-                        match i % 5 {
-                            0 => x >> 8,
-                            1 => 42,
-                            _ => x,
-                        }
-                    })
-                    .collect();
-                let mut want = v.clone();
-                want.sort_unstable();
-                sort_u64_in_place(&mut v, threads);
-                assert_eq!(v, want, "len {len} threads {threads}");
-            }
-        }
     }
 
     #[test]
