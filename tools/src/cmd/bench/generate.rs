@@ -1,9 +1,39 @@
 //! `simdex bench generate`: seeded fingerprints, random or near copies of a list.
 
 use anyhow::{bail, Result};
+use clap::Args as ClapArgs;
+use std::path::PathBuf;
 
-use super::GenerateArgs;
 use crate::input::{self, InputFormat};
+
+#[derive(Debug, ClapArgs)]
+pub(super) struct GenerateArgs {
+    /// How many fingerprints.
+    #[arg(long, short = 'n')]
+    pub(super) count: u64,
+    /// Generator seed.
+    #[arg(long, default_value_t = 1)]
+    pub(super) seed: u64,
+    /// Write near copies of this file's fingerprints instead of random ones.
+    #[arg(long)]
+    pub(super) near: Option<PathBuf>,
+    /// Bits flipped in each near copy.
+    #[arg(long, default_value_t = 2)]
+    pub(super) flips: u32,
+    /// Write little-endian u64s instead of text.
+    #[arg(long)]
+    pub(super) binary: bool,
+    /// Append a document id (the line number) to each fingerprint.
+    #[arg(long)]
+    pub(super) with_ids: bool,
+    /// Plant this many clusters first: each a random center and `--cluster-size` copies
+    /// with up to `--flips` random bits flipped (the rest of the count is random).
+    #[arg(long, default_value_t = 0)]
+    pub(super) clusters: u64,
+    /// Members per planted cluster.
+    #[arg(long, default_value_t = 10)]
+    pub(super) cluster_size: u64,
+}
 
 pub(super) fn generate(args: GenerateArgs) -> Result<()> {
     use std::io::Write;

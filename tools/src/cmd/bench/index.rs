@@ -2,16 +2,31 @@
 //! (`super::sketch`), compacted to one segment, for `bench query --verified`.
 
 use anyhow::{bail, Context, Result};
+use clap::Args as ClapArgs;
 use simdex::{Durability, Index, IndexOptions};
 use simdex_fingerprint::sketch::SketchOptions;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::sketch::synthetic_sketch;
-use super::IndexArgs;
-use crate::input;
+use crate::input::{self, InputFormat};
 
 /// Fingerprints inserted per batch.
 const BATCH: usize = 1 << 16;
+
+#[derive(Debug, ClapArgs)]
+pub(super) struct IndexArgs {
+    /// The new index directory.
+    pub(super) dir: PathBuf,
+    /// The fingerprints (formats as `simdex add` reads them).
+    #[arg(long, short)]
+    pub(super) input: PathBuf,
+    #[command(flatten)]
+    pub(super) format: InputFormat,
+    /// Largest Hamming distance the index serves.
+    #[arg(short, long, default_value_t = 3)]
+    pub(super) k: u32,
+}
 
 pub(super) fn index(args: IndexArgs) -> Result<()> {
     let read = input::read_all(&args.input, args.format, |_| {})?;

@@ -2,14 +2,57 @@
 //! one thread or several sharing it, plain or verified by sketch.
 
 use anyhow::{bail, Context, Result};
+use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex::{ConfirmOptions, Index, IndexOptions, Match, QueryOptions, Source};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::sketch::synthetic_sketch;
-use super::QueryArgs;
 use crate::input::{self, InputFormat};
+
+#[derive(Debug, ClapArgs)]
+pub(super) struct QueryArgs {
+    /// A segment file, or an index directory (opened read-only: every live segment, the
+    /// tombstones and the unflushed writes, as `simdex query DIR` answers).
+    pub(super) file: PathBuf,
+    /// The queries (same formats as `simdex build`).
+    #[arg(long, short)]
+    pub(super) input: PathBuf,
+    /// Hamming distance.
+    #[arg(short, long, default_value_t = 3)]
+    pub(super) k: u32,
+    /// The query file is little-endian u64s.
+    #[arg(long)]
+    pub(super) binary: bool,
+    /// Timed passes over the queries.
+    #[arg(long, default_value_t = 1)]
+    pub(super) rounds: u32,
+    /// Threads querying the one open index (or segment) at once, each taking the next 64
+    /// queries when it is free (as a server's threads take requests); queries/s is the
+    /// total, latencies are every thread's together.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(super) threads: u32,
+    /// Measure cold: no untimed warm-up pass over the queries first (drop the page cache
+    /// before, e.g. `echo 3 > /proc/sys/vm/drop_caches` as root, to measure reads from disk).
+    #[arg(long)]
+    pub(super) no_warmup: bool,
+    /// Time the check confirmed by sketch (`Index::query_confirmed` at `-k`) on an index
+    /// directory that stores sketches (e.g. `simdex bench index`'s). Each query's sketch is
+    /// the synthetic sketch of its document id when the query file gives ids (so a near
+    /// copy from `bench generate --near --with-ids` is confirmed), else one seeded by its
+    /// fingerprint (confirmed by nothing, but every candidate's sketch is still read and
+    /// compared).
+    #[arg(long)]
+    pub(super) verified: bool,
+    /// With --verified: the resemblance a candidate's sketch must reach.
+    #[arg(long, default_value_t = 0.9, requires = "verified")]
+    pub(super) min_similarity: f64,
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+}
 
 pub(super) fn query(args: QueryArgs) -> Result<()> {
     let read = input::read_all(&args.input, InputFormat { binary: args.binary, with_ids: false }, |_| {})?;
