@@ -95,12 +95,9 @@ impl Version {
                 s.segment.prefetch_if_cold(q);
             }
         }
-        // Every segment in one pass: their blocks are found and touched before any is
-        // decoded, so their memory latencies overlap (`Segment::query_each_into`).
-        let segments: Vec<&Segment> = self.segments.iter().map(|s| &s.segment).collect();
-        Segment::query_each_into(&segments, q, options, &mut tmp)?;
-        for (s, matches) in self.segments.iter().zip(&tmp) {
-            found.extend(matches.iter().map(|&m| (m, s.meta.max_seq)));
+        for s in &self.segments {
+            s.segment.query_into(q, options, &mut tmp)?;
+            found.extend(tmp.iter().map(|&m| (m, s.meta.max_seq)));
         }
         let views = self.views();
         for v in &views.0 {

@@ -15,16 +15,17 @@ use super::Segment;
 impl Segment {
     #[inline(always)]
     pub(super) fn probe_all_portable(&self, fingerprint: u64, k: u32, found: &mut Vec<u64>) -> Result<()> {
-        probe_segments_portable(&[self], fingerprint, k, std::slice::from_mut(found))
-    }
-
-    /// Finds the first block of each of this segment's first [`PREFETCH_TABLES`] tables
-    /// for `fingerprint` and touches its cache lines (and, when the segment reads from the
-    /// disk, asks for its bytes): `(block, entries)` per table, `block_count` for none.
-    #[inline(always)]
-    fn start_tables(&self, fingerprint: u64) -> Result<([u64; PREFETCH_TABLES], [u32; PREFETCH_TABLES])> {
+        // Find every table's first block and touch its cache lines before decoding any:
+        // the blocks of a large segment are usually not in the CPU cache, and loads issued
+        // together overlap their memory latency instead of paying it table after table.
         let mut starts = [0u64; PREFETCH_TABLES];
         let mut counts = [0u32; PREFETCH_TABLES];
+        // Each key search's first probe is an interpolation between the table's first and
+        // last keys, usually a cache miss: ask for every table's line first, so that the
+        // searches' misses overlap instead of coming one table after the other.
+        for table in self.tables.iter().take(PREFETCH_TABLES) {
+            table.prefetch_search(table.design.permutation.apply(fingerprint) & table.design.prefix_mask());
+        }
         for (start, table) in starts.iter_mut().zip(&self.tables) {
             let q = table.design.permutation.apply(fingerprint);
             *start = table.lower_bound(q & table.design.prefix_mask())?;
@@ -56,96 +57,24 @@ impl Segment {
         if let Some(clock) = clock {
             self.cold.observe(cold, clock.elapsed());
         }
-        Ok((starts, counts))
-    }
-}
-
-/// Every table of every segment in `segments` probed for `fingerprint` within `k` (at most
-/// each segment's design k): segment `i`'s matches, un-permuted, are pushed to `found[i]`.
-///
-/// Every table's first block, in every segment, is found and touched before any is decoded,
-/// then the blocks are decoded together, one entry of each lane per round, so that the CPU
-/// overlaps the memory latency and the serial decoding chains of all of them: an index's
-/// live set costs a query little more than its largest segment, where probing the segments
-/// one after the other costs each one's latency in turn.
-#[inline(always)]
-pub(super) fn probe_segments_portable(segments: &[&Segment], fingerprint: u64, k: u32, found: &mut [Vec<u64>]) -> Result<()> {
-    let lanes_wanted: usize = segments.iter().map(|s| s.tables.len()).sum();
-    if segments.len() > 1 && lanes_wanted > PREFETCH_TABLES {
-        // More tables than lanes: consecutive segments in groups whose tables fit.
-        let (mut from, mut tables) = (0usize, 0usize);
-        for (i, seg) in segments.iter().enumerate() {
-            if i > from && tables + seg.tables.len() > PREFETCH_TABLES {
-                let (group, out) = (segments.get(from..i).unwrap_or_default(), found.get_mut(from..i).unwrap_or_default());
-                probe_segments_portable(group, fingerprint, k, out)?;
-                (from, tables) = (i, 0);
-            }
-            tables += seg.tables.len();
-        }
-        let (group, out) = (segments.get(from..).unwrap_or_default(), found.get_mut(from..).unwrap_or_default());
-        return probe_segments_portable(group, fingerprint, k, out);
-    }
-    // Each key search's first probe is an interpolation between the table's first and
-    // last keys, usually a cache miss: ask for every table's line first, so that the
-    // searches' misses overlap instead of coming one table after the other.
-    for seg in segments {
-        for table in seg.tables.iter().take(PREFETCH_TABLES) {
-            table.prefetch_search(table.design.permutation.apply(fingerprint) & table.design.prefix_mask());
-        }
-    }
-    let codec = segments.first().and_then(|s| s.tables.first()).map(|t| t.codec);
-    let one_codec = segments.iter().all(|s| s.tables.iter().all(|t| Some(t.codec) == codec));
-    if !one_codec || lanes_wanted > PREFETCH_TABLES || (segments.len() == 1 && lanes_wanted < 2) {
-        // Mixed codecs or more tables than lanes: each segment's tables, the first ones
-        // interleaved, the rest probed one by one.
-        for (i, seg) in segments.iter().enumerate() {
-            let out = found.get_mut(i).ok_or_else(|| crate::error::Error::InvalidArgument("a result list per segment".into()))?;
-            seg.probe_tables_apart(fingerprint, k, out)?;
-        }
-        return Ok(());
-    }
-    let mut lanes: [Option<Lane<'_>>; PREFETCH_TABLES] = [None; PREFETCH_TABLES];
-    let mut slots = lanes.iter_mut();
-    let mut firsts = [(0u64, 0u32); PREFETCH_TABLES];
-    let mut first = firsts.iter_mut();
-    for (i, seg) in segments.iter().enumerate() {
-        let (starts, counts) = seg.start_tables(fingerprint)?;
-        for (t, (table, (&start, &count))) in seg.tables.iter().zip(starts.iter().zip(&counts)).enumerate() {
-            let (Some(slot), Some(at)) = (slots.next(), first.next()) else { break };
-            let q = table.design.permutation.apply(fingerprint);
-            *slot = Some(Lane::new(seg, i, t, table, q, q, table.design.prefix_bits, start));
-            *at = (start, count);
-        }
-    }
-    for (lane, &(start, count)) in lanes.iter_mut().flatten().zip(&firsts) {
-        if start < lane.table.dir.block_count {
-            enter_block(lane, start, count, k, found)?;
-        }
-    }
-    run_group(codec, lanes.get_mut(..lanes_wanted).unwrap_or_default(), k, found)
-}
-
-impl Segment {
-    /// The tables of this segment probed apart from any other segment's: the first
-    /// [`PREFETCH_TABLES`] interleaved when they share a codec, the others one by one.
-    fn probe_tables_apart(&self, fingerprint: u64, k: u32, found: &mut Vec<u64>) -> Result<()> {
-        let (starts, counts) = self.start_tables(fingerprint)?;
+        // Decode the tables' blocks in turn, one entry of each per round: each table's
+        // decoding is a serial chain (where an entry ends depends on the one before), and
+        // advancing several chains in one loop lets the CPU overlap them.
         let n = self.tables.len().min(PREFETCH_TABLES);
         let codec = self.tables.first().map(|t| t.codec);
         if n > 1 && self.tables.iter().all(|t| Some(t.codec) == codec) {
             let mut lanes: [Option<Lane<'_>>; PREFETCH_TABLES] = [None; PREFETCH_TABLES];
-            let found = std::slice::from_mut(found);
             for (t, (lane, table)) in lanes.iter_mut().zip(&self.tables).enumerate() {
                 let (Some(&start), Some(&count)) = (starts.get(t), counts.get(t)) else { continue };
                 let q = table.design.permutation.apply(fingerprint);
-                let mut new = Lane::new(self, 0, t, table, q, q, table.design.prefix_bits, start);
+                *lane = Some(Lane::new(t, table, q, q, table.design.prefix_bits, start));
                 if start < table.dir.block_count {
-                    enter_block(&mut new, start, count, k, found)?;
+                    if let Some(lane) = lane.as_mut() {
+                        self.enter_block(lane, start, count, k, found)?;
+                    }
                 }
-                *lane = Some(new);
             }
-            run_group(codec, lanes.get_mut(..n).unwrap_or_default(), k, found)?;
-            let [found] = found else { return Ok(()) };
+            self.run_group(codec, lanes.get_mut(..n).unwrap_or_default(), k, found)?;
             for t in n..self.tables.len() {
                 self.probe(t, fingerprint, k, None, found)?;
             }
@@ -157,102 +86,99 @@ impl Segment {
         }
         Ok(())
     }
-}
 
-/// [`run_lanes`] for lanes whose tables all have `codec`; empties `lanes`.
-#[inline(always)]
-fn run_group(codec: Option<Codec>, lanes: &mut [Option<Lane<'_>>], k: u32, found: &mut [Vec<u64>]) -> Result<()> {
-    let r = match codec {
-        Some(Codec::Xor) => run_lanes::<XorGaps>(lanes, k, found),
-        Some(Codec::Delta) => run_lanes::<DeltaGaps>(lanes, k, found),
-        // No tables, so no lanes to run.
-        None => Ok(()),
-    };
-    lanes.fill(None);
-    r
-}
+    /// [`Self::run_lanes`] for lanes whose tables all have `codec`; empties `lanes`.
+    #[inline(always)]
+    fn run_group<'s>(&'s self, codec: Option<Codec>, lanes: &mut [Option<Lane<'s>>], k: u32, found: &mut Vec<u64>) -> Result<()> {
+        let r = match codec {
+            Some(Codec::Xor) => self.run_lanes::<XorGaps>(lanes, k, found),
+            Some(Codec::Delta) => self.run_lanes::<DeltaGaps>(lanes, k, found),
+            // No tables, so no lanes to run.
+            None => Ok(()),
+        };
+        lanes.fill(None);
+        r
+    }
 
-/// Advances every lane one entry per round until all are done.
-#[inline(always)]
-fn run_lanes<G: Gaps>(lanes: &mut [Option<Lane<'_>>], k: u32, found: &mut [Vec<u64>]) -> Result<()> {
-    loop {
-        let mut active = false;
-        for lane in lanes.iter_mut().flatten() {
-            if lane.done {
-                continue;
-            }
-            active = true;
-            if lane.cursor.as_ref().is_none_or(|c| c.remaining() == 0) {
-                next_block(lane, k, found)?;
-                continue;
-            }
-            let Some(cursor) = lane.cursor.as_mut() else { continue };
-            let v = if lane.seeking {
-                match cursor.seek_step::<G>(lane.lo, lane.low_bits, &mut lane.top) {
-                    Ok(Some(v)) => {
-                        lane.seeking = false;
-                        v
-                    }
-                    Ok(None) => continue,
-                    Err(e) => return Err(lane.seg.block_error(lane.t, lane.b, e)),
+    /// Advances every lane one entry per round until all are done.
+    #[inline(always)]
+    fn run_lanes<'s, G: Gaps>(&'s self, lanes: &mut [Option<Lane<'s>>], k: u32, found: &mut Vec<u64>) -> Result<()> {
+        loop {
+            let mut active = false;
+            for lane in lanes.iter_mut().flatten() {
+                if lane.done {
+                    continue;
                 }
-            } else {
-                cursor.next::<G>().map_err(|e| lane.seg.block_error(lane.t, lane.b, e))?
-            };
-            lane.check(v, k, found);
+                active = true;
+                if lane.cursor.as_ref().is_none_or(|c| c.remaining() == 0) {
+                    self.next_block(lane, k, found)?;
+                    continue;
+                }
+                let Some(cursor) = lane.cursor.as_mut() else { continue };
+                let v = if lane.seeking {
+                    match cursor.seek_step::<G>(lane.lo, lane.low_bits, &mut lane.top) {
+                        Ok(Some(v)) => {
+                            lane.seeking = false;
+                            v
+                        }
+                        Ok(None) => continue,
+                        Err(e) => return Err(self.block_error(lane.t, lane.b, e)),
+                    }
+                } else {
+                    cursor.next::<G>().map_err(|e| self.block_error(lane.t, lane.b, e))?
+                };
+                lane.check(v, k, found);
+            }
+            if !active {
+                return Ok(());
+            }
         }
-        if !active {
+    }
+
+    /// A lane whose block is decoded: on to the next block if the run may go on there.
+    #[inline(never)]
+    fn next_block<'s>(&'s self, lane: &mut Lane<'s>, k: u32, found: &mut Vec<u64>) -> Result<()> {
+        if lane.cursor.is_none() {
+            // The probe's first block is past the table's end: nothing to read.
+            lane.done = true;
             return Ok(());
         }
-    }
-}
-
-/// A lane whose block is decoded: on to the next block if the run may go on there.
-#[inline(never)]
-fn next_block(lane: &mut Lane<'_>, k: u32, found: &mut [Vec<u64>]) -> Result<()> {
-    if lane.cursor.is_none() {
-        // The probe's first block is past the table's end: nothing to read.
-        lane.done = true;
-        return Ok(());
-    }
-    if lane.table.key(lane.b)? > lane.hi || lane.b + 1 >= lane.table.dir.block_count {
-        lane.done = true;
-        return Ok(());
-    }
-    let b = lane.b + 1;
-    enter_block(lane, b, lane.table.block_entries(b), k, found)
-}
-
-/// Starts `lane` on block `b` (holding `count` entries, as stored): checks its CRC,
-/// reads its first entry and either checks it (it is in the run) or starts the seek.
-#[inline(never)]
-fn enter_block(lane: &mut Lane<'_>, b: u64, count: u32, k: u32, found: &mut [Vec<u64>]) -> Result<()> {
-    let seg = lane.seg;
-    let mut cursor = seg.cursor(lane.t, b, count)?;
-    let first = cursor.first();
-    lane.b = b;
-    if first >= lane.lo {
-        lane.seeking = false;
-        lane.check(first, k, found);
-    } else {
-        lane.seeking = true;
-        lane.top = cursor.seek_start(lane.low_bits);
-        match lane.table.codec {
-            Codec::Xor => {
-                if let Some(top) = seg.restart_seek(lane.table, b, &mut cursor, lane.lo, lane.low_bits) {
-                    lane.top = top;
-                }
-            }
-            // Seek hints restart at an entry the code rebuilds from the prefix alone,
-            // which only the XOR code does.
-            Codec::Delta => {}
+        if lane.table.key(lane.b)? > lane.hi || lane.b + 1 >= lane.table.dir.block_count {
+            lane.done = true;
+            return Ok(());
         }
+        let b = lane.b + 1;
+        self.enter_block(lane, b, lane.table.block_entries(b), k, found)
     }
-    lane.cursor = Some(cursor);
-    Ok(())
-}
 
-impl Segment {
+    /// Starts `lane` on block `b` (holding `count` entries, as stored): checks its CRC,
+    /// reads its first entry and either checks it (it is in the run) or starts the seek.
+    #[inline(never)]
+    fn enter_block<'s>(&'s self, lane: &mut Lane<'s>, b: u64, count: u32, k: u32, found: &mut Vec<u64>) -> Result<()> {
+        let mut cursor = self.cursor(lane.t, b, count)?;
+        let first = cursor.first();
+        lane.b = b;
+        if first >= lane.lo {
+            lane.seeking = false;
+            lane.check(first, k, found);
+        } else {
+            lane.seeking = true;
+            lane.top = cursor.seek_start(lane.low_bits);
+            match lane.table.codec {
+                Codec::Xor => {
+                    if let Some(top) = self.restart_seek(lane.table, b, &mut cursor, lane.lo, lane.low_bits) {
+                        lane.top = top;
+                    }
+                }
+                // Seek hints restart at an entry the code rebuilds from the prefix alone,
+                // which only the XOR code does.
+                Codec::Delta => {}
+            }
+        }
+        lane.cursor = Some(cursor);
+        Ok(())
+    }
+
     #[inline(always)]
     pub(super) fn multi_probe_portable(&self, fingerprint: u64, plan: &ProbePlan, found: &mut Vec<u64>) -> Result<()> {
         // Find every probe's first block and touch it before decoding any, as `probe_all`
@@ -282,27 +208,26 @@ impl Segment {
             let mut lanes: [Option<Lane<'_>>; PREFETCH_TABLES] = [None; PREFETCH_TABLES];
             let mut filled = 0;
             let mut starts = starts.iter();
-            let found = std::slice::from_mut(found);
             for (t, (table, probes)) in self.tables.iter().zip(plan.tables()).enumerate() {
                 let q = table.design.permutation.apply(fingerprint);
                 for &flip in &probes.flips {
                     let Some(&(start, count)) = starts.next() else { break };
-                    let mut lane = Lane::new(self, 0, t, table, q, q ^ flip, probes.probe_bits, start);
+                    let mut lane = Lane::new(t, table, q, q ^ flip, probes.probe_bits, start);
                     if start < table.dir.block_count {
-                        enter_block(&mut lane, start, count, plan.k(), found)?;
+                        self.enter_block(&mut lane, start, count, plan.k(), found)?;
                     }
                     if let Some(slot) = lanes.get_mut(filled) {
                         *slot = Some(lane);
                         filled += 1;
                     }
                     if filled == lanes.len() {
-                        run_group(codec, &mut lanes, plan.k(), found)?;
+                        self.run_group(codec, &mut lanes, plan.k(), found)?;
                         filled = 0;
                     }
                 }
             }
             let group = lanes.get_mut(..filled).unwrap_or_default();
-            return run_group(codec, group, plan.k(), found);
+            return self.run_group(codec, group, plan.k(), found);
         }
         let mut starts = starts.into_iter();
         for (t, (table, probes)) in self.tables.iter().zip(plan.tables()).enumerate() {
@@ -325,10 +250,6 @@ const PREFETCH_TABLES: usize = 32;
 struct Lane<'s> {
     /// The cursor over block `b`; `None` before the first block (or when there is none).
     cursor: Option<Cursor<'s>>,
-    /// The segment the table belongs to.
-    seg: &'s Segment,
-    /// Where its matches go: `found[out]`.
-    out: usize,
     table: &'s Table,
     /// The table's position in the segment.
     t: usize,
@@ -346,24 +267,20 @@ struct Lane<'s> {
 }
 
 impl<'s> Lane<'s> {
-    /// A lane for the entries of `table` (number `t` of `seg`) sharing `variant`'s top
-    /// `bits` bits, within `k` of `q` (both permuted), starting at block `start`; its
-    /// matches go to `found[out]`.
-    #[allow(clippy::too_many_arguments)]
-    fn new(seg: &'s Segment, out: usize, t: usize, table: &'s Table, q: u64, variant: u64, bits: u32, start: u64) -> Self {
+    /// A lane for the entries of `table` (number `t`) sharing `variant`'s top `bits` bits,
+    /// within `k` of `q` (both permuted), starting at block `start`.
+    fn new(t: usize, table: &'s Table, q: u64, variant: u64, bits: u32, start: u64) -> Self {
         let mask = prefix_mask(bits);
-        Lane { cursor: None, seg, out, table, t, b: start, q, lo: variant & mask, hi: variant | !mask, low_bits: 64 - bits, top: 0, seeking: false, done: false }
+        Lane { cursor: None, table, t, b: start, q, lo: variant & mask, hi: variant | !mask, low_bits: 64 - bits, top: 0, seeking: false, done: false }
     }
 
     /// Checks entry `v` of the run: ends the lane past the run, keeps `v` when within `k`.
     #[inline(always)]
-    fn check(&mut self, v: u64, k: u32, found: &mut [Vec<u64>]) {
+    fn check(&mut self, v: u64, k: u32, found: &mut Vec<u64>) {
         if v > self.hi {
             self.done = true;
         } else if (v ^ self.q).count_ones() <= k {
-            if let Some(out) = found.get_mut(self.out) {
-                out.push(self.table.design.permutation.invert(v));
-            }
+            found.push(self.table.design.permutation.invert(v));
         }
     }
 }
