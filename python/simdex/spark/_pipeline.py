@@ -111,32 +111,47 @@ def fingerprint(spark, reps, recipe: CorpusRecipe, sketches: bool):
     return spark.createDataFrame(rdd, "ord long, fp long, short boolean, error string, sketch binary")
 
 
+def sql_keys(plan: TablePlan, fp="fp") -> list:
+    """Per table, its key of the ``long`` column ``fp`` as a Spark SQL expression (what
+    ``plan.keys`` computes, as a signed long): the OR of the table's ``plan.key_terms``, each
+    ``((fp >>> shift_right) & mask) << shift_left``, so keying runs in the JVM."""
+    from pyspark.sql import functions as F
+
+    col = F.col(fp) if isinstance(fp, str) else fp
+    keys = []
+    for terms in plan.key_terms:
+        key = F.lit(0).cast("long")
+        for right, mask, left in terms:
+            bits = col if right == 0 else F.shiftrightunsigned(col, right)
+            if mask != (1 << 64) - 1:
+                bits = bits.bitwiseAND(F.lit(signed(mask)))
+            key = key.bitwiseOR(bits if left == 0 else F.shiftleft(bits, left))
+        keys.append(key)
+    return keys
+
+
+def keyed_rows(plan: TablePlan, fps, fp: str = "fp"):
+    """``(t, key, fp)``: every row of ``fps`` once per table of ``plan``, keyed (in the JVM)."""
+    from pyspark.sql import functions as F
+
+    keys = sql_keys(plan, fp)
+    return fps.select(F.posexplode(F.array(*keys)).alias("t", "key"), F.col(fp).alias("fp"))
+
+
 def candidate_pairs(spark, fps, k: int, design_k: Optional[int]):
     """Every pair ``(fa, fb)`` of distinct fingerprints within ``k`` (``fa < fb`` unsigned): the
     paper's permuted tables as shuffles. Each fingerprint is keyed in every table by its
-    permuted leading bits (the library's planned design, ``TablePlan``); the probes of a
-    fingerprint (its key with each flip of the table's multi-probe plan, only ``[0]`` when the
-    design answers ``k`` itself) are joined with the keys, so a pair meets in every table
-    whose leading bits it shares; then the distance is checked and duplicates dropped."""
+    permuted leading bits (the library's planned design, ``TablePlan``, its keys as Spark SQL
+    bit operations: ``sql_keys``); the probes of a fingerprint (its key with each flip of the
+    table's multi-probe plan, only ``[0]`` when the design answers ``k`` itself) are joined
+    with the keys, so a pair meets in every table whose leading bits it shares; then the
+    distance is checked and duplicates dropped."""
     from pyspark.sql import functions as F
 
     n = fps.count()
     plan = TablePlan(max(n, 1), k, design_k)
     tables = plan.tables
-    bc = spark.sparkContext.broadcast(plan)
-
-    def keys(rows):
-        p = bc.value
-        for batch in _batches(rows, 4096):
-            a = array.array("Q", (unsigned(r[0]) for r in batch))
-            out = array.array("Q")
-            out.frombytes(p.keys(a.tobytes()))
-            m = len(batch)
-            for t in range(len(out) // max(m, 1)):
-                for i in range(m):
-                    yield (t, signed(out[t * m + i]), batch[i][0])
-
-    keyed = spark.createDataFrame(fps.rdd.mapPartitions(keys), "t int, key long, fp long")
+    keyed = keyed_rows(plan, fps)
     within = F.bit_count(F.col("q.fp").bitwiseXOR(F.col("s.fp"))) <= k
     if all(flips == [0] for _, _, flips in tables):
         q = keyed.alias("q")
