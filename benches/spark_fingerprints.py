@@ -20,6 +20,7 @@ def main() -> int:
     p.add_argument("-k", type=int, default=3)
     p.add_argument("--master", default="local[2]")
     p.add_argument("--partitions", type=int, default=8)
+    p.add_argument("--candidates-log2", type=float, default=None, help="the planner's bound for the join (default: the pipeline's)")
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import StorageLevel
@@ -50,7 +51,8 @@ def main() -> int:
     fps = fps.persist(StorageLevel.MEMORY_AND_DISK)
     n = fps.count()
     read = time.monotonic()
-    pairs, plan = candidate_pairs(spark, fps, args.k, None)
+    bound = {} if args.candidates_log2 is None else {"candidates_log2": args.candidates_log2}
+    pairs, plan = candidate_pairs(spark, fps, args.k, None, **bound)
     pairs = pairs.persist()
     n_pairs = pairs.count()
     paired = time.monotonic()

@@ -9,7 +9,7 @@
 # env: SIMDEX (default target/debug/simdex), PY (a python with pyspark and the simdex wheel,
 # default target/spark-venv/bin/python), WORK (scratch folder, default a new temporary one;
 # Spark's shuffle files go to WORK/spark-local: tens of GB at 2^26). Spark gets one shuffle
-# partition per 2^20 fingerprints (at least 8). The load average before and after each size
+# partition per 2^19 fingerprints (at least 8). The load average before and after each size
 # and the Spark job's step times go to stderr.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,7 +23,7 @@ mkdir -p "$SPARK_LOCAL_DIRS"
 printf '| fingerprints | simdex cluster (s) | Spark local[2] (s) | ratio | pairs | clusters (CLI / Spark) |\n|---|---|---|---|---|---|\n'
 for p in "$@"; do
   n=$((1 << p))
-  parts=$((n >> 20 > 8 ? n >> 20 : 8))
+  parts=$((n >> 19 > 8 ? n >> 19 : 8))
   echo "2^$p: load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   "$simdex" bench generate -n "$n" --clusters $((n / 64)) --cluster-size 4 --flips 2 --with-ids > "$work/fps.txt"
   "$simdex" build --out "$work/seg.sdx" "$work/fps.txt" 2> /dev/null

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use simdex::plan::{planned_design, prefix_mask, PlanOptions, ProbePlan, TableDesign};
+use simdex::plan::{planned_design, prefix_mask, PlanOptions, ProbePlan, TableDesign, DEFAULT_MAX_CANDIDATES_LOG2};
 use simdex_fingerprint::document::{Documents, Format, InvalidUtf8};
 use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, IdfBuilder, IdfTable, OptionNames, Recipe};
@@ -259,11 +259,14 @@ fn sketch_similarity(a: &[u8], b: &[u8]) -> PyResult<f64> {
 /// planned design for `design_k` (default `k`), probed for `k` (multi-probe when `k` is
 /// above `design_k`). A pair within `k` shares, in at least one table, the leading
 /// `probe_bits` of one fingerprint's permutation with one flip of the other's.
+/// `max_candidates_log2` bounds the fingerprints a key is expected to share (the planner's
+/// bound, 2^8 by default: one block of a segment; a join wants far fewer).
 #[pyclass(module = "simdex._simdex", frozen)]
 struct TablePlan {
     count: u64,
     k: u32,
     design_k: u32,
+    max_candidates_log2: f64,
     tables: Vec<TableDesign>,
     probe: ProbePlan,
     terms: Vec<Vec<KeyTerm>>,
@@ -302,10 +305,12 @@ fn apply_terms(terms: &[KeyTerm], fp: u64) -> u64 {
 #[pymethods]
 impl TablePlan {
     #[new]
-    #[pyo3(signature = (count, k, design_k=None))]
-    fn new(count: u64, k: u32, design_k: Option<u32>) -> PyResult<Self> {
+    #[pyo3(signature = (count, k, design_k=None, max_candidates_log2=None))]
+    fn new(count: u64, k: u32, design_k: Option<u32>, max_candidates_log2: Option<f64>) -> PyResult<Self> {
         let design_k = design_k.unwrap_or(k).min(k);
-        let design = planned_design(&PlanOptions::new(count, design_k)).map_err(value_error)?;
+        let max_candidates_log2 = max_candidates_log2.unwrap_or(DEFAULT_MAX_CANDIDATES_LOG2);
+        let options = PlanOptions { max_candidates_log2, ..PlanOptions::new(count, design_k) };
+        let design = planned_design(&options).map_err(value_error)?;
         let probe = ProbePlan::new(&design, k, count).map_err(value_error)?;
         let tables = design.tables().to_vec();
         let mut terms = Vec::with_capacity(tables.len());
@@ -319,12 +324,12 @@ impl TablePlan {
             }
             terms.push(these);
         }
-        Ok(TablePlan { count, k, design_k, tables, probe, terms })
+        Ok(TablePlan { count, k, design_k, max_candidates_log2, tables, probe, terms })
     }
 
-    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (u64, u32, u32))> {
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (u64, u32, u32, f64))> {
         let me = slf.get();
-        Ok((slf.get_type().into_any().unbind(), (me.count, me.k, me.design_k)))
+        Ok((slf.get_type().into_any().unbind(), (me.count, me.k, me.design_k, me.max_candidates_log2)))
     }
 
     #[getter]

@@ -20,6 +20,12 @@ SIGN = -(1 << 63)  # XOR with it orders signed longs as unsigned fingerprints
 DEFAULT_CONFIRMED_K = 8
 DEFAULT_UNCONFIRMED_K = 3
 DEFAULT_THRESHOLD = 0.9
+# The planner's bound on the fingerprints one key is expected to share, as a power of two, for
+# the pair step's join: every shared key is a pair the join checks row by row (the library's
+# default, 2^8, suits a segment's 1 KB blocks; here it would make the join quadratic in the
+# buckets: 4 tables of 16 bits at 2^22 fingerprints check 537 million candidate pairs, the
+# 10 tables of 25 bits this bound gives check 2 million for 2.5x the rows).
+JOIN_CANDIDATES_LOG2 = 1.0
 
 
 def signed(x: int) -> int:
@@ -134,22 +140,25 @@ def keyed_rows(plan: TablePlan, fps, fp: str = "fp"):
     """``(t, key, fp)``: every row of ``fps`` once per table of ``plan``, keyed (in the JVM)."""
     from pyspark.sql import functions as F
 
-    keys = sql_keys(plan, fp)
-    return fps.select(F.posexplode(F.array(*keys)).alias("t", "key"), F.col(fp).alias("fp"))
+    rows = [F.struct(F.lit(t).alias("t"), key.alias("key"), F.col(fp).alias("fp")) for t, key in enumerate(sql_keys(plan, fp))]
+    # all three columns out of the generator: a self-join of this then shuffles it once (the
+    # join's two sides are the same plan, and Spark reuses the exchange)
+    return fps.select(F.inline(F.array(*rows)))
 
 
-def candidate_pairs(spark, fps, k: int, design_k: Optional[int]):
+def candidate_pairs(spark, fps, k: int, design_k: Optional[int], candidates_log2: float = JOIN_CANDIDATES_LOG2):
     """Every pair ``(fa, fb)`` of distinct fingerprints within ``k`` (``fa < fb`` unsigned): the
     paper's permuted tables as shuffles. Each fingerprint is keyed in every table by its
     permuted leading bits (the library's planned design, ``TablePlan``, its keys as Spark SQL
     bit operations: ``sql_keys``); the probes of a fingerprint (its key with each flip of the
     table's multi-probe plan, only ``[0]`` when the design answers ``k`` itself) are joined
     with the keys, so a pair meets in every table whose leading bits it shares; then the
-    distance is checked and duplicates dropped."""
+    distance is checked and duplicates dropped. ``candidates_log2`` bounds the fingerprints a
+    key is expected to share (``JOIN_CANDIDATES_LOG2``)."""
     from pyspark.sql import functions as F
 
     n = fps.count()
-    plan = TablePlan(max(n, 1), k, design_k)
+    plan = TablePlan(max(n, 1), k, design_k, candidates_log2)
     tables = plan.tables
     keyed = keyed_rows(plan, fps)
     within = F.bit_count(F.col("q.fp").bitwiseXOR(F.col("s.fp"))) <= k
@@ -161,7 +170,11 @@ def candidate_pairs(spark, fps, k: int, design_k: Optional[int]):
         flips = spark.createDataFrame(rows, "t int, flip long")
         q = keyed.join(F.broadcast(flips), "t").select("t", F.col("key").bitwiseXOR(F.col("flip")).alias("key"), "fp").alias("q")
         cond = (F.col("q.fp") != F.col("s.fp")) & within
-    pairs = q.join(keyed.alias("s"), (F.col("q.t") == F.col("s.t")) & (F.col("q.key") == F.col("s.key")) & cond)
+    # a shuffled hash join: never a broadcast (a cached input's small estimate would ship
+    # tables x N rows through the driver; 2^20 fingerprints: 24 s), no sort (sort-merge: 65 s,
+    # this: 15 s)
+    s = keyed.alias("s").hint("shuffle_hash")
+    pairs = q.join(s, (F.col("q.t") == F.col("s.t")) & (F.col("q.key") == F.col("s.key")) & cond)
     lo = F.when(F.col("q.fp").bitwiseXOR(F.lit(SIGN)) < F.col("s.fp").bitwiseXOR(F.lit(SIGN)), F.col("q.fp")).otherwise(F.col("s.fp"))
     hi = F.when(F.col("q.fp").bitwiseXOR(F.lit(SIGN)) < F.col("s.fp").bitwiseXOR(F.lit(SIGN)), F.col("s.fp")).otherwise(F.col("q.fp"))
     return pairs.select(lo.alias("fa"), hi.alias("fb")).distinct(), plan
