@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use simdex::plan::{planned_design, prefix_mask, PlanOptions, ProbePlan, TableDesign};
+use simdex::plan::{planned_design, prefix_mask, PlanOptions, ProbePlan, TableDesign, DEFAULT_MAX_CANDIDATES_LOG2};
 use simdex_fingerprint::document::{Documents, Format, InvalidUtf8};
 use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, IdfBuilder, IdfTable, OptionNames, Recipe};
@@ -259,29 +259,77 @@ fn sketch_similarity(a: &[u8], b: &[u8]) -> PyResult<f64> {
 /// planned design for `design_k` (default `k`), probed for `k` (multi-probe when `k` is
 /// above `design_k`). A pair within `k` shares, in at least one table, the leading
 /// `probe_bits` of one fingerprint's permutation with one flip of the other's.
+/// `max_candidates_log2` bounds the fingerprints a key is expected to share (the planner's
+/// bound, 2^8 by default: one block of a segment; a join wants far fewer).
 #[pyclass(module = "simdex._simdex", frozen)]
 struct TablePlan {
     count: u64,
     k: u32,
     design_k: u32,
+    max_candidates_log2: f64,
     tables: Vec<TableDesign>,
     probe: ProbePlan,
+    terms: Vec<Vec<KeyTerm>>,
+}
+
+/// One run of a table key's bits: `((fp >> shift_right) & mask) << shift_left` (logical
+/// shift); a key is the OR of its table's terms.
+type KeyTerm = (u32, u64, u32);
+
+/// The terms of the key of a table permuted by `order` (`order[dst] = src`, positions from
+/// the most significant bit; the library's `Permutation::order`) and cut to its leading
+/// `bits`: one per run of destination positions below `bits` whose sources are consecutive.
+fn key_terms(order: &[u8; 64], bits: u32) -> Vec<KeyTerm> {
+    let bits = bits.min(64) as usize;
+    let mut terms = Vec::new();
+    let mut i = 0usize;
+    while i < bits {
+        let mut j = i + 1;
+        while j < bits && order.get(j).zip(order.get(j - 1)).is_some_and(|(&b, &a)| b == a + 1) {
+            j += 1;
+        }
+        let width = j - i;
+        let src = order.get(i).map_or(0, |&s| s as usize);
+        let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+        terms.push(((64 - (src + width)) as u32, mask, (64 - j) as u32));
+        i = j;
+    }
+    terms
+}
+
+/// The key `terms` give `fp`.
+fn apply_terms(terms: &[KeyTerm], fp: u64) -> u64 {
+    terms.iter().fold(0, |key, &(r, mask, l)| key | ((fp >> r) & mask) << l)
 }
 
 #[pymethods]
 impl TablePlan {
     #[new]
-    #[pyo3(signature = (count, k, design_k=None))]
-    fn new(count: u64, k: u32, design_k: Option<u32>) -> PyResult<Self> {
+    #[pyo3(signature = (count, k, design_k=None, max_candidates_log2=None))]
+    fn new(count: u64, k: u32, design_k: Option<u32>, max_candidates_log2: Option<f64>) -> PyResult<Self> {
         let design_k = design_k.unwrap_or(k).min(k);
-        let design = planned_design(&PlanOptions::new(count, design_k)).map_err(value_error)?;
+        let max_candidates_log2 = max_candidates_log2.unwrap_or(DEFAULT_MAX_CANDIDATES_LOG2);
+        let options = PlanOptions { max_candidates_log2, ..PlanOptions::new(count, design_k) };
+        let design = planned_design(&options).map_err(value_error)?;
         let probe = ProbePlan::new(&design, k, count).map_err(value_error)?;
-        Ok(TablePlan { count, k, design_k, tables: design.tables().to_vec(), probe })
+        let tables = design.tables().to_vec();
+        let mut terms = Vec::with_capacity(tables.len());
+        for (t, p) in tables.iter().zip(probe.tables()) {
+            let these = key_terms(t.permutation.order(), p.probe_bits);
+            // every bit goes where `keys` puts it (a bit permutation is linear: the 64 unit
+            // fingerprints check it whole)
+            let mask = prefix_mask(p.probe_bits);
+            if let Some(b) = (0..64).find(|&b| apply_terms(&these, 1u64 << b) != t.permutation.apply(1u64 << b) & mask) {
+                return Err(PyValueError::new_err(format!("key terms {these:?} move bit {b} elsewhere than the permutation {:?}", t.permutation)));
+            }
+            terms.push(these);
+        }
+        Ok(TablePlan { count, k, design_k, max_candidates_log2, tables, probe, terms })
     }
 
-    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (u64, u32, u32))> {
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (u64, u32, u32, f64))> {
         let me = slf.get();
-        Ok((slf.get_type().into_any().unbind(), (me.count, me.k, me.design_k)))
+        Ok((slf.get_type().into_any().unbind(), (me.count, me.k, me.design_k, me.max_candidates_log2)))
     }
 
     #[getter]
@@ -300,6 +348,15 @@ impl TablePlan {
     #[getter]
     fn tables(&self) -> Vec<(u32, u32, Vec<u64>)> {
         self.tables.iter().zip(self.probe.tables()).map(|(t, p)| (t.prefix_bits, p.probe_bits, p.flips.clone())).collect()
+    }
+
+    /// Per table, its key as bit operations: `(shift_right, mask, shift_left)` terms (logical
+    /// shifts; masks as u64) whose OR over `((fp >> shift_right) & mask) << shift_left` is
+    /// the table's key of `fp`, what `keys` computes (derived from the same permutation and
+    /// checked against it bit by bit when the plan is made).
+    #[getter]
+    fn key_terms(&self) -> Vec<Vec<KeyTerm>> {
+        self.terms.clone()
     }
 
     /// The keys of `fps` (little-endian u64s) in every table, table by table: each

@@ -20,6 +20,12 @@ SIGN = -(1 << 63)  # XOR with it orders signed longs as unsigned fingerprints
 DEFAULT_CONFIRMED_K = 8
 DEFAULT_UNCONFIRMED_K = 3
 DEFAULT_THRESHOLD = 0.9
+# The planner's bound on the fingerprints one key is expected to share, as a power of two, for
+# the pair step's join: every shared key is a pair the join checks row by row (the library's
+# default, 2^8, suits a segment's 1 KB blocks; here it would make the join quadratic in the
+# buckets: 4 tables of 16 bits at 2^22 fingerprints check 537 million candidate pairs, the
+# 10 tables of 25 bits this bound gives check 2 million for 2.5x the rows).
+JOIN_CANDIDATES_LOG2 = 1.0
 
 
 def signed(x: int) -> int:
@@ -111,32 +117,51 @@ def fingerprint(spark, reps, recipe: CorpusRecipe, sketches: bool):
     return spark.createDataFrame(rdd, "ord long, fp long, short boolean, error string, sketch binary")
 
 
-def candidate_pairs(spark, fps, k: int, design_k: Optional[int]):
+def sql_keys(plan: TablePlan, fp="fp") -> list:
+    """Per table, its key of the ``long`` column ``fp`` as a Spark SQL expression (what
+    ``plan.keys`` computes, as a signed long): the OR of the table's ``plan.key_terms``, each
+    ``((fp >>> shift_right) & mask) << shift_left``, so keying runs in the JVM."""
+    from pyspark.sql import functions as F
+
+    col = F.col(fp) if isinstance(fp, str) else fp
+    keys = []
+    for terms in plan.key_terms:
+        key = F.lit(0).cast("long")
+        for right, mask, left in terms:
+            bits = col if right == 0 else F.shiftrightunsigned(col, right)
+            if mask != (1 << 64) - 1:
+                bits = bits.bitwiseAND(F.lit(signed(mask)))
+            key = key.bitwiseOR(bits if left == 0 else F.shiftleft(bits, left))
+        keys.append(key)
+    return keys
+
+
+def keyed_rows(plan: TablePlan, fps, fp: str = "fp"):
+    """``(t, key, fp)``: every row of ``fps`` once per table of ``plan``, keyed (in the JVM)."""
+    from pyspark.sql import functions as F
+
+    rows = [F.struct(F.lit(t).alias("t"), key.alias("key"), F.col(fp).alias("fp")) for t, key in enumerate(sql_keys(plan, fp))]
+    # all three columns out of the generator (no projection after it). Meant to let the
+    # self-join's two sides share one exchange; Spark 3.5 does not (at 2^26 two stages each
+    # wrote the same 11.3 GB shuffle): making it share is still open.
+    return fps.select(F.inline(F.array(*rows)))
+
+
+def candidate_pairs(spark, fps, k: int, design_k: Optional[int], candidates_log2: float = JOIN_CANDIDATES_LOG2):
     """Every pair ``(fa, fb)`` of distinct fingerprints within ``k`` (``fa < fb`` unsigned): the
     paper's permuted tables as shuffles. Each fingerprint is keyed in every table by its
-    permuted leading bits (the library's planned design, ``TablePlan``); the probes of a
-    fingerprint (its key with each flip of the table's multi-probe plan, only ``[0]`` when the
-    design answers ``k`` itself) are joined with the keys, so a pair meets in every table
-    whose leading bits it shares; then the distance is checked and duplicates dropped."""
+    permuted leading bits (the library's planned design, ``TablePlan``, its keys as Spark SQL
+    bit operations: ``sql_keys``); the probes of a fingerprint (its key with each flip of the
+    table's multi-probe plan, only ``[0]`` when the design answers ``k`` itself) are joined
+    with the keys, so a pair meets in every table whose leading bits it shares; then the
+    distance is checked and duplicates dropped. ``candidates_log2`` bounds the fingerprints a
+    key is expected to share (``JOIN_CANDIDATES_LOG2``)."""
     from pyspark.sql import functions as F
 
     n = fps.count()
-    plan = TablePlan(max(n, 1), k, design_k)
+    plan = TablePlan(max(n, 1), k, design_k, candidates_log2)
     tables = plan.tables
-    bc = spark.sparkContext.broadcast(plan)
-
-    def keys(rows):
-        p = bc.value
-        for batch in _batches(rows, 4096):
-            a = array.array("Q", (unsigned(r[0]) for r in batch))
-            out = array.array("Q")
-            out.frombytes(p.keys(a.tobytes()))
-            m = len(batch)
-            for t in range(len(out) // max(m, 1)):
-                for i in range(m):
-                    yield (t, signed(out[t * m + i]), batch[i][0])
-
-    keyed = spark.createDataFrame(fps.rdd.mapPartitions(keys), "t int, key long, fp long")
+    keyed = keyed_rows(plan, fps)
     within = F.bit_count(F.col("q.fp").bitwiseXOR(F.col("s.fp"))) <= k
     if all(flips == [0] for _, _, flips in tables):
         q = keyed.alias("q")
@@ -146,7 +171,11 @@ def candidate_pairs(spark, fps, k: int, design_k: Optional[int]):
         flips = spark.createDataFrame(rows, "t int, flip long")
         q = keyed.join(F.broadcast(flips), "t").select("t", F.col("key").bitwiseXOR(F.col("flip")).alias("key"), "fp").alias("q")
         cond = (F.col("q.fp") != F.col("s.fp")) & within
-    pairs = q.join(keyed.alias("s"), (F.col("q.t") == F.col("s.t")) & (F.col("q.key") == F.col("s.key")) & cond)
+    # a shuffled hash join: never a broadcast (a cached input's small estimate would ship
+    # tables x N rows through the driver; 2^20 fingerprints: 24 s), no sort (sort-merge: 65 s,
+    # this: 15 s)
+    s = keyed.alias("s").hint("shuffle_hash")
+    pairs = q.join(s, (F.col("q.t") == F.col("s.t")) & (F.col("q.key") == F.col("s.key")) & cond)
     lo = F.when(F.col("q.fp").bitwiseXOR(F.lit(SIGN)) < F.col("s.fp").bitwiseXOR(F.lit(SIGN)), F.col("q.fp")).otherwise(F.col("s.fp"))
     hi = F.when(F.col("q.fp").bitwiseXOR(F.lit(SIGN)) < F.col("s.fp").bitwiseXOR(F.lit(SIGN)), F.col("s.fp")).otherwise(F.col("q.fp"))
     return pairs.select(lo.alias("fa"), hi.alias("fb")).distinct(), plan
