@@ -31,6 +31,8 @@
 //! - [`batch`], [`cluster`] and [`split`]: whole-set jobs (a file of queries, all pairs
 //!   within `k`, chunks for scale-out) over a segment, a snapshot or fingerprints in memory
 //!   ([`Stored`]).
+//! - [`BlockSplit`]: the same self-join cut into partitions by block, for a cluster of
+//!   machines that moves each fingerprint `k + 1` times (`simdex.spark cluster`).
 //! - [`confirm`]: near-duplicates confirmed by the sketches stored beside their
 //!   fingerprints ([`Index::query_confirmed`]), for sketches made anywhere.
 //! - Documents (text, HTML, JSON lines) to fingerprints and sketches are the text
@@ -66,6 +68,7 @@ macro_rules! internal_mod {
 }
 
 pub mod batch;
+mod block_split;
 pub mod cluster;
 internal_mod!(codec);
 mod cpu;
@@ -90,7 +93,9 @@ mod sort;
 pub mod split;
 pub mod storage;
 mod stored;
+mod text_line;
 
+pub use block_split::{BlockSplit, PartitionPairs};
 pub use codec::Codec;
 pub use confirm::{ConfirmOptions, ConfirmedMatch};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
@@ -101,6 +106,7 @@ pub use query::{Match, QueryOptions};
 pub use segment::SketchColumn;
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
 pub use stored::{SortedTables, Source, Stored};
+pub use text_line::{parse_fingerprint_hex, parse_fingerprint_line, quoted, write_pair_line, BadLine, QUOTED_BYTES};
 
 // The README's Rust examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -20,6 +20,7 @@ mod batch;
 mod document_batch;
 mod errors;
 mod spark;
+mod spark_cluster;
 mod spark_index;
 
 use batch::{u64s, Row};
@@ -479,5 +480,6 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     spark::register(m)?;
     spark_index::register(m)?;
+    spark_cluster::register(m)?;
     Ok(())
 }

@@ -1,10 +1,9 @@
 //! What `simdex.spark` runs inside Spark's executors (and its driver), as library calls:
-//! documents read from bytes as `simdex dedup` reads them (the library's `Documents`, the
-//! CLI's content hash), features for a distributed IDF pass and the table built back from
+//! documents read from bytes as `simdex dedup` reads them (the library's `Documents` and
+//! its corpus module's content hash and options), features for a distributed IDF pass and the table built back from
 //! document-frequency counts, fingerprints and sketches with a pinned recipe, and the permuted
 //! tables (with multi-probe flips) of the paper's batch mode. Nothing here knows Spark.
 
-use std::hash::Hasher;
 use std::io::Read;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -12,6 +11,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use simdex::plan::{planned_design, prefix_mask, PlanOptions, ProbePlan, TableDesign, DEFAULT_MAX_CANDIDATES_LOG2};
+use simdex_fingerprint::corpus::{ContentHash, CorpusOptions};
 use simdex_fingerprint::document::{Documents, Format, InvalidUtf8};
 use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, IdfBuilder, IdfTable, OptionNames, Recipe};
@@ -22,41 +22,18 @@ fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// The content hash `simdex dedup` groups exact duplicates by (`HashingReader` in
-/// tools/src/corpus.rs, which this must equal): two SipHash-1-3 streams of the document's
-/// bytes, 32 hex digits.
-struct ContentHash {
-    a: std::hash::DefaultHasher,
-    b: std::hash::DefaultHasher,
-}
-
-impl ContentHash {
-    fn new() -> Self {
-        let mut b = std::hash::DefaultHasher::new();
-        b.write_u64(0x5157_4c44_4f43_5321);
-        ContentHash { a: std::hash::DefaultHasher::new(), b }
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        self.a.write(bytes);
-        self.b.write(bytes);
-    }
-
-    fn hex(&self) -> String {
-        format!("{:016x}{:016x}", self.a.finish(), self.b.finish())
-    }
-}
-
 /// One document read from bytes: `(id, content hash, text, error)`. A record that is not a
 /// document (a bad JSON line) has no content hash and says why; a document whose text cannot
 /// be read (refused UTF-8) has a hash and an error.
 type ReadDocument = (String, Option<String>, Option<String>, Option<String>);
 
 /// The documents of `data` read in `format` ("text", "html" or "jsonl") as `simdex dedup`
-/// reads a file named `name`; `strict` refuses invalid UTF-8 instead of replacing it.
+/// reads a file named `name` (the content hash is the corpus module's); `strict` refuses
+/// invalid UTF-8 instead of replacing it. A bad JSON line's error names its line counting
+/// from `first_line` (the line number of `data`'s first line in its file).
 #[pyfunction]
-#[pyo3(signature = (data, name, format, strict=false))]
-fn read_documents(py: Python<'_>, data: Vec<u8>, name: String, format: &str, strict: bool) -> PyResult<Vec<ReadDocument>> {
+#[pyo3(signature = (data, name, format, strict=false, first_line=1))]
+fn read_documents(py: Python<'_>, data: Vec<u8>, name: String, format: &str, strict: bool, first_line: u64) -> PyResult<Vec<ReadDocument>> {
     let format = match format {
         "text" => Format::Text,
         "html" => Format::Html,
@@ -69,19 +46,20 @@ fn read_documents(py: Python<'_>, data: Vec<u8>, name: String, format: &str, str
         for doc in Documents::new(std::io::Cursor::new(data), name.clone(), format, utf8) {
             match doc {
                 Ok(doc) => {
-                    let mut hash = ContentHash::new();
-                    let mut doc = doc.map_content(|c| HashingRead { inner: c, hash: &mut hash });
+                    let mut doc = doc.map_content(ContentHash::new);
                     let text = doc.text(utf8);
-                    std::io::copy(&mut doc.content, &mut std::io::sink()).map_err(value_error)?;
-                    let id = doc.id;
-                    drop(doc.content);
+                    let content = doc.content.finish().map_err(value_error)?;
                     let (text, error) = match text {
                         Ok(t) => (Some(t), None),
                         Err(e) => (None, Some(e.to_string())),
                     };
-                    out.push((id, Some(hash.hex()), text, error));
+                    out.push((doc.id, Some(content), text, error));
                 }
                 Err(simdex_fingerprint::Error::Io(e)) => return Err(PyValueError::new_err(format!("cannot read {name}: {e}"))),
+                Err(simdex_fingerprint::Error::JsonLine { line, message }) => {
+                    let e = simdex_fingerprint::Error::JsonLine { line: line + first_line.saturating_sub(1), message };
+                    out.push((name.clone(), None, None, Some(e.to_string())));
+                }
                 Err(e) => out.push((name.clone(), None, None, Some(e.to_string()))),
             }
         }
@@ -89,18 +67,35 @@ fn read_documents(py: Python<'_>, data: Vec<u8>, name: String, format: &str, str
     })
 }
 
-/// A reader that hashes what passes through.
-struct HashingRead<'h, R> {
-    inner: R,
-    hash: &'h mut ContentHash,
+/// Lines ending in `path`'s bytes `[start, end)` (newlines counted): what turns a byte
+/// offset into a line number, read only for the records that need one.
+#[pyfunction]
+fn count_lines(py: Python<'_>, path: std::path::PathBuf, start: u64, end: u64) -> PyResult<u64> {
+    py.allow_threads(|| -> std::io::Result<u64> {
+        let mut file = std::fs::File::open(&path)?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))?;
+        let mut file = file.take(end.saturating_sub(start));
+        let mut buf = vec![0u8; 1 << 20];
+        let mut lines = 0u64;
+        loop {
+            let n = file.read(&mut buf)?;
+            if n == 0 {
+                return Ok(lines);
+            }
+            lines += buf.get(..n).unwrap_or_default().iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+    })
+    .map_err(|e| PyValueError::new_err(format!("cannot read {}: {e}", path.display())))
 }
 
-impl<R: Read> Read for HashingRead<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hash.write(buf.get(..n).unwrap_or_default());
-        Ok(n)
-    }
+/// The corpus dedup options every front shares: `(k, threshold)` with `k`'s default (8
+/// confirmed by sketch, 3 without) and its one limit and message; `threshold` None when not
+/// confirmed.
+#[pyfunction]
+#[pyo3(signature = (k=None, confirm=true, threshold=None))]
+fn corpus_options(k: Option<u32>, confirm: bool, threshold: Option<f64>) -> PyResult<(u32, Option<f64>)> {
+    let o = CorpusOptions::new(k, confirm, threshold).map_err(value_error)?;
+    Ok((o.k, o.confirm))
 }
 
 /// A fingerprint recipe for a corpus job: the options, the IDF table once learned, and the
@@ -379,6 +374,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CorpusRecipe>()?;
     m.add_class::<TablePlan>()?;
     m.add_function(wrap_pyfunction!(read_documents, m)?)?;
+    m.add_function(wrap_pyfunction!(count_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(corpus_options, m)?)?;
     m.add_function(wrap_pyfunction!(sketch_similarity, m)?)?;
     Ok(())
 }

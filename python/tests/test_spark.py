@@ -18,25 +18,6 @@ from conftest import PAGES
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs java")
 
 
-@pytest.fixture(scope="session")
-def spark():
-    pyspark = pytest.importorskip("pyspark.sql")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import the wheel under test
-    s = (
-        pyspark.SparkSession.builder.master("local[2,2]")
-        .appName("simdex tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
-
-
 def run_spark(spark, *argv):
     from simdex.spark.__main__ import main
 

@@ -36,23 +36,50 @@ def parse_args(argv):
     d.add_argument("--add", action="store_true", help="with --index: add the corpus to the index afterwards")
     d.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
     d.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any record is bad or any document gets no fingerprint")
+    c = sub.add_parser("cluster", help="near-duplicate pairs and clusters of fingerprints (simdex cluster's answers)")
+    c.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (walked recursively, in name order)")
+    c.add_argument("--format", default="fingerprints", choices=["fingerprints", "parquet"], help="fingerprints: FINGERPRINT_HEX[<TAB>ID] a line (simdex bench generate --with-ids); parquet: a 64-bit fp column and an optional id")
+    c.add_argument("-k", type=int, default=3, help="near-duplicates differ in at most K bits (default 3, as simdex cluster)")
+    c.add_argument("--pairs", metavar="FILE", help="every pair, as simdex cluster --pairs: fp_a<TAB>fp_b<TAB>distance, sorted")
+    c.add_argument("--clusters", metavar="FILE", help="every entry in a cluster: fp<TAB>id<TAB>cluster (the cluster's smallest fingerprint; no id column without ids)")
+    c.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
+    c.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any line or record is bad (by default they are counted, named and skipped)")
+    c.add_argument("--driver-pairs", type=int, default=None, help="pairs the driver takes for its union-find at most (default 2^26, 1 GiB); past it, Spark sorts them and finds the components itself")
+    c.add_argument("--split-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    for path in args.inputs:
+        if not os.path.exists(path):
+            p.error(f"cannot read {path}: no such file or folder")
+    if args.command == "cluster":
+        if not 0 <= args.k <= 8:
+            p.error(f"-k {args.k}: must be between 0 and 8")
+        check_outputs(p, args, ("pairs", "clusters"))
+        return args
     if args.k is not None and not 0 <= args.k <= 8:
         p.error(f"-k {args.k}: must be between 0 and 8")
     if not 0.0 <= args.confirm_threshold <= 1.0:
         p.error(f"--confirm-threshold {args.confirm_threshold}: must be between 0 and 1")
     if (args.matches or args.add) and not args.index:
         p.error("--matches and --add need --index DIR")
-    for path in args.inputs:
-        if not os.path.exists(path):
-            p.error(f"cannot read {path}: no such file or folder")
     if args.index and not os.path.isdir(args.index):
         p.error(f"--index {args.index}: no such index folder")
-    for what in ("pairs", "clusters", "kept", "skipped", "matches"):
-        path = getattr(args, what)
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            p.error(f"--{what} {path}: its folder does not exist")
+    check_outputs(p, args, ("pairs", "clusters", "kept", "skipped", "matches"))
     return args
+
+
+def check_outputs(p, args, names) -> None:
+    """Refuses, before Spark starts, an output whose folder is missing or not writable."""
+    for what in names:
+        path = getattr(args, what)
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            p.error(f"--{what} {path}: its folder does not exist")
+        if os.path.isdir(path):
+            p.error(f"--{what} {path}: is a folder, not a file")
+        if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+            p.error(f"--{what} {path}: not writable")
 
 
 def session(master):
@@ -79,7 +106,38 @@ def session(master):
     return spark
 
 
+def run_cluster(args, spark=None) -> int:
+    from simdex.spark import _cluster as C
+
+    started = time.monotonic()
+    spark = spark or session(args.master)
+    log = sys.stderr
+    options = {}
+    if args.driver_pairs is not None:
+        options["driver_pairs"] = args.driver_pairs
+    if args.split_bytes:
+        options["split_bytes"] = args.split_bytes
+    found = C.cluster(spark, args.inputs, args.format, args.k, args.pairs, args.clusters, **options)
+    for line in found.bad_shown:
+        print(f"bad line {line}", file=log)
+    if found.bad_lines and args.fail_on_bad:
+        print(f"error: {found.bad_lines} bad lines or records (--fail-on-bad)", file=log)
+        return 1
+    print(f"fingerprints: {found.fingerprints} ({found.bad_lines} bad lines or records skipped)", file=log)
+    print(f"design: {found.design}; each fingerprint repartitioned {found.groups} times", file=log)
+    where = "on the driver (union-find)" if found.on_driver else "in Spark (large-star/small-star)"
+    print(f"pairs within {args.k}: {found.pairs}; {found.clustered} fingerprints in clusters, found {where}", file=log)
+    if args.pairs:
+        print(f"pairs written to {args.pairs}", file=log)
+    if args.clusters:
+        print(f"cluster members written to {args.clusters}", file=log)
+    print(f"done in {time.monotonic() - started:.1f} s", file=log)
+    return 0
+
+
 def run(args, spark=None) -> int:
+    if args.command == "cluster":
+        return run_cluster(args, spark)
     from pyspark.sql import functions as F
 
     from simdex.spark import _output as O

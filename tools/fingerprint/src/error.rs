@@ -87,6 +87,15 @@ pub enum Error {
         /// Which check failed.
         what: &'static str,
     },
+    /// A corpus dedup asked for near-duplicates farther apart than the tables answer
+    /// (`simdex dedup -k`, `simdex.spark dedup -k`: [`crate::corpus::CorpusOptions`]).
+    #[error("-k {k}: near-duplicates are found within at most {max} bits (k from 0 to {max})")]
+    CorpusK {
+        /// The distance asked for.
+        k: u32,
+        /// The largest one answered.
+        max: u32,
+    },
     /// A JSON-lines document could not be read; `line` is 1-based.
     #[error("line {line}: {message}")]
     JsonLine {

@@ -1,0 +1,255 @@
+//! What `simdex.spark cluster` runs in its executors and driver, as library calls over
+//! column buffers (little-endian u64s: the int64 buffers of Arrow batches, which the Python
+//! side hands over and wraps back without touching a row): a byte range of a fingerprint text
+//! file parsed ([`read_fingerprints`]), one partition of the block-split self-join
+//! ([`BlockJoin`]), and the driver's connected components and pairs file. Nothing here
+//! knows Spark.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use simdex::BlockSplit;
+
+use crate::batch::u64s;
+use crate::errors::to_py;
+
+/// Bad lines of one byte range reported by name (the rest are counted).
+const BAD_LINES_SHOWN: usize = 20;
+
+fn le_bytes(values: impl Iterator<Item = u64>, n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n * 8);
+    values.for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    out
+}
+
+fn os_error(path: &str, e: std::io::Error) -> PyErr {
+    PyOSError::new_err(format!("cannot read {path}: {e}"))
+}
+
+/// What a byte range of a fingerprint file held: the fingerprints and, when asked for,
+/// the document id text of each (`\0`-free UTF-8, joined with offsets), the count of bad
+/// lines and the first few as `(line number, message)`.
+type Read_<'py> = (Bound<'py, PyBytes>, Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>, u64, Vec<(u64, String)>);
+
+/// The fingerprint lines (`FINGERPRINT[<TAB>DOC_ID]`) of `path` that start in the byte range
+/// `[start, end)` (a line belongs to the range holding its first byte, so ranges that tile a
+/// file read each line once). With `ids`, each line's document id as text (empty when the
+/// line has none) as a UTF-8 buffer and its i32 offsets, the layout of an Arrow string
+/// column. Bad lines are counted and the first few named by their line number in the file
+/// (counting the lines before `start` only when there is one to name).
+#[pyfunction]
+#[pyo3(signature = (path, start, end, ids=false))]
+fn read_fingerprints<'py>(py: Python<'py>, path: &str, start: u64, end: u64, ids: bool) -> PyResult<Read_<'py>> {
+    struct Out {
+        fps: Vec<u8>,
+        id_data: Vec<u8>,
+        id_offsets: Vec<u8>,
+        bad: u64,
+        shown: Vec<(u64, String)>,
+    }
+    let out = py.allow_threads(|| -> std::io::Result<Out> {
+        let mut file = File::open(path)?;
+        let mut at = start;
+        if start > 0 {
+            // the line that holds byte `start - 1` belongs to the range before
+            file.seek(SeekFrom::Start(start - 1))?;
+        }
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut line: Vec<u8> = Vec::with_capacity(64);
+        if start > 0 {
+            at = start - 1 + reader.read_until(b'\n', &mut line)? as u64;
+        }
+        let mut out = Out { fps: Vec::new(), id_data: Vec::new(), id_offsets: if ids { 0i32.to_le_bytes().to_vec() } else { Vec::new() }, bad: 0, shown: Vec::new() };
+        let mut index = 0u64; // lines read in this range
+        while at < end {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line)?;
+            if n == 0 {
+                break;
+            }
+            at += n as u64;
+            index += 1;
+            match simdex::parse_fingerprint_line(&line) {
+                Ok(Some((fp, id))) => {
+                    out.fps.extend_from_slice(&fp.to_le_bytes());
+                    if ids {
+                        if let Some(id) = id {
+                            out.id_data.extend_from_slice(id.to_string().as_bytes());
+                        }
+                        out.id_offsets.extend_from_slice(&(out.id_data.len() as i32).to_le_bytes());
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    out.bad += 1;
+                    if out.shown.len() < BAD_LINES_SHOWN {
+                        out.shown.push((index, e.to_string()));
+                    }
+                }
+            }
+        }
+        if !out.shown.is_empty() {
+            let before = lines_before(path, start)?;
+            out.shown.iter_mut().for_each(|(n, _)| *n += before);
+        }
+        Ok(out)
+    });
+    let out = out.map_err(|e| os_error(path, e))?;
+    let ids = ids.then(|| (PyBytes::new(py, &out.id_data), PyBytes::new(py, &out.id_offsets)));
+    Ok((PyBytes::new(py, &out.fps), ids, out.bad, out.shown))
+}
+
+/// Lines that end before byte `start` of `path` (whole lines: the line holding byte
+/// `start - 1` ends there or later, and belongs to the range before).
+fn lines_before(path: &str, start: u64) -> std::io::Result<u64> {
+    if start == 0 {
+        return Ok(0);
+    }
+    let mut file = File::open(path)?.take(start - 1);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut lines = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        lines += buf.get(..n).unwrap_or_default().iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+    // the line holding byte `start - 1` ends at or after it: one more line is whole before `start`
+    Ok(lines + 1)
+}
+
+/// The block-split self-join for a set of `count` fingerprints within `k` (the library's
+/// `BlockSplit`): how each group keys a fingerprint, and one partition's join. Pickles as
+/// its arguments (every executor plans the same design).
+#[pyclass(module = "simdex._simdex", frozen)]
+struct BlockJoin {
+    count: u64,
+    k: u32,
+    max_candidates_log2: f64,
+    inner: BlockSplit,
+}
+
+/// One partition's pairs `(a, b)` as two columns, and (group 0) the repeated fingerprints
+/// and their counts as two more.
+type Joined<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+#[pymethods]
+impl BlockJoin {
+    #[new]
+    #[pyo3(signature = (count, k, max_candidates_log2=2.0))]
+    fn new(count: u64, k: u32, max_candidates_log2: f64) -> PyResult<Self> {
+        let inner = BlockSplit::new(count.max(1), k, max_candidates_log2).map_err(to_py)?;
+        Ok(BlockJoin { count, k, max_candidates_log2, inner })
+    }
+
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (u64, u32, f64))> {
+        let me = slf.get();
+        Ok((slf.get_type().into_any().unbind(), (me.count, me.k, me.max_candidates_log2)))
+    }
+
+    /// Groups: every fingerprint goes to one partition of each.
+    #[getter]
+    fn groups(&self) -> usize {
+        self.inner.groups()
+    }
+
+    /// The design's tables.
+    #[getter]
+    fn tables(&self) -> usize {
+        self.inner.design().tables().len()
+    }
+
+    /// The design in one line.
+    #[getter]
+    fn summary(&self) -> String {
+        self.inner.design().summary()
+    }
+
+    /// Tables joined by each group.
+    fn tables_of(&self, group: usize) -> Vec<usize> {
+        self.inner.tables_of(group).to_vec()
+    }
+
+    /// `(shift, mask)`: group `group` keys a fingerprint by `(fp >> shift) & mask`
+    /// (logical shift), so a caller can compute the key itself (in Spark SQL).
+    fn key_bits(&self, group: usize) -> (u32, u64) {
+        self.inner.key_bits(group)
+    }
+
+    /// Joins one partition of `group` (`fps`: little-endian u64s, every copy of every
+    /// fingerprint with one of the partition's keys): `(a, b, repeated, counts)`, the pairs
+    /// within k it owns and (group 0) the fingerprints handed over more than once.
+    fn join<'py>(&self, py: Python<'py>, group: usize, fps: &[u8]) -> PyResult<Joined<'py>> {
+        let fps = u64s(fps, "fps")?;
+        let found = py.allow_threads(|| self.inner.join_partition(group, fps)).map_err(to_py)?;
+        let n = found.pairs.len();
+        let a = le_bytes(found.pairs.iter().map(|p| p.0), n);
+        let b = le_bytes(found.pairs.iter().map(|p| p.1), n);
+        let r = found.repeated.len();
+        let fp = le_bytes(found.repeated.iter().map(|p| p.0), r);
+        let count = le_bytes(found.repeated.iter().map(|p| p.1), r);
+        Ok((PyBytes::new(py, &a), PyBytes::new(py, &b), PyBytes::new(py, &fp), PyBytes::new(py, &count)))
+    }
+}
+
+/// The driver's end of the pair step: the pairs `(a[i], b[i])` (little-endian u64s, `a < b`)
+/// sorted and written to `pairs_path` (when given) as `simdex cluster --pairs` writes them,
+/// and the components of the pairs together with `repeated` (fingerprints stored more than
+/// once, each a cluster even without a pair): `(vertices, clusters)`, every clustered
+/// fingerprint, sorted, and the smallest fingerprint of its cluster.
+#[pyfunction]
+#[pyo3(signature = (a, b, repeated, pairs_path=None))]
+fn pairs_and_components<'py>(py: Python<'py>, a: &[u8], b: &[u8], repeated: &[u8], pairs_path: Option<&str>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let (a, b, repeated) = (u64s(a, "a")?, u64s(b, "b")?, u64s(repeated, "repeated")?);
+    if a.len() != b.len() {
+        return Err(PyValueError::new_err(format!("{} first fingerprints but {} second ones", a.len(), b.len())));
+    }
+    let (vertices, clusters) = py.allow_threads(|| -> PyResult<(Vec<u8>, Vec<u8>)> {
+        let mut pairs: Vec<(u64, u64)> = a.into_iter().zip(b).collect();
+        pairs.sort_unstable();
+        if let Some(path) = pairs_path {
+            let failed = |e: std::io::Error| PyOSError::new_err(format!("cannot write {path}: {e}"));
+            let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(failed)?);
+            for &(x, y) in &pairs {
+                simdex::write_pair_line(&mut out, x, y).map_err(failed)?;
+            }
+            out.flush().map_err(failed)?;
+        }
+        let mut components = simdex::cluster::pair_components(pairs.iter().copied().chain(repeated.iter().map(|&f| (f, f))));
+        components.sort_unstable();
+        let n = components.len();
+        Ok((le_bytes(components.iter().map(|c| c.0), n), le_bytes(components.iter().map(|c| c.1), n)))
+    })?;
+    Ok((PyBytes::new(py, &vertices), PyBytes::new(py, &clusters)))
+}
+
+/// The cluster of each of `fps` (little-endian u64s) by the sorted map `vertices` ->
+/// `clusters` (from `pairs_and_components`): `(positions, clusters)`, the positions in `fps`
+/// of the members (u64s, ascending) and each one's cluster.
+#[pyfunction]
+fn cluster_members<'py>(py: Python<'py>, vertices: &[u8], clusters: &[u8], fps: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let (vertices, clusters, fps) = (u64s(vertices, "vertices")?, u64s(clusters, "clusters")?, u64s(fps, "fps")?);
+    let (positions, found) = py.allow_threads(|| {
+        let (mut positions, mut found) = (Vec::new(), Vec::new());
+        for (i, fp) in fps.iter().enumerate() {
+            if let Ok(at) = vertices.binary_search(fp) {
+                positions.extend_from_slice(&(i as u64).to_le_bytes());
+                found.extend_from_slice(&clusters.get(at).copied().unwrap_or(*fp).to_le_bytes());
+            }
+        }
+        (positions, found)
+    });
+    Ok((PyBytes::new(py, &positions), PyBytes::new(py, &found)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<BlockJoin>()?;
+    m.add_function(wrap_pyfunction!(read_fingerprints, m)?)?;
+    m.add_function(wrap_pyfunction!(pairs_and_components, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_members, m)?)?;
+    Ok(())
+}

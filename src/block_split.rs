@@ -1,0 +1,172 @@
+//! The self-join of a set too large for one machine, cut by block ([`BlockSplit`]): the
+//! paper's batch mode (PAPER.md section 3.3) laid out for a cluster that moves data by
+//! key, as Spark does.
+//!
+//! A design of `r > k` blocks (its first level) has one table per choice of leading blocks;
+//! a table's *group* is its first leading block. Two fingerprints within `k` agree on every
+//! leading block of some table, so on its group's block. A group's partition key is that
+//! block's value: sent once per group (`k + 1` groups whatever the number of tables: 4 for
+//! the 10 tables of 5 blocks at `k = 3`), every fingerprint meets, in the partition of its
+//! key, every fingerprint that shares one of the group's tables with it.
+//!
+//! Inside a partition the group's tables are built one at a time (permuted, sorted by the
+//! prefix) and each prefix group is self-joined with a population count, as
+//! [`crate::cluster::near_pairs`] does in memory. A pair is reported only by its first
+//! shared table of the whole design (one AND per earlier table, the merge join's rule), so
+//! over all groups and partitions each pair of distinct fingerprints comes out exactly once,
+//! with no distinct step. Copies of one fingerprint are counted, not joined: a fingerprint
+//! stored a million times is one value of its partition's tables.
+//!
+//! This module knows nothing of Spark: it plans, keys and joins what a caller hands it.
+
+// Indexing: positions below lengths computed here (blocks of the design, runs of a sorted array).
+#![allow(clippy::indexing_slicing)]
+use crate::error::{Error, Result};
+use crate::join::cross_pairs;
+use crate::plan::{block_widths, planned_design, Design, PlanOptions};
+use crate::sort::{sort_by_top_bits, sort_u64};
+
+/// The self-join of a set cut into `k + 1` groups of partitions by block (see the module
+/// docs): which block keys each group, and the join of one partition.
+#[derive(Clone, Debug)]
+pub struct BlockSplit {
+    design: Design,
+    groups: Vec<BlockGroup>,
+    /// Per table, the original bit positions of its prefix (a pair shares the table's
+    /// prefix when their XOR has none of them).
+    prefixes: Vec<u64>,
+}
+
+/// One group: the block that keys its partitions and the tables it joins.
+#[derive(Clone, Debug)]
+struct BlockGroup {
+    /// The key is `(fp >> shift) & mask`.
+    shift: u32,
+    mask: u64,
+    tables: Vec<usize>,
+}
+
+/// What one partition of a group found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartitionPairs {
+    /// Pairs of distinct fingerprints within `k`, `(a, b)` with `a < b`, each reported by
+    /// exactly one partition of one group (unsorted).
+    pub pairs: Vec<(u64, u64)>,
+    /// Group 0 only: every fingerprint handed over more than once, with its count (every
+    /// copy of a fingerprint has the same key, so the count is the whole set's).
+    pub repeated: Vec<(u64, u64)>,
+}
+
+impl BlockSplit {
+    /// The split of the planner's design for `count` fingerprints and distance `k` (at most
+    /// [`crate::plan::MAX_K`]), with prefixes long enough that a prefix group expects at
+    /// most `2^max_candidates_log2` fingerprints (a join in memory wants few: 1 to 4).
+    pub fn new(count: u64, k: u32, max_candidates_log2: f64) -> Result<Self> {
+        let options = PlanOptions { max_candidates_log2, ..PlanOptions::new(count, k) };
+        Self::for_design(planned_design(&options)?)
+    }
+
+    /// The split of `design`.
+    pub fn for_design(design: Design) -> Result<Self> {
+        let tables = design.tables();
+        let prefixes: Vec<u64> = tables.iter().map(|t| t.permutation.invert(t.prefix_mask())).collect();
+        let Some(&r) = design.levels().first() else {
+            // No blocks (a set small enough to scan): one group, one key.
+            let groups = vec![BlockGroup { shift: 0, mask: 0, tables: (0..tables.len()).collect() }];
+            return Ok(Self { design, groups, prefixes });
+        };
+        let mut starts = Vec::new();
+        let mut at = 0u32;
+        for w in block_widths(64, r) {
+            starts.push((at, w));
+            at += w;
+        }
+        let mut groups: Vec<(u32, BlockGroup)> = Vec::new();
+        for (t, table) in tables.iter().enumerate() {
+            let first = u32::from(table.permutation.order()[0]);
+            let Some(&(start, width)) = starts.iter().find(|&&(s, w)| (s..s + w).contains(&first)) else {
+                return Err(Error::InvalidArgument(format!("table {t} of {} leads with bit {first}, in no block", design.summary())));
+            };
+            match groups.iter_mut().find(|(s, _)| *s == start) {
+                Some((_, g)) => g.tables.push(t),
+                None => {
+                    let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+                    groups.push((start, BlockGroup { shift: 64 - start - width, mask, tables: vec![t] }));
+                }
+            }
+        }
+        groups.sort_by_key(|(s, _)| *s);
+        Ok(Self { design, groups: groups.into_iter().map(|(_, g)| g).collect(), prefixes })
+    }
+
+    /// The design whose tables are joined.
+    pub fn design(&self) -> &Design {
+        &self.design
+    }
+
+    /// Number of groups: each fingerprint is handed to one partition of each.
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The tables group `group` joins (indexes into the design's tables).
+    pub fn tables_of(&self, group: usize) -> &[usize] {
+        self.groups.get(group).map_or(&[], |g| &g.tables)
+    }
+
+    /// How group `group` keys a fingerprint: `(shift, mask)`, the key being
+    /// `(fp >> shift) & mask` (a logical shift), for callers that compute it themselves.
+    pub fn key_bits(&self, group: usize) -> (u32, u64) {
+        self.groups.get(group).map_or((0, 0), |g| (g.shift, g.mask))
+    }
+
+    /// The key of `fp` in group `group`: fingerprints with equal keys must meet in one
+    /// partition of the group.
+    pub fn key(&self, group: usize, fp: u64) -> u64 {
+        let (shift, mask) = self.key_bits(group);
+        fp.checked_shr(shift).unwrap_or(0) & mask
+    }
+
+    /// Joins one partition of group `group`: `fps` must hold every copy of every
+    /// fingerprint whose key in this group is one of the partition's keys (any order,
+    /// repeats allowed). Memory: `fps` and one permuted copy of its distinct values.
+    pub fn join_partition(&self, group: usize, mut fps: Vec<u64>) -> Result<PartitionPairs> {
+        let g = self.groups.get(group).ok_or_else(|| Error::InvalidArgument(format!("group {group}: the split has {} groups", self.groups.len())))?;
+        let k = self.design.k();
+        sort_u64(&mut fps);
+        let mut out = PartitionPairs::default();
+        if group == 0 {
+            for run in fps.chunk_by(|a, b| a == b).filter(|r| r.len() > 1) {
+                out.repeated.push((run[0], run.len() as u64));
+            }
+        }
+        fps.dedup();
+        let mut values: Vec<u64> = Vec::with_capacity(fps.len());
+        for &t in &g.tables {
+            let table = &self.design.tables()[t];
+            let (perm, p) = (&table.permutation, table.prefix_bits);
+            let earlier = &self.prefixes[..t];
+            values.clear();
+            values.extend(fps.iter().map(|&x| perm.apply(x)));
+            sort_by_top_bits(&mut values, p);
+            let mut emit = |a: u64, b: u64| {
+                let (a, b) = (perm.invert(a), perm.invert(b));
+                if earlier.iter().all(|&m| (a ^ b) & m != 0) {
+                    out.pairs.push((a.min(b), a.max(b)));
+                }
+            };
+            let shift = 64 - p.min(64);
+            let prefix = |v: u64| if p == 0 { 0 } else { v >> shift };
+            let mut i = 0usize;
+            while i < values.len() {
+                let pv = prefix(values[i]);
+                let end = i + values[i..].partition_point(|&v| prefix(v) == pv);
+                for x in i..end {
+                    cross_pairs(&values[x..=x], &values[x + 1..end], k, &mut emit);
+                }
+                i = end;
+            }
+        }
+        Ok(out)
+    }
+}
