@@ -14,10 +14,13 @@
 //! [`crate::cluster::near_pairs`] does in memory. A pair is reported only by its first
 //! shared table of the whole design (one AND per earlier table, the merge join's rule), so
 //! over all groups and partitions each pair of distinct fingerprints comes out exactly once,
-//! with no distinct step. Copies of one fingerprint are counted, not joined: a fingerprint
-//! stored a million times is one value of its partition's tables.
+//! with no distinct step. Copies of one fingerprint are noted, not joined: a map task
+//! ([`BlockSplit::scatter`]) sends a fingerprint it holds a million times on once, marked as
+//! repeated, and it is one value of its partition's tables.
 //!
-//! This module knows nothing of Spark: it plans, keys and joins what a caller hands it.
+//! The map side packs each partition's fingerprints together, so a shuffle moves 8 bytes
+//! per fingerprint and group, not a row each. This module knows nothing of Spark: it plans,
+//! keys, scatters and joins what a caller hands it.
 
 // Indexing: positions below lengths computed here (blocks of the design, runs of a sorted array).
 #![allow(clippy::indexing_slicing)]
@@ -52,9 +55,20 @@ pub struct PartitionPairs {
     /// Pairs of distinct fingerprints within `k`, `(a, b)` with `a < b`, each reported by
     /// exactly one partition of one group (unsorted).
     pub pairs: Vec<(u64, u64)>,
-    /// Group 0 only: every fingerprint handed over more than once, with its count (every
-    /// copy of a fingerprint has the same key, so the count is the whole set's).
-    pub repeated: Vec<(u64, u64)>,
+    /// Group 0 only: the fingerprints stored more than once, sorted (every copy of a
+    /// fingerprint has the same key, so one partition sees them all).
+    pub repeated: Vec<u64>,
+}
+
+/// One map task's fingerprints cut into partitions ([`BlockSplit::scatter`]), indexed by
+/// partition, groups one after the other.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scattered {
+    /// Each partition's distinct fingerprints.
+    pub fps: Vec<Vec<u64>>,
+    /// Each group-0 partition's fingerprints the task held more than once (empty for
+    /// the other groups').
+    pub repeated: Vec<Vec<u64>>,
 }
 
 impl BlockSplit {
@@ -127,18 +141,55 @@ impl BlockSplit {
         fp.checked_shr(shift).unwrap_or(0) & mask
     }
 
-    /// Joins one partition of group `group`: `fps` must hold every copy of every
-    /// fingerprint whose key in this group is one of the partition's keys (any order,
-    /// repeats allowed). Memory: `fps` and one permuted copy of its distinct values.
-    pub fn join_partition(&self, group: usize, mut fps: Vec<u64>) -> Result<PartitionPairs> {
+    /// The partition of `fp` among the `parts` partitions of group `group`: a hash of its
+    /// key, so that equal keys meet.
+    pub fn partition(&self, group: usize, fp: u64, parts: usize) -> usize {
+        let h = self.key(group, fp).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+        ((h * parts as u64) >> 32) as usize
+    }
+
+    /// The map side of a distributed run: one task's fingerprints (any order, repeats
+    /// allowed) cut into the partitions of every group, `parts[g]` partitions for group
+    /// `g`, numbered group after group. Each distinct fingerprint goes once to its
+    /// partition in each group; a fingerprint the task holds more than once also goes to
+    /// the `repeated` list of its group-0 partition, so a task holding a million copies
+    /// sends one value (and one repeat) on.
+    pub fn scatter(&self, mut fps: Vec<u64>, parts: &[usize]) -> Result<Scattered> {
+        if parts.len() != self.groups.len() || parts.contains(&0) {
+            return Err(Error::InvalidArgument(format!("{} partition counts for {} groups (each at least 1): {parts:?}", parts.len(), self.groups.len())));
+        }
+        sort_u64(&mut fps);
+        let total: usize = parts.iter().sum();
+        let mut out = Scattered { fps: vec![Vec::new(); total], repeated: vec![Vec::new(); total] };
+        let parts0 = parts[0];
+        for run in fps.chunk_by(|a, b| a == b).filter(|r| r.len() > 1) {
+            out.repeated[self.partition(0, run[0], parts0)].push(run[0]);
+        }
+        fps.dedup();
+        let mut first = 0usize;
+        for (g, &n) in parts.iter().enumerate() {
+            for &fp in &fps {
+                out.fps[first + self.partition(g, fp, n)].push(fp);
+            }
+            first += n;
+        }
+        Ok(out)
+    }
+
+    /// Joins one partition of group `group`: `fps` must hold every fingerprint whose key in
+    /// this group is one of the partition's keys (any order; repeats allowed, and counted
+    /// as stored more than once), `repeated` those known to be stored more than once (from
+    /// [`Self::scatter`]). Memory: `fps` and one permuted copy of its distinct values.
+    pub fn join_partition(&self, group: usize, mut fps: Vec<u64>, repeated: &[u64]) -> Result<PartitionPairs> {
         let g = self.groups.get(group).ok_or_else(|| Error::InvalidArgument(format!("group {group}: the split has {} groups", self.groups.len())))?;
         let k = self.design.k();
         sort_u64(&mut fps);
         let mut out = PartitionPairs::default();
         if group == 0 {
-            for run in fps.chunk_by(|a, b| a == b).filter(|r| r.len() > 1) {
-                out.repeated.push((run[0], run.len() as u64));
-            }
+            out.repeated.extend(fps.chunk_by(|a, b| a == b).filter(|r| r.len() > 1).map(|r| r[0]));
+            out.repeated.extend_from_slice(repeated);
+            out.repeated.sort_unstable();
+            out.repeated.dedup();
         }
         fps.dedup();
         let mut values: Vec<u64> = Vec::with_capacity(fps.len());
@@ -155,13 +206,17 @@ impl BlockSplit {
                     out.pairs.push((a.min(b), a.max(b)));
                 }
             };
-            let shift = 64 - p.min(64);
-            let prefix = |v: u64| if p == 0 { 0 } else { v >> shift };
+            // Prefix groups hold about one fingerprint each (the design's bound): walk them
+            // linearly and join only the groups of two or more.
+            let mask = table.prefix_mask();
             let mut i = 0usize;
             while i < values.len() {
-                let pv = prefix(values[i]);
-                let end = i + values[i..].partition_point(|&v| prefix(v) == pv);
-                for x in i..end {
+                let pv = values[i] & mask;
+                let mut end = i + 1;
+                while end < values.len() && values[end] & mask == pv {
+                    end += 1;
+                }
+                for x in i..end.saturating_sub(1) {
                     cross_pairs(&values[x..=x], &values[x + 1..end], k, &mut emit);
                 }
                 i = end;

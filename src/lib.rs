@@ -95,7 +95,7 @@ pub mod storage;
 mod stored;
 mod text_line;
 
-pub use block_split::{BlockSplit, PartitionPairs};
+pub use block_split::{BlockSplit, PartitionPairs, Scattered};
 pub use codec::Codec;
 pub use confirm::{ConfirmOptions, ConfirmedMatch};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};

@@ -133,9 +133,12 @@ struct BlockJoin {
     inner: BlockSplit,
 }
 
-/// One partition's pairs `(a, b)` as two columns, and (group 0) the repeated fingerprints
-/// and their counts as two more.
-type Joined<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+/// A map task's buckets: partition numbers, repeated marks, and an Arrow binary column's
+/// data and offsets.
+type Scattered<'py> = (Vec<usize>, Vec<bool>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// One partition's pairs `(a, b)` as two columns, and (group 0) the repeated fingerprints.
+type Joined<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 #[pymethods]
 impl BlockJoin {
@@ -180,19 +183,46 @@ impl BlockJoin {
         self.inner.key_bits(group)
     }
 
-    /// Joins one partition of `group` (`fps`: little-endian u64s, every copy of every
-    /// fingerprint with one of the partition's keys): `(a, b, repeated, counts)`, the pairs
-    /// within k it owns and (group 0) the fingerprints handed over more than once.
-    fn join<'py>(&self, py: Python<'py>, group: usize, fps: &[u8]) -> PyResult<Joined<'py>> {
+    /// The map side: `fps` (little-endian u64s, one task's) cut into `parts[g]` partitions
+    /// of each group `g`, numbered group after group: `(partitions, repeated, data,
+    /// offsets)`, one entry per non-empty bucket in the layout of an Arrow binary column
+    /// (the buckets' u64s back to back, and i32 offsets), `repeated` marking the buckets of
+    /// fingerprints the task held more than once (for a group-0 partition).
+    fn scatter<'py>(&self, py: Python<'py>, fps: &[u8], parts: Vec<usize>) -> PyResult<Scattered<'py>> {
         let fps = u64s(fps, "fps")?;
-        let found = py.allow_threads(|| self.inner.join_partition(group, fps)).map_err(to_py)?;
+        let (partitions, repeated, data, offsets) = py
+            .allow_threads(|| {
+                let scattered = self.inner.scatter(fps, &parts)?;
+                let (mut partitions, mut repeated, mut data, mut offsets) = (Vec::new(), Vec::new(), Vec::new(), 0i32.to_le_bytes().to_vec());
+                for (i, (f, r)) in scattered.fps.iter().zip(&scattered.repeated).enumerate() {
+                    for (is_repeated, values) in [(false, f), (true, r)] {
+                        if !values.is_empty() {
+                            partitions.push(i);
+                            repeated.push(is_repeated);
+                            values.iter().for_each(|v| data.extend_from_slice(&v.to_le_bytes()));
+                            let end = i32::try_from(data.len()).map_err(|_| simdex::Error::InvalidArgument("a map task's fingerprints pass 2 GiB: use smaller input ranges".into()))?;
+                            offsets.extend_from_slice(&end.to_le_bytes());
+                        }
+                    }
+                }
+                Ok::<_, simdex::Error>((partitions, repeated, data, offsets))
+            })
+            .map_err(to_py)?;
+        Ok((partitions, repeated, PyBytes::new(py, &data), PyBytes::new(py, &offsets)))
+    }
+
+    /// Joins one partition of `group`: `fps` (little-endian u64s) every fingerprint with
+    /// one of the partition's keys, `repeated` those a map task held more than once:
+    /// `(a, b, repeated)`, the pairs within k it owns and (group 0) the fingerprints stored
+    /// more than once.
+    fn join<'py>(&self, py: Python<'py>, group: usize, fps: &[u8], repeated: &[u8]) -> PyResult<Joined<'py>> {
+        let (fps, repeated) = (u64s(fps, "fps")?, u64s(repeated, "repeated")?);
+        let found = py.allow_threads(|| self.inner.join_partition(group, fps, &repeated)).map_err(to_py)?;
         let n = found.pairs.len();
         let a = le_bytes(found.pairs.iter().map(|p| p.0), n);
         let b = le_bytes(found.pairs.iter().map(|p| p.1), n);
-        let r = found.repeated.len();
-        let fp = le_bytes(found.repeated.iter().map(|p| p.0), r);
-        let count = le_bytes(found.repeated.iter().map(|p| p.1), r);
-        Ok((PyBytes::new(py, &a), PyBytes::new(py, &b), PyBytes::new(py, &fp), PyBytes::new(py, &count)))
+        let r = le_bytes(found.repeated.iter().copied(), found.repeated.len());
+        Ok((PyBytes::new(py, &a), PyBytes::new(py, &b), PyBytes::new(py, &r)))
     }
 }
 
@@ -246,10 +276,42 @@ fn cluster_members<'py>(py: Python<'py>, vertices: &[u8], clusters: &[u8], fps: 
     Ok((PyBytes::new(py, &positions), PyBytes::new(py, &found)))
 }
 
+/// Writes cluster members to `path`, one a line, sorted by cluster, fingerprint and id:
+/// `fp<TAB>id<TAB>cluster` (16 hex digits for fingerprints; without the id column unless
+/// `with_ids`). `fps` and `clusters` are little-endian u64s, the ids an Arrow string
+/// column's data and i32 offsets. Returns the lines written.
+#[pyfunction]
+fn write_members(py: Python<'_>, path: &str, fps: &[u8], clusters: &[u8], id_data: &[u8], id_offsets: &[u8], with_ids: bool) -> PyResult<u64> {
+    let (fps, clusters) = (u64s(fps, "fps")?, u64s(clusters, "clusters")?);
+    let offsets: Vec<usize> = id_offsets.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap_or_default()).max(0) as usize).collect();
+    if fps.len() != clusters.len() || offsets.len() != fps.len() + 1 {
+        return Err(PyValueError::new_err(format!("{} fingerprints, {} clusters and {} id offsets", fps.len(), clusters.len(), offsets.len())));
+    }
+    py.allow_threads(|| -> PyResult<u64> {
+        let id = |i: usize| offsets.get(i).zip(offsets.get(i + 1)).and_then(|(&a, &b)| id_data.get(a..b)).unwrap_or_default();
+        let mut order: Vec<usize> = (0..fps.len()).collect();
+        order.sort_unstable_by(|&x, &y| (clusters.get(x), fps.get(x), id(x)).cmp(&(clusters.get(y), fps.get(y), id(y))));
+        let failed = |e: std::io::Error| PyOSError::new_err(format!("cannot write {path}: {e}"));
+        let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(failed)?);
+        for &i in &order {
+            let (fp, cluster) = (fps.get(i).copied().unwrap_or(0), clusters.get(i).copied().unwrap_or(0));
+            let written = if with_ids {
+                write!(out, "{fp:016x}\t").and_then(|_| out.write_all(id(i))).and_then(|_| writeln!(out, "\t{cluster:016x}"))
+            } else {
+                writeln!(out, "{fp:016x}\t{cluster:016x}")
+            };
+            written.map_err(failed)?;
+        }
+        out.flush().map_err(failed)?;
+        Ok(order.len() as u64)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BlockJoin>()?;
     m.add_function(wrap_pyfunction!(read_fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(pairs_and_components, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_members, m)?)?;
+    m.add_function(wrap_pyfunction!(write_members, m)?)?;
     Ok(())
 }

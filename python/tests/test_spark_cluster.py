@@ -99,7 +99,7 @@ def test_cluster_pairs_and_members_equal_simdex_cluster(spark, oracle, tmp_path,
     name = str(inputs / "b.txt")
     for line_no, text in bad_at.items():
         assert f"bad line {name}:{line_no}: " in err, (line_no, text, err)
-    assert "(3 bad lines or records skipped)" in err and "repartitioned 4 times" in err
+    assert "(3 bad lines or records skipped)" in err and "sent to 4 of" in err
     (tmp_path / "bad.txt").write_text(f"{HOT:016x}\nnot a fingerprint\n")
     assert run(spark, "cluster", tmp_path / "bad.txt", "--fail-on-bad") == 1
     assert f"bad line {tmp_path / 'bad.txt'}:2: " in capsys.readouterr().err

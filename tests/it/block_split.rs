@@ -1,6 +1,7 @@
 //! The block-split self-join (`BlockSplit`, what `simdex.spark cluster` runs in its
 //! partitions) against brute force: over all groups and partitions, every pair within k
-//! comes out exactly once, and group 0 counts every repeated fingerprint.
+//! comes out exactly once, and group 0 names every repeated fingerprint, whether one map task
+//! or several held its copies.
 
 use simdex::plan::Design;
 use simdex::BlockSplit;
@@ -34,26 +35,32 @@ fn brute(fps: &[u64], k: u32) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
     for (i, &a) in distinct.iter().enumerate() {
         pairs.extend(distinct[i + 1..].iter().filter(|&&b| (a ^ b).count_ones() <= k).map(|&b| (a, b)));
     }
-    (pairs, counts.into_iter().filter(|&(_, c)| c > 1).collect())
+    (pairs, counts.into_iter().filter(|&(_, c)| c > 1).map(|(f, _)| (f, 0)).collect())
 }
 
-/// Every group's fingerprints hashed into `parts` partitions by key, each joined; the
-/// pairs of all (not deduplicated) and the repeats.
-fn run(split: &BlockSplit, fps: &[u64], parts: u64) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
-    let (mut pairs, mut repeated) = (Vec::new(), Vec::new());
-    for g in 0..split.groups() {
-        let mut partitions: Vec<Vec<u64>> = vec![Vec::new(); parts as usize];
-        for &f in fps {
-            let key = split.key(g, f);
+/// The fingerprints cut into `tasks` map tasks, each scattered into `parts` partitions per
+/// group, every partition joined: the pairs of all (not deduplicated) and the repeats.
+fn run(split: &BlockSplit, fps: &[u64], parts: usize, tasks: usize) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    let groups = split.groups();
+    let counts = vec![parts; groups];
+    let mut inbox: Vec<(Vec<u64>, Vec<u64>)> = vec![(Vec::new(), Vec::new()); parts * groups];
+    for task in fps.chunks(fps.len().div_ceil(tasks)) {
+        let s = split.scatter(task.to_vec(), &counts).unwrap();
+        for (i, (f, r)) in s.fps.into_iter().zip(s.repeated).enumerate() {
+            let g = i / parts;
+            assert!(f.iter().all(|&x| split.partition(g, x, parts) == i % parts));
             let (shift, mask) = split.key_bits(g);
-            assert_eq!(key, (f >> shift) & mask);
-            partitions[(key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize % parts as usize].push(f);
+            assert!(f.iter().all(|&x| split.key(g, x) == (x >> shift) & mask));
+            assert!(g == 0 || r.is_empty());
+            inbox[i].0.extend(f);
+            inbox[i].1.extend(r);
         }
-        for p in partitions {
-            let found = split.join_partition(g, p).unwrap();
-            pairs.extend(found.pairs);
-            repeated.extend(found.repeated);
-        }
+    }
+    let (mut pairs, mut repeated) = (Vec::new(), Vec::new());
+    for (i, (f, r)) in inbox.into_iter().enumerate() {
+        let found = split.join_partition(i / parts, f, &r).unwrap();
+        pairs.extend(found.pairs);
+        repeated.extend(found.repeated.into_iter().map(|f| (f, 0)));
     }
     pairs.sort_unstable();
     repeated.sort_unstable();
@@ -71,8 +78,8 @@ fn block_split_finds_every_pair_once() {
                 assert!(split.groups() as u32 <= k + 1, "{} groups for k = {k}", split.groups());
                 let tables: usize = (0..split.groups()).map(|g| split.tables_of(g).len()).sum();
                 assert_eq!(tables, split.design().tables().len());
-                for parts in [1u64, 7] {
-                    let (pairs, repeated) = run(&split, &fps, parts);
+                for (parts, tasks) in [(1usize, 1usize), (7, 3)] {
+                    let (pairs, repeated) = run(&split, &fps, parts, tasks);
                     assert_eq!(pairs, want_pairs, "n = {n}, k = {k}, {}, {parts} partitions", split.design().summary());
                     assert_eq!(repeated, want_repeated, "n = {n}, k = {k}");
                 }
@@ -87,7 +94,7 @@ fn block_split_serves_nested_and_blockless_designs() {
     for (k, levels) in [(3u32, vec![4u32, 4]), (2, vec![3, 4]), (3, vec![]), (2, vec![6])] {
         let split = BlockSplit::for_design(Design::new(k, &levels).unwrap()).unwrap();
         let (want_pairs, want_repeated) = brute(&fps, k);
-        let (pairs, repeated) = run(&split, &fps, 5);
+        let (pairs, repeated) = run(&split, &fps, 5, 4);
         assert_eq!(pairs, want_pairs, "k = {k}, levels {levels:?}");
         assert_eq!(repeated, want_repeated);
     }

@@ -35,6 +35,7 @@ def parse_args(argv):
     d.add_argument("--matches", metavar="FILE", help="with --index: id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity of each match")
     d.add_argument("--add", action="store_true", help="with --index: add the corpus to the index afterwards")
     d.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
+    d.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
     d.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any record is bad or any document gets no fingerprint")
     c = sub.add_parser("cluster", help="near-duplicate pairs and clusters of fingerprints (simdex cluster's answers)")
     c.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (walked recursively, in name order)")
@@ -43,10 +44,14 @@ def parse_args(argv):
     c.add_argument("--pairs", metavar="FILE", help="every pair, as simdex cluster --pairs: fp_a<TAB>fp_b<TAB>distance, sorted")
     c.add_argument("--clusters", metavar="FILE", help="every entry in a cluster: fp<TAB>id<TAB>cluster (the cluster's smallest fingerprint; no id column without ids)")
     c.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
+    c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
     c.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any line or record is bad (by default they are counted, named and skipped)")
     c.add_argument("--driver-pairs", type=int, default=None, help="pairs the driver takes for its union-find at most (default 2^26, 1 GiB); past it, Spark sorts them and finds the components itself")
     c.add_argument("--split-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    for setting in args.conf:
+        if "=" not in setting:
+            p.error(f"--conf {setting}: expected KEY=VALUE")
     for path in args.inputs:
         if not os.path.exists(path):
             p.error(f"cannot read {path}: no such file or folder")
@@ -82,7 +87,7 @@ def check_outputs(p, args, names) -> None:
             p.error(f"--{what} {path}: not writable")
 
 
-def session(master):
+def session(master, conf=(), defaults=None):
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -97,6 +102,10 @@ def session(master):
         os.environ["PYSPARK_PYTHON"] = sys.executable
     if master:
         b = b.master(master)
+    given = dict(setting.split("=", 1) for setting in conf)
+    for key, value in {**(defaults or {}), **given}.items():
+        if key in given or not SparkConf().contains(key):
+            b = b.config(key, value)
     if not sys.stderr.isatty():
         b = b.config("spark.ui.showConsoleProgress", "false")
     spark = b.getOrCreate()
@@ -110,7 +119,8 @@ def run_cluster(args, spark=None) -> int:
     from simdex.spark import _cluster as C
 
     started = time.monotonic()
-    spark = spark or session(args.master)
+    # the shuffle moves fingerprints, which do not compress: skip the work (unless set)
+    spark = spark or session(args.master, args.conf, {"spark.shuffle.compress": "false"})
     log = sys.stderr
     options = {}
     if args.driver_pairs is not None:
@@ -124,13 +134,16 @@ def run_cluster(args, spark=None) -> int:
         print(f"error: {found.bad_lines} bad lines or records (--fail-on-bad)", file=log)
         return 1
     print(f"fingerprints: {found.fingerprints} ({found.bad_lines} bad lines or records skipped)", file=log)
-    print(f"design: {found.design}; each fingerprint repartitioned {found.groups} times", file=log)
+    print(f"design: {found.design}; each fingerprint sent to {found.groups} of {found.partitions} partitions", file=log)
     where = "on the driver (union-find)" if found.on_driver else "in Spark (large-star/small-star)"
     print(f"pairs within {args.k}: {found.pairs}; {found.clustered} fingerprints in clusters, found {where}", file=log)
     if args.pairs:
         print(f"pairs written to {args.pairs}", file=log)
     if args.clusters:
         print(f"cluster members written to {args.clusters}", file=log)
+    from simdex.spark._pipeline import STEP_SECONDS
+
+    print("steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in STEP_SECONDS), file=log)
     print(f"done in {time.monotonic() - started:.1f} s", file=log)
     return 0
 
@@ -151,7 +164,7 @@ def run(args, spark=None) -> int:
         recipe = IndexReader(args.index).recipe()
     else:
         recipe = None
-    spark = spark or session(args.master)
+    spark = spark or session(args.master, args.conf)
     log = sys.stderr
     docs = read_files(spark, args.inputs, args.format, args.strict)
     result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe, design_k=args.design_k)

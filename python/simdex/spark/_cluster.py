@@ -1,29 +1,34 @@
 """``cluster``: fingerprints in, near-duplicate pairs and clusters out, as ``simdex cluster``
 finds them on one machine (``python -m simdex.spark cluster``).
 
-The steps, and what crosses Spark's shuffle:
+The steps, and what crosses Spark's shuffle (one shuffle in all):
 
-1. **read**: text files (``FINGERPRINT_HEX[<TAB>ID]`` a line) are cut into byte ranges that
-   the executors parse in Rust (``read_fingerprints``: a line belongs to the range holding
-   its first byte), or Parquet files with a 64-bit ``fp`` column are read by Spark. The
-   fingerprints are cached as one ``long`` column (one count plans the design); a bad line
-   is counted and named with its file and line number.
-2. **pairs**: the library's ``BlockSplit`` of the planned design (for ``k = 3`` and millions
-   of fingerprints, 10 tables of 5 blocks): each table belongs to the group of its first
-   leading block, and every fingerprint is repartitioned once per group (``k + 1`` times:
-   4 for those 10 tables), as the bare ``long``, by the value of the group's block. Each
-   partition is joined in Rust (``BlockJoin.join`` over the Arrow batch's int64 buffer): the
-   group's tables built one at a time, each prefix group checked by popcount, every pair
-   reported by its first shared table only, so no distinct follows. Copies of one
-   fingerprint are counted in group 0, never joined (a fingerprint stored a million times is
-   one value).
-3. **components**: pairs that fit ``driver_pairs`` go to the driver as Arrow batches and
-   the library sorts them, writes ``--pairs`` and runs its union-find (16 bytes a pair plus
-   about 40 per clustered fingerprint); past it, Spark sorts and writes the pairs and
+1. **plan**: the library's ``BlockSplit`` for the number of fingerprints (estimated from the
+   text files' sizes and their first lines, or Parquet's row count): for ``k = 3`` and
+   millions of fingerprints, 10 tables of 5 blocks. Each table belongs to the group of its
+   first leading block: 4 groups (``k + 1``), each with its partitions.
+2. **read and scatter** (map tasks): text files (``FINGERPRINT_HEX[<TAB>ID]`` a line) are cut
+   into byte ranges that the executors parse in Rust (``read_fingerprints``: a line belongs
+   to the range holding its first byte; a bad line is counted and named with its file and
+   line number), or Spark reads Parquet's 64-bit ``fp`` column. The library scatters a task's
+   fingerprints (``BlockJoin.scatter``): each distinct one to its partition in every group
+   (a hash of the group's block), packed 8 bytes a fingerprint into one binary row per
+   partition, so the shuffle moves ``k + 1`` copies of each fingerprint as bare 8-byte
+   values, without a row each; a fingerprint the task holds more than once goes once, and
+   is marked repeated.
+3. **join** (reduce tasks, one per partition): the library joins the partition
+   (``BlockJoin.join``): the group's tables built one at a time, each prefix group checked by
+   popcount, every pair reported by its first shared table only (no distinct follows).
+4. **components**: pairs that fit ``driver_pairs`` go to the driver as Arrow batches; the
+   library sorts them, writes ``--pairs`` and runs its union-find (16 bytes a pair plus about
+   40 per clustered fingerprint); past it, Spark sorts and writes the pairs and
    ``_components`` runs large-star/small-star (locally checkpointed each round).
-4. **members** (``--clusters``): the input is read again and every entry of a cluster (a
+5. **members** (``--clusters``): the input is read again and every entry of a cluster (a
    component, or a fingerprint stored more than once) is written with its cluster, the
    smallest fingerprint of the component.
+
+No step touches a fingerprint in Python: the batches pass from Spark to the library as
+Arrow buffers.
 """
 
 from __future__ import annotations
@@ -31,29 +36,36 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
-from .._simdex import BlockJoin, cluster_members, pairs_and_components, read_fingerprints
+from .._simdex import BlockJoin, cluster_members, pairs_and_components, read_fingerprints, write_members
 from . import _pipeline as P
 from ._read import InputError, escape_name, expand
 
-SPLIT_BYTES = 64 << 20  # a text file's byte range per read task
-ROWS_PER_JOIN = 1 << 21  # fingerprints a join task expects (16 MiB, and its permuted copy)
+SPLIT_BYTES = 128 << 20  # a text file's byte range per read task
+ROWS_PER_JOIN = 1 << 24  # fingerprint-tables a join task expects (its values times its tables)
 DRIVER_PAIRS = 1 << 26  # pairs collected to the driver at most (1 GiB of pairs)
 JOIN_CANDIDATES_LOG2 = 2.0  # the planner's bound on a prefix group, for joins in memory
 FORMATS = ("fingerprints", "parquet")
 BAD_SHOWN = 20
+# the shuffle's rows: a partition's packed fingerprints (``fps``), or a map task's count of
+# entries (``count``, ``bad`` null) or of bad lines (``bad`` the first's message) for partition 0
+SCATTERED = "pid long, repeated boolean, fps binary, bad string, count long"
+# the join's rows: a pair ``(a, b)``, a repeated fingerprint ``(fp, fp)``, or (``a`` null) the
+# counts passed on
+JOINED = "a long, b long, bad string, count long"
 
 
 @dataclass
 class Clustered:
-    """What ``cluster`` found: counts, the design, and where each output went."""
+    """What ``cluster`` found: counts, the design, and where the components were found."""
 
     fingerprints: int
     bad_lines: int
     bad_shown: List[str]
     design: str
     groups: int
+    partitions: int
     pairs: int
     clustered: int
     on_driver: bool
@@ -85,112 +97,198 @@ def _u64_bytes(col) -> bytes:
     return col.buffers()[1].slice(col.offset * 8, len(col) * 8).to_pybytes()
 
 
-def _text_reader(with_ids: bool):
+def estimate_count(spark, files: Sequence[str], format: str) -> int:
+    """The number of fingerprints, for the plan: Parquet's row count, or the text files'
+    bytes over the mean line length of the first 64 KiB (any count gives the same answers;
+    a close one gives the fastest design)."""
+    if format == "parquet":
+        return spark.read.parquet(*files).count()
+    total = sum(os.path.getsize(p) for p in files)
+    for path in files:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+        lines = head.count(b"\n")
+        if lines:
+            return max(1, total * lines // len(head))
+    return max(1, total // 17)
+
+
+def _reducers(spark, total: int) -> List[int]:
+    """A ``pid`` per partition ``0..total`` that Spark's hash partitioning into ``total``
+    (``pmod(hash(pid), total)``, the partitioning of ``repartition(total, "pid")``) sends to
+    that partition, so that no two partitions share a reduce task."""
+    from pyspark.sql import functions as F
+
+    found = {}
+    upto = 0
+    while len(found) < total:
+        rows = spark.range(upto, upto + 64 * total).select("id", F.expr(f"pmod(hash(id), {total})").alias("r")).collect()
+        for i, r in rows:
+            found.setdefault(r, i)
+        upto += 64 * total
+    return [found[r] for r in range(total)]
+
+
+def _scattered_batches(split: BlockJoin, parts: List[int], pids: List[int], fps: bytes, bad_rows=()):
+    """The scattered rows of one map task's fingerprints (``SCATTERED``), its count of
+    them and its bad lines (``(message, count)``), the counts for partition 0."""
     import pyarrow as pa
 
+    partitions, reps, data, offsets = split.scatter(fps, parts)
+    rows = len(partitions)
+    bad_rows = [(None, len(fps) // 8)] + list(bad_rows)
+    ids = [pids[i] for i in partitions] + [pids[0]] * len(bad_rows)
+    reps = reps + [False] * len(bad_rows)
+    last = offsets[-4:] if rows else b"\0\0\0\0"
+    blobs = pa.Array.from_buffers(pa.binary(), rows + len(bad_rows), [None, pa.py_buffer(offsets + last * len(bad_rows)), pa.py_buffer(data)])
+    bad = [None] * rows + [m for m, _ in bad_rows]
+    counts = [None] * rows + [c for _, c in bad_rows]
+    cols = [pa.array(ids, pa.int64()), pa.array(reps, pa.bool_()), blobs, pa.array(bad, pa.string()), pa.array(counts, pa.int64())]
+    return pa.RecordBatch.from_arrays(cols, names=["pid", "repeated", "fps", "bad", "count"])
+
+
+def _ranges(spark, ranges: list):
+    """One task per byte range: a JVM range of their numbers (no Python worker reads it),
+    which the task's function maps to its range."""
+    return spark.range(0, len(ranges), 1, len(ranges))
+
+
+def _ranges_of(batches, ranges: list):
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            yield ranges[i]
+
+
+def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list):
     def run(batches):
-        for batch in batches:
-            paths, names, starts, ends = (batch.column(i).to_pylist() for i in range(4))
-            for path, name, start, end in zip(paths, names, starts, ends):
-                fps, ids, bad, shown = read_fingerprints(path, start, end, with_ids)
-                cols = [_int64(fps)]
-                n = len(cols[0])
-                if with_ids:
-                    data, offsets = ids
-                    cols.append(pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]))
-                cols += [pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())]
-                yield pa.RecordBatch.from_arrays(cols, schema=_schema(with_ids))
-                if bad:
-                    lines = [f"{name}:{line}: {reason}" for line, reason in shown]
-                    m = len(lines)
-                    cols = [pa.nulls(m, pa.int64())] + ([pa.nulls(m, pa.string())] if with_ids else [])
-                    cols += [pa.array(lines, pa.string()), pa.array([bad] + [0] * (m - 1), pa.int64())]
-                    yield pa.RecordBatch.from_arrays(cols, schema=_schema(with_ids))
+        for path, name, start, end in _ranges_of(batches, ranges):
+            fps, _, bad, shown = read_fingerprints(path, start, end, False)
+            bad_rows = [(f"{name}:{line}: {reason}", bad if i == 0 else 0) for i, (line, reason) in enumerate(shown)]
+            yield _scattered_batches(split, parts, pids, fps, bad_rows)
 
     return run
 
 
-def _schema(with_ids: bool):
+def _scatter_arrow(split: BlockJoin, parts: List[int], pids: List[int]):
+    """Map tasks over Arrow batches of a nullable ``fp`` column (Parquet): one scatter per
+    task; rows without ``fp`` are counted."""
+    import pyarrow.compute as pc
+
+    def run(batches):
+        chunks, missing = [], 0
+        for batch in batches:
+            col = batch.column(0)
+            missing += col.null_count
+            chunks.append(_u64_bytes(pc.drop_null(col) if col.null_count else col))
+        bad_rows = [(f"{missing} rows without fp", missing)] if missing else []
+        yield _scattered_batches(split, parts, pids, b"".join(chunks), bad_rows)
+
+    return run
+
+
+def _blob_bytes(col) -> bytes:
+    """The values of a binary Arrow column back to back (one copy, no rows)."""
+    if len(col) == 0:
+        return b""
+    col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
     import pyarrow as pa
 
-    fields = [pa.field("fp", pa.int64())] + ([pa.field("id", pa.string())] if with_ids else [])
-    return pa.schema(fields + [pa.field("bad", pa.string()), pa.field("bad_count", pa.int64())])
+    offsets = pa.Array.from_buffers(pa.int32(), len(col) + 1, [None, col.buffers()[1]], offset=col.offset)
+    start, end = offsets[0].as_py(), offsets[len(col)].as_py()
+    return col.buffers()[2].slice(start, end - start).to_pybytes()
 
 
-def _ddl(with_ids: bool) -> str:
-    return "fp long, " + ("id string, " if with_ids else "") + "bad string, bad_count long"
-
-
-def read_entries(spark, inputs: Sequence[str], format: str, with_ids: bool = False, split_bytes: int = SPLIT_BYTES):
-    """``fp`` (and ``id`` as text, with ``with_ids``), ``bad`` and ``bad_count`` of every
-    entry: a row per fingerprint (``bad`` null), and rows naming bad lines or records
-    (``fp`` null; ``bad_count`` on the first of a range, the range's count of them)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    if format not in FORMATS:
-        raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
-    files = expand(inputs)
-    if not files:
-        raise InputError(f"no input files in {', '.join(inputs)}")
-    if format == "parquet":
-        df = spark.read.parquet(*files)
-        if "fp" not in df.columns:
-            raise InputError(f"Parquet input {', '.join(inputs)} has no 'fp' column (it has {df.columns})")
-        kind = df.schema["fp"].dataType
-        if isinstance(kind, T.LongType):
-            fp = F.col("fp")
-        elif isinstance(kind, T.DecimalType) and kind.scale == 0 and kind.precision >= 20:
-            # an unsigned 64-bit column reads as decimal(20, 0): to the long of the same bits
-            two63, two64 = F.expr("CAST('9223372036854775808' AS DECIMAL(20,0))"), F.expr("CAST('18446744073709551616' AS DECIMAL(21,0))")
-            fp = F.when(F.col("fp") >= two63, F.col("fp") - two64).otherwise(F.col("fp")).cast("long")
-        else:
-            raise InputError(f"Parquet column 'fp' is {kind.simpleString()}: a 64-bit integer is needed")
-        bad = F.when(F.col("fp").isNull(), F.concat(F.input_file_name(), F.lit(": a row without fp")))
-        cols = [fp.alias("fp")] + ([F.col("id").cast("string").alias("id") if "id" in df.columns else F.lit(None).cast("string").alias("id")] if with_ids else [])
-        return df.select(*cols, bad.alias("bad"), F.when(bad.isNotNull(), F.lit(1)).cast("long").alias("bad_count"))
-    ranges = splits(files, split_bytes)
-    rdd = spark.sparkContext.parallelize(ranges, len(ranges))
-    df = spark.createDataFrame(rdd, "path string, name string, start long, end long")
-    return df.mapInArrow(_text_reader(with_ids), _ddl(with_ids))
-
-
-def _join(split: BlockJoin, group: int):
+def _join(split: BlockJoin, group_of: dict):
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     def run(batches):
         P._fail_first_attempt("join")
-        fps = b"".join(_u64_bytes(b.column(0)) for b in batches)
-        a, b, repeated, _ = split.join(group, fps)
-        out = pa.RecordBatch.from_arrays([_int64(a), _int64(b)], names=["a", "b"])
-        step = 1 << 20
-        for at in range(0, out.num_rows, step):
-            yield out.slice(at, step)
-        if repeated:
-            r = _int64(repeated)
-            yield pa.RecordBatch.from_arrays([r, r], names=["a", "b"])
+        fps, repeated, bad, counts, group = [], [], [], [], None
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            group = group_of[b.column(0)[0].as_py()]
+            counted = pc.is_valid(b.column(4))
+            if pc.any(counted).as_py():
+                c = b.filter(counted)
+                bad += c.column(3).to_pylist()
+                counts += c.column(4).to_pylist()
+            values = b.filter(pc.invert(counted))
+            is_repeated = values.column(1)
+            fps.append(_blob_bytes(values.column(2).filter(pc.invert(is_repeated))))
+            repeated.append(_blob_bytes(values.column(2).filter(is_repeated)))
+        if group is None:
+            return
+        a, b, rep = split.join(group, b"".join(fps), b"".join(repeated))
+        nulls = pa.nulls(len(a) // 8, pa.string()), pa.nulls(len(a) // 8, pa.int64())
+        out = pa.RecordBatch.from_arrays([_int64(a), _int64(b), *nulls], names=["a", "b", "bad", "count"])
+        for at in range(0, out.num_rows, 1 << 20):
+            yield out.slice(at, 1 << 20)
+        if rep:
+            r = _int64(rep)
+            yield pa.RecordBatch.from_arrays([r, r, pa.nulls(len(r), pa.string()), pa.nulls(len(r), pa.int64())], names=["a", "b", "bad", "count"])
+        if bad:
+            m = len(bad)
+            yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.int64()), pa.nulls(m, pa.int64()), pa.array(bad, pa.string()), pa.array(counts, pa.int64())], names=["a", "b", "bad", "count"])
 
     return run
 
 
-def pair_rows(spark, fps, n: int, k: int, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):
-    """``(a, b)``: every pair of distinct fingerprints of ``fps`` (a DataFrame with a ``long``
-    column ``fp``, ``n`` rows) within ``k`` once, ``a < b`` unsigned, and every fingerprint
-    held more than once as ``(fp, fp)``; with the ``BlockJoin`` that found them."""
+def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):
+    """``(a, b, bad, count)`` (``JOINED``): every pair of distinct fingerprints of the input
+    within ``k`` once (``a < b`` unsigned), every fingerprint stored more than once as
+    ``(fp, fp)``, and with ``a`` null each map task's count of entries (``bad`` null) and its
+    bad lines (``bad`` the message, ``count`` the task's count on the first). Returns them
+    with the ``BlockJoin`` and the partitions per group."""
     from pyspark.sql import functions as F
 
+    files = expand(inputs)
+    if not files:
+        raise InputError(f"no input files in {', '.join(inputs)}")
+    n = estimate_count(spark, files, format)
     split = BlockJoin(n, k, candidates_log2)
     parallel = spark.sparkContext.defaultParallelism
-    parts = []
-    for g in range(split.groups):
-        shift, mask = split.key_bits(g)
-        key = F.shiftrightunsigned("fp", shift).bitwiseAND(F.lit(P.signed(mask)))
-        tasks = max(parallel, math.ceil(n * len(split.tables_of(g)) / rows_per_join / 2))
-        parts.append(fps.repartition(tasks, key).mapInArrow(_join(split, g), "a long, b long"))
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.union(p)
-    return out, split
+    parts = [max(parallel, math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
+    pids = _reducers(spark, sum(parts))
+    group_of = {}
+    at = 0
+    for g, count in enumerate(parts):
+        for i in range(at, at + count):
+            group_of[pids[i]] = g
+        at += count
+    if format == "parquet":
+        fps = _parquet_fps(spark, files)
+        scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
+    else:
+        ranges = splits(files, split_bytes)
+        scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges), SCATTERED)
+    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
+    return rows, split, parts
+
+
+def _parquet_fps(spark, files, with_ids: bool = False):
+    """``fp`` (a long of the fingerprint's bits, null where missing) and, with ``with_ids``,
+    ``id`` as text, of Parquet files with a 64-bit ``fp`` column."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    df = spark.read.parquet(*files)
+    if "fp" not in df.columns:
+        raise InputError(f"Parquet input has no 'fp' column (it has {df.columns})")
+    kind = df.schema["fp"].dataType
+    if isinstance(kind, T.LongType):
+        fp = F.col("fp")
+    elif isinstance(kind, T.DecimalType) and kind.scale == 0 and kind.precision >= 20:
+        # an unsigned 64-bit column reads as decimal(20, 0): to the long of the same bits
+        two63, two64 = F.expr("CAST('9223372036854775808' AS DECIMAL(20,0))"), F.expr("CAST('18446744073709551616' AS DECIMAL(21,0))")
+        fp = F.when(F.col("fp") >= two63, F.col("fp") - two64).otherwise(F.col("fp")).cast("long")
+    else:
+        raise InputError(f"Parquet column 'fp' is {kind.simpleString()}: a 64-bit integer is needed")
+    cols = [fp.alias("fp")]
+    if with_ids:
+        cols.append((F.col("id").cast("string") if "id" in df.columns else F.lit(None).cast("string")).alias("id"))
+    return df.select(*cols)
 
 
 def _hex(col):
@@ -205,17 +303,7 @@ def _unsigned_order(col):
     return F.col(col).bitwiseXOR(F.lit(P.SIGN))
 
 
-def cluster(
-    spark,
-    inputs: Sequence[str],
-    format: str = "fingerprints",
-    k: int = 3,
-    pairs_path: Optional[str] = None,
-    clusters_path: Optional[str] = None,
-    driver_pairs: int = DRIVER_PAIRS,
-    split_bytes: int = SPLIT_BYTES,
-    log=None,
-) -> Clustered:
+def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int = 3, pairs_path=None, clusters_path=None, driver_pairs: int = DRIVER_PAIRS, split_bytes: int = SPLIT_BYTES) -> Clustered:
     """The command's work (see the module docs): writes ``pairs_path`` and
     ``clusters_path`` when given, returns the counts."""
     from pyspark import StorageLevel
@@ -226,34 +314,35 @@ def cluster(
 
     if not 0 <= k <= 8:
         raise ValueError(f"k must be between 0 and 8, not {k}")
+    if format not in FORMATS:
+        raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     sc = spark.sparkContext
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
-    with P.step(sc, "read fingerprints"):
-        entries = read_entries(spark, inputs, format, split_bytes=split_bytes).persist(StorageLevel.MEMORY_AND_DISK)
-        counts = entries.select(F.count("fp").alias("n"), F.sum("bad_count").alias("bad")).first()
-        n, bad = counts["n"], counts["bad"] or 0
-        shown = [r[0] for r in entries.where("bad is not null").select("bad").limit(BAD_SHOWN).collect()] if bad else []
-    fps = entries.where("fp is not null").select("fp")
-    with P.step(sc, "pairs (block-split join)"):
-        rows, split = pair_rows(spark, fps, n, k)
+    with P.step(sc, "read, scatter and join (block split)"):
+        rows, split, parts = pair_rows(spark, inputs, format, k, split_bytes)
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        near = rows.where("a != b")
-        total = near.count()
+        c = rows.select(
+            F.sum(F.when(F.col("a") != F.col("b"), 1).otherwise(0)).alias("pairs"),
+            F.sum(F.when(F.col("bad").isNotNull(), F.col("count"))).alias("bad"),
+            F.sum(F.when(F.col("a").isNull() & F.col("bad").isNull(), F.col("count"))).alias("entries"),
+        ).first()
+        total, bad, entries = c["pairs"] or 0, c["bad"] or 0, c["entries"] or 0
+        shown = [r[0] for r in rows.where("bad is not null").select("bad").limit(BAD_SHOWN).collect()] if bad else []
+    good = rows.where("a is not null").select("a", "b")
+    near = good.where("a != b")
     on_driver = total <= driver_pairs
     if on_driver:
         with P.step(sc, "pairs to the driver: sorted, written, union-find"):
             import pyarrow as pa
             import pyarrow.compute as pc
 
-            batches = rows._collect_as_arrow()
-            table = pa.Table.from_batches(batches, schema=pa.schema([("a", pa.int64()), ("b", pa.int64())]))
+            table = pa.Table.from_batches(good._collect_as_arrow(), schema=pa.schema([("a", pa.int64()), ("b", pa.int64())]))
             ca, cb = table.column("a").combine_chunks(), table.column("b").combine_chunks()
             # repeated fingerprints came as (fp, fp): split them off (columnar, no rows)
             same = pc.equal(ca, cb)
             differ = pc.invert(same)
-            vertices, clusters = pairs_and_components(_u64_bytes(pc.filter(ca, differ)), _u64_bytes(pc.filter(cb, differ)), _u64_bytes(pc.filter(ca, same)), pairs_path)
-        members_map = (vertices, clusters)
-        clustered = len(vertices) // 8
+            members_map = pairs_and_components(_u64_bytes(pc.filter(ca, differ)), _u64_bytes(pc.filter(cb, differ)), _u64_bytes(pc.filter(ca, same)), pairs_path)
+        clustered = len(members_map[0]) // 8
     else:
         if pairs_path:
             with P.step(sc, "write pairs (sorted by Spark)"):
@@ -264,16 +353,15 @@ def cluster(
             flip = F.lit(P.SIGN)
             comp = components(near.select(F.col("a").bitwiseXOR(flip).alias("a"), F.col("b").bitwiseXOR(flip).alias("b")))
             comp = comp.select(F.col("vertex").bitwiseXOR(flip).alias("vertex"), F.col("component").bitwiseXOR(flip).alias("component"))
-            repeated = rows.where("a = b").select(F.col("a").alias("vertex"))
+            repeated = good.where("a = b").select(F.col("a").alias("vertex"))
             alone = repeated.join(comp, "vertex", "left_anti").select("vertex", F.col("vertex").alias("component"))
             members_map = comp.union(alone).persist(StorageLevel.MEMORY_AND_DISK)
             clustered = members_map.count()
     if clusters_path:
         with P.step(sc, "write cluster members"):
-            _write_members(spark, inputs, format, members_map, clusters_path, split_bytes)
+            _write_members(spark, inputs, format, members_map, clusters_path, split_bytes, driver_pairs)
     rows.unpersist()
-    entries.unpersist()
-    return Clustered(fingerprints=n, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, pairs=total, clustered=clustered, on_driver=on_driver)
+    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver)
 
 
 def _has_ids(inputs, format, spark) -> bool:
@@ -290,31 +378,92 @@ def _has_ids(inputs, format, spark) -> bool:
     return False
 
 
-def _write_members(spark, inputs, format, members_map, path: str, split_bytes: int) -> int:
-    """Every entry of a cluster: ``fp<TAB>id<TAB>cluster`` (``fp<TAB>cluster`` when the input
-    has no ids), sorted by cluster, fingerprint and id."""
+def _member_batch(vertices: bytes, clusters: bytes, fps_col, ids_col):
+    """The members among a batch's entries: ``fp, id, cluster`` (columnar)."""
     import pyarrow as pa
+
+    positions, found = cluster_members(vertices, clusters, _u64_bytes(fps_col))
+    if not positions:
+        return None
+    idx = pa.Array.from_buffers(pa.uint64(), len(positions) // 8, [None, pa.py_buffer(positions)])
+    return pa.RecordBatch.from_arrays([fps_col.take(idx), ids_col.take(idx), _int64(found)], names=["fp", "id", "cluster"])
+
+
+def _write_members(spark, inputs, format, members_map, path: str, split_bytes: int, driver_rows: int) -> int:
+    """Every entry of a cluster: ``fp<TAB>id<TAB>cluster`` (``fp<TAB>cluster`` when the input
+    has no ids), sorted by cluster, fingerprint and id (unsigned); by the driver when the
+    clusters were found there and hold at most ``driver_rows`` fingerprints, else by Spark."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from . import _output as O
 
-    entries = read_entries(spark, inputs, format, with_ids=True, split_bytes=split_bytes).where("fp is not null").select("fp", "id")
+    files = expand(inputs)
+    schema = "fp long, id string, cluster long"
     if isinstance(members_map, tuple):
         bc = spark.sparkContext.broadcast(members_map)
+        if format == "parquet":
 
-        def run(batches):
-            vertices, clusters = bc.value
-            for batch in batches:
-                positions, found = cluster_members(vertices, clusters, _u64_bytes(batch.column(0)))
-                if positions:
-                    idx = pa.Array.from_buffers(pa.uint64(), len(positions) // 8, [None, pa.py_buffer(positions)])
-                    taken = batch.take(idx)
-                    yield pa.RecordBatch.from_arrays([taken.column(0), taken.column(1), _int64(found)], names=["fp", "id", "cluster"])
+            def run(batches):
+                vertices, clusters = bc.value
+                for batch in batches:
+                    keep = pc.is_valid(batch.column(0))
+                    batch = batch.filter(keep)
+                    out = _member_batch(vertices, clusters, batch.column(0), batch.column(1))
+                    if out is not None:
+                        yield out
 
-        members = entries.mapInArrow(run, "fp long, id string, cluster long")
+            members = _parquet_fps(spark, files, with_ids=True).mapInArrow(run, schema)
+        else:
+
+            ranges = splits(files, split_bytes)
+
+            def run(batches):
+                vertices, clusters = bc.value
+                for p, _, start, end in _ranges_of(batches, ranges):
+                    fps, (data, offsets), _, _ = read_fingerprints(p, start, end, True)
+                    n = len(fps) // 8
+                    ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+                    out = _member_batch(vertices, clusters, _int64(fps), ids)
+                    if out is not None:
+                        yield out
+
+            members = _ranges(spark, ranges).mapInArrow(run, schema)
     else:
+        if format == "parquet":
+            entries = _parquet_fps(spark, files, with_ids=True).where("fp is not null")
+        else:
+            entries = _text_entries(spark, files, split_bytes)
         members = entries.join(F.broadcast(members_map).withColumnRenamed("vertex", "fp"), "fp").withColumnRenamed("component", "cluster")
     has_ids = _has_ids(inputs, format, spark)
+    if isinstance(members_map, tuple) and len(members_map[0]) // 8 <= driver_rows:
+        # as few as the map: sorted and written by the driver (no Spark sort)
+        table = pa.Table.from_batches(members._collect_as_arrow(), schema=pa.schema([("fp", pa.int64()), ("id", pa.string()), ("cluster", pa.int64())])).combine_chunks()
+        ids = pc.fill_null(table.column("id").combine_chunks(), "")
+        offsets = ids.buffers()[1].slice(ids.offset * 4, (len(ids) + 1) * 4).to_pybytes() if len(ids) else b"\0\0\0\0"
+        data = ids.buffers()[2].to_pybytes() if len(ids) and ids.buffers()[2] is not None else b""
+        fps, clusters = (_u64_bytes(table.column(c).combine_chunks()) for c in ("fp", "cluster"))
+        return write_members(path, fps, clusters, data, offsets, has_ids)
     fields = [_hex(F.col("fp"))] + ([F.coalesce(F.col("id"), F.lit(""))] if has_ids else []) + [_hex(F.col("cluster"))]
-    ordered = members.select("fp", "id", "cluster", _unsigned_order("cluster").alias("uc"), _unsigned_order("fp").alias("uf"))
-    return O.write_lines(ordered, F.concat_ws("\t", *fields), ["uc", "uf", "id"], path)
+    # cached, so that the sort's sampling pass does not read the input again
+    ordered = members.select("fp", "id", "cluster", _unsigned_order("cluster").alias("uc"), _unsigned_order("fp").alias("uf")).persist(StorageLevel.MEMORY_AND_DISK)
+    written = O.write_lines(ordered, F.concat_ws("\t", *fields), ["uc", "uf", "id"], path)
+    ordered.unpersist()
+    return written
+
+
+def _text_entries(spark, files, split_bytes: int):
+    """``fp, id`` of every line of the text files (the Spark path's members)."""
+    import pyarrow as pa
+
+    ranges = splits(files, split_bytes)
+
+    def run(batches):
+        for p, _, start, end in _ranges_of(batches, ranges):
+            fps, (data, offsets), _, _ = read_fingerprints(p, start, end, True)
+            n = len(fps) // 8
+            yield pa.RecordBatch.from_arrays([_int64(fps), pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])], names=["fp", "id"])
+
+    return _ranges(spark, ranges).mapInArrow(run, "fp long, id string")

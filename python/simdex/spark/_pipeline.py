@@ -11,6 +11,7 @@ import array
 import contextlib
 import math
 import sys
+import time
 from typing import Iterator, Optional
 
 from .._simdex import CorpusRecipe, TablePlan, sketch_similarity
@@ -36,15 +37,22 @@ def unsigned(x: int) -> int:
     return x + (1 << 64) if x < 0 else x
 
 
+# (step, seconds) of every step run in this process, in order (the commands print them)
+STEP_SECONDS: list = []
+
+
 @contextlib.contextmanager
 def step(sc, name: str):
-    """Names the jobs (and their stages, through the call site) Spark runs in ``name``."""
+    """Names the jobs (and their stages, through the call site) Spark runs in ``name``, and
+    times it (``STEP_SECONDS``)."""
     sc.setJobGroup("simdex dedup", f"simdex dedup: {name}")
     sc.setLocalProperty("callSite.short", f"simdex: {name}")
     sc.setLocalProperty("callSite.long", f"simdex.spark step: {name}")
+    started = time.monotonic()
     try:
         yield
     finally:
+        STEP_SECONDS.append((name, time.monotonic() - started))
         sc.setLocalProperty("callSite.short", None)
         sc.setLocalProperty("callSite.long", None)
 
