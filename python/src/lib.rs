@@ -21,6 +21,7 @@ mod document_batch;
 mod errors;
 mod spark;
 mod spark_cluster;
+mod spark_columns;
 mod spark_index;
 
 use batch::{u64s, Row};
@@ -481,5 +482,6 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     spark::register(m)?;
     spark_index::register(m)?;
     spark_cluster::register(m)?;
+    spark_columns::register(m)?;
     Ok(())
 }

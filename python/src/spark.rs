@@ -122,7 +122,12 @@ impl CorpusRecipe {
         Ok(CorpusRecipe { fp: Mutex::new(fp), sketcher: Mutex::new(sketcher) })
     }
 
-    fn fp(&self) -> std::sync::MutexGuard<'_, RustFingerprinter> {
+    /// The sketcher (one per recipe object, behind its lock).
+    pub(crate) fn sketcher(&self) -> std::sync::MutexGuard<'_, Sketcher> {
+        self.sketcher.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn fp(&self) -> std::sync::MutexGuard<'_, RustFingerprinter> {
         self.fp.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

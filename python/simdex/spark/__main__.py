@@ -28,9 +28,8 @@ def parse_args(argv):
     d.add_argument("--skipped", metavar="FILE", help="id<TAB>reason of every bad record and every document without a fingerprint")
     d.add_argument("-k", type=int, help="near-duplicates differ in at most K bits [default: 8 confirmed by sketch, 3 with --no-confirm]")
     d.add_argument("--no-confirm", action="store_true", help="pairs within k by fingerprint alone, not confirmed by sketch")
-    d.add_argument("--confirm-threshold", type=float, default=0.9, help="resemblance a confirmed pair needs (default 0.9)")
+    d.add_argument("--confirm-threshold", type=float, default=None, help="resemblance a confirmed pair needs (default 0.9)")
     d.add_argument("--preset", default="pages", help="fingerprint recipe preset (default pages, as simdex dedup)")
-    d.add_argument("--design-k", type=int, help="tables for this k, the rest by multi-probe (default: tables for k)")
     d.add_argument("--index", metavar="DIR", help="also check every document against this index (its pinned recipe is used)")
     d.add_argument("--matches", metavar="FILE", help="with --index: id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity of each match")
     d.add_argument("--add", action="store_true", help="with --index: add the corpus to the index afterwards")
@@ -60,10 +59,12 @@ def parse_args(argv):
             p.error(f"-k {args.k}: must be between 0 and 8")
         check_outputs(p, args, ("pairs", "clusters"))
         return args
-    if args.k is not None and not 0 <= args.k <= 8:
-        p.error(f"-k {args.k}: must be between 0 and 8")
-    if not 0.0 <= args.confirm_threshold <= 1.0:
-        p.error(f"--confirm-threshold {args.confirm_threshold}: must be between 0 and 1")
+    from simdex._simdex import corpus_options
+
+    try:  # the library's rule and message, as simdex dedup's
+        corpus_options(args.k, not args.no_confirm, args.confirm_threshold)
+    except ValueError as e:
+        p.error(str(e))
     if (args.matches or args.add) and not args.index:
         p.error("--matches and --add need --index DIR")
     if args.index and not os.path.isdir(args.index):
@@ -167,7 +168,7 @@ def run(args, spark=None) -> int:
     spark = spark or session(args.master, args.conf)
     log = sys.stderr
     docs = read_files(spark, args.inputs, args.format, args.strict)
-    result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe, design_k=args.design_k)
+    result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe)
     from simdex.spark._pipeline import step
 
     sc = spark.sparkContext
@@ -210,7 +211,7 @@ def run(args, spark=None) -> int:
     if args.index:
         from simdex.spark._incremental import add_new_documents, index_matches
 
-        matches = index_matches(spark, result, args.index, result.k, not args.no_confirm, args.confirm_threshold)
+        matches = index_matches(spark, result, args.index, result.k, result.threshold is not None, result.threshold)
         if args.matches:
             sc.setJobGroup("simdex dedup", "simdex dedup: write index matches")
             hexfp = F.lpad(F.lower(F.hex(F.col("sfp"))), 16, "0")

@@ -235,6 +235,22 @@ def _join(split: BlockJoin, group_of: dict):
     return run
 
 
+def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int):
+    """The split for ``n`` fingerprints, the partitions of each group, a ``pid`` per
+    partition (``_reducers``) and the group of each ``pid``."""
+    split = BlockJoin(n, k, candidates_log2)
+    parallel = spark.sparkContext.defaultParallelism
+    parts = [max(parallel, math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
+    pids = _reducers(spark, sum(parts))
+    group_of = {}
+    at = 0
+    for g, count in enumerate(parts):
+        for i in range(at, at + count):
+            group_of[pids[i]] = g
+        at += count
+    return split, parts, pids, group_of
+
+
 def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):
     """``(a, b, bad, count)`` (``JOINED``): every pair of distinct fingerprints of the input
     within ``k`` once (``a < b`` unsigned), every fingerprint stored more than once as
@@ -246,17 +262,7 @@ def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: in
     files = expand(inputs)
     if not files:
         raise InputError(f"no input files in {', '.join(inputs)}")
-    n = estimate_count(spark, files, format)
-    split = BlockJoin(n, k, candidates_log2)
-    parallel = spark.sparkContext.defaultParallelism
-    parts = [max(parallel, math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
-    pids = _reducers(spark, sum(parts))
-    group_of = {}
-    at = 0
-    for g, count in enumerate(parts):
-        for i in range(at, at + count):
-            group_of[pids[i]] = g
-        at += count
+    split, parts, pids, group_of = _plan(spark, estimate_count(spark, files, format), k, candidates_log2, rows_per_join)
     if format == "parquet":
         fps = _parquet_fps(spark, files)
         scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
@@ -265,6 +271,18 @@ def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: in
         scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges), SCATTERED)
     rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
     return rows, split, parts
+
+
+def fingerprint_pairs(spark, fps, k: int, n: int, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):
+    """``(fa, fb)``: every pair of distinct fingerprints of the ``long`` column ``fp`` of
+    ``fps`` (about ``n`` rows; nulls and repeats allowed) within ``k``, once, ``fa < fb``
+    unsigned: the block-split join of ``cluster``, for any DataFrame."""
+    from pyspark.sql import functions as F
+
+    split, parts, pids, group_of = _plan(spark, max(n, 1), k, candidates_log2, rows_per_join)
+    scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
+    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
+    return rows.where("a is not null and a != b").select(F.col("a").alias("fa"), F.col("b").alias("fb"))
 
 
 def _parquet_fps(spark, files, with_ids: bool = False):

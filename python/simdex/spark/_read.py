@@ -5,7 +5,10 @@ order, file by file in path order, then by byte offset; it breaks ties the way t
 ``id``, ``content`` (the CLI's content hash, None for a record that is not a document, such
 as a bad JSON line), ``text`` (what the fingerprint is made of, None when it cannot be read)
 and ``error`` (why not). Files are split among tasks by the executors themselves: JSON lines
-by Hadoop's line reader (any file size), text and HTML pages one file per record.
+by Hadoop's line reader (any file size), text and HTML pages one file per record. A record
+that is not a document is named as ``simdex dedup`` names it: its file, and its line number
+in the reason (counted from its byte offset, only for such records, so the input must be
+readable at the same path on the executors, as every input is in local mode).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator, List, Sequence, Tuple
 
-from .._simdex import read_documents
+from .._simdex import count_lines, read_documents
 
 # ord = file rank << OFFSET_BITS | byte offset of the record in its file
 OFFSET_BITS = 40
@@ -77,13 +80,20 @@ def format_of(path: str, format: str) -> str:
     return "text"
 
 
-def _jsonl_records(rank: int, name: str, strict: bool):
+def _jsonl_records(rank: int, path: str, name: str, strict: bool):
     def records(rows: Iterable[Tuple[int, str]]) -> Iterator[tuple]:
+        # a bad record is named by its line, as simdex dedup names it: the lines before its
+        # byte offset, counted (from the last one counted) only when a record needs it
+        counted_to, lines = 0, 0
         for offset, line in rows:
             ord_ = rank << OFFSET_BITS | offset
-            for n, (id_, content, text, error) in enumerate(read_documents(line.encode("utf-8", "surrogatepass"), name, "jsonl", strict)):
-                if content is None:
-                    id_, error = f"{name}:{offset}", f"byte {offset}: {error}"
+            data = line.encode("utf-8", "surrogatepass")
+            docs = read_documents(data, name, "jsonl", strict)
+            if any(content is None for _, content, _, _ in docs):
+                lines += count_lines(path, counted_to, offset)
+                counted_to = offset
+                docs = read_documents(data, name, "jsonl", strict, lines + 1)
+            for n, (id_, content, text, error) in enumerate(docs):
                 yield (ord_ + n, id_, content, text, error)
 
     return records
@@ -131,7 +141,7 @@ def read_files(spark, inputs: Sequence[str], format: str = "auto", strict: bool 
             "org.apache.hadoop.io.LongWritable",
             "org.apache.hadoop.io.Text",
         )
-        parts.append(lines.mapPartitions(_jsonl_records(rank, escape_name(path), strict)))
+        parts.append(lines.mapPartitions(_jsonl_records(rank, os.path.abspath(path), escape_name(path), strict)))
     if whole:
         # (one task would read every small file: ask for a few per core)
         blobs = sc.binaryFiles(",".join(os.path.abspath(p) for p in whole), minPartitions=2 * sc.defaultParallelism)
