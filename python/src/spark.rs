@@ -25,7 +25,7 @@ fn value_error(e: impl std::fmt::Display) -> PyErr {
 /// One document read from bytes: `(id, content hash, text, error)`. A record that is not a
 /// document (a bad JSON line) has no content hash and says why; a document whose text cannot
 /// be read (refused UTF-8) has a hash and an error.
-type ReadDocument = (String, Option<String>, Option<String>, Option<String>);
+pub(crate) type ReadDocument = (String, Option<String>, Option<String>, Option<String>);
 
 /// The documents of `data` read in `format` ("text", "html" or "jsonl") as `simdex dedup`
 /// reads a file named `name` (the content hash is the corpus module's); `strict` refuses
@@ -40,52 +40,73 @@ fn read_documents(py: Python<'_>, data: Vec<u8>, name: String, format: &str, str
         "jsonl" => Format::JsonLines,
         f => return Err(PyValueError::new_err(format!("format must be \"text\", \"html\" or \"jsonl\", not {f:?}"))),
     };
-    let utf8 = if strict { InvalidUtf8::Refuse } else { InvalidUtf8::Replace };
     py.allow_threads(|| {
         let mut out = Vec::new();
-        for doc in Documents::new(std::io::Cursor::new(data), name.clone(), format, utf8) {
-            match doc {
-                Ok(doc) => {
-                    let mut doc = doc.map_content(ContentHash::new);
-                    let text = doc.text(utf8);
-                    let content = doc.content.finish().map_err(value_error)?;
-                    let (text, error) = match text {
-                        Ok(t) => (Some(t), None),
-                        Err(e) => (None, Some(e.to_string())),
-                    };
-                    out.push((doc.id, Some(content), text, error));
-                }
-                Err(simdex_fingerprint::Error::Io(e)) => return Err(PyValueError::new_err(format!("cannot read {name}: {e}"))),
-                Err(simdex_fingerprint::Error::JsonLine { line, message }) => {
-                    let e = simdex_fingerprint::Error::JsonLine { line: line + first_line.saturating_sub(1), message };
-                    out.push((name.clone(), None, None, Some(e.to_string())));
-                }
-                Err(e) => out.push((name.clone(), None, None, Some(e.to_string()))),
-            }
-        }
+        read_into(std::io::Cursor::new(data), &name, format, strict, &mut |line| Ok(line + first_line.saturating_sub(1)), &mut |d| {
+            out.push(d);
+            Ok(())
+        })?;
         Ok(out)
     })
 }
 
-/// Lines ending in `path`'s bytes `[start, end)` (newlines counted): what turns a byte
-/// offset into a line number, read only for the records that need one.
-#[pyfunction]
-fn count_lines(py: Python<'_>, path: std::path::PathBuf, start: u64, end: u64) -> PyResult<u64> {
-    py.allow_threads(|| -> std::io::Result<u64> {
-        let mut file = std::fs::File::open(&path)?;
-        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))?;
-        let mut file = file.take(end.saturating_sub(start));
-        let mut buf = vec![0u8; 1 << 20];
-        let mut lines = 0u64;
-        loop {
-            let n = file.read(&mut buf)?;
-            if n == 0 {
-                return Ok(lines);
+/// Reads the documents of `input` (named `name`) in `format` and hands each to `each`; a
+/// bad JSON line's error names the line `line_of(its line in input)` returns.
+pub(crate) fn read_into(
+    input: std::io::Cursor<Vec<u8>>,
+    name: &str,
+    format: Format,
+    strict: bool,
+    line_of: &mut dyn FnMut(u64) -> std::io::Result<u64>,
+    each: &mut dyn FnMut(ReadDocument) -> PyResult<()>,
+) -> PyResult<()> {
+    let utf8 = if strict { InvalidUtf8::Refuse } else { InvalidUtf8::Replace };
+    let failed = |e: std::io::Error| PyValueError::new_err(format!("cannot read {name}: {e}"));
+    for doc in Documents::new(input, name.to_owned(), format, utf8) {
+        match doc {
+            Ok(doc) => {
+                let mut doc = doc.map_content(ContentHash::new);
+                let text = doc.text(utf8);
+                let content = doc.content.finish().map_err(failed)?;
+                let (text, error) = match text {
+                    Ok(t) => (Some(t), None),
+                    Err(e) => (None, Some(e.to_string())),
+                };
+                each((doc.id, Some(content), text, error))?;
             }
-            lines += buf.get(..n).unwrap_or_default().iter().filter(|&&b| b == b'\n').count() as u64;
+            Err(simdex_fingerprint::Error::Io(e)) => return Err(failed(e)),
+            Err(simdex_fingerprint::Error::JsonLine { line, message }) => {
+                let e = simdex_fingerprint::Error::JsonLine { line: line_of(line).map_err(failed)?, message };
+                each((name.to_owned(), None, None, Some(e.to_string())))?;
+            }
+            Err(e) => each((name.to_owned(), None, None, Some(e.to_string())))?,
         }
-    })
-    .map_err(|e| PyValueError::new_err(format!("cannot read {}: {e}", path.display())))
+    }
+    Ok(())
+}
+
+/// Whole lines of `path` before byte `start`, when the line holding byte `start - 1`
+/// belongs to the range before (every byte range's rule): 0 for `start` 0.
+pub(crate) fn lines_before(path: &std::path::Path, start: u64) -> std::io::Result<u64> {
+    if start == 0 {
+        return Ok(0);
+    }
+    Ok(count_newlines(path, 0, start - 1)? + 1)
+}
+
+fn count_newlines(path: &std::path::Path, start: u64, end: u64) -> std::io::Result<u64> {
+    let mut file = std::fs::File::open(path)?;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))?;
+    let mut file = file.take(end.saturating_sub(start));
+    let mut buf = vec![0u8; 1 << 20];
+    let mut lines = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(lines);
+        }
+        lines += buf.get(..n).unwrap_or_default().iter().filter(|&&b| b == b'\n').count() as u64;
+    }
 }
 
 /// The corpus dedup options every front shares: `(k, threshold)` with `k`'s default (8
@@ -379,7 +400,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CorpusRecipe>()?;
     m.add_class::<TablePlan>()?;
     m.add_function(wrap_pyfunction!(read_documents, m)?)?;
-    m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(corpus_options, m)?)?;
     m.add_function(wrap_pyfunction!(sketch_similarity, m)?)?;
     Ok(())

@@ -6,7 +6,7 @@
 //! knows Spark.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -92,7 +92,7 @@ fn read_fingerprints<'py>(py: Python<'py>, path: &str, start: u64, end: u64, ids
             }
         }
         if !out.shown.is_empty() {
-            let before = lines_before(path, start)?;
+            let before = crate::spark::lines_before(std::path::Path::new(path), start)?;
             out.shown.iter_mut().for_each(|(n, _)| *n += before);
         }
         Ok(out)
@@ -100,26 +100,6 @@ fn read_fingerprints<'py>(py: Python<'py>, path: &str, start: u64, end: u64, ids
     let out = out.map_err(|e| os_error(path, e))?;
     let ids = ids.then(|| (PyBytes::new(py, &out.id_data), PyBytes::new(py, &out.id_offsets)));
     Ok((PyBytes::new(py, &out.fps), ids, out.bad, out.shown))
-}
-
-/// Lines that end before byte `start` of `path` (whole lines: the line holding byte
-/// `start - 1` ends there or later, and belongs to the range before).
-fn lines_before(path: &str, start: u64) -> std::io::Result<u64> {
-    if start == 0 {
-        return Ok(0);
-    }
-    let mut file = File::open(path)?.take(start - 1);
-    let mut buf = vec![0u8; 1 << 20];
-    let mut lines = 0u64;
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        lines += buf.get(..n).unwrap_or_default().iter().filter(|&&b| b == b'\n').count() as u64;
-    }
-    // the line holding byte `start - 1` ends at or after it: one more line is whole before `start`
-    Ok(lines + 1)
 }
 
 /// The block-split self-join for a set of `count` fingerprints within `k` (the library's

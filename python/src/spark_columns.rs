@@ -10,6 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use simdex_fingerprint::corpus::similarity_text;
+use simdex_fingerprint::document::Format;
 use simdex_fingerprint::sketch::{Sketch, SketchOptions};
 
 use crate::batch::u64s;
@@ -147,7 +148,101 @@ fn similarity_column<'py>(py: Python<'py>, a_data: &[u8], a_offsets: &[u8], b_da
     Ok((PyBytes::new(py, &values), PyBytes::new(py, &text), PyBytes::new(py, &offsets)))
 }
 
+/// A nullable Arrow string column being built: UTF-8 data, i32 offsets, validity bitmap.
+struct StringBuilder {
+    data: Vec<u8>,
+    offsets: Vec<u8>,
+    valid: Vec<u8>,
+    len: usize,
+}
+
+impl StringBuilder {
+    fn new() -> Self {
+        StringBuilder { data: Vec::new(), offsets: 0i32.to_le_bytes().to_vec(), valid: Vec::new(), len: 0 }
+    }
+
+    fn push(&mut self, value: Option<&str>) -> PyResult<()> {
+        if self.len % 8 == 0 {
+            self.valid.push(0);
+        }
+        if let Some(v) = value {
+            self.data.extend_from_slice(v.as_bytes());
+            if let Some(last) = self.valid.last_mut() {
+                *last |= 1 << (self.len % 8);
+            }
+        }
+        let end = i32::try_from(self.data.len()).map_err(|_| PyValueError::new_err("a batch of documents passes 2 GiB of text: use smaller input ranges"))?;
+        self.offsets.extend_from_slice(&end.to_le_bytes());
+        self.len += 1;
+        Ok(())
+    }
+
+    fn into_py(self, py: Python<'_>) -> (Bound<'_, PyBytes>, Bound<'_, PyBytes>, Bound<'_, PyBytes>) {
+        (PyBytes::new(py, &self.data), PyBytes::new(py, &self.offsets), PyBytes::new(py, &self.valid))
+    }
+}
+
+/// A string column for Python: `(data, offsets, validity)`.
+type StringColumn<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// The JSON-lines records of `path` whose lines start in the byte range `[start, end)`, read
+/// as `simdex dedup` reads them (`read_documents`, the corpus module's content hash), as
+/// columns: `(places, id, content, text, error)`, a u64 per record (`start` plus its number
+/// in the range: ordered as the file is) and four nullable Arrow string columns (`content`
+/// null for a record that is not a document, whose `id` is `name` and whose `error` names its
+/// line in the file, as the CLI does).
+#[pyfunction]
+#[pyo3(signature = (path, name, start, end, strict=false))]
+fn read_jsonl_range<'py>(py: Python<'py>, path: std::path::PathBuf, name: String, start: u64, end: u64, strict: bool) -> PyResult<(Bound<'py, PyBytes>, [StringColumn<'py>; 4])> {
+    use std::io::{BufRead, Seek};
+    let failed = |e: std::io::Error| PyValueError::new_err(format!("cannot read {name}: {e}"));
+    let (places, columns) = py.allow_threads(|| -> PyResult<(Vec<u8>, [StringBuilder; 4])> {
+        let mut file = std::fs::File::open(&path).map_err(failed)?;
+        if start > 0 {
+            file.seek(std::io::SeekFrom::Start(start - 1)).map_err(failed)?;
+        }
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut at = start;
+        let mut skip = Vec::new();
+        if start > 0 {
+            // the line holding byte `start - 1` belongs to the range before
+            at = start - 1 + reader.read_until(b'\n', &mut skip).map_err(failed)? as u64;
+        }
+        let mut lines = Vec::new();
+        while at < end {
+            let n = reader.read_until(b'\n', &mut lines).map_err(failed)?;
+            if n == 0 {
+                break;
+            }
+            at += n as u64;
+        }
+        let mut first_line = None;
+        let mut line_of = |line: u64| -> std::io::Result<u64> {
+            let before = match first_line {
+                Some(b) => b,
+                None => *first_line.insert(crate::spark::lines_before(&path, start)?),
+            };
+            Ok(before + line)
+        };
+        let (mut places, mut columns) = (Vec::new(), [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()]);
+        let mut record = 0u64;
+        crate::spark::read_into(std::io::Cursor::new(lines), &name, Format::JsonLines, strict, &mut line_of, &mut |(id, content, text, error)| {
+            places.extend_from_slice(&(start + record).to_le_bytes());
+            record += 1;
+            let [i, c, t, e] = &mut columns;
+            i.push(Some(&id))?;
+            c.push(content.as_deref())?;
+            t.push(text.as_deref())?;
+            e.push(error.as_deref())
+        })?;
+        Ok((places, columns))
+    })?;
+    let [i, c, t, e] = columns;
+    Ok((PyBytes::new(py, &places), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)]))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read_jsonl_range, m)?)?;
     m.add_function(wrap_pyfunction!(feature_counts, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprint_column, m)?)?;
     m.add_function(wrap_pyfunction!(similarity_column, m)?)?;

@@ -116,6 +116,13 @@ def session(master, conf=(), defaults=None):
     return spark
 
 
+def print_steps(log) -> None:
+    """Each step's seconds, in order (the Spark UI names the same steps' jobs)."""
+    from simdex.spark._pipeline import STEP_SECONDS
+
+    print("steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in STEP_SECONDS), file=log)
+
+
 def run_cluster(args, spark=None) -> int:
     from simdex.spark import _cluster as C
 
@@ -142,9 +149,7 @@ def run_cluster(args, spark=None) -> int:
         print(f"pairs written to {args.pairs}", file=log)
     if args.clusters:
         print(f"cluster members written to {args.clusters}", file=log)
-    from simdex.spark._pipeline import STEP_SECONDS
-
-    print("steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in STEP_SECONDS), file=log)
+    print_steps(log)
     print(f"done in {time.monotonic() - started:.1f} s", file=log)
     return 0
 
@@ -222,6 +227,7 @@ def run(args, spark=None) -> int:
             sc.setJobGroup("simdex dedup", "simdex dedup: add to the index")
             added = add_new_documents(result, args.index)
             print(f"index {args.index}: {added} documents added (durable)", file=log)
+    print_steps(log)
     print(f"done in {time.monotonic() - started:.1f} s", file=log)
     return 0
 

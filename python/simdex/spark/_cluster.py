@@ -36,11 +36,11 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Sequence
 
 from .._simdex import BlockJoin, cluster_members, pairs_and_components, read_fingerprints, write_members
 from . import _pipeline as P
-from ._read import InputError, escape_name, expand
+from ._read import InputError, _ranges, _ranges_of, expand, splits
 
 SPLIT_BYTES = 128 << 20  # a text file's byte range per read task
 ROWS_PER_JOIN = 1 << 24  # fingerprint-tables a join task expects (its values times its tables)
@@ -69,17 +69,6 @@ class Clustered:
     pairs: int
     clustered: int
     on_driver: bool
-
-
-def splits(files: Sequence[str], split_bytes: int = SPLIT_BYTES) -> List[Tuple[str, str, int, int]]:
-    """``(path, name, start, end)`` byte ranges that tile every file."""
-    out = []
-    for path in files:
-        size = os.path.getsize(path)
-        name = escape_name(path)
-        for start in range(0, max(size, 1), split_bytes):
-            out.append((os.path.abspath(path), name, start, min(start + split_bytes, size)))
-    return out
 
 
 def _int64(buf):
@@ -145,18 +134,6 @@ def _scattered_batches(split: BlockJoin, parts: List[int], pids: List[int], fps:
     counts = [None] * rows + [c for _, c in bad_rows]
     cols = [pa.array(ids, pa.int64()), pa.array(reps, pa.bool_()), blobs, pa.array(bad, pa.string()), pa.array(counts, pa.int64())]
     return pa.RecordBatch.from_arrays(cols, names=["pid", "repeated", "fps", "bad", "count"])
-
-
-def _ranges(spark, ranges: list):
-    """One task per byte range: a JVM range of their numbers (no Python worker reads it),
-    which the task's function maps to its range."""
-    return spark.range(0, len(ranges), 1, len(ranges))
-
-
-def _ranges_of(batches, ranges: list):
-    for batch in batches:
-        for i in batch.column(0).to_pylist():
-            yield ranges[i]
 
 
 def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list):
