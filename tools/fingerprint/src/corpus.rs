@@ -12,21 +12,17 @@ use std::collections::HashMap;
 use std::hash::Hasher;
 use std::io::{Read, Write};
 
-use simdex::cluster::{clusters_from_pairs, near_pairs};
+use simdex::{clusters_from_pairs, near_pairs};
 use simdex::SortedTables;
 
 use crate::sketch::Sketch;
-use crate::{Error, DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY, DEFAULT_UNCONFIRMED_K};
-
-/// The largest `k` corpus dedup takes: what the tables answer, above their own `k` by
-/// multi-probe ([`simdex::plan::MAX_K`]).
-pub const MAX_CORPUS_K: u32 = simdex::plan::MAX_K;
+use crate::{DocumentQuery, Error, DEFAULT_MIN_SIMILARITY};
 
 /// How a corpus is deduplicated: near-duplicates within `k` bits, confirmed by sketch when
 /// `confirm` gives the resemblance a pair needs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CorpusOptions {
-    /// Largest Hamming distance between near-duplicates (at most [`MAX_CORPUS_K`]).
+    /// Largest Hamming distance between near-duplicates (at most [`simdex::MAX_K`]).
     pub k: u32,
     /// The sketches' estimated resemblance a pair within `k` needs, or `None` to keep every
     /// pair within `k` by fingerprint alone.
@@ -34,19 +30,17 @@ pub struct CorpusOptions {
 }
 
 impl CorpusOptions {
-    /// The options of a run: `k` defaults to [`DEFAULT_CONFIRMED_K`] when pairs are confirmed
-    /// (at `threshold`, default [`DEFAULT_MIN_SIMILARITY`]) and [`DEFAULT_UNCONFIRMED_K`]
-    /// when not; a `k` above [`MAX_CORPUS_K`] or a threshold outside `0..=1` is refused.
+    /// The options of a run, decided as a document call decides them ([`DocumentQuery`]: `k`
+    /// defaults to [`crate::DEFAULT_CONFIRMED_K`] when pairs are confirmed, at `threshold`,
+    /// default [`crate::DEFAULT_MIN_SIMILARITY`], and [`crate::DEFAULT_UNCONFIRMED_K`] when
+    /// not), refused with its one limit and message ([`DocumentQuery::check`]).
     pub fn new(k: Option<u32>, confirm: bool, threshold: Option<f64>) -> Result<Self, Error> {
-        let k = k.unwrap_or(if confirm { DEFAULT_CONFIRMED_K } else { DEFAULT_UNCONFIRMED_K });
-        if k > MAX_CORPUS_K {
-            return Err(Error::CorpusK { k, max: MAX_CORPUS_K });
+        let mut query = DocumentQuery::default().with_k(k).with_confirm(confirm);
+        if let Some(t) = threshold {
+            query = query.with_min_similarity(t);
         }
-        let threshold = threshold.unwrap_or(DEFAULT_MIN_SIMILARITY);
-        if !(0.0..=1.0).contains(&threshold) {
-            return Err(Error::InvalidOptions(format!("confirm threshold {threshold}: a resemblance is between 0 and 1")));
-        }
-        Ok(Self { k, confirm: confirm.then_some(threshold) })
+        query.check()?;
+        Ok(Self { k: query.k(), confirm: confirm.then(|| threshold.unwrap_or(DEFAULT_MIN_SIMILARITY)) })
     }
 }
 
@@ -262,6 +256,7 @@ fn near_links(reps: &[(u64, u32)], k: u32, threads: usize) -> Result<Vec<NearLin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{DEFAULT_CONFIRMED_K, DEFAULT_UNCONFIRMED_K};
 
     #[test]
     fn one_k_limit_and_one_message() {
@@ -269,7 +264,9 @@ mod tests {
         assert_eq!(CorpusOptions::new(None, false, None).unwrap(), CorpusOptions { k: DEFAULT_UNCONFIRMED_K, confirm: None });
         assert_eq!(CorpusOptions::new(Some(8), true, Some(0.5)).unwrap().k, 8);
         let e = CorpusOptions::new(Some(9), true, None).unwrap_err().to_string();
-        assert!(e.contains("-k 9") && e.contains("at most 8"), "{e}");
+        // the document calls' limit and message
+        assert_eq!(e, DocumentQuery::within(9).check().unwrap_err().to_string());
+        assert!(e.contains("k = 9") && e.contains("at most k = 8"), "{e}");
         assert!(CorpusOptions::new(Some(3), true, Some(1.5)).is_err());
     }
 

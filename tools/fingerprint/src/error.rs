@@ -87,15 +87,6 @@ pub enum Error {
         /// Which check failed.
         what: &'static str,
     },
-    /// A corpus dedup asked for near-duplicates farther apart than the tables answer
-    /// (`simdex dedup -k`, `simdex.spark dedup -k`: [`crate::corpus::CorpusOptions`]).
-    #[error("-k {k}: near-duplicates are found within at most {max} bits (k from 0 to {max})")]
-    CorpusK {
-        /// The distance asked for.
-        k: u32,
-        /// The largest one answered.
-        max: u32,
-    },
     /// A JSON-lines document could not be read; `line` is 1-based.
     #[error("line {line}: {message}")]
     JsonLine {
@@ -135,4 +126,29 @@ pub enum Error {
         /// What is wrong with it.
         detail: String,
     },
+}
+
+impl Error {
+    /// What kind of failure this is, in the index crate's one list ([`simdex::ErrorKind`]),
+    /// which every front maps from: an index error keeps its own kind; a refused document is
+    /// [`simdex::ErrorKind::EmptyDocument`] or [`simdex::ErrorKind::BinaryDocument`]; a
+    /// damaged IDF table or pinned recipe is [`simdex::ErrorKind::Corrupt`]; options, features
+    /// and input the call cannot use are [`simdex::ErrorKind::InvalidArgument`].
+    pub fn kind(&self) -> simdex::ErrorKind {
+        use simdex::ErrorKind as K;
+        match self {
+            Error::Index(e) => e.kind(),
+            Error::RecipeMismatch { .. } => K::RecipeMismatch,
+            Error::EmptyDocument { .. } => K::EmptyDocument,
+            Error::BinaryDocument { .. } => K::BinaryDocument,
+            Error::IdfBadMagic
+            | Error::IdfUnsupportedVersion { .. }
+            | Error::IdfChecksum { .. }
+            | Error::IdfTruncated { .. }
+            | Error::IdfCorrupt { .. }
+            | Error::BadPinnedRecipe { .. } => K::Corrupt,
+            Error::Io(_) => K::Other,
+            _ => K::InvalidArgument,
+        }
+    }
 }

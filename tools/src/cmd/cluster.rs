@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::cluster::{clusters_and_pairs, ClusterOptions};
+use simdex::{clusters_and_pairs, ClusterOptions};
 use simdex::{Source, Stored};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(t) => t,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let options = ClusterOptions { threads, pair_memory: args.pair_memory, spill_dir: args.spill_dir.clone(), ..ClusterOptions::new(args.k) };
+    let options = ClusterOptions::new(args.k).with_threads(threads).with_pair_memory(args.pair_memory).with_spill_dir(args.spill_dir.clone());
     let mut pairs = match &args.pairs {
         Some(path) => Some(BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?)),
         None => None,
