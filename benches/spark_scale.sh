@@ -60,10 +60,31 @@ sys.stdout.write("".join(f"{f}\t{i}\t{c}\n" for c, f, i in rows))
 EOF
 }
 
+# Spark's event log of every run goes to $work/events (its stages' task times: the per-row
+# costs of a projection)
+mkdir -p "$work/events"
 spark() {
   local master="$1" out="$2"
   shift 2
-  "$py" -m simdex.spark cluster "$work/fps.txt" --pairs "$out.tsv" --clusters "$out.clusters" --master "$master" "$@"
+  "$py" -m simdex.spark cluster "$work/fps.txt" --pairs "$out.tsv" --clusters "$out.clusters" --master "$master" \
+    --conf spark.eventLog.enabled=true --conf spark.eventLog.dir="file://$work/events" "$@"
+}
+
+# task seconds (run time, and the JVM's CPU time) per stage of the newest event log
+stage_times() {
+  python3 - "$(ls -t "$work"/events/* | head -1)" << 'EOF'
+import json, sys
+stages = {}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("Event") == "SparkListenerTaskEnd":
+        m = e.get("Task Metrics") or {}
+        s = stages.setdefault(e["Stage ID"], [0, 0.0, 0.0])
+        s[0] += 1
+        s[1] += m.get("Executor Run Time", 0) / 1e3
+        s[2] += m.get("Executor CPU Time", 0) / 1e9
+print("; ".join(f"stage {k}: {n} tasks, {run:.1f} task-s ({cpu:.1f} JVM CPU-s)" for k, (n, run, cpu) in sorted(stages.items())))
+EOF
 }
 
 printf '| fingerprints | round | one machine (s) | local[1] (s) | local[2] (s) | cluster of 2 (s) | local[2] / one machine | local[2] speed-up over local[1] | cluster / local[2] | pairs |\n|---|---|---|---|---|---|---|---|---|---|\n'
@@ -83,6 +104,7 @@ for p in "$@"; do
         cluster) took[$mode]=$(timed spark "$STANDALONE_MASTER" "$work/$mode" --conf spark.driver.memory=4g --conf spark.executor.memory=4g --conf spark.executor.cores=1) ;;
       esac
       echo "2^$p round $round $mode: ${took[$mode]} s (load before: $load)$( [ "$mode" = cli ] || grep -h '^steps' "$log" | sed 's/^/; /')" >&2
+      [ "$mode" = cli ] || echo "  $(stage_times)" >&2
     done
     if [ "$round" = 1 ]; then
       cli_members "$work/cli.jsonl" > "$work/cli.clusters"

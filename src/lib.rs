@@ -118,8 +118,8 @@ pub mod storage;
 mod stored;
 mod text_line;
 
-pub use block_split::{BlockSplit, PartitionPairs, Scattered};
 pub use batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
+pub use block_split::{BlockSplit, PartitionPairs, Scattered};
 pub use cluster::{clusters, clusters_and_pairs, clusters_from_pairs, clusters_with, near_pairs, near_pairs_each, pair_components, Cluster, ClusterOptions};
 pub use codec::Codec;
 pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions};

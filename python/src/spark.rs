@@ -153,14 +153,8 @@ impl CorpusRecipe {
     }
 }
 
-/// One document's fingerprint and sketch: `(fingerprint, short, error, sketch)`.
-type Fingerprinted<'py> = (Option<u64>, bool, Option<String>, Option<Bound<'py, PyBytes>>);
-
 /// What `__reduce__` returns: the constructor and its arguments (options text, IDF table).
 type Reduced<'py> = (PyObject, (String, Option<Bound<'py, PyBytes>>));
-
-/// A text's fingerprint `(value, short)` or why it has none, and its sketch.
-type Made = (Result<(u64, bool), String>, Option<Sketch>);
 
 #[pymethods]
 impl CorpusRecipe {
@@ -201,16 +195,6 @@ impl CorpusRecipe {
         self.fp().idf_table().is_some()
     }
 
-    /// Per text, its distinct feature hashes (little-endian u64s): what one document counts
-    /// in an IDF table.
-    fn distinct_features<'py>(&self, py: Python<'py>, texts: Vec<String>) -> Vec<Bound<'py, PyBytes>> {
-        let features: Vec<Vec<u8>> = py.allow_threads(|| {
-            let mut fp = self.fp();
-            texts.iter().map(|t| fp.distinct_features(t).iter().flat_map(|h| h.to_le_bytes()).collect()).collect()
-        });
-        features.iter().map(|f| PyBytes::new(py, f)).collect()
-    }
-
     /// This recipe weighted by the IDF table of `documents` documents in which `features[i]`
     /// (little-endian u64s) occurs `counts[i]` times: the table `simdex dedup` learns from
     /// the same documents, whatever order the counts come in.
@@ -246,26 +230,6 @@ impl CorpusRecipe {
     fn idf_table<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         self.fp().idf_table().map(|t| PyBytes::new(py, &t.encode()))
     }
-
-    /// Per text, `(fingerprint, short, error, sketch)` as `simdex dedup` makes them: a text
-    /// too short for a fingerprint has `error` (and still a sketch); `sketch=False` makes none.
-    #[pyo3(signature = (texts, sketch=true))]
-    fn fingerprint_texts<'py>(&self, py: Python<'py>, texts: Vec<String>, sketch: bool) -> Vec<Fingerprinted<'py>> {
-        let made: Vec<Made> = py.allow_threads(|| {
-            let mut fp = self.fp();
-            let mut sketcher = self.sketcher.lock().unwrap_or_else(PoisonError::into_inner);
-            texts.iter().map(|t| (fp.fingerprint(t).map(|f| (f.value, f.short)).map_err(|e| e.to_string()), sketch.then(|| sketcher.sketch(t)))).collect()
-        });
-        made.into_iter()
-            .map(|(outcome, s)| {
-                let s = s.map(|s| PyBytes::new(py, s.as_bytes()));
-                match outcome {
-                    Ok((value, short)) => (Some(value), short, None, s),
-                    Err(e) => (None, true, Some(e), s),
-                }
-            })
-            .collect()
-    }
 }
 
 /// The resemblance two documents' sketches estimate (`simdex dedup`'s confirmation).
@@ -290,37 +254,6 @@ struct TablePlan {
     max_candidates_log2: f64,
     tables: Vec<TableDesign>,
     probe: ProbePlan,
-    terms: Vec<Vec<KeyTerm>>,
-}
-
-/// One run of a table key's bits: `((fp >> shift_right) & mask) << shift_left` (logical
-/// shift); a key is the OR of its table's terms.
-type KeyTerm = (u32, u64, u32);
-
-/// The terms of the key of a table permuted by `order` (`order[dst] = src`, positions from
-/// the most significant bit; the library's `Permutation::order`) and cut to its leading
-/// `bits`: one per run of destination positions below `bits` whose sources are consecutive.
-fn key_terms(order: &[u8; 64], bits: u32) -> Vec<KeyTerm> {
-    let bits = bits.min(64) as usize;
-    let mut terms = Vec::new();
-    let mut i = 0usize;
-    while i < bits {
-        let mut j = i + 1;
-        while j < bits && order.get(j).zip(order.get(j - 1)).is_some_and(|(&b, &a)| b == a + 1) {
-            j += 1;
-        }
-        let width = j - i;
-        let src = order.get(i).map_or(0, |&s| s as usize);
-        let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
-        terms.push(((64 - (src + width)) as u32, mask, (64 - j) as u32));
-        i = j;
-    }
-    terms
-}
-
-/// The key `terms` give `fp`.
-fn apply_terms(terms: &[KeyTerm], fp: u64) -> u64 {
-    terms.iter().fold(0, |key, &(r, mask, l)| key | ((fp >> r) & mask) << l)
 }
 
 #[pymethods]
@@ -334,18 +267,7 @@ impl TablePlan {
         let design = planned_design(&options).map_err(value_error)?;
         let probe = ProbePlan::new(&design, k, count).map_err(value_error)?;
         let tables = design.tables().to_vec();
-        let mut terms = Vec::with_capacity(tables.len());
-        for (t, p) in tables.iter().zip(probe.tables()) {
-            let these = key_terms(t.permutation.order(), p.probe_bits);
-            // every bit goes where `keys` puts it (a bit permutation is linear: the 64 unit
-            // fingerprints check it whole)
-            let mask = prefix_mask(p.probe_bits);
-            if let Some(b) = (0..64).find(|&b| apply_terms(&these, 1u64 << b) != t.permutation.apply(1u64 << b) & mask) {
-                return Err(PyValueError::new_err(format!("key terms {these:?} move bit {b} elsewhere than the permutation {:?}", t.permutation)));
-            }
-            terms.push(these);
-        }
-        Ok(TablePlan { count, k, design_k, max_candidates_log2, tables, probe, terms })
+        Ok(TablePlan { count, k, design_k, max_candidates_log2, tables, probe })
     }
 
     fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (u64, u32, u32, f64))> {
@@ -369,15 +291,6 @@ impl TablePlan {
     #[getter]
     fn tables(&self) -> Vec<(u32, u32, Vec<u64>)> {
         self.tables.iter().zip(self.probe.tables()).map(|(t, p)| (t.prefix_bits, p.probe_bits, p.flips.clone())).collect()
-    }
-
-    /// Per table, its key as bit operations: `(shift_right, mask, shift_left)` terms (logical
-    /// shifts; masks as u64) whose OR over `((fp >> shift_right) & mask) << shift_left` is
-    /// the table's key of `fp`, what `keys` computes (derived from the same permutation and
-    /// checked against it bit by bit when the plan is made).
-    #[getter]
-    fn key_terms(&self) -> Vec<Vec<KeyTerm>> {
-        self.terms.clone()
     }
 
     /// The keys of `fps` (little-endian u64s) in every table, table by table: each

@@ -229,7 +229,7 @@ fn pairs_and_components<'py>(py: Python<'py>, a: &[u8], b: &[u8], repeated: &[u8
             }
             out.flush().map_err(failed)?;
         }
-        let mut components = simdex::cluster::pair_components(pairs.iter().copied().chain(repeated.iter().map(|&f| (f, f))));
+        let mut components = simdex::pair_components(pairs.iter().copied().chain(repeated.iter().map(|&f| (f, f))));
         components.sort_unstable();
         let n = components.len();
         Ok((le_bytes(components.iter().map(|c| c.0), n), le_bytes(components.iter().map(|c| c.1), n)))

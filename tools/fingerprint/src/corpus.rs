@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::hash::Hasher;
 use std::io::{Read, Write};
 
-use simdex::{clusters_from_pairs, near_pairs};
 use simdex::SortedTables;
+use simdex::{clusters_from_pairs, near_pairs};
 
 use crate::sketch::Sketch;
 use crate::{DocumentQuery, Error, DEFAULT_MIN_SIMILARITY};
@@ -21,6 +21,7 @@ use crate::{DocumentQuery, Error, DEFAULT_MIN_SIMILARITY};
 /// How a corpus is deduplicated: near-duplicates within `k` bits, confirmed by sketch when
 /// `confirm` gives the resemblance a pair needs.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CorpusOptions {
     /// Largest Hamming distance between near-duplicates (at most [`simdex::MAX_K`]).
     pub k: u32,
