@@ -221,6 +221,8 @@ fn pairs_and_components<'py>(py: Python<'py>, a: &[u8], b: &[u8], repeated: &[u8
     let (vertices, clusters) = py.allow_threads(|| -> PyResult<(Vec<u8>, Vec<u8>)> {
         let mut pairs: Vec<(u64, u64)> = a.into_iter().zip(b).collect();
         pairs.sort_unstable();
+        // (one source of pairs reports each once; a run against an index has two)
+        pairs.dedup();
         if let Some(path) = pairs_path {
             let failed = |e: std::io::Error| PyOSError::new_err(format!("cannot write {path}: {e}"));
             let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(failed)?);

@@ -160,3 +160,29 @@ def test_cluster_refuses_bad_arguments_before_spark_starts(tmp_path):
     ]:
         p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", *map(str, argv)], capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and what in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_cluster_of_a_new_batch_against_an_index(spark, cli, tmp_path):
+    """``--against``: the pairs with at least one fingerprint of the new batch, the other of
+    the batch or stored in the index, as brute force finds them over both."""
+    stored = cli("bench", "generate", "-n", "6000", "--clusters", "200", "--cluster-size", "4", "--flips", "2", "--with-ids", "--seed", "7")
+    (tmp_path / "stored.txt").write_text(stored)
+    cli("add", tmp_path / "idx", tmp_path / "stored.txt")
+    rng = random.Random(7)
+    old = [int(line.split("\t")[0], 16) for line in stored.splitlines()]
+    new = [rng.choice(old) ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)) for _ in range(1500)]
+    new += [rng.choice(old) for _ in range(100)] + [rng.getrandbits(64) for _ in range(1500)]
+    new += new[:50]
+    (tmp_path / "new.txt").write_text("".join(f"{f:016x}\t{i}\n" for i, f in enumerate(new)))
+    assert run(spark, "cluster", tmp_path / "new.txt", "--against", tmp_path / "idx", "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv") == 0
+    batch, both = set(new), set(new) | set(old)
+    want = sorted({(min(a, b), max(a, b)) for a in batch for b in both if a != b and bin(a ^ b).count("1") <= 3})
+    assert len(want) > 1500
+    assert lines(tmp_path / "p.tsv") == [f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for a, b in want]
+    members = lines(tmp_path / "c.tsv")
+    # every batch entry with a pair, or stored twice (in the batch or the index), is listed once
+    paired = {f for p in want for f in p}
+    counts = {f: new.count(f) + (f in set(old)) for f in batch}
+    assert sorted(int(m.split("\t")[1]) for m in members) == sorted(i for i, f in enumerate(new) if f in paired or counts[f] > 1)
+    p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", tmp_path / "new.txt", "--against", tmp_path / "nope"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--against" in p.stderr, p.stderr

@@ -46,6 +46,7 @@ def parse_args(argv):
     c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
     c.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any line or record is bad (by default they are counted, named and skipped)")
     c.add_argument("--driver-pairs", type=int, default=None, help="pairs the driver takes for its union-find at most (default 2^26, 1 GiB); past it, Spark sorts them and finds the components itself")
+    c.add_argument("--against", metavar="DIR", help="the input is a new batch: also its pairs with the fingerprints stored in this index (time grows with the batch); --clusters lists the batch's entries")
     c.add_argument("--split-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for setting in args.conf:
@@ -57,6 +58,8 @@ def parse_args(argv):
     if args.command == "cluster":
         if not 0 <= args.k <= 8:
             p.error(f"-k {args.k}: must be between 0 and 8")
+        if args.against and not os.path.isdir(args.against):
+            p.error(f"--against {args.against}: no such index folder")
         check_outputs(p, args, ("pairs", "clusters"))
         return args
     from simdex._simdex import corpus_options
@@ -127,10 +130,15 @@ def run_cluster(args, spark=None) -> int:
     from simdex.spark import _cluster as C
 
     started = time.monotonic()
+    options = {}
+    if args.against:  # before Spark starts: a bad index is a quick error
+        from simdex._simdex import IndexReader
+
+        IndexReader(args.against)
+        options["against"] = os.path.abspath(args.against)
     # the shuffle moves fingerprints, which do not compress: skip the work (unless set)
     spark = spark or session(args.master, args.conf, {"spark.shuffle.compress": "false"})
     log = sys.stderr
-    options = {}
     if args.driver_pairs is not None:
         options["driver_pairs"] = args.driver_pairs
     if args.split_bytes:

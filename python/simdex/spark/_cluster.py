@@ -212,6 +212,12 @@ def _join(split: BlockJoin, group_of: dict):
     return run
 
 
+def _split_bytes(spark, files, most: int) -> int:
+    """Byte ranges of at most ``most``: two per core when that keeps them over 1 MiB."""
+    total = sum(os.path.getsize(p) for p in files)
+    return min(most, max(1 << 20, -(-total // (2 * spark.sparkContext.defaultParallelism))))
+
+
 def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int):
     """The split for ``n`` fingerprints, the partitions of each group, a ``pid`` per
     partition (``_reducers``) and the group of each ``pid``."""
@@ -244,7 +250,7 @@ def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: in
         fps = _parquet_fps(spark, files)
         scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
     else:
-        ranges = splits(files, split_bytes)
+        ranges = splits(files, _split_bytes(spark, files, split_bytes))
         scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges), SCATTERED)
     rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
     return rows, split, parts
@@ -260,6 +266,41 @@ def fingerprint_pairs(spark, fps, k: int, n: int, candidates_log2: float = JOIN_
     scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
     rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
     return rows.where("a is not null and a != b").select(F.col("a").alias("fa"), F.col("b").alias("fb"))
+
+
+def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, split_bytes: int = SPLIT_BYTES):
+    """``JOINED`` rows of the input's fingerprints against the index at ``index``: every pair
+    of an input fingerprint and a live stored one within ``k`` (``(fp, fp)`` where they are
+    equal: stored more than once). Each task queries the index through the library
+    (``IndexReader.near``), so the work grows with the input, not with the index."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._incremental import _reader
+
+    def rows(fps: bytes):
+        queries, stored = _reader(index).near(fps, k)
+        n = len(queries) // 8
+        q, f = (pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(b)]) for b in (queries, stored))
+        a, b = pc.min_element_wise(q, f).view(pa.int64()), pc.max_element_wise(q, f).view(pa.int64())
+        return pa.RecordBatch.from_arrays([a, b, pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())], names=["a", "b", "bad", "count"])
+
+    files = expand(inputs)
+    if format == "parquet":
+
+        def run(batches):
+            for batch in batches:
+                col = batch.column(0)
+                yield rows(_u64_bytes(pc.drop_null(col) if col.null_count else col))
+
+        return _parquet_fps(spark, files).select("fp").mapInArrow(run, JOINED)
+    ranges = splits(files, _split_bytes(spark, files, split_bytes))
+
+    def run(batches):
+        for path, _, start, end in _ranges_of(batches, ranges):
+            yield rows(read_fingerprints(path, start, end, False)[0])
+
+    return _ranges(spark, ranges).mapInArrow(run, JOINED)
 
 
 def _parquet_fps(spark, files, with_ids: bool = False):
@@ -298,9 +339,14 @@ def _unsigned_order(col):
     return F.col(col).bitwiseXOR(F.lit(P.SIGN))
 
 
-def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int = 3, pairs_path=None, clusters_path=None, driver_pairs: int = DRIVER_PAIRS, split_bytes: int = SPLIT_BYTES) -> Clustered:
+def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int = 3, pairs_path=None, clusters_path=None, driver_pairs: int = DRIVER_PAIRS, split_bytes: int = SPLIT_BYTES, against=None) -> Clustered:
     """The command's work (see the module docs): writes ``pairs_path`` and
-    ``clusters_path`` when given, returns the counts."""
+    ``clusters_path`` when given, returns the counts. With ``against`` (an index directory,
+    readable at the same path by every executor), the input is a new batch: the pairs are
+    those with at least one fingerprint of the batch (the other of the batch or stored), found
+    by the block split within the batch and by the library's queries of the index, so the
+    time grows with the batch; the clusters are those of these pairs, and list the batch's
+    entries."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -315,6 +361,8 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int =
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
     with P.step(sc, "read, scatter and join (block split)"):
         rows, split, parts = pair_rows(spark, inputs, format, k, split_bytes)
+        if against:
+            rows = rows.union(index_rows(spark, inputs, format, k, against, split_bytes))
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
         c = rows.select(
             F.sum(F.when(F.col("a") != F.col("b"), 1).otherwise(0)).alias("pairs"),
@@ -325,6 +373,10 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int =
         shown = [r[0] for r in rows.where("bad is not null").select("bad").limit(BAD_SHOWN).collect()] if bad else []
     good = rows.where("a is not null").select("a", "b")
     near = good.where("a != b")
+    if against:
+        # (a pair of two fingerprints both in the batch and stored is found three times)
+        good, near = good.distinct(), near.distinct()
+        total = near.count()
     on_driver = total <= driver_pairs
     if on_driver:
         with P.step(sc, "pairs to the driver: sorted, written, union-find"):
@@ -413,7 +465,7 @@ def _write_members(spark, inputs, format, members_map, path: str, split_bytes: i
             members = _parquet_fps(spark, files, with_ids=True).mapInArrow(run, schema)
         else:
 
-            ranges = splits(files, split_bytes)
+            ranges = splits(files, _split_bytes(spark, files, split_bytes))
 
             def run(batches):
                 vertices, clusters = bc.value
@@ -453,7 +505,7 @@ def _text_entries(spark, files, split_bytes: int):
     """``fp, id`` of every line of the text files (the Spark path's members)."""
     import pyarrow as pa
 
-    ranges = splits(files, split_bytes)
+    ranges = splits(files, _split_bytes(spark, files, split_bytes))
 
     def run(batches):
         for p, _, start, end in _ranges_of(batches, ranges):
