@@ -11,7 +11,7 @@
 //!
 //! Inside a partition the group's tables are built one at a time (permuted, sorted by the
 //! prefix) and each prefix group is self-joined with a population count, as
-//! [`crate::cluster::near_pairs`] does in memory. A pair is reported only by its first
+//! [`crate::near_pairs`] does in memory. A pair is reported only by its first
 //! shared table of the whole design (one AND per earlier table, the merge join's rule), so
 //! over all groups and partitions each pair of distinct fingerprints comes out exactly once,
 //! with no distinct step. Copies of one fingerprint are noted, not joined: a map task

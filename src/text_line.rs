@@ -113,3 +113,38 @@ static HEX_DIGIT: [u8; 256] = {
     }
     t
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_path_reads_lines_as_the_checked_one_does() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let pieces: [&[u8]; 12] = [b"", b"\n", b"\r\n", b"\t", b"\t5", b"\t18446744073709551615", b"\t18446744073709551616", b" ", b"g", b"\tx", b"\t\t1", b"\t007"];
+        for _ in 0..20_000 {
+            let fp = next();
+            let mut line = match next() % 4 {
+                0 => format!("{fp:016x}").into_bytes(),
+                1 => format!("{fp:016X}").into_bytes(),
+                2 => format!("{fp:x}").into_bytes(),
+                _ => format!("{fp:016x}").into_bytes().into_iter().map(|c| if next() % 20 == 0 { b'z' } else { c }).collect(),
+            };
+            for _ in 0..next() % 3 {
+                line.extend_from_slice(pieces[(next() % 12) as usize]);
+            }
+            let (fast, checked) = (parse_fingerprint_line(&line), parse_checked(&line));
+            match (&fast, &checked) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", String::from_utf8_lossy(&line)),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{}: {fast:?} vs {checked:?}", String::from_utf8_lossy(&line)),
+            }
+        }
+    }
+}

@@ -27,7 +27,10 @@ fn planted(n: usize, seed: u64, hot: usize) -> Vec<u64> {
     out
 }
 
-fn brute(fps: &[u64], k: u32) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+/// Pairs within k, and the fingerprints held more than once.
+type Found = (Vec<(u64, u64)>, Vec<u64>);
+
+fn brute(fps: &[u64], k: u32) -> Found {
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
     fps.iter().for_each(|&f| *counts.entry(f).or_default() += 1);
     let distinct: Vec<u64> = counts.keys().copied().collect();
@@ -35,12 +38,12 @@ fn brute(fps: &[u64], k: u32) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
     for (i, &a) in distinct.iter().enumerate() {
         pairs.extend(distinct[i + 1..].iter().filter(|&&b| (a ^ b).count_ones() <= k).map(|&b| (a, b)));
     }
-    (pairs, counts.into_iter().filter(|&(_, c)| c > 1).map(|(f, _)| (f, 0)).collect())
+    (pairs, counts.into_iter().filter(|&(_, c)| c > 1).map(|(f, _)| f).collect())
 }
 
 /// The fingerprints cut into `tasks` map tasks, each scattered into `parts` partitions per
 /// group, every partition joined: the pairs of all (not deduplicated) and the repeats.
-fn run(split: &BlockSplit, fps: &[u64], parts: usize, tasks: usize) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+fn run(split: &BlockSplit, fps: &[u64], parts: usize, tasks: usize) -> Found {
     let groups = split.groups();
     let counts = vec![parts; groups];
     let mut inbox: Vec<(Vec<u64>, Vec<u64>)> = vec![(Vec::new(), Vec::new()); parts * groups];
@@ -60,7 +63,7 @@ fn run(split: &BlockSplit, fps: &[u64], parts: usize, tasks: usize) -> (Vec<(u64
     for (i, (f, r)) in inbox.into_iter().enumerate() {
         let found = split.join_partition(i / parts, f, &r).unwrap();
         pairs.extend(found.pairs);
-        repeated.extend(found.repeated.into_iter().map(|f| (f, 0)));
+        repeated.extend(found.repeated);
     }
     pairs.sort_unstable();
     repeated.sort_unstable();
