@@ -198,6 +198,10 @@ def pairs_and_components(a: bytes, b: bytes, repeated: bytes, pairs_path: Option
 def cluster_members(vertices: bytes, clusters: bytes, fps: bytes) -> Tuple[bytes, bytes]:
     """(positions, clusters) of the members among ``fps``."""
 
+def read_members(path: str, start: int, end: int, vertices: bytes, clusters: bytes) -> Tuple[bytes, bytes, bytes, bytes]:
+    """The entries of the lines starting in ``[start, end)`` whose fingerprint is clustered:
+    (fps, clusters, id data, id offsets)."""
+
 def write_members(path: str, fps: bytes, clusters: bytes, id_data: bytes, id_offsets: bytes, with_ids: bool) -> int:
     """Cluster members sorted and written as fp<TAB>id<TAB>cluster lines."""
 

@@ -102,6 +102,52 @@ fn read_fingerprints<'py>(py: Python<'py>, path: &str, start: u64, end: u64, ids
     Ok((PyBytes::new(py, &out.fps), ids, out.bad, out.shown))
 }
 
+/// The entries among the fingerprint lines of `path` starting in `[start, end)` whose
+/// fingerprint is one of `vertices` (little-endian u64s, sorted), with its cluster from
+/// `clusters` (same order): `(fps, clusters, id_data, id_offsets)`, the ids as an Arrow
+/// string column's buffers (empty for a line without one). Bad lines are skipped (the pair
+/// step counted and named them).
+#[pyfunction]
+fn read_members<'py>(py: Python<'py>, path: &str, start: u64, end: u64, vertices: &[u8], clusters: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let (vertices, clusters) = (u64s(vertices, "vertices")?, u64s(clusters, "clusters")?);
+    if vertices.len() != clusters.len() {
+        return Err(PyValueError::new_err(format!("{} vertices but {} clusters", vertices.len(), clusters.len())));
+    }
+    let out = py.allow_threads(|| -> std::io::Result<[Vec<u8>; 4]> {
+        let mut file = File::open(path)?;
+        let mut at = start;
+        if start > 0 {
+            file.seek(SeekFrom::Start(start - 1))?;
+        }
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut line: Vec<u8> = Vec::with_capacity(64);
+        if start > 0 {
+            at = start - 1 + reader.read_until(b'\n', &mut line)? as u64;
+        }
+        let [mut fps, mut found, mut data, mut offsets] = [Vec::new(), Vec::new(), Vec::new(), 0i32.to_le_bytes().to_vec()];
+        while at < end {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line)?;
+            if n == 0 {
+                break;
+            }
+            at += n as u64;
+            let Ok(Some((fp, id))) = simdex::parse_fingerprint_line(&line) else { continue };
+            let Ok(i) = vertices.binary_search(&fp) else { continue };
+            fps.extend_from_slice(&fp.to_le_bytes());
+            found.extend_from_slice(&clusters.get(i).copied().unwrap_or(fp).to_le_bytes());
+            if let Some(id) = id {
+                write!(data, "{id}")?;
+            }
+            let end = i32::try_from(data.len()).map_err(|_| std::io::Error::other("a range's ids pass 2 GiB: use smaller input ranges"))?;
+            offsets.extend_from_slice(&end.to_le_bytes());
+        }
+        Ok([fps, found, data, offsets])
+    });
+    let [fps, found, data, offsets] = out.map_err(|e| os_error(path, e))?;
+    Ok((PyBytes::new(py, &fps), PyBytes::new(py, &found), PyBytes::new(py, &data), PyBytes::new(py, &offsets)))
+}
+
 /// The block-split self-join for a set of `count` fingerprints within `k` (the library's
 /// `BlockSplit`): how each group keys a fingerprint, and one partition's join. Pickles as
 /// its arguments (every executor plans the same design).
@@ -294,6 +340,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(pairs_and_components, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_members, m)?)?;
+    m.add_function(wrap_pyfunction!(read_members, m)?)?;
     m.add_function(wrap_pyfunction!(write_members, m)?)?;
     Ok(())
 }

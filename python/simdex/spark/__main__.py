@@ -1,4 +1,5 @@
-"""``python -m simdex.spark dedup INPUT... --pairs OUT.tsv``: ``simdex dedup`` on Spark.
+"""``python -m simdex.spark dedup INPUT... --pairs OUT.tsv``: ``simdex dedup`` on Spark;
+``python -m simdex.spark cluster INPUT... --pairs OUT.tsv``: ``simdex cluster`` on Spark.
 
 Also runs under ``spark-submit`` (give this file, or ``-m``-less: ``spark-submit
 $(python -c 'import simdex.spark.__main__ as m; print(m.__file__)') dedup ...``); without

@@ -27,6 +27,10 @@ The steps, and what crosses Spark's shuffle (one shuffle in all):
    component, or a fingerprint stored more than once) is written with its cluster, the
    smallest fingerprint of the component.
 
+With ``--against DIR`` (``index_rows``) every map task also queries an index through the
+library for its fingerprints' stored neighbours: a new batch against an earlier corpus costs
+what the batch probes, not what the index holds.
+
 No step touches a fingerprint in Python: the batches pass from Spark to the library as
 Arrow buffers.
 """
@@ -38,7 +42,7 @@ import os
 from dataclasses import dataclass
 from typing import List, Sequence
 
-from .._simdex import BlockJoin, cluster_members, pairs_and_components, read_fingerprints, write_members
+from .._simdex import BlockJoin, cluster_members, pairs_and_components, read_fingerprints, read_members, write_members
 from . import _pipeline as P
 from ._read import InputError, _ranges, _ranges_of, expand, splits
 
@@ -470,12 +474,11 @@ def _write_members(spark, inputs, format, members_map, path: str, split_bytes: i
             def run(batches):
                 vertices, clusters = bc.value
                 for p, _, start, end in _ranges_of(batches, ranges):
-                    fps, (data, offsets), _, _ = read_fingerprints(p, start, end, True)
+                    # the library reads the range and keeps the members only
+                    fps, found, data, offsets = read_members(p, start, end, vertices, clusters)
                     n = len(fps) // 8
                     ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-                    out = _member_batch(vertices, clusters, _int64(fps), ids)
-                    if out is not None:
-                        yield out
+                    yield pa.RecordBatch.from_arrays([_int64(fps), ids, _int64(found)], names=["fp", "id", "cluster"])
 
             members = _ranges(spark, ranges).mapInArrow(run, schema)
     else:
