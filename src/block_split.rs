@@ -180,48 +180,82 @@ impl BlockSplit {
     /// this group is one of the partition's keys (any order; repeats allowed, and counted
     /// as stored more than once), `repeated` those known to be stored more than once (from
     /// [`Self::scatter`]). Memory: `fps` and one permuted copy of its distinct values.
-    pub fn join_partition(&self, group: usize, mut fps: Vec<u64>, repeated: &[u64]) -> Result<PartitionPairs> {
+    pub fn join_partition(&self, group: usize, fps: Vec<u64>, repeated: &[u64]) -> Result<PartitionPairs> {
         let g = self.groups.get(group).ok_or_else(|| Error::InvalidArgument(format!("group {group}: the split has {} groups", self.groups.len())))?;
         let k = self.design.k();
-        sort_u64(&mut fps);
         let mut out = PartitionPairs::default();
+        // The group's first table, sorted by its prefix and then within each (small) prefix
+        // group: copies are adjacent there, so the values are made distinct (and repeats
+        // noted) without a full sort of the partition first.
+        let Some((&first, rest)) = g.tables.split_first() else { return Ok(out) };
+        let table = &self.design.tables()[first];
+        let mut values: Vec<u64> = fps.iter().map(|&x| table.permutation.apply(x)).collect();
+        drop(fps);
+        sort_by_top_bits(&mut values, table.prefix_bits);
+        let mask = table.prefix_mask();
+        let mut distinct: Vec<u64> = Vec::with_capacity(values.len());
+        let mut i = 0usize;
+        while i < values.len() {
+            let end = group_end(&values, i, mask);
+            let run = &mut values[i..end];
+            run.sort_unstable();
+            for copies in run.chunk_by(|a, b| a == b) {
+                distinct.push(copies[0]);
+                if group == 0 && copies.len() > 1 {
+                    out.repeated.push(table.permutation.invert(copies[0]));
+                }
+            }
+            i = end;
+        }
         if group == 0 {
-            out.repeated.extend(fps.chunk_by(|a, b| a == b).filter(|r| r.len() > 1).map(|r| r[0]));
             out.repeated.extend_from_slice(repeated);
             out.repeated.sort_unstable();
             out.repeated.dedup();
         }
-        fps.dedup();
-        let mut values: Vec<u64> = Vec::with_capacity(fps.len());
-        for &t in &g.tables {
+        self.join_table(first, &distinct, k, &mut out.pairs);
+        let fps: Vec<u64> = distinct.iter().map(|&v| table.permutation.invert(v)).collect();
+        for &t in rest {
             let table = &self.design.tables()[t];
-            let (perm, p) = (&table.permutation, table.prefix_bits);
-            let earlier = &self.prefixes[..t];
             values.clear();
-            values.extend(fps.iter().map(|&x| perm.apply(x)));
-            sort_by_top_bits(&mut values, p);
-            let mut emit = |a: u64, b: u64| {
-                let (a, b) = (perm.invert(a), perm.invert(b));
-                if earlier.iter().all(|&m| (a ^ b) & m != 0) {
-                    out.pairs.push((a.min(b), a.max(b)));
-                }
-            };
-            // Prefix groups hold about one fingerprint each (the design's bound): walk them
-            // linearly and join only the groups of two or more.
-            let mask = table.prefix_mask();
-            let mut i = 0usize;
-            while i < values.len() {
-                let pv = values[i] & mask;
-                let mut end = i + 1;
-                while end < values.len() && values[end] & mask == pv {
-                    end += 1;
-                }
-                for x in i..end.saturating_sub(1) {
-                    cross_pairs(&values[x..=x], &values[x + 1..end], k, &mut emit);
-                }
-                i = end;
-            }
+            values.extend(fps.iter().map(|&x| table.permutation.apply(x)));
+            sort_by_top_bits(&mut values, table.prefix_bits);
+            self.join_table(t, &values, k, &mut out.pairs);
         }
         Ok(out)
     }
+
+    /// The self-join of table `t` over `values` (distinct, permuted by the table, sorted by
+    /// its prefix): every pair within `k` whose first shared table is `t`, into `pairs`.
+    fn join_table(&self, t: usize, values: &[u64], k: u32, pairs: &mut Vec<(u64, u64)>) {
+        let table = &self.design.tables()[t];
+        let perm = &table.permutation;
+        let earlier = &self.prefixes[..t];
+        let mut emit = |a: u64, b: u64| {
+            let (a, b) = (perm.invert(a), perm.invert(b));
+            if earlier.iter().all(|&m| (a ^ b) & m != 0) {
+                pairs.push((a.min(b), a.max(b)));
+            }
+        };
+        // Prefix groups hold about one fingerprint each (the design's bound): walk them
+        // linearly and join only the groups of two or more.
+        let mask = table.prefix_mask();
+        let mut i = 0usize;
+        while i < values.len() {
+            let end = group_end(values, i, mask);
+            for x in i..end.saturating_sub(1) {
+                cross_pairs(&values[x..=x], &values[x + 1..end], k, &mut emit);
+            }
+            i = end;
+        }
+    }
+}
+
+/// The end of the prefix group (values equal under `mask`) starting at `i`.
+fn group_end(values: &[u64], i: usize, mask: u64) -> usize {
+    let pv = values[i] & mask;
+    let mut end = i + 1;
+    while end < values.len() && values[end] & mask == pv {
+        end += 1;
+    }
+    end
 }
