@@ -95,7 +95,7 @@ pub use codec::Codec;
 pub use confirm::{ConfirmOptions, ConfirmedMatch};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
 pub use engine::snapshot::{Deletes, Snapshot};
-pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, Stats};
+pub use engine::{Clock, CompactionOptions, Durability, Expiry, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, Stats, SystemClock};
 pub use error::{Error, Location, Result};
 pub use query::{Match, QueryOptions};
 pub use segment::SketchColumn;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::compaction::CompactionOptions;
+use super::expiry::{Clock, Expiry, SystemClock};
 use crate::codec::Codec;
 use crate::query::Match;
 use crate::segment::SketchColumn;
@@ -107,6 +108,18 @@ pub struct IndexOptions {
     pub log_recovery: LogRecovery,
     /// Where the files live.
     pub storage: Arc<dyn Storage>,
+    /// The expiry window of a new index (`None`: nothing expires), pinned in its manifest:
+    /// a pair stored longer ago than the window plus its granularity never matches, and
+    /// compaction drops it (see [`Expiry`]). An existing index keeps its own window: `None`
+    /// opens it with whatever it has, another window is refused.
+    pub expiry: Option<Expiry>,
+    /// The wall clock the expiry window reads ([`SystemClock`] by default; tests inject
+    /// their own).
+    pub clock: Arc<dyn Clock>,
+    /// Create the index in a directory that already holds other files (not an index's).
+    /// Off by default: such a directory is refused ([`crate::Error::NotAnIndex`]), so a
+    /// mistyped path never turns a directory of other files into an index.
+    pub create_in_nonempty: bool,
 }
 
 impl Default for IndexOptions {
@@ -124,6 +137,9 @@ impl Default for IndexOptions {
             background: true,
             log_recovery: LogRecovery::Strict,
             storage: Arc::new(FsStorage),
+            expiry: None,
+            clock: Arc::new(SystemClock),
+            create_in_nonempty: false,
         }
     }
 }
