@@ -125,24 +125,27 @@ const MAX_WINDOW_SECS: u64 = 100 * 366 * 86_400;
 
 impl fmt::Display for Expiry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (granularity {})", human_secs(self.window), human_secs(self.granularity))
+        write!(f, "{} (granularity {})", Self::format_secs(self.window), Self::format_secs(self.granularity))
     }
 }
 
-/// `secs` in the largest unit that divides it (`30d`, `324000s` as `3d18h`).
-pub(crate) fn human_secs(secs: u64) -> String {
-    let mut out = String::new();
-    let mut rest = secs;
-    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
-        if rest >= size {
-            out.push_str(&format!("{}{unit}", rest / size));
-            rest %= size;
+impl Expiry {
+    /// `secs` in days, hours, minutes and seconds (`30d`, `3d18h`, `45s`): how windows,
+    /// granularities and ages are written.
+    pub fn format_secs(secs: u64) -> String {
+        let mut out = String::new();
+        let mut rest = secs;
+        for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
+            if rest >= size {
+                out.push_str(&format!("{}{unit}", rest / size));
+                rest %= size;
+            }
         }
+        if out.is_empty() {
+            out.push_str("0s");
+        }
+        out
     }
-    if out.is_empty() {
-        out.push_str("0s");
-    }
-    out
 }
 
 /// The wall clock an index reads its time from (seconds since the Unix epoch). Tests inject
@@ -269,7 +272,7 @@ mod tests {
         assert_eq!(stamp(&x, 1_000, None).unwrap(), 100);
         assert_eq!(stamp(&x, 900, Some(100)).unwrap(), 100, "a clock set back keeps the log's slice");
         assert!(stamp(&x, u64::MAX, None).is_err());
-        assert_eq!(human_secs(324_000), "3d18h");
+        assert_eq!(Expiry::format_secs(324_000), "3d18h");
     }
 
     #[test]

@@ -43,7 +43,7 @@ use crate::progress;
 /// message names the line or byte offset at fault and how many records before it were
 /// acknowledged (they stay in the index; nothing after the fault is added).
 #[derive(Debug, ClapArgs)]
-#[command(after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks")]
+#[command(after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex add news.idx stored.txt --expire-after 30d\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks")]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,
@@ -52,6 +52,16 @@ pub struct Args {
     /// Largest Hamming distance the index serves (only when it is created).
     #[arg(short, long, default_value_t = 3)]
     k: u32,
+    /// An expiry window for the index this creates (`30d`, `12h`, `90m`; units s, m, h, d, w):
+    /// fingerprints stored longer ago than the window (plus its granularity, at most an
+    /// eighth of it) stop matching and compaction drops them. Pinned in the index when it is
+    /// created; an existing index keeps its own (another window is refused).
+    #[arg(long, value_name = "WINDOW", value_parser = crate::value_parsers::expiry)]
+    expire_after: Option<simdex::Expiry>,
+    /// Create the index even in a directory that holds other files (refused by default,
+    /// so a mistyped path never turns a directory of other files into an index).
+    #[arg(long)]
+    create_in_nonempty: bool,
     #[command(flatten)]
     format: InputFormat,
     /// Print a line on stdout after every group commit, flushed at once: `acked N records,
@@ -96,6 +106,8 @@ pub fn run(args: Args) -> Result<()> {
         durability: Durability::Sync,
         memtable_ops: args.memtable_ops.unwrap_or(defaults.memtable_ops),
         log_recovery: args.log_recovery.mode(),
+        expiry: args.expire_after,
+        create_in_nonempty: args.create_in_nonempty,
         ..defaults
     };
     if !args.no_space_check {
