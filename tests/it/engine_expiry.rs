@@ -230,3 +230,78 @@ fn a_directory_of_other_files_is_refused_unless_asked() {
     Index::open(&empty, IndexOptions::default()).unwrap().close().unwrap();
     Index::open(&dir, IndexOptions::default()).unwrap().close().unwrap();
 }
+
+/// `fixtures/v4/index-expiring/`: an index with an 8-day window (manifest version 4): a
+/// segment of 60 pairs stored at `T0`, then, two days later, 30 inserts and a delete of one of
+/// the first pairs left in its log (version 3). Regenerate with `SIMDEX_REGENERATE_FIXTURES=1`.
+fn expiring_workload(storage: &MemStorage) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    let clock = Arc::new(TestClock::default());
+    clock.set(T0);
+    let mut options = expiring(storage, &clock, 10_000, "8d");
+    options.compaction.automatic = false;
+    options.flush_on_close = false;
+    let index = Index::open(Path::new("idx"), options).unwrap();
+    let mut rng = Rng(44);
+    let early: Vec<(u64, u64)> = (0..60).map(|i| (rng.next(), i)).collect();
+    index.insert_batch(&early).unwrap();
+    index.flush().unwrap();
+    clock.set(T0 + 2 * DAY);
+    let late: Vec<(u64, u64)> = (0..30).map(|i| (rng.next(), 100 + i)).collect();
+    for &(fp, id) in &late {
+        index.insert(fp, id).unwrap();
+    }
+    index.delete(early[3].0, early[3].1).unwrap();
+    index.close().unwrap();
+    let mut kept = early;
+    kept.remove(3);
+    (kept, late)
+}
+
+#[test]
+fn the_frozen_expiring_index_reads_back_and_is_what_the_engine_writes() {
+    let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/v4/index-expiring");
+    let storage = MemStorage::default();
+    let (early, late) = expiring_workload(&storage);
+    let dir = Path::new("idx");
+    let mut names = storage.list(dir).unwrap();
+    names.sort();
+    if std::env::var_os("SIMDEX_REGENERATE_FIXTURES").is_some() {
+        let _ = std::fs::remove_dir_all(&fixture);
+        std::fs::create_dir_all(&fixture).unwrap();
+        for n in &names {
+            std::fs::write(fixture.join(n), storage.file(&dir.join(n)).unwrap()).unwrap();
+        }
+    }
+    let frozen = MemStorage::default();
+    let mut frozen_names = Vec::new();
+    for entry in std::fs::read_dir(&fixture).expect("fixtures/v4/index-expiring") {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        let bytes = std::fs::read(entry.path()).unwrap();
+        assert!(storage.file(&dir.join(&name)).is_some_and(|b| b == bytes), "{name}: the engine's bytes changed: see format-spec/README.md, versioning rules");
+        let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+        match name.as_str() {
+            "MANIFEST" => assert_eq!(version, 4),
+            n if n.ends_with(".wal") => assert_eq!(version, 3),
+            _ => {}
+        }
+        frozen.put(&dir.join(&name), &bytes);
+        frozen_names.push(name);
+    }
+    frozen_names.sort();
+    assert_eq!(frozen_names, names);
+    let clock = Arc::new(TestClock::default());
+    let open = || Index::open_read_only(dir, IndexOptions { clock: clock.clone(), ..mem_options(&frozen, 10_000) }).unwrap();
+    let sorted = |mut v: Vec<(u64, u64)>| {
+        v.sort_unstable();
+        v
+    };
+    clock.set(T0 + 3 * DAY);
+    assert_eq!(open().live_entries().unwrap(), sorted(early.iter().chain(&late).copied().collect()));
+    // nine days on, the first slice is dead; the one two days later is not
+    clock.set(T0 + 9 * DAY);
+    let index = open();
+    assert_eq!(index.live_entries().unwrap(), sorted(late.clone()));
+    assert_eq!(index.stats().expiry, Some(Expiry::parse("8d").unwrap()));
+    assert!(simdex::inspect::verify_index(&frozen, dir).unwrap().is_clean());
+}

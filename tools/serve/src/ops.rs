@@ -146,6 +146,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             "sketches": index.sketches().is_some(),
             "recipe": index.recipe().map(|r| r.descriptor()),
             "read_only": index.stats().read_only,
+            "expire_after": index.stats().expiry.map(|x| x.window().as_secs()),
             "server": concat!("simdex-serve ", env!("CARGO_PKG_VERSION")),
         })),
         Request::Stats => reply(stats(index)),
@@ -185,6 +186,9 @@ pub fn stats(index: &DocumentIndex) -> Value {
         "compactions": s.compactions,
         "maintenance_error": s.maintenance_error,
         "recipe": index.recipe().map(|r| r.descriptor()),
+        "expire_after_secs": s.expiry.map(|x| x.window().as_secs()),
+        "expire_granularity_secs": s.expiry.map(|x| x.granularity().as_secs()),
+        "oldest_live_secs": s.oldest_live_secs,
         "lost": index.open_report().lost.clone(),
         "lost_ops": index.open_report().lost_ops,
     })
