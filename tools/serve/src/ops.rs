@@ -6,7 +6,7 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use simdex::many::{find_or_insert_many, query_many, Grouped};
+use simdex::{find_or_insert_many, query_many, Grouped};
 use simdex::{FindOrInsert, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::document_batch::{self, DocumentAnswer, DocumentMatch};
