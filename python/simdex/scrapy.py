@@ -62,6 +62,11 @@ Settings:
   the index has (default 8, what ``simdex dedup`` uses). On an index with sketches (the
   default) a candidate is a near-duplicate only when the sketches estimate a resemblance of at
   least 0.90; fingerprints alone decide within at most 3.
+- ``SIMDEX_CONFIRM``: on an index with sketches, candidates are confirmed by them (default
+  True). False lets fingerprints alone decide within ``SIMDEX_K`` (on an index without
+  sketches this is the only way to match beyond 3 bits: without it fingerprints alone decide
+  within at most 3, and the start line says so). What ``simdex tune`` recommends when it
+  recommends fingerprints alone beyond 3.
 - ``SIMDEX_DURABILITY``: ``"group"`` (default), ``"sync"`` or ``"nosync"``.
 - ``SIMDEX_MIN_WORDS``: pages with fewer words are passed on and not stored (default 20;
   tiny pages all look alike).
@@ -129,6 +134,8 @@ DEFAULT_MIN_WORDS = 20
 # index answers (multi-probe above the design's k)
 DEFAULT_K = 8
 MAX_K = 8
+# the distance within which fingerprints alone decide unless asked for more (confirm=False)
+UNCONFIRMED_K = 3
 # the place documented above: process_response after RetryMiddleware (550) and everything above it
 RECOMMENDED_PRIORITY = 540
 # built-in downloader middlewares whose process_response must run before this one's
@@ -276,6 +283,7 @@ class _Base:
         k = s.get("SIMDEX_K")
         self.k: Optional[int] = None if k in (None, "") else int(k)
         self.min_words = s.getint("SIMDEX_MIN_WORDS", DEFAULT_MIN_WORDS)
+        self.confirm = s.getbool("SIMDEX_CONFIRM", True)
         self.action = s.get("SIMDEX_ACTION", "drop")
         if self.action not in ("drop", "flag"):
             raise ValueError(f'SIMDEX_ACTION = {self.action!r}: "drop" or "flag"')
@@ -321,12 +329,25 @@ class _Base:
     def spider_opened(self, spider: Any) -> None:
         idx = self.store.index
         k = self.k if self.k is not None else DEFAULT_K
-        how = "confirmed by sketch (resemblance >= 0.90)" if idx.sketches else "by fingerprints alone (within at most 3)"
+        k, how = self.decision(k, idx.sketches)
         window = idx.expire_after
         expiry = f"pages stored more than {_secs(window)} ago are new again" if window else "nothing expires"
-        spider.logger.info("simdex: near-duplicates within k = %s, %s, against %s (recipe: %s; %s)", k, how, self.path, idx.recipe or "default, pinned on the first page", expiry)
+        spider.logger.info("simdex: near-duplicates within k = %s %s, against %s (recipe: %s; %s)", k, how, self.path, idx.recipe or "default, pinned on the first page", expiry)
         if self.overridden:
             spider.logger.info("simdex: %s", self.overridden)
+
+    def decision(self, k: int, sketches: bool) -> Tuple[int, str]:
+        """The distance the document calls run at and how they decide, in words, as the
+        library does it: sketches confirm when the index has them and SIMDEX_CONFIRM is on;
+        otherwise fingerprints alone decide, within k only when asked (SIMDEX_CONFIRM = False),
+        else within at most UNCONFIRMED_K."""
+        if sketches and self.confirm:
+            return k, "confirmed by sketch (resemblance >= 0.90)"
+        if not self.confirm:
+            return k, "by fingerprints alone (SIMDEX_CONFIRM = False)"
+        if k > UNCONFIRMED_K:
+            return UNCONFIRMED_K, f"by fingerprints alone (SIMDEX_K = {k}, but the index has no sketches: fingerprints alone decide beyond {UNCONFIRMED_K} only with SIMDEX_CONFIRM = False)"
+        return k, "by fingerprints alone (the index has no sketches)"
 
     def spider_closed(self, spider: Any) -> None:
         if not self.closed:
@@ -340,7 +361,7 @@ class _Base:
         revisit; a new page under a name that had stored another replaces it."""
         doc = simdex.doc_id(name)
         try:
-            fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words)
+            fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
         except simdex.EmptyDocumentError:
             return "too_short", {}
         except simdex.BinaryDocumentError:

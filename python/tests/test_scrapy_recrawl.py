@@ -259,3 +259,41 @@ def test_the_readme_scrapy_snippets_run_together(maintenance_site, tmp_path):
         server.wait()
     # the crawl used the server's index (crawl.simdex, created by `simdex serve`), nothing else
     assert sorted(os.listdir(project)) == ["crawl.simdex", "crawler", "scrapy.cfg"]
+
+
+def test_fingerprints_alone_beyond_3_only_when_asked(tmp_path):
+    """On an index without sketches (what `simdex tune` recommends when fingerprints alone do
+    best), SIMDEX_K = 4 matches within 3 unless SIMDEX_CONFIRM = False asks for 4, and the
+    start line says which: a copy 4 bits away is new in the first crawl, dropped in the second."""
+    rng = random.Random(4)
+    fp = simdex.Fingerprinter()
+    body = words(rng, 300)
+    a = page("a", body)
+    for at in range(len(body)):
+        b = page("a", body[:at] + ["changedword", "another"] + body[at + 2 :])
+        if bin(fp.fingerprint_html(a.encode()) ^ fp.fingerprint_html(b.encode())).count("1") == 4:
+            break
+    else:
+        pytest.fail("no copy 4 bits away")
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "a.html").write_text(a)
+    (root / "b.html").write_text(b)
+    base, server = serve(root)
+    try:
+        for run, confirm in (("asked", False), ("default", True)):
+            index = tmp_path / f"idx-{run}"
+            simdex.Index(index, k=4, sketches=False).close()
+            settings = {"SIMDEX_K": 4, "CONCURRENT_REQUESTS": 1}
+            if not confirm:
+                settings["SIMDEX_CONFIRM"] = False
+            stats, _, log = crawl(base, ["a.html", "b.html"], index, tmp_path / f"{run}.json", settings)
+            if confirm:
+                assert "within k = 3 by fingerprints alone (SIMDEX_K = 4, but the index has no sketches" in log, log[-2000:]
+                assert stats == {"simdex/new": 2}, stats
+            else:
+                assert "within k = 4 by fingerprints alone (SIMDEX_CONFIRM = False)" in log, log[-2000:]
+                assert stats == {"simdex/new": 1, "simdex/near_duplicates": 1}, stats
+    finally:
+        server.kill()
+        server.wait()

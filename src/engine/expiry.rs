@@ -57,7 +57,9 @@ impl Expiry {
     pub fn with_granularity(window: Duration, granularity: Duration) -> Result<Self> {
         let (w, g) = (window.as_secs(), granularity.as_secs());
         if w == 0 || g == 0 || window.subsec_nanos() != 0 || granularity.subsec_nanos() != 0 || w % g != 0 {
-            return Err(Error::InvalidArgument(format!("expiry window {window:?} with granularity {granularity:?}: both whole seconds, at least 1, the granularity dividing the window")));
+            return Err(Error::InvalidArgument(format!(
+                "expiry window {window:?} with granularity {granularity:?}: both whole seconds, at least 1, the granularity dividing the window"
+            )));
         }
         Ok(Self { window: w, granularity: g })
     }

@@ -330,7 +330,10 @@ pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<Option<u32
         // A prefix of the header we would have written is a creation cut short; anything
         // else is not our file.
         let epoch = bytes.get(LH_RESERVED..LH_NUMBER).map_or(0, LE::read_u32);
-        if [LOG_VERSION, LOG_VERSION_SKETCHES, LOG_VERSION_EPOCH].iter().any(|&v| encode_header_with_epoch(number, v, if v == LOG_VERSION_EPOCH { epoch } else { 0 }).starts_with(bytes)) {
+        if [LOG_VERSION, LOG_VERSION_SKETCHES, LOG_VERSION_EPOCH]
+            .iter()
+            .any(|&v| encode_header_with_epoch(number, v, if v == LOG_VERSION_EPOCH { epoch } else { 0 }).starts_with(bytes))
+        {
             return Ok(None);
         }
     }
@@ -458,7 +461,9 @@ impl LogWriter {
     /// survives a power loss before any record is acknowledged in it.
     pub fn create(storage: &dyn Storage, path: &Path, number: u64, sketches: bool, epoch: Option<u64>) -> Result<Self> {
         let header = match epoch {
-            Some(e) => encode_header_with_epoch(number, LOG_VERSION_EPOCH, u32::try_from(e).map_err(|_| Error::InvalidArgument(format!("time slice {e} does not fit a log header")))?),
+            Some(e) => {
+                encode_header_with_epoch(number, LOG_VERSION_EPOCH, u32::try_from(e).map_err(|_| Error::InvalidArgument(format!("time slice {e} does not fit a log header")))?)
+            }
             None => encode_header(number, if sketches { LOG_VERSION_SKETCHES } else { LOG_VERSION }),
         };
         let mut file = storage.create(path).map_err(|e| Error::io(path, "create", e))?;

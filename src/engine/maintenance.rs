@@ -25,7 +25,8 @@ impl Engine {
         if self.current().active.ops() < self.freeze_threshold() {
             return;
         }
-        if self.options.compaction.automatic && compaction::expiry::over_budget_within_slices(&self.current().segment_metas(), self.options.memtable_ops, &self.options.compaction) {
+        if self.options.compaction.automatic && compaction::expiry::over_budget_within_slices(&self.current().segment_metas(), self.options.memtable_ops, &self.options.compaction)
+        {
             // A write stall: flushes outran the merges (twice the segments the policy
             // keeps). This writer merges until the policy is met *before* it freezes,
             // holding the writer's lock, so no segment is added while over budget: the
@@ -73,7 +74,8 @@ impl Engine {
         loop {
             let v = self.current();
             let metas = v.segment_metas();
-            let Choice::Merge(range) = compaction::expiry::choose_within_slices(Strategy::Automatic { flush_size: self.options.memtable_ops }, &metas, &self.options.compaction) else {
+            let Choice::Merge(range) = compaction::expiry::choose_within_slices(Strategy::Automatic { flush_size: self.options.memtable_ops }, &metas, &self.options.compaction)
+            else {
                 return Ok(());
             };
             match self.compact_range(&v, range) {
@@ -163,7 +165,14 @@ impl Engine {
                 self.spilled_runs.fetch_add(m.spilled_runs as u64, Ordering::Relaxed);
                 self.resumed_merges.fetch_add(u64::from(m.resumed), Ordering::Relaxed);
                 let segment = Segment::open_with(&*self.storage, &path)?;
-                let meta = SegmentMeta { number, entries: m.entries, file_len: m.file_len, min_seq: inputs[0].meta.min_seq, max_seq: inputs[inputs.len() - 1].meta.max_seq, epoch: inputs[0].meta.epoch };
+                let meta = SegmentMeta {
+                    number,
+                    entries: m.entries,
+                    file_len: m.file_len,
+                    min_seq: inputs[0].meta.min_seq,
+                    max_seq: inputs[inputs.len() - 1].meta.max_seq,
+                    epoch: inputs[0].meta.epoch,
+                };
                 Some(Arc::new(LiveSegment { meta, segment }))
             }
             None => None,

@@ -12,8 +12,8 @@ use std::path::Path;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use crate::codec::Codec;
 use super::expiry::{self, Expiry, EXPIRY_RECORD_BYTES, SEGMENT_EPOCH_BYTES};
+use crate::codec::Codec;
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
 use crate::segment::SketchColumn;
@@ -160,7 +160,20 @@ pub struct Manifest {
 impl Manifest {
     /// The manifest of a new, empty index.
     pub fn new(k: u32, codec: Codec, sketches: Option<SketchColumn>) -> Self {
-        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new(), sketches, logs: Vec::new(), recipe_crc: None, expiry: None }
+        Self {
+            number: 1,
+            next_file: 2,
+            log_number: 1,
+            last_seq: 0,
+            k,
+            codec,
+            segments: Vec::new(),
+            tombstones: Vec::new(),
+            sketches,
+            logs: Vec::new(),
+            recipe_crc: None,
+            expiry: None,
+        }
     }
 
     /// Bytes of the expiry section (version 4; 0 without a window).

@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::compaction::checkpoint::MergeFiles;
-use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
 use super::expiry;
+use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
 use super::log::{header_epoch, scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
 use super::manifest::{LogMeta, Manifest, TombstoneMeta};
 use super::memtable::Memtable;
@@ -282,10 +282,7 @@ fn read_manifest(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read
     };
     if options.expiry.is_some_and(|x| manifest.expiry != Some(x)) {
         let has = manifest.expiry.map_or_else(|| "no expiry window".to_string(), |x| format!("the expiry window {x}"));
-        return Err(Error::InvalidArgument(format!(
-            "{}: the index has {has}, fixed when it was created; open it without a window to use its own",
-            dir.display()
-        )));
+        return Err(Error::InvalidArgument(format!("{}: the index has {has}, fixed when it was created; open it without a window to use its own", dir.display())));
     }
     Ok((manifest, names))
 }

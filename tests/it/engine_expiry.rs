@@ -103,7 +103,12 @@ fn younger_than_the_window_matches_older_than_window_plus_granularity_never_does
     assert!(young > 10_000 && old > 10_000, "both sides exercised: {young} young, {old} old checks");
     let stats = index.stats();
     assert_eq!(stats.expiry, Some(x));
-    assert!(dropped + stats.expired_segments >= 5 && stats.segments.len() <= 10, "compaction dropped expired segments: {dropped} + {}, {} live", stats.expired_segments, stats.segments.len());
+    assert!(
+        dropped + stats.expired_segments >= 5 && stats.segments.len() <= 10,
+        "compaction dropped expired segments: {dropped} + {}, {} live",
+        stats.expired_segments,
+        stats.segments.len()
+    );
     let oldest = stats.oldest_live_secs.unwrap();
     assert!(oldest + 9 * DAY > now && oldest <= now - 7 * DAY, "oldest live slice starts {} s before now", now - oldest);
     index.close().unwrap();

@@ -193,8 +193,15 @@ fn open(options: &ServeOptions) -> Result<DocumentIndex, simdex_fingerprint::Err
         ServeDurability::Group => Durability::default(),
     };
     let sketches = options.sketches.then(|| SketchOptions::default().column());
-    let index_options =
-        IndexOptions { k: options.k, durability, create: !options.read_only, sketches, expiry: options.expiry, create_in_nonempty: options.create_in_nonempty, ..IndexOptions::default() };
+    let index_options = IndexOptions {
+        k: options.k,
+        durability,
+        create: !options.read_only,
+        sketches,
+        expiry: options.expiry,
+        create_in_nonempty: options.create_in_nonempty,
+        ..IndexOptions::default()
+    };
     if options.read_only {
         DocumentIndex::open_read_only(&options.dir, index_options)
     } else {

@@ -43,7 +43,9 @@ use crate::progress;
 /// message names the line or byte offset at fault and how many records before it were
 /// acknowledged (they stay in the index; nothing after the fault is added).
 #[derive(Debug, ClapArgs)]
-#[command(after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex add news.idx stored.txt --expire-after 30d\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks")]
+#[command(
+    after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex add news.idx stored.txt --expire-after 30d\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks"
+)]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,

@@ -150,9 +150,13 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             // what it was created with).
             simdex_fingerprint::DocumentIndex::open(
                 dir,
-                simdex::IndexOptions { sketches: confirm.map(|_| SketchOptions::default().column()), create_in_nonempty: args.create_in_nonempty, ..simdex::IndexOptions::default() },
+                simdex::IndexOptions {
+                    sketches: confirm.map(|_| SketchOptions::default().column()),
+                    create_in_nonempty: args.create_in_nonempty,
+                    ..simdex::IndexOptions::default()
+                },
             )
-                .with_context(|| format!("opening index {}", dir.display()))?,
+            .with_context(|| format!("opening index {}", dir.display()))?,
         ),
         None => None,
     };
