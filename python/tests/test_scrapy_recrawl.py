@@ -297,3 +297,32 @@ def test_fingerprints_alone_beyond_3_only_when_asked(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_the_server_serves_its_index_window_by_the_system_clock(tmp_path, cli):
+    """`simdex serve --expire-after` pins a window in the index it creates and its clients see
+    it; what is older than the window stops matching through the server. The server runs
+    under libfaketime at 60x (a 60 s window, 6 s slices, passes in about a second); skipped
+    without faketime (apt-get install faketime)."""
+    if subprocess.run(["faketime", "-f", "+0 x60", "true"], capture_output=True).returncode != 0:
+        pytest.skip("faketime is not installed")
+    exe = os.environ.get("SIMDEX") or str(pathlib.Path(__file__).resolve().parents[2] / "target" / "debug" / "simdex")
+    port = free_port()
+    # only the wall clock runs fast (the server's timers use the monotonic clock)
+    env = dict(os.environ, FAKETIME_DONT_FAKE_MONOTONIC="1")
+    server = subprocess.Popen(
+        ["faketime", "-f", "+0 x60", exe, "serve", str(tmp_path / "served"), "--listen", f"127.0.0.1:{port}", "--expire-after", "60s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert server.stdout.readline().startswith("listening on"), server.stderr.read()
+        with simdex.Client(f"http://127.0.0.1:{port}") as client:
+            assert client.expire_after == 60 and client.stats()["expire_granularity_secs"] == 6
+            client.add(0x0123456789ABCDEF, 7)
+            assert [m[2] for m in client.query(0x0123456789ABCDEF, k=0)] == [7]
+            # 2 s of real time: 120 s on the server's clock, past 60 s + 6 s
+            time.sleep(2)
+            assert client.query(0x0123456789ABCDEF, k=0) == []
+            assert client.find_or_insert(0x0123456789ABCDEF, 8) == []
+    finally:
+        server.terminate()
+        server.wait()

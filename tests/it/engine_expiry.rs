@@ -236,10 +236,13 @@ fn a_directory_of_other_files_is_refused_unless_asked() {
     Index::open(&dir, IndexOptions::default()).unwrap().close().unwrap();
 }
 
+/// (fingerprint, id) pairs.
+type Pairs = Vec<(u64, u64)>;
+
 /// `fixtures/v4/index-expiring/`: an index with an 8-day window (manifest version 4): a
 /// segment of 60 pairs stored at `T0`, then, two days later, 30 inserts and a delete of one of
 /// the first pairs left in its log (version 3). Regenerate with `SIMDEX_REGENERATE_FIXTURES=1`.
-fn expiring_workload(storage: &MemStorage) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+fn expiring_workload(storage: &MemStorage) -> (Pairs, Pairs) {
     let clock = Arc::new(TestClock::default());
     clock.set(T0);
     let mut options = expiring(storage, &clock, 10_000, "8d");
