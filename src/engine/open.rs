@@ -452,14 +452,6 @@ fn replay_logs(
             continue;
         }
         let bytes = storage.read_copy(&path).map_err(|e| Error::io(&path, "read", e))?;
-        if manifest.expiry.is_some() && bytes.len() >= LOG_HEADER_BYTES {
-            // Logs of several slices replayed into one memtable (a crash before their
-            // flushes) take the newest: they expire late, never early.
-            match header_epoch(&bytes) {
-                Some(e) => memtable.epoch = memtable.epoch.max(Some(e)),
-                None => return Err(Error::corrupt(&path, 0, "a log without a time slice (version 1 or 2) in an index with an expiry window")),
-            }
-        }
         if loss.is_some() {
             // Past the point in time: not replayed, only counted.
             let scan = scan_log(&path, &bytes, n, ScanMode::Salvage, |_| Ok(()));
@@ -498,6 +490,14 @@ fn replay_logs(
             }
             Err(e) => return Err(e),
         };
+        if manifest.expiry.is_some() && scan.valid_len >= LOG_HEADER_BYTES as u64 {
+            // Logs of several slices replayed into one memtable (a crash before their
+            // flushes) take the newest: they expire late, never early.
+            match header_epoch(&bytes) {
+                Some(e) => memtable.epoch = memtable.epoch.max(Some(e)),
+                None => return Err(Error::corrupt(&path, 0, "a log without a time slice (version 1 or 2) in an index with an expiry window")),
+            }
+        }
         report.replayed_ops += ops;
         report.logs.push(LogReport { name: log_name(n), len: bytes.len() as u64, valid_len: scan.valid_len, end: scan.end, ops });
         if let Some(short) = seal.and_then(|s| shortfall(s, Some(scan.valid_len), next_seq - 1)) {
