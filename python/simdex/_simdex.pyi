@@ -147,6 +147,15 @@ class Segment:
     def query(self, fp: int, k: int = 3) -> List[Match]: ...
     def __len__(self) -> int: ...
 
+DEFAULT_CONFIRMED_K: int
+"""The document calls' candidate distance when sketches confirm them (8)."""
+DEFAULT_UNCONFIRMED_K: int
+"""The largest distance at which fingerprints alone decide (3)."""
+DEFAULT_MIN_SIMILARITY: float
+"""The resemblance a confirmed candidate needs by default (0.9)."""
+MAX_K: int
+"""The largest distance the tables answer (8)."""
+
 def doc_id(name: str) -> int:
     """The 64-bit document id of a name: what ``simdex fingerprint --for-index`` and ``dedup --index`` use."""
 

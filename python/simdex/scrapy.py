@@ -131,11 +131,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MIN_WORDS = 20
 # the candidate distance of the document calls by default (simdex dedup's), and the largest the
-# index answers (multi-probe above the design's k)
-DEFAULT_K = 8
-MAX_K = 8
-# the distance within which fingerprints alone decide unless asked for more (confirm=False)
-UNCONFIRMED_K = 3
+# index answers (multi-probe above the design's k): the library's
+DEFAULT_K = simdex.DEFAULT_CONFIRMED_K
+MAX_K = simdex.MAX_K
 # the place documented above: process_response after RetryMiddleware (550) and everything above it
 RECOMMENDED_PRIORITY = 540
 # built-in downloader middlewares whose process_response must run before this one's
@@ -328,7 +326,8 @@ class _Base:
 
     def spider_opened(self, spider: Any) -> None:
         idx = self.store.index
-        k = self.k if self.k is not None else DEFAULT_K
+        # the library's default k: by sketch when confirming, by fingerprints alone otherwise
+        k = self.k if self.k is not None else (DEFAULT_K if self.confirm else simdex.DEFAULT_UNCONFIRMED_K)
         k, how = self.decision(k, idx.sketches)
         window = idx.expire_after
         expiry = f"pages stored more than {_secs(window)} ago are new again" if window else "nothing expires"
@@ -340,13 +339,13 @@ class _Base:
         """The distance the document calls run at and how they decide, in words, as the
         library does it: sketches confirm when the index has them and SIMDEX_CONFIRM is on;
         otherwise fingerprints alone decide, within k only when asked (SIMDEX_CONFIRM = False),
-        else within at most UNCONFIRMED_K."""
+        else within at most simdex.DEFAULT_UNCONFIRMED_K."""
         if sketches and self.confirm:
             return k, "confirmed by sketch (resemblance >= 0.90)"
         if not self.confirm:
             return k, "by fingerprints alone (SIMDEX_CONFIRM = False)"
-        if k > UNCONFIRMED_K:
-            return UNCONFIRMED_K, f"by fingerprints alone (SIMDEX_K = {k}, but the index has no sketches: fingerprints alone decide beyond {UNCONFIRMED_K} only with SIMDEX_CONFIRM = False)"
+        if k > simdex.DEFAULT_UNCONFIRMED_K:
+            return simdex.DEFAULT_UNCONFIRMED_K, f"by fingerprints alone (SIMDEX_K = {k}, but the index has no sketches: fingerprints alone decide beyond {simdex.DEFAULT_UNCONFIRMED_K} only with SIMDEX_CONFIRM = False)"
         return k, "by fingerprints alone (the index has no sketches)"
 
     def spider_closed(self, spider: Any) -> None:

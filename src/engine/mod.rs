@@ -89,4 +89,4 @@ pub use expiry::{Clock, Expiry, SystemClock};
 pub use index::Index;
 pub use options::{Durability, FindOrInsert, IndexOptions, LogRecovery};
 pub use report::{LogReport, OpenReport};
-pub use stats::{SegmentStats, Stats};
+pub use stats::{SegmentStats, StatValue, Stats};

@@ -32,17 +32,27 @@ impl Clock for TestClock {
 }
 
 const DAY: u64 = 86_400;
+
+/// The live pairs of `index`, sorted.
+fn pairs(index: &Index) -> Vec<(u64, u64)> {
+    index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect()
+}
+
+/// `pairs` as the batch writes take them.
+fn entries(pairs: &[(u64, u64)]) -> Vec<simdex::Entry> {
+    pairs.iter().map(|&p| simdex::Entry::from(p)).collect()
+}
 const T0: u64 = 1_800_000_000;
 
 fn expiring(storage: &MemStorage, clock: &Arc<TestClock>, memtable_ops: u64, window: &str) -> IndexOptions {
-    IndexOptions { expiry: Some(Expiry::parse(window).unwrap()), clock: clock.clone(), ..mem_options(storage, memtable_ops) }
+    mem_options(storage, memtable_ops).with_expiry(Some(Expiry::parse(window).unwrap())).with_clock(clock.clone())
 }
 
 /// Every stored pair checked against its age: present when at most `window` old, absent
 /// when older than `window + granularity` (either in between).
 fn check(index: &Index, stored: &BTreeMap<(u64, u64), u64>, now: u64, x: &Expiry) -> (usize, usize) {
     let (w, g) = (x.window().as_secs(), x.granularity().as_secs());
-    let live: std::collections::BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().collect();
+    let live: std::collections::BTreeSet<(u64, u64)> = pairs(index).into_iter().collect();
     let (mut young, mut old) = (0, 0);
     for (&(fp, id), &at) in stored {
         let found = index.query(fp, &QueryOptions::within(0)).unwrap().iter().any(|m| m.doc_id == Some(id));
@@ -84,7 +94,7 @@ fn younger_than_the_window_matches_older_than_window_plus_granularity_never_does
             6 => {
                 dropped += index.stats().expired_segments;
                 index.close().unwrap();
-                index = Index::open(dir, IndexOptions { expiry: None, ..expiring(&storage, &clock, 300, "8d") }).unwrap();
+                index = Index::open(dir, expiring(&storage, &clock, 300, "8d").with_expiry(None)).unwrap();
             }
             8 => {
                 // a crash: the memtable comes back from the log, stamped with its slice
@@ -126,7 +136,7 @@ fn compaction_drops_expired_segments_whole_and_keeps_the_others_as_they_are() {
     for day in 0..12u64 {
         clock.set(T0 + day * DAY + 60);
         let pairs: Vec<(u64, u64)> = (0..1_000).map(|i| (rng.next(), day * 10_000 + i)).collect();
-        index.insert_batch(&pairs).unwrap();
+        index.insert_batch(&entries(&pairs)).unwrap();
         index.flush().unwrap();
         index.compact_tiered().unwrap();
     }
@@ -142,7 +152,7 @@ fn compaction_drops_expired_segments_whole_and_keeps_the_others_as_they_are() {
     let files = storage.list(dir).unwrap();
     assert!(!files.contains(&before[0]), "the expired file is deleted");
     assert_eq!(index.stats().expired_segments, 4);
-    assert_eq!(index.live_entries().unwrap().len(), 8_000);
+    assert_eq!(pairs(&index).len(), 8_000);
     // a full compaction merges within each slice only
     index.compact().unwrap();
     assert_eq!(index.stats().segments.len(), 8);
@@ -172,10 +182,10 @@ fn a_clock_set_back_never_expires_anything_early() {
     for now in [T0 - 30 * DAY, T0, T0 + 8 * DAY] {
         clock.set(now);
         index.compact_tiered().unwrap();
-        assert_eq!(index.live_entries().unwrap().len(), 400, "at {now}");
+        assert_eq!(pairs(&index).len(), 400, "at {now}");
     }
     clock.set(T0 + 10 * DAY);
-    assert!(index.live_entries().unwrap().is_empty());
+    assert!(pairs(&index).is_empty());
     index.close().unwrap();
 }
 
@@ -206,7 +216,7 @@ fn the_window_is_pinned_at_creation_and_older_indexes_open_without_one() {
     assert_eq!(u32::from_le_bytes(manifest[8..12].try_into().unwrap()), 4, "manifest version 4");
     let e = Index::open(dir, expiring(&storage, &clock, 100, "7d")).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("30d"), "{e}");
-    let index = Index::open(dir, IndexOptions { clock: clock.clone(), ..mem_options(&storage, 100) }).unwrap();
+    let index = Index::open(dir, mem_options(&storage, 100).with_clock(clock.clone())).unwrap();
     assert_eq!(index.stats().expiry, Some(Expiry::parse("30d").unwrap()));
     index.close().unwrap();
     // an index without a window writes manifest version 3, as before
@@ -226,7 +236,7 @@ fn a_directory_of_other_files_is_refused_unless_asked() {
     assert!(matches!(e, Error::NotAnIndex { .. }) && e.to_string().contains("holiday.jpg"), "{e}");
     let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, vec![std::ffi::OsString::from("holiday.jpg")], "nothing written");
-    let index = Index::open(&dir, IndexOptions { create_in_nonempty: true, ..IndexOptions::default() }).unwrap();
+    let index = Index::open(&dir, IndexOptions::default().with_create_in_nonempty(true)).unwrap();
     assert!(index.open_report().created);
     index.close().unwrap();
     // an empty directory, or a missing one, is created as before; an index reopens
@@ -251,7 +261,7 @@ fn expiring_workload(storage: &MemStorage) -> (Pairs, Pairs) {
     let index = Index::open(Path::new("idx"), options).unwrap();
     let mut rng = Rng(44);
     let early: Vec<(u64, u64)> = (0..60).map(|i| (rng.next(), i)).collect();
-    index.insert_batch(&early).unwrap();
+    index.insert_batch(&entries(&early)).unwrap();
     index.flush().unwrap();
     clock.set(T0 + 2 * DAY);
     let late: Vec<(u64, u64)> = (0..30).map(|i| (rng.next(), 100 + i)).collect();
@@ -299,17 +309,17 @@ fn the_frozen_expiring_index_reads_back_and_is_what_the_engine_writes() {
     frozen_names.sort();
     assert_eq!(frozen_names, names);
     let clock = Arc::new(TestClock::default());
-    let open = || Index::open_read_only(dir, IndexOptions { clock: clock.clone(), ..mem_options(&frozen, 10_000) }).unwrap();
+    let open = || Index::open_read_only(dir, mem_options(&frozen, 10_000).with_clock(clock.clone())).unwrap();
     let sorted = |mut v: Vec<(u64, u64)>| {
         v.sort_unstable();
         v
     };
     clock.set(T0 + 3 * DAY);
-    assert_eq!(open().live_entries().unwrap(), sorted(early.iter().chain(&late).copied().collect()));
+    assert_eq!(pairs(&open()), sorted(early.iter().chain(&late).copied().collect()));
     // nine days on, the first slice is dead; the one two days later is not
     clock.set(T0 + 9 * DAY);
     let index = open();
-    assert_eq!(index.live_entries().unwrap(), sorted(late.clone()));
+    assert_eq!(pairs(&index), sorted(late.clone()));
     assert_eq!(index.stats().expiry, Some(Expiry::parse("8d").unwrap()));
     assert!(simdex::inspect::verify_index(&frozen, dir).unwrap().is_clean());
 }

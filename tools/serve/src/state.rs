@@ -193,15 +193,13 @@ fn open(options: &ServeOptions) -> Result<DocumentIndex, simdex_fingerprint::Err
         ServeDurability::Group => Durability::default(),
     };
     let sketches = options.sketches.then(|| SketchOptions::default().column());
-    let index_options = IndexOptions {
-        k: options.k,
-        durability,
-        create: !options.read_only,
-        sketches,
-        expiry: options.expiry,
-        create_in_nonempty: options.create_in_nonempty,
-        ..IndexOptions::default()
-    };
+    let index_options = IndexOptions::default()
+        .with_k(options.k)
+        .with_durability(durability)
+        .with_create(!options.read_only)
+        .with_sketches(sketches)
+        .with_expiry(options.expiry)
+        .with_create_in_nonempty(options.create_in_nonempty);
     if options.read_only {
         DocumentIndex::open_read_only(&options.dir, index_options)
     } else {

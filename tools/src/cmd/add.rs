@@ -103,15 +103,14 @@ pub fn run(args: Args) -> Result<()> {
     let chunks = ReadAhead::spawn(&args.input, READ_AHEAD)?;
     let defaults = IndexOptions::default();
     // Every group commit is fsynced before the next group is read.
-    let options = IndexOptions {
-        k: args.k,
-        durability: Durability::Sync,
-        memtable_ops: args.memtable_ops.unwrap_or(defaults.memtable_ops),
-        log_recovery: args.log_recovery.mode(),
-        expiry: args.expire_after,
-        create_in_nonempty: args.create_in_nonempty,
-        ..defaults
-    };
+    let memtable_ops = args.memtable_ops.unwrap_or(defaults.memtable_ops);
+    let options = defaults
+        .with_k(args.k)
+        .with_durability(Durability::Sync)
+        .with_memtable_ops(memtable_ops)
+        .with_log_recovery(args.log_recovery.mode())
+        .with_expiry(args.expire_after)
+        .with_create_in_nonempty(args.create_in_nonempty);
     if !args.no_space_check {
         check_free_space(&args.dir, options.memtable_ops)?;
     }
