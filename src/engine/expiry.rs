@@ -293,6 +293,17 @@ mod tests {
     }
 
     #[test]
+    fn the_worked_example_of_the_spec() {
+        // format-spec/manifest.md, "Expiry section", worked example
+        let mut b = Vec::new();
+        encode_section(&mut b, &Expiry::parse("30d").unwrap(), [5556, 5560].into_iter());
+        let spec = "00 8d 27 00 00 00 00 00 a0 f1 04 00 00 00 00 00 b4 15 00 00 00 00 00 00 b8 15 00 00 00 00 00 00";
+        let want: Vec<u8> = spec.split(' ').map(|h| u8::from_str_radix(h, 16).unwrap()).collect();
+        assert_eq!(b, want);
+        assert_eq!(Expiry::parse("30d").unwrap().epoch_start(5556), 1_800_144_000, "2027-01-17 00:00:00 UTC");
+    }
+
+    #[test]
     fn the_system_clock_reads_the_wall_clock() {
         let std_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
         assert!(SystemClock.now_secs().abs_diff(std_now) <= 2);
