@@ -136,7 +136,7 @@ fn compaction_drops_expired_segments_whole_and_keeps_the_others_as_they_are() {
     for day in 0..12u64 {
         clock.set(T0 + day * DAY + 60);
         let pairs: Vec<(u64, u64)> = (0..1_000).map(|i| (rng.next(), day * 10_000 + i)).collect();
-        index.insert_batch(&entries(&pairs)).unwrap();
+        index.insert_many(&entries(&pairs)).unwrap();
         index.flush().unwrap();
         index.compact_tiered().unwrap();
     }
@@ -261,7 +261,7 @@ fn expiring_workload(storage: &MemStorage) -> (Pairs, Pairs) {
     let index = Index::open(Path::new("idx"), options).unwrap();
     let mut rng = Rng(44);
     let early: Vec<(u64, u64)> = (0..60).map(|i| (rng.next(), i)).collect();
-    index.insert_batch(&entries(&early)).unwrap();
+    index.insert_many(&entries(&early)).unwrap();
     index.flush().unwrap();
     clock.set(T0 + 2 * DAY);
     let late: Vec<(u64, u64)> = (0..30).map(|i| (rng.next(), 100 + i)).collect();
