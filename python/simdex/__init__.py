@@ -39,6 +39,7 @@ from ._simdex import Index as _Index
 __all__ = [
     "Index",
     "Client",
+    "OutcomeUnknownError",
     "ServerUnavailableError",
     "DocumentMatch",
     "MatchColumns",
@@ -210,4 +211,4 @@ class Index(_Index):
 
 
 # the client of `simdex serve` (imported last: it uses the helpers above)
-from .client import Client, ServerUnavailableError  # noqa: E402
+from .client import Client, OutcomeUnknownError, ServerUnavailableError  # noqa: E402

@@ -62,6 +62,8 @@ pub struct Stats {
     pub synced_seq: u64,
     /// Every write up to this sequence number is in a segment or tombstone file.
     pub flushed_seq: u64,
+    /// fsyncs of the log since open (group commit shares one among many writes).
+    pub log_syncs: u64,
     /// Flushes and compactions since open.
     pub flushes: u64,
     /// See `flushes`.
@@ -133,6 +135,7 @@ impl Stats {
             last_seq,
             synced_seq,
             flushed_seq,
+            log_syncs: engine.log_syncs.load(Ordering::Relaxed),
             flushes: engine.flushes.load(Ordering::Relaxed),
             compactions: engine.compactions.load(Ordering::Relaxed),
             compaction_dropped_deleted: engine.dropped_deleted.load(Ordering::Relaxed),

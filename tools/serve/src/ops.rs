@@ -6,7 +6,7 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use simdex::many::{find_or_insert_many, query_many, Grouped};
+use simdex::many::{query_many, Grouped};
 use simdex::{FindOrInsert, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::document_batch::{self, DocumentAnswer, DocumentMatch};
@@ -78,6 +78,25 @@ fn document_query(o: &DocOptions) -> DocumentQuery {
     DocumentQuery::within(k).with_min_words(o.min_words.unwrap_or(0)).with_confirm(confirm)
 }
 
+/// `find_or_insert` of each item in order (as `simdex::many::find_or_insert_many`), saying
+/// how far it got when an item fails (a full disk): the error carries the items done and
+/// their matches, so the client knows which were stored and sends only the rest again.
+fn find_or_insert_each(index: &DocumentIndex, fps: &[u64], ids: &[u64], options: &QueryOptions) -> Result<Grouped, ApiError> {
+    let mut out = Grouped::with_capacity(fps.len());
+    for (&fp, &id) in fps.iter().zip(ids) {
+        match index.find_or_insert(fp, id, options) {
+            Ok(FindOrInsert::Found(m)) => out.push_item(m),
+            Ok(FindOrInsert::Inserted { .. }) => out.push_item([]),
+            Err(e) => {
+                let done = out.len();
+                let answers = (done > 0).then(|| Value::Array(out.items().map(rows).collect()));
+                return Err(index_error(e).after(done, answers));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Runs `request` against `index`.
 pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiError> {
     let within = |k: Option<u32>| QueryOptions::within(k.unwrap_or_else(|| index.k()));
@@ -93,7 +112,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
         Request::Add { fp, doc_id } => reply(json!({"seq": index.insert(fp, doc_id).map_err(index_error)?})),
         Request::Delete { fp, doc_id } => reply(json!({"seq": index.delete(fp, doc_id).map_err(index_error)?})),
         Request::QueryMany { fps, k, binary } => grouped(&query_many(index, &fps, &within(k)).map_err(index_error)?, binary),
-        Request::FindOrInsertMany { fps, doc_ids, k, binary } => grouped(&find_or_insert_many(index, &fps, &doc_ids, &within(k)).map_err(index_error)?, binary),
+        Request::FindOrInsertMany { fps, doc_ids, k, binary } => grouped(&find_or_insert_each(index, &fps, &doc_ids, &within(k))?, binary),
         Request::AddMany { fps, doc_ids } => {
             let records: Vec<(u64, Option<u64>)> = match doc_ids {
                 Some(ids) => fps.iter().zip(ids).map(|(&f, i)| (f, Some(i))).collect(),
@@ -181,6 +200,7 @@ pub fn stats(index: &DocumentIndex) -> Value {
         "last_seq": s.last_seq,
         "synced_seq": s.synced_seq,
         "flushed_seq": s.flushed_seq,
+        "log_syncs": s.log_syncs,
         "flushes": s.flushes,
         "compactions": s.compactions,
         "maintenance_error": s.maintenance_error,

@@ -21,12 +21,16 @@ pub struct ApiError {
     pub message: String,
     /// Seconds after which a retry may succeed (`Retry-After`), for 429, 503 and 507.
     pub retry_after: Option<u32>,
+    /// A batch that stopped part-way: the items done (stored or found, as the call would
+    /// have answered them) before the failure, and, for `find_or_insert_many`, their
+    /// matches (`{"done": n, "matches": [...]}` beside `kind` and `message`).
+    pub done: Option<(usize, Option<serde_json::Value>)>,
 }
 
 impl ApiError {
     /// An error without `Retry-After`.
     pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, kind, message: message.into(), retry_after: None }
+        ApiError { status, kind, message: message.into(), retry_after: None, done: None }
     }
 
     /// A 400: the request is malformed.
@@ -39,9 +43,21 @@ impl ApiError {
         ApiError { retry_after: Some(seconds), ..self }
     }
 
+    /// The same, for a batch that stopped after `done` items (with their answers).
+    pub fn after(self, done: usize, answers: Option<serde_json::Value>) -> Self {
+        ApiError { done: Some((done, answers)), ..self }
+    }
+
     /// The JSON body.
     pub fn body(&self) -> Vec<u8> {
-        serde_json::to_vec(&serde_json::json!({"error": {"kind": self.kind, "message": self.message}})).unwrap_or_default()
+        let mut error = serde_json::json!({"kind": self.kind, "message": self.message});
+        if let Some((done, answers)) = &self.done {
+            error["done"] = (*done).into();
+            if let Some(a) = answers {
+                error["matches"] = a.clone();
+            }
+        }
+        serde_json::to_vec(&serde_json::json!({ "error": error })).unwrap_or_default()
     }
 }
 
