@@ -50,7 +50,10 @@ pub struct ServeOptions {
     /// Open the index and bind the address, then stop without serving (a configuration check).
     pub check: bool,
     /// Threads answering connections (they run single-fingerprint calls themselves; batches,
-    /// documents and fsyncs run on a blocking pool beside them).
+    /// documents and fsyncs run on a blocking pool beside them). One by default, as Redis
+    /// runs: a second thread cost more CPU per call in wake-ups between the two than it
+    /// saved (benches/RESULTS.md, "Serve II"); more pay off with many clients on many cores
+    /// that mostly query.
     pub threads: usize,
 }
 
@@ -59,7 +62,7 @@ impl ServeOptions {
     /// (group commit), k = 3 with sketches (the server's choice: a Rust `Index::open` stores
     /// none unless asked), 64 MiB bodies, 256 requests in flight holding at most 1 GiB,
     /// connections as the descriptor limit allows, 10 s for a head, 60 s for a body, 30 s
-    /// to shut down.
+    /// to shut down, one thread answering connections.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         ServeOptions {
             dir: dir.into(),
@@ -79,7 +82,7 @@ impl ServeOptions {
             shutdown_timeout: Duration::from_secs(30),
             log_requests: false,
             check: false,
-            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            threads: 1,
         }
     }
 }

@@ -87,6 +87,11 @@ pub struct Args {
     /// Seconds a client has to send a request's body (408 after it).
     #[arg(long, default_value_t = 60.0, value_parser = crate::value_parsers::positive_f64)]
     body_timeout: f64,
+    /// Threads answering connections. They run single-fingerprint calls themselves (batches,
+    /// documents and fsyncs run on a pool beside them); more than one pays off with many
+    /// clients on many cores that mostly query.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    threads: u64,
     /// Log every failed request (server errors are always logged), as JSON lines on stderr.
     #[arg(long)]
     log_requests: bool,
@@ -128,6 +133,7 @@ pub fn run(args: Args) -> Result<()> {
     options.header_timeout = Duration::from_secs_f64(args.header_timeout);
     options.body_timeout = Duration::from_secs_f64(args.body_timeout);
     options.log_requests = args.log_requests;
+    options.threads = usize::try_from(args.threads).unwrap_or(1);
     options.check = args.check;
     simdex_serve::serve(options, |addr| {
         // the line scripts and tests wait for (port 0: the port chosen)
