@@ -18,10 +18,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use simdex::batch::{batch_query_each, BatchOptions};
-use simdex::cluster::{clusters_with, ClusterOptions};
 use simdex::storage::FsStorage;
+use simdex::{batch_query_each, BatchOptions};
 use simdex::{build_segment, BuildOptions, Segment};
+use simdex::{clusters_with, ClusterOptions};
 
 #[path = "common.rs"]
 mod common;

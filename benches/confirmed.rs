@@ -19,7 +19,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use simdex::confirm::minhash_resemblance;
+use simdex::minhash_resemblance;
 use simdex::{ConfirmOptions, Durability, Index, IndexOptions, QueryOptions};
 use simdex_fingerprint::sketch::SketchOptions;
 

@@ -4,7 +4,7 @@
 //! [`near_pairs`] is the self-join of a set's permuted tables (`join/`): a segment's, an
 //! in-memory set's ([`SortedTables`]), or, for an index snapshot of several parts, each
 //! part's and the joins between parts. [`clusters`] joins the pairs by union-find and adds
-//! fingerprints stored more than once. [`UnionFind`] and [`clusters_from_pairs`] know nothing
+//! fingerprints stored more than once. `UnionFind` and [`clusters_from_pairs`] know nothing
 //! of fingerprints: items are `0..n`, pairs are `(a, b)`.
 
 // Indexing: union-find over dense ids below the number of fingerprints, assigned here.
@@ -227,7 +227,7 @@ impl Members {
 
 /// Disjoint sets over `0..n` with path halving and union by size.
 #[derive(Debug, Clone, Default)]
-pub struct UnionFind {
+pub(crate) struct UnionFind {
     parent: Vec<u32>,
     size: Vec<u32>,
 }
@@ -245,11 +245,6 @@ impl UnionFind {
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.parent.len()
-    }
-
-    /// Whether there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.parent.is_empty()
     }
 
     /// The representative of `x`'s set.

@@ -143,7 +143,11 @@ fn query_many_probed(snapshot: &Snapshot, fps: &[u64], options: &QueryOptions) -
 
 /// `work` of consecutive parts of `items`, one part per core (parts of at least
 /// `min_per_thread` items, all on this thread when that makes one part); the answers in order.
-pub fn on_every_core<I: Sync, R: Send, E: Send>(items: &[I], min_per_thread: usize, work: impl Fn(&[I]) -> std::result::Result<R, E> + Sync) -> std::result::Result<Vec<R>, E> {
+pub(crate) fn on_every_core<I: Sync, R: Send, E: Send>(
+    items: &[I],
+    min_per_thread: usize,
+    work: impl Fn(&[I]) -> std::result::Result<R, E> + Sync,
+) -> std::result::Result<Vec<R>, E> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(items.len().div_ceil(min_per_thread.max(1))).max(1);
     if threads == 1 {

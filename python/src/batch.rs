@@ -4,7 +4,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use simdex::many::Grouped;
+use simdex::Grouped;
 use simdex::Match;
 
 /// One match as Python sees it: (fingerprint, distance, doc_id).

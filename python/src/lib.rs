@@ -25,7 +25,7 @@ mod spark_index;
 use batch::{u64s, Row};
 use document_batch::DocumentAnswer;
 use errors::{fp_error, to_py};
-use simdex::many::Grouped;
+use simdex::Grouped;
 use simdex_fingerprint::document_batch as docs_batch;
 
 fn rows(matches: Vec<Match>) -> Vec<Row> {
@@ -234,7 +234,7 @@ impl Index {
     fn _query_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, k: Option<u32>, columnar: bool) -> PyResult<PyObject> {
         let index = self.get()?;
         let fps = u64s(fps.as_bytes(), "fps")?;
-        let grouped = py.allow_threads(|| simdex::many::query_many(&index, &fps, &query_options(&index, k))).map_err(to_py)?;
+        let grouped = py.allow_threads(|| simdex::query_many(&index, &fps, &query_options(&index, k))).map_err(to_py)?;
         grouped_to_py(py, grouped, columnar)
     }
 
@@ -246,7 +246,7 @@ impl Index {
         if fps.len() != ids.len() {
             return Err(PyValueError::new_err(format!("fps and doc_ids differ in length ({} and {})", fps.len(), ids.len())));
         }
-        let grouped = py.allow_threads(|| simdex::many::find_or_insert_many(&index, &fps, &ids, &query_options(&index, k))).map_err(to_py)?;
+        let grouped = py.allow_threads(|| simdex::find_or_insert_many(&index, &fps, &ids, &query_options(&index, k))).map_err(to_py)?;
         grouped_to_py(py, grouped, columnar)
     }
 

@@ -1,4 +1,4 @@
-//! The planner: the paper's `X(f, k, d)` rule ([`min_tables`]), the cost model (expected
+//! The planner: the paper's `X(f, k, d)` rule (`min_tables`, the tests' oracle), the cost model (expected
 //! candidates per probe, bits per entry against the information bound) and [`plan`], which
 //! weighs every candidate recipe for a count and says why it chose one.
 
@@ -12,10 +12,12 @@ use super::{binomial, block_widths, Design, DesignError, DEFAULT_MAX_CANDIDATES_
 /// chooses `r - k` of them; the worst table (the narrowest choice) decides.
 ///
 /// Returns `None` when no design within [`MAX_LEVELS`] levels reaches the bound.
-pub fn min_tables(f: u32, k: u32, d: f64, tau: f64) -> Option<u64> {
+#[cfg(test)]
+pub(crate) fn min_tables(f: u32, k: u32, d: f64, tau: f64) -> Option<u64> {
     min_tables_at(f, k, d, tau, 0)
 }
 
+#[cfg(test)]
 fn min_tables_at(f: u32, k: u32, d: f64, tau: f64, depth: usize) -> Option<u64> {
     if d <= tau {
         return Some(1);

@@ -2,10 +2,10 @@
 //! shape, in memory, and over index snapshots with the same jobs over their live pairs.
 
 use proptest::prelude::*;
-use simdex::batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
-use simdex::cluster::{clusters, clusters_with, near_pairs, near_pairs_each, ClusterOptions};
 use simdex::plan::{Design, MAX_K};
 use simdex::SortedTables;
+use simdex::{batch_query, batch_query_each, BatchMatch, BatchOptions};
+use simdex::{clusters, clusters_with, near_pairs, near_pairs_each, ClusterOptions};
 use simdex::{BuildOptions, Segment};
 use std::collections::BTreeSet;
 
@@ -139,8 +139,8 @@ fn batch_refuses_k_above_8() {
 /// answers over one segment of the live pairs.
 #[test]
 fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
-    use simdex::split::{split, SplitOptions};
     use simdex::storage::MemStorage;
+    use simdex::{split, SplitOptions};
     use simdex::{CompactionOptions, IndexOptions};
     use simdex::{Durability, Index};
     use std::sync::Arc;
@@ -266,7 +266,7 @@ fn grouped(n: usize, seed: u64) -> Vec<u64> {
 /// The clusters by brute force: connected components of the pairs within `k` (label
 /// propagation), every stored entry of a component, plus fingerprints stored more than
 /// once; largest first, ties by members.
-fn brute_clusters(fps: &[u64], ids: Option<&[u64]>, k: u32) -> Vec<simdex::cluster::Cluster> {
+fn brute_clusters(fps: &[u64], ids: Option<&[u64]>, k: u32) -> Vec<simdex::Cluster> {
     use std::collections::BTreeMap;
     let pairs = brute_pairs(fps, k);
     let mut label: BTreeMap<u64, u64> = fps.iter().map(|&f| (f, f)).collect();
@@ -289,12 +289,12 @@ fn brute_clusters(fps: &[u64], ids: Option<&[u64]>, k: u32) -> Vec<simdex::clust
     for (i, &f) in fps.iter().enumerate() {
         groups.entry(label[&f]).or_default().push((f, ids.map(|ids| ids[i])));
     }
-    let mut out: Vec<simdex::cluster::Cluster> = groups
+    let mut out: Vec<simdex::Cluster> = groups
         .into_values()
         .filter(|m| m.len() > 1)
         .map(|mut members| {
             members.sort_unstable();
-            simdex::cluster::Cluster { members }
+            simdex::Cluster { members }
         })
         .collect();
     out.sort_by(|a, b| b.members.len().cmp(&a.members.len()).then(a.members.cmp(&b.members)));

@@ -43,7 +43,7 @@ fn sketched_fixture_dir_of(version: u32) -> PathBuf {
 
 /// The sketch layout of the sketched fixture: 16 bytes, 128 one-bit MinHash values.
 fn sketch_column() -> simdex::SketchColumn {
-    simdex::SketchColumn { bytes: 16, scheme: simdex::confirm::minhash_scheme(1, 128, 1) }
+    simdex::SketchColumn { bytes: 16, scheme: simdex::minhash_scheme(1, 128, 1) }
 }
 
 /// The sketch the sketched workload stores with `(fp, id)`: none for every fifth id.

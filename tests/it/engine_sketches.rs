@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use simdex::confirm::{minhash_resemblance, minhash_scheme};
 use simdex::storage::MemStorage;
+use simdex::{minhash_resemblance, minhash_scheme};
 use simdex::{ConfirmOptions, ConfirmedMatch, Error, FindOrInsert, Index, IndexOptions, QueryOptions, SketchColumn};
 
 use crate::common::Rng;

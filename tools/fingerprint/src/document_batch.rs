@@ -5,7 +5,6 @@
 //! would make of that document. Also the similarity each match's sketches estimate. The
 //! fronts that take document batches (the Python package, `simdex serve`) call these.
 
-use simdex::many::on_every_core;
 use simdex::{ConfirmOptions, FindOrInsert, Match, QueryOptions};
 
 use crate::document::{Document, InvalidUtf8};
@@ -97,7 +96,21 @@ pub fn analyse_all(index: &DocumentIndex, docs: &[DocumentInput<'_>], sketched: 
         let mut sketcher = sketch_options.map(Sketcher::new).transpose().map_err(|e| Error::InvalidOptions(format!("the index's sketch recipe: {e}")))?;
         Ok::<Vec<Analysed>, Error>(part.iter().map(|&doc| analyse(&mut fp, sketcher.as_mut(), doc)).collect())
     };
-    Ok(on_every_core(docs, 8, analyse_part)?.into_iter().flatten().collect())
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = docs.len().div_ceil(cores).max(8);
+    if docs.len() <= per_thread {
+        return analyse_part(docs);
+    }
+    let parts: Vec<Result<Vec<Analysed>, Error>> = std::thread::scope(|s| {
+        let analyse_part = &analyse_part;
+        let handles: Vec<_> = docs.chunks(per_thread).map(|part| s.spawn(move || analyse_part(part))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    let mut out = Vec::with_capacity(docs.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
 }
 
 fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, doc: DocumentInput<'_>) -> Analysed {

@@ -1,12 +1,12 @@
-//! Runs a decoded [`Request`] against the index (blocking: the server calls it on the
-//! blocking pool) and encodes its answer, JSON or binary, as `format-spec/protocol.md`
+//! Runs a decoded [`Request`] against the index (blocking: the server runs single
+//! fingerprints on the connection's thread, the rest on the blocking pool) and encodes its answer, JSON or binary, as `format-spec/protocol.md`
 //! specifies; maps the library's errors onto [`ApiError`]s.
 
 use std::io::ErrorKind;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use simdex::many::{query_many, Grouped};
+use simdex::{query_many, Grouped};
 use simdex::{FindOrInsert, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::document_batch::{self, DocumentAnswer, DocumentMatch};
@@ -78,7 +78,7 @@ fn document_query(o: &DocOptions) -> DocumentQuery {
     DocumentQuery::within(k).with_min_words(o.min_words.unwrap_or(0)).with_confirm(confirm)
 }
 
-/// `find_or_insert` of each item in order (as `simdex::many::find_or_insert_many`), saying
+/// `find_or_insert` of each item in order (as `simdex::find_or_insert_many`), saying
 /// how far it got when an item fails (a full disk): the error carries the items done and
 /// their matches, so the client knows which were stored and sends only the rest again.
 fn find_or_insert_each(index: &DocumentIndex, fps: &[u64], ids: &[u64], options: &QueryOptions) -> Result<Grouped, ApiError> {

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
-use simdex::batch::{batch_query_each, BatchOptions};
+use simdex::{batch_query_each, BatchOptions};
 use simdex::{Source, Stored};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut matches = 0u64;
     // When the first match is handed over: the join is done, the sorted matches stream out.
     let mut first_match: Option<Instant> = None;
-    let mut write = |m: simdex::batch::BatchMatch| -> std::io::Result<()> {
+    let mut write = |m: simdex::BatchMatch| -> std::io::Result<()> {
         if first_match.is_none() {
             first_match = Some(Instant::now());
         }

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::cluster::{clusters_with, ClusterOptions};
+use simdex::{clusters_with, ClusterOptions};
 use simdex::{Source, Stored};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};

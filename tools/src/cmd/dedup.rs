@@ -2,7 +2,7 @@
 //! distance k among the remaining documents, grouped into clusters by union-find.
 //!
 //! Near-duplicate pairs are found exactly by the library's self-join of the fingerprints,
-//! sorted into permuted tables in memory (`simdex::cluster::near_pairs` over
+//! sorted into permuted tables in memory (`simdex::near_pairs` over
 //! `SortedTables`). By default every pair within k is then confirmed: kept only when the
 //! documents' sketches (`simdex_fingerprint::sketch`, computed in memory) estimate a
 //! resemblance of at least `--confirm-threshold`. On the dev corpus this lifts F1 from 0.72
@@ -20,8 +20,8 @@ use crate::recipe_args::RecipeArgs;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::cluster::{clusters_from_pairs, near_pairs};
 use simdex::SortedTables;
+use simdex::{clusters_from_pairs, near_pairs};
 use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::Fingerprinter;
 use std::collections::{BTreeMap, HashMap};

@@ -3,10 +3,10 @@
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::split::{split, SplitOptions};
 use simdex::storage::FsStorage;
 use simdex::Codec;
 use simdex::Source;
+use simdex::{split, SplitOptions};
 use std::path::PathBuf;
 
 use crate::progress;
