@@ -50,11 +50,13 @@ impl ApiError {
 
     /// The JSON body.
     pub fn body(&self) -> Vec<u8> {
-        let mut error = serde_json::json!({"kind": self.kind, "message": self.message});
+        let mut error = serde_json::Map::new();
+        error.insert("kind".into(), self.kind.into());
+        error.insert("message".into(), self.message.clone().into());
         if let Some((done, answers)) = &self.done {
-            error["done"] = (*done).into();
+            error.insert("done".into(), (*done).into());
             if let Some(a) = answers {
-                error["matches"] = a.clone();
+                error.insert("matches".into(), a.clone());
             }
         }
         serde_json::to_vec(&serde_json::json!({ "error": error })).unwrap_or_default()

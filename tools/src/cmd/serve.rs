@@ -25,9 +25,9 @@ use simdex_serve::ServeOptions;
 /// bytes per byte of its Content-Length, or of --max-body-mib without one; 64 KiB at
 /// least) and one of --max-in-flight before its body is read, and holds them until it is
 /// answered; a request that finds either used up is answered 503 at once. The worst case
-/// is --max-memory-mib, plus about 80 KiB per open connection (its 64 KiB head buffer
-/// and its state), plus the index's own memory (memtables: about 110 MiB at the defaults,
-/// see `IndexOptions::memtable_ops`).
+/// is --max-memory-mib, plus at most about 80 KiB per open connection (its head buffer of
+/// up to 64 KiB and its state), plus the index's own memory (an active memtable and up to
+/// three frozen ones, about 114 MiB each at the defaults; format-spec/protocol.md, "Limits").
 ///
 /// Descriptors: the soft limit (ulimit -n) is raised to the hard one at start; 64
 /// descriptors are kept for the index and 16 for the server, and connections beyond the
