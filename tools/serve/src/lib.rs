@@ -41,7 +41,7 @@ use state::Shared;
 
 /// The buffer a request head (request line and headers) may fill before the connection is
 /// closed (hyper checks it between reads, so one read may go beyond it): hyper's default
-/// (about 400 KB) times 20,000 connections would let clients pin 8 GB.
+/// (about 400 KB) times tens of thousands of connections would let clients pin gigabytes.
 const MAX_HEAD: usize = 64 << 10;
 
 /// The answer to a connection over `--max-connections`.
