@@ -95,9 +95,10 @@ fn under_a_low_descriptor_limit_idle_connections_are_refused_never_the_writer() 
     let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.pid())).unwrap();
     let nofile = limits.lines().find(|l| l.starts_with("Max open files")).unwrap().split_whitespace().skip(3).take(2).collect::<Vec<_>>();
     assert_eq!(nofile, ["256", "256"], "soft limit raised to the hard one: {limits}");
-    assert!(server.log().contains("\"descriptor_limit\":256"), "{}", server.log());
+    let log = server.log_with("\"listening\"");
+    assert!(log.contains("\"descriptor_limit\":256") && log.contains("\"descriptor_limit_raised_from\":128"), "{log}");
     let allowed = 256 - simdex_serve::INDEX_RESERVE as usize - simdex_serve::SERVER_OWN as usize;
-    assert!(server.log().contains(&format!("\"max_connections\":{allowed}")), "{}", server.log());
+    assert!(log.contains(&format!("\"max_connections\":{allowed}")), "{log}");
 
     let mut writer = server.client();
     let mut rng = Rng(37);
@@ -205,7 +206,8 @@ fn the_listen_backlog_is_the_systems_somaxconn() {
     };
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("idx"), &[]);
-    assert!(server.log().contains(&format!("\"backlog\":{}", somaxconn.trim())), "{}", server.log());
+    let log = server.log_with("\"listening\"");
+    assert!(log.contains(&format!("\"backlog\":{}", somaxconn.trim())), "{log}");
     // the kernel's view: a listening socket's Send-Q is its backlog
     let Ok(out) = std::process::Command::new("ss").args(["-Hltn", &format!("sport = :{}", server.addr.port())]).output() else {
         eprintln!("skipped the kernel's view: no ss");

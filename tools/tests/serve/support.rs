@@ -125,6 +125,20 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// What the server logged, once it holds `needle` (its standard error is read apart from
+    /// the `listening on` line: it may lag behind); panics after 10 s without it.
+    pub fn log_with(&self, needle: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let log = self.log();
+            if log.contains(needle) {
+                return log;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "no {needle:?} in the log: {log}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Kills it with SIGKILL and reaps it.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
