@@ -23,6 +23,7 @@ pub const DEFAULT_PAIR_MEMORY: usize = 64 << 20;
 
 /// How to find near-duplicate pairs and clusters.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ClusterOptions {
     /// Largest Hamming distance between near-duplicates: at most [`crate::plan::MAX_K`]
     /// (above the set's own `k`, answered by multi-probe).
@@ -37,6 +38,8 @@ pub struct ClusterOptions {
     /// fails or is dropped). `None`: [`std::env::temp_dir`].
     pub spill_dir: Option<PathBuf>,
 }
+
+__with_fields!(ClusterOptions { k: u32 => with_k, threads: usize => with_threads, pair_memory: usize => with_pair_memory, spill_dir: Option<PathBuf> => with_spill_dir });
 
 impl ClusterOptions {
     /// Distance `k`, one thread per available core, [`DEFAULT_PAIR_MEMORY`], the system's

@@ -67,6 +67,27 @@ macro_rules! internal_mod {
     };
 }
 
+/// Builder methods for an options struct: `with_FIELD(value)` returns the options with that
+/// field set, so callers outside the crate build `#[non_exhaustive]` options from a default
+/// (`IndexOptions::default().with_k(4)`), and new fields never break them. Shared by the
+/// workspace's library crates; not an API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_fields {
+    ($t:ty { $($f:ident: $ty:ty => $with:ident),* $(,)? }) => {
+        impl $t {
+            $(
+                #[doc = concat!("The same options with [`", stringify!($f), "`](Self::", stringify!($f), ") set.")]
+                #[must_use]
+                pub fn $with(mut self, $f: $ty) -> Self {
+                    self.$f = $f;
+                    self
+                }
+            )*
+        }
+    };
+}
+
 mod batch;
 mod cluster;
 internal_mod!(codec);
@@ -96,15 +117,15 @@ mod stored;
 pub use batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
 pub use cluster::{clusters, clusters_from_pairs, clusters_with, near_pairs, near_pairs_each, Cluster, ClusterOptions, DEFAULT_PAIR_MEMORY};
 pub use codec::Codec;
-pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions, ConfirmedMatch, MINHASH_TAG};
+pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions, MINHASH_TAG};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
 pub use engine::snapshot::{Deletes, Snapshot};
-pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, Stats};
-pub use error::{Error, Location, Result};
+pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, StatValue, Stats};
+pub use error::{Error, ErrorKind, Location, Result};
 pub use integrity::{verify_crc, CrcMismatch};
-pub use many::{find_or_insert_many, query_many, Grouped};
+pub use many::{find_or_insert_many, query_many, Grouped, MatchColumns};
 pub use plan::MAX_K;
-pub use query::{Match, QueryOptions};
+pub use query::{Entry, Match, QueryOptions};
 pub use segment::SketchColumn;
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
 pub use split::{split, Chunk, Chunks, SplitOptions};

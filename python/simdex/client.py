@@ -50,6 +50,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import urlsplit
 
 from ._simdex import BinaryDocumentError, CorruptError, EmptyDocumentError, Error, RecipeMismatchError
+from ._types import DocumentMatch, MatchColumns, _numpy, _u64_bytes
 
 __all__ = ["Client", "OutcomeUnknownError", "ServerUnavailableError"]
 
@@ -405,7 +406,6 @@ class Client:
         fingerprint gets its insert's sequence number as id. Returns the count. Never
         sent twice: a lost answer raises ``OutcomeUnknownError``. On a full disk the batch is
         stored whole or not at all (``Error`` with ``status`` 507)."""
-        from . import _u64_bytes
 
         f = _u64_bytes(fps, "fps")
         if doc_ids is None:
@@ -431,7 +431,6 @@ class Client:
         return int(self._call("delete", {"fp": fp, "doc_id": doc_id})["seq"])
 
     def _grouped(self, raw: bytes, columnar: bool) -> Any:
-        from . import MatchColumns, _numpy
 
         n, m = int.from_bytes(raw[0:8], "little"), int.from_bytes(raw[8:16], "little")
         cols = [raw[16 + i * 8 * m : 16 + (i + 1) * 8 * m] for i in range(3)]
@@ -458,7 +457,6 @@ class Client:
         """``query`` of every fingerprint, all answered over one snapshot on the server: per
         item its list of (fingerprint, distance, doc_id), or with ``columnar=True`` one
         ``MatchColumns``. Sent in the binary form. Retried."""
-        from . import _u64_bytes
 
         raw = self._call("query_many", binary=_u64_bytes(fps, "fps"), query=f"k={k}" if k is not None else "", safe=True)
         return self._grouped(raw, columnar)
@@ -467,7 +465,6 @@ class Client:
         """``find_or_insert`` of every (fps[i], doc_ids[i]) in order, as if called one by one:
         per item its matches, or [] when it was inserted (``columnar=True``: a
         ``MatchColumns``). Sent in the binary form. Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
-        from . import _u64_bytes
 
         f, ids = _u64_bytes(fps, "fps"), _u64_bytes(doc_ids, "doc_ids")
         if len(f) != len(ids):
@@ -503,7 +500,6 @@ class Client:
     def fingerprint_documents(self, docs: Sequence[Union[str, bytes]], html: Optional[bool] = None) -> Any:
         """The fingerprints of documents (a numpy uint64 array), made on the server's cores.
         Retried."""
-        from . import _numpy
 
         np = _numpy("fingerprint_documents")
         out = self._call("fingerprint_documents", {"docs": [_document(d, html) for d in docs]}, safe=True)
@@ -570,6 +566,5 @@ class Client:
 
 
 def _answer(r: Dict[str, Any]) -> Tuple[int, List[Any], int]:
-    from . import DocumentMatch
 
     return int(r["fingerprint"]), [DocumentMatch(m[0], m[1], m[2], m[3]) for m in r["matches"]], int(r["words"])

@@ -9,7 +9,7 @@
 
 use super::state::Engine;
 use super::version::Version;
-use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmOptions, ConfirmedMatch};
+use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmOptions};
 use crate::error::{Error, Result};
 use crate::query::{Match, QueryOptions};
 
@@ -42,7 +42,7 @@ pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k
 }
 
 /// The confirmed near-duplicates in `version` of a document with `fingerprint` and `sketch`.
-pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<ConfirmedMatch>> {
+pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
     let (hashes, bits) = estimator(engine)?;
     if sketch.len() != engine.sketch_width() {
         return Err(Error::InvalidArgument(format!("a {}-byte query sketch: the index's sketches are {} bytes", sketch.len(), engine.sketch_width())));
@@ -63,7 +63,7 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
             None => matched.distance <= options.unsketched_k,
         };
         if accept {
-            out.push(ConfirmedMatch { matched, similarity });
+            out.push(Match { similarity, ..matched });
         }
     }
     Ok(out)

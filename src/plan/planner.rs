@@ -62,6 +62,7 @@ fn min_tables_at(f: u32, k: u32, d: f64, tau: f64, depth: usize) -> Option<u64> 
 
 /// What the planner is asked for.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PlanOptions {
     /// Largest Hamming distance queries must be answered for (`0..=8`).
     pub k: u32,
@@ -72,6 +73,8 @@ pub struct PlanOptions {
     /// Exactly this many tables (overrides the candidate bound).
     pub tables: Option<usize>,
 }
+
+__with_fields!(PlanOptions { k: u32 => with_k, count: u64 => with_count, max_candidates_log2: f64 => with_max_candidates_log2, tables: Option<usize> => with_tables });
 
 impl PlanOptions {
     /// Defaults for `count` fingerprints and distance `k`.

@@ -41,6 +41,7 @@ use crate::engine::manifest::SegmentMeta;
 
 /// How compaction chooses and merges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompactionOptions {
     /// Segments of one tier that trigger a merge, and the size ratio between tiers (>= 2);
     /// below `fanout^2` flushes the newest segments also absorb each other (the small
@@ -64,6 +65,8 @@ pub struct CompactionOptions {
     /// interval record none.
     pub checkpoint_interval: Option<std::time::Duration>,
 }
+
+__with_fields!(CompactionOptions { fanout: usize => with_fanout, buffer_entries: usize => with_buffer_entries, automatic: bool => with_automatic, max_merge_entries: u64 => with_max_merge_entries, checkpoint_interval: Option<std::time::Duration> => with_checkpoint_interval });
 
 impl Default for CompactionOptions {
     fn default() -> Self {

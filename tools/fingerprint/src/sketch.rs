@@ -76,6 +76,7 @@ pub enum SketchError {
 
 /// The sketch's shape: how many hash functions, how many bits of each are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct SketchOptions {
     /// Hash functions (values in the sketch).
     pub hashes: u32,
@@ -91,6 +92,11 @@ impl Default for SketchOptions {
 }
 
 impl SketchOptions {
+    /// `hashes` values of `bits` bits ([`Self::validate`] says whether that is a valid sketch).
+    pub fn new(hashes: u32, bits: u32) -> Self {
+        SketchOptions { hashes, bits }
+    }
+
     /// Fails unless the options give a valid sketch (see [`SketchError::BadOptions`]).
     pub fn validate(&self) -> Result<(), SketchError> {
         let total = u64::from(self.hashes) * u64::from(self.bits);

@@ -174,7 +174,7 @@ fn wait_unshared(mut index: Arc<DocumentIndex>) -> DocumentIndex {
 
 fn open(options: &ServeOptions) -> Result<DocumentIndex, simdex_fingerprint::Error> {
     let sketches = options.sketches.then(|| SketchOptions::default().column());
-    let index_options = IndexOptions { k: options.k, durability: options.durability, create: !options.read_only, sketches, ..IndexOptions::default() };
+    let index_options = IndexOptions::default().with_k(options.k).with_durability(options.durability).with_create(!options.read_only).with_sketches(sketches);
     if options.read_only {
         DocumentIndex::open_read_only(&options.dir, index_options)
     } else {

@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let mut answered: HashSet<u64> = HashSet::new();
-    let mut options = BatchOptions { match_memory: args.match_memory, spill_dir: args.spill_dir.clone(), ..BatchOptions::new(args.k) };
+    let mut options = BatchOptions::new(args.k).with_match_memory(args.match_memory).with_spill_dir(args.spill_dir.clone());
     if let Some(t) = args.threads {
         if t == 0 {
             bail!("--threads 0: at least one thread is needed");
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> Result<()> {
         if args.json {
             answered.insert(m.query);
         }
-        let one = simdex::Match { fingerprint: m.fingerprint, distance: m.distance, doc_id: m.doc_id };
+        let one = simdex::Match::new(m.fingerprint, m.distance, m.doc_id);
         let ids = ids_of.get(&m.query).map_or(&[][..], Vec::as_slice);
         let qids = ids.iter().copied().map(Some).chain(ids.is_empty().then_some(None));
         for qid in qids {

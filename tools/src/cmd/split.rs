@@ -49,7 +49,7 @@ pub fn run(args: Args) -> Result<()> {
     let source = Source::open(&args.index)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let bar = progress::steps(0, "splitting");
-    let options = SplitOptions { parts: args.parts, k: args.k, codec: args.codec };
+    let options = SplitOptions::new(args.parts).with_k(args.k).with_codec(args.codec);
     let written = split(&source, &FsStorage, &args.out, &options, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
