@@ -258,7 +258,7 @@ fn numbered_inserts_from_many_threads_never_share_an_id() {
 fn durability_sync_shares_fsyncs_among_concurrent_writers_and_every_returned_write_survives_a_crash() {
     let storage = MemStorage::default();
     let dir = Path::new("idx");
-    let options = IndexOptions { storage: Arc::new(storage.clone()), durability: Durability::Sync, ..IndexOptions::default() };
+    let options = IndexOptions::default().with_storage(Arc::new(storage.clone())).with_durability(Durability::Sync);
     let index = Arc::new(Index::open(dir, options.clone()).unwrap());
     let (threads, each) = (8u64, 100u64);
     let writers: Vec<_> = (0..threads)
@@ -272,7 +272,7 @@ fn durability_sync_shares_fsyncs_among_concurrent_writers_and_every_returned_wri
                     match i % 3 {
                         0 => drop(index.insert(pair.0, pair.1).unwrap()),
                         1 => assert!(matches!(index.find_or_insert(pair.0, pair.1, &QueryOptions::within(0)).unwrap(), FindOrInsert::Inserted { .. })),
-                        _ => drop(index.insert_batch(&[pair]).unwrap()),
+                        _ => drop(index.insert_batch(&[pair.into()]).unwrap()),
                     }
                     returned.push(pair);
                 }
@@ -287,7 +287,7 @@ fn durability_sync_shares_fsyncs_among_concurrent_writers_and_every_returned_wri
     // a crash now: the storage keeps only what was synced
     let crashed = storage.restart();
     drop(index);
-    let reopened = Index::open(dir, IndexOptions { storage: Arc::new(crashed), ..options }).unwrap();
-    let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().collect();
+    let reopened = Index::open(dir, options.with_storage(Arc::new(crashed))).unwrap();
+    let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect();
     assert_eq!(live, returned, "every write that returned under Durability::Sync survived the crash");
 }
