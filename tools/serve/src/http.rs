@@ -155,25 +155,18 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>, path: &str) -> Resu
         Ok(Err(e)) => return Err(fail(Some(op), ApiError::bad_request(format!("reading the request body: {e}")))),
         Ok(Ok(b)) => b.to_bytes(),
     };
-    let request = protocol::decode(op, content_type.as_deref(), query.as_deref(), &body).map_err(|e| fail(Some(op), e))?;
-    drop(body);
-    let items = request.items();
-    let Some(index) = shared.index() else {
-        let e = if shared.recovering() {
-            ApiError::new(503, "recovering", "the index is being reopened after its writer failed")
-        } else {
-            ApiError::new(503, "starting", "the index is not open yet")
-        };
-        return Err((Some(op), started, items, e.retry_after(1)));
-    };
-    // A single fingerprint's call takes microseconds: this thread runs it (a hop to the
-    // blocking pool and back cost more than the call). Batches, documents, fsyncs and
-    // whole-index work run on the blocking pool, and so do writes that wait for an fsync.
-    let outcome = if runs_here(op, shared.options.durability) {
-        ops::execute(&index, request)
+    // A single fingerprint's call takes microseconds: this thread decodes and runs it (a hop
+    // to the blocking pool and back cost more than the call). Large bodies, batches,
+    // documents, fsyncs and whole-index work run on the blocking pool, and so do writes that
+    // wait for an fsync.
+    let (items, outcome) = if runs_here(op, shared.options.durability) && body.len() <= INLINE_BODY {
+        work(shared, op, content_type.as_deref(), query.as_deref(), body)
     } else {
         // (the call runs to its end even when the client goes away meanwhile)
-        tokio::task::spawn_blocking(move || ops::execute(&index, request)).await.unwrap_or_else(|e| Err(ApiError::new(500, "internal", format!("the operation panicked: {e}"))))
+        let task_shared = Arc::clone(shared);
+        tokio::task::spawn_blocking(move || work(&task_shared, op, content_type.as_deref(), query.as_deref(), body))
+            .await
+            .unwrap_or_else(|e| (0, Err(ApiError::new(500, "internal", format!("the operation panicked: {e}")))))
     };
     match outcome {
         Ok(reply) => {
@@ -196,6 +189,31 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>, path: &str) -> Resu
             Err((Some(op), started, items, e))
         }
     }
+}
+
+/// Bodies up to this size may be decoded on the connection's thread (a single
+/// fingerprint's call is a few dozen bytes).
+const INLINE_BODY: usize = 4 << 10;
+
+/// Decodes `body` as `op`'s request and runs it: the items it carried (0 when it did not
+/// decode) and the answer. The index is looked up after decoding, so a malformed request
+/// is told so also while the index opens.
+fn work(shared: &Shared, op: Op, content_type: Option<&str>, query: Option<&str>, body: Bytes) -> (usize, Result<Reply, ApiError>) {
+    let request = match protocol::decode(op, content_type, query, &body) {
+        Ok(r) => r,
+        Err(e) => return (0, Err(e)),
+    };
+    drop(body);
+    let items = request.items();
+    let Some(index) = shared.index() else {
+        let e = if shared.recovering() {
+            ApiError::new(503, "recovering", "the index is being reopened after its writer failed")
+        } else {
+            ApiError::new(503, "starting", "the index is not open yet")
+        };
+        return (items, Err(e.retry_after(1)));
+    };
+    (items, ops::execute(&index, request))
 }
 
 /// True for the calls the connection's thread runs itself: single fingerprints (and
