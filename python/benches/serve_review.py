@@ -13,7 +13,9 @@ once with the binary (and client) of each build.
 - batch: a ``find_or_insert_many`` of 200 items meeting a full disk: what its answer says
   against what was stored;
 - gauge, backlog and sketches: the in-flight gauge after clients went away mid-request, the
-  listen backlog, and the disk of 200,000 fingerprint-only inserts with and without sketches.
+  listen backlog, and the disk of 200,000 fingerprint-only inserts with and without sketches;
+- budget (not in the default run): what one request holds, per byte of body and per item,
+  for each fingerprint batch and document shape (the memory budget's factors).
 
     python python/benches/serve_review.py --simdex target/release/simdex [--client PATH]
 
@@ -322,11 +324,49 @@ def small_leaks(binary, root):
     return out
 
 
+def budget(binary, root, n=2_000_000):
+    """Peak resident growth of one request at a time against a fresh server, per shape."""
+    import random
+
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    fps, ids = rng.integers(0, 2**63, n, dtype=np.uint64), np.arange(n, dtype=np.uint64)
+    zeros = b"[" + b",".join([b"0"] * n) + b"]"
+    words = random.Random(1)
+    vocab = [f"x{i}" for i in range(1_000_000)]
+    page = " ".join(words.choice(vocab) for _ in range(3_000_000))
+    shapes = {
+        "add_many json zeros no ids": ("add_many", b'{"fps":' + zeros + b"}", "application/json", n),
+        "add_many json zeros ids": ("add_many", b'{"fps":' + zeros + b',"doc_ids":' + zeros + b"}", "application/json", n),
+        "add_many binary": ("add_many", le(fps) + le(ids), "application/octet-stream", n),
+        "delete_many binary": ("delete_many", le(fps) + le(ids), "application/octet-stream", n),
+        "find_or_insert_many binary": ("find_or_insert_many", le(fps) + le(ids), "application/octet-stream", n),
+        "find_or_insert_many json zeros": ("find_or_insert_many", b'{"fps":' + zeros + b',"doc_ids":' + zeros + b"}", "application/json", n),
+        "query_many binary": ("query_many", le(fps), "application/octet-stream", n),
+        "query_many json zeros": ("query_many", b'{"fps":' + zeros + b"}", "application/json", n),
+        "find_or_insert_document, one page of distinct words": ("find_or_insert_document", json.dumps({"doc": {"text": page}, "doc_id": 1}).encode(), "application/json", 0),
+    }
+    out = {}
+    for name, (op, body, ctype, items) in shapes.items():
+        d = root / f"budget-{len(out)}"
+        proc, url = start(binary, d, "--max-memory-mib", 100_000, "--max-body-mib", 1024)
+        try:
+            post(url, "query", b'{"fp": 1}')
+            before = status_kb(proc.pid, "VmRSS")
+            status = post(url, op, body, ctype)[0]
+            grown = (status_kb(proc.pid, "VmHWM") - before) * 1024
+        finally:
+            stop(proc)
+        out[name] = {"status": status, "body_mib": round(len(body) / 2**20, 1), "peak_growth_mib": round(grown / 2**20, 1), "per_body_byte": round(grown / len(body), 1), "per_item": round(grown / items, 1) if items else None}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--simdex", required=True)
     ap.add_argument("--client", help="a client.py to use as simdex.Client (default: the installed one)")
-    ap.add_argument("--only", help="comma-separated parts (lost,memory,descriptors,full_disk,batch,leaks)")
+    ap.add_argument("--only", help="comma-separated parts (lost,memory,descriptors,full_disk,batch,leaks; budget)")
     args = ap.parse_args()
     import simdex
 
@@ -339,8 +379,9 @@ def main():
         Client = mod.Client
     root = Path(tempfile.mkdtemp(prefix="serve-review-"))
     parts = {"lost": lambda: lost_answers(args.simdex, root, Client), "memory": lambda: memory(args.simdex, root), "descriptors": lambda: descriptors(args.simdex, root),
-             "full_disk": lambda: full_disk(args.simdex, root), "batch": lambda: batch_prefix(args.simdex, root), "leaks": lambda: small_leaks(args.simdex, root)}
-    only = args.only.split(",") if args.only else list(parts)
+             "full_disk": lambda: full_disk(args.simdex, root), "batch": lambda: batch_prefix(args.simdex, root), "leaks": lambda: small_leaks(args.simdex, root),
+             "budget": lambda: budget(args.simdex, root)}
+    only = args.only.split(",") if args.only else [p for p in parts if p != "budget"]
     res = {"binary": args.simdex, "client": args.client or "installed", "loadavg": open("/proc/loadavg").read().split()[:3]}
     try:
         for name in only:

@@ -139,7 +139,24 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>, path: &str) -> Resu
         return Err(fail(Some(op), refuse_unread(shared, incoming, e).await));
     };
     let body_bound = declared.map_or(max, |n| usize::try_from(n).unwrap_or(max));
-    let Ok(_memory) = shared.memory.try_acquire_many(limits::units(limits::charge(body_bound))) else {
+    let charge = limits::charge(body_bound, op.documents());
+    if charge > shared.options.max_memory {
+        let most = shared.options.max_memory / (charge / body_bound.max(1)).max(1);
+        return Err(fail(
+            Some(op),
+            ApiError::new(
+                413,
+                "too_large",
+                format!(
+                    "a body of {body_bound} bytes would need {} MiB of the server's memory budget (--max-memory-mib {}): {} takes at most {most} bytes",
+                    charge >> 20,
+                    shared.options.max_memory >> 20,
+                    op.name()
+                ),
+            ),
+        ));
+    }
+    let Ok(_memory) = shared.memory.try_acquire_many(limits::units(charge)) else {
         let e = overloaded(shared, format!("the requests in flight hold the memory budget (--max-memory-mib {})", shared.options.max_memory >> 20));
         return Err(fail(Some(op), refuse_unread(shared, incoming, e).await));
     };
@@ -205,6 +222,10 @@ fn work(shared: &Shared, op: Op, content_type: Option<&str>, query: Option<&str>
     };
     drop(body);
     let items = request.items();
+    let _items_memory = match charge_items(shared, op, items) {
+        Ok(permit) => permit,
+        Err(e) => return (items, Err(e)),
+    };
     let Some(index) = shared.index() else {
         let e = if shared.recovering() {
             ApiError::new(503, "recovering", "the index is being reopened after its writer failed")
@@ -214,6 +235,28 @@ fn work(shared: &Shared, op: Op, content_type: Option<&str>, query: Option<&str>
         return (items, Err(e.retry_after(1)));
     };
     (items, ops::execute(&index, request))
+}
+
+/// A fingerprint batch's share of the memory budget for its items (`limits::ITEM_CHARGE`),
+/// taken once its body is decoded: 503 `overloaded` when too little is left, 413 when the
+/// batch needs more than the whole budget.
+fn charge_items(shared: &Shared, op: Op, items: usize) -> Result<Option<tokio::sync::SemaphorePermit<'_>>, ApiError> {
+    if !matches!(op, Op::QueryMany | Op::FindOrInsertMany | Op::AddMany | Op::DeleteMany) {
+        return Ok(None);
+    }
+    let bytes = limits::items_charge(items);
+    if bytes > shared.options.max_memory {
+        let most = shared.options.max_memory / limits::ITEM_CHARGE;
+        return Err(ApiError::new(
+            413,
+            "too_large",
+            format!("{items} items need {} MiB of the server's memory budget (--max-memory-mib {}): send at most {most} a batch", bytes >> 20, shared.options.max_memory >> 20),
+        ));
+    }
+    match shared.memory.try_acquire_many(limits::units(bytes)) {
+        Ok(permit) => Ok(Some(permit)),
+        Err(_) => Err(overloaded(shared, format!("the requests in flight hold the memory budget (--max-memory-mib {})", shared.options.max_memory >> 20))),
+    }
 }
 
 /// True for the calls the connection's thread runs itself: single fingerprints (and

@@ -34,7 +34,7 @@ use tokio::net::{TcpListener, TcpSocket};
 
 pub use access::{read_token, MIN_TOKEN_LEN};
 pub use error::ServeError;
-pub use limits::{charge, DECODE_FACTOR, INDEX_RESERVE, MIN_CHARGE, SERVER_OWN};
+pub use limits::{charge, items_charge, DECODE_FACTOR, DOCUMENT_FACTOR, INDEX_RESERVE, ITEM_CHARGE, MIN_CHARGE, SERVER_OWN};
 use log::log;
 pub use options::ServeOptions;
 use state::Shared;

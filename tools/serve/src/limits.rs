@@ -2,8 +2,9 @@
 //! `RLIMIT_NOFILE` is raised toward the hard limit at start, a reserve is kept for the index
 //! (its logs, segments, manifests, compaction's files) and for the server itself, and the
 //! connections allowed are what is left ([`Descriptors`]). Memory: every request takes its
-//! share of `--max-memory-mib` ([`charge`]) before its body is read and holds it until
-//! answered, so bodies, their decoded form and the work on them stay within the budget.
+//! share of `--max-memory-mib` ([`charge`]) before its body is read, and a fingerprint
+//! batch a share per item ([`ITEM_CHARGE`]) once decoded, and holds them until answered, so
+//! bodies, their decoded form and the work on them stay within the budget.
 
 use crate::error::ServeError;
 
@@ -21,12 +22,30 @@ pub const SERVER_OWN: u64 = 16;
 /// becomes 8), the pairs and log record the index call builds from them, and the answer.
 pub const DECODE_FACTOR: usize = 8;
 
+/// Bytes a fingerprint batch (`query_many`, `find_or_insert_many`, `add_many`,
+/// `delete_many`) may come to hold per item beyond its decoded body: the pairs the index
+/// call builds, the log record, the memtable's growth and the answer (64 to 180 bytes an
+/// item measured: `benches/history/RESULTS-serve-ii-issue-37.md`), with a match or two an
+/// item.
+pub const ITEM_CHARGE: usize = 192;
+
 /// The least share a request takes: its head, a small body, its answer.
 pub const MIN_CHARGE: usize = 64 << 10;
 
-/// The share of the memory budget a request whose body is at most `body` bytes takes.
-pub fn charge(body: usize) -> usize {
-    body.saturating_mul(DECODE_FACTOR).max(MIN_CHARGE)
+/// The same for the document calls: a document's text, its words, shingles and sketch
+/// (measured up to 15.4 bytes per byte of body for one large document of many distinct
+/// short words: `benches/history/RESULTS-serve-ii-issue-37.md`).
+pub const DOCUMENT_FACTOR: usize = 24;
+
+/// The share of the memory budget a request whose body is at most `body` bytes takes
+/// before its body is read (`document`: a document call).
+pub fn charge(body: usize, document: bool) -> usize {
+    body.saturating_mul(if document { DOCUMENT_FACTOR } else { DECODE_FACTOR }).max(MIN_CHARGE)
+}
+
+/// The share of the memory budget a fingerprint batch of `items` items takes once decoded.
+pub fn items_charge(items: usize) -> usize {
+    items.saturating_mul(ITEM_CHARGE)
 }
 
 /// The memory budget's unit (a `tokio` semaphore counts permits in `u32`s per request).
@@ -97,8 +116,10 @@ mod tests {
 
     #[test]
     fn charges_grow_with_the_body_from_a_floor() {
-        assert_eq!(charge(0), MIN_CHARGE);
-        assert_eq!(charge(60 << 20), 480 << 20);
+        assert_eq!(charge(0, false), MIN_CHARGE);
+        assert_eq!(charge(60 << 20, false), 480 << 20);
+        assert_eq!(charge(10 << 20, true), 240 << 20);
+        assert_eq!(items_charge(1000), 192_000);
         assert_eq!(units(1), 1);
         assert_eq!(units(CHARGE_UNIT + 1), 2);
         assert_eq!(units(usize::MAX), u32::MAX);

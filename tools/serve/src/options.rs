@@ -32,8 +32,10 @@ pub struct ServeOptions {
     /// Requests read or worked on at once; more get 503 with `Retry-After`.
     pub max_in_flight: usize,
     /// Bytes the requests read or worked on may hold at once (their bodies, decoded, and
-    /// the work on them): each takes its share (`limits::charge`) before its body is read;
-    /// a request that finds too little left gets 503 with `Retry-After`.
+    /// the work on them): each takes its share (`limits::charge`) before its body is read,
+    /// a fingerprint batch one per item (`limits::items_charge`) once decoded; a request
+    /// that finds too little left gets 503 with `Retry-After`, one that needs more than all
+    /// of it 413.
     pub max_memory: usize,
     /// Open connections; more are answered 503 and closed. `None`: as many as the
     /// descriptor limit allows beside the index's reserve (`limits::Descriptors`).

@@ -169,6 +169,12 @@ impl Op {
         )
     }
 
+    /// True for the operations that take documents (their memory is charged per byte of
+    /// body at `limits::DOCUMENT_FACTOR`).
+    pub fn documents(self) -> bool {
+        matches!(self, Op::FingerprintDocument | Op::FingerprintDocuments | Op::AddDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments)
+    }
+
     /// True for the operations a `GET` may ask (they take no arguments).
     pub fn gettable(self) -> bool {
         matches!(self, Op::Info | Op::Stats | Op::LiveEntries)

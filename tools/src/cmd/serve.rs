@@ -22,9 +22,11 @@ use simdex_serve::ServeOptions;
 /// (README, "Several crawler processes").
 ///
 /// Memory is bounded by configuration: each request takes a share of --max-memory-mib (8
-/// bytes per byte of its Content-Length, or of --max-body-mib without one; 64 KiB at
-/// least) and one of --max-in-flight before its body is read, and holds them until it is
-/// answered; a request that finds either used up is answered 503 at once. The worst case
+/// bytes per byte of its Content-Length, or of --max-body-mib without one, 24 for the
+/// document calls; 64 KiB at least) and one of --max-in-flight before its body is read, a
+/// fingerprint batch 192 bytes per item once decoded, and holds them until it is answered;
+/// a request that finds either used up is answered 503 at once, one that needs more than the
+/// whole budget 413. The worst case
 /// is --max-memory-mib, plus at most about 80 KiB per open connection (its head buffer of
 /// up to 64 KiB and its state), plus the index's own memory (an active memtable and up to
 /// three frozen ones, about 114 MiB each at the defaults; format-spec/protocol.md, "Limits").
@@ -72,8 +74,9 @@ pub struct Args {
     /// Requests read or worked on at once; more are answered 503 with Retry-After.
     #[arg(long, default_value_t = 256)]
     max_in_flight: usize,
-    /// MiB the requests read or worked on may hold at once (8 bytes per byte of body, 64 KiB
-    /// at least, each); more are answered 503 with Retry-After.
+    /// MiB the requests read or worked on may hold at once (8 bytes per byte of body, 24 for
+    /// documents, 64 KiB at least, and 192 per item of a fingerprint batch); more are
+    /// answered 503 with Retry-After.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     max_memory_mib: u64,
     /// Open connections; more are answered 503 and closed [default: what the descriptor
