@@ -19,7 +19,7 @@ use crate::stored::{SortedTables, Stored};
 
 /// The default [`ClusterOptions::pair_memory`]: 64 MiB (4M pairs; reserved when the
 /// first pair is found).
-pub const DEFAULT_PAIR_MEMORY: usize = 64 << 20;
+pub(crate) const DEFAULT_PAIR_MEMORY: usize = 64 << 20;
 
 /// How to find near-duplicate pairs and clusters.
 #[derive(Clone, Debug)]
@@ -32,7 +32,7 @@ pub struct ClusterOptions {
     pub threads: usize,
     /// Bytes of near-duplicate pairs held in memory at a time (16 bytes a pair); past it,
     /// sorted runs of pairs spill to disk and are merged back. Default
-    /// [`DEFAULT_PAIR_MEMORY`].
+    /// 64 MiB.
     pub pair_memory: usize,
     /// Where the spill directory is made (`simdex-spill-PID-N`, removed when the job ends,
     /// fails or is dropped). `None`: [`std::env::temp_dir`].
@@ -42,7 +42,7 @@ pub struct ClusterOptions {
 __with_fields!(ClusterOptions { k: u32 => with_k, threads: usize => with_threads, pair_memory: usize => with_pair_memory, spill_dir: Option<PathBuf> => with_spill_dir });
 
 impl ClusterOptions {
-    /// Distance `k`, one thread per available core, [`DEFAULT_PAIR_MEMORY`], the system's
+    /// Distance `k`, one thread per available core, 64 MiB of pairs in memory, the system's
     /// temporary directory for spills.
     pub fn new(k: u32) -> Self {
         Self { k, threads: std::thread::available_parallelism().map_or(1, |n| n.get()), pair_memory: DEFAULT_PAIR_MEMORY, spill_dir: None }

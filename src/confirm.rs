@@ -10,7 +10,7 @@
 use crate::segment::SketchColumn;
 
 /// First two bytes of the scheme tag of a b-bit MinHash sketch.
-pub const MINHASH_TAG: [u8; 2] = *b"MH";
+pub(crate) const MINHASH_TAG: [u8; 2] = *b"MH";
 
 /// The scheme tag of b-bit MinHash sketches of `hashes` values of `bits` bits, recipe
 /// `version`: `"MH"`, the version (u8), `bits` (u8), `hashes` (u16, little-endian), two

@@ -115,9 +115,9 @@ pub mod storage;
 mod stored;
 
 pub use batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
-pub use cluster::{clusters, clusters_from_pairs, clusters_with, near_pairs, near_pairs_each, Cluster, ClusterOptions, DEFAULT_PAIR_MEMORY};
+pub use cluster::{clusters, clusters_from_pairs, clusters_with, near_pairs, near_pairs_each, Cluster, ClusterOptions};
 pub use codec::Codec;
-pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions, MINHASH_TAG};
+pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
 pub use engine::snapshot::{Deletes, Snapshot};
 pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, StatValue, Stats};

@@ -17,16 +17,16 @@ use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, OptionNames};
 
 mod batch;
-mod document_batch;
+mod documents;
 mod errors;
 mod spark;
 mod spark_index;
 
 use batch::{u64s, Row};
-use document_batch::DocumentAnswer;
+use documents::DocumentAnswer;
 use errors::{fp_error, to_py};
 use simdex::Grouped;
-use simdex_fingerprint::document_batch as docs_batch;
+use simdex_fingerprint::many as docs_many;
 
 fn rows(matches: Vec<Match>) -> Vec<Row> {
     matches.iter().map(batch::row).collect()
@@ -163,7 +163,7 @@ impl Index {
                 let end = (start + BATCH).min(n);
                 // without ids the index numbers the records itself, under its writer's lock
                 records.extend((start..end).map(|i| (u64_at(fps, i), ids.map(|ids| u64_at(ids, i)))));
-                index.insert_batch_numbered(&records)?;
+                index.insert_many_numbered(&records)?;
             }
             Ok(n)
         })
@@ -227,7 +227,7 @@ impl Index {
         let doc = DocumentInput { bytes: &bytes, kind };
         let query = document_query(k, min_words, verify.unwrap_or(confirm))?;
         let (f, found) = py.allow_threads(|| index.find_or_insert_document(doc, doc_id, &query)).map_err(fp_error)?;
-        Ok(document_batch::answer(docs_batch::DocumentAnswer::new(&f, found)))
+        Ok(documents::answer(docs_many::DocumentAnswer::new(&f, found)))
     }
 
     /// Per item of `fps` (u64 LE bytes), its matches within k, all items over one snapshot;
@@ -258,7 +258,7 @@ impl Index {
     fn _fingerprint_documents<'py>(&self, py: Python<'py>, docs: Vec<Bound<'py, PyAny>>, html: Option<bool>) -> PyResult<Bound<'py, PyBytes>> {
         let index = self.get()?;
         let docs = documents(&docs, html)?;
-        let fps = py.allow_threads(|| docs_batch::fingerprint_documents(&index, &inputs(&docs))).map_err(|(i, e)| {
+        let fps = py.allow_threads(|| docs_many::fingerprint_documents(&index, &inputs(&docs))).map_err(|(i, e)| {
             let err = fp_error(e);
             let msg = format!("document {i}: {}", err.value(py));
             PyErr::from_type(err.get_type(py), msg)
@@ -288,11 +288,11 @@ impl Index {
         }
         let docs = documents(&docs, html)?;
         let query = document_query(k, min_words, confirm)?;
-        let outcomes = py.allow_threads(|| docs_batch::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
+        let outcomes = py.allow_threads(|| docs_many::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
         outcomes
             .into_iter()
             .map(|o| match o {
-                Ok(a) => document_batch::answer(a).into_py_any(py),
+                Ok(a) => documents::answer(a).into_py_any(py),
                 Err(e) => Ok(fp_error(e).into_value(py).into_any()),
             })
             .collect()

@@ -49,16 +49,16 @@ impl Index {
         self.engine.write(OpKind::Insert, &[Entry::new(fingerprint, doc_id)], None)
     }
 
-    /// Adds every `(fingerprint, doc_id)` as one log record, as [`Self::insert_batch`] does,
+    /// Adds every `(fingerprint, doc_id)` as one log record, as [`Self::insert_many`] does,
     /// where a record without an id is stored under its own sequence number (the `n`-th
     /// record gets `last - records.len() + 1 + n`): ids that no other write can take,
     /// assigned atomically. Returns the last sequence number.
-    pub fn insert_batch_numbered(&self, records: &[(u64, Option<u64>)]) -> Result<u64> {
+    pub fn insert_many_numbered(&self, records: &[(u64, Option<u64>)]) -> Result<u64> {
         self.engine.write_numbered(records)
     }
 
     /// Adds every entry as one log record (one sync); returns the last sequence number.
-    pub fn insert_batch(&self, entries: &[Entry]) -> Result<u64> {
+    pub fn insert_many(&self, entries: &[Entry]) -> Result<u64> {
         self.engine.write(OpKind::Insert, entries, None)
     }
 
@@ -71,9 +71,9 @@ impl Index {
         self.engine.write(OpKind::Insert, &[Entry::new(fingerprint, doc_id)], Some(sketch))
     }
 
-    /// [`Self::insert_batch`] with one sketch per entry, concatenated in `sketches` (each
+    /// [`Self::insert_many`] with one sketch per entry, concatenated in `sketches` (each
     /// exactly the index's sketch width, as [`Self::insert_sketched`]).
-    pub fn insert_batch_sketched(&self, entries: &[Entry], sketches: &[u8]) -> Result<u64> {
+    pub fn insert_many_sketched(&self, entries: &[Entry], sketches: &[u8]) -> Result<u64> {
         self.engine.write(OpKind::Insert, entries, Some(sketches))
     }
 
@@ -89,7 +89,7 @@ impl Index {
     }
 
     /// Deletes every entry as one log record.
-    pub fn delete_batch(&self, entries: &[Entry]) -> Result<u64> {
+    pub fn delete_many(&self, entries: &[Entry]) -> Result<u64> {
         self.engine.write(OpKind::Delete, entries, None)
     }
 

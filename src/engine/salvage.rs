@@ -384,9 +384,9 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         let (with, without): (Vec<_>, Vec<_>) = chunk.iter().partition(|p| width > 0 && sketches.contains_key(p));
         if !with.is_empty() {
             let bytes: Vec<u8> = with.iter().flat_map(|p| sketches.get(p).map(|s| s.to_vec()).unwrap_or_default()).collect();
-            index.insert_batch_sketched(&with.into_iter().map(Entry::from).collect::<Vec<_>>(), &bytes)?;
+            index.insert_many_sketched(&with.into_iter().map(Entry::from).collect::<Vec<_>>(), &bytes)?;
         }
-        index.insert_batch(&without.into_iter().map(Entry::from).collect::<Vec<_>>())?;
+        index.insert_many(&without.into_iter().map(Entry::from).collect::<Vec<_>>())?;
     }
     index.compact()?;
     // The new index spends every sequence number the old one did: `add` without ids never

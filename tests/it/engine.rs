@@ -133,7 +133,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
     let index = Arc::new(Index::open(dir.path(), options).unwrap());
     let mut rng = Rng(9);
     let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|i| (rng.next(), i)).collect();
-    index.insert_batch(&pairs[..100].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&pairs[..100].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     let reader = {
         let index = index.clone();
         let probe = pairs[0];
@@ -144,7 +144,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
         })
     };
     for chunk in pairs[100..].chunks(100) {
-        index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        index.insert_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     }
     reader.join().unwrap();
     index.flush().unwrap();
@@ -179,7 +179,7 @@ fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_c
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let batch: Vec<(u64, u64)> = (i..i + 50).map(|j| (j.wrapping_mul(0x9e37_79b9_7f4a_7c15), j)).collect();
-                writer.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+                writer.insert_many(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 i += 50;
                 acked.store(i, std::sync::atomic::Ordering::SeqCst);
             }
@@ -206,7 +206,7 @@ fn close_flushes_the_memtable_so_a_reopen_replays_nothing() {
     let options = || mem_options(&storage, 1 << 20).with_flush_on_close(true);
     let index = Index::open("/idx", options()).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i)).collect();
-    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.delete(pairs[0].0, pairs[0].1).unwrap();
     index.close().unwrap();
     let reopened = Index::open("/idx", options()).unwrap();
@@ -235,7 +235,7 @@ fn numbered_inserts_from_many_threads_never_share_an_id() {
                 let mut expected = Vec::new();
                 for round in 0..50u64 {
                     let fps: Vec<(u64, Option<u64>)> = (0..7u64).map(|i| (t << 48 | round << 8 | i, (i == 3).then_some(1 << 40 | t << 20 | round))).collect();
-                    let last = index.insert_batch_numbered(&fps).unwrap();
+                    let last = index.insert_many_numbered(&fps).unwrap();
                     let first = last + 1 - fps.len() as u64;
                     expected.extend(fps.iter().zip(first..).map(|(&(fp, id), seq)| (fp, id.unwrap_or(seq))));
                 }

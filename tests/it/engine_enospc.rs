@@ -46,7 +46,7 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
             // Batches of 500 until the disk is full and writes keep failing.
             for b in 0u64.. {
                 let batch: Vec<(u64, u64)> = (0..500).map(|i| (rng.next(), (b << 20) + i + (u64::from(background) << 40))).collect();
-                match index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).and_then(|_| index.sync()) {
+                match index.insert_many(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).and_then(|_| index.sync()) {
                     Ok(()) => acknowledged.extend(batch),
                     Err(e) => {
                         errors.push(e);

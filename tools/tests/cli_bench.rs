@@ -77,11 +77,11 @@ fn bench_query_verified_confirms_exactly_the_near_copies_of_their_own_document()
         assert!(own >= 150 && near >= own, "k = {k}: {own} {near}");
         let ks = k.to_string();
         for extra in [vec![], vec!["--threads", "2"]] {
-            let mut args = vec!["bench", "query", p(&idx), "--input", p(&queries), "-k", &ks, "--verified", "--json"];
+            let mut args = vec!["bench", "query", p(&idx), "--input", p(&queries), "-k", &ks, "--confirmed", "--json"];
             args.extend(extra.iter().copied());
             let report: serde_json::Value = serde_json::from_slice(&run(&args).stdout).unwrap();
             assert_eq!(report["matches"].as_u64(), Some(own), "{args:?}: {report}");
-            assert_eq!(report["verified"].as_f64(), Some(0.9), "{report}");
+            assert_eq!(report["confirmed"].as_f64(), Some(0.9), "{report}");
         }
         let plain: serde_json::Value = serde_json::from_slice(&run(&["bench", "query", p(&idx), "--input", p(&queries), "-k", &ks, "--json"]).stdout).unwrap();
         assert_eq!(plain["matches"].as_u64(), Some(near), "{plain}");

@@ -143,7 +143,7 @@ fn damaged_log_is_reported_by_verify_and_dump_log_and_recover_salvages_the_rest(
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
     // A writer killed while its pipe was open leaves its acknowledged records in the log:
-    // three group commits (each burst fits one atomic pipe write, so one read) of 150
+    // three synced groups (each burst fits one atomic pipe write, so one read) of 150
     // operations each.
     let mut add = common::streaming::StreamingAdd::spawn(&idx, &[]);
     for seed in 1..=3 {

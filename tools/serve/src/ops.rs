@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use simdex::{query_many, Grouped};
 use simdex::{FindOrInsert, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
-use simdex_fingerprint::document_batch::{self, DocumentAnswer};
+use simdex_fingerprint::many::{self, DocumentAnswer};
 use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
 
 use crate::protocol::{ApiError, Doc, DocOptions, Request};
@@ -139,18 +139,18 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
                 Some(ids) => fps.iter().zip(ids).map(|(&f, i)| (f, Some(i))).collect(),
                 None => fps.iter().map(|&f| (f, None)).collect(),
             };
-            let seq = index.insert_batch_numbered(&records).map_err(index_error)?;
+            let seq = index.insert_many_numbered(&records).map_err(index_error)?;
             reply(json!({"count": records.len(), "seq": seq}))
         }
         Request::DeleteMany { fps, doc_ids } => {
             let pairs: Vec<simdex::Entry> = fps.into_iter().zip(doc_ids).map(simdex::Entry::from).collect();
-            let seq = index.delete_batch(&pairs).map_err(index_error)?;
+            let seq = index.delete_many(&pairs).map_err(index_error)?;
             reply(json!({"count": pairs.len(), "seq": seq}))
         }
         Request::FingerprintDocument { doc } => reply(json!({"fingerprint": index.fingerprint_document(input(&doc)).map_err(fp_error)?.value})),
         Request::FingerprintDocuments { docs } => {
             let inputs: Vec<DocumentInput<'_>> = docs.iter().map(input).collect();
-            let fps = document_batch::fingerprint_documents(index, &inputs).map_err(|(i, e)| {
+            let fps = many::fingerprint_documents(index, &inputs).map_err(|(i, e)| {
                 let err = fp_error(e);
                 ApiError { message: format!("document {i}: {}", err.message), ..err }
             })?;
@@ -167,7 +167,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
         }
         Request::FindOrInsertDocuments { docs, doc_ids, options } => {
             let inputs: Vec<DocumentInput<'_>> = docs.iter().map(input).collect();
-            let outcomes = document_batch::find_or_insert_documents(index, &inputs, &doc_ids, &document_query(&options)).map_err(fp_error)?;
+            let outcomes = many::find_or_insert_documents(index, &inputs, &doc_ids, &document_query(&options)).map_err(fp_error)?;
             let results: Vec<Value> = outcomes
                 .iter()
                 .map(|o| match o {

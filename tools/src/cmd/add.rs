@@ -1,6 +1,6 @@
 //! `simdex add`: stream fingerprints into an index directory (creating it if missing),
 //! acknowledging them group by group. Reading and parsing the input is `input`'s; this
-//! module owns the group commit: when a group is committed, what "acknowledged" means and
+//! module owns the synced group: when a group is committed, what "acknowledged" means and
 //! how progress, acknowledgements and errors are reported.
 
 use anyhow::{anyhow, Context, Result};
@@ -23,16 +23,16 @@ use crate::progress;
 /// sequence number of its insert as its document id.
 ///
 /// The input is read as a stream, in memory bounded whatever its length (the index's
-/// memtable is flushed to segments as it fills), and added in group commits: the records
+/// memtable is flushed to segments as it fills), and added in synced groups: the records
 /// read so far are appended to the index's log as one record and fsynced when 65,536 of
 /// them are waiting, when the oldest has waited 100 ms, or as soon as the input has no
 /// more bytes available at that moment (a producer that writes a line and then waits gets
 /// it committed at once, not left in a half-full group), and at the end of the input.
 ///
-/// ACKNOWLEDGED means: the group commit holding the record has returned, so the record is
+/// ACKNOWLEDGED means: the synced group holding the record has returned, so the record is
 /// on disk (it survives a crash of this process or a power loss) and every query and
 /// read-only open (`simdex query`, `simdex stats`) from then on sees it. With a pipe
-/// (`-`), `--acks` prints a line on stdout after every group commit with the number of
+/// (`-`), `--acks` prints a line on stdout after every synced group with the number of
 /// records acknowledged so far and the input line (text) or byte offset (binary) they
 /// reach; a record not covered by such a line may or may not be in the index if this
 /// process is killed. A last line without its newline waits for the newline or the end of
@@ -54,7 +54,7 @@ pub struct Args {
     k: u32,
     #[command(flatten)]
     format: InputFormat,
-    /// Print a line on stdout after every group commit, flushed at once: `acked N records,
+    /// Print a line on stdout after every synced group, flushed at once: `acked N records,
     /// last sequence number S, input bytes B, input lines L` (with --json
     /// `{"acked":N,"last_seq":S,"input_bytes":B,"input_lines":L}`): every record in the
     /// first B bytes of the input is acknowledged.
@@ -76,7 +76,7 @@ pub struct Args {
     log_recovery: crate::log_recovery::LogRecoveryArg,
 }
 
-/// Records per group commit at most (one log record each, 1 MiB of log).
+/// Records per synced group at most (one log record each, 1 MiB of log).
 const GROUP_RECORDS: usize = 1 << 16;
 
 /// Longest a record waits in a group while input keeps arriving.
@@ -90,7 +90,7 @@ pub fn run(args: Args) -> Result<()> {
     // The input first: a missing input creates no index.
     let chunks = ReadAhead::spawn(&args.input, READ_AHEAD)?;
     let defaults = IndexOptions::default();
-    // Every group commit is fsynced before the next group is read.
+    // Every synced group is fsynced before the next group is read.
     let memtable_ops = args.memtable_ops.unwrap_or(defaults.memtable_ops);
     let options = defaults.with_k(args.k).with_durability(Durability::Sync).with_memtable_ops(memtable_ops).with_log_recovery(args.log_recovery.mode());
     if !args.no_space_check {
@@ -128,7 +128,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     } else {
         eprintln!(
-            "added {} fingerprints to {} in {} group commit(s) (sequence numbers {first_seq}..{}{}); synced",
+            "added {} fingerprints to {} in {} synced group(s) (sequence numbers {first_seq}..{}{}); synced",
             summary.added,
             args.dir.display(),
             summary.commits,
@@ -288,11 +288,11 @@ impl GroupCommit {
             return Ok(());
         }
         if self.failed {
-            return Err(anyhow!("an earlier group commit failed"));
+            return Err(anyhow!("an earlier synced group failed"));
         }
         // the sequence numbers the summary reports (the writer's lock is ours alone)
         let expected = self.first_seq + self.acked + self.records.len() as u64 - 1;
-        let last = match self.index.insert_batch_numbered(&self.records) {
+        let last = match self.index.insert_many_numbered(&self.records) {
             Ok(last) => last,
             Err(e) => {
                 self.failed = true;

@@ -545,9 +545,9 @@ fn check_and_add(index: simdex::Index, docs: &[DocInfo], confirm: Option<simdex:
     }
     let added = pairs.len() + sketched.len();
     if !sketched.is_empty() {
-        index.insert_batch_sketched(&sketched, &sketches)?;
+        index.insert_many_sketched(&sketched, &sketches)?;
     }
-    index.insert_batch(&pairs)?;
+    index.insert_many(&pairs)?;
     index.sync()?;
     index.close()?;
     Ok((known, added))

@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let bar = progress::steps(pairs.len() as u64, "deleting");
     for chunk in pairs.chunks(1 << 16) {
-        index.delete_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>())?;
+        index.delete_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>())?;
         bar.inc(chunk.len() as u64);
     }
     index.sync()?;

@@ -1,9 +1,10 @@
-//! Documents in batches, through a [`DocumentIndex`]: every document of a batch is
-//! fingerprinted (and sketched, when the index stores sketches) on every core, then the index
-//! calls run in the batch's order, each exactly what
-//! [`DocumentIndex::find_or_insert_document`] does with the fingerprint and sketch it would
-//! make of that document ([`DocumentIndex::find_or_insert_analysed`]). The fronts that take
-//! document batches (the Python package, `simdex serve`) call these.
+//! Many documents in one call, through a [`DocumentIndex`] (as `simdex::query_many` and
+//! `simdex::find_or_insert_many` are many fingerprints): every document is fingerprinted (and
+//! sketched, when the index stores sketches) on every core, then the index calls run in the
+//! documents' order, each exactly what [`DocumentIndex::find_or_insert_document`] does with
+//! the fingerprint and sketch it would make of that document
+//! ([`DocumentIndex::find_or_insert_analysed`]). The fronts that take many documents at once
+//! (the Python package, `simdex serve`) call these.
 
 use simdex::{FindOrInsert, Match};
 
