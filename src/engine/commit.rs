@@ -1,7 +1,7 @@
 //! The write path and the durability of writes: one sequence (`write_locked`) that every
 //! write and every check-then-add (`find_or_write`) runs under the writer's lock, appending
-//! operations to the log, group commit (the sync thread of [`Durability::Group`], and the
-//! shared fsync of [`Durability::Sync`] that concurrent writers wait on without holding the
+//! operations to the log, group commit (the sync thread of [`Durability::Group`]), the
+//! shared fsync of [`Durability::Sync`] (concurrent writers wait on it without holding the
 //! writer's lock), and the undoing of an append the disk refused (contract in
 //! `format-spec/log.md`). What a write does to the
 //! memtable after it is logged is here too; what happens when the memtable fills is
@@ -73,7 +73,7 @@ impl Engine {
     }
 
     /// Returns once every write up to sequence number `seq` is fsynced, sharing one fsync
-    /// among every caller waiting ([`Durability::Sync`]'s group commit): a caller that finds
+    /// among every caller waiting ([`Durability::Sync`]'s shared fsync): a caller that finds
     /// no sync running starts one for everything logged so far and runs it without the
     /// writer's lock (`sync_unlocked`), so writers go on appending meanwhile; callers that
     /// find one running wait for it, then either find their write covered or start the next.

@@ -16,7 +16,7 @@ use crate::storage::{FsStorage, Storage};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
     /// fsync the log before every write returns: a returned write survives a power loss.
-    /// Concurrent writers share fsyncs (group commit): a write is logged and applied under
+    /// Concurrent writers share fsyncs: a write is logged and applied under
     /// the writer's lock, then waits, without the lock, for an fsync that started after it
     /// was logged; one fsync returns every write logged before it started. A write is
     /// visible to queries once logged, before its fsync returns.

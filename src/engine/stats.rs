@@ -63,7 +63,7 @@ pub struct Stats {
     pub synced_seq: u64,
     /// Every write up to this sequence number is in a segment or tombstone file.
     pub flushed_seq: u64,
-    /// fsyncs of the log since open (group commit shares one among many writes).
+    /// fsyncs of the log since open (group commit and the shared fsync of `Sync` make one serve many writes).
     pub log_syncs: u64,
     /// Flushes and compactions since open.
     pub flushes: u64,

@@ -272,7 +272,7 @@ fn durability_sync_shares_fsyncs_among_concurrent_writers_and_every_returned_wri
                     match i % 3 {
                         0 => drop(index.insert(pair.0, pair.1).unwrap()),
                         1 => assert!(matches!(index.find_or_insert(pair.0, pair.1, &QueryOptions::within(0)).unwrap(), FindOrInsert::Inserted { .. })),
-                        _ => drop(index.insert_batch(&[pair.into()]).unwrap()),
+                        _ => drop(index.insert_many(&[pair.into()]).unwrap()),
                     }
                     returned.push(pair);
                 }

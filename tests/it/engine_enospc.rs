@@ -130,7 +130,7 @@ fn a_write_the_full_disk_refuses_does_nothing_and_the_open_index_takes_writes_on
         let index = Index::open(&idx, options.clone()).unwrap();
         let mut rng = Rng(0xf011);
         let mut acknowledged = BTreeSet::new();
-        index.insert_batch(&(0..1000).map(|i| Entry::new(rng.next(), i)).collect::<Vec<_>>()).unwrap();
+        index.insert_many(&(0..1000).map(|i| Entry::new(rng.next(), i)).collect::<Vec<_>>()).unwrap();
         acknowledged.extend(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from));
         let filler = disk.path().join("filler");
         let mut f = std::fs::File::create(&filler).unwrap();
@@ -139,7 +139,7 @@ fn a_write_the_full_disk_refuses_does_nothing_and_the_open_index_takes_writes_on
         let mut refused = 0;
         for b in 0..200u64 {
             let batch: Vec<(u64, u64)> = (0..50).map(|i| (rng.next(), 1_000_000 + b * 100 + i)).collect();
-            match index.insert_batch(&batch.iter().map(|&p| p.into()).collect::<Vec<Entry>>()) {
+            match index.insert_many(&batch.iter().map(|&p| p.into()).collect::<Vec<Entry>>()) {
                 Ok(_) => acknowledged.extend(batch),
                 Err(e) => {
                     assert!(e.chain_message().contains("No space left on device"), "{durability:?}: {}", e.chain_message());
@@ -157,7 +157,7 @@ fn a_write_the_full_disk_refuses_does_nothing_and_the_open_index_takes_writes_on
         std::fs::remove_file(&filler).unwrap();
         let batch: Vec<(u64, u64)> = (0..50).map(|i| (rng.next(), 9_000_000 + i)).collect();
         index
-            .insert_batch(&batch.iter().map(|&p| p.into()).collect::<Vec<Entry>>())
+            .insert_many(&batch.iter().map(|&p| p.into()).collect::<Vec<Entry>>())
             .unwrap_or_else(|e| panic!("{durability:?}: once space is back, the same open index writes: {e}"));
         acknowledged.extend(batch);
         index.close().unwrap();

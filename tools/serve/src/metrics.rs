@@ -180,7 +180,7 @@ impl Metrics {
             gauge(&mut out, "simdex_index_last_seq", "gauge", "Sequence number of the last write.", n("last_seq"));
             gauge(&mut out, "simdex_index_synced_seq", "gauge", "Every write up to this sequence number is fsynced.", n("synced_seq"));
             gauge(&mut out, "simdex_index_flushed_seq", "gauge", "Every write up to this sequence number is in a segment.", n("flushed_seq"));
-            gauge(&mut out, "simdex_index_log_syncs_total", "counter", "fsyncs of the log since open (group commit shares one among many writes).", n("log_syncs"));
+            gauge(&mut out, "simdex_index_log_syncs_total", "counter", "fsyncs of the log since open (one serves many writes).", n("log_syncs"));
             gauge(&mut out, "simdex_index_flushes_total", "counter", "Flushes since open.", n("flushes"));
             gauge(&mut out, "simdex_index_compactions_total", "counter", "Compactions since open.", n("compactions"));
             let failing = s.get("maintenance_error").is_some_and(|e| !e.is_null());

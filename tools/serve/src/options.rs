@@ -61,8 +61,8 @@ pub struct ServeOptions {
 
 impl ServeOptions {
     /// The defaults for `dir`: 127.0.0.1:7878, no token, the index's default durability
-    /// (group commit), k = 3 with sketches (the server's choice: a Rust `Index::open` stores
-    /// none unless asked), 64 MiB bodies, 256 requests in flight holding at most 1 GiB,
+    /// (`Durability::Group`'s group commit), k = 3 with sketches (the server's choice: a
+    /// Rust `Index::open` stores none unless asked), 64 MiB bodies, 256 requests in flight holding at most 1 GiB,
     /// connections as the descriptor limit allows, 10 s for a head, 60 s for a body, 30 s
     /// to shut down, one thread answering connections.
     pub fn new(dir: impl Into<PathBuf>) -> Self {

@@ -56,10 +56,10 @@ pub struct Args {
     /// Seconds between a read-only server's reopens.
     #[arg(long, default_value_t = 2.0, value_parser = crate::value_parsers::positive_f64)]
     refresh: f64,
-    /// When a write is acknowledged: `sync` after an fsync shared by every client waiting
-    /// (group commit; survives a power loss), `group` once the OS has it (survives a kill of
-    /// the server; fsynced within 10 ms, the library's default), `nosync` (fsynced on sync and
-    /// at shutdown).
+    /// When a write is acknowledged (the index's durability): `sync` after an fsync shared by
+    /// every client waiting (survives a power loss), `group` once the OS has it (survives a
+    /// kill of the server; group commit fsyncs within 10 ms, the library's default), `nosync`
+    /// (fsynced on sync and at shutdown).
     #[arg(long, value_enum, default_value_t = DurabilityArg::Group)]
     durability: DurabilityArg,
     /// Largest query distance of a new index.
