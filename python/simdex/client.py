@@ -464,7 +464,10 @@ class Client:
     def find_or_insert_many(self, fps: Iterable[int], doc_ids: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Any:
         """``find_or_insert`` of every (fps[i], doc_ids[i]) in order, as if called one by one:
         per item its matches, or [] when it was inserted (``columnar=True``: a
-        ``MatchColumns``). Sent in the binary form. Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
+        ``MatchColumns``). Sent in the binary form. Never sent twice: a lost answer raises
+        ``OutcomeUnknownError``. A batch the server stopped part-way (a full disk: ``Error``
+        with ``status`` 507) says how far it got: ``done`` items were done, as ``matches`` (a
+        list per item) says; the rest were not."""
 
         f, ids = _u64_bytes(fps, "fps"), _u64_bytes(doc_ids, "doc_ids")
         if len(f) != len(ids):

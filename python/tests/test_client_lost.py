@@ -258,3 +258,37 @@ def test_the_scrapy_middleware_finds_out_a_lost_answer_by_a_query(tmp_path, site
 
 
 from test_scrapy import site  # noqa: E402,F401  (the local site fixture)
+
+
+def test_a_batch_stopped_by_a_full_disk_says_how_far_it_got():
+    # a stand-in server answering as `simdex serve` does when find_or_insert_many meets a full
+    # disk after 2 items: the client raises the 507 with the items done and their matches
+    import http.server
+
+    calls = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            calls.append(self.path)
+            body = b'{"error": {"kind": "no_space", "message": "No space left on device", "done": 2, "matches": [[], [[7, 1, 70]]]}}'
+            self.send_response(507)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", "5")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with simdex.Client(f"http://127.0.0.1:{server.server_address[1]}") as c:
+            with pytest.raises(simdex.Error, match="No space left") as e:
+                c.find_or_insert_many([5, 6, 7], [50, 60, 70])
+        assert (e.value.status, e.value.kind, e.value.done, e.value.matches) == (507, "no_space", 2, [[], [(7, 1, 70)]])
+        assert calls == ["/v1/find_or_insert_many"], "a 507 is not sent again"
+    finally:
+        server.shutdown()
