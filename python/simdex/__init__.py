@@ -42,6 +42,7 @@ from ._types import DocumentMatch, MatchColumns, _columns, _document_answer, _nu
 __all__ = [
     "Index",
     "Client",
+    "OutcomeUnknownError",
     "ServerUnavailableError",
     "DocumentMatch",
     "MatchColumns",
@@ -155,4 +156,4 @@ class Index(_Index):
 
 
 # the client of `simdex serve` (imported last: it uses the helpers above)
-from .client import Client, ServerUnavailableError  # noqa: E402
+from .client import Client, OutcomeUnknownError, ServerUnavailableError  # noqa: E402

@@ -28,7 +28,8 @@ the same index follows the links it followed the first time. A page that changed
 (the old fingerprint is deleted: one entry per live URL), flagged ``simdex:changed``. Stats:
 ``simdex/new``, ``simdex/revisit``, ``simdex/changed``, ``simdex/near_duplicates``,
 ``simdex/non_html`` (passed on unfingerprinted), ``simdex/other_status`` (a status not in
-``SIMDEX_STATUSES``: passed on untouched), ``simdex/too_short`` (passed on, flagged
+``SIMDEX_STATUSES``: passed on untouched), ``simdex/answers_lost`` (a server's answer
+lost on the way: the page's fate found out by a query, never by storing it twice), ``simdex/too_short`` (passed on, flagged
 ``simdex:too_short``, not stored), ``simdex/binary`` (a body the library refuses as binary:
 passed on, flagged ``simdex:binary``, not stored), ``simdex/skipped`` (a request whose
 ``meta["simdex_skip"]`` is true: passed on unchecked). Every checked response's
@@ -360,7 +361,10 @@ class _Base:
         revisit; a new page under a name that had stored another replaces it."""
         doc = simdex.doc_id(name)
         try:
-            fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
+            try:
+                fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
+            except simdex.OutcomeUnknownError:
+                fp, matches = self._after_lost_answer(data, doc, html)
         except simdex.EmptyDocumentError:
             return "too_short", {}
         except simdex.BinaryDocumentError:
@@ -379,6 +383,24 @@ class _Base:
                 self.store.index.delete(old, doc)
                 return "changed", found
         return "new", found
+
+    def _after_lost_answer(self, data: Any, doc: int, html: Optional[bool]) -> Tuple[int, Any]:
+        """The check of a page whose ``find_or_insert_document`` answer a server lost (it may
+        or may not have stored the page): a query, which the client retries, finds out. The
+        page stored under its own id at distance 0 was stored by that call (a new page: no
+        matches), unless the URL map knew the URL with this fingerprint before (a revisit);
+        otherwise nothing was stored, and the check runs again."""
+        self.stats.inc_value(f"{self.stats_prefix}/answers_lost")
+        fp, matches, _ = self.store.index.query_document(data, k=self.k, html=html, confirm=self.confirm)
+        if any(m.doc_id == doc and m.distance == 0 for m in matches):
+            known = None
+            if self.store.db is not None:
+                with self.store.lock:
+                    row = self.store.db.execute("SELECT fp FROM urls WHERE doc_id = ?", (_signed(doc),)).fetchone()
+                known = None if row is None or row[0] is None else row[0] % (1 << 64)
+            return fp, (matches if known == fp else [])
+        fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
+        return fp, matches
 
     def progress(self, spider: Any) -> None:
         """Logs the counts so far, every ``SIMDEX_LOG_INTERVAL`` seconds."""

@@ -144,7 +144,7 @@ def site(tmp_path_factory):
 
 
 # outcomes that make no check (the pipeline's page_* go by the middleware's check)
-UNCHECKED = ("simdex/non_html", "simdex/skipped", "simdex/other_status", "simdex/items/without_text")
+UNCHECKED = ("simdex/non_html", "simdex/skipped", "simdex/other_status", "simdex/answers_lost", "simdex/items/without_text")
 
 
 def crawl(base, urls, index, out, settings=None, skip=(), extra=None):

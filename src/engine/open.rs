@@ -101,6 +101,8 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         signals: Mutex::new(MaintenanceSignals::default()),
         wake: Condvar::new(),
         sync_wake: Condvar::new(),
+        synced: Condvar::new(),
+        log_syncs: AtomicU64::new(0),
         flushes: AtomicU64::new(0),
         compactions: AtomicU64::new(0),
         dropped_deleted: AtomicU64::new(0),
@@ -244,7 +246,8 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
         let epoch = if append_to.is_some() { memtable.epoch } else { Some(expiry::stamp(x, options.clock.now_secs(), floor)?) };
         memtable.epoch = epoch.or(floor);
     }
-    let mut writer = WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false };
+    let mut writer =
+        WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false, syncing: false };
     if !read_only {
         writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable, sketch_width)?);
     }

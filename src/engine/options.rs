@@ -17,6 +17,10 @@ use crate::storage::{FsStorage, Storage};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
     /// fsync the log before every write returns: a returned write survives a power loss.
+    /// Concurrent writers share fsyncs: a write is logged and applied under
+    /// the writer's lock, then waits, without the lock, for an fsync that started after it
+    /// was logged; one fsync returns every write logged before it started. A write is
+    /// visible to queries once logged, before its fsync returns.
     Sync,
     /// Group commit: every write reaches the operating system before it returns (so it
     /// survives a crash of the process), and the log is fsynced once `max_delay` has passed

@@ -66,6 +66,10 @@ pub(super) struct Engine {
     pub(super) wake: Condvar,
     /// Wakes the group-commit sync thread.
     pub(super) sync_wake: Condvar,
+    /// Wakes the writers waiting for the shared sync of [`super::Durability::Sync`].
+    pub(super) synced: Condvar,
+    /// fsyncs of the log since open.
+    pub(super) log_syncs: AtomicU64,
     pub(super) flushes: AtomicU64,
     pub(super) compactions: AtomicU64,
     pub(super) dropped_deleted: AtomicU64,

@@ -66,6 +66,8 @@ pub struct Stats {
     pub synced_seq: u64,
     /// Every write up to this sequence number is in a segment or tombstone file.
     pub flushed_seq: u64,
+    /// fsyncs of the log since open (group commit and the shared fsync of `Sync` make one serve many writes).
+    pub log_syncs: u64,
     /// Flushes and compactions since open.
     pub flushes: u64,
     /// See `flushes`.
@@ -137,6 +139,7 @@ impl Stats {
             ("log_bytes", Int(self.logs.iter().map(|l| l.1).sum())),
             ("last_seq", Int(self.last_seq)),
             ("synced_seq", Int(self.synced_seq)),
+            ("log_syncs", Int(self.log_syncs)),
             ("flushed_seq", Int(self.flushed_seq)),
             ("flushes", Int(self.flushes)),
             ("compactions", Int(self.compactions)),
@@ -207,6 +210,7 @@ impl Stats {
             last_seq,
             synced_seq,
             flushed_seq,
+            log_syncs: engine.log_syncs.load(Ordering::Relaxed),
             flushes: engine.flushes.load(Ordering::Relaxed),
             compactions: engine.compactions.load(Ordering::Relaxed),
             compaction_dropped_deleted: engine.dropped_deleted.load(Ordering::Relaxed),

@@ -20,6 +20,9 @@ pub enum ServeError {
         /// What is wrong with it.
         why: String,
     },
+    /// The limits asked for do not fit the process' (descriptors).
+    #[error("{0}")]
+    Limits(String),
     /// The index would not open or close (its message once, not again as its cause).
     #[error(transparent)]
     Index(#[from] simdex_fingerprint::Error),

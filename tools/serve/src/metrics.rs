@@ -80,12 +80,10 @@ pub struct Metrics {
     pub connections_total: AtomicU64,
     /// Requests being worked on.
     pub in_flight: AtomicU64,
-    /// Requests refused because the in-flight bound was reached.
+    /// Connections refused because `--max-connections` were open.
+    pub refused_connections: AtomicU64,
+    /// Requests refused because the in-flight or memory bound was reached.
     pub overloaded: AtomicU64,
-    /// Shared fsyncs of the group commit, and the writes they covered.
-    pub commits: AtomicU64,
-    /// See `commits`.
-    pub committed_writes: AtomicU64,
     /// Times the index was reopened (after a failed write, or a read-only refresh).
     pub reopens: AtomicU64,
 }
@@ -108,9 +106,8 @@ impl Default for Metrics {
             connections: AtomicU64::new(0),
             connections_total: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
+            refused_connections: AtomicU64::new(0),
             overloaded: AtomicU64::new(0),
-            commits: AtomicU64::new(0),
-            committed_writes: AtomicU64::new(0),
             reopens: AtomicU64::new(0),
         }
     }
@@ -187,10 +184,9 @@ impl Metrics {
         gauge(&mut out, "simdex_unrouted_requests_total", "counter", "Requests to no operation (unknown path or method, refused before decoding).", self.unrouted.load(Relaxed));
         gauge(&mut out, "simdex_connections", "gauge", "Open connections.", self.connections.load(Relaxed));
         gauge(&mut out, "simdex_connections_total", "counter", "Connections accepted.", self.connections_total.load(Relaxed));
-        gauge(&mut out, "simdex_in_flight_requests", "gauge", "Requests being worked on.", self.in_flight.load(Relaxed));
-        gauge(&mut out, "simdex_overloaded_total", "counter", "Requests refused with 503 because the in-flight bound was reached.", self.overloaded.load(Relaxed));
-        gauge(&mut out, "simdex_group_commits_total", "counter", "Shared fsyncs (--durability sync).", self.commits.load(Relaxed));
-        gauge(&mut out, "simdex_group_committed_writes_total", "counter", "Write requests those fsyncs acknowledged.", self.committed_writes.load(Relaxed));
+        gauge(&mut out, "simdex_refused_connections_total", "counter", "Connections refused with 503 because --max-connections were open.", self.refused_connections.load(Relaxed));
+        gauge(&mut out, "simdex_in_flight_requests", "gauge", "Requests being read or worked on.", self.in_flight.load(Relaxed));
+        gauge(&mut out, "simdex_overloaded_total", "counter", "Requests refused with 503 because the in-flight or memory bound was reached.", self.overloaded.load(Relaxed));
         gauge(
             &mut out,
             "simdex_index_reopens_total",
@@ -211,6 +207,7 @@ impl Metrics {
             gauge(&mut out, "simdex_index_last_seq", "gauge", "Sequence number of the last write.", n("last_seq"));
             gauge(&mut out, "simdex_index_synced_seq", "gauge", "Every write up to this sequence number is fsynced.", n("synced_seq"));
             gauge(&mut out, "simdex_index_flushed_seq", "gauge", "Every write up to this sequence number is in a segment.", n("flushed_seq"));
+            gauge(&mut out, "simdex_index_log_syncs_total", "counter", "fsyncs of the log since open (one serves many writes).", n("log_syncs"));
             gauge(&mut out, "simdex_index_flushes_total", "counter", "Flushes since open.", n("flushes"));
             gauge(&mut out, "simdex_index_compactions_total", "counter", "Compactions since open.", n("compactions"));
             let failing = s.get("maintenance_error").is_some_and(|e| !e.is_null());

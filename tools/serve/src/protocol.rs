@@ -21,12 +21,16 @@ pub struct ApiError {
     pub message: String,
     /// Seconds after which a retry may succeed (`Retry-After`), for 429, 503 and 507.
     pub retry_after: Option<u32>,
+    /// A batch that stopped part-way: the items done (stored or found, as the call would
+    /// have answered them) before the failure, and, for `find_or_insert_many`, their
+    /// matches (`{"done": n, "matches": [...]}` beside `kind` and `message`).
+    pub done: Option<(usize, Option<serde_json::Value>)>,
 }
 
 impl ApiError {
     /// An error without `Retry-After`.
     pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, kind, message: message.into(), retry_after: None }
+        ApiError { status, kind, message: message.into(), retry_after: None, done: None }
     }
 
     /// A 400: the request is malformed.
@@ -39,9 +43,23 @@ impl ApiError {
         ApiError { retry_after: Some(seconds), ..self }
     }
 
+    /// The same, for a batch that stopped after `done` items (with their answers).
+    pub fn after(self, done: usize, answers: Option<serde_json::Value>) -> Self {
+        ApiError { done: Some((done, answers)), ..self }
+    }
+
     /// The JSON body.
     pub fn body(&self) -> Vec<u8> {
-        serde_json::to_vec(&serde_json::json!({"error": {"kind": self.kind, "message": self.message}})).unwrap_or_default()
+        let mut error = serde_json::Map::new();
+        error.insert("kind".into(), self.kind.into());
+        error.insert("message".into(), self.message.clone().into());
+        if let Some((done, answers)) = &self.done {
+            error.insert("done".into(), (*done).into());
+            if let Some(a) = answers {
+                error.insert("matches".into(), a.clone());
+            }
+        }
+        serde_json::to_vec(&serde_json::json!({ "error": error })).unwrap_or_default()
     }
 }
 
@@ -149,6 +167,12 @@ impl Op {
                 | Op::Flush
                 | Op::Compact
         )
+    }
+
+    /// True for the operations that take documents (their memory is charged per byte of
+    /// body at `limits::DOCUMENT_FACTOR`).
+    pub fn documents(self) -> bool {
+        matches!(self, Op::FingerprintDocument | Op::FingerprintDocuments | Op::AddDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments)
     }
 
     /// True for the operations a `GET` may ask (they take no arguments).
