@@ -149,10 +149,16 @@ class Index(_Index):
         ``(fingerprint, matches, words)``, or, for a document refused (too few words, binary;
         nothing stored), the EmptyDocumentError or BinaryDocumentError it would raise,
         returned, not raised. Any other error stops the batch and is raised; the items before
-        it stay stored."""
+        it stay stored, and the exception says how far it got: ``done`` items were done, as
+        ``results`` (their items) says; the rest were not."""
         ids = _u64_bytes(doc_ids, "doc_ids")
-        out = self._find_or_insert_documents(list(docs), ids, k, html, min_words, confirm)
-        return [a if isinstance(a, BaseException) else _document_answer(a) for a in out]
+        items = lambda out: [a if isinstance(a, BaseException) else _document_answer(a) for a in out]  # noqa: E731
+        try:
+            return items(self._find_or_insert_documents(list(docs), ids, k, html, min_words, confirm))
+        except Error as e:
+            if hasattr(e, "results"):
+                e.results = items(e.results)
+            raise
 
 
 # the client of `simdex serve` (imported last: it uses the helpers above)

@@ -350,6 +350,8 @@ class Client:
             e.done = err["done"]  # type: ignore[attr-defined]
             if "matches" in err:
                 e.matches = _grouped_json(err["matches"])  # type: ignore[attr-defined]
+            if "results" in err:
+                e.results = [_error(r["error"]["kind"], r["error"]["message"], 422) if "error" in r else _answer(r) for r in err["results"]]  # type: ignore[attr-defined]
         if resp.status in (429, 503):
             raise _Retry(float(resp.getheader("Retry-After", "1") or 1), e)
         raise e
@@ -519,7 +521,9 @@ class Client:
     ) -> List[Any]:
         """As ``Index.find_or_insert_documents``: per item ``(fingerprint, matches, words)``, or
         the EmptyDocumentError or BinaryDocumentError a refused document would raise, returned.
-        Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
+        Never sent twice: a lost answer raises ``OutcomeUnknownError``. A call the server
+        stopped part-way (a full disk: ``Error`` with ``status`` 507) says how far it got:
+        ``done`` items were done, as ``results`` (their items) says; the rest were not."""
         docs = list(docs)
         ids = [int(i) for i in doc_ids]
         if len(docs) != len(ids):

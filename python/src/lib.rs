@@ -327,14 +327,23 @@ impl Index {
         }
         let docs = documents(&docs, html)?;
         let query = document_query(k, min_words, confirm)?;
-        let outcomes = py.allow_threads(|| docs_many::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
-        outcomes
-            .into_iter()
-            .map(|o| match o {
-                Ok(a) => documents::answer(a).into_py_any(py),
-                Err(e) => Ok(fp_error(e).into_value(py).into_any()),
-            })
-            .collect()
+        let item = |o: simdex_fingerprint::many::DocumentOutcome| match o {
+            Ok(a) => documents::answer(a).into_py_any(py),
+            Err(e) => Ok(fp_error(e).into_value(py).into_any()),
+        };
+        match py.allow_threads(|| docs_many::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)) {
+            Ok(outcomes) => outcomes.into_iter().map(item).collect(),
+            // stopped part-way (a full disk): the exception says how far it got, as the
+            // server's answer does (`done`, and `results` of the items done)
+            Err(stopped) => {
+                let e = fp_error(stopped.error);
+                let value = e.value(py);
+                let results = stopped.done.into_iter().map(item).collect::<PyResult<Vec<PyObject>>>()?;
+                value.setattr("done", results.len())?;
+                value.setattr("results", results)?;
+                Err(e)
+            }
+        }
     }
 
     /// For python/benches: `find_or_insert` of every fingerprint (u64 LE bytes) in a Rust loop,

@@ -167,18 +167,18 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
         }
         Request::FindOrInsertDocuments { docs, doc_ids, options } => {
             let inputs: Vec<DocumentInput<'_>> = docs.iter().map(input).collect();
-            let outcomes = many::find_or_insert_documents(index, &inputs, &doc_ids, &document_query(&options)).map_err(fp_error)?;
-            let results: Vec<Value> = outcomes
-                .iter()
-                .map(|o| match o {
-                    Ok(a) => doc_answer(a),
-                    Err(e) => {
-                        let err = fp_error_ref(e);
-                        json!({"error": {"kind": err.kind, "message": err.message}})
-                    }
-                })
-                .collect();
-            reply(json!({"results": results}))
+            let outcome = |o: &many::DocumentOutcome| match o {
+                Ok(a) => doc_answer(a),
+                Err(e) => {
+                    let err = fp_error_ref(e);
+                    json!({"error": {"kind": err.kind, "message": err.message}})
+                }
+            };
+            match many::find_or_insert_documents(index, &inputs, &doc_ids, &document_query(&options)) {
+                Ok(outcomes) => reply(json!({"results": outcomes.iter().map(outcome).collect::<Vec<Value>>()})),
+                // stopped part-way (a full disk): the error says how far it got
+                Err(s) => return Err(fp_error(s.error).after_results(s.done.iter().map(outcome).collect())),
+            }
         }
         Request::LiveEntries => {
             let pairs = index.live_entries().map_err(index_error)?;

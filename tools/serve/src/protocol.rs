@@ -25,12 +25,15 @@ pub struct ApiError {
     /// have answered them) before the failure, and, for `find_or_insert_many`, their
     /// matches (`{"done": n, "matches": [...]}` beside `kind` and `message`).
     pub done: Option<(usize, Option<serde_json::Value>)>,
+    /// For `find_or_insert_documents` stopped part-way: the done items' results
+    /// (`{"done": n, "results": [...]}`, as in the answer).
+    pub results: Option<serde_json::Value>,
 }
 
 impl ApiError {
     /// An error without `Retry-After`.
     pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, kind, message: message.into(), retry_after: None, done: None }
+        ApiError { status, kind, message: message.into(), retry_after: None, done: None, results: None }
     }
 
     /// A 400: the request is malformed.
@@ -48,6 +51,11 @@ impl ApiError {
         ApiError { done: Some((done, answers)), ..self }
     }
 
+    /// The same, for many documents that stopped after the items of `results`.
+    pub fn after_results(self, results: Vec<serde_json::Value>) -> Self {
+        ApiError { done: Some((results.len(), None)), results: Some(serde_json::Value::Array(results)), ..self }
+    }
+
     /// The JSON body.
     pub fn body(&self) -> Vec<u8> {
         let mut error = serde_json::Map::new();
@@ -57,6 +65,9 @@ impl ApiError {
             error.insert("done".into(), (*done).into());
             if let Some(a) = answers {
                 error.insert("matches".into(), a.clone());
+            }
+            if let Some(r) = &self.results {
+                error.insert("results".into(), r.clone());
             }
         }
         serde_json::to_vec(&serde_json::json!({ "error": error })).unwrap_or_default()

@@ -254,3 +254,45 @@ fn a_batch_meeting_a_full_disk_is_stored_whole_or_as_the_prefix_its_answer_repor
     }
     assert!(partial >= 1, "no batch met the full disk part-way: the test proves nothing");
 }
+
+#[test]
+fn many_documents_meeting_a_full_disk_report_the_prefix_that_was_stored() {
+    let disk = match Tmpfs::mount(8 << 20) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
+            return;
+        }
+    };
+    let server = Server::start(&disk.path().join("idx"), &[]);
+    let mut c = server.client();
+    let mut rng = Rng(11);
+    let file = fill(&disk.path().join("filler"));
+    file.set_len(file.metadata().unwrap().len() - 3 * 4096).unwrap();
+    let mut partial = 0;
+    for round in 0..20u64 {
+        // distinct random pages: every one is new, so every one done is stored
+        let docs: Vec<serde_json::Value> = (0..300).map(|_| json!({"text": (0..60).map(|_| format!("w{}", rng.next() % 100_000)).collect::<Vec<_>>().join(" ")})).collect();
+        let ids: Vec<u64> = (0..docs.len() as u64).map(|i| round * 1_000_000 + i).collect();
+        let fps: Vec<u64> = c.ok("fingerprint_documents", json!({"docs": docs}))["fingerprints"].as_array().unwrap().iter().map(|f| f.as_u64().unwrap()).collect();
+        let r = c.post("/v1/find_or_insert_documents", &json!({"docs": docs, "doc_ids": ids}));
+        let stored = stored_pairs(&mut c, &fps);
+        if r.status == 200 {
+            assert_eq!(stored.len(), docs.len());
+            continue;
+        }
+        r.assert_error(507, "no_space");
+        let v = r.json();
+        let done = v["error"]["done"].as_u64().unwrap_or_else(|| panic!("a 507 of many documents says how many were done: {v}")) as usize;
+        let results = v["error"]["results"].as_array().unwrap_or_else(|| panic!("the done documents' results: {v}"));
+        assert_eq!(results.len(), done);
+        let expected: BTreeSet<(u64, u64)> = fps[..done].iter().copied().zip(ids[..done].iter().copied()).collect();
+        assert_eq!(stored, expected, "exactly the {done} documents the answer reports are stored");
+        for (i, r) in results.iter().enumerate() {
+            assert_eq!(r["fingerprint"].as_u64(), Some(fps[i]), "result {i}: {r}");
+            assert_eq!(r["matches"], json!([]), "a new page was inserted: {r}");
+        }
+        partial += usize::from(done > 0);
+    }
+    assert!(partial >= 1, "no call met the full disk part-way: the test proves nothing");
+}
