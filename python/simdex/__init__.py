@@ -65,7 +65,8 @@ __all__ = [
 class Index(_Index):
     """An on-disk index of (fingerprint, doc_id) pairs.
 
-    ``Index(path, k=3, durability="group", read_only=False, create=True, sketches=True)`` opens
+    ``Index(path, k=3, durability="group", read_only=False, create=True, sketches=True,
+    log_recovery="strict", expire_after=None, create_in_nonempty=False)`` opens
     (or creates) the index in directory ``path``. ``k`` is the largest query distance, fixed when
     the index is created; so is ``sketches``: a new index stores a 64-byte sketch per document
     and its document calls confirm near-duplicates by it (``sketches=False``: fingerprints only,
@@ -76,8 +77,14 @@ class Index(_Index):
     manifest recorded as acknowledged (a cut, damaged or missing log: disk damage or a bad copy,
     never a crash): ``"strict"`` raises ``CorruptError`` naming the log and the operations lost;
     ``"point_in_time"`` opens with everything before the loss and reports it in
-    ``stats()["lost"]`` and ``stats()["lost_ops"]``. Use it as a context manager, or call
-    ``close()``.
+    ``stats()["lost"]`` and ``stats()["lost_ops"]``. ``expire_after`` (``"30d"``, seconds or a
+    ``datetime.timedelta``): the expiry window of a new index, pinned in it: a pair stored longer
+    ago than the window plus its granularity (at most an eighth of it; ``stats()`` has both and
+    the oldest live slice's start) never matches again, and compaction drops it; an existing
+    index keeps its own (another window raises ValueError; ``None`` takes the index's). The
+    window is read from the system's wall clock; a clock set back never expires anything early.
+    A directory that is not an index and holds other files is refused (``simdex.Error``)
+    unless ``create_in_nonempty=True``. Use it as a context manager, or call ``close()``.
     """
 
     def add_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:

@@ -1,5 +1,6 @@
 """Type stubs of the extension module (re-exported by ``simdex``)."""
 
+import datetime
 from os import PathLike
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -50,7 +51,25 @@ class EmptyDocumentError(Error):
     """The document has too few words to be fingerprinted; nothing was stored."""
 
 class Index:
-    def __init__(self, path: Union[str, PathLike[str]], k: int = 3, durability: str = "group", read_only: bool = False, create: bool = True, sketches: bool = True, log_recovery: str = "strict") -> None: ...
+    def __init__(
+        self,
+        path: Union[str, PathLike[str]],
+        k: int = 3,
+        durability: str = "group",
+        read_only: bool = False,
+        create: bool = True,
+        sketches: bool = True,
+        log_recovery: str = "strict",
+        expire_after: Union[None, str, int, float, "datetime.timedelta"] = None,
+        create_in_nonempty: bool = False,
+    ) -> None:
+        """``expire_after``: the expiry window of a new index (``"30d"``, seconds, or a timedelta): pairs stored
+        longer ago than it (plus its granularity, at most an eighth of it) stop matching; an existing index keeps its
+        own (another window raises ValueError). ``create_in_nonempty``: create the index even in a directory that
+        holds other files (refused by default with ``simdex.Error``)."""
+    @property
+    def expire_after(self) -> Optional[int]:
+        """The expiry window in seconds, or None when nothing expires."""
     @property
     def sketches(self) -> bool:
         """True when the index stores a 64-byte sketch per document (fixed at creation; ``sketches=True``

@@ -377,6 +377,12 @@ class Client:
         return int(self._server_info()["k"])
 
     @property
+    def expire_after(self) -> Optional[int]:
+        """The server's index's expiry window in seconds (fixed at creation), or None."""
+        v = self._server_info().get("expire_after")
+        return None if v is None else int(v)
+
+    @property
     def sketches(self) -> bool:
         """True when the index stores a sketch per document."""
         return bool(self._server_info()["sketches"])

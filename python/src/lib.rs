@@ -64,7 +64,7 @@ fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow
     Err(pyo3::exceptions::PyTypeError::new_err("a document is a str (text) or bytes (an HTML page)"))
 }
 
-/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True, log_recovery="strict")`.
+/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True, log_recovery="strict", expire_after=None, create_in_nonempty=False)`.
 /// `simdex.Index` (the Python class) adds `add_many`.
 #[pyclass(module = "simdex._simdex", frozen, subclass)]
 struct Index {
@@ -89,12 +89,38 @@ fn document_query(k: Option<u32>, min_words: Option<u64>, confirm: bool) -> PyRe
     Ok(query)
 }
 
+/// An expiry window from Python: `None`, a str as the CLI takes it (`"30d"`), a number of
+/// seconds or a `datetime.timedelta` (whole seconds, at least one).
+fn expiry_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<simdex::Expiry>> {
+    let Some(v) = value.filter(|v| !v.is_none()) else { return Ok(None) };
+    if let Ok(s) = v.downcast::<PyString>() {
+        return simdex::Expiry::parse(&s.to_cow()?).map(Some).map_err(to_py);
+    }
+    let secs: f64 = if v.hasattr("total_seconds")? { v.call_method0("total_seconds")?.extract()? } else { v.extract()? };
+    if !(secs.is_finite() && secs >= 1.0 && secs.fract() == 0.0) || secs > 1e12 {
+        return Err(PyValueError::new_err(format!("expire_after = {}: whole seconds, at least 1 (or a str such as \"30d\")", v.repr()?)));
+    }
+    simdex::Expiry::after(std::time::Duration::from_secs(secs as u64)).map(Some).map_err(to_py)
+}
+
 #[pymethods]
 impl Index {
     #[new]
-    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true, sketches=true, log_recovery="strict"))]
+    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true, sketches=true, log_recovery="strict", expire_after=None, create_in_nonempty=false))]
     #[allow(clippy::too_many_arguments)]
-    fn new(py: Python<'_>, path: PathBuf, k: u32, durability: &str, read_only: bool, create: bool, sketches: bool, log_recovery: &str) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        k: u32,
+        durability: &str,
+        read_only: bool,
+        create: bool,
+        sketches: bool,
+        log_recovery: &str,
+        expire_after: Option<&Bound<'_, PyAny>>,
+        create_in_nonempty: bool,
+    ) -> PyResult<Self> {
+        let expiry = expiry_arg(expire_after)?;
         let log_recovery = match log_recovery {
             "strict" => simdex::LogRecovery::Strict,
             "point_in_time" => simdex::LogRecovery::PointInTime,
@@ -107,7 +133,14 @@ impl Index {
             d => return Err(PyValueError::new_err(format!("durability must be \"sync\", \"group\" or \"nosync\", not {d:?}"))),
         };
         let sketches = sketches.then(|| SketchOptions::default().column());
-        let options = IndexOptions::default().with_k(k).with_durability(durability).with_create(create && !read_only).with_sketches(sketches).with_log_recovery(log_recovery);
+        let options = IndexOptions::default()
+            .with_k(k)
+            .with_durability(durability)
+            .with_create(create && !read_only)
+            .with_sketches(sketches)
+            .with_log_recovery(log_recovery)
+            .with_expiry(expiry)
+            .with_create_in_nonempty(create_in_nonempty);
         let index = py.allow_threads(|| if read_only { DocumentIndex::open_read_only(&path, options) } else { DocumentIndex::open(&path, options) }).map_err(fp_error)?;
         Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
     }
@@ -117,6 +150,12 @@ impl Index {
     #[getter]
     fn sketches(&self) -> PyResult<bool> {
         Ok(self.get()?.sketches().is_some())
+    }
+
+    /// The expiry window in seconds (fixed at creation), or None when nothing expires.
+    #[getter]
+    fn expire_after(&self) -> PyResult<Option<u64>> {
+        Ok(self.get()?.stats().expiry.map(|x| x.window().as_secs()))
     }
 
     /// Largest query distance the index guarantees.
@@ -361,6 +400,7 @@ impl Index {
         for (key, value) in summary {
             match value {
                 simdex::StatValue::Int(n) => d.set_item(key, n)?,
+                simdex::StatValue::OptionalInt(n) => d.set_item(key, n)?,
                 simdex::StatValue::Bool(b) => d.set_item(key, b)?,
                 simdex::StatValue::Text(t) => d.set_item(key, t)?,
                 simdex::StatValue::List(l) => d.set_item(key, l)?,

@@ -48,7 +48,7 @@ impl Engine {
         self.check_writable()?;
         self.check_sketches(kind, ops.len(), sketches)?;
         let w = lock(&self.writer);
-        let found = find(&self.current())?;
+        let found = find(&self.visible())?;
         if !found.is_empty() {
             return Ok(FindOrInsert::Found(found));
         }
@@ -117,6 +117,9 @@ impl Engine {
     fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[Entry], sketches: Option<&[u8]>) -> Result<(u64, bool)> {
         if let Some(first) = &w.failed {
             return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
+        }
+        if kind == OpKind::Insert {
+            self.roll_epoch(w)?;
         }
         let seq = w.next_seq;
         let log = w.log.as_mut().expect("a writable index has a log");

@@ -23,8 +23,8 @@ pub enum ServeError {
     /// The limits asked for do not fit the process' (descriptors).
     #[error("{0}")]
     Limits(String),
-    /// The index would not open or close.
-    #[error("{0}")]
+    /// The index would not open or close (its message once, not again as its cause).
+    #[error(transparent)]
     Index(#[from] simdex_fingerprint::Error),
     /// The address could not be bound, or the runtime not started.
     #[error("{what}: {source}")]

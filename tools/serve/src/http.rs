@@ -60,7 +60,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respo
             Ok(r) => r,
             Err((op, started, items, e)) => {
                 match op {
-                    Some(op) => shared.metrics.observe(op, started.elapsed(), items, e.status),
+                    Some(op) => shared.metrics.observe_outcome(op, started.elapsed(), items, e.status, Some(e.kind)),
                     None => {
                         shared.metrics.unrouted.fetch_add(1, Ordering::Relaxed);
                     }

@@ -15,6 +15,10 @@ const BATCH_BOUNDS: [f64; 7] = [1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0, 100
 /// The status classes errors are counted by (every status the server answers with).
 const STATUSES: [u16; 14] = [400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429, 500, 503, 507];
 
+/// The kinds of a refused document (answered 422, nothing stored), counted apart from the
+/// errors: a page too short to fingerprint is what the crawler sent, not a failure.
+pub const REFUSALS: [&str; 2] = ["empty_document", "binary_document"];
+
 /// A histogram of fixed buckets (cumulative on output).
 struct Histogram<const N: usize> {
     bounds: &'static [f64; N],
@@ -59,6 +63,8 @@ struct PerOp {
     requests: AtomicU64,
     errors: [AtomicU64; STATUSES.len()],
     other_errors: AtomicU64,
+    /// Documents refused as too short or binary: the client's outcome, not an error.
+    refused: [AtomicU64; REFUSALS.len()],
     latency: Histogram<14>,
     batch: Histogram<7>,
 }
@@ -91,6 +97,7 @@ impl Default for Metrics {
                     requests: AtomicU64::new(0),
                     errors: std::array::from_fn(|_| AtomicU64::new(0)),
                     other_errors: AtomicU64::new(0),
+                    refused: std::array::from_fn(|_| AtomicU64::new(0)),
                     latency: Histogram::new(&LATENCY_BOUNDS),
                     batch: Histogram::new(&BATCH_BOUNDS),
                 })
@@ -110,10 +117,21 @@ impl Metrics {
     /// Counts one request of `op` that took `elapsed`, carried `items` items and answered
     /// `status`.
     pub fn observe(&self, op: Op, elapsed: Duration, items: usize, status: u16) {
+        self.observe_outcome(op, elapsed, items, status, None);
+    }
+
+    /// [`Self::observe`] of a request answered `status` with the error kind `kind`: a refused
+    /// document ([`REFUSALS`]) is counted as an outcome (`simdex_documents_refused_total`),
+    /// not in `simdex_errors_total`.
+    pub fn observe_outcome(&self, op: Op, elapsed: Duration, items: usize, status: u16, kind: Option<&str>) {
         let Some(p) = self.ops.get(op.index()) else { return };
         p.requests.fetch_add(1, Relaxed);
         p.latency.observe(elapsed.as_secs_f64());
         p.batch.observe(items as f64);
+        if let Some(c) = kind.and_then(|k| REFUSALS.iter().position(|&r| r == k)).and_then(|i| p.refused.get(i)) {
+            c.fetch_add(1, Relaxed);
+            return;
+        }
         if status >= 400 {
             match STATUSES.iter().position(|&s| s == status).and_then(|i| p.errors.get(i)) {
                 Some(c) => c.fetch_add(1, Relaxed),
@@ -141,6 +159,15 @@ impl Metrics {
             let n = p.other_errors.load(Relaxed);
             if n > 0 {
                 let _ = writeln!(out, "simdex_errors_total{{op=\"{}\",status=\"other\"}} {n}", op.name());
+            }
+        }
+        out.push_str("# HELP simdex_documents_refused_total Documents refused as too short or binary (answered 422, nothing stored): outcomes of the client's input, not errors.\n# TYPE simdex_documents_refused_total counter\n");
+        for (op, p) in Op::ALL.iter().zip(&self.ops) {
+            for (reason, c) in REFUSALS.iter().zip(&p.refused) {
+                let n = c.load(Relaxed);
+                if n > 0 {
+                    let _ = writeln!(out, "simdex_documents_refused_total{{op=\"{}\",reason=\"{reason}\"}} {n}", op.name());
+                }
             }
         }
         out.push_str("# HELP simdex_request_duration_seconds Time from a request's body read to its answer, by operation.\n# TYPE simdex_request_duration_seconds histogram\n");
@@ -213,6 +240,12 @@ mod tests {
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query_many\",le=\"5\"} 0\n"), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query_many\",le=\"+Inf\"} 1\n"), "{text}");
         assert!(text.contains("simdex_batch_items_bucket{op=\"query_many\",le=\"10000\"} 1\n"), "{text}");
+        // a too-short page is the client's outcome: counted, never as an error
+        m.observe_outcome(Op::FindOrInsertDocument, Duration::from_millis(1), 1, 422, Some("empty_document"));
+        let text = m.render(None);
+        assert!(text.contains("simdex_documents_refused_total{op=\"find_or_insert_document\",reason=\"empty_document\"} 1\n"), "{text}");
+        assert!(text.contains("simdex_requests_total{op=\"find_or_insert_document\"} 1\n"), "{text}");
+        assert!(!text.contains("status=\"422\""), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_count{op=\"query\"} 2\n"), "{text}");
         assert!(text.contains("simdex_index_open 0\n"), "{text}");
     }

@@ -190,6 +190,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             "sketches": index.sketches().is_some(),
             "recipe": index.recipe().map(|r| r.descriptor()),
             "read_only": index.stats().read_only,
+            "expire_after": index.stats().expiry.map(|x| x.window().as_secs()),
             "server": concat!("simdex-serve ", env!("CARGO_PKG_VERSION")),
         })),
         Request::Stats => reply(stats(index)),
@@ -213,6 +214,7 @@ pub fn stats(index: &DocumentIndex) -> Value {
     use simdex::StatValue;
     let value = |v: StatValue| match v {
         StatValue::Int(n) => json!(n),
+        StatValue::OptionalInt(n) => json!(n),
         StatValue::Bool(b) => json!(b),
         StatValue::Text(t) => json!(t),
         StatValue::List(l) => json!(l),

@@ -27,6 +27,11 @@ pub struct ServeOptions {
     pub k: u32,
     /// A new index stores a sketch per document (document calls confirm by it).
     pub sketches: bool,
+    /// The expiry window of a new index (`None`: nothing expires); an existing index serves
+    /// its own window (another one is refused).
+    pub expiry: Option<simdex::Expiry>,
+    /// Create the index in a directory that holds other files (refused by default).
+    pub create_in_nonempty: bool,
     /// Largest request body, in bytes (413 above it).
     pub max_body: usize,
     /// Requests read or worked on at once; more get 503 with `Retry-After`.
@@ -75,6 +80,8 @@ impl ServeOptions {
             durability: Durability::default(),
             k: 3,
             sketches: true,
+            expiry: None,
+            create_in_nonempty: false,
             max_body: 64 << 20,
             max_in_flight: 256,
             max_memory: 1 << 30,

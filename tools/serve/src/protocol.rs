@@ -26,8 +26,9 @@ pub struct ApiError {
     /// matches (`{"done": n, "matches": [...]}` beside `kind` and `message`).
     pub done: Option<(usize, Option<serde_json::Value>)>,
     /// For `find_or_insert_documents` stopped part-way: the done items' results
-    /// (`{"done": n, "results": [...]}`, as in the answer).
-    pub results: Option<serde_json::Value>,
+    /// (`{"done": n, "results": [...]}`, as in the answer). Boxed: errors are returned by
+    /// value everywhere, and clippy's `result_large_err` bounds them at 128 bytes.
+    pub results: Option<Box<serde_json::Value>>,
 }
 
 impl ApiError {
@@ -53,7 +54,7 @@ impl ApiError {
 
     /// The same, for many documents that stopped after the items of `results`.
     pub fn after_results(self, results: Vec<serde_json::Value>) -> Self {
-        ApiError { done: Some((results.len(), None)), results: Some(serde_json::Value::Array(results)), ..self }
+        ApiError { done: Some((results.len(), None)), results: Some(Box::new(serde_json::Value::Array(results))), ..self }
     }
 
     /// The JSON body.
@@ -67,7 +68,7 @@ impl ApiError {
                 error.insert("matches".into(), a.clone());
             }
             if let Some(r) = &self.results {
-                error.insert("results".into(), r.clone());
+                error.insert("results".into(), (**r).clone());
             }
         }
         serde_json::to_vec(&serde_json::json!({ "error": error })).unwrap_or_default()

@@ -174,7 +174,13 @@ fn wait_unshared(mut index: Arc<DocumentIndex>) -> DocumentIndex {
 
 fn open(options: &ServeOptions) -> Result<DocumentIndex, simdex_fingerprint::Error> {
     let sketches = options.sketches.then(|| SketchOptions::default().column());
-    let index_options = IndexOptions::default().with_k(options.k).with_durability(options.durability).with_create(!options.read_only).with_sketches(sketches);
+    let index_options = IndexOptions::default()
+        .with_k(options.k)
+        .with_durability(options.durability)
+        .with_create(!options.read_only)
+        .with_sketches(sketches)
+        .with_expiry(options.expiry)
+        .with_create_in_nonempty(options.create_in_nonempty);
     if options.read_only {
         DocumentIndex::open_read_only(&options.dir, index_options)
     } else {

@@ -43,7 +43,9 @@ use crate::progress;
 /// message names the line or byte offset at fault and how many records before it were
 /// acknowledged (they stay in the index; nothing after the fault is added).
 #[derive(Debug, ClapArgs)]
-#[command(after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks")]
+#[command(
+    after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex add news.idx stored.txt --expire-after 30d\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks"
+)]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,
@@ -52,6 +54,16 @@ pub struct Args {
     /// Largest Hamming distance the index serves (only when it is created).
     #[arg(short, long, default_value_t = 3)]
     k: u32,
+    /// An expiry window for the index this creates (`30d`, `12h`, `90m`; units s, m, h, d, w):
+    /// fingerprints stored longer ago than the window (plus its granularity, at most an
+    /// eighth of it) stop matching and compaction drops them. Pinned in the index when it is
+    /// created; an existing index keeps its own (another window is refused).
+    #[arg(long, value_name = "WINDOW", value_parser = crate::value_parsers::expiry)]
+    expire_after: Option<simdex::Expiry>,
+    /// Create the index even in a directory that holds other files (refused by default,
+    /// so a mistyped path never turns a directory of other files into an index).
+    #[arg(long)]
+    create_in_nonempty: bool,
     #[command(flatten)]
     format: InputFormat,
     /// Print a line on stdout after every synced group, flushed at once: `acked N records,
@@ -92,7 +104,13 @@ pub fn run(args: Args) -> Result<()> {
     let defaults = IndexOptions::default();
     // Every synced group is fsynced before the next group is read.
     let memtable_ops = args.memtable_ops.unwrap_or(defaults.memtable_ops);
-    let options = defaults.with_k(args.k).with_durability(Durability::Sync).with_memtable_ops(memtable_ops).with_log_recovery(args.log_recovery.mode());
+    let options = defaults
+        .with_k(args.k)
+        .with_durability(Durability::Sync)
+        .with_memtable_ops(memtable_ops)
+        .with_log_recovery(args.log_recovery.mode())
+        .with_expiry(args.expire_after)
+        .with_create_in_nonempty(args.create_in_nonempty);
     if !args.no_space_check {
         check_free_space(&args.dir, options.memtable_ops)?;
     }

@@ -68,6 +68,13 @@ pub struct Args {
     /// A new index stores no sketches (document calls then decide by fingerprints alone).
     #[arg(long)]
     no_sketches: bool,
+    /// The expiry window of a new index (`30d`, as `simdex add --expire-after`); an existing
+    /// index is served with its own window.
+    #[arg(long, value_name = "WINDOW", value_parser = crate::value_parsers::expiry)]
+    expire_after: Option<simdex::Expiry>,
+    /// Create the index even in a directory that holds other files (refused by default).
+    #[arg(long)]
+    create_in_nonempty: bool,
     /// Largest request body in MiB (413 above it).
     #[arg(long, default_value_t = 64)]
     max_body_mib: usize,
@@ -129,6 +136,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     options.k = args.k;
     options.sketches = !args.no_sketches;
+    options.expiry = args.expire_after;
+    options.create_in_nonempty = args.create_in_nonempty;
     options.max_body = args.max_body_mib.saturating_mul(1 << 20);
     options.max_in_flight = args.max_in_flight;
     options.max_memory = usize::try_from(args.max_memory_mib << 20).unwrap_or(usize::MAX);
