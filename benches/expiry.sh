@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 36's expiry window, measured from the command line under libfaketime (apt-get install
 # faketime): DAYS daily batches of N random fingerprints are added to an index with an 8-day
-# window (1-day slices), one `simdex add` per faked day, and the same batches to an index
+# window (1-day slices), one `simdex insert` per faked day, and the same batches to an index
 # without a window; then, DAYS + EXTRA days after the first batch, `simdex compact` is timed on
 # both (the window's compaction drops the expired slices' segments whole; the other merges
 # everything), and `simdex bench query` compares the query cost of the segments each keeps.

@@ -134,11 +134,11 @@ def lost_answers(binary, root, Client):
         doc = lambda n: " ".join(f"word{(n * 7919 + i * 104729) % 5000} term{i % 97}" for i in range(120))  # noqa: E731
         writes = [
             ("add", 1, lambda: c.add(fps[1], 2)),
-            ("add_many", 4, lambda: c.add_many(fps[5:9])),
+            ("add_many", 4, lambda: c.insert_many(fps[5:9])),
             ("find_or_insert", 1, lambda: c.find_or_insert(fps[9], 10)),
             ("find_or_insert_many", 5, lambda: c.find_or_insert_many(fps[10:15], list(range(11, 16)))),
             ("delete", 1, lambda: c.delete(fps[0], 1)),
-            ("add_document", 1, lambda: c.add_document(doc(1), 101)),
+            ("add_document", 1, lambda: c.insert_document(doc(1), 101)),
             ("find_or_insert_document", 1, lambda: c.find_or_insert_document(doc(2), 102)),
             ("find_or_insert_documents", 3, lambda: c.find_or_insert_documents([doc(3), doc(4), doc(5)], [103, 104, 105])),
         ]

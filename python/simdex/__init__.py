@@ -2,7 +2,7 @@
 
 >>> import simdex
 >>> with simdex.Index("pages.idx") as idx:            # created if missing
-...     fp = idx.add_document(b"<p>some page ...</p>", doc_id=1)
+...     fp = idx.insert_document(b"<p>some page ...</p>", doc_id=1)
 ...     idx.find_or_insert(fp ^ 1, doc_id=2)         # a near-duplicate: the matches
 [(fp, 1, 1)]
 
@@ -37,7 +37,7 @@ from ._simdex import (
     doc_id,
 )
 from ._simdex import Index as _Index
-from ._types import DocumentMatch, MatchColumns, _columns, _document_answer, _numpy, _u64_bytes  # noqa: F401
+from ._types import DocumentMatch, MatchColumns, _columns, _deprecated, _document_answer, _numpy, _u64_bytes  # noqa: F401
 
 __all__ = [
     "Index",
@@ -87,14 +87,29 @@ class Index(_Index):
     unless ``create_in_nonempty=True``. Use it as a context manager, or call ``close()``.
     """
 
+    def add(self, fp: int, doc_id: int) -> int:
+        """Deprecated name of ``insert``."""
+        _deprecated("Index.add", "Index.insert")
+        return self.insert(fp, doc_id)
+
+    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Deprecated name of ``insert_document``."""
+        _deprecated("Index.add_document", "Index.insert_document")
+        return self.insert_document(data, doc_id, html=html)
+
     def add_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
-        """Adds many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids``
+        """Deprecated name of ``insert_many``."""
+        _deprecated("Index.add_many", "Index.insert_many")
+        return self.insert_many(fps, doc_ids)
+
+    def insert_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
+        """Inserts many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids``
         every fingerprint gets its insert's sequence number as id. Returns the count."""
         f = _u64_bytes(fps, "fps")
         ids = None if doc_ids is None else _u64_bytes(doc_ids, "doc_ids")
         if ids is not None and len(ids) != len(f):
             raise ValueError(f"fps and doc_ids differ in length ({len(f) // 8} and {len(ids) // 8})")
-        return self._add_many(f, ids)
+        return self._insert_many(f, ids)
 
     def find_or_insert_document(
         self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None

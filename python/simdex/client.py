@@ -50,7 +50,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import urlsplit
 
 from ._simdex import BinaryDocumentError, CorruptError, EmptyDocumentError, Error, RecipeMismatchError
-from ._types import DocumentMatch, MatchColumns, _numpy, _u64_bytes
+from ._types import DocumentMatch, MatchColumns, _deprecated, _numpy, _u64_bytes
 
 __all__ = ["Client", "OutcomeUnknownError", "ServerUnavailableError"]
 
@@ -404,24 +404,39 @@ class Client:
 
     # -- fingerprints -------------------------------------------------------------------------
 
-    def add(self, fp: int, doc_id: int) -> int:
-        """Adds (fp, doc_id); returns its sequence number, once durable on the server.
+    def insert(self, fp: int, doc_id: int) -> int:
+        """Inserts (fp, doc_id); returns its sequence number, once durable on the server.
         Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
-        return int(self._call("add", {"fp": fp, "doc_id": doc_id})["seq"])
+        return int(self._call("insert", {"fp": fp, "doc_id": doc_id})["seq"])
+
+    def add(self, fp: int, doc_id: int) -> int:
+        """Deprecated name of ``insert``."""
+        _deprecated("Client.add", "Client.insert")
+        return self.insert(fp, doc_id)
 
     def add_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
-        """Adds many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids`` every
+        """Deprecated name of ``insert_many``."""
+        _deprecated("Client.add_many", "Client.insert_many")
+        return self.insert_many(fps, doc_ids)
+
+    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Deprecated name of ``insert_document``."""
+        _deprecated("Client.add_document", "Client.insert_document")
+        return self.insert_document(data, doc_id, html=html)
+
+    def insert_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
+        """Inserts many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids`` every
         fingerprint gets its insert's sequence number as id. Returns the count. Never
         sent twice: a lost answer raises ``OutcomeUnknownError``. On a full disk the batch is
         stored whole or not at all (``Error`` with ``status`` 507)."""
 
         f = _u64_bytes(fps, "fps")
         if doc_ids is None:
-            return int(self._call("add_many", {"fps": list(memoryview(f).cast("B").cast("Q"))})["count"])
+            return int(self._call("insert_many", {"fps": list(memoryview(f).cast("B").cast("Q"))})["count"])
         ids = _u64_bytes(doc_ids, "doc_ids")
         if len(ids) != len(f):
             raise ValueError(f"fps and doc_ids differ in length ({len(f) // 8} and {len(ids) // 8})")
-        return int(self._call("add_many", binary=f + ids)["count"])
+        return int(self._call("insert_many", binary=f + ids)["count"])
 
     def query(self, fp: int, k: Optional[int] = None) -> List[Tuple[int, int, Optional[int]]]:
         """Every stored (fingerprint, distance, doc_id) within k (default: the index's). Retried."""
@@ -489,10 +504,10 @@ class Client:
         """The fingerprint of a document with the index's recipe. Retried."""
         return int(self._call("fingerprint_document", {"doc": _document(data, html)}, safe=True)["fingerprint"])
 
-    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
-        """Fingerprints a document with the index's recipe, adds it under doc_id and returns
+    def insert_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Fingerprints a document with the index's recipe, inserts it under doc_id and returns
         the fingerprint. Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
-        return int(self._call("add_document", {"doc": _document(data, html), "doc_id": doc_id})["fingerprint"])
+        return int(self._call("insert_document", {"doc": _document(data, html), "doc_id": doc_id})["fingerprint"])
 
     def find_or_insert_document(
         self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None

@@ -65,7 +65,7 @@ fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow
 }
 
 /// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True, log_recovery="strict", expire_after=None, create_in_nonempty=False)`.
-/// `simdex.Index` (the Python class) adds `add_many`.
+/// `simdex.Index` (the Python class) adds `insert_many`.
 #[pyclass(module = "simdex._simdex", frozen, subclass)]
 struct Index {
     inner: RwLock<Option<Arc<DocumentIndex>>>,
@@ -176,16 +176,16 @@ impl Index {
         Ok(self.get()?.recipe().map(|r| r.descriptor()))
     }
 
-    /// Adds (fp, doc_id); returns its sequence number (durable per the index's durability).
-    fn add(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
+    /// Inserts (fp, doc_id); returns its sequence number (durable per the index's durability).
+    fn insert(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
         let index = self.get()?;
         py.allow_threads(|| index.insert(fp, doc_id)).map_err(to_py)
     }
 
     /// Pairs as little-endian u64 bytes (the Python layer converts arrays); ids None:
-    /// sequence numbers. Returns the number added.
+    /// sequence numbers. Returns the number inserted.
     #[pyo3(signature = (fps, doc_ids=None))]
-    fn _add_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, doc_ids: Option<&Bound<'_, PyBytes>>) -> PyResult<usize> {
+    fn _insert_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, doc_ids: Option<&Bound<'_, PyBytes>>) -> PyResult<usize> {
         let index = self.get()?;
         let fps = fps.as_bytes();
         let ids = doc_ids.map(|b| b.as_bytes());
@@ -238,9 +238,9 @@ impl Index {
     }
 
     /// Fingerprints a document with the index's recipe (pinning the default recipe when the
-    /// index has none), adds it under doc_id and returns the fingerprint.
+    /// index has none), inserts it under doc_id and returns the fingerprint.
     #[pyo3(signature = (data, doc_id, html=None))]
-    fn add_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, html: Option<bool>) -> PyResult<u64> {
+    fn insert_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, html: Option<bool>) -> PyResult<u64> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         py.allow_threads(|| index.insert_document(DocumentInput { bytes: &bytes, kind }, doc_id)).map(|f| f.value).map_err(fp_error)

@@ -157,15 +157,15 @@ def test_every_write_whose_answer_is_lost_raises_outcome_unknown_and_was_done_on
     direct = simdex.Client(server.url)
     c = simdex.Client(proxy.url)
     fps = [0x1111_0000_0000_0000 + i * 0x0101_0101_0101 for i in range(40)]
-    c.add(fps[0], 1)  # the connection is open and kept alive: the next call reuses it
+    c.insert(fps[0], 1)  # the connection is open and kept alive: the next call reuses it
     writes = [
-        ("add", 1, lambda: c.add(fps[1], 2)),
-        ("add_many with ids", 3, lambda: c.add_many(fps[2:5], [3, 4, 5])),
-        ("add_many without ids", 4, lambda: c.add_many(fps[5:9])),
+        ("insert", 1, lambda: c.insert(fps[1], 2)),
+        ("add_many with ids", 3, lambda: c.insert_many(fps[2:5], [3, 4, 5])),
+        ("add_many without ids", 4, lambda: c.insert_many(fps[5:9])),
         ("find_or_insert", 1, lambda: c.find_or_insert(fps[9], 10)),
         ("find_or_insert_many", 5, lambda: c.find_or_insert_many(fps[10:15], list(range(11, 16)))),
         ("delete", 1, lambda: c.delete(fps[0], 1)),
-        ("add_document", 1, lambda: c.add_document(doc(1), 101)),
+        ("add_document", 1, lambda: c.insert_document(doc(1), 101)),
         ("find_or_insert_document", 1, lambda: c.find_or_insert_document(doc(2), 102)),
         ("find_or_insert_documents", 3, lambda: c.find_or_insert_documents([doc(3), doc(4), doc(5)], [103, 104, 105])),
     ]
@@ -191,7 +191,7 @@ def test_every_write_whose_answer_is_lost_raises_outcome_unknown_and_was_done_on
 def test_reads_whose_answer_is_lost_are_sent_again(proxied):
     server, proxy = proxied
     with simdex.Client(server.url) as direct, simdex.Client(proxy.url) as c:
-        direct.add_many([5, 6, 7], [50, 60, 70])
+        direct.insert_many([5, 6, 7], [50, 60, 70])
         c.stats()
         reads = [
             (lambda: c.query(5, k=0), [(5, 0, 50)]),
@@ -223,12 +223,12 @@ def test_connections_closed_while_idle_are_replaced_before_a_write_is_sent(tmp_p
         # found closed before the write goes out
         proxy = DroppingProxy(target(server.url))
         with simdex.Client(proxy.url) as c:
-            c.add(100, 1)
+            c.insert(100, 1)
             before = c.stats()["last_seq"]
             for i in range(3):
                 proxy.close_idle()
                 time.sleep(0.05)
-                assert c.add(101 + i, 1) == before + 1 + i
+                assert c.insert(101 + i, 1) == before + 1 + i
     finally:
         server.stop()
 

@@ -317,7 +317,7 @@ def test_the_server_serves_its_index_window_by_the_system_clock(tmp_path, cli):
         assert server.stdout.readline().startswith("listening on"), server.stderr.read()
         with simdex.Client(f"http://127.0.0.1:{port}") as client:
             assert client.expire_after == 60 and client.stats()["expire_granularity_secs"] == 6
-            client.add(0x0123456789ABCDEF, 7)
+            client.insert(0x0123456789ABCDEF, 7)
             assert [m[2] for m in client.query(0x0123456789ABCDEF, k=0)] == [7]
             # 2 s of real time: 120 s on the server's clock, past 60 s + 6 s
             time.sleep(2)

@@ -57,8 +57,8 @@ fn a_window_forgets_old_fingerprints_by_the_faked_system_clock() {
     let (old_file, new_file) = (write("old.txt", &old), write("new.txt", &new));
     // 30 days with 3d18h slices: stored on Jan 1, still found on Jan 31, gone by Feb 4 (older
     // than 30d + 3d18h); the second batch, stored Jan 20, is found on Feb 4.
-    ok(&run(Some("@2027-01-01 10:00:00"), &["add", p(&idx), p(&old_file), "--expire-after", "30d"]));
-    ok(&run(Some("@2027-01-20 10:00:00"), &["add", p(&idx), p(&new_file)]));
+    ok(&run(Some("@2027-01-01 10:00:00"), &["insert", p(&idx), p(&old_file), "--expire-after", "30d"]));
+    ok(&run(Some("@2027-01-20 10:00:00"), &["insert", p(&idx), p(&new_file)]));
     let query = |at: &str, fp: u64| ok(&run(Some(at), &["query", p(&idx), "-k", "0", &format!("{fp:016x}")]));
     assert!(!query("@2027-01-31 10:00:00", old[7].0).is_empty(), "30 days old: within the window");
     assert!(query("@2027-02-04 16:00:01", old[7].0).is_empty(), "older than 30d + 3d18h");
@@ -81,7 +81,7 @@ fn a_window_forgets_old_fingerprints_by_the_faked_system_clock() {
     // a clock set back: nothing comes back that compaction dropped, nothing else expires
     assert!(!query("@2026-06-01 00:00:00", new[7].0).is_empty());
     // another window on the existing index is refused by name
-    let o = run(Some("@2027-02-05 00:00:00"), &["add", p(&idx), p(&new_file), "--expire-after", "7d"]);
+    let o = run(Some("@2027-02-05 00:00:00"), &["insert", p(&idx), p(&new_file), "--expire-after", "7d"]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("30d"), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -92,7 +92,7 @@ fn bad_windows_are_refused_by_name_with_nothing_written() {
     std::fs::write(&input, "0123456789abcdef\t1\n").unwrap();
     for bad in ["30x", "0d", "-1d"] {
         let idx = dir.path().join(format!("idx-{bad}"));
-        let o = run(None, &["add", p(&idx), p(&input), &format!("--expire-after={bad}")]);
+        let o = run(None, &["insert", p(&idx), p(&input), &format!("--expire-after={bad}")]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
         assert!(err.contains("--expire-after") && err.contains(&format!("\"{bad}\"")), "{bad}: {err}");
@@ -113,14 +113,14 @@ fn a_directory_of_other_files_is_refused_by_add_and_serve_check() {
         v.sort();
         v
     };
-    for args in [vec!["add", p(&home), p(&input)], vec!["serve", p(&home), "--listen", "127.0.0.1:0", "--check"]] {
+    for args in [vec!["insert", p(&home), p(&input)], vec!["serve", p(&home), "--listen", "127.0.0.1:0", "--check"]] {
         let o = run(None, &args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("not a simdex index") && err.contains("notes.txt") && err.contains("--create-in-nonempty"), "{err}");
         assert_eq!(listing(), vec!["notes.txt"], "{args:?} wrote nothing");
     }
-    ok(&run(None, &["add", p(&home), p(&input), "--create-in-nonempty"]));
+    ok(&run(None, &["insert", p(&home), p(&input), "--create-in-nonempty"]));
     assert!(listing().contains(&"MANIFEST".to_string()));
     ok(&run(None, &["serve", p(&home), "--listen", "127.0.0.1:0", "--check"]));
 }

@@ -241,7 +241,7 @@ fn work(shared: &Shared, op: Op, content_type: Option<&str>, query: Option<&str>
 /// taken once its body is decoded: 503 `overloaded` when too little is left, 413 when the
 /// batch needs more than the whole budget.
 fn charge_items(shared: &Shared, op: Op, items: usize) -> Result<Option<tokio::sync::SemaphorePermit<'_>>, ApiError> {
-    if !matches!(op, Op::QueryMany | Op::FindOrInsertMany | Op::AddMany | Op::DeleteMany) {
+    if !matches!(op, Op::QueryMany | Op::FindOrInsertMany | Op::InsertMany | Op::DeleteMany) {
         return Ok(None);
     }
     let bytes = limits::items_charge(items);
@@ -264,7 +264,7 @@ fn charge_items(shared: &Shared, op: Op, items: usize) -> Result<Option<tokio::s
 fn runs_here(op: Op, durability: Durability) -> bool {
     match op {
         Op::Query | Op::Info => true,
-        Op::FindOrInsert | Op::Add | Op::Delete => durability != Durability::Sync,
+        Op::FindOrInsert | Op::Insert | Op::Delete => durability != Durability::Sync,
         _ => false,
     }
 }

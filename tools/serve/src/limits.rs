@@ -22,7 +22,7 @@ pub const SERVER_OWN: u64 = 16;
 /// becomes 8), the pairs and log record the index call builds from them, and the answer.
 pub const DECODE_FACTOR: usize = 8;
 
-/// Bytes a fingerprint batch (`query_many`, `find_or_insert_many`, `add_many`,
+/// Bytes a fingerprint batch (`query_many`, `find_or_insert_many`, `insert_many`,
 /// `delete_many`) may come to hold per item beyond its decoded body: the pairs the index
 /// call builds, the log record, the memtable's growth and the answer (64 to 180 bytes an
 /// item measured: `benches/history/RESULTS-serve-ii-issue-37.md`), with a match or two an

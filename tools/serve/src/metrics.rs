@@ -227,13 +227,13 @@ mod tests {
         m.observe(Op::Query, Duration::from_micros(70), 1, 200);
         m.observe(Op::Query, Duration::from_millis(2), 1, 400);
         m.observe(Op::QueryMany, Duration::from_secs(9), 5000, 200);
-        m.observe(Op::Add, Duration::from_millis(1), 1, 507);
-        m.observe(Op::Add, Duration::from_millis(1), 1, 408);
+        m.observe(Op::Insert, Duration::from_millis(1), 1, 507);
+        m.observe(Op::Insert, Duration::from_millis(1), 1, 408);
         let text = m.render(None);
         assert!(text.contains("simdex_requests_total{op=\"query\"} 2\n"), "{text}");
         assert!(text.contains("simdex_errors_total{op=\"query\",status=\"400\"} 1\n"), "{text}");
-        assert!(text.contains("simdex_errors_total{op=\"add\",status=\"507\"} 1\n"), "{text}");
-        assert!(text.contains("simdex_errors_total{op=\"add\",status=\"408\"} 1\n"), "{text}");
+        assert!(text.contains("simdex_errors_total{op=\"insert\",status=\"507\"} 1\n"), "{text}");
+        assert!(text.contains("simdex_errors_total{op=\"insert\",status=\"408\"} 1\n"), "{text}");
         assert!(!text.contains("status=\"other\""), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query\",le=\"0.0001\"} 1\n"), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query\",le=\"0.0025\"} 2\n"), "{text}");

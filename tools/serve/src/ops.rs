@@ -130,11 +130,11 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             };
             reply(json!({"matches": rows(&matches)}))
         }
-        Request::Add { fp, doc_id } => reply(json!({"seq": index.insert(fp, doc_id).map_err(index_error)?})),
+        Request::Insert { fp, doc_id } => reply(json!({"seq": index.insert(fp, doc_id).map_err(index_error)?})),
         Request::Delete { fp, doc_id } => reply(json!({"seq": index.delete(fp, doc_id).map_err(index_error)?})),
         Request::QueryMany { fps, k, binary } => grouped(&query_many(index, &fps, &within(k)).map_err(index_error)?, binary),
         Request::FindOrInsertMany { fps, doc_ids, k, binary } => grouped(&find_or_insert_each(index, &fps, &doc_ids, &within(k))?, binary),
-        Request::AddMany { fps, doc_ids } => {
+        Request::InsertMany { fps, doc_ids } => {
             let records: Vec<(u64, Option<u64>)> = match doc_ids {
                 Some(ids) => fps.iter().zip(ids).map(|(&f, i)| (f, Some(i))).collect(),
                 None => fps.iter().map(|&f| (f, None)).collect(),
@@ -156,7 +156,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             })?;
             reply(json!({"fingerprints": fps}))
         }
-        Request::AddDocument { doc, doc_id } => reply(json!({"fingerprint": index.insert_document(input(&doc), doc_id).map_err(fp_error)?.value})),
+        Request::InsertDocument { doc, doc_id } => reply(json!({"fingerprint": index.insert_document(input(&doc), doc_id).map_err(fp_error)?.value})),
         Request::QueryDocument { doc, options } => {
             let (f, matches) = index.query_document(input(&doc), &document_query(&options)).map_err(fp_error)?;
             reply(doc_answer(&DocumentAnswer { fingerprint: f.value, matches, words: f.words }))

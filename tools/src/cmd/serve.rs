@@ -68,7 +68,7 @@ pub struct Args {
     /// A new index stores no sketches (document calls then decide by fingerprints alone).
     #[arg(long)]
     no_sketches: bool,
-    /// The expiry window of a new index (`30d`, as `simdex add --expire-after`); an existing
+    /// The expiry window of a new index (`30d`, as `simdex insert --expire-after`); an existing
     /// index is served with its own window.
     #[arg(long, value_name = "WINDOW", value_parser = crate::value_parsers::expiry)]
     expire_after: Option<simdex::Expiry>,

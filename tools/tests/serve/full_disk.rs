@@ -18,8 +18,8 @@ fn write(c: &mut Client, rng: &mut Rng, n: usize) -> Result<Vec<(u64, u64)>, Res
     let fps: Vec<u64> = (0..n).map(|_| rng.next()).collect();
     let ids: Vec<u64> = (0..n).map(|_| rng.next() >> 1).collect();
     let r = match rng.next() % 3 {
-        0 => c.send("POST", "/v1/add_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())),
-        1 => c.send("POST", "/v1/add_many", Some("application/json"), json!({"fps": fps, "doc_ids": ids}).to_string().as_bytes()),
+        0 => c.send("POST", "/v1/insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())),
+        1 => c.send("POST", "/v1/insert_many", Some("application/json"), json!({"fps": fps, "doc_ids": ids}).to_string().as_bytes()),
         _ => c.send("POST", "/v1/find_or_insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())),
     }
     .expect("the server answers; it does not hang up or hang");
@@ -157,7 +157,7 @@ fn a_full_disk_is_a_read_only_mode_queries_and_health_answer_over_a_large_log_wi
     let mut stored = Vec::new();
     for _ in 0..8 {
         let (fps, ids) = pairs(&mut rng, 49_000);
-        c.binary("add_many", "", &[&fps[..], &ids].concat());
+        c.binary("insert_many", "", &[&fps[..], &ids].concat());
         stored.extend(fps.into_iter().zip(ids));
     }
     let stats = c.ok("stats", json!({}));
@@ -241,7 +241,7 @@ fn a_batch_meeting_a_full_disk_is_stored_whole_or_as_the_prefix_its_answer_repor
         }
         // one log record per call: add_many and delete_many are whole or nothing
         let (fps, ids) = pairs(&mut rng, 500);
-        let r = c.send("POST", "/v1/add_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())).unwrap();
+        let r = c.send("POST", "/v1/insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())).unwrap();
         let stored = stored_pairs(&mut c, &fps);
         match r.status {
             200 => assert_eq!(stored.len(), 500),

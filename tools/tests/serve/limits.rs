@@ -136,7 +136,7 @@ fn under_a_low_descriptor_limit_idle_connections_are_refused_never_the_writer() 
     for round in 0..5 {
         let fps: Vec<u64> = (0..2000).map(|_| rng.next()).collect();
         let ids: Vec<u64> = (0..2000).map(|i| round * 10_000 + i).collect();
-        let r = writer.send("POST", "/v1/add_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())).unwrap();
+        let r = writer.send("POST", "/v1/insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())).unwrap();
         assert_eq!(r.status, 200, "{}", r.text());
         writer.ok("flush", json!({}));
         stored.extend(fps);

@@ -18,7 +18,7 @@ const BATCH: usize = 1 << 16;
 pub(super) struct IndexArgs {
     /// The new index directory.
     pub(super) dir: PathBuf,
-    /// The fingerprints (formats as `simdex add` reads them).
+    /// The fingerprints (formats as `simdex insert` reads them).
     #[arg(long, short)]
     pub(super) input: PathBuf,
     #[command(flatten)]

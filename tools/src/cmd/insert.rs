@@ -1,4 +1,4 @@
-//! `simdex add`: stream fingerprints into an index directory (creating it if missing),
+//! `simdex insert` (alias `add`): stream fingerprints into an index directory (creating it if missing),
 //! acknowledging them group by group. Reading and parsing the input is `input`'s; this
 //! module owns the synced group: when a group is committed, what "acknowledged" means and
 //! how progress, acknowledgements and errors are reported.
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::input::{self, Chunk, Decoder, InputFormat, Position, ReadAhead, Record};
 use crate::progress;
 
-/// Add fingerprints to an index directory, creating the index if it is missing.
+/// Insert fingerprints into an index directory, creating the index if it is missing.
 ///
 /// INPUT is in the formats `simdex build` reads (text: 16 hex digits per line, optionally a
 /// tab and a decimal document id, on every line or on none; `--binary`: little-endian u64s,
@@ -42,9 +42,11 @@ use crate::progress;
 /// A bad record or a read error in the middle of the input stops the command (exit 2): the
 /// message names the line or byte offset at fault and how many records before it were
 /// acknowledged (they stay in the index; nothing after the fault is added).
+///
+/// `simdex add`, this command's name before issue 35, still runs it.
 #[derive(Debug, ClapArgs)]
 #[command(
-    after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex add news.idx stored.txt --expire-after 30d\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks"
+    after_help = "Examples:\n  simdex insert pages.idx stored.txt\n  simdex insert news.idx stored.txt --expire-after 30d\n  simdex bench generate --count 100 --seed 7 | simdex insert pages.idx - --acks"
 )]
 pub struct Args {
     /// The index directory.
