@@ -6,7 +6,8 @@
 //!   One file per strategy: `tiered` (the size-tiered policy, its backlog rule, and the
 //!   budget behind the write stall, [`over_budget`]), `absorb` (the small tiers absorbing
 //!   the newest segment while the index is small), `full` (a full compaction in merges of
-//!   bounded size). The policy reads sizes only: it opens no file.
+//!   bounded size), `expiry` (an index with an expiry window: merges within one time slice,
+//!   and which segments expired, dropped whole). The policy reads sizes only: it opens no file.
 //! - the *mechanism* merges: [`merge()`] (in `merge`) writes the live pairs of the chosen
 //!   segments as one new segment, from the merge streams of `stream` (live pairs in
 //!   `(fingerprint, id)` order, sorted tables) and the bounded-memory sort of
@@ -21,6 +22,7 @@
 
 mod absorb;
 pub(crate) mod checkpoint;
+pub(crate) mod expiry;
 mod external_sort;
 mod full;
 mod merge;

@@ -22,7 +22,6 @@
 pub mod chunks;
 pub mod corpus;
 pub mod document;
-pub mod document_batch;
 mod documents;
 mod error;
 pub mod features;
@@ -32,6 +31,7 @@ pub mod hash;
 pub mod html;
 pub mod idf;
 pub mod input;
+pub mod many;
 pub mod normalize;
 mod options;
 pub mod recipe;

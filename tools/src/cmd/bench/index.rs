@@ -1,5 +1,5 @@
 //! `simdex bench index`: an index directory whose every fingerprint stores a synthetic sketch
-//! (`super::sketch`), compacted to one segment, for `bench query --verified`.
+//! (`super::sketch`), compacted to one segment, for `bench query --confirmed`.
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
@@ -18,7 +18,7 @@ const BATCH: usize = 1 << 16;
 pub(super) struct IndexArgs {
     /// The new index directory.
     pub(super) dir: PathBuf,
-    /// The fingerprints (formats as `simdex add` reads them).
+    /// The fingerprints (formats as `simdex insert` reads them).
     #[arg(long, short)]
     pub(super) input: PathBuf,
     #[command(flatten)]
@@ -51,7 +51,7 @@ pub(super) fn index(args: IndexArgs) -> Result<()> {
             pairs.push(simdex::Entry::new(fp, id));
             sketches.extend_from_slice(&synthetic_sketch(id, width));
         }
-        index.insert_batch_sketched(&pairs, &sketches)?;
+        index.insert_many_sketched(&pairs, &sketches)?;
     }
     index.compact()?;
     let segments = index.stats().segments.len();
