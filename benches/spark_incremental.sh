@@ -2,7 +2,7 @@
 # Issue 38, item 6: a new batch of fingerprints against an existing index, on Spark
 # (`python -m simdex.spark cluster NEW --against DIR --pairs`, local[2]): the batch's pairs
 # among itself and with the stored fingerprints. For each stored size 2^S given (an index
-# made by `simdex add`, k = 3; not timed) and each batch size 2^B of BATCHES (default 18 20;
+# made by `simdex insert`, k = 3; not timed) and each batch size 2^B of BATCHES (default 18 20;
 # half near copies of stored fingerprints, 2 bits flipped, half random), the wall time and
 # the load average before it: the time should follow the batch, not the index.
 #
@@ -25,7 +25,7 @@ for s in "$@"; do
   n=$((1 << s))
   rm -rf "$work/idx"
   "$simdex" bench generate -n "$n" --clusters $((n / 64)) --cluster-size 4 --flips 2 --with-ids > "$work/stored.txt"
-  "$simdex" add "$work/idx" "$work/stored.txt" > /dev/null 2>&1
+  "$simdex" insert "$work/idx" "$work/stored.txt" > /dev/null 2>&1
   "$simdex" compact "$work/idx" > /dev/null 2>&1 || true
   for b in $batches; do
     m=$((1 << b))

@@ -105,13 +105,16 @@ fn read_fingerprints<'py>(py: Python<'py>, path: &str, start: u64, end: u64, ids
 /// Top bits of a fingerprint in `read_members`' bitmap of the members.
 const TOP_BITS: u32 = 27;
 
+/// `read_members`' answer: fingerprints, clusters, id data and id offsets.
+type Members<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
 /// The entries among the fingerprint lines of `path` starting in `[start, end)` whose
 /// fingerprint is one of `vertices` (little-endian u64s, sorted), with its cluster from
 /// `clusters` (same order): `(fps, clusters, id_data, id_offsets)`, the ids as an Arrow
 /// string column's buffers (empty for a line without one). Bad lines are skipped (the pair
 /// step counted and named them).
 #[pyfunction]
-fn read_members<'py>(py: Python<'py>, path: &str, start: u64, end: u64, vertices: &[u8], clusters: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+fn read_members<'py>(py: Python<'py>, path: &str, start: u64, end: u64, vertices: &[u8], clusters: &[u8]) -> PyResult<Members<'py>> {
     let (vertices, clusters) = (u64s(vertices, "vertices")?, u64s(clusters, "clusters")?);
     if vertices.len() != clusters.len() {
         return Err(PyValueError::new_err(format!("{} vertices but {} clusters", vertices.len(), clusters.len())));
@@ -245,7 +248,8 @@ impl BlockJoin {
                             partitions.push(i);
                             repeated.push(is_repeated);
                             values.iter().for_each(|v| data.extend_from_slice(&v.to_le_bytes()));
-                            let end = i32::try_from(data.len()).map_err(|_| simdex::Error::InvalidArgument("a map task's fingerprints pass 2 GiB: use smaller input ranges".into()))?;
+                            let end =
+                                i32::try_from(data.len()).map_err(|_| simdex::Error::InvalidArgument("a map task's fingerprints pass 2 GiB: use smaller input ranges".into()))?;
                             offsets.extend_from_slice(&end.to_le_bytes());
                         }
                     }

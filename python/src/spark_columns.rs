@@ -126,7 +126,13 @@ fn fingerprint_column<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], 
 /// text_offsets)`, f64s (NaN where a sketch is missing) and their text as `simdex dedup
 /// --pairs` writes it (the corpus module's `similarity_text`) as an Arrow string column.
 #[pyfunction]
-fn similarity_column<'py>(py: Python<'py>, a_data: &[u8], a_offsets: &[u8], b_data: &[u8], b_offsets: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+fn similarity_column<'py>(
+    py: Python<'py>,
+    a_data: &[u8],
+    a_offsets: &[u8],
+    b_data: &[u8],
+    b_offsets: &[u8],
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let (a, b) = (Column::new(a_data, a_offsets, "a")?, Column::new(b_data, b_offsets, "b")?);
     if a.len() != b.len() {
         return Err(PyValueError::new_err(format!("{} sketches against {}", a.len(), b.len())));

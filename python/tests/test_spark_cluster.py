@@ -167,7 +167,7 @@ def test_cluster_of_a_new_batch_against_an_index(spark, cli, tmp_path):
     the batch or stored in the index, as brute force finds them over both."""
     stored = cli("bench", "generate", "-n", "6000", "--clusters", "200", "--cluster-size", "4", "--flips", "2", "--with-ids", "--seed", "7")
     (tmp_path / "stored.txt").write_text(stored)
-    cli("add", tmp_path / "idx", tmp_path / "stored.txt")
+    cli("insert", tmp_path / "idx", tmp_path / "stored.txt")
     rng = random.Random(7)
     old = [int(line.split("\t")[0], 16) for line in stored.splitlines()]
     new = [rng.choice(old) ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)) for _ in range(1500)]
