@@ -9,8 +9,9 @@
 # How the library reaches the executors: the wheel itself, copied to simdex.zip and shipped
 # with `--archives simdex.zip#simdexlib` (every executor unpacks it in its work folder), put on
 # the Python workers' path by `spark.executorEnv.PYTHONPATH=simdexlib`. The executors run a
-# plain python3 with no simdex installed (checked below), so the shipped wheel is the only way
-# they can import it. The driver runs a virtualenv with pyspark and the wheel installed.
+# virtualenv of their own with pyarrow and pandas (mapInArrow needs them; the versions of
+# requirements.txt) and no simdex (checked below), so the shipped wheel is the only way they
+# can import it. The driver runs a virtualenv with pyspark and the wheel installed.
 #
 # usage: tools/spark/cluster.sh [INPUT [FORMAT]]   (default: fixtures/corpus/pages, auto)
 # env: SIMDEX (the CLI, default $target/debug/simdex), WHEEL (default: the one wheel in
@@ -39,7 +40,12 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import pyspark" 2>/de
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
-executor_python="$("$venv/bin/python" -c 'import sys; print(sys._base_executable)')"
+executor_venv="$target/spark-executor-venv"
+if [ ! -x "$executor_venv/bin/python" ] || ! "$executor_venv/bin/python" -c "import pyarrow, pandas" 2>/dev/null; then
+  python3 -m venv "$executor_venv"
+  grep -v '^pyspark' "$here/requirements.txt" | "$executor_venv/bin/pip" install --quiet --disable-pip-version-check -r /dev/stdin
+fi
+executor_python="$executor_venv/bin/python"
 if "$executor_python" -c "import simdex" 2>/dev/null; then
   echo "warning: $executor_python imports simdex by itself: the shipped wheel is not what the executors use" >&2
 fi
