@@ -71,6 +71,15 @@ pub struct ConfirmOptions {
     /// A candidate stored without a sketch cannot be confirmed: it is a near-duplicate when
     /// its fingerprint is within this many bits (fingerprint only).
     pub unsketched_k: u32,
+    /// Find every sketched candidate within `k` through the tables (multi-probe: the cost
+    /// grows with the index, about 2 ms at 2^26 for `k = 8`), instead of the band files.
+    /// Off by default: beyond the design's `k`, candidates are the stored sketches that
+    /// share one of 16 bands with the query's (`format-spec/bands.md`), which finds every
+    /// pair whose sketches differ in at most 15 of 512 bits and about 97% of those at the
+    /// 0.90 threshold, at a cost that does not grow with the index. Used only for the
+    /// default sketch (512 one-bit values) at `min_similarity >= 0.9`; otherwise the
+    /// tables answer.
+    pub exhaustive: bool,
 }
 
 impl Default for ConfirmOptions {
@@ -81,7 +90,7 @@ impl Default for ConfirmOptions {
     /// plus a sketch read per candidate. A wider `k` finds more (F1 0.872 at k = 6, 0.892 at
     /// k = 8) at 13 and 47 times the entries decoded: [`ConfirmOptions::within`].
     fn default() -> Self {
-        Self { k: 3, min_similarity: 0.9, unsketched_k: 3 }
+        Self { k: 3, min_similarity: 0.9, unsketched_k: 3, exhaustive: false }
     }
 }
 
@@ -89,6 +98,12 @@ impl ConfirmOptions {
     /// The defaults with candidates within `k`.
     pub fn within(k: u32) -> Self {
         Self { k, ..Self::default() }
+    }
+
+    /// The same options, finding every candidate within `k` through the tables
+    /// ([`Self::exhaustive`]).
+    pub fn exhaustive(self) -> Self {
+        Self { exhaustive: true, ..self }
     }
 
     /// The same options with another resemblance threshold.

@@ -65,6 +65,7 @@ macro_rules! internal_mod {
     };
 }
 
+internal_mod!(bands);
 pub mod batch;
 pub mod cluster;
 internal_mod!(codec);

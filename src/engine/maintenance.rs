@@ -134,7 +134,7 @@ impl Engine {
                 self.resumed_merges.fetch_add(u64::from(m.resumed), Ordering::Relaxed);
                 let segment = Segment::open_with(&*self.storage, &path)?;
                 let meta = SegmentMeta { number, entries: m.entries, file_len: m.file_len, min_seq: inputs[0].meta.min_seq, max_seq: inputs[inputs.len() - 1].meta.max_seq };
-                Some(Arc::new(LiveSegment { meta, segment }))
+                Some(Arc::new(super::banded::attach_new(&*self.storage, &self.dir, meta, segment)?))
             }
             None => None,
         };

@@ -44,12 +44,51 @@ pub(crate) struct Run {
     pub entries: Vec<MemEntry>,
     /// `tables[i]`: table `i + 1`'s permuted fingerprints, sorted.
     pub tables: Vec<Vec<u64>>,
+    /// In a memtable that stores sketches: per band (`crate::bands`), `key << 32 | offset`
+    /// of every entry with a sketch, sorted (`offset`: its sequence number less the
+    /// memtable's first sketched one), so that the crawler's check finds the entries
+    /// sharing a band with its sketch as it does in a segment's band file.
+    pub bands: Vec<Vec<u64>>,
+}
+
+/// Where a run's band keys come from: the memtable's sketch arena.
+#[derive(Clone, Copy)]
+pub(crate) struct BandSource<'a> {
+    sketches: &'a [u8],
+    base: u64,
+    width: usize,
+    bands: u32,
+}
+
+impl<'a> BandSource<'a> {
+    fn of(d: &'a MemData, width: usize) -> Option<BandSource<'a>> {
+        let bands = crate::bands::BandDesign::for_segment(1, width)?.bands;
+        Some(BandSource { sketches: &d.sketches, base: d.sketch_base?, width, bands })
+    }
+
+    /// The band keys of `e`'s sketch (`None`: it has none, or its offset is not a u32).
+    fn keys(&self, e: &MemEntry) -> Option<(u64, &'a [u8])> {
+        let off = e.seq.checked_sub(self.base)?;
+        let at = usize::try_from(off).ok()?.checked_mul(self.width)?;
+        let sketch = self.sketches.get(at..at + self.width).filter(|s| !crate::bands::is_empty_sketch(s))?;
+        u32::try_from(off).is_ok().then_some((off, sketch))
+    }
 }
 
 impl Run {
-    /// The sorted tables of `entries` with `design`.
-    pub(crate) fn build(mut entries: Vec<MemEntry>, design: &Design) -> Run {
+    /// The sorted tables of `entries` with `design` (and their bands, from `bands`).
+    pub(crate) fn build(mut entries: Vec<MemEntry>, design: &Design, bands: Option<BandSource<'_>>) -> Run {
         entries.sort_unstable();
+        let bands = bands.map_or_else(Vec::new, |src| {
+            (0..src.bands)
+                .map(|b| {
+                    let mut v: Vec<u64> =
+                        entries.iter().filter_map(|e| src.keys(e)).filter_map(|(off, sketch)| Some(u64::from(crate::bands::band_key(sketch, b)?) << 32 | off)).collect();
+                    sort_u64(&mut v);
+                    v
+                })
+                .collect()
+        });
         let tables = design.tables()[1..]
             .iter()
             .map(|t| {
@@ -58,11 +97,15 @@ impl Run {
                 v
             })
             .collect();
-        Run { entries, tables }
+        Run { entries, tables, bands }
     }
 
     fn merge(a: &Run, b: &Run) -> Run {
-        Run { entries: merge_sorted(&a.entries, &b.entries), tables: a.tables.iter().zip(&b.tables).map(|(x, y)| merge_sorted(x, y)).collect() }
+        Run {
+            entries: merge_sorted(&a.entries, &b.entries),
+            tables: a.tables.iter().zip(&b.tables).map(|(x, y)| merge_sorted(x, y)).collect(),
+            bands: a.bands.iter().zip(&b.bands).map(|(x, y)| merge_sorted(x, y)).collect(),
+        }
     }
 
     fn query(&self, design: &Design, q: u64, k: u32, out: &mut Vec<(Match, u64)>, scratch: &mut Vec<u64>) {
@@ -132,6 +175,8 @@ struct MemData {
     /// Sketches of the inserts, `sketch_width` bytes per sequence number from
     /// `sketch_base` on (deletes and inserts without a sketch hold zeros).
     sketches: Vec<u8>,
+    /// The `(fingerprint, id)` of each insert of the sketch arena, by the same offset.
+    pairs: Vec<(u64, u64)>,
     sketch_base: Option<u64>,
     inserts: u64,
     delete_ops: u64,
@@ -215,6 +260,9 @@ impl Memtable {
                 d.sketches.truncate(at);
                 d.sketches.extend_from_slice(sketches);
                 d.sketches.resize(at + ops.len() * self.sketch_width, 0);
+                let off = at / self.sketch_width;
+                d.pairs.resize(off, (0, 0));
+                d.pairs.extend_from_slice(ops);
             }
             d.tail.extend(ops.iter().enumerate().map(|(i, &(fp, id))| MemEntry { fp, id, seq: seq + i as u64 }));
             d.inserts += ops.len() as u64;
@@ -243,8 +291,10 @@ impl Memtable {
     /// until its run replaces it; only the writer changes the memtable, so what was read
     /// under the read lock is still current when the write lock is taken.
     fn seal_tail(&self) {
-        let tail = self.read_data().tail.clone();
-        let run = Run::build(tail, &self.design);
+        let run = {
+            let d = self.read_data();
+            Run::build(d.tail.clone(), &self.design, BandSource::of(&d, self.sketch_width))
+        };
         {
             let mut d = self.write_data();
             d.tail.clear();
@@ -276,7 +326,7 @@ impl Memtable {
         if !d.deletes.is_empty() {
             return None;
         }
-        let mut merged = Run::build(d.tail.clone(), &self.design);
+        let mut merged = Run::build(d.tail.clone(), &self.design, BandSource::of(&d, self.sketch_width));
         for r in d.runs.iter().rev() {
             merged = Run::merge(&merged, r);
         }
@@ -347,6 +397,29 @@ impl MemView<'_> {
         for r in &self.data.runs {
             r.query(self.design, q, k, out, &mut scratch);
         }
+    }
+
+    /// The inserts whose sketch shares a band (`crate::bands`) with `sketch`, each once
+    /// (unsorted); empty when the memtable stores no sketches.
+    pub fn band_candidates(&self, sketch: &[u8]) -> Vec<MemEntry> {
+        let Some(src) = BandSource::of(&self.data, self.sketch_width) else { return Vec::new() };
+        let shares = |stored: &[u8]| (0..src.bands).any(|b| crate::bands::band_key(stored, b).is_some() && crate::bands::band_key(stored, b) == crate::bands::band_key(sketch, b));
+        let mut out: Vec<MemEntry> = self.data.tail.iter().filter(|e| src.keys(e).is_some_and(|(_, s)| shares(s))).copied().collect();
+        for r in &self.data.runs {
+            for (b, values) in (0u32..).zip(&r.bands) {
+                let Some(key) = crate::bands::band_key(sketch, b) else { continue };
+                let start = lower_bound(values, u64::from(key) << 32);
+                for &v in values[start..].iter().take_while(|&&v| v >> 32 == u64::from(key)) {
+                    let off = v & 0xffff_ffff;
+                    if let Some(&(fp, id)) = self.data.pairs.get(off as usize) {
+                        out.push(MemEntry { fp, id, seq: src.base + off });
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The sketch of the insert with sequence number `seq` (`None`: it carried none).

@@ -24,14 +24,18 @@
 //! `design.rs` turns a recipe into its tables ([`Design`], [`TableDesign`], [`DesignError`]).
 //! `probe.rs` holds [`ProbePlan`]: the prefix variants each table is probed with to answer a
 //! distance above the design's `k` exactly (multi-probe), and their cost against a scan.
+//! `bands.rs` holds the band design of a segment's sketch index ([`BandDesign`]) and the
+//! cost model of the crawler's check with and without it ([`CheckCost`]).
 //! `planner.rs` holds the paper's `X(f, k, d)` rule ([`min_tables`]), the cost model and
 //! [`plan`], which picks a design for a count and explains why.
 
+mod bands;
 mod design;
 mod permutation;
 mod planner;
 mod probe;
 
+pub use bands::{BandDesign, CheckCost, BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 pub use design::{binomial, block_widths, prefix_mask, Design, DesignError, TableDesign};
 pub use permutation::Permutation;
 pub use planner::{information_bound_bits, min_tables, plan, planned_design, Plan, PlanOptions, PlannedDesign};

@@ -184,7 +184,7 @@ fn confirmed_queries_agree_with_brute_force_confirmation() {
         for (k, t, unsketched_k) in [(3, 0.9, 3), (5, 0.8, 2), (8, 0.9, 3), (6, 0.5, 0)] {
             let q = rng.flip(c, (n % 3) as u32);
             let qs = near_sketch(cs, (n % 5) as u32, &mut rng);
-            let options = ConfirmOptions { k, min_similarity: t, unsketched_k };
+            let options = ConfirmOptions { k, min_similarity: t, unsketched_k, exhaustive: false };
             let got = index.query_confirmed(q, &qs, &options).unwrap();
             let mut want: Vec<ConfirmedMatch> = stored
                 .iter()
@@ -212,7 +212,7 @@ fn confirmed_queries_agree_with_brute_force_confirmation() {
     let found = index.find_or_insert_confirmed(c, 10_001, &cs, &ConfirmOptions::within(8)).unwrap();
     assert!(matches!(found, FindOrInsert::Found(ref m) if !m.is_empty()), "{found:?}");
     let far = [0x5a; WIDTH];
-    let strict = ConfirmOptions { k: 8, min_similarity: 0.99, unsketched_k: 0 };
+    let strict = ConfirmOptions { k: 8, min_similarity: 0.99, unsketched_k: 0, exhaustive: false };
     // brute force: a center nothing stored matches with this far sketch
     let matches_far = |c: u64| {
         stored.iter().any(|&(fp, _, s)| match s {

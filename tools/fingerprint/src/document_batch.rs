@@ -40,7 +40,7 @@ pub struct DocumentAnswer {
 pub fn with_similarity(index: &DocumentIndex, fp: u64, sketch: Option<&Sketch>, k: u32, matches: &[Match]) -> simdex::Result<Vec<DocumentMatch>> {
     let estimates = match (sketch, index.sketches()) {
         (Some(s), Some(_)) if !matches.is_empty() && k <= simdex::plan::MAX_K => {
-            index.query_confirmed(fp, s.as_bytes(), &ConfirmOptions { k, min_similarity: 0.0, unsketched_k: k })?
+            index.query_confirmed(fp, s.as_bytes(), &ConfirmOptions { k, min_similarity: 0.0, unsketched_k: k, exhaustive: false })?
         }
         _ => Vec::new(),
     };
@@ -72,7 +72,7 @@ pub fn query_document(index: &DocumentIndex, doc: DocumentInput<'_>, query: &Doc
     let sketch = if query.confirm { index.sketch_document(doc)? } else { None };
     let matches = match &sketch {
         Some(s) if query.k <= simdex::plan::MAX_K => {
-            let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.unconfirmed_k() };
+            let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.unconfirmed_k(), exhaustive: false };
             index.query_confirmed(f.value, s.as_bytes(), &options)?.into_iter().map(|c| DocumentMatch { matched: c.matched, similarity: c.similarity }).collect()
         }
         _ => {

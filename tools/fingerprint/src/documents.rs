@@ -287,7 +287,7 @@ impl DocumentIndex {
         }
         Ok(match sketch.filter(|_| query.confirm) {
             Some(s) => {
-                let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.unconfirmed_k() };
+                let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.unconfirmed_k(), exhaustive: false };
                 self.find_or_insert_confirmed(f.value, doc_id, s.as_bytes(), &options)?
             }
             None => self.find_or_insert(f.value, doc_id, &QueryOptions::within(query.unconfirmed_k()))?,

@@ -190,8 +190,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             // matches are by fingerprint alone, at the unconfirmed distance.
             let confirm = confirm.filter(|_| index.sketch_options() == Some(SketchOptions::default()));
             let check = match confirm {
-                Some(min_similarity) => simdex::ConfirmOptions { k, min_similarity, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K) },
-                None => simdex::ConfirmOptions { k: k.min(DEFAULT_UNCONFIRMED_K), min_similarity: 0.0, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K) },
+                Some(min_similarity) => simdex::ConfirmOptions { k, min_similarity, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K), exhaustive: false },
+                None => simdex::ConfirmOptions { k: k.min(DEFAULT_UNCONFIRMED_K), min_similarity: 0.0, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K), exhaustive: false },
             };
             if confirm.is_none() && !args.no_confirm {
                 eprintln!(
