@@ -3,9 +3,10 @@
 //! The file is a pure function of the sketch column (ordinals in table 0's order), so the
 //! bytes are the same however it is built, and `verify` checks a file by building it again
 //! and comparing. Each band's entries are gathered in passes over the sketch column, as
-//! packed `bucket << 40 | ordinal << 8 | tag` values sorted by a radix sort: as many bands a
+//! packed `bucket << 40 | ordinal << 8 | tag` values sorted by a radix sort of their bucket bits: as many bands a
 //! pass as fit the budget, or, for a band larger than the budget, a range of its buckets a
-//! pass. Within a bucket, entries are in ordinal order.
+//! pass. Within a bucket, entries are in ordinal order (gathered in that order, then sorted
+//! stably by bucket).
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -103,7 +104,8 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, out:
             // Band by band: a band's entries, after its last slice its last page and its
             // directory, then the next band (several bands a pass only with one slice).
             for ((mut values, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
-                crate::sort::sort_u64(&mut values);
+                // gathered in ordinal order: a stable sort by the bucket (the top 24 bits) keeps it
+                crate::sort::sort_by_top_bits(&mut values, 24);
                 for &v in &values {
                     if let Some(end) = ends.get_mut((v >> 40) as usize) {
                         *end += 1;

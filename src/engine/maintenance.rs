@@ -85,6 +85,26 @@ impl Engine {
         }
     }
 
+    /// The settling merge when the index closes ([`compaction::Strategy::Settle`]): the
+    /// newest segments merge until the live set's modeled query cost is within
+    /// `CompactionOptions::settle_on_close` percent of one segment's. A merge the disk has no room
+    /// for is left out, as the automatic policy's are.
+    pub(super) fn compact_settle(&self) -> Result<()> {
+        let Some(percent) = self.options.compaction.settle_on_close else { return Ok(()) };
+        let _guard = lock(&self.compacting);
+        let v = self.current();
+        let Choice::Merge(range) = compaction::choose(Strategy::Settle { k: self.k, percent }, &v.segment_metas(), &self.options.compaction) else {
+            return Ok(());
+        };
+        match self.compact_range(&v, range) {
+            Err(e @ Error::NoSpace { .. }) => {
+                lock(&self.signals).last_error = Some(e.chain_message());
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     /// Refuses a merge of `inputs` when the directory's file system lacks room for its
     /// output (the inputs' bytes, scaled by the output design's table count) plus its
     /// spilled sorted runs (16 bytes per entry, one table at a time) and 1 MiB.

@@ -80,14 +80,18 @@ impl Run {
     pub(crate) fn build(mut entries: Vec<MemEntry>, design: &Design, bands: Option<BandSource<'_>>) -> Run {
         entries.sort_unstable();
         let bands = bands.map_or_else(Vec::new, |src| {
-            (0..src.bands)
-                .map(|b| {
-                    let mut v: Vec<u64> =
-                        entries.iter().filter_map(|e| src.keys(e)).filter_map(|(off, sketch)| Some(u64::from(crate::bands::band_key(sketch, b)?) << 32 | off)).collect();
-                    sort_u64(&mut v);
-                    v
-                })
-                .collect()
+            let mut bands: Vec<Vec<u64>> = (0..src.bands).map(|_| Vec::with_capacity(entries.len())).collect();
+            for (off, sketch) in entries.iter().filter_map(|e| src.keys(e)) {
+                for (b, values) in (0u32..).zip(bands.iter_mut()) {
+                    if let Some(key) = crate::bands::band_key(sketch, b) {
+                        values.push(u64::from(key) << 32 | off);
+                    }
+                }
+            }
+            for values in &mut bands {
+                sort_u64(values);
+            }
+            bands
         });
         let tables = design.tables()[1..]
             .iter()
@@ -326,7 +330,8 @@ impl Memtable {
         if !d.deletes.is_empty() {
             return None;
         }
-        let mut merged = Run::build(d.tail.clone(), &self.design, BandSource::of(&d, self.sketch_width));
+        // a flush writes the tables, not the bands
+        let mut merged = Run::build(d.tail.clone(), &self.design, None);
         for r in d.runs.iter().rev() {
             merged = Run::merge(&merged, r);
         }

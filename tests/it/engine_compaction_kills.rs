@@ -22,7 +22,10 @@ fn options(storage: &MemStorage, max_merge_entries: u64) -> IndexOptions {
 
 /// [`options`] with merges that record a checkpoint every `interval`.
 fn checkpointing(storage: &MemStorage, max_merge_entries: u64, checkpoint_interval: Option<Duration>) -> IndexOptions {
-    IndexOptions { compaction: CompactionOptions { fanout: 4, buffer_entries: 512, automatic: false, max_merge_entries, checkpoint_interval }, ..mem_options(storage, 64) }
+    IndexOptions {
+        compaction: CompactionOptions { fanout: 4, buffer_entries: 512, automatic: false, max_merge_entries, checkpoint_interval, settle_on_close: None },
+        ..mem_options(storage, 64)
+    }
 }
 
 /// 48 segments of 64 operations (every 9th a delete of an earlier pair, some pairs
