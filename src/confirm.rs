@@ -75,8 +75,8 @@ pub struct ConfirmOptions {
     /// grows with the index, about 2 ms at 2^26 for `k = 8`), instead of the band files.
     /// Off by default: beyond the design's `k`, candidates are the stored sketches that
     /// share one of 16 bands with the query's (`format-spec/bands.md`), which finds every
-    /// pair whose sketches differ in at most 15 of 512 bits and about 97% of those at the
-    /// 0.90 threshold, at a cost that does not grow with the index. Used only for the
+    /// pair whose sketches differ in at most 15 of 512 bits and 98.9% of those at the
+    /// 0.90 threshold (25 bits), at a cost that does not grow with the index. Used only for the
     /// default sketch (512 one-bit values) at `min_similarity >= 0.9`; otherwise the
     /// tables answer.
     pub exhaustive: bool,

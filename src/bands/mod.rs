@@ -13,7 +13,7 @@
 //!
 //! What it finds: every stored sketch that shares a band with the query's. Pigeonhole: a
 //! pair whose sketches differ in at most 15 of 512 bits (estimated resemblance >= 0.94)
-//! always shares one of 16 bands; at the 0.90 threshold (25 bits) about 97% do
+//! always shares one of 16 bands; at the 0.90 threshold (25 bits) 98.9% do
 //! (`benches/RESULTS.md`, "Speed III"). The band file is derived data: a pure function of
 //! the segment's sketch column, rebuilt when missing or damaged, and checked page by page
 //! like every other section.
