@@ -17,6 +17,9 @@ segments) and `build` (one segment); then in every round, builds alternating, `b
 the live index (the baseline reads its segments and ignores the band files, so it runs the old
 path), with near copies 6 bits away (found only beyond the tables' k = 3), and `bench query
 -k 3` on the live and one-segment indexes; and the bytes per fingerprint of each index.
+`--live` measures issue 39's goal 2 alone: each build's `add` of N random fingerprints twice
+(time, peak RSS; builds alternating), the segments it leaves, and the k = 3 p50 of that live
+index against one segment (`build`), rounds alternating.
 
 Without --new/--base the script builds them (release): this checkout's `simdex` and
 `simdex-peers` (benches/peers), and the baseline's in a git worktree under WORK. Workload:
@@ -29,6 +32,7 @@ fingerprint with 2 bits flipped, half random, with ids), 1M queries of the same 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -165,6 +169,54 @@ def crawler_check(a, n, work):
     return 0
 
 
+def live_set(a, n, work):
+    """Issue 39 goal 2: the live set `add` leaves, against one segment, and what `add` costs
+    (time, peak RSS), each build's `add` run twice, the builds alternating."""
+    f = lambda name: os.path.join(work, name)
+    builds = {"base": a.base, "new": a.new}
+    new = a.new
+    if not os.path.exists(f("stored.u64")):
+        with open(f("stored.u64"), "wb") as out:
+            subprocess.run([new, "bench", "generate", "-n", str(n), "--seed", "1", "--binary"], stdout=out, check=True)
+        # the first 5,000 stored fingerprints (the same seed), and near copies of them
+        with open(f("head.txt"), "w") as out:
+            subprocess.run([new, "bench", "generate", "-n", "5000", "--seed", "1"], stdout=out, check=True)
+        with open(f("q.txt"), "w") as out:
+            subprocess.run([new, "bench", "generate", "-n", "5000", "--near", f("head.txt"), "--flips", "2", "--seed", "2"], stdout=out, check=True)
+            subprocess.run([new, "bench", "generate", "-n", "5000", "--seed", "3"], stdout=out, check=True)
+    ingest = {}
+    for r in range(2):
+        for name in (["base", "new"] if r == 0 else ["new", "base"]):
+            d = f(f"{name}-live")
+            shutil.rmtree(d, ignore_errors=True)
+            ingest.setdefault(name, []).append(measured([builds[name], "add", d, "--binary", f("stored.u64")]))
+    for name, bin_ in builds.items():
+        if not os.path.exists(f(f"{name}.sdx")):
+            subprocess.run([bin_, "build", "--binary", "--out", f(f"{name}.sdx"), f("stored.u64")], check=True, stderr=subprocess.DEVNULL)
+    shape = lambda d: " + ".join(f"{int(l.split()[1]) / 1e6:.2f}M" for l in sh([new, "stats", d]).splitlines() if ".sdx " in l)
+    before = load()
+    cells = {}
+    for r in range(a.rounds):
+        for name in (["base", "new"] if r % 2 == 0 else ["new", "base"]):
+            b = builds[name]
+            cells.setdefault((name, "live"), []).append(query(b, f(f"{name}-live"), f("q.txt"), 3)["p50_us"])
+            cells.setdefault((name, "one"), []).append(query(b, f(f"{name}.sdx"), f("q.txt"), 3)["p50_us"])
+    after = load()
+    med = lambda name, key: statistics.median(cells[(name, key)])
+    print(f"\nN = {n}, {a.rounds} rounds (medians), k = 3, one thread, warm; load before {before}, after {after}\n")
+    print("| build | `add` time (2 runs) | `add` peak RSS | segments `add` leaves | live p50 | one segment p50 | live / one |")
+    print("|---|---|---|---|---|---|---|")
+    for name in builds:
+        times = ", ".join(f"{t:.1f} s" for t, _ in ingest[name])
+        rss = max(m for _, m in ingest[name])
+        live, one = med(name, "live"), med(name, "one")
+        print(f"| {name} | {times} | {rss:.0f} MiB | {shape(f(f'{name}-live'))} | {live:.2f} us | {one:.2f} us | {live / one:.2f}x |")
+    print("\nlive / one in each round:")
+    for name in builds:
+        print(f"  {name}: {', '.join(f'{l / o:.2f}' for l, o in zip(cells[(name, 'live')], cells[(name, 'one')]))}")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", default="1e7")
@@ -178,6 +230,7 @@ def main():
     p.add_argument("--skip-gaoya", action="store_true")
     p.add_argument("--skip-batch", action="store_true")
     p.add_argument("--check", action="store_true", help="issue 39: the crawler's check (see the module doc)")
+    p.add_argument("--live", action="store_true", help="issue 39 goal 2: the live set `add` leaves and what `add` costs")
     a = p.parse_args()
     n = 2 ** int(a.n[2:]) if a.n.startswith("2^") else int(float(a.n))
     work = a.work or tempfile.mkdtemp(prefix="simdex-speed-")
@@ -188,6 +241,8 @@ def main():
         a.base, a.base_peers = build(a.base_rev, work)
     if a.check:
         return crawler_check(a, n, work)
+    if a.live:
+        return live_set(a, n, work)
     builds = {"base": a.base, "new": a.new}
     f = lambda name: os.path.join(work, name)
     new = a.new

@@ -42,8 +42,16 @@ pub(crate) fn head_for(segment: &Segment) -> Result<Option<BandHead>> {
     for sketch in segment.sketches_in_order() {
         banded += u64::from(!is_empty_sketch(sketch?));
     }
-    let (segment_len, segment_footer_crc) = super::read::segment_identity(segment);
+    let (segment_len, segment_footer_crc) = segment_identity(segment);
     Ok(Some(BandHead { design, entries: segment.len(), banded, segment_len, segment_footer_crc, sketch_bytes: width as u16, scheme }))
+}
+
+/// The segment a band file belongs to: its length and the CRC-32 of its footer (which
+/// covers the directory's CRC, so any other segment differs).
+pub(crate) fn segment_identity(segment: &Segment) -> (u64, u32) {
+    let bytes = segment.bytes();
+    let footer = bytes.get(bytes.len().saturating_sub(crate::segment::layout::FOOTER_BYTES)..).unwrap_or_default();
+    (bytes.len() as u64, crc32fast::hash(footer))
 }
 
 /// Writes the band file of `segment` at `path` (under `NAME.tmp`, synced, renamed into
@@ -181,82 +189,5 @@ impl EntryPages {
             self.current.clear();
             page
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::bands::{band_key, BandFile};
-    use crate::confirm::minhash_scheme;
-    use crate::segment::SketchColumn;
-    use crate::storage::MemStorage;
-    use crate::{Index, IndexOptions};
-
-    /// A segment of `n` entries with random 64-byte sketches (every seventh without one).
-    fn segment(storage: &MemStorage, n: u64) -> (Segment, Vec<(u64, [u8; 64])>) {
-        let options = IndexOptions { storage: std::sync::Arc::new(storage.clone()), background: false, sketches: Some(SketchColumn { bytes: 64, scheme: minhash_scheme(1, 512, 1) }), ..IndexOptions::default() };
-        let index = Index::open("b", options).expect("open");
-        let mut x = 0x1234_5678_9abc_def1u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut stored = Vec::new();
-        for id in 0..n {
-            let mut sketch = [0u8; 64];
-            if id % 7 != 0 {
-                for c in sketch.chunks_mut(8) {
-                    // few distinct values per band, so buckets hold several entries
-                    c.copy_from_slice(&(next() % 5 | next() << 40).to_le_bytes());
-                }
-            }
-            index.insert_sketched(next(), id, &sketch).expect("insert");
-            stored.push((id, sketch));
-        }
-        index.flush().expect("flush");
-        let name = index.stats().segments.first().map(|s| s.name.clone()).expect("a segment");
-        drop(index);
-        (Segment::open_with(storage, &std::path::Path::new("b").join(name)).expect("segment"), stored)
-    }
-
-    #[test]
-    fn the_bytes_do_not_depend_on_the_budget_and_lookups_find_every_band() {
-        let storage = MemStorage::default();
-        let (seg, stored) = segment(&storage, 3000);
-        let head = head_for(&seg).expect("read").expect("banded");
-        assert_eq!(head.banded, 3000 - 3000u64.div_ceil(7));
-        let emit_with = |entries: u64| {
-            let mut out = Vec::new();
-            emit(&seg, &head, BuildBudget { entries }, &mut out).map_err(|_| "emit").expect("emit");
-            out
-        };
-        let whole = emit_with(1 << 30);
-        // several bands a pass, one band a pass, and a band in many bucket ranges
-        for budget in [9000, 2600, 700, 5] {
-            assert!(emit_with(budget) == whole, "budget {budget}");
-        }
-        let path = std::path::Path::new("b/x.sdb");
-        assert!(write_band_file(&storage, &seg, path, BuildBudget { entries: 5 }).expect("write").is_some());
-        let file = BandFile::open(&storage, path, &seg).expect("open");
-        file.verify(&seg).expect("verify");
-        // every entry with a sketch is found under each of its bands, and only entries
-        // that share the bucket and tag are returned
-        let ids: Vec<u64> = (0..seg.len()).map(|o| seg.doc_id(o).expect("id")).collect();
-        for &(id, sketch) in stored.iter().step_by(13) {
-            for b in 0..16 {
-                let key = band_key(&sketch, b).expect("band");
-                let mut found = Vec::new();
-                file.lookup(b, key, &mut found).expect("lookup");
-                let found_ids: Vec<u64> = found.iter().map(|&o| ids[o as usize]).collect();
-                assert_eq!(found_ids.contains(&id), id % 7 != 0, "id {id} band {b}");
-                for &o in &found {
-                    let other = band_key(seg.sketch(u64::from(o)).expect("sketch"), b).expect("band");
-                    assert_eq!((head.design.bucket(other), other as u8), (head.design.bucket(key), key as u8));
-                }
-            }
-        }
     }
 }

@@ -168,6 +168,7 @@ pub fn seal_page(payload: &[u8]) -> [u8; PAGE_BYTES as usize] {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

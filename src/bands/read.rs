@@ -8,22 +8,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::build::{emit, BuildBudget, Emit};
+use super::build::{emit, segment_identity, BuildBudget, Emit};
 use super::layout::{BandHead, Geometry, BANDS_MAGIC, BANDS_VERSION, ENDS_PER_PAGE, ENTRIES_PER_PAGE, ENTRY_BYTES, PAGE_BYTES, PAGE_CRC_BYTES};
 use super::{tag, BandDesign};
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
-use crate::segment::layout::{slice, FOOTER_BYTES};
+use crate::segment::layout::slice;
 use crate::segment::Segment;
 use crate::storage::{FileBytes, Storage};
-
-/// The segment a band file belongs to: its length and the CRC-32 of its footer (which
-/// covers the directory's CRC, so any other segment differs).
-pub(crate) fn segment_identity(segment: &Segment) -> (u64, u32) {
-    let bytes = segment.bytes();
-    let footer = bytes.get(bytes.len().saturating_sub(FOOTER_BYTES)..).unwrap_or_default();
-    (bytes.len() as u64, crc32fast::hash(footer))
-}
 
 /// An open band file.
 #[derive(Debug)]
@@ -178,5 +170,93 @@ impl Write for Compare<'_> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use super::super::build::{head_for, write_band_file};
+    use super::*;
+    use crate::bands::band_key;
+    use crate::codec::{Codec, SymbolHistogram};
+    use crate::confirm::minhash_scheme;
+    use crate::segment::{IdColumn, SegmentWriter, SketchColumn};
+    use crate::storage::MemStorage;
+
+    /// A segment of `n` entries with random 64-byte sketches (every seventh without one),
+    /// written as the engine writes one (table 0 and the columns in `(fingerprint, id)` order).
+    fn segment(storage: &MemStorage, n: u64) -> (Segment, Vec<(u64, [u8; 64])>) {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut rows: Vec<(u64, u64, [u8; 64])> = (0..n)
+            .map(|id| {
+                let mut sketch = [0u8; 64];
+                if id % 7 != 0 {
+                    for c in sketch.chunks_mut(8) {
+                        // few distinct values per band, so buckets hold several entries
+                        c.copy_from_slice(&((next() % 5) | (next() << 40)).to_le_bytes());
+                    }
+                }
+                (next(), id, sketch)
+            })
+            .collect();
+        rows.sort_by_key(|r| (r.0, r.1));
+        let design = crate::plan::planned_design(&crate::plan::PlanOptions::new(n, 3)).unwrap();
+        let column = SketchColumn { bytes: 64, scheme: minhash_scheme(1, 512, 1) };
+        let path = std::path::Path::new("b/seg.sdx");
+        let mut w = SegmentWriter::create_with(storage, path, &design, &vec![Codec::Xor; design.tables().len()], IdColumn::Present, Some(column)).unwrap();
+        for t in design.tables() {
+            let mut v: Vec<u64> = rows.iter().map(|r| t.permutation.apply(r.0)).collect();
+            v.sort_unstable();
+            w.write_table(&SymbolHistogram::of_sorted(Codec::Xor, &v).code(), v).unwrap();
+        }
+        w.write_ids(rows.iter().map(|r| r.1)).unwrap();
+        w.write_sketches(rows.iter().map(|r| r.2)).unwrap();
+        w.finish().unwrap();
+        (Segment::open_with(storage, path).unwrap(), rows.iter().map(|r| (r.1, r.2)).collect())
+    }
+
+    #[test]
+    fn the_bytes_do_not_depend_on_the_budget_and_lookups_find_every_band() {
+        let storage = MemStorage::default();
+        let (seg, stored) = segment(&storage, 3000);
+        let head = head_for(&seg).expect("read").expect("banded");
+        assert_eq!(head.banded, 3000 - 3000u64.div_ceil(7));
+        let emit_with = |entries: u64| {
+            let mut out = Vec::new();
+            emit(&seg, &head, BuildBudget { entries }, &mut out).map_err(|_| "emit").expect("emit");
+            out
+        };
+        let whole = emit_with(1 << 30);
+        // several bands a pass, one band a pass, and a band in many bucket ranges
+        for budget in [9000, 2600, 700, 5] {
+            assert!(emit_with(budget) == whole, "budget {budget}");
+        }
+        let path = std::path::Path::new("b/x.sdb");
+        assert!(write_band_file(&storage, &seg, path, BuildBudget { entries: 5 }).expect("write").is_some());
+        let file = BandFile::open(&storage, path, &seg).expect("open");
+        file.verify(&seg).expect("verify");
+        // every entry with a sketch is found under each of its bands, and only entries
+        // that share the bucket and tag are returned
+        let ids: Vec<u64> = (0..seg.len()).map(|o| seg.doc_id(o).expect("id")).collect();
+        for &(id, sketch) in stored.iter().step_by(13) {
+            for b in 0..16 {
+                let key = band_key(&sketch, b).expect("band");
+                let mut found = Vec::new();
+                file.lookup(b, key, &mut found).expect("lookup");
+                let found_ids: Vec<u64> = found.iter().map(|&o| ids[o as usize]).collect();
+                assert_eq!(found_ids.contains(&id), id % 7 != 0, "id {id} band {b}");
+                for &o in &found {
+                    let other = band_key(seg.sketch(u64::from(o)).expect("sketch"), b).expect("band");
+                    assert_eq!((head.design.bucket(other), other as u8), (head.design.bucket(key), key as u8));
+                }
+            }
+        }
     }
 }
