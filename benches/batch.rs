@@ -18,10 +18,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use simdex::batch::{batch_query_each, BatchOptions};
-use simdex::cluster::{clusters_with, ClusterOptions};
 use simdex::storage::FsStorage;
+use simdex::{batch_query_each, BatchOptions};
 use simdex::{build_segment, BuildOptions, Segment};
+use simdex::{clusters_with, ClusterOptions};
 
 #[path = "common.rs"]
 mod common;
@@ -95,7 +95,7 @@ fn main() {
             // Stream the matches, as `simdex batch` does to its output.
             let mut matches = 0u64;
             let match_memory = std::env::var("SIMDEX_BENCH_MATCH_MIB").ok().map(|v| v.parse::<usize>().expect("SIMDEX_BENCH_MATCH_MIB") << 20);
-            batch_query_each(&seg, queries, &BatchOptions { threads, match_memory, ..BatchOptions::new(3) }, |_| {
+            batch_query_each(&seg, queries, &BatchOptions::new(3).with_threads(threads).with_match_memory(match_memory), |_| {
                 matches += 1;
                 Ok(())
             })
@@ -110,7 +110,7 @@ fn main() {
         }
         let spill = tempfile::tempdir_in(dir.path()).expect("spill dir");
         for (label, pair_memory) in [("default pair memory", ClusterOptions::new(3).pair_memory), ("pairs bounded", pair_mib << 20)] {
-            let options = ClusterOptions { threads, pair_memory, spill_dir: Some(spill.path().to_path_buf()), ..ClusterOptions::new(3) };
+            let options = ClusterOptions::new(3).with_threads(threads).with_pair_memory(pair_memory).with_spill_dir(Some(spill.path().to_path_buf()));
             let base = reset_peak();
             let t = Instant::now();
             let found = clusters_with(&seg, &options).expect("clusters");

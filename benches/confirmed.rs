@@ -19,7 +19,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use simdex::confirm::minhash_resemblance;
+use simdex::minhash_resemblance;
 use simdex::{ConfirmOptions, Durability, Index, IndexOptions, QueryOptions};
 use simdex_fingerprint::sketch::SketchOptions;
 
@@ -56,7 +56,7 @@ fn main() {
     let tmp = tempfile::tempdir_in(base).unwrap();
     let dir = tmp.path().join("idx");
     let stored = common::random(n, 42);
-    let options = IndexOptions { sketches: Some(SketchOptions::default().column()), durability: Durability::NoSync, ..IndexOptions::default() };
+    let options = IndexOptions::default().with_sketches(Some(SketchOptions::default().column())).with_durability(Durability::NoSync);
     let t = Instant::now();
     let index = Index::open(&dir, options.clone()).unwrap();
     let mut bytes = Vec::with_capacity(WIDTH << 16);
@@ -64,7 +64,7 @@ fn main() {
         let pairs: Vec<(u64, u64)> = chunk.iter().enumerate().map(|(i, &fp)| (fp, (c << 16 | i) as u64)).collect();
         bytes.clear();
         pairs.iter().for_each(|p| bytes.extend_from_slice(&sketch(p.1)));
-        index.insert_batch_sketched(&pairs, &bytes).unwrap();
+        index.insert_batch_sketched(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &bytes).unwrap();
     }
     index.compact().unwrap();
     let build = t.elapsed().as_secs_f64();
@@ -104,7 +104,7 @@ fn main() {
     // stored sketch (brute force over the candidates).
     for (q, s) in queries.iter().take(2000) {
         let want: Vec<_> = index.query(*q, &plain).unwrap().into_iter().filter(|m| minhash_resemblance(s, &sketch(m.doc_id.unwrap()), 512, 1).unwrap() >= 0.9).collect();
-        let got: Vec<_> = index.query_confirmed(*q, s, &ConfirmOptions::default()).unwrap().into_iter().map(|v| v.matched).collect();
+        let got: Vec<_> = index.query_confirmed(*q, s, &ConfirmOptions::default()).unwrap().into_iter().map(|v| simdex::Match::new(v.fingerprint, v.distance, v.doc_id)).collect();
         assert_eq!(got, want, "query {q:016x}");
     }
     type Mode<'a> = (&'static str, Box<dyn Fn(u64, &[u8]) -> usize + 'a>);

@@ -132,7 +132,7 @@ impl Storage for SlowSync {
 /// returns (pairs written, seconds) including the final sync. `slow_sync` adds that much to
 /// every fsync of a written file.
 fn ingest(dir: &Path, data: &[(u64, u64)], batch: usize, durability: Durability, limit: Duration, slow_sync: Duration) -> (usize, f64) {
-    let mut options = IndexOptions { durability, ..IndexOptions::default() };
+    let mut options = IndexOptions::default().with_durability(durability);
     if !slow_sync.is_zero() {
         options.storage = Arc::new(SlowSync { delay: slow_sync });
     }
@@ -143,7 +143,7 @@ fn ingest(dir: &Path, data: &[(u64, u64)], batch: usize, durability: Durability,
         if batch == 1 {
             index.insert(chunk[0].0, chunk[0].1).unwrap();
         } else {
-            index.insert_batch(chunk).unwrap();
+            index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         }
         done += chunk.len();
         if done % 4096 < batch && start.elapsed() > limit {
@@ -231,10 +231,10 @@ fn query_table() {
     // the last ones still in the memtable.
     let idx = dir.path().join("idx");
     let memtable_ops = 1 << 20;
-    let options = IndexOptions { memtable_ops, background: true, durability: Durability::NoSync, ..IndexOptions::default() };
+    let options = IndexOptions::default().with_memtable_ops(memtable_ops).with_background(true).with_durability(Durability::NoSync);
     let index = Arc::new(Index::open(&idx, options).unwrap());
     for chunk in data.chunks(10_000) {
-        index.insert_batch(chunk).unwrap();
+        index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     }
     // Let the background thread finish its flushes and compactions.
     let settle = Instant::now();
@@ -274,7 +274,7 @@ fn query_table() {
                         id += 1;
                         chunk.push((x, id));
                     }
-                    index.insert_batch(&chunk).unwrap();
+                    index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                     let w = written.fetch_add(1000, Ordering::Relaxed) + 1000;
                     if let Some(rate) = rate {
                         let due = Duration::from_secs_f64(w as f64 / rate as f64);
@@ -349,24 +349,22 @@ fn compact_table() {
     for (buffer, delete_every) in [(8usize << 20, 0usize), (8 << 20, 100), (1 << 20, 100)] {
         let dir = bench_dir();
         let idx = dir.path().join("idx");
-        let options = IndexOptions {
-            memtable_ops: u64::MAX,
-            background: false,
-            durability: Durability::NoSync,
-            compaction: CompactionOptions { fanout: 4, buffer_entries: buffer, automatic: false, ..CompactionOptions::default() },
-            ..IndexOptions::default()
-        };
+        let options = IndexOptions::default()
+            .with_memtable_ops(u64::MAX)
+            .with_background(false)
+            .with_durability(Durability::NoSync)
+            .with_compaction(CompactionOptions::default().with_fanout(4).with_buffer_entries(buffer).with_automatic(false));
         let index = Index::open(&idx, options).unwrap();
         let data = pairs(n, 21);
         for part in data.chunks(n.div_ceil(4)) {
             for chunk in part.chunks(100_000) {
-                index.insert_batch(chunk).unwrap();
+                index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
             }
             index.flush().unwrap();
         }
         if delete_every > 0 {
             let gone: Vec<(u64, u64)> = data.iter().step_by(delete_every).copied().collect();
-            index.delete_batch(&gone).unwrap();
+            index.delete_batch(&gone.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         }
         drop(data);
         assert_eq!(index.stats().segments.len(), 4);

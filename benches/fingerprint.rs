@@ -69,7 +69,7 @@ fn bench(c: &mut Criterion) {
     let mixed: Vec<String> = all_html.iter().map(|p| visible(p)).collect();
     let recipes = [
         ("default", FingerprintOptions::default()),
-        ("words-tf", FingerprintOptions { features: vec![FeatureKind::Words], tf: TfMode::Raw, ..Default::default() }),
+        ("words-tf", FingerprintOptions::default().with_features(vec![FeatureKind::Words]).with_tf(TfMode::Raw)),
         ("short-text", FingerprintOptions::short_text()),
     ];
 

@@ -294,7 +294,7 @@ fn config(name: &str) -> Option<(FingerprintOptions, Option<(f64, f64)>)> {
     if name == "default" {
         return Some((FingerprintOptions::default(), None));
     }
-    let mut o = FingerprintOptions { features: Vec::new(), fold_digits: false, tf: TfMode::Raw, ..FingerprintOptions::default() };
+    let mut o = FingerprintOptions::default().with_features(Vec::new()).with_fold_digits(false).with_tf(TfMode::Raw);
     let mut idf = None;
     for part in name.split('+') {
         match (FeatureKind::parse(part), part) {

@@ -19,6 +19,7 @@ const MIN_AUTO_MATCH_MEMORY: usize = 1 << 20;
 
 /// How to run a batch.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct BatchOptions {
     /// Largest Hamming distance to report: at most [`crate::plan::MAX_K`] (above the
     /// design's `k`, each table is joined with the queries' prefix variants: multi-probe).
@@ -33,6 +34,8 @@ pub struct BatchOptions {
     /// fails or is dropped). `None`: [`std::env::temp_dir`].
     pub spill_dir: Option<PathBuf>,
 }
+
+__with_fields!(BatchOptions { k: u32 => with_k, threads: usize => with_threads, match_memory: Option<usize> => with_match_memory, spill_dir: Option<PathBuf> => with_spill_dir });
 
 impl BatchOptions {
     /// Distance `k`, one thread per available core, the automatic match budget, the system's

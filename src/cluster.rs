@@ -4,7 +4,7 @@
 //! [`near_pairs`] is the self-join of a set's permuted tables (`join/`): a segment's, an
 //! in-memory set's ([`SortedTables`]), or, for an index snapshot of several parts, each
 //! part's and the joins between parts. [`clusters`] joins the pairs by union-find and adds
-//! fingerprints stored more than once. [`UnionFind`] and [`clusters_from_pairs`] know nothing
+//! fingerprints stored more than once. `UnionFind` and [`clusters_from_pairs`] know nothing
 //! of fingerprints: items are `0..n`, pairs are `(a, b)`.
 
 // Indexing: union-find over dense ids below the number of fingerprints, assigned here.
@@ -19,10 +19,11 @@ use crate::stored::{SortedTables, Stored};
 
 /// The default [`ClusterOptions::pair_memory`]: 64 MiB (4M pairs; reserved when the
 /// first pair is found).
-pub const DEFAULT_PAIR_MEMORY: usize = 64 << 20;
+pub(crate) const DEFAULT_PAIR_MEMORY: usize = 64 << 20;
 
 /// How to find near-duplicate pairs and clusters.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ClusterOptions {
     /// Largest Hamming distance between near-duplicates: at most [`crate::plan::MAX_K`]
     /// (above the set's own `k`, answered by multi-probe).
@@ -31,15 +32,17 @@ pub struct ClusterOptions {
     pub threads: usize,
     /// Bytes of near-duplicate pairs held in memory at a time (16 bytes a pair); past it,
     /// sorted runs of pairs spill to disk and are merged back. Default
-    /// [`DEFAULT_PAIR_MEMORY`].
+    /// 64 MiB.
     pub pair_memory: usize,
     /// Where the spill directory is made (`simdex-spill-PID-N`, removed when the job ends,
     /// fails or is dropped). `None`: [`std::env::temp_dir`].
     pub spill_dir: Option<PathBuf>,
 }
 
+__with_fields!(ClusterOptions { k: u32 => with_k, threads: usize => with_threads, pair_memory: usize => with_pair_memory, spill_dir: Option<PathBuf> => with_spill_dir });
+
 impl ClusterOptions {
-    /// Distance `k`, one thread per available core, [`DEFAULT_PAIR_MEMORY`], the system's
+    /// Distance `k`, one thread per available core, 64 MiB of pairs in memory, the system's
     /// temporary directory for spills.
     pub fn new(k: u32) -> Self {
         Self { k, threads: std::thread::available_parallelism().map_or(1, |n| n.get()), pair_memory: DEFAULT_PAIR_MEMORY, spill_dir: None }
@@ -227,7 +230,7 @@ impl Members {
 
 /// Disjoint sets over `0..n` with path halving and union by size.
 #[derive(Debug, Clone, Default)]
-pub struct UnionFind {
+pub(crate) struct UnionFind {
     parent: Vec<u32>,
     size: Vec<u32>,
 }
@@ -245,11 +248,6 @@ impl UnionFind {
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.parent.len()
-    }
-
-    /// Whether there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.parent.is_empty()
     }
 
     /// The representative of `x`'s set.

@@ -1,16 +1,16 @@
 //! Confirmed near-duplicates: what a query asks when candidates within a wide `k` are
-//! confirmed by their stored sketches ([`ConfirmOptions`], [`ConfirmedMatch`]), the scheme
+//! confirmed by their stored sketches ([`ConfirmOptions`]; each accepted match carries its
+//! similarity, [`crate::Match::similarity`]), the scheme
 //! tag that names a b-bit MinHash sketch in a store (`format-spec/sketch.md`, "Scheme
 //! tag"), and the resemblance estimate between two such sketches. The sketch recipe itself
 //! (tokens, shingles, hashing) is the text pipeline's (`simdex_fingerprint::sketch`); this
 //! module needs none of it, so an embedder that makes its own sketches confirms by them
 //! without compiling any text code.
 
-use crate::query::Match;
 use crate::segment::SketchColumn;
 
 /// First two bytes of the scheme tag of a b-bit MinHash sketch.
-pub const MINHASH_TAG: [u8; 2] = *b"MH";
+pub(crate) const MINHASH_TAG: [u8; 2] = *b"MH";
 
 /// The scheme tag of b-bit MinHash sketches of `hashes` values of `bits` bits, recipe
 /// `version`: `"MH"`, the version (u8), `bits` (u8), `hashes` (u16, little-endian), two
@@ -61,6 +61,7 @@ fn value(bytes: &[u8], i: usize, bits: u32) -> u32 {
 
 /// How a confirmed query judges candidates ([`crate::Index::query_confirmed`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ConfirmOptions {
     /// Candidates: stored fingerprints within `k` bits (at most 8 from any design; the
     /// cost grows with the probes `simdex plan --for-design` shows).
@@ -82,6 +83,8 @@ pub struct ConfirmOptions {
     pub exhaustive: bool,
 }
 
+__with_fields!(ConfirmOptions { k: u32 => with_k, unsketched_k: u32 => with_unsketched_k, exhaustive: bool => with_exhaustive });
+
 impl Default for ConfirmOptions {
     /// `k = 3`, resemblance at least 0.90, candidates without a sketch within 3 bits.
     ///
@@ -100,26 +103,10 @@ impl ConfirmOptions {
         Self { k, ..Self::default() }
     }
 
-    /// The same options, finding every candidate within `k` through the tables
-    /// ([`Self::exhaustive`]).
-    pub fn exhaustive(self) -> Self {
-        Self { exhaustive: true, ..self }
-    }
-
     /// The same options with another resemblance threshold.
     pub fn with_min_similarity(self, min_similarity: f64) -> Self {
         Self { min_similarity, ..self }
     }
-}
-
-/// A candidate a confirmed query accepted.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ConfirmedMatch {
-    /// The stored pair and its distance.
-    pub matched: Match,
-    /// The estimated resemblance, `None` when the stored pair has no sketch (accepted on
-    /// its fingerprint alone, within [`ConfirmOptions::unsketched_k`]).
-    pub similarity: Option<f64>,
 }
 
 #[cfg(test)]

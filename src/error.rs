@@ -93,8 +93,10 @@ pub enum Error {
     /// A design is invalid or cannot be built.
     #[error("invalid design")]
     Design(#[from] DesignError),
-    /// A query asked for a larger distance than the index's design guarantees.
-    #[error("k = {requested} is larger than the design's k = {design_k}; queries above it can miss matches (request a full scan to answer it exactly)")]
+    /// A query asked for a larger distance than the tables answer: any `k` up to
+    /// [`crate::MAX_K`] (8) is answered exactly whatever the design (above the design's `k`
+    /// by probing prefix variants), a larger one only by a full scan.
+    #[error("k = {requested} is above {}, the largest distance the tables answer exactly (the design's k = {design_k}, and up to {} by multi-probe); ask for a full scan to go further", (*design_k).max(crate::MAX_K), (*design_k).max(crate::MAX_K))]
     KTooLarge {
         /// The distance asked for.
         requested: u32,
@@ -163,6 +165,71 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an error is: the one classification every front maps from (the
+/// Python package's exception classes, the server's statuses and `kind` strings, the CLI's
+/// exit codes). [`Error::kind`] classifies the index's errors; the text pipeline's errors
+/// (`simdex_fingerprint::Error::kind`) use the same list, with the kinds only documents have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An argument or option is invalid (the message says which); nothing was done.
+    InvalidArgument,
+    /// Another writer holds the index's lock.
+    Locked,
+    /// A write on an index opened read-only.
+    ReadOnly,
+    /// Stored data is damaged, not simdex's, or of an unsupported version.
+    Corrupt,
+    /// The file system is full (or too full for what was asked).
+    NoSpace,
+    /// An earlier write failed part-way; the index refuses writes until it is reopened.
+    WriterFailed,
+    /// The index's fingerprint recipe differs from the one given (documents only).
+    RecipeMismatch,
+    /// A document too short to be fingerprinted; nothing was stored (documents only).
+    EmptyDocument,
+    /// A binary document (not text or HTML); nothing was stored (documents only).
+    BinaryDocument,
+    /// Anything else: I/O errors, background failures, a missing index.
+    Other,
+}
+
+impl ErrorKind {
+    /// The kind's name in the server's protocol and in reports: `invalid_argument`,
+    /// `locked`, `read_only`, `corrupt`, `no_space`, `writer_failed`, `recipe_mismatch`,
+    /// `empty_document`, `binary_document`, `internal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::Locked => "locked",
+            ErrorKind::ReadOnly => "read_only",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::NoSpace => "no_space",
+            ErrorKind::WriterFailed => "writer_failed",
+            ErrorKind::RecipeMismatch => "recipe_mismatch",
+            ErrorKind::EmptyDocument => "empty_document",
+            ErrorKind::BinaryDocument => "binary_document",
+            ErrorKind::Other => "internal",
+        }
+    }
+}
+
+/// True when `e` or one of its causes is a full file system (ENOSPC, `StorageFull`) or
+/// [`Error::NoSpace`].
+pub(crate) fn caused_by_full_disk(e: &(dyn std::error::Error + 'static)) -> bool {
+    let full = |io: &io::Error| io.kind() == io::ErrorKind::StorageFull || io.raw_os_error() == Some(28);
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        // `Error::Io` keeps its cause in an `Arc`, and gives the `Arc` as its source
+        let io = c.downcast_ref::<io::Error>().or_else(|| c.downcast_ref::<Arc<io::Error>>().map(|a| &**a));
+        if io.is_some_and(full) || matches!(c.downcast_ref::<Error>(), Some(Error::NoSpace { .. })) {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
 impl Error {
     /// Wraps an I/O error with the path and the operation.
     pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
@@ -180,6 +247,25 @@ impl Error {
             cause = c.source();
         }
         out
+    }
+
+    /// What kind of failure this is ([`ErrorKind`]): a writer failed earlier
+    /// ([`ErrorKind::WriterFailed`], whatever failed it), else a full disk anywhere in the
+    /// chain of causes ([`ErrorKind::NoSpace`]), else the variant's kind.
+    pub fn kind(&self) -> ErrorKind {
+        if let Error::WriterFailed { .. } = self {
+            return ErrorKind::WriterFailed;
+        }
+        if caused_by_full_disk(self) {
+            return ErrorKind::NoSpace;
+        }
+        match self {
+            Error::InvalidArgument(_) | Error::KTooLarge { .. } | Error::Design(_) => ErrorKind::InvalidArgument,
+            Error::Locked { .. } => ErrorKind::Locked,
+            Error::ReadOnly { .. } => ErrorKind::ReadOnly,
+            e if e.is_corruption() => ErrorKind::Corrupt,
+            _ => ErrorKind::Other,
+        }
     }
 
     /// True for errors that mean stored data is damaged or unreadable.

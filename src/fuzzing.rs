@@ -95,7 +95,7 @@ pub fn log(data: &[u8]) {
         for mode in [ScanMode::Strict, ScanMode::Salvage] {
             let mut again = Vec::new();
             let _ = scan_log(path, data, number, mode, |r| {
-                let ops: Vec<(u64, u64)> = r.ops().collect();
+                let ops: Vec<crate::Entry> = r.ops().map(crate::Entry::from).collect();
                 again.clear();
                 let sketches = r.sketches().map(|bytes| SketchSlice { width: r.sketch_bytes(), bytes });
                 encode_record(&mut again, r.seq, r.kind, &ops, sketches);

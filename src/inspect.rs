@@ -37,7 +37,7 @@ use crate::segment::Segment;
 use crate::storage::Storage;
 
 pub use crate::engine::log::{Damage as LogDamage, LogEnd, LogScan, OpKind, Record as LogRecord};
-pub use crate::engine::salvage::{salvage, SalvageReport, UNKNOWN_DOC_ID};
+pub use crate::engine::salvage::{recover_into, salvage, SalvageReport, UNKNOWN_DOC_ID};
 pub use crate::engine::verify::{verify_index, FileProblem, IndexVerifyReport, MAX_PASSES};
 pub use crate::segment::verify::{verify_segment, verify_segment_with, Problem, VerifyReport};
 

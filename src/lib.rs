@@ -28,11 +28,13 @@
 //!   [`IndexOptions`].
 //! - [`Segment`] and [`build_segment`]: one immutable segment file, without the engine.
 //! - [`QueryOptions`] and [`Match`]: what every `query` takes and returns.
-//! - [`batch`], [`cluster`] and [`split`]: whole-set jobs (a file of queries, all pairs
-//!   within `k`, chunks for scale-out) over a segment, a snapshot or fingerprints in memory
-//!   ([`Stored`]).
-//! - [`confirm`]: near-duplicates confirmed by the sketches stored beside their
-//!   fingerprints ([`Index::query_confirmed`]), for sketches made anywhere.
+//! - Whole-set jobs over a segment, a snapshot or fingerprints in memory ([`Stored`]): a
+//!   file of queries ([`batch_query`]), all pairs within `k` ([`near_pairs`], [`clusters`]),
+//!   chunks for scale-out ([`split`]); many queries or checks at once ([`query_many`],
+//!   [`find_or_insert_many`]).
+//! - Near-duplicates confirmed by the sketches stored beside their fingerprints
+//!   ([`Index::query_confirmed`], [`ConfirmOptions`]), for sketches made anywhere
+//!   ([`minhash_scheme`], [`minhash_resemblance`]).
 //! - Documents (text, HTML, JSON lines) to fingerprints and sketches are the text
 //!   pipeline's: the `simdex-fingerprint` crate (`tools/fingerprint`), whose
 //!   `DocumentIndex` adds the document calls to an [`Index`] and keeps its recipe in the
@@ -41,7 +43,7 @@
 //!   that answer any `k` up to 8 from a design built for less ([`plan::ProbePlan`]).
 //! - [`inspect`]: looking inside index files (what the `simdex` tool's `inspect`, `verify`,
 //!   `dump-log` and `recover` print).
-//! - [`storage`]: the file-system trait every file goes through; [`integrity`]: the
+//! - [`storage`]: the file-system trait every file goes through; [`verify_crc`]: the
 //!   checksum check every decoder (and the text pipeline's IDF table) shares.
 //!
 //! The file formats are specified byte for byte in the repository's `format-spec/`; the
@@ -66,9 +68,31 @@ macro_rules! internal_mod {
 }
 
 internal_mod!(bands);
-pub mod batch;
-pub mod cluster;
+/// Builder methods for an options struct: `with_FIELD(value)` returns the options with that
+/// field set, so callers outside the crate build `#[non_exhaustive]` options from a default
+/// (`IndexOptions::default().with_k(4)`), and new fields never break them. Shared by the
+/// workspace's library crates; not an API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_fields {
+    ($t:ty { $($f:ident: $ty:ty => $with:ident),* $(,)? }) => {
+        impl $t {
+            $(
+                #[doc = concat!("The same options with [`", stringify!($f), "`](Self::", stringify!($f), ") set.")]
+                #[must_use]
+                pub fn $with(mut self, $f: $ty) -> Self {
+                    self.$f = $f;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+mod batch;
+mod cluster;
 internal_mod!(codec);
+mod confirm;
 mod cpu;
 mod engine;
 #[cfg(feature = "test-support")]
@@ -79,28 +103,33 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod inspect;
-pub mod integrity;
+mod integrity;
 mod interpolation;
 mod join;
-pub mod many;
+mod many;
 pub mod plan;
 mod query;
 internal_mod!(segment);
-pub mod confirm;
 mod sort;
-pub mod split;
+mod split;
 pub mod storage;
 mod stored;
 
+pub use batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
+pub use cluster::{clusters, clusters_from_pairs, clusters_with, near_pairs, near_pairs_each, Cluster, ClusterOptions};
 pub use codec::Codec;
-pub use confirm::{ConfirmOptions, ConfirmedMatch};
+pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
 pub use engine::snapshot::{Deletes, Snapshot};
-pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, Stats};
-pub use error::{Error, Location, Result};
-pub use query::{Match, QueryOptions};
+pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, StatValue, Stats};
+pub use error::{Error, ErrorKind, Location, Result};
+pub use integrity::{verify_crc, CrcMismatch};
+pub use many::{find_or_insert_many, query_many, Grouped, MatchColumns};
+pub use plan::MAX_K;
+pub use query::{Entry, Match, QueryOptions};
 pub use segment::SketchColumn;
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
+pub use split::{split, Chunk, Chunks, SplitOptions};
 pub use stored::{SortedTables, Source, Stored};
 
 // The README's Rust examples, compiled and run as doctests so they cannot rot.

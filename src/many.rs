@@ -71,6 +71,36 @@ impl Grouped {
     pub fn matches(&self) -> usize {
         self.matches.len()
     }
+
+    /// The matches as little-endian columns, one entry per match in item order: the item's
+    /// position (u64), the fingerprint (u64), the document id (u64; 0 where none) and the
+    /// distance (u32). The columnar form every front hands out (the Python package's
+    /// `columnar=True`, the server's binary answers; `format-spec/protocol.md`).
+    pub fn columns(&self) -> MatchColumns {
+        let n = self.matches();
+        let mut c =
+            MatchColumns { items: Vec::with_capacity(n * 8), fingerprints: Vec::with_capacity(n * 8), doc_ids: Vec::with_capacity(n * 8), distances: Vec::with_capacity(n * 4) };
+        for (item, m) in self.flat() {
+            c.items.extend_from_slice(&(item as u64).to_le_bytes());
+            c.fingerprints.extend_from_slice(&m.fingerprint.to_le_bytes());
+            c.doc_ids.extend_from_slice(&m.doc_id.unwrap_or(0).to_le_bytes());
+            c.distances.extend_from_slice(&m.distance.to_le_bytes());
+        }
+        c
+    }
+}
+
+/// [`Grouped::columns`]: a batch's matches as little-endian byte columns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MatchColumns {
+    /// Each match's item position, u64.
+    pub items: Vec<u8>,
+    /// Each match's fingerprint, u64.
+    pub fingerprints: Vec<u8>,
+    /// Each match's document id, u64 (0 where none).
+    pub doc_ids: Vec<u8>,
+    /// Each match's distance, u32.
+    pub distances: Vec<u8>,
 }
 
 /// A batch of at least this many queries may be answered by the merge join.
@@ -118,7 +148,7 @@ fn query_many_joined(snapshot: &Snapshot, fps: &[u64], k: u32) -> Result<Grouped
     }
     let mut out = Grouped::with_capacity(fps.len());
     for &(start, end) in &runs {
-        out.push_item(found.get(start..end).unwrap_or_default().iter().map(|m| Match { fingerprint: m.fingerprint, distance: m.distance, doc_id: m.doc_id }));
+        out.push_item(found.get(start..end).unwrap_or_default().iter().map(|m| Match::new(m.fingerprint, m.distance, m.doc_id)));
     }
     Ok(out)
 }
@@ -143,7 +173,11 @@ fn query_many_probed(snapshot: &Snapshot, fps: &[u64], options: &QueryOptions) -
 
 /// `work` of consecutive parts of `items`, one part per core (parts of at least
 /// `min_per_thread` items, all on this thread when that makes one part); the answers in order.
-pub fn on_every_core<I: Sync, R: Send, E: Send>(items: &[I], min_per_thread: usize, work: impl Fn(&[I]) -> std::result::Result<R, E> + Sync) -> std::result::Result<Vec<R>, E> {
+pub(crate) fn on_every_core<I: Sync, R: Send, E: Send>(
+    items: &[I],
+    min_per_thread: usize,
+    work: impl Fn(&[I]) -> std::result::Result<R, E> + Sync,
+) -> std::result::Result<Vec<R>, E> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(items.len().div_ceil(min_per_thread.max(1))).max(1);
     if threads == 1 {
@@ -176,7 +210,7 @@ mod tests {
 
     #[test]
     fn grouped_keeps_items_apart_across_appends() {
-        let m = |fp| Match { fingerprint: fp, distance: 0, doc_id: Some(fp) };
+        let m = |fp| Match::new(fp, 0, Some(fp));
         let mut a = Grouped::with_capacity(2);
         a.push_item([m(1), m(2)]);
         a.push_item([]);

@@ -2,8 +2,42 @@
 
 use crate::plan::MAX_K;
 
-/// One stored fingerprint within the query distance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A stored pair: a fingerprint and the document id stored with it. What the batch writes
+/// take ([`crate::Index::insert_batch`], [`crate::Index::delete_batch`]) and
+/// [`crate::Index::live_entries`] returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(C)]
+pub struct Entry {
+    /// The fingerprint.
+    pub fingerprint: u64,
+    /// The document id stored with it.
+    pub doc_id: u64,
+}
+
+impl Entry {
+    /// `(fingerprint, doc_id)` as an entry.
+    pub const fn new(fingerprint: u64, doc_id: u64) -> Self {
+        Entry { fingerprint, doc_id }
+    }
+}
+
+impl From<Entry> for (u64, u64) {
+    fn from(e: Entry) -> Self {
+        (e.fingerprint, e.doc_id)
+    }
+}
+
+impl From<(u64, u64)> for Entry {
+    fn from((fingerprint, doc_id): (u64, u64)) -> Self {
+        Entry { fingerprint, doc_id }
+    }
+}
+
+/// One stored fingerprint within the query distance: the stored entry, its distance and,
+/// for a confirmed query, the resemblance its sketch and the query's estimate.
+///
+/// Matches compare and sort by distance, then fingerprint, document id and similarity.
+#[derive(Clone, Copy, Debug)]
 pub struct Match {
     /// Hamming distance to the query.
     pub distance: u32,
@@ -12,6 +46,48 @@ pub struct Match {
     /// The document id stored with it, when the index keeps ids. A fingerprint stored under
     /// several ids gives one match per id.
     pub doc_id: Option<u64>,
+    /// The resemblance (estimated Jaccard similarity of the two documents' shingles) that the
+    /// stored sketch and the query's sketch estimate: set by the confirmed calls
+    /// ([`crate::Index::query_confirmed`], [`crate::Index::find_or_insert_confirmed`]) when
+    /// both sides have a sketch, `None` otherwise.
+    pub similarity: Option<f64>,
+}
+
+impl Match {
+    /// A match without a similarity.
+    pub const fn new(fingerprint: u64, distance: u32, doc_id: Option<u64>) -> Self {
+        Match { distance, fingerprint, doc_id, similarity: None }
+    }
+
+    fn key(&self) -> (u32, u64, Option<u64>, Option<u64>) {
+        (self.distance, self.fingerprint, self.doc_id, self.similarity.map(f64::to_bits))
+    }
+}
+
+impl PartialEq for Match {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Match {}
+
+impl PartialOrd for Match {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Match {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl std::hash::Hash for Match {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
 }
 
 /// How to answer a query: the one argument every `query` takes ([`crate::Index::query`],

@@ -18,6 +18,7 @@ use crate::stored::Stored;
 
 /// How to split.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct SplitOptions {
     /// Number of chunks (at least 1; fewer are written when equal fingerprints fill them).
     pub parts: usize,
@@ -26,6 +27,15 @@ pub struct SplitOptions {
     /// Gap code of the chunks' tables.
     pub codec: Codec,
 }
+
+impl SplitOptions {
+    /// `parts` chunks, each keeping the set's `k`, in the XOR code.
+    pub fn new(parts: usize) -> Self {
+        SplitOptions { parts, k: None, codec: Codec::Xor }
+    }
+}
+
+__with_fields!(SplitOptions { parts: usize => with_parts, k: Option<u32> => with_k, codec: Codec => with_codec });
 
 /// One chunk written by [`split`].
 #[derive(Clone, Debug, PartialEq, Eq)]

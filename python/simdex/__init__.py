@@ -19,11 +19,13 @@ list of documents on every core. Every batch call releases the GIL.
 
 from __future__ import annotations
 
-import array
-import sys
-from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ._simdex import (
+    DEFAULT_CONFIRMED_K,
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_UNCONFIRMED_K,
+    MAX_K,
     CorruptError,
     EmptyDocumentError,
     BinaryDocumentError,
@@ -35,6 +37,7 @@ from ._simdex import (
     doc_id,
 )
 from ._simdex import Index as _Index
+from ._types import DocumentMatch, MatchColumns, _columns, _document_answer, _numpy, _u64_bytes  # noqa: F401
 
 __all__ = [
     "Index",
@@ -51,78 +54,11 @@ __all__ = [
     "EmptyDocumentError",
     "BinaryDocumentError",
     "doc_id",
+    "DEFAULT_CONFIRMED_K",
+    "DEFAULT_UNCONFIRMED_K",
+    "DEFAULT_MIN_SIMILARITY",
+    "MAX_K",
 ]
-
-
-def _u64_bytes(values: Any, what: str) -> bytes:
-    """Little-endian u64 bytes of a numpy array, a buffer or a sequence of ints."""
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(values, np.ndarray):
-        if values.ndim != 1:
-            raise ValueError(f"{what} must be one-dimensional, not of shape {values.shape}")
-        if values.dtype.kind not in "ui":
-            raise ValueError(f"{what} must hold integers, not {values.dtype}")
-        if values.dtype.kind == "i" and values.size and values.min() < 0:
-            raise ValueError(f"{what} must not be negative")
-        return np.ascontiguousarray(values, dtype="<u8").tobytes()
-    try:
-        a = array.array("Q", values)
-    except OverflowError as e:
-        raise ValueError(f"{what}: every value must fit in an unsigned 64-bit integer") from e
-    except TypeError as e:
-        raise ValueError(f"{what} must be a sequence of integers") from e
-    if sys.byteorder != "little":
-        a.byteswap()
-    return a.tobytes()
-
-
-class DocumentMatch(NamedTuple):
-    """A stored document that a document call matched."""
-
-    fingerprint: int
-    distance: int
-    doc_id: Optional[int]
-    similarity: Optional[float]
-    """The resemblance (Jaccard similarity of the word shingles) the two documents' sketches
-    estimate; None when the index stores no sketches or the stored pair has none."""
-
-
-class MatchColumns(NamedTuple):
-    """The matches of a batch as numpy arrays of one entry per match, in item order (each
-    item's matches sorted by distance, fingerprint and id): ``query_index`` (int64, the
-    item's position in the batch), ``fingerprint`` (uint64), ``doc_id`` (uint64) and
-    ``distance`` (uint32). An item without matches has no entry. ``pandas.DataFrame(c._asdict())``
-    makes a table of it."""
-
-    query_index: Any
-    fingerprint: Any
-    doc_id: Any
-    distance: Any
-
-
-def _numpy(what: str) -> Any:
-    try:
-        import numpy
-    except ImportError as e:
-        raise ImportError(f"{what} needs numpy (pip install numpy)") from e
-    return numpy
-
-
-def _columns(raw: Tuple[bytes, bytes, bytes, bytes]) -> MatchColumns:
-    np = _numpy("columnar=True")
-    items, fps, ids, distances = raw
-    # (astype copies: arrays over bytes would be read-only)
-    return MatchColumns(
-        np.frombuffer(items, dtype="<u8").astype(np.int64),
-        np.frombuffer(fps, dtype="<u8").astype(np.uint64),
-        np.frombuffer(ids, dtype="<u8").astype(np.uint64),
-        np.frombuffer(distances, dtype="<u4").astype(np.uint32),
-    )
-
-
-def _document_answer(answer: Tuple[int, List[Tuple[int, int, Optional[int], Optional[float]]], int]) -> Tuple[int, List[DocumentMatch], int]:
-    fp, matches, words = answer
-    return fp, [DocumentMatch._make(m) for m in matches], words
 
 
 class Index(_Index):
@@ -158,9 +94,11 @@ class Index(_Index):
         """Fingerprints a document with the index's recipe (pinning the default one if none) and
         checks-then-adds it atomically: ``(fingerprint, matches, words)``, the matches
         (``DocumentMatch``, with the sketches' similarity estimate) when near-duplicates are
-        stored (nothing inserted), else ``[]`` after inserting. ``k`` defaults to the index's. In
-        an index with sketches a stored document within ``k`` is a match only when the sketches
-        estimate a resemblance of at least 0.90 (``confirm=False``: fingerprints alone;
+        stored (nothing inserted), else ``[]`` after inserting. ``k`` defaults to
+        ``DEFAULT_CONFIRMED_K`` (8) with confirmation and ``DEFAULT_UNCONFIRMED_K`` (3) without
+        (the library's ``DocumentQuery`` decides, for every front). In an index with sketches a
+        stored document within ``k`` is a match only when the sketches estimate a resemblance
+        of at least ``DEFAULT_MIN_SIMILARITY`` (0.90) (``confirm=False``: fingerprints alone;
         ``verify`` is the old name of ``confirm``). A str is text, bytes an HTML page (``html``
         overrides). Raises EmptyDocumentError for a document with fewer words than the recipe's
         minimum or ``min_words``, BinaryDocumentError for a binary one (nothing stored)."""

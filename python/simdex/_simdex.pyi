@@ -50,7 +50,7 @@ class EmptyDocumentError(Error):
     """The document has too few words to be fingerprinted; nothing was stored."""
 
 class Index:
-    def __init__(self, path: Union[str, PathLike[str]], k: int = 3, durability: str = "group", read_only: bool = False, create: bool = True, sketches: bool = True) -> None: ...
+    def __init__(self, path: Union[str, PathLike[str]], k: int = 3, durability: str = "group", read_only: bool = False, create: bool = True, sketches: bool = True, log_recovery: str = "strict") -> None: ...
     @property
     def sketches(self) -> bool:
         """True when the index stores a 64-byte sketch per document (fixed at creation; ``sketches=True``
@@ -127,6 +127,15 @@ class Segment:
     def __init__(self, path: Union[str, PathLike[str]]) -> None: ...
     def query(self, fp: int, k: int = 3) -> List[Match]: ...
     def __len__(self) -> int: ...
+
+DEFAULT_CONFIRMED_K: int
+"""The document calls' candidate distance when sketches confirm them (8)."""
+DEFAULT_UNCONFIRMED_K: int
+"""The largest distance at which fingerprints alone decide (3)."""
+DEFAULT_MIN_SIMILARITY: float
+"""The resemblance a confirmed candidate needs by default (0.9)."""
+MAX_K: int
+"""The largest distance the tables answer (8)."""
 
 def doc_id(name: str) -> int:
     """The 64-bit document id of a name: what ``simdex fingerprint --for-index`` and ``dedup --index`` use."""

@@ -43,6 +43,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import urlsplit
 
 from ._simdex import BinaryDocumentError, CorruptError, EmptyDocumentError, Error, RecipeMismatchError
+from ._types import DocumentMatch, MatchColumns, _numpy, _u64_bytes
 
 __all__ = ["Client", "ServerUnavailableError"]
 
@@ -341,7 +342,6 @@ class Client:
         """Adds many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids`` every
         fingerprint gets its insert's sequence number as id. Returns the count. Not retried
         after the request was sent."""
-        from . import _u64_bytes
 
         f = _u64_bytes(fps, "fps")
         if doc_ids is None:
@@ -366,7 +366,6 @@ class Client:
         return int(self._call("delete", {"fp": fp, "doc_id": doc_id})["seq"])
 
     def _grouped(self, raw: bytes, columnar: bool) -> Any:
-        from . import MatchColumns, _numpy
 
         n, m = int.from_bytes(raw[0:8], "little"), int.from_bytes(raw[8:16], "little")
         cols = [raw[16 + i * 8 * m : 16 + (i + 1) * 8 * m] for i in range(3)]
@@ -393,7 +392,6 @@ class Client:
         """``query`` of every fingerprint, all answered over one snapshot on the server: per
         item its list of (fingerprint, distance, doc_id), or with ``columnar=True`` one
         ``MatchColumns``. Sent in the binary form. Retried."""
-        from . import _u64_bytes
 
         raw = self._call("query_many", binary=_u64_bytes(fps, "fps"), query=f"k={k}" if k is not None else "", safe=True)
         return self._grouped(raw, columnar)
@@ -402,7 +400,6 @@ class Client:
         """``find_or_insert`` of every (fps[i], doc_ids[i]) in order, as if called one by one:
         per item its matches, or [] when it was inserted (``columnar=True``: a
         ``MatchColumns``). Sent in the binary form. Not retried after the request was sent."""
-        from . import _u64_bytes
 
         f, ids = _u64_bytes(fps, "fps"), _u64_bytes(doc_ids, "doc_ids")
         if len(f) != len(ids):
@@ -438,7 +435,6 @@ class Client:
     def fingerprint_documents(self, docs: Sequence[Union[str, bytes]], html: Optional[bool] = None) -> Any:
         """The fingerprints of documents (a numpy uint64 array), made on the server's cores.
         Retried."""
-        from . import _numpy
 
         np = _numpy("fingerprint_documents")
         out = self._call("fingerprint_documents", {"docs": [_document(d, html) for d in docs]}, safe=True)
@@ -505,6 +501,5 @@ class Client:
 
 
 def _answer(r: Dict[str, Any]) -> Tuple[int, List[Any], int]:
-    from . import DocumentMatch
 
     return int(r["fingerprint"]), [DocumentMatch(m[0], m[1], m[2], m[3]) for m in r["matches"]], int(r["words"])

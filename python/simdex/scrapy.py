@@ -91,9 +91,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MIN_WORDS = 20
 # the candidate distance of the document calls by default (simdex dedup's), and the largest the
-# index answers (multi-probe above the design's k)
-DEFAULT_K = 8
-MAX_K = 8
+# index answers (multi-probe above the design's k): the library's
+DEFAULT_K = simdex.DEFAULT_CONFIRMED_K
+MAX_K = simdex.MAX_K
 
 
 class _Store:

@@ -4,7 +4,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use simdex::many::Grouped;
+use simdex::Grouped;
 use simdex::Match;
 
 /// One match as Python sees it: (fingerprint, distance, doc_id).
@@ -31,14 +31,7 @@ pub(crate) fn into_lists(grouped: &Grouped) -> Vec<Vec<Row>> {
 /// (u64), the fingerprint (u64), the document id (u64; an index always stores one) and the
 /// distance (u32).
 pub(crate) fn into_columns(py: Python<'_>, grouped: &Grouped) -> (Py<PyBytes>, Py<PyBytes>, Py<PyBytes>, Py<PyBytes>) {
-    let n = grouped.matches();
-    let (mut items, mut fps, mut ids, mut distances) = (Vec::with_capacity(n * 8), Vec::with_capacity(n * 8), Vec::with_capacity(n * 8), Vec::with_capacity(n * 4));
-    for (item, m) in grouped.flat() {
-        items.extend_from_slice(&(item as u64).to_le_bytes());
-        fps.extend_from_slice(&m.fingerprint.to_le_bytes());
-        ids.extend_from_slice(&m.doc_id.unwrap_or(0).to_le_bytes());
-        distances.extend_from_slice(&m.distance.to_le_bytes());
-    }
+    let c = grouped.columns();
     let bytes = |b: Vec<u8>| PyBytes::new(py, &b).unbind();
-    (bytes(items), bytes(fps), bytes(ids), bytes(distances))
+    (bytes(c.items), bytes(c.fingerprints), bytes(c.doc_ids), bytes(c.distances))
 }

@@ -11,6 +11,6 @@ pub(crate) type DocumentRow = (u64, u32, Option<u64>, Option<f64>);
 pub(crate) type DocumentAnswer = (u64, Vec<DocumentRow>, u64);
 
 pub(crate) fn answer(a: Answer) -> DocumentAnswer {
-    let rows = a.matches.iter().map(|m| (m.matched.fingerprint, m.matched.distance, m.matched.doc_id, m.similarity)).collect();
+    let rows = a.matches.iter().map(|m| (m.fingerprint, m.distance, m.doc_id, m.similarity)).collect();
     (a.fingerprint, rows, a.words)
 }

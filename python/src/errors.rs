@@ -11,25 +11,34 @@ create_exception!(simdex, RecipeMismatchError, Error, "The index's fingerprint r
 create_exception!(simdex, EmptyDocumentError, Error, "The document has too few words to be fingerprinted; nothing was stored.");
 create_exception!(simdex, BinaryDocumentError, Error, "The document is binary (a NUL byte near its start), not text or HTML; nothing was stored.");
 
-pub(crate) fn to_py(e: simdex::Error) -> PyErr {
-    let msg = e.chain_message();
-    match &e {
-        simdex::Error::Locked { .. } => LockedError::new_err(msg),
-        simdex::Error::InvalidArgument(_) | simdex::Error::KTooLarge { .. } | simdex::Error::Design(_) => PyValueError::new_err(msg),
-        e if e.is_corruption() => CorruptError::new_err(msg),
+/// The exception class of an error kind (`simdex::ErrorKind`, the library's one list).
+fn exception(kind: simdex::ErrorKind, msg: String) -> PyErr {
+    use simdex::ErrorKind as K;
+    match kind {
+        K::Locked => LockedError::new_err(msg),
+        K::InvalidArgument => PyValueError::new_err(msg),
+        K::Corrupt => CorruptError::new_err(msg),
+        K::RecipeMismatch => RecipeMismatchError::new_err(msg),
+        K::EmptyDocument => EmptyDocumentError::new_err(msg),
+        K::BinaryDocument => BinaryDocumentError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }
 
+pub(crate) fn to_py(e: simdex::Error) -> PyErr {
+    exception(e.kind(), e.chain_message())
+}
+
 /// Errors of the text pipeline and of the document calls (which wrap the index's).
 pub(crate) fn fp_error(e: simdex_fingerprint::Error) -> PyErr {
-    use simdex_fingerprint::Error as E;
     match e {
-        E::Index(e) => to_py(e),
-        E::RecipeMismatch { .. } => RecipeMismatchError::new_err(e.to_string()),
-        E::EmptyDocument { .. } => EmptyDocumentError::new_err(format!("document not fingerprinted: {e}")),
-        E::BinaryDocument { .. } => BinaryDocumentError::new_err(format!("document not fingerprinted: {e}")),
-        e => Error::new_err(format!("document not fingerprinted: {e}")),
+        simdex_fingerprint::Error::Index(e) => to_py(e),
+        simdex_fingerprint::Error::RecipeMismatch { .. } => exception(e.kind(), e.to_string()),
+        e => {
+            let kind = e.kind();
+            let msg = if kind == simdex::ErrorKind::InvalidArgument { e.to_string() } else { format!("document not fingerprinted: {e}") };
+            exception(kind, msg)
+        }
     }
 }
 

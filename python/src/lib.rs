@@ -13,7 +13,7 @@ use pyo3::IntoPyObjectExt;
 use simdex::{Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::sketch::SketchOptions;
-use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_UNCONFIRMED_K};
+use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, OptionNames};
 
 mod batch;
@@ -25,7 +25,7 @@ mod spark_index;
 use batch::{u64s, Row};
 use document_batch::DocumentAnswer;
 use errors::{fp_error, to_py};
-use simdex::many::Grouped;
+use simdex::Grouped;
 use simdex_fingerprint::document_batch as docs_batch;
 
 fn rows(matches: Vec<Match>) -> Vec<Row> {
@@ -81,11 +81,12 @@ fn query_options(index: &simdex::Index, k: Option<u32>) -> QueryOptions {
     QueryOptions::within(k.unwrap_or_else(|| index.k()))
 }
 
-/// How the document calls judge a document (k defaults to the index's).
-fn document_query(k: Option<u32>, min_words: Option<u64>, confirm: bool) -> DocumentQuery {
-    // by default `simdex dedup`'s decision: k = 8 confirmed by sketch, 3 by fingerprints alone
-    let k = k.unwrap_or(if confirm { DEFAULT_CONFIRMED_K } else { DEFAULT_UNCONFIRMED_K });
-    DocumentQuery::within(k).with_min_words(min_words.unwrap_or(0)).with_confirm(confirm)
+/// How the document calls judge a document: the library's [`DocumentQuery`] (its k when none
+/// is given: 8 confirmed by sketch, 3 by fingerprints alone).
+fn document_query(k: Option<u32>, min_words: Option<u64>, confirm: bool) -> PyResult<DocumentQuery> {
+    let query = DocumentQuery::default().with_confirm(confirm).with_k(k).with_min_words(min_words.unwrap_or(0));
+    query.check().map_err(fp_error)?;
+    Ok(query)
 }
 
 #[pymethods]
@@ -106,7 +107,7 @@ impl Index {
             d => return Err(PyValueError::new_err(format!("durability must be \"sync\", \"group\" or \"nosync\", not {d:?}"))),
         };
         let sketches = sketches.then(|| SketchOptions::default().column());
-        let options = IndexOptions { k, durability, create: create && !read_only, sketches, log_recovery, ..IndexOptions::default() };
+        let options = IndexOptions::default().with_k(k).with_durability(durability).with_create(create && !read_only).with_sketches(sketches).with_log_recovery(log_recovery);
         let index = py.allow_threads(|| if read_only { DocumentIndex::open_read_only(&path, options) } else { DocumentIndex::open(&path, options) }).map_err(fp_error)?;
         Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
     }
@@ -224,8 +225,9 @@ impl Index {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
-        let query = document_query(k, min_words, verify.unwrap_or(confirm));
-        py.allow_threads(|| docs_batch::find_or_insert_document(&index, doc, doc_id, &query)).map(document_batch::answer).map_err(fp_error)
+        let query = document_query(k, min_words, verify.unwrap_or(confirm))?;
+        let (f, found) = py.allow_threads(|| index.find_or_insert_document(doc, doc_id, &query)).map_err(fp_error)?;
+        Ok(document_batch::answer(docs_batch::DocumentAnswer::new(&f, found)))
     }
 
     /// Per item of `fps` (u64 LE bytes), its matches within k, all items over one snapshot;
@@ -234,7 +236,7 @@ impl Index {
     fn _query_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, k: Option<u32>, columnar: bool) -> PyResult<PyObject> {
         let index = self.get()?;
         let fps = u64s(fps.as_bytes(), "fps")?;
-        let grouped = py.allow_threads(|| simdex::many::query_many(&index, &fps, &query_options(&index, k))).map_err(to_py)?;
+        let grouped = py.allow_threads(|| simdex::query_many(&index, &fps, &query_options(&index, k))).map_err(to_py)?;
         grouped_to_py(py, grouped, columnar)
     }
 
@@ -246,7 +248,7 @@ impl Index {
         if fps.len() != ids.len() {
             return Err(PyValueError::new_err(format!("fps and doc_ids differ in length ({} and {})", fps.len(), ids.len())));
         }
-        let grouped = py.allow_threads(|| simdex::many::find_or_insert_many(&index, &fps, &ids, &query_options(&index, k))).map_err(to_py)?;
+        let grouped = py.allow_threads(|| simdex::find_or_insert_many(&index, &fps, &ids, &query_options(&index, k))).map_err(to_py)?;
         grouped_to_py(py, grouped, columnar)
     }
 
@@ -285,7 +287,7 @@ impl Index {
             return Err(PyValueError::new_err(format!("docs and doc_ids differ in length ({} and {})", docs.len(), ids.len())));
         }
         let docs = documents(&docs, html)?;
-        let query = document_query(k, min_words, confirm);
+        let query = document_query(k, min_words, confirm)?;
         let outcomes = py.allow_threads(|| docs_batch::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
         outcomes
             .into_iter()
@@ -339,29 +341,23 @@ impl Index {
     /// Every live (fingerprint, doc_id) pair, sorted.
     fn live_entries(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64)>> {
         let index = self.get()?;
-        py.allow_threads(|| index.live_entries()).map_err(to_py)
+        py.allow_threads(|| index.live_entries()).map(|v| v.into_iter().map(<(u64, u64)>::from).collect()).map_err(to_py)
     }
 
     /// Segments, memtable, sequence numbers and the recipe, as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let index = self.get()?;
-        let s = py.allow_threads(|| index.stats());
+        let summary = py.allow_threads(|| index.stats_summary());
         let d = PyDict::new(py);
-        d.set_item("path", s.dir)?;
-        d.set_item("read_only", s.read_only)?;
-        d.set_item("k", s.k)?;
-        d.set_item("segments", s.segments.len())?;
-        d.set_item("segment_fingerprints", s.segments.iter().map(|g| g.entries).sum::<u64>())?;
-        d.set_item("memtable_inserts", s.memtable_inserts)?;
-        d.set_item("memtable_deletes", s.memtable_deletes)?;
-        d.set_item("tombstones", s.tombstones)?;
-        d.set_item("last_seq", s.last_seq)?;
-        d.set_item("synced_seq", s.synced_seq)?;
-        d.set_item("flushed_seq", s.flushed_seq)?;
-        d.set_item("recipe", index.recipe().map(|r| r.descriptor()))?;
-        // what opening found lost (opened past with log_recovery="point_in_time")
-        d.set_item("lost", index.open_report().lost.clone())?;
-        d.set_item("lost_ops", index.open_report().lost_ops)?;
+        for (key, value) in summary {
+            match value {
+                simdex::StatValue::Int(n) => d.set_item(key, n)?,
+                simdex::StatValue::Bool(b) => d.set_item(key, b)?,
+                simdex::StatValue::Text(t) => d.set_item(key, t)?,
+                simdex::StatValue::List(l) => d.set_item(key, l)?,
+                _ => d.set_item(key, py.None())?,
+            }
+        }
         Ok(d)
     }
 
@@ -467,7 +463,7 @@ impl Segment {
 /// `dedup --index` use as document ids).
 #[pyfunction]
 fn doc_id(name: &str) -> u64 {
-    simdex_fingerprint::hash::sfh64(0, name.as_bytes())
+    simdex_fingerprint::doc_id(name)
 }
 
 #[pymodule]
@@ -476,6 +472,11 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Fingerprinter>()?;
     m.add_class::<Segment>()?;
     m.add_function(wrap_pyfunction!(doc_id, m)?)?;
+    // the document calls' defaults, decided once in the library (`DocumentQuery`)
+    m.add("DEFAULT_CONFIRMED_K", simdex_fingerprint::DEFAULT_CONFIRMED_K)?;
+    m.add("DEFAULT_UNCONFIRMED_K", simdex_fingerprint::DEFAULT_UNCONFIRMED_K)?;
+    m.add("DEFAULT_MIN_SIMILARITY", simdex_fingerprint::DEFAULT_MIN_SIMILARITY)?;
+    m.add("MAX_K", simdex::MAX_K)?;
     errors::register(m)?;
     spark::register(m)?;
     spark_index::register(m)?;

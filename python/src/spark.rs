@@ -309,7 +309,7 @@ impl TablePlan {
     fn new(count: u64, k: u32, design_k: Option<u32>, max_candidates_log2: Option<f64>) -> PyResult<Self> {
         let design_k = design_k.unwrap_or(k).min(k);
         let max_candidates_log2 = max_candidates_log2.unwrap_or(DEFAULT_MAX_CANDIDATES_LOG2);
-        let options = PlanOptions { max_candidates_log2, ..PlanOptions::new(count, design_k) };
+        let options = PlanOptions::new(count, design_k).with_max_candidates_log2(max_candidates_log2);
         let design = planned_design(&options).map_err(value_error)?;
         let probe = ProbePlan::new(&design, k, count).map_err(value_error)?;
         let tables = design.tables().to_vec();

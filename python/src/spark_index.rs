@@ -27,7 +27,7 @@ struct IndexReader {
 impl IndexReader {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let options = IndexOptions { create: false, ..IndexOptions::default() };
+        let options = IndexOptions::default().with_create(false);
         let inner = py.allow_threads(|| DocumentIndex::open_read_only(&path, options)).map_err(fp_error)?;
         Ok(IndexReader { path, inner })
     }
@@ -87,10 +87,10 @@ impl IndexReader {
 /// pinning `recipe` (refused when the index pins another); syncs. Returns the count.
 #[pyfunction]
 fn add_to_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, fps: &[u8], doc_ids: &[u8], sketches: &[u8]) -> PyResult<usize> {
-    let pairs: Vec<(u64, u64)> = u64s(fps, "fps")?.into_iter().zip(u64s(doc_ids, "doc_ids")?).collect();
+    let pairs: Vec<simdex::Entry> = u64s(fps, "fps")?.into_iter().zip(u64s(doc_ids, "doc_ids")?).map(simdex::Entry::from).collect();
     let recipe = recipe.pinned();
     py.allow_threads(|| {
-        let options = IndexOptions { sketches: Some(SketchOptions::default().column()), ..IndexOptions::default() };
+        let options = IndexOptions::default().with_sketches(Some(SketchOptions::default().column()));
         let index = DocumentIndex::open(&path, options)?;
         index.pin_recipe(recipe)?;
         if sketches.is_empty() || index.sketch_options() != Some(SketchOptions::default()) {

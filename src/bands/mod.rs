@@ -33,7 +33,8 @@ mod read;
 pub(crate) use build::{write_band_file, BuildBudget};
 pub(crate) use read::BandFile;
 
-pub use crate::plan::{BandDesign, BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
+pub use crate::plan::BandDesign;
+pub(crate) use crate::plan::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 
 /// The tag of band value `key`: its low [`TAG_BITS`] bits.
 #[inline]

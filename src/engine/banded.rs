@@ -12,7 +12,7 @@ use super::files::bands_name;
 use super::manifest::SegmentMeta;
 use super::version::{LiveSegment, MemViews, Version};
 use crate::bands::{band_key, write_band_file, BandFile, BuildBudget};
-use crate::confirm::{minhash_resemblance, ConfirmedMatch};
+use crate::confirm::minhash_resemblance;
 use crate::error::Result;
 use crate::query::Match;
 use crate::segment::Segment;
@@ -81,7 +81,7 @@ impl BandQuery<'_> {
 /// and that today's rule accepts: within `q.k`, resemblance at least `q.min_similarity`,
 /// judged by the sketch of the pair's newest copy. Segments without a band file are asked
 /// through their tables instead (`fallback`: every pair within `q.k` and its sketch).
-pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuery<'_>, out: &mut Vec<ConfirmedMatch>) -> Result<()> {
+pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuery<'_>, out: &mut Vec<Match>) -> Result<()> {
     let mut ordinals = Vec::new();
     let newest = version.segments.len().saturating_sub(1);
     for (i, s) in version.segments.iter().enumerate() {
@@ -122,7 +122,7 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
             } else {
                 similarity
             };
-            out.push(ConfirmedMatch { matched: Match { distance, fingerprint: fp, doc_id: Some(id) }, similarity: Some(similarity) });
+            out.push(Match { distance, fingerprint: fp, doc_id: Some(id), similarity: Some(similarity) });
         }
     }
     for v in &views.0 {
@@ -132,7 +132,7 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
                 continue;
             }
             let Some(similarity) = version.sketch_of(views, e.fp, e.id)?.as_deref().and_then(|s| q.accepts(s)) else { continue };
-            out.push(ConfirmedMatch { matched: Match { distance, fingerprint: e.fp, doc_id: Some(e.id) }, similarity: Some(similarity) });
+            out.push(Match { distance, fingerprint: e.fp, doc_id: Some(e.id), similarity: Some(similarity) });
         }
     }
     Ok(())
@@ -140,7 +140,7 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
 
 /// A segment without a band file (a read-only open of an index whose band file is
 /// missing): every pair within `q.k` from its tables, judged by the newest copy's sketch.
-fn fallback(version: &Version, views: &MemViews<'_>, s: &LiveSegment, q: &BandQuery<'_>, out: &mut Vec<ConfirmedMatch>) -> Result<()> {
+fn fallback(version: &Version, views: &MemViews<'_>, s: &LiveSegment, q: &BandQuery<'_>, out: &mut Vec<Match>) -> Result<()> {
     let mut found = Vec::new();
     s.segment.query_into(q.fingerprint, &crate::query::QueryOptions::within(q.k), &mut found)?;
     for m in found {
@@ -149,7 +149,7 @@ fn fallback(version: &Version, views: &MemViews<'_>, s: &LiveSegment, q: &BandQu
             continue;
         }
         if let Some(similarity) = version.sketch_of(views, m.fingerprint, id)?.as_deref().and_then(|st| q.accepts(st)) {
-            out.push(ConfirmedMatch { matched: m, similarity: Some(similarity) });
+            out.push(Match { similarity: Some(similarity), ..m });
         }
     }
     Ok(())

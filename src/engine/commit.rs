@@ -5,6 +5,7 @@
 //! memtable after it is logged is here too; what happens when the memtable fills is
 //! `maintenance`'s and `flush`'s.
 
+use crate::query::Entry;
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,7 @@ use crate::query::Match;
 impl Engine {
     /// Logs and applies `ops` (with one sketch each in `sketches`, inserts only); returns
     /// the last sequence number.
-    pub(super) fn write(&self, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<u64> {
+    pub(super) fn write(&self, kind: OpKind, ops: &[Entry], sketches: Option<&[u8]>) -> Result<u64> {
         self.check_writable()?;
         self.check_sketches(kind, ops.len(), sketches)?;
         let w = lock(&self.writer);
@@ -33,7 +34,7 @@ impl Engine {
         self.check_writable()?;
         let w = lock(&self.writer);
         let first = w.next_seq;
-        let ops: Vec<(u64, u64)> = (first..).zip(records).map(|(seq, &(fp, id))| (fp, id.unwrap_or(seq))).collect();
+        let ops: Vec<Entry> = (first..).zip(records).map(|(seq, &(fp, id))| Entry::new(fp, id.unwrap_or(seq))).collect();
         self.write_locked(w, OpKind::Insert, &ops, None)
     }
 
@@ -41,7 +42,7 @@ impl Engine {
     /// nothing, `ops` are written as [`Self::write`] writes them; what it found is returned
     /// instead, and nothing is written. Both happen under one hold of the writer's lock, so
     /// no other write comes between them.
-    pub(super) fn find_or_write(&self, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>, find: impl FnOnce(&Version) -> Result<Vec<Match>>) -> Result<FindOrInsert> {
+    pub(super) fn find_or_write(&self, kind: OpKind, ops: &[Entry], sketches: Option<&[u8]>, find: impl FnOnce(&Version) -> Result<Vec<Match>>) -> Result<FindOrInsert> {
         self.check_writable()?;
         self.check_sketches(kind, ops.len(), sketches)?;
         let w = lock(&self.writer);
@@ -55,7 +56,7 @@ impl Engine {
     /// The write path, under the writer's lock `w`: logs and applies `ops`, starts the
     /// group commit's sync when one is due, and hands a full memtable to the flush (which
     /// releases the lock). Returns the last sequence number.
-    fn write_locked(&self, mut w: MutexGuard<'_, WriterState>, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<u64> {
+    fn write_locked(&self, mut w: MutexGuard<'_, WriterState>, kind: OpKind, ops: &[Entry], sketches: Option<&[u8]>) -> Result<u64> {
         if ops.is_empty() {
             return Ok(w.next_seq - 1);
         }
@@ -68,7 +69,7 @@ impl Engine {
     /// Logs the operations (synced before this returns under [`Durability::Sync`]), then
     /// applies them to the active memtable. Returns the first sequence number, and whether a
     /// group commit's sync is due ([`Engine::commit_group`]).
-    fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[(u64, u64)], sketches: Option<&[u8]>) -> Result<(u64, bool)> {
+    fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[Entry], sketches: Option<&[u8]>) -> Result<(u64, bool)> {
         if let Some(first) = &w.failed {
             return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }

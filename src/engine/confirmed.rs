@@ -10,7 +10,7 @@
 use super::banded::{band_matches, BandQuery};
 use super::state::Engine;
 use super::version::Version;
-use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmOptions, ConfirmedMatch};
+use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmOptions};
 use crate::error::{Error, Result};
 use crate::query::{Match, QueryOptions};
 
@@ -50,7 +50,7 @@ pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k
 /// the query's, instead of multi-probing the tables for every pair within `options.k`. The
 /// rule is the same either way: within `options.k` and a resemblance of at least
 /// `options.min_similarity`.
-pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<ConfirmedMatch>> {
+pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
     let (hashes, bits) = estimator(engine)?;
     if sketch.len() != engine.sketch_width() {
         return Err(Error::InvalidArgument(format!("a {}-byte query sketch: the index's sketches are {} bytes", sketch.len(), engine.sketch_width())));
@@ -73,14 +73,14 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
             None => matched.distance <= options.unsketched_k,
         };
         if accept {
-            out.push(ConfirmedMatch { matched, similarity });
+            out.push(Match { similarity, ..matched });
         }
     }
     if banded {
         let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity };
         band_matches(version, &version.views(), &query, &mut out)?;
-        out.sort_by_key(|c| (c.matched.distance, c.matched.fingerprint, c.matched.doc_id));
-        out.dedup_by_key(|c| (c.matched.fingerprint, c.matched.doc_id));
+        out.sort_by_key(|m| (m.distance, m.fingerprint, m.doc_id));
+        out.dedup_by_key(|m| (m.fingerprint, m.doc_id));
     }
     Ok(out)
 }

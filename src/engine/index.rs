@@ -16,9 +16,9 @@ use super::snapshot;
 use super::state::{lock, Engine};
 use super::stats::Stats;
 use super::FindOrInsert;
-use crate::confirm::{ConfirmOptions, ConfirmedMatch};
+use crate::confirm::ConfirmOptions;
 use crate::error::{Error, Result};
-use crate::query::{Match, QueryOptions};
+use crate::query::{Entry, Match, QueryOptions};
 use crate::segment::SketchColumn;
 
 /// An open index. Queries may run from many threads while one thread writes.
@@ -46,7 +46,7 @@ impl Index {
 
     /// Adds `(fingerprint, doc_id)`; returns its sequence number.
     pub fn insert(&self, fingerprint: u64, doc_id: u64) -> Result<u64> {
-        self.engine.write(OpKind::Insert, &[(fingerprint, doc_id)], None)
+        self.engine.write(OpKind::Insert, &[Entry::new(fingerprint, doc_id)], None)
     }
 
     /// Adds every `(fingerprint, doc_id)` as one log record, as [`Self::insert_batch`] does,
@@ -57,9 +57,9 @@ impl Index {
         self.engine.write_numbered(records)
     }
 
-    /// Adds every pair as one log record (one sync); returns the last sequence number.
-    pub fn insert_batch(&self, pairs: &[(u64, u64)]) -> Result<u64> {
-        self.engine.write(OpKind::Insert, pairs, None)
+    /// Adds every entry as one log record (one sync); returns the last sequence number.
+    pub fn insert_batch(&self, entries: &[Entry]) -> Result<u64> {
+        self.engine.write(OpKind::Insert, entries, None)
     }
 
     /// Adds `(fingerprint, doc_id)` with the document's sketch (exactly the index's sketch
@@ -68,12 +68,13 @@ impl Index {
     /// [`crate::Error::InvalidArgument`] when the index stores no sketches or the width is wrong.
     /// An all-zero sketch is stored as "no sketch".
     pub fn insert_sketched(&self, fingerprint: u64, doc_id: u64, sketch: &[u8]) -> Result<u64> {
-        self.engine.write(OpKind::Insert, &[(fingerprint, doc_id)], Some(sketch))
+        self.engine.write(OpKind::Insert, &[Entry::new(fingerprint, doc_id)], Some(sketch))
     }
 
-    /// [`Self::insert_batch`] with one sketch per pair, concatenated in `sketches`.
-    pub fn insert_batch_sketched(&self, pairs: &[(u64, u64)], sketches: &[u8]) -> Result<u64> {
-        self.engine.write(OpKind::Insert, pairs, Some(sketches))
+    /// [`Self::insert_batch`] with one sketch per entry, concatenated in `sketches` (each
+    /// exactly the index's sketch width, as [`Self::insert_sketched`]).
+    pub fn insert_batch_sketched(&self, entries: &[Entry], sketches: &[u8]) -> Result<u64> {
+        self.engine.write(OpKind::Insert, entries, Some(sketches))
     }
 
     /// The sketch every document of this index may carry (width and scheme), `None` when
@@ -84,12 +85,12 @@ impl Index {
 
     /// Deletes `(fingerprint, doc_id)`: queries stop returning it, compaction drops it.
     pub fn delete(&self, fingerprint: u64, doc_id: u64) -> Result<u64> {
-        self.engine.write(OpKind::Delete, &[(fingerprint, doc_id)], None)
+        self.engine.write(OpKind::Delete, &[Entry::new(fingerprint, doc_id)], None)
     }
 
-    /// Deletes every pair as one log record.
-    pub fn delete_batch(&self, pairs: &[(u64, u64)]) -> Result<u64> {
-        self.engine.write(OpKind::Delete, pairs, None)
+    /// Deletes every entry as one log record.
+    pub fn delete_batch(&self, entries: &[Entry]) -> Result<u64> {
+        self.engine.write(OpKind::Delete, entries, None)
     }
 
     /// Every live pair within `options.k` bits of `fingerprint`, each once, sorted by
@@ -110,7 +111,7 @@ impl Index {
     /// `fingerprint`, inserts `(fingerprint, doc_id)`. Atomic with respect to other writers
     /// of the index.
     pub fn find_or_insert(&self, fingerprint: u64, doc_id: u64, options: &QueryOptions) -> Result<FindOrInsert> {
-        self.engine.find_or_write(OpKind::Insert, &[(fingerprint, doc_id)], None, |version| {
+        self.engine.find_or_write(OpKind::Insert, &[Entry::new(fingerprint, doc_id)], None, |version| {
             self.engine.check_k(options)?;
             let mut found = Vec::new();
             version.query_into(fingerprint, options, &mut found)?;
@@ -134,18 +135,16 @@ impl Index {
     /// stored without a sketch within `options.unsketched_k`; sorted by distance,
     /// fingerprint and id. Fails with [`Error::InvalidArgument`] when the index stores no
     /// sketches (no silent fallback: [`Index::query`] is the unconfirmed call).
-    pub fn query_confirmed(&self, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<ConfirmedMatch>> {
+    pub fn query_confirmed(&self, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
         confirmed::confirmed(&self.engine, &self.engine.current(), fingerprint, sketch, options)
     }
 
     /// The crawler's check-then-add, confirmed: when no confirmed near-duplicate of the
     /// document is live, inserts `(fingerprint, doc_id)` with its sketch. `Found` lists the
-    /// accepted matches. Atomic with respect to other writers of the index.
+    /// accepted matches, each with its similarity. Atomic with respect to other writers of the index.
     pub fn find_or_insert_confirmed(&self, fingerprint: u64, doc_id: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<FindOrInsert> {
-        self.engine.find_or_write(OpKind::Insert, &[(fingerprint, doc_id)], Some(sketch), |version| {
-            let found = confirmed::confirmed(&self.engine, version, fingerprint, sketch, options)?;
-            Ok(found.into_iter().map(|v| v.matched).collect())
-        })
+        self.engine
+            .find_or_write(OpKind::Insert, &[Entry::new(fingerprint, doc_id)], Some(sketch), |version| confirmed::confirmed(&self.engine, version, fingerprint, sketch, options))
     }
 
     /// Makes every write so far durable (fsync of the log).
@@ -193,8 +192,8 @@ impl Index {
     }
 
     /// Every live pair, sorted, each once. Reads every segment: meant for tools and tests.
-    pub fn live_entries(&self) -> Result<Vec<(u64, u64)>> {
-        self.engine.current().live_entries()
+    pub fn live_entries(&self) -> Result<Vec<Entry>> {
+        self.engine.current().live_entries().map(|v| v.into_iter().map(Entry::from).collect())
     }
 
     /// Makes every sequence number up to `through` spent (salvage: the new index continues

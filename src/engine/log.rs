@@ -14,6 +14,7 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
+use crate::query::Entry;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -192,14 +193,14 @@ pub struct SketchSlice<'a> {
 
 /// Appends one encoded record to `out`. `ops.len()` must be `1..=MAX_RECORD_OPS`; with
 /// `sketches` (version-2 logs only), one sketch per operation.
-pub fn encode_record(out: &mut Vec<u8>, seq: u64, kind: OpKind, ops: &[(u64, u64)], sketches: Option<SketchSlice<'_>>) {
+pub fn encode_record(out: &mut Vec<u8>, seq: u64, kind: OpKind, ops: &[Entry], sketches: Option<SketchSlice<'_>>) {
     debug_assert!(!ops.is_empty() && ops.len() <= MAX_RECORD_OPS);
     debug_assert!(sketches.is_none_or(|s| s.width > 0 && s.width <= usize::from(u16::MAX) && s.bytes.len() == s.width * ops.len()));
     let start = out.len();
     out.resize(start + R_PAYLOAD, 0);
-    for &(fp, id) in ops {
-        out.extend_from_slice(&fp.to_le_bytes());
-        out.extend_from_slice(&id.to_le_bytes());
+    for e in ops {
+        out.extend_from_slice(&e.fingerprint.to_le_bytes());
+        out.extend_from_slice(&e.doc_id.to_le_bytes());
     }
     if let Some(s) = sketches {
         out.extend_from_slice(s.bytes);
@@ -484,7 +485,7 @@ impl LogWriter {
     /// hands them to the operating system (one `write` per call, so they survive a crash of
     /// this process once this returns). Does not sync. `sketches` (inserts into a
     /// version-2 log only) holds one sketch per operation.
-    pub fn append(&mut self, seq: u64, kind: OpKind, ops: &[(u64, u64)], sketches: Option<SketchSlice<'_>>) -> Result<()> {
+    pub fn append(&mut self, seq: u64, kind: OpKind, ops: &[Entry], sketches: Option<SketchSlice<'_>>) -> Result<()> {
         self.buf.clear();
         let mut s = seq;
         for (i, chunk) in ops.chunks(MAX_RECORD_OPS).enumerate() {
@@ -549,10 +550,14 @@ mod tests {
     /// (first sequence number, kind, operations) of each record
     type Records = [(u64, OpKind, Vec<(u64, u64)>)];
 
+    fn entries(pairs: &[(u64, u64)]) -> Vec<Entry> {
+        pairs.iter().map(|&p| Entry::from(p)).collect()
+    }
+
     fn log_bytes(records: &Records) -> Vec<u8> {
         let mut b = encode_header(7, LOG_VERSION).to_vec();
         for (seq, kind, ops) in records {
-            encode_record(&mut b, *seq, *kind, ops, None);
+            encode_record(&mut b, *seq, *kind, &entries(ops), None);
         }
         b
     }
@@ -579,7 +584,7 @@ mod tests {
     #[test]
     fn worked_example_from_the_spec() {
         let mut b = Vec::new();
-        encode_record(&mut b, 1, OpKind::Insert, &[(0x0123_4567_89ab_cdef, 7)], None);
+        encode_record(&mut b, 1, OpKind::Insert, &entries(&[(0x0123_4567_89ab_cdef, 7)]), None);
         let want = [
             0x1a, 0xa7, 0x7c, 0xa8, 0x5d, 0xa3, 0x4e, 0x1b, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, 7, 0, 0, 0, 0, 0, 0, 0,
             b'S', b'X', b'R', b'E',
@@ -598,9 +603,9 @@ mod tests {
     fn sketches_roundtrip_in_a_version_2_log_only() {
         let sketches: Vec<u8> = (0..12u8).collect();
         let mut b = encode_header(7, LOG_VERSION_SKETCHES).to_vec();
-        encode_record(&mut b, 1, OpKind::Insert, &[(5, 6), (7, 8), (9, 10)], Some(SketchSlice { width: 4, bytes: &sketches }));
-        encode_record(&mut b, 4, OpKind::Delete, &[(5, 6)], None);
-        encode_record(&mut b, 5, OpKind::Insert, &[(11, 12)], None);
+        encode_record(&mut b, 1, OpKind::Insert, &entries(&[(5, 6), (7, 8), (9, 10)]), Some(SketchSlice { width: 4, bytes: &sketches }));
+        encode_record(&mut b, 4, OpKind::Delete, &entries(&[(5, 6)]), None);
+        encode_record(&mut b, 5, OpKind::Insert, &entries(&[(11, 12)]), None);
         let mut seen = Vec::new();
         let scan = scan_log(Path::new("l"), &b, 7, ScanMode::Strict, |r| {
             seen.push((r.seq, r.ops().collect::<Vec<_>>(), r.sketch_bytes(), r.sketches().map(<[u8]>::to_vec)));

@@ -18,6 +18,7 @@
 
 // Indexing: sorted in-memory runs indexed by positions from their own binary searches, on the write and query hot paths; nothing here reads file bytes.
 #![allow(clippy::indexing_slicing)]
+use crate::query::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -153,7 +154,7 @@ fn sketch_at(d: &MemData, width: usize, seq: u64) -> Option<&[u8]> {
 }
 
 fn entry_match(e: &MemEntry, q: u64) -> (Match, u64) {
-    (Match { distance: (e.fp ^ q).count_ones(), fingerprint: e.fp, doc_id: Some(e.id) }, e.seq)
+    (Match::new(e.fp, (e.fp ^ q).count_ones(), Some(e.id)), e.seq)
 }
 
 fn merge_sorted<T: Copy + Ord>(a: &[T], b: &[T]) -> Vec<T> {
@@ -249,7 +250,7 @@ impl Memtable {
     /// Adds inserts with sequence numbers `seq, seq + 1, ...`, with one sketch each in
     /// `sketches` (the memtable's width each, concatenated) when given. Only the writer
     /// calls this.
-    pub fn insert(&self, seq: u64, ops: &[(u64, u64)], sketches: Option<&[u8]>) {
+    pub fn insert(&self, seq: u64, ops: &[Entry], sketches: Option<&[u8]>) {
         if ops.is_empty() {
             return;
         }
@@ -266,9 +267,9 @@ impl Memtable {
                 d.sketches.resize(at + ops.len() * self.sketch_width, 0);
                 let off = at / self.sketch_width;
                 d.pairs.resize(off, (0, 0));
-                d.pairs.extend_from_slice(ops);
+                d.pairs.extend(ops.iter().map(|e| (e.fingerprint, e.doc_id)));
             }
-            d.tail.extend(ops.iter().enumerate().map(|(i, &(fp, id))| MemEntry { fp, id, seq: seq + i as u64 }));
+            d.tail.extend(ops.iter().enumerate().map(|(i, e)| MemEntry { fp: e.fingerprint, id: e.doc_id, seq: seq + i as u64 }));
             d.inserts += ops.len() as u64;
             Self::note_seqs(&mut d, seq, ops.len());
             d.tail.len() >= TAIL
@@ -279,13 +280,13 @@ impl Memtable {
     }
 
     /// Adds deletes with sequence numbers `seq, seq + 1, ...`. Only the writer calls this.
-    pub fn delete(&self, seq: u64, ops: &[(u64, u64)]) {
+    pub fn delete(&self, seq: u64, ops: &[Entry]) {
         if ops.is_empty() {
             return;
         }
         let mut d = self.write_data();
-        for (i, &pair) in ops.iter().enumerate() {
-            d.deletes.insert(pair, seq + i as u64);
+        for (i, e) in ops.iter().enumerate() {
+            d.deletes.insert((e.fingerprint, e.doc_id), seq + i as u64);
         }
         d.delete_ops += ops.len() as u64;
         Self::note_seqs(&mut d, seq, ops.len());
@@ -471,6 +472,10 @@ impl MemView<'_> {
 mod tests {
     use super::*;
 
+    fn entries(pairs: &[(u64, u64)]) -> Vec<Entry> {
+        pairs.iter().map(|&p| Entry::from(p)).collect()
+    }
+
     #[test]
     fn queries_match_a_linear_scan_across_tail_and_runs() {
         let design = Arc::new(Design::new(3, &[4]).unwrap());
@@ -484,9 +489,9 @@ mod tests {
             all.push((x, i));
         }
         for (i, chunk) in all.chunks(333).enumerate() {
-            m.insert(1 + (i * 333) as u64, chunk, None);
+            m.insert(1 + (i * 333) as u64, &entries(chunk), None);
         }
-        m.delete(10_000, &[all[17]]);
+        m.delete(10_000, &entries(&[all[17]]));
         let view = m.view();
         for (i, &(fp, _)) in all.iter().enumerate().step_by(101) {
             let q = fp ^ (1 << (i % 64));
@@ -510,10 +515,10 @@ mod tests {
         let design = Arc::new(Design::new(3, &[4]).unwrap());
         let m = Memtable::new(design, 1, 2);
         // seqs 1..=3 with sketches, 4 a delete, 5 without a sketch, 6..=7 with.
-        m.insert(1, &[(10, 1), (20, 2), (30, 3)], Some(&[1, 1, 2, 2, 3, 3]));
-        m.delete(4, &[(20, 2)]);
-        m.insert(5, &[(40, 4)], None);
-        m.insert(6, &[(50, 5), (10, 6)], Some(&[5, 5, 0, 6]));
+        m.insert(1, &entries(&[(10, 1), (20, 2), (30, 3)]), Some(&[1, 1, 2, 2, 3, 3]));
+        m.delete(4, &entries(&[(20, 2)]));
+        m.insert(5, &entries(&[(40, 4)]), None);
+        m.insert(6, &entries(&[(50, 5), (10, 6)]), Some(&[5, 5, 0, 6]));
         let view = m.view();
         let got: Vec<Option<Vec<u8>>> = (1..=7).map(|s| view.sketch(s).map(<[u8]>::to_vec)).collect();
         assert_eq!(got, vec![Some(vec![1, 1]), Some(vec![2, 2]), Some(vec![3, 3]), None, None, Some(vec![5, 5]), Some(vec![0, 6])]);
@@ -523,7 +528,7 @@ mod tests {
         assert_eq!(m.sketches_of(&live), vec![1, 1, 0, 6, 3, 3, 0, 0, 5, 5]);
         // Without a width, nothing is kept.
         let plain = Memtable::new(Arc::new(Design::new(3, &[4]).unwrap()), 1, 0);
-        plain.insert(1, &[(1, 1)], Some(&[9, 9]));
+        plain.insert(1, &entries(&[(1, 1)]), Some(&[9, 9]));
         assert_eq!(plain.view().sketch(1), None);
     }
 }

@@ -86,4 +86,4 @@ pub use compaction::CompactionOptions;
 pub use index::Index;
 pub use options::{Durability, FindOrInsert, IndexOptions, LogRecovery};
 pub use report::{LogReport, OpenReport};
-pub use stats::{SegmentStats, Stats};
+pub use stats::{SegmentStats, StatValue, Stats};

@@ -439,7 +439,7 @@ fn replay_logs(
             if r.seq != next_seq {
                 return Err(Error::corrupt(&path, r.offset, format!("record starts at sequence number {}, expected {next_seq}: records are missing", r.seq)));
             }
-            let pairs: Vec<(u64, u64)> = r.ops().collect();
+            let pairs: Vec<crate::query::Entry> = r.ops().map(crate::query::Entry::from).collect();
             if r.sketches().is_some() && r.sketch_bytes() != sketch_width {
                 return Err(Error::corrupt(&path, r.offset, format!("record carries {}-byte sketches, the index's are {sketch_width} bytes", r.sketch_bytes())));
             }

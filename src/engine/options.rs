@@ -62,6 +62,7 @@ pub enum LogRecovery {
 
 /// How to open an index.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct IndexOptions {
     /// Create the index when the directory holds none.
     pub create: bool,
@@ -108,6 +109,8 @@ pub struct IndexOptions {
     /// Where the files live.
     pub storage: Arc<dyn Storage>,
 }
+
+__with_fields!(IndexOptions { create: bool => with_create, k: u32 => with_k, codec: Codec => with_codec, sketches: Option<SketchColumn> => with_sketches, durability: Durability => with_durability, memtable_ops: u64 => with_memtable_ops, max_frozen: usize => with_max_frozen, compaction: CompactionOptions => with_compaction, flush_on_close: bool => with_flush_on_close, background: bool => with_background, log_recovery: LogRecovery => with_log_recovery, storage: Arc<dyn Storage> => with_storage });
 
 impl Default for IndexOptions {
     fn default() -> Self {

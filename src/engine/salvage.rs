@@ -25,9 +25,10 @@ use super::seal::shortfall;
 use super::tombstone;
 use super::{Index, IndexOptions};
 use crate::error::{Error, Result};
+use crate::query::Entry;
 use crate::segment::scan::salvage_open;
 use crate::segment::{Segment, SketchColumn};
-use crate::storage::Storage;
+use crate::storage::{FsStorage, Storage};
 
 /// What [`salvage`] recovered and lost, file by file.
 #[derive(Clone, Debug, Default)]
@@ -67,6 +68,30 @@ pub struct SalvageReport {
     /// Fingerprints read from segments whose document id could not be read: kept with
     /// [`UNKNOWN_DOC_ID`] (each also named in [`Self::lost`]).
     pub doc_ids_lost: u64,
+}
+
+/// [`salvage`] of `src` into a new index directory `dst` on the file system, published only
+/// when whole: the index is built under a temporary name beside `dst`
+/// (`.NAME.recovering`) and renamed to `dst` when it is complete (then the parent
+/// directory is synced), so an interrupted recover never leaves a half-made `dst`.
+/// `dst` must not exist or be an empty directory. A temporary directory an interrupted run
+/// left is removed first; this run's is removed if it fails. What `simdex recover` runs.
+pub fn recover_into(src: &Path, dst: &Path, options: IndexOptions) -> Result<SalvageReport> {
+    let name = dst.file_name().ok_or_else(|| Error::InvalidArgument(format!("{}: not a directory name", dst.display())))?;
+    let parent = crate::storage::parent_dir(dst);
+    let tmp = parent.join(format!(".{}.recovering", name.to_string_lossy()));
+    if dst.exists() && std::fs::read_dir(dst).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(Error::InvalidArgument(format!("{} already exists and is not an empty directory: recover into a new directory", dst.display())));
+    }
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, "remove (left by an interrupted recover)", e))?;
+    }
+    let report = salvage(&FsStorage, src, &tmp, options).inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&tmp);
+    })?;
+    std::fs::rename(&tmp, dst).map_err(|e| Error::io(dst, "rename the recovered index into place", e))?;
+    FsStorage.sync_dir(&parent).map_err(|e| Error::io(&parent, "sync", e))?;
+    Ok(report)
 }
 
 /// Copies what is intact of the index in `src` into a new index in `dst` (which must not
@@ -360,9 +385,9 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         let (with, without): (Vec<_>, Vec<_>) = chunk.iter().partition(|p| width > 0 && sketches.contains_key(p));
         if !with.is_empty() {
             let bytes: Vec<u8> = with.iter().flat_map(|p| sketches.get(p).map(|s| s.to_vec()).unwrap_or_default()).collect();
-            index.insert_batch_sketched(&with, &bytes)?;
+            index.insert_batch_sketched(&with.into_iter().map(Entry::from).collect::<Vec<_>>(), &bytes)?;
         }
-        index.insert_batch(&without)?;
+        index.insert_batch(&without.into_iter().map(Entry::from).collect::<Vec<_>>())?;
     }
     index.compact()?;
     // The new index spends every sequence number the old one did: `add` without ids never

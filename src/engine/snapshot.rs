@@ -8,6 +8,7 @@
 
 // Indexing: indexes the version's segment list by positions below its length.
 #![allow(clippy::indexing_slicing)]
+use crate::query::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -190,8 +191,8 @@ impl Snapshot {
     }
 
     /// Every live pair, sorted, each once (holds them all in memory).
-    pub fn live_entries(&self) -> Result<Vec<(u64, u64)>> {
-        self.version.live_entries()
+    pub fn live_entries(&self) -> Result<Vec<Entry>> {
+        self.version.live_entries().map(|v| v.into_iter().map(Entry::from).collect())
     }
 
     fn memtables(&self) -> &Memtables {

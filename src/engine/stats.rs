@@ -29,6 +29,7 @@ pub struct SegmentStats {
 
 /// A summary of the index.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Stats {
     /// The directory.
     pub dir: PathBuf,
@@ -80,6 +81,56 @@ pub struct Stats {
     pub unknown_files: Vec<String>,
     /// The last error of a background flush or compaction, if any.
     pub maintenance_error: Option<String>,
+    /// What opening found lost and opened past ([`super::OpenReport::lost`]).
+    pub lost: Vec<String>,
+    /// Operations lost ([`super::OpenReport::lost_ops`]).
+    pub lost_ops: u64,
+}
+
+/// One value of [`Stats::summary`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum StatValue {
+    /// A count or a number.
+    Int(u64),
+    /// A yes or no.
+    Bool(bool),
+    /// A text, or nothing.
+    Text(Option<String>),
+    /// A list of texts.
+    List(Vec<String>),
+}
+
+impl Stats {
+    /// The summary every front reports, under the same keys (the Python package's
+    /// `Index.stats()`, `simdex serve`'s `/v1/stats`; `simdex_fingerprint::DocumentIndex`
+    /// adds `recipe`): `path`, `read_only`, `k`, `segments`, `segment_fingerprints`,
+    /// `memtable_inserts`, `memtable_deletes`, `frozen_ops`, `tombstones`, `log_bytes`,
+    /// `last_seq`, `synced_seq`, `flushed_seq`, `flushes`, `compactions`,
+    /// `maintenance_error`, `lost`, `lost_ops`.
+    pub fn summary(&self) -> Vec<(&'static str, StatValue)> {
+        use StatValue::{Bool, Int, List, Text};
+        vec![
+            ("path", Text(Some(self.dir.display().to_string()))),
+            ("read_only", Bool(self.read_only)),
+            ("k", Int(u64::from(self.k))),
+            ("segments", Int(self.segments.len() as u64)),
+            ("segment_fingerprints", Int(self.segments.iter().map(|g| g.entries).sum())),
+            ("memtable_inserts", Int(self.memtable_inserts)),
+            ("memtable_deletes", Int(self.memtable_deletes)),
+            ("frozen_ops", Int(self.frozen_ops)),
+            ("tombstones", Int(self.tombstones)),
+            ("log_bytes", Int(self.logs.iter().map(|l| l.1).sum())),
+            ("last_seq", Int(self.last_seq)),
+            ("synced_seq", Int(self.synced_seq)),
+            ("flushed_seq", Int(self.flushed_seq)),
+            ("flushes", Int(self.flushes)),
+            ("compactions", Int(self.compactions)),
+            ("maintenance_error", Text(self.maintenance_error.clone())),
+            ("lost", List(self.lost.clone())),
+            ("lost_ops", Int(self.lost_ops)),
+        ]
+    }
 }
 
 impl Stats {
@@ -141,6 +192,8 @@ impl Stats {
             compaction_resumed: engine.resumed_merges.load(Ordering::Relaxed),
             unknown_files: engine.report.unknown.clone(),
             maintenance_error: lock(&engine.signals).last_error.clone(),
+            lost: engine.report.lost.clone(),
+            lost_ops: engine.report.lost_ops,
         }
     }
 }

@@ -63,7 +63,7 @@ pub enum DesignError {
         /// Bits left to split at that level.
         width: u32,
     },
-    /// The design would have more than [`MAX_TABLES`] tables or [`MAX_LEVELS`] levels.
+    /// The design would have more than 512 tables or 3 levels.
     #[error("design too large: {tables} tables over {levels} levels (limits {MAX_TABLES} tables, {MAX_LEVELS} levels)")]
     TooLarge {
         /// Tables the recipe would produce (saturated).

@@ -26,7 +26,7 @@
 //! distance above the design's `k` exactly (multi-probe), and their cost against a scan.
 //! `bands.rs` holds the band design of a segment's sketch index ([`BandDesign`]) and the
 //! cost model of the crawler's check with and without it ([`CheckCost`]).
-//! `planner.rs` holds the paper's `X(f, k, d)` rule ([`min_tables`]), the cost model and
+//! `planner.rs` holds the paper's `X(f, k, d)` rule (`min_tables`), the cost model and
 //! [`plan`], which picks a design for a count and explains why.
 
 mod bands;
@@ -35,20 +35,22 @@ mod permutation;
 mod planner;
 mod probe;
 
-pub use bands::{BandDesign, CheckCost, BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
-pub use design::{binomial, block_widths, prefix_mask, Design, DesignError, TableDesign};
+pub use bands::{BandDesign, CheckCost};
+pub(crate) use bands::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
+pub(crate) use design::{binomial, block_widths};
+pub use design::{prefix_mask, Design, DesignError, TableDesign};
 pub use permutation::Permutation;
-pub use planner::{information_bound_bits, min_tables, plan, planned_design, Plan, PlanOptions, PlannedDesign};
-pub use probe::{budgets, uniform_budget, variants, ProbePlan, TableProbe, MAX_PLAN_PROBES, PROBE_OVERHEAD_ENTRIES};
+pub use planner::{information_bound_bits, plan, planned_design, Plan, PlanOptions, PlannedDesign};
+pub use probe::{ProbePlan, TableProbe};
 
 /// Width of a fingerprint in bits. The format stores it; only 64 is supported.
-pub const FINGERPRINT_BITS: u32 = 64;
+pub(crate) const FINGERPRINT_BITS: u32 = 64;
 /// Largest Hamming distance a design can be built for.
 pub const MAX_K: u32 = 8;
 /// Largest number of tables the planner will consider.
-pub const MAX_TABLES: usize = 512;
+pub(crate) const MAX_TABLES: usize = 512;
 /// Largest nesting depth the planner will consider.
-pub const MAX_LEVELS: usize = 3;
+pub(crate) const MAX_LEVELS: usize = 3;
 /// Default bound on the expected candidates of one probe, as a power of two.
 ///
 /// 2^8 = 256 entries is about what one 1 KB block holds at the sizes simdex targets

@@ -1,4 +1,4 @@
-//! The planner: the paper's `X(f, k, d)` rule ([`min_tables`]), the cost model (expected
+//! The planner: the paper's `X(f, k, d)` rule (`min_tables`, the tests' oracle), the cost model (expected
 //! candidates per probe, bits per entry against the information bound) and [`plan`], which
 //! weighs every candidate recipe for a count and says why it chose one.
 
@@ -12,10 +12,12 @@ use super::{binomial, block_widths, Design, DesignError, DEFAULT_MAX_CANDIDATES_
 /// chooses `r - k` of them; the worst table (the narrowest choice) decides.
 ///
 /// Returns `None` when no design within [`MAX_LEVELS`] levels reaches the bound.
-pub fn min_tables(f: u32, k: u32, d: f64, tau: f64) -> Option<u64> {
+#[cfg(test)]
+pub(crate) fn min_tables(f: u32, k: u32, d: f64, tau: f64) -> Option<u64> {
     min_tables_at(f, k, d, tau, 0)
 }
 
+#[cfg(test)]
 fn min_tables_at(f: u32, k: u32, d: f64, tau: f64, depth: usize) -> Option<u64> {
     if d <= tau {
         return Some(1);
@@ -60,6 +62,7 @@ fn min_tables_at(f: u32, k: u32, d: f64, tau: f64, depth: usize) -> Option<u64> 
 
 /// What the planner is asked for.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PlanOptions {
     /// Largest Hamming distance queries must be answered for (`0..=8`).
     pub k: u32,
@@ -70,6 +73,8 @@ pub struct PlanOptions {
     /// Exactly this many tables (overrides the candidate bound).
     pub tables: Option<usize>,
 }
+
+__with_fields!(PlanOptions { k: u32 => with_k, count: u64 => with_count, max_candidates_log2: f64 => with_max_candidates_log2, tables: Option<usize> => with_tables });
 
 impl PlanOptions {
     /// Defaults for `count` fingerprints and distance `k`.

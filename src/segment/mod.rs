@@ -8,7 +8,7 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
-mod index;
+mod block_index;
 pub(crate) mod layout;
 mod reader;
 mod resumable;

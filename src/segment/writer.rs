@@ -203,6 +203,7 @@ pub(super) struct Journal {
 
 /// How [`build_segment`] lays out a segment.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct BuildOptions {
     /// The design; `None` asks the planner with [`Self::k`] and the entry count.
     pub design: Option<Design>,
@@ -211,6 +212,8 @@ pub struct BuildOptions {
     /// Gap codec for every table.
     pub codec: Codec,
 }
+
+__with_fields!(BuildOptions { design: Option<Design> => with_design, k: u32 => with_k, codec: Codec => with_codec });
 
 impl Default for BuildOptions {
     fn default() -> Self {

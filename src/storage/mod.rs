@@ -348,14 +348,14 @@ pub use mem::{CrashMode, MemStorage};
 
 /// The temporary name a file is written under before it is renamed into place (`*.tmp`:
 /// an orphan if a writable open finds it).
-pub fn temporary_path(path: &Path) -> PathBuf {
+pub(crate) fn temporary_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(".tmp");
     path.with_file_name(name)
 }
 
 /// The directory holding `path` (`.` for a bare file name).
-pub fn parent_dir(path: &Path) -> PathBuf {
+pub(crate) fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

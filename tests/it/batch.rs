@@ -2,10 +2,10 @@
 //! shape, in memory, and over index snapshots with the same jobs over their live pairs.
 
 use proptest::prelude::*;
-use simdex::batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
-use simdex::cluster::{clusters, clusters_with, near_pairs, near_pairs_each, ClusterOptions};
 use simdex::plan::{Design, MAX_K};
 use simdex::SortedTables;
+use simdex::{batch_query, batch_query_each, BatchMatch, BatchOptions};
+use simdex::{clusters, clusters_with, near_pairs, near_pairs_each, ClusterOptions};
 use simdex::{BuildOptions, Segment};
 use std::collections::BTreeSet;
 
@@ -78,7 +78,7 @@ proptest! {
         let fps = data(n, seed, clustered);
         let ids: Vec<u64> = (0..n as u64).map(|i| i * 3 + 1).collect();
         let dir = tempfile::tempdir().unwrap();
-        let options = BuildOptions { design: Some(Design::new(k, &levels).unwrap()), k, ..BuildOptions::default() };
+        let options = BuildOptions::default().with_design(Some(Design::new(k, &levels).unwrap())).with_k(k);
         let (_, seg) = build(dir.path(), "s.sdx", &fps, Some(&ids), &options);
         let mut rng = Rng(seed ^ 99);
         let mut queries: Vec<u64> = (0..60).map(|_| rng.next()).collect();
@@ -89,13 +89,13 @@ proptest! {
         }
         queries.push(queries.first().copied().unwrap_or(0));
         for kk in 0..=k {
-            let got = batch_query(&seg, &queries, &BatchOptions { threads, ..BatchOptions::new(kk) }).unwrap();
+            let got = batch_query(&seg, &queries, &BatchOptions::new(kk).with_threads(threads)).unwrap();
             prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, kk));
             prop_assert_eq!(near_pairs(&seg, kk, threads).unwrap(), brute_pairs(&fps, kk));
         }
         // Above the design's k: multi-probe joins.
         for kk in [k + 1, k + 3, MAX_K] {
-            let got = batch_query(&seg, &queries, &BatchOptions { threads, ..BatchOptions::new(kk) }).unwrap();
+            let got = batch_query(&seg, &queries, &BatchOptions::new(kk).with_threads(threads)).unwrap();
             prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, kk), "k = {}", kk);
             prop_assert_eq!(near_pairs(&seg, kk, threads).unwrap(), brute_pairs(&fps, kk), "k = {}", kk);
         }
@@ -129,9 +129,9 @@ fn clusters_are_the_connected_components_plus_exact_duplicates() {
 #[test]
 fn batch_refuses_k_above_8() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, seg) = build(dir.path(), "s.sdx", &[1, 2, 3], None, &BuildOptions { k: 2, ..BuildOptions::default() });
-    assert_eq!(batch_query(&seg, &[1], &BatchOptions { threads: 1, ..BatchOptions::new(3) }).unwrap().len(), 3);
-    assert!(batch_query(&seg, &[1], &BatchOptions { threads: 1, ..BatchOptions::new(MAX_K + 1) }).is_err());
+    let (_, seg) = build(dir.path(), "s.sdx", &[1, 2, 3], None, &BuildOptions::default().with_k(2));
+    assert_eq!(batch_query(&seg, &[1], &BatchOptions::new(3).with_threads(1)).unwrap().len(), 3);
+    assert!(batch_query(&seg, &[1], &(BatchOptions::new(MAX_K + 1)).with_threads(1)).is_err());
 }
 
 /// An index of three flushed segments (a pair stored twice, deletes in a tombstone file),
@@ -139,37 +139,35 @@ fn batch_refuses_k_above_8() {
 /// answers over one segment of the live pairs.
 #[test]
 fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
-    use simdex::split::{split, SplitOptions};
     use simdex::storage::MemStorage;
+    use simdex::{split, SplitOptions};
     use simdex::{CompactionOptions, IndexOptions};
     use simdex::{Durability, Index};
     use std::sync::Arc;
 
     let storage = MemStorage::default();
-    let options = IndexOptions {
-        storage: Arc::new(storage.clone()),
-        background: false,
-        durability: Durability::NoSync,
-        compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() },
-        ..IndexOptions::default()
-    };
+    let options = IndexOptions::default()
+        .with_storage(Arc::new(storage.clone()))
+        .with_background(false)
+        .with_durability(Durability::NoSync)
+        .with_compaction(CompactionOptions::default().with_automatic(false));
     let index = Index::open("idx", options).unwrap();
     let fps = data(3000, 17, true);
     let pairs: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &fp)| (fp, i as u64)).collect();
     let single = |index: &Index| index.snapshot().segments().len();
-    index.insert_batch(&pairs[..1000]).unwrap();
+    index.insert_batch(&pairs[..1000].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
-    index.insert_batch(&pairs[900..2000]).unwrap();
+    index.insert_batch(&pairs[900..2000].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
-    index.delete_batch(&pairs[0..300]).unwrap();
+    index.delete_batch(&pairs[0..300].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
-    index.insert_batch(&pairs[2000..]).unwrap();
-    index.delete_batch(&pairs[2990..]).unwrap();
-    index.delete_batch(&pairs[1500..1600]).unwrap();
+    index.insert_batch(&pairs[2000..].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.delete_batch(&pairs[2990..].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.delete_batch(&pairs[1500..1600].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     assert_eq!(single(&index), 2);
 
     let snapshot = index.snapshot();
-    let live = index.live_entries().unwrap();
+    let live = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>();
     assert_eq!(snapshot.live_len().unwrap(), live.len() as u64);
     let mut streamed = Vec::new();
     snapshot
@@ -193,7 +191,7 @@ fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
         })
         .collect();
     for k in [0, 1, 2, 3, 5, 8] {
-        let options = BatchOptions { threads: 2, ..BatchOptions::new(k) };
+        let options = BatchOptions::new(k).with_threads(2);
         assert_eq!(batch_query(&snapshot, &queries, &options).unwrap(), batch_query(&seg, &queries, &options).unwrap(), "k = {k}");
         assert_eq!(near_pairs(&snapshot, k, 2).unwrap(), near_pairs(&seg, k, 2).unwrap(), "k = {k}");
         assert_eq!(clusters(&snapshot, k, 2).unwrap(), clusters(&seg, k, 2).unwrap(), "k = {k}");
@@ -207,7 +205,7 @@ fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
         }
     }
 
-    let options = SplitOptions { parts: 3, k: None, codec: simdex::codec::Codec::Xor };
+    let options = SplitOptions::new(3).with_k(None).with_codec(simdex::codec::Codec::Xor);
     let written = split(&snapshot, &storage, "chunks".as_ref(), &options, &mut |_, _| {}).unwrap();
     assert_eq!(written.chunks.len(), 3);
     let mut chunked = Vec::new();
@@ -241,7 +239,7 @@ fn near_pairs_of_sorted_tables_equal_brute_force() {
         assert_eq!(near_pairs(&tables, k, 2).unwrap(), brute_pairs(&fps, k), "k = {k}");
         let ids: Vec<u64> = (0..fps.len() as u64).collect();
         let queries: Vec<u64> = fps.iter().step_by(5).map(|&f| f ^ 0b101).collect();
-        assert_eq!(batch_query(&tables, &queries, &BatchOptions { threads: 2, ..BatchOptions::new(k) }).unwrap(), brute_batch(&fps, &ids, &queries, k), "k = {k}");
+        assert_eq!(batch_query(&tables, &queries, &BatchOptions::new(k).with_threads(2)).unwrap(), brute_batch(&fps, &ids, &queries, k), "k = {k}");
     }
     assert!(SortedTables::new(vec![(1, 1)], 64).is_err());
 }
@@ -266,7 +264,7 @@ fn grouped(n: usize, seed: u64) -> Vec<u64> {
 /// The clusters by brute force: connected components of the pairs within `k` (label
 /// propagation), every stored entry of a component, plus fingerprints stored more than
 /// once; largest first, ties by members.
-fn brute_clusters(fps: &[u64], ids: Option<&[u64]>, k: u32) -> Vec<simdex::cluster::Cluster> {
+fn brute_clusters(fps: &[u64], ids: Option<&[u64]>, k: u32) -> Vec<simdex::Cluster> {
     use std::collections::BTreeMap;
     let pairs = brute_pairs(fps, k);
     let mut label: BTreeMap<u64, u64> = fps.iter().map(|&f| (f, f)).collect();
@@ -289,12 +287,12 @@ fn brute_clusters(fps: &[u64], ids: Option<&[u64]>, k: u32) -> Vec<simdex::clust
     for (i, &f) in fps.iter().enumerate() {
         groups.entry(label[&f]).or_default().push((f, ids.map(|ids| ids[i])));
     }
-    let mut out: Vec<simdex::cluster::Cluster> = groups
+    let mut out: Vec<simdex::Cluster> = groups
         .into_values()
         .filter(|m| m.len() > 1)
         .map(|mut members| {
             members.sort_unstable();
-            simdex::cluster::Cluster { members }
+            simdex::Cluster { members }
         })
         .collect();
     out.sort_by(|a, b| b.members.len().cmp(&a.members.len()).then(a.members.cmp(&b.members)));
@@ -333,7 +331,7 @@ proptest! {
             })
             .collect();
 
-        let options = BatchOptions { threads, match_memory: Some(memory), spill_dir: Some(spill.path().to_path_buf()), ..BatchOptions::new(k) };
+        let options = BatchOptions::new(k).with_threads(threads).with_match_memory(Some(memory)).with_spill_dir(Some(spill.path().to_path_buf()));
         let mut got = Vec::new();
         let mut spilled = false;
         batch_query_each(&seg, &queries, &options, |m| {
@@ -351,7 +349,7 @@ proptest! {
         prop_assert!(spilled || distinct_pairs <= memory / 16 + 1, "{} pairs within {} bytes", distinct_pairs, memory);
         prop_assert!(listing(spill.path()).is_empty());
 
-        let options = ClusterOptions { threads, pair_memory: memory, spill_dir: Some(spill.path().to_path_buf()), ..ClusterOptions::new(k) };
+        let options = ClusterOptions::new(k).with_threads(threads).with_pair_memory(memory).with_spill_dir(Some(spill.path().to_path_buf()));
         let mut pairs = Vec::new();
         near_pairs_each(&seg, &options, |p| {
             pairs.push(p);
@@ -371,36 +369,34 @@ fn spilled_snapshot_jobs_equal_jobs_over_the_live_pairs() {
     use simdex::{CompactionOptions, Durability, Index, IndexOptions};
     use std::sync::Arc;
 
-    let options = IndexOptions {
-        storage: Arc::new(MemStorage::default()),
-        background: false,
-        durability: Durability::NoSync,
-        compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() },
-        ..IndexOptions::default()
-    };
+    let options = IndexOptions::default()
+        .with_storage(Arc::new(MemStorage::default()))
+        .with_background(false)
+        .with_durability(Durability::NoSync)
+        .with_compaction(CompactionOptions::default().with_automatic(false));
     let index = Index::open("idx", options).unwrap();
     let fps = grouped(3000, 41);
     let pairs: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &fp)| (fp, i as u64)).collect();
-    index.insert_batch(&pairs[..1200]).unwrap();
+    index.insert_batch(&pairs[..1200].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
-    index.insert_batch(&pairs[1000..2200]).unwrap();
-    index.delete_batch(&pairs[0..200]).unwrap();
+    index.insert_batch(&pairs[1000..2200].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.delete_batch(&pairs[0..200].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
-    index.insert_batch(&pairs[2200..]).unwrap();
-    index.delete_batch(&pairs[2900..]).unwrap();
+    index.insert_batch(&pairs[2200..].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.delete_batch(&pairs[2900..].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     let snapshot = index.snapshot();
-    let (live_fps, live_ids): (Vec<u64>, Vec<u64>) = index.live_entries().unwrap().into_iter().unzip();
+    let (live_fps, live_ids): (Vec<u64>, Vec<u64>) = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().unzip();
     let dir = tempfile::tempdir().unwrap();
     let (_, seg) = build(dir.path(), "live.sdx", &live_fps, Some(&live_ids), &BuildOptions::default());
     let spill = tempfile::tempdir().unwrap();
     let queries: Vec<u64> = fps.iter().step_by(3).map(|&f| f ^ 0b1001).collect();
     for k in [0, 2, 3, 5] {
         for memory in [300, 5000] {
-            let spilling = BatchOptions { threads: 2, match_memory: Some(memory), spill_dir: Some(spill.path().to_path_buf()), ..BatchOptions::new(k) };
-            let want = batch_query(&seg, &queries, &BatchOptions { threads: 2, ..BatchOptions::new(k) }).unwrap();
+            let spilling = BatchOptions::new(k).with_threads(2).with_match_memory(Some(memory)).with_spill_dir(Some(spill.path().to_path_buf()));
+            let want = batch_query(&seg, &queries, &BatchOptions::new(k).with_threads(2)).unwrap();
             assert!(k < 2 || want.len() > 500, "{}", want.len());
             assert_eq!(batch_query(&snapshot, &queries, &spilling).unwrap(), want, "k = {k}, {memory} bytes");
-            let spilling = ClusterOptions { threads: 2, pair_memory: memory, spill_dir: Some(spill.path().to_path_buf()), ..ClusterOptions::new(k) };
+            let spilling = ClusterOptions::new(k).with_threads(2).with_pair_memory(memory).with_spill_dir(Some(spill.path().to_path_buf()));
             let mut got = Vec::new();
             near_pairs_each(&snapshot, &spilling, |p| {
                 got.push(p);
@@ -426,19 +422,19 @@ fn spill_errors_name_the_directory_and_leave_nothing_behind() {
 
     // A regular file where the spill directory's parent should be.
     let not_a_dir = dir.path().join("s.sdx");
-    let batch = BatchOptions { threads: 2, match_memory: Some(256), spill_dir: Some(not_a_dir.clone()), ..BatchOptions::new(3) };
+    let batch = BatchOptions::new(3).with_threads(2).with_match_memory(Some(256)).with_spill_dir(Some(not_a_dir.clone()));
     let err = batch_query(&seg, &queries, &batch).unwrap_err();
     assert!(matches!(&err, simdex::Error::Io { path, .. } if path.starts_with(&not_a_dir)), "{err:?}");
     assert!(err.to_string().contains(&*not_a_dir.to_string_lossy()), "{err}");
-    let cluster = ClusterOptions { threads: 2, pair_memory: 256, spill_dir: Some(not_a_dir.clone()), ..ClusterOptions::new(3) };
+    let cluster = ClusterOptions::new(3).with_threads(2).with_pair_memory(256).with_spill_dir(Some(not_a_dir.clone()));
     let err = clusters_with(&seg, &cluster).unwrap_err();
     assert!(err.to_string().contains(&*not_a_dir.to_string_lossy()), "{err}");
     // With room enough nothing is written, so the bad directory is never touched.
-    let roomy = BatchOptions { match_memory: Some(1 << 24), ..batch.clone() };
+    let roomy = batch.clone().with_match_memory(Some(1 << 24));
     assert_eq!(batch_query(&seg, &queries, &roomy).unwrap(), batch_query(&seg, &queries, &BatchOptions::new(3)).unwrap());
 
     let spill = tempfile::tempdir().unwrap();
-    let batch = BatchOptions { spill_dir: Some(spill.path().to_path_buf()), ..batch };
+    let batch = batch.with_spill_dir(Some(spill.path().to_path_buf()));
     let mut seen = 0;
     let err = batch_query_each(&seg, &queries, &batch, |_| {
         seen += 1;
@@ -451,7 +447,7 @@ fn spill_errors_name_the_directory_and_leave_nothing_behind() {
     .unwrap_err();
     assert!(matches!(err, simdex::Error::InvalidArgument(_)));
     assert!(listing(spill.path()).is_empty());
-    let cluster = ClusterOptions { spill_dir: Some(spill.path().to_path_buf()), ..cluster };
+    let cluster = cluster.with_spill_dir(Some(spill.path().to_path_buf()));
     let err = near_pairs_each(&seg, &cluster, |_| Err(simdex::Error::InvalidArgument("stop".into()))).unwrap_err();
     assert!(matches!(err, simdex::Error::InvalidArgument(_)));
     assert!(listing(spill.path()).is_empty());

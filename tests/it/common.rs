@@ -6,12 +6,8 @@ use std::path::{Path, PathBuf};
 /// The oracle: every stored (fingerprint, id) within `k` of `q`, by a linear Hamming scan,
 /// sorted as the library sorts matches, each (fingerprint, id) once.
 pub fn brute_force(fps: &[u64], ids: Option<&[u64]>, q: u64, k: u32) -> Vec<Match> {
-    let mut out: Vec<Match> = fps
-        .iter()
-        .enumerate()
-        .filter(|(_, &x)| (x ^ q).count_ones() <= k)
-        .map(|(i, &x)| Match { distance: (x ^ q).count_ones(), fingerprint: x, doc_id: ids.map(|ids| ids[i]) })
-        .collect();
+    let mut out: Vec<Match> =
+        fps.iter().enumerate().filter(|(_, &x)| (x ^ q).count_ones() <= k).map(|(i, &x)| Match::new(x, (x ^ q).count_ones(), ids.map(|ids| ids[i]))).collect();
     out.sort_unstable();
     out.dedup();
     out

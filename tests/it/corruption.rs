@@ -16,7 +16,7 @@ fn every_single_bit_flip_is_detected() {
     let fps: Vec<u64> = (0..300).map(|i| if i % 50 == 0 { 0 } else { rng.next() }).collect();
     let ids: Vec<u64> = (0..300).collect();
     let dir = tempfile::tempdir().unwrap();
-    let options = BuildOptions { design: Some(simdex::plan::Design::new(3, &[4]).unwrap()), ..BuildOptions::default() };
+    let options = BuildOptions::default().with_design(Some(simdex::plan::Design::new(3, &[4]).unwrap()));
     let (path, _) = build(dir.path(), "s.sdx", &fps, Some(&ids), &options);
     let original = std::fs::read(&path).unwrap();
     let queries: Vec<u64> = (0..12).map(|i| rng.flip(fps[i * 17], (i % 4) as u32)).collect();

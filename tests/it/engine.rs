@@ -15,20 +15,17 @@ use crate::common::Rng;
 /// Options for deterministic tests: in-memory storage, no background thread, small
 /// memtables so flushes and compactions happen.
 pub fn mem_options(storage: &MemStorage, memtable_ops: u64) -> IndexOptions {
-    IndexOptions {
-        storage: Arc::new(storage.clone()),
-        background: false,
-        memtable_ops,
-        durability: Durability::Sync,
-        compaction: CompactionOptions { fanout: 3, buffer_entries: 4096, automatic: true, ..CompactionOptions::default() },
-        ..IndexOptions::default()
-    }
+    IndexOptions::default()
+        .with_storage(Arc::new(storage.clone()))
+        .with_background(false)
+        .with_memtable_ops(memtable_ops)
+        .with_durability(Durability::Sync)
+        .with_compaction(CompactionOptions::default().with_fanout(3).with_buffer_entries(4096).with_automatic(true))
 }
 
 /// The oracle: every live pair within `k` of `q`.
 pub fn model_query(live: &BTreeSet<(u64, u64)>, q: u64, k: u32) -> Vec<Match> {
-    let mut v: Vec<Match> =
-        live.iter().filter(|(fp, _)| (fp ^ q).count_ones() <= k).map(|&(fp, id)| Match { distance: (fp ^ q).count_ones(), fingerprint: fp, doc_id: Some(id) }).collect();
+    let mut v: Vec<Match> = live.iter().filter(|(fp, _)| (fp ^ q).count_ones() <= k).map(|&(fp, id)| Match::new(fp, (fp ^ q).count_ones(), Some(id))).collect();
     v.sort_unstable();
     v
 }
@@ -59,7 +56,7 @@ fn writes_are_visible_at_once_and_survive_flush_compaction_and_reopen() {
     assert!(stats.flushes >= 9 && stats.compactions >= 1, "{stats:?}");
     assert!(stats.segments.len() <= 6, "{stats:?}");
     let check = |index: &Index, live: &BTreeSet<(u64, u64)>| {
-        assert_eq!(index.live_entries().unwrap(), live.iter().copied().collect::<Vec<_>>());
+        assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), live.iter().copied().collect::<Vec<_>>());
         for q in [0x1234_5678_9abc_def0u64, 0x1234_5678_9abc_def1, 42] {
             assert_eq!(index.query(q, &QueryOptions::within(3)).unwrap(), model_query(live, q, 3));
         }
@@ -84,7 +81,7 @@ fn find_or_insert_checks_then_adds() {
     let index = Index::open("i", mem_options(&storage, 100)).unwrap();
     assert_eq!(index.find_or_insert(0xff, 1, &QueryOptions::within(3)).unwrap(), FindOrInsert::Inserted { seq: 1 });
     match index.find_or_insert(0xfe, 2, &QueryOptions::within(3)).unwrap() {
-        FindOrInsert::Found(m) => assert_eq!(m, vec![Match { distance: 1, fingerprint: 0xff, doc_id: Some(1) }]),
+        FindOrInsert::Found(m) => assert_eq!(m, vec![Match::new(0xff, 1, Some(1))]),
         other => panic!("{other:?}"),
     }
     assert!(matches!(index.find_or_insert(0xfe, 2, &QueryOptions::within(0)).unwrap(), FindOrInsert::Inserted { .. }));
@@ -105,7 +102,7 @@ fn a_second_writer_is_refused_and_names_the_lock_file_while_readers_open() {
     assert!(matches!(reader.insert(2, 2), Err(Error::ReadOnly { .. })));
     drop(writer);
     let again = Index::open(dir.path(), IndexOptions::default()).unwrap();
-    assert_eq!(again.live_entries().unwrap(), vec![(1, 1)]);
+    assert_eq!(again.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), vec![(1, 1)]);
 }
 
 #[test]
@@ -132,22 +129,22 @@ fn orphans_are_removed_and_unknown_files_reported() {
 #[test]
 fn background_thread_flushes_and_compacts_while_queries_run() {
     let dir = tempfile::tempdir().unwrap();
-    let options = IndexOptions { memtable_ops: 2000, ..IndexOptions::default() };
+    let options = IndexOptions::default().with_memtable_ops(2000);
     let index = Arc::new(Index::open(dir.path(), options).unwrap());
     let mut rng = Rng(9);
     let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|i| (rng.next(), i)).collect();
-    index.insert_batch(&pairs[..100]).unwrap();
+    index.insert_batch(&pairs[..100].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     let reader = {
         let index = index.clone();
         let probe = pairs[0];
         std::thread::spawn(move || {
             for _ in 0..2000 {
-                assert!(index.query(probe.0, &QueryOptions::within(3)).unwrap().contains(&Match { distance: 0, fingerprint: probe.0, doc_id: Some(probe.1) }));
+                assert!(index.query(probe.0, &QueryOptions::within(3)).unwrap().contains(&Match::new(probe.0, 0, Some(probe.1))));
             }
         })
     };
     for chunk in pairs[100..].chunks(100) {
-        index.insert_batch(chunk).unwrap();
+        index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     }
     reader.join().unwrap();
     index.flush().unwrap();
@@ -157,7 +154,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
     assert!(stats.segments.len() <= 8, "{stats:?}");
     let mut want = pairs.clone();
     want.sort_unstable();
-    assert_eq!(index.live_entries().unwrap(), want);
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), want);
     // Compactions without deletes merge the permuted tables directly: check them all.
     assert!(stats.compactions > 0);
     let report = simdex::inspect::verify_index(&simdex::storage::FsStorage, dir.path()).unwrap();
@@ -172,7 +169,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
 #[test]
 fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_compacts() {
     let dir = tempfile::tempdir().unwrap();
-    let options = IndexOptions { memtable_ops: 300, durability: Durability::NoSync, ..IndexOptions::default() };
+    let options = IndexOptions::default().with_memtable_ops(300).with_durability(Durability::NoSync);
     let writer = Arc::new(Index::open(dir.path(), options).unwrap());
     let acked = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -182,7 +179,7 @@ fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_c
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let batch: Vec<(u64, u64)> = (i..i + 50).map(|j| (j.wrapping_mul(0x9e37_79b9_7f4a_7c15), j)).collect();
-                writer.insert_batch(&batch).unwrap();
+                writer.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 i += 50;
                 acked.store(i, std::sync::atomic::Ordering::SeqCst);
             }
@@ -192,7 +189,7 @@ fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_c
         std::thread::sleep(std::time::Duration::from_millis(3));
         let before = acked.load(std::sync::atomic::Ordering::SeqCst);
         let reader = Index::open_read_only(dir.path(), IndexOptions::default()).unwrap();
-        let got = reader.live_entries().unwrap();
+        let got = reader.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>();
         assert!(got.len() as u64 >= before, "a reader opened after {before} writes sees {}", got.len());
         for j in (0..before).step_by(97) {
             assert!(got.binary_search(&(j.wrapping_mul(0x9e37_79b9_7f4a_7c15), j)).is_ok(), "write {j} of {before} missing");
@@ -206,16 +203,16 @@ fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_c
 #[test]
 fn close_flushes_the_memtable_so_a_reopen_replays_nothing() {
     let storage = MemStorage::default();
-    let options = || IndexOptions { flush_on_close: true, ..mem_options(&storage, 1 << 20) };
+    let options = || mem_options(&storage, 1 << 20).with_flush_on_close(true);
     let index = Index::open("/idx", options()).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i)).collect();
-    index.insert_batch(&pairs).unwrap();
+    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.delete(pairs[0].0, pairs[0].1).unwrap();
     index.close().unwrap();
     let reopened = Index::open("/idx", options()).unwrap();
     assert_eq!(reopened.open_report().replayed_ops, 0, "{:?}", reopened.open_report());
     assert_eq!(reopened.stats().segments.len(), 1);
-    let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().collect();
+    let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
     assert_eq!(live, pairs[1..].iter().copied().collect());
     // Closing an index with nothing new writes nothing.
     let files = storage.list(Path::new("/idx")).unwrap();
@@ -248,7 +245,7 @@ fn numbered_inserts_from_many_threads_never_share_an_id() {
         .collect();
     let mut expected: Vec<(u64, u64)> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
     expected.sort_unstable();
-    assert_eq!(index.live_entries().unwrap(), expected);
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), expected);
     let ids: BTreeSet<u64> = expected.iter().map(|&(_, id)| id).collect();
     assert_eq!(ids.len(), expected.len(), "an id was given twice");
     let seq_ids: Vec<u64> = ids.iter().copied().filter(|&id| id < 1 << 40).collect();

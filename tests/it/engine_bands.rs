@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use simdex::confirm::{minhash_resemblance, minhash_scheme};
 use simdex::storage::{MemStorage, Storage};
-use simdex::{ConfirmOptions, ConfirmedMatch, Error, Index, IndexOptions, SketchColumn};
+use simdex::{minhash_resemblance, minhash_scheme};
+use simdex::{ConfirmOptions, Error, Index, IndexOptions, Match, SketchColumn};
 
 use crate::common::Rng;
 use crate::engine::mem_options;
@@ -26,7 +26,7 @@ fn column() -> SketchColumn {
 }
 
 fn options(storage: &MemStorage, memtable: u64) -> IndexOptions {
-    IndexOptions { sketches: Some(column()), ..mem_options(storage, memtable) }
+    mem_options(storage, memtable).with_sketches(Some(column()))
 }
 
 /// `base` with `differ` distinct bits flipped.
@@ -59,52 +59,57 @@ fn shares_band(a: &Sketch, b: &Sketch) -> bool {
 type Model = BTreeMap<(u64, u64), Option<Sketch>>;
 
 /// The brute-force answer: `banded` applies the band rule beyond `table_k`.
-fn oracle(model: &Model, q: u64, qs: &Sketch, o: &ConfirmOptions, table_k: u32, banded: bool) -> Vec<ConfirmedMatch> {
-    let mut want: Vec<ConfirmedMatch> = model
+fn oracle(model: &Model, q: u64, qs: &Sketch, o: &ConfirmOptions, table_k: u32, banded: bool) -> Vec<Match> {
+    let mut want: Vec<Match> = model
         .iter()
         .filter_map(|(&(fp, id), s)| {
             let d = (fp ^ q).count_ones();
-            let matched = simdex::Match { distance: d, fingerprint: fp, doc_id: Some(id) };
+            let matched = Match { distance: d, fingerprint: fp, doc_id: Some(id), similarity: None };
             match s {
                 Some(s) => {
                     let sim = minhash_resemblance(qs, s, 512, 1).unwrap();
                     let found = !banded || d <= table_k || shares_band(qs, s);
-                    (d <= o.k && sim >= o.min_similarity && found).then_some(ConfirmedMatch { matched, similarity: Some(sim) })
+                    (d <= o.k && sim >= o.min_similarity && found).then_some(Match { similarity: Some(sim), ..matched })
                 }
-                None => (d <= o.unsketched_k).then_some(ConfirmedMatch { matched, similarity: None }),
+                None => (d <= o.unsketched_k).then_some(matched),
             }
         })
         .collect();
-    want.sort_by_key(|c| c.matched);
+    want.sort_by_key(key);
     want
 }
 
 fn check(index: &Index, model: &Model, q: u64, qs: &Sketch, o: &ConfirmOptions) -> Result<(), TestCaseError> {
     let table_k = o.unsketched_k.max(o.k.min(index.k()));
     let got = index.query_confirmed(q, qs, o).unwrap();
-    let order: Vec<_> = got.iter().map(|c| (c.matched.distance, c.matched.fingerprint, c.matched.doc_id)).collect();
+    let order: Vec<_> = got.iter().map(|c| (c.distance, c.fingerprint, c.doc_id)).collect();
     let mut sorted = order.clone();
     sorted.sort_unstable();
     prop_assert_eq!(&order, &sorted, "answers sorted by distance, fingerprint and id");
     let mut got = got;
-    got.sort_by_key(|c| c.matched);
+    got.sort_by_key(key);
     let banded = o.k > table_k && o.min_similarity >= 0.9;
     same(&got, &oracle(model, q, qs, o, table_k, banded), &format!("banded check, {o:?}"))?;
-    let mut all = index.query_confirmed(q, qs, &o.exhaustive()).unwrap();
-    all.sort_by_key(|c| c.matched);
+    let mut all = index.query_confirmed(q, qs, &o.with_exhaustive(true)).unwrap();
+    all.sort_by_key(key);
     same(&all, &oracle(model, q, qs, o, table_k, false), &format!("exhaustive check, {o:?}"))?;
     // the banded answers are the exhaustive ones whose sketches share a band or are near
     for c in &all {
         let within_pigeonhole = c.similarity.is_none_or(|s| s >= 1.0 - 2.0 * 15.0 / 512.0 - 1e-9);
-        if within_pigeonhole || c.matched.distance <= table_k {
+        if within_pigeonhole || c.distance <= table_k {
             prop_assert!(got.contains(c), "{c:?} differs in at most 15 bits or is within the tables' k, yet was missed");
         }
     }
     Ok(())
 }
 
+/// The order answers are compared in.
+fn key(m: &Match) -> (u32, u64, Option<u64>) {
+    (m.distance, m.fingerprint, m.doc_id)
+}
+
 /// Equal answers, or a failure listing only the differences.
-fn same(got: &[ConfirmedMatch], want: &[ConfirmedMatch], what: &str) -> Result<(), TestCaseError> {
+fn same(got: &[Match], want: &[Match], what: &str) -> Result<(), TestCaseError> {
     let extra: Vec<_> = got.iter().filter(|g| !want.contains(g)).collect();
     let missed: Vec<_> = want.iter().filter(|w| !got.contains(w)).collect();
     prop_assert!(extra.is_empty() && missed.is_empty() && got.len() == want.len(), "{what}: {} answers, {} wanted; extra {extra:?}; missed {missed:?}", got.len(), want.len());
@@ -247,8 +252,8 @@ fn band_files_are_rebuilt_when_missing_and_refused_when_damaged() {
     let (c, cs) = centers[0];
     let o = ConfirmOptions::within(8);
     let exhaustive = |index: &Index| {
-        let mut v = index.query_confirmed(c, &cs, &o.exhaustive()).unwrap();
-        v.sort_by_key(|x| x.matched);
+        let mut v = index.query_confirmed(c, &cs, &o.with_exhaustive(true)).unwrap();
+        v.sort_by_key(key);
         v
     };
     let want = oracle(&model, c, &cs, &o, 3, true);
@@ -256,7 +261,7 @@ fn band_files_are_rebuilt_when_missing_and_refused_when_damaged() {
     storage.remove(&dir.join(&band_files[0])).unwrap();
     let ro = Index::open_read_only(dir, fixed(&storage)).unwrap();
     let mut got = ro.query_confirmed(c, &cs, &o).unwrap();
-    got.sort_by_key(|x| x.matched);
+    got.sort_by_key(key);
     let all = exhaustive(&ro);
     assert!(want.iter().all(|w| got.contains(w)) && got.iter().all(|g| all.contains(g)), "between the band rule's and the exhaustive answers");
     drop(ro);
@@ -264,7 +269,7 @@ fn band_files_are_rebuilt_when_missing_and_refused_when_damaged() {
     let index = Index::open(dir, fixed(&storage)).unwrap();
     assert_eq!(index.open_report().rebuilt_bands, vec![band_files[0].clone()]);
     let mut got = index.query_confirmed(c, &cs, &o).unwrap();
-    got.sort_by_key(|x| x.matched);
+    got.sort_by_key(key);
     assert_eq!(got, want);
     drop(index);
     // A band file of another segment (here: the other one's) is refused at open and rebuilt.

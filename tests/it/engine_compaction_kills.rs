@@ -22,10 +22,15 @@ fn options(storage: &MemStorage, max_merge_entries: u64) -> IndexOptions {
 
 /// [`options`] with merges that record a checkpoint every `interval`.
 fn checkpointing(storage: &MemStorage, max_merge_entries: u64, checkpoint_interval: Option<Duration>) -> IndexOptions {
-    IndexOptions {
-        compaction: CompactionOptions { fanout: 4, buffer_entries: 512, automatic: false, max_merge_entries, checkpoint_interval, settle_on_close: None },
-        ..mem_options(storage, 64)
-    }
+    mem_options(storage, 64).with_compaction(
+        CompactionOptions::default()
+            .with_fanout(4)
+            .with_buffer_entries(512)
+            .with_automatic(false)
+            .with_max_merge_entries(max_merge_entries)
+            .with_checkpoint_interval(checkpoint_interval)
+            .with_settle_on_close(None),
+    )
 }
 
 /// 48 segments of 64 operations (every 9th a delete of an earlier pair, some pairs
@@ -63,7 +68,7 @@ fn uninterrupted(max_merge_entries: u64) -> (usize, u64) {
     index.compact().unwrap();
     let ops = storage.ops() - before;
     let segments = index.stats().segments.len();
-    assert_eq!(index.live_entries().unwrap().into_iter().collect::<BTreeSet<_>>(), model);
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect::<BTreeSet<_>>(), model);
     (segments, ops)
 }
 
@@ -88,7 +93,7 @@ fn a_full_compaction_killed_at_random_points_keeps_its_finished_merges() {
         drop(index);
         storage = storage.restart();
         let index = Index::open(DIR, options(&storage, BOUND)).unwrap_or_else(|e| panic!("attempt {attempts}: open after the kill failed: {e}"));
-        let live: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().collect();
+        let live: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
         assert!(live == model, "attempt {attempts}: the index differs from the acknowledged writes");
         let segments = index.stats().segments.len();
         assert!(segments <= *counts.last().unwrap(), "attempt {attempts}: the segment count grew: {counts:?} then {segments}");
@@ -132,7 +137,10 @@ fn an_unbounded_full_compaction_killed_again_and_again_resumes_and_finishes() {
         drop(index);
         storage = storage.restart();
         let index = Index::open(DIR, checkpointing(&storage, u64::MAX, every)).unwrap_or_else(|e| panic!("attempt {attempts}: open after the kill failed: {e}"));
-        assert!(index.live_entries().unwrap().into_iter().eq(model.iter().copied()), "attempt {attempts}: the index differs from the acknowledged writes");
+        assert!(
+            index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().eq(model.iter().copied()),
+            "attempt {attempts}: the index differs from the acknowledged writes"
+        );
         let segments = index.stats().segments.len();
         assert!(segments == 48 || segments == 1, "attempt {attempts}: {segments} segments");
         drop(index);
@@ -161,7 +169,7 @@ fn an_unbounded_full_compaction_without_checkpoints_killed_early_makes_no_progre
         storage = storage.restart();
         let index = Index::open(DIR, options(&storage, u64::MAX)).unwrap();
         assert_eq!(index.stats().segments.len(), 48, "attempt {attempt}");
-        assert!(index.live_entries().unwrap().into_iter().eq(model.iter().copied()), "attempt {attempt}");
+        assert!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().eq(model.iter().copied()), "attempt {attempt}");
     }
 }
 
@@ -174,13 +182,11 @@ fn build_segments_for_the_kill_loop() {
     let var = |name: &str| std::env::var(name).ok();
     let (Some(dir), Some(segments), Some(per)) = (var("SIMDEX_BUILD_DIR"), var("SIMDEX_BUILD_SEGMENTS"), var("SIMDEX_BUILD_PER_SEGMENT")) else { return };
     let (segments, per): (u64, u64) = (segments.parse().unwrap(), per.parse().unwrap());
-    let options = IndexOptions {
-        memtable_ops: per + 1,
-        background: false,
-        durability: simdex::Durability::NoSync,
-        compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() },
-        ..IndexOptions::default()
-    };
+    let options = IndexOptions::default()
+        .with_memtable_ops(per + 1)
+        .with_background(false)
+        .with_durability(simdex::Durability::NoSync)
+        .with_compaction(CompactionOptions::default().with_automatic(false));
     let index = Index::open(&dir, options).unwrap();
     let mut rng = Rng(0x5ca1e);
     let mut id = 0u64;
@@ -194,7 +200,7 @@ fn build_segments_for_the_kill_loop() {
                     (rng.next(), id)
                 })
                 .collect();
-            index.insert_batch(&batch).unwrap();
+            index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
             left -= n;
         }
         index.flush().unwrap();

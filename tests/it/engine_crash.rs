@@ -70,7 +70,7 @@ fn apply(model: &mut BTreeSet<(u64, u64)>, op: &Op) {
 
 fn execute(index: &Index, op: &Op) -> simdex::Result<()> {
     match op {
-        Op::Insert(pairs) => index.insert_batch(pairs).map(drop),
+        Op::Insert(pairs) => index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).map(drop),
         Op::Delete((fp, id)) => index.delete(*fp, *id).map(drop),
         Op::Flush => index.flush(),
         Op::Compact => index.compact(),
@@ -95,7 +95,7 @@ fn run(storage: &MemStorage, ops: &[Op]) -> (BTreeSet<(u64, u64)>, Option<Op>) {
 /// operation in flight); then checks the index still takes writes.
 fn check(storage: &MemStorage, n: u64, model: &BTreeSet<(u64, u64)>, in_flight: &Option<Op>) {
     let index = Index::open(DIR, options(storage)).unwrap_or_else(|e| panic!("crash after operation {n}: reopen failed: {e}"));
-    let got: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().collect();
+    let got: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
     let mut with = model.clone();
     if let Some(op) = in_flight {
         apply(&mut with, op);
@@ -104,7 +104,7 @@ fn check(storage: &MemStorage, n: u64, model: &BTreeSet<(u64, u64)>, in_flight: 
     index.insert(u64::MAX, u64::MAX).unwrap();
     drop(index);
     let index = Index::open(DIR, options(storage)).unwrap();
-    assert_eq!(index.live_entries().unwrap().len(), got.len() + usize::from(!got.contains(&(u64::MAX, u64::MAX))));
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().len(), got.len() + usize::from(!got.contains(&(u64::MAX, u64::MAX))));
 }
 
 fn total_operations() -> u64 {
@@ -152,7 +152,7 @@ fn an_io_error_at_every_operation_loses_no_acknowledged_write() {
 fn a_manifest_replacement_cut_short_leaves_the_previous_manifest() {
     let storage = MemStorage::default();
     let index = Index::open(DIR, options(&storage)).unwrap();
-    index.insert_batch(&[(1, 1), (2, 2)]).unwrap();
+    index.insert_batch(&[(1, 1), (2, 2)].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     drop(index);
     let before = storage.file(&Path::new(DIR).join("MANIFEST")).unwrap();
@@ -160,7 +160,7 @@ fn a_manifest_replacement_cut_short_leaves_the_previous_manifest() {
     storage.put(&Path::new(DIR).join("MANIFEST.tmp"), &before[..before.len() / 2]);
     let index = Index::open(DIR, options(&storage)).unwrap();
     assert_eq!(index.open_report().removed, vec!["MANIFEST.tmp".to_string()]);
-    assert_eq!(index.live_entries().unwrap(), vec![(1, 1), (2, 2)]);
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), vec![(1, 1), (2, 2)]);
 }
 
 /// Group commit, without a background thread: writes return before they are synced; a sync
@@ -170,7 +170,7 @@ fn a_manifest_replacement_cut_short_leaves_the_previous_manifest() {
 /// that includes every acknowledged write.
 #[test]
 fn group_commit_crash_leaves_a_prefix_that_holds_every_synced_write() {
-    let group = |storage: &MemStorage| IndexOptions { durability: Durability::Group { max_delay: Duration::from_secs(3600), max_ops: 4 }, ..options(storage) };
+    let group = |storage: &MemStorage| options(storage).with_durability(Durability::Group { max_delay: Duration::from_secs(3600), max_ops: 4 });
     // states[i]: the content after the first i operations
     let ops = workload();
     let mut states = vec![BTreeSet::new()];
@@ -207,7 +207,7 @@ fn group_commit_crash_leaves_a_prefix_that_holds_every_synced_write() {
             let (done, acked) = run(&storage);
             let storage = storage.restart();
             let index = Index::open(DIR, group(&storage)).unwrap_or_else(|e| panic!("crash after operation {n}: reopen failed: {e}"));
-            let got: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().collect();
+            let got: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
             // `done` operations returned, one more may have been in flight
             let last = (done + 1).min(ops.len());
             let Some(j) = (acked..=last).find(|&j| states[j] == got) else {

@@ -10,7 +10,7 @@ use simdex::inspect::verify_index;
 use simdex::log::{scan_log, ScanMode};
 use simdex::segment::verify::verify_segment_bytes;
 use simdex::storage::{FileBytes, MemStorage, Storage};
-use simdex::{Index, IndexOptions, QueryOptions, Segment};
+use simdex::{Index, QueryOptions, Segment};
 
 use crate::common::{brute_force, Rng};
 use crate::engine::mem_options;
@@ -29,7 +29,7 @@ fn file_named(storage: &MemStorage, prefix: &str) -> PathBuf {
 pub(crate) fn logged_index(records: usize) -> (MemStorage, MemStorage, Vec<BTreeSet<(u64, u64)>>) {
     let storage = MemStorage::default();
     // close leaves the memtable in the log (the default would flush it into a segment)
-    let index = Index::open(DIR, IndexOptions { flush_on_close: false, ..mem_options(&storage, u64::MAX) }).unwrap();
+    let index = Index::open(DIR, mem_options(&storage, u64::MAX).with_flush_on_close(false)).unwrap();
     let mut rng = Rng(77);
     let mut live = BTreeSet::new();
     let mut after = vec![live.clone()];
@@ -37,7 +37,7 @@ pub(crate) fn logged_index(records: usize) -> (MemStorage, MemStorage, Vec<BTree
         match i % 10 {
             3 => {
                 let pairs: Vec<(u64, u64)> = (0..3).map(|j| (rng.next(), 1000 * i + j)).collect();
-                index.insert_batch(&pairs).unwrap();
+                index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 live.extend(pairs);
             }
             7 => {
@@ -97,7 +97,7 @@ fn a_crashed_log_cut_at_every_byte_recovers_exactly_the_whole_records_before_the
         let damaged = with_file(&storage, &log, &bytes[..cut]);
         let index = Index::open_read_only(DIR, mem_options(&damaged, u64::MAX)).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         let whole = ends.iter().filter(|&&e| e <= cut as u64).count();
-        let got: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().collect();
+        let got: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
         assert_eq!(got, after[whole], "cut at {cut}: expected the {whole} whole records");
     }
     // A writable open cuts the torn tail and goes on appending after it.
@@ -108,7 +108,7 @@ fn a_crashed_log_cut_at_every_byte_recovers_exactly_the_whole_records_before_the
     index.insert(1, 1).unwrap();
     drop(index);
     let index = Index::open(DIR, mem_options(&damaged, u64::MAX)).unwrap();
-    assert_eq!(index.live_entries().unwrap().len(), after[501].len() + 1);
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().len(), after[501].len() + 1);
 }
 
 #[test]
@@ -163,7 +163,7 @@ fn every_single_bit_flip_of_a_64_kib_segment_is_detected_never_a_wrong_answer() 
     let index = Index::open(DIR, options.clone()).unwrap();
     let mut rng = Rng(5);
     let pairs: Vec<(u64, u64)> = (0..1700u64).map(|i| (if i % 40 == 0 { 0 } else { rng.next() }, i)).collect();
-    index.insert_batch(&pairs).unwrap();
+    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.close().unwrap();
     let seg = file_named(&storage, "seg-");
     let bytes = storage.file(&seg).unwrap();
@@ -241,9 +241,9 @@ fn compaction_over_a_damaged_permuted_table_fails_cleanly_and_keeps_the_inputs()
     let index = Index::open(DIR, options.clone()).unwrap();
     let mut rng = Rng(17);
     let pairs: Vec<(u64, u64)> = (0..1200u64).map(|i| (rng.next(), i)).collect();
-    index.insert_batch(&pairs[..600]).unwrap();
+    index.insert_batch(&pairs[..600].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
-    index.insert_batch(&pairs[600..]).unwrap();
+    index.insert_batch(&pairs[600..].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     index.close().unwrap();
     let mut segs: Vec<String> = storage.list(Path::new(DIR)).unwrap().into_iter().filter(|n| n.starts_with("seg-")).collect();
@@ -271,7 +271,7 @@ fn compaction_over_a_damaged_permuted_table_fails_cleanly_and_keeps_the_inputs()
     let index = Index::open(DIR, mem_options(&restored, 600)).unwrap();
     index.compact().unwrap();
     assert_eq!(index.stats().segments.len(), 1);
-    let mut got = index.live_entries().unwrap();
+    let mut got = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>();
     got.sort();
     let mut want = pairs.clone();
     want.sort();

@@ -30,12 +30,12 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
     std::fs::write(&filler, vec![0u8; 1 << 20]).unwrap();
     let idx = disk.path().join("idx");
     for background in [true, false] {
-        let options = || IndexOptions {
-            durability: if background { Durability::Group { max_delay: Duration::from_millis(2), max_ops: 1000 } } else { Durability::Sync },
-            memtable_ops: 8_000,
-            background,
-            compaction: CompactionOptions { fanout: 3, buffer_entries: 4096, automatic: true, ..CompactionOptions::default() },
-            ..IndexOptions::default()
+        let options = || {
+            IndexOptions::default()
+                .with_durability(if background { Durability::Group { max_delay: Duration::from_millis(2), max_ops: 1000 } } else { Durability::Sync })
+                .with_memtable_ops(8_000)
+                .with_background(background)
+                .with_compaction(CompactionOptions::default().with_fanout(3).with_buffer_entries(4096).with_automatic(true))
         };
         let mut rng = Rng(0xd15c ^ u64::from(background));
         let mut acknowledged = BTreeSet::new();
@@ -46,7 +46,7 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
             // Batches of 500 until the disk is full and writes keep failing.
             for b in 0u64.. {
                 let batch: Vec<(u64, u64)> = (0..500).map(|i| (rng.next(), (b << 20) + i + (u64::from(background) << 40))).collect();
-                match index.insert_batch(&batch).and_then(|_| index.sync()) {
+                match index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).and_then(|_| index.sync()) {
                     Ok(()) => acknowledged.extend(batch),
                     Err(e) => {
                         errors.push(e);
@@ -81,9 +81,8 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
         std::fs::remove_file(&filler).unwrap();
         // (No background thread: on a quarter of a small disk it would start a merge that
         // needs more space than that, and report it.)
-        let index =
-            Index::open(&idx, IndexOptions { background: false, ..options() }).unwrap_or_else(|e| panic!("background {background}: the index opens once space is freed: {e}"));
-        let live: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().collect();
+        let index = Index::open(&idx, options().with_background(false)).unwrap_or_else(|e| panic!("background {background}: the index opens once space is freed: {e}"));
+        let live: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
         let mut expected = acknowledged.clone();
         for batch in &failed_batches {
             let present = batch.iter().filter(|p| live.contains(p)).count();
@@ -106,7 +105,7 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
         assert_eq!(temporary_files(&idx), Vec::<PathBuf>::new());
         let reopened = Index::open(&idx, options()).unwrap();
         expected.insert((1, 1));
-        assert!(reopened.live_entries().unwrap().into_iter().eq(expected), "background {background}: after compaction");
+        assert!(reopened.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().eq(expected), "background {background}: after compaction");
         reopened.close().unwrap();
         // The next round starts from a small disk with a filler again.
         std::fs::remove_dir_all(&idx).unwrap();

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use simdex::storage::{MemStorage, Storage};
-use simdex::{CompactionOptions, Error, Index, IndexOptions};
+use simdex::{CompactionOptions, Error, Index};
 
 use crate::common::Intercepted;
 use crate::engine::mem_options;
@@ -64,8 +64,7 @@ fn a_flush_on_a_full_disk_reaches_the_next_call_and_loses_nothing_acknowledged()
         let full = Arc::new(AtomicBool::new(false));
         let storage = full_disk(&inner, fault, &full);
         let dir = Path::new("/idx");
-        let options =
-            || IndexOptions { storage: Arc::new(storage.clone()), compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&inner, 100) };
+        let options = || mem_options(&inner, 100).with_storage(Arc::new(storage.clone())).with_compaction(CompactionOptions::default().with_automatic(false));
         let index = Index::open(dir, options()).unwrap();
         full.store(true, Ordering::SeqCst);
         let mut acknowledged = BTreeSet::new();
@@ -100,7 +99,7 @@ fn a_flush_on_a_full_disk_reaches_the_next_call_and_loses_nothing_acknowledged()
         index.flush().unwrap();
         index.close().unwrap();
         let reopened = Index::open(dir, options()).unwrap();
-        let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().collect();
+        let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
         assert_eq!(live, acknowledged, "{fault:?}: every acknowledged write and nothing else");
         assert!(reopened.stats().segments.len() >= 2, "{fault:?}: the flushes went through once space was back");
     }
@@ -112,7 +111,7 @@ fn close_reports_a_background_failure_no_call_saw() {
     let full = Arc::new(AtomicBool::new(false));
     let storage = full_disk(&inner, Fault::CreateSegment, &full);
     // without a flush of its own, close can fail only by reporting the earlier failure
-    let options = IndexOptions { storage: Arc::new(storage), flush_on_close: false, ..mem_options(&inner, 10) };
+    let options = mem_options(&inner, 10).with_storage(Arc::new(storage)).with_flush_on_close(false);
     let index = Index::open("/idx", options).unwrap();
     full.store(true, Ordering::SeqCst);
     for i in 0..10 {
@@ -134,7 +133,7 @@ fn repeated_flush_failures_on_a_full_disk_do_not_pile_up_logs() {
         let full = Arc::new(AtomicBool::new(false));
         let storage = full_disk(&inner, Fault::CreateSegment, &full);
         let dir = Path::new("/idx");
-        let options = || IndexOptions { storage: Arc::new(storage.clone()), background, ..mem_options(&inner, 10) };
+        let options = || mem_options(&inner, 10).with_storage(Arc::new(storage.clone())).with_background(background);
         let mut acknowledged = BTreeSet::new();
         let mut next = 0u64;
         // Writes `n` pairs; returns how many were refused.
@@ -190,7 +189,7 @@ fn repeated_flush_failures_on_a_full_disk_do_not_pile_up_logs() {
         index.close().unwrap();
         assert_eq!(logs(&inner, dir).len(), 1, "background {background}: one log once the backlog is flushed");
         let reopened = Index::open(dir, options()).unwrap();
-        let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().collect();
+        let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
         assert_eq!(live, acknowledged, "background {background}: every acknowledged write and nothing else");
         let tmp: Vec<String> = inner.list(dir).unwrap().into_iter().filter(|n| n.ends_with(".tmp")).collect();
         assert!(tmp.is_empty(), "background {background}: {tmp:?}");
@@ -222,9 +221,9 @@ fn merges_check_the_free_space_first() {
     assert!(matches!(&err, simdex::Error::NoSpace { needed, available, .. } if needed > available), "{err}");
     assert!(err.to_string().contains("/idx") && err.to_string().contains("free space first"), "{err}");
     assert_eq!(index.stats().segments.len(), before.segments.len(), "nothing changed");
-    assert_eq!(index.live_entries().unwrap().into_iter().collect::<std::collections::BTreeSet<_>>(), live);
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect::<std::collections::BTreeSet<_>>(), live);
     storage.set_available_space(Some(1 << 30));
     index.compact().unwrap();
     assert_eq!(index.stats().segments.len(), 1);
-    assert_eq!(index.live_entries().unwrap().into_iter().collect::<std::collections::BTreeSet<_>>(), live);
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect::<std::collections::BTreeSet<_>>(), live);
 }

@@ -39,13 +39,11 @@ fn is_delete(i: u64) -> bool {
 }
 
 fn child_options(background: bool, group: bool) -> IndexOptions {
-    IndexOptions {
-        durability: if group { Durability::Group { max_delay: Duration::from_millis(1), max_ops: 8 } } else { Durability::Sync },
-        memtable_ops: 24,
-        background,
-        compaction: CompactionOptions { fanout: 3, buffer_entries: 1 << 12, automatic: true, ..CompactionOptions::default() },
-        ..IndexOptions::default()
-    }
+    IndexOptions::default()
+        .with_durability(if group { Durability::Group { max_delay: Duration::from_millis(1), max_ops: 8 } } else { Durability::Sync })
+        .with_memtable_ops(24)
+        .with_background(background)
+        .with_compaction(CompactionOptions::default().with_fanout(3).with_buffer_entries(1 << 12).with_automatic(true))
 }
 
 /// The child: ingests forever from id `SIMDEX_KILL_CHILD_START`, printing `ACK id` after
@@ -151,7 +149,7 @@ fn kill_9_loop() {
         apply(&mut with, in_flight);
         let check_all = cycle % 25 == 0 || cycle + 1 == cycles;
         let applied = if check_all {
-            let got: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().collect();
+            let got: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
             assert!(got == live || got == with, "cycle {cycle}: the index differs from the acknowledged writes (acked up to {})", in_flight - 1);
             got == with && got != live
         } else {

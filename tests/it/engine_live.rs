@@ -15,14 +15,12 @@ use crate::engine::model_query;
 
 /// In-memory, inline maintenance (deterministic), the default compaction policy.
 fn options(storage: &MemStorage, memtable_ops: u64) -> IndexOptions {
-    IndexOptions {
-        storage: Arc::new(storage.clone()),
-        background: false,
-        memtable_ops,
-        durability: Durability::NoSync,
-        compaction: CompactionOptions { buffer_entries: 4096, ..CompactionOptions::default() },
-        ..IndexOptions::default()
-    }
+    IndexOptions::default()
+        .with_storage(Arc::new(storage.clone()))
+        .with_background(false)
+        .with_memtable_ops(memtable_ops)
+        .with_durability(Durability::NoSync)
+        .with_compaction(CompactionOptions::default().with_buffer_entries(4096))
 }
 
 fn segment_sizes(index: &Index) -> Vec<u64> {
@@ -39,7 +37,7 @@ fn below_fanout_squared_flushes_the_live_set_is_at_most_three_segments_each_a_fa
     let mut most = 0;
     for i in 0..fanout * fanout {
         let batch: Vec<(u64, u64)> = (0..flush).map(|j| (rng.next(), i * flush + j)).collect();
-        index.insert_batch(&batch).unwrap();
+        index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         let sizes = segment_sizes(&index);
         assert_eq!(sizes.iter().sum::<u64>() + index.stats().memtable_inserts, (i + 1) * flush);
         assert!(sizes.len() <= 3, "after {} flushes: {sizes:?}", i + 1);
@@ -91,7 +89,7 @@ fn many_flushes_stay_logarithmic_and_queries_equal_brute_force_across_the_live_s
             batch.push((fp, id));
             id += 1;
         }
-        index.insert_batch(&batch).unwrap();
+        index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         live.extend(batch.iter().copied());
         for _ in 0..8 {
             let &pair = live.iter().nth((rng.next() % live.len() as u64) as usize).unwrap();
@@ -108,12 +106,12 @@ fn many_flushes_stay_logarithmic_and_queries_equal_brute_force_across_the_live_s
     }
     // and some writes still in the memtable
     let tail: Vec<(u64, u64)> = (0..40).map(|j| (rng.flip(centers[j % centers.len()], 2), id + j as u64)).collect();
-    index.insert_batch(&tail).unwrap();
+    index.insert_batch(&tail.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     live.extend(tail.iter().copied());
     let stats = index.stats();
     assert!(stats.segments.len() >= 2 && stats.memtable_inserts > 0, "the live set spans segments and the memtable: {stats:?}");
     check(&index, &live, &centers, &mut rng, "before close");
-    assert_eq!(index.live_entries().unwrap(), live.iter().copied().collect::<Vec<_>>());
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), live.iter().copied().collect::<Vec<_>>());
     index.close().unwrap();
     // as a reader sees it after the writer closed: the same answers, and one full
     // compaction gives them too

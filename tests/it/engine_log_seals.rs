@@ -35,7 +35,7 @@ fn copy_with(storage: &MemStorage, path: &Path, bytes: Option<&[u8]>) -> MemStor
 }
 
 fn options(storage: &MemStorage, recovery: LogRecovery) -> IndexOptions {
-    IndexOptions { log_recovery: recovery, flush_on_close: false, ..mem_options(storage, u64::MAX) }
+    mem_options(storage, u64::MAX).with_log_recovery(recovery).with_flush_on_close(false)
 }
 
 /// (end offset, last sequence number) of every record of the intact log.
@@ -53,7 +53,7 @@ fn records(storage: &MemStorage) -> Vec<(u64, u64)> {
 }
 
 fn live(index: &Index) -> BTreeSet<(u64, u64)> {
-    index.live_entries().unwrap().into_iter().collect()
+    index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect()
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn a_missing_sealed_log_and_a_damaged_last_record_are_counted_exactly_by_recover
     let e = Index::open_read_only(DIR, options(&gone, LogRecovery::Strict)).unwrap_err();
     assert!(e.to_string().contains("missing") && e.to_string().contains(&format!("{total_ops} acknowledged operations in all")), "{e}");
     let out = MemStorage::default();
-    let report = simdex::inspect::salvage(&gone, Path::new(DIR), Path::new("out"), IndexOptions { storage: std::sync::Arc::new(out), ..IndexOptions::default() }).unwrap();
+    let report = simdex::inspect::salvage(&gone, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
     assert_eq!((report.log_ops_lost, report.log_ops_possibly_lost), (total_ops, 0), "{:?}", report.lost);
     // A flipped byte in the last record's payload: that record's operations, exactly.
     let mut flipped = bytes.clone();
@@ -135,14 +135,14 @@ fn a_missing_sealed_log_and_a_damaged_last_record_are_counted_exactly_by_recover
     let last_ops = total_ops - ends[ends.len() - 2].1;
     let damaged = copy_with(&storage, &log, Some(&flipped));
     let out = MemStorage::default();
-    let report = simdex::inspect::salvage(&damaged, Path::new(DIR), Path::new("out"), IndexOptions { storage: std::sync::Arc::new(out), ..IndexOptions::default() }).unwrap();
+    let report = simdex::inspect::salvage(&damaged, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
     assert_eq!((report.log_ops_lost, report.log_ops_possibly_lost), (last_ops, 0), "{:?}", report.lost);
     let reader = Index::open_read_only(DIR, options(&damaged, LogRecovery::PointInTime)).unwrap();
     assert_eq!(reader.open_report().lost_ops, last_ops);
     // A cut inside the last record: its operations, exactly, not "possibly".
     let cut = copy_with(&storage, &log, Some(&bytes[..last_start + 20]));
     let out = MemStorage::default();
-    let report = simdex::inspect::salvage(&cut, Path::new(DIR), Path::new("out"), IndexOptions { storage: std::sync::Arc::new(out), ..IndexOptions::default() }).unwrap();
+    let report = simdex::inspect::salvage(&cut, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
     assert_eq!((report.log_ops_lost, report.log_ops_possibly_lost), (last_ops, 0), "{:?}", report.lost);
 }
 

@@ -72,7 +72,7 @@ proptest! {
                     live.insert((*fp, *id));
                 }
                 Step::InsertBatch(pairs) => {
-                    index.insert_batch(pairs).unwrap();
+                    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                     live.extend(pairs.iter().copied());
                 }
                 Step::Delete(at) => {
@@ -94,8 +94,8 @@ proptest! {
                 }
             }
         }
-        prop_assert_eq!(index.live_entries().unwrap(), live.iter().copied().collect::<Vec<_>>());
+        prop_assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), live.iter().copied().collect::<Vec<_>>());
         let reader = Index::open_read_only("m", options.clone()).unwrap();
-        prop_assert_eq!(reader.live_entries().unwrap(), live.iter().copied().collect::<Vec<_>>());
+        prop_assert_eq!(reader.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), live.iter().copied().collect::<Vec<_>>());
     }
 }

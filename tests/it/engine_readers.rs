@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use simdex::storage::{MemStorage, Storage};
 use simdex::CompactionOptions;
-use simdex::{Index, IndexOptions, QueryOptions};
+use simdex::{Index, QueryOptions};
 
 use crate::common::Intercepted;
 use crate::engine::{mem_options, model_query};
@@ -29,8 +29,7 @@ fn writer_and_hook(
 ) -> (MemStorage, &'static Path, Arc<Index>, Intercepted) {
     let storage = MemStorage::default();
     let dir = Path::new("/idx");
-    let writer =
-        Arc::new(Index::open(dir, IndexOptions { compaction: CompactionOptions { automatic: false, ..CompactionOptions::default() }, ..mem_options(&storage, 1 << 20) }).unwrap());
+    let writer = Arc::new(Index::open(dir, (mem_options(&storage, 1 << 20)).with_compaction(CompactionOptions::default().with_automatic(false))).unwrap());
     setup(&writer);
     let w = writer.clone();
     let work: Mutex<Option<Box<dyn FnOnce() + Send>>> = Mutex::new(Some(Box::new(move || work(&w))));
@@ -56,10 +55,13 @@ fn reader_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + '
     // The writer's work runs the first time the reader lists the directory: between its
     // manifest read and its listing.
     let (storage, dir, writer, hook) = writer_and_hook(setup, work, |op, _| op == "list");
-    let reader =
-        Index::open_read_only(dir, IndexOptions { storage: Arc::new(hook), ..mem_options(&storage, 1 << 20) }).expect("a reader racing a flush must not report corruption");
-    let live: BTreeSet<(u64, u64)> = writer.live_entries().unwrap().into_iter().collect();
-    assert_eq!(reader.live_entries().unwrap().into_iter().collect::<BTreeSet<_>>(), live, "the reader sees every write made before it opened");
+    let reader = Index::open_read_only(dir, (mem_options(&storage, 1 << 20)).with_storage(Arc::new(hook))).expect("a reader racing a flush must not report corruption");
+    let live: BTreeSet<(u64, u64)> = writer.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect();
+    assert_eq!(
+        reader.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect::<BTreeSet<_>>(),
+        live,
+        "the reader sees every write made before it opened"
+    );
     for &(fp, _) in live.iter().take(50) {
         assert_eq!(reader.query(fp ^ 1, &QueryOptions::within(3)).unwrap(), model_query(&live, fp ^ 1, 3));
     }
@@ -73,11 +75,11 @@ fn reader_open_racing_a_flush_that_removes_the_old_log() {
     // missing".
     reader_after(
         |w| {
-            w.insert_batch(&pairs(0..1000)).unwrap();
+            w.insert_batch(&pairs(0..1000).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         },
         |w| {
             w.flush().unwrap();
-            w.insert_batch(&pairs(1000..1500)).unwrap();
+            w.insert_batch(&pairs(1000..1500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         },
     );
 }
@@ -89,13 +91,13 @@ fn reader_open_racing_a_compaction_that_removes_segments() {
     reader_after(
         |w| {
             for part in [0..1000, 1000..2000] {
-                w.insert_batch(&pairs(part)).unwrap();
+                w.insert_batch(&pairs(part).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 w.flush().unwrap();
             }
         },
         |w| {
             w.compact().unwrap();
-            w.insert_batch(&pairs(2000..2100)).unwrap();
+            w.insert_batch(&pairs(2000..2100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         },
     );
 }
@@ -121,20 +123,20 @@ fn file_named(path: &Path, prefix: &str) -> bool {
 fn verify_racing_a_flush_and_a_compaction_reads_one_version() {
     let flush_then_write = |w: &Index| {
         w.flush().unwrap();
-        w.insert_batch(&pairs(1000..1500)).unwrap();
+        w.insert_batch(&pairs(1000..1500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     };
     let compact = |w: &Index| {
         w.compact().unwrap();
-        w.insert_batch(&pairs(2000..2100)).unwrap();
+        w.insert_batch(&pairs(2000..2100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     };
     let two_segments = |w: &Index| {
         for part in [0..1000, 1000..2000] {
-            w.insert_batch(&pairs(part)).unwrap();
+            w.insert_batch(&pairs(part).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
             w.flush().unwrap();
         }
     };
     let one_log = |w: &Index| {
-        w.insert_batch(&pairs(0..1000)).unwrap();
+        w.insert_batch(&pairs(0..1000).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     };
     // between the listing and the manifest: the listing names a log the manifest calls obsolete
     let report = verify_after(one_log, flush_then_write, |op, _| op == "list");
@@ -153,7 +155,7 @@ fn verify_beside_a_writer_that_never_stops_is_inconclusive_never_damaged() {
     let storage = MemStorage::default();
     let dir = Path::new("/idx");
     let writer = Arc::new(Index::open(dir, mem_options(&storage, 1 << 20)).unwrap());
-    writer.insert_batch(&pairs(0..500)).unwrap();
+    writer.insert_batch(&pairs(0..500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     let w = writer.clone();
     let next = Mutex::new(500u64);
     let hook = Intercepted {
@@ -161,7 +163,7 @@ fn verify_beside_a_writer_that_never_stops_is_inconclusive_never_damaged() {
         before: Arc::new(move |op, _| {
             if op == "list" {
                 let mut n = next.lock().unwrap();
-                w.insert_batch(&pairs(*n..*n + 100)).unwrap();
+                w.insert_batch(&pairs(*n..*n + 100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 w.flush().unwrap();
                 *n += 100;
             }
@@ -182,7 +184,7 @@ fn verify_of_a_directory_a_writer_is_still_creating_is_not_damage() {
     assert!(matches!(e, simdex::Error::NoIndex { .. }), "{e}");
     // With index files but no manifest, the manifest was lost: damage, named.
     let writer = Index::open("/old", mem_options(&storage, 1 << 20)).unwrap();
-    writer.insert_batch(&pairs(0..100)).unwrap();
+    writer.insert_batch(&pairs(0..100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     writer.flush().unwrap();
     writer.close().unwrap();
     storage.remove(Path::new("/old/MANIFEST")).unwrap();

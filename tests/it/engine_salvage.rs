@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use simdex::inspect::salvage;
 use simdex::storage::{MemStorage, Storage};
-use simdex::{Index, IndexOptions};
+use simdex::Index;
 
 use crate::engine::mem_options;
 
@@ -24,11 +24,11 @@ fn logged_index() -> (MemStorage, PathBuf, BTreeSet<(u64, u64)>) {
 fn logged_index_and_crash_image() -> (MemStorage, MemStorage, PathBuf, BTreeSet<(u64, u64)>) {
     let storage = MemStorage::default();
     // close leaves the memtable in the log (the default would flush it into a segment)
-    let index = Index::open("/idx", IndexOptions { flush_on_close: false, ..mem_options(&storage, 1 << 20) }).unwrap();
+    let index = Index::open("/idx", (mem_options(&storage, 1 << 20)).with_flush_on_close(false)).unwrap();
     let mut all = BTreeSet::new();
     for r in 0..40u64 {
         let batch: Vec<(u64, u64)> = (0..5).map(|i| ((r * 5 + i).wrapping_mul(0x9e37_79b9_7f4a_7c15), r * 5 + i)).collect();
-        index.insert_batch(&batch).unwrap();
+        index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         all.extend(batch);
     }
     let crashed = copy_of(&storage);
@@ -59,7 +59,7 @@ fn a_damaged_log_header_loses_no_record() {
         assert_eq!((report.log_ops, report.log_ops_lost, report.log_ops_possibly_lost), (200, 0, 0), "byte {byte}: {report:?}");
         assert!(report.lost.iter().any(|(f, d)| f.starts_with("log-") && d.contains("file header")), "byte {byte}: the damage is named: {:?}", report.lost);
         let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
-        assert_eq!(out.live_entries().unwrap().into_iter().collect::<BTreeSet<_>>(), all, "byte {byte}");
+        assert_eq!(out.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect::<BTreeSet<_>>(), all, "byte {byte}");
     }
 }
 
@@ -86,7 +86,7 @@ fn a_cut_log_reports_the_cut_record_exactly_when_sealed_and_as_possibly_acknowle
             assert!(details.iter().any(|d| d.contains("possibly acknowledged") && d.contains("sequence numbers 196..=200")), "{details:?}");
         }
         let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
-        assert_eq!(out.live_entries().unwrap().len(), all.len() - 5);
+        assert_eq!(out.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().len(), all.len() - 5);
     }
 }
 
@@ -94,7 +94,7 @@ fn a_cut_log_reports_the_cut_record_exactly_when_sealed_and_as_possibly_acknowle
 fn a_missing_newest_log_is_reported_on_open_and_by_verify() {
     let storage = MemStorage::default();
     // 100 inserts flushed, 50 left in the newest log by a close that does not flush
-    let index = Index::open("/idx", IndexOptions { flush_on_close: false, ..mem_options(&storage, 100) }).unwrap();
+    let index = Index::open("/idx", mem_options(&storage, 100).with_flush_on_close(false)).unwrap();
     for i in 0..150u64 {
         index.insert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i).unwrap();
     }
@@ -125,9 +125,9 @@ fn a_missing_newest_log_is_reported_on_open_and_by_verify() {
     );
     let e = Index::open_read_only(dir, mem_options(&storage, 100)).unwrap_err();
     assert!(e.is_corruption() && e.to_string().contains("50 acknowledged operations in all"), "{e}");
-    let reader = Index::open_read_only(dir, IndexOptions { log_recovery: simdex::LogRecovery::PointInTime, ..mem_options(&storage, 100) }).unwrap();
+    let reader = Index::open_read_only(dir, mem_options(&storage, 100).with_log_recovery(simdex::LogRecovery::PointInTime)).unwrap();
     assert_eq!((reader.open_report().lost.len(), reader.open_report().lost_ops), (1, 50), "{:?}", reader.open_report());
-    assert_eq!(reader.live_entries().unwrap().len(), 100, "and goes on with what is there");
+    assert_eq!(reader.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().len(), 100, "and goes on with what is there");
     // After a crash, only the manifest's log number says a log existed: how much it held
     // cannot be known, and both report that.
     remove_logs(&crashed);
@@ -135,7 +135,7 @@ fn a_missing_newest_log_is_reported_on_open_and_by_verify() {
     assert!(report.problems.iter().any(|p| p.detail.contains("writes after sequence number 100 may be lost")), "{:?}", report.problems);
     let reader = Index::open_read_only(dir, mem_options(&crashed, 100)).unwrap();
     assert_eq!(reader.open_report().lost.len(), 1, "the open reports it too: {:?}", reader.open_report());
-    assert_eq!(reader.live_entries().unwrap().len(), 100, "and goes on with what is there");
+    assert_eq!(reader.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().len(), 100, "and goes on with what is there");
 }
 
 /// An index in `/idx` with one flushed segment of `n` pairs, and that segment's path.
@@ -143,7 +143,7 @@ fn flushed_index(n: u64) -> (MemStorage, PathBuf, BTreeSet<(u64, u64)>) {
     let storage = MemStorage::default();
     let index = Index::open("/idx", mem_options(&storage, 1 << 20)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..n).map(|i| ((i % (n - 7)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 3), i)).collect();
-    index.insert_batch(&pairs).unwrap();
+    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     index.close().unwrap();
     let seg = storage.list(Path::new("/idx")).unwrap().into_iter().find(|n| n.starts_with("seg-")).expect("a segment");
@@ -170,7 +170,11 @@ fn a_damaged_block_of_any_table_loses_no_fingerprint() {
             let report = salvage(&storage, Path::new("/idx"), Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
             assert_eq!(report.segment_entries_lost, 0, "table {t} block {b}: {:?}", report.lost);
             let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
-            assert_eq!(out.live_entries().unwrap().into_iter().collect::<BTreeSet<_>>(), all, "table {t} block {b}: every pair, ids included");
+            assert_eq!(
+                out.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect::<BTreeSet<_>>(),
+                all,
+                "table {t} block {b}: every pair, ids included"
+            );
             cases += 1;
         }
     }
@@ -191,7 +195,7 @@ fn a_damaged_id_page_keeps_the_fingerprints_and_names_each_lost_id() {
     assert_eq!(unknown.len(), 127, "each entry of the page is named");
     assert_eq!(report.doc_ids_lost, 127, "and counted");
     let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
-    let live = out.live_entries().unwrap();
+    let live = out.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>();
     let fingerprints = |pairs: &mut dyn Iterator<Item = (u64, u64)>| pairs.map(|p| p.0).collect::<BTreeSet<u64>>();
     assert_eq!(fingerprints(&mut live.iter().copied()), fingerprints(&mut all.iter().copied()), "every fingerprint kept");
     // Pairs whose id survived are exact; the page's 128 entries are kept under the unknown
@@ -334,7 +338,11 @@ fn damaged_segment_metadata_loses_no_fingerprint_and_no_id() {
         assert!(report.lost.is_empty(), "{what}: {:?}", report.lost);
         assert!(!report.bypassed.is_empty(), "{what}: the damage is named");
         let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
-        assert_eq!(out.live_entries().unwrap().into_iter().collect::<BTreeSet<_>>(), all, "{what}: every pair, ids included");
+        assert_eq!(
+            out.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().collect::<BTreeSet<_>>(),
+            all,
+            "{what}: every pair, ids included"
+        );
     }
 }
 
@@ -351,7 +359,7 @@ fn a_segment_cut_short_keeps_every_fingerprint_while_one_table_is_whole() {
         let reported: usize =
             report.lost.iter().map(|(_, d)| if d.contains("document ids of all 20000 entries") { 20_000 } else { usize::from(d.contains("document id is unreadable")) }).sum();
         let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
-        let live = out.live_entries().unwrap();
+        let live = out.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>();
         assert_eq!(live.iter().map(|p| p.0).collect::<BTreeSet<_>>(), fingerprints, "{percent}%: every fingerprint");
         let exact: Vec<_> = live.iter().filter(|p| p.1 != simdex::inspect::UNKNOWN_DOC_ID).collect();
         assert!(exact.iter().all(|p| all.contains(p)), "{percent}%: the ids read are right");
@@ -376,7 +384,7 @@ fn version_1_segments_with_damaged_metadata_are_salvaged_too() {
         clean.put(&Path::new("/idx").join(&name), &std::fs::read(entry.path()).unwrap());
     }
     let want = salvage(&clean, Path::new("/idx"), Path::new("/out"), mem_options(&clean, 1 << 20)).unwrap();
-    let want_live = Index::open("/out", mem_options(&clean, 1 << 20)).unwrap().live_entries().unwrap();
+    let want_live = Index::open("/out", mem_options(&clean, 1 << 20)).unwrap().live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>();
     assert!(want.lost.is_empty() && want.bypassed.is_empty());
     let bytes = clean.file(&seg).unwrap();
     let footer = bytes.len() - 32;
@@ -391,7 +399,7 @@ fn version_1_segments_with_damaged_metadata_are_salvaged_too() {
         let report = salvage(&storage, Path::new("/idx"), Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
         assert_eq!(report.segment_entries_lost, 0, "{what}: {:?}", report.lost);
         assert_eq!(report.lost.iter().filter(|(_, d)| d.contains("document id is unreadable")).count(), ids_lost, "{what}: {:?}", report.lost);
-        let live = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap().live_entries().unwrap();
+        let live = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap().live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>();
         // (Deletes name pairs: a deleted pair whose id became unknown comes back under it.)
         let kept: BTreeSet<u64> = live.iter().map(|p| p.0).collect();
         assert!(want_live.iter().all(|p| kept.contains(&p.0)), "{what}: every fingerprint");
@@ -415,7 +423,7 @@ fn a_recovered_index_continues_the_old_ones_sequence_numbers() {
     out.close().unwrap();
     assert!(simdex::inspect::verify_index(&storage, Path::new("/out")).unwrap().is_clean());
     let again = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
-    assert_eq!(again.live_entries().unwrap().len(), 201);
+    assert_eq!(again.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().len(), 201);
 }
 
 #[test]

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use simdex::confirm::{minhash_resemblance, minhash_scheme};
 use simdex::storage::MemStorage;
-use simdex::{ConfirmOptions, ConfirmedMatch, Error, FindOrInsert, Index, IndexOptions, QueryOptions, SketchColumn};
+use simdex::{minhash_resemblance, minhash_scheme};
+use simdex::{ConfirmOptions, Error, FindOrInsert, Index, IndexOptions, Match, QueryOptions, SketchColumn};
 
 use crate::common::Rng;
 use crate::engine::mem_options;
@@ -22,7 +22,7 @@ fn column() -> SketchColumn {
 }
 
 fn sketched_options(storage: &MemStorage, memtable: u64) -> IndexOptions {
-    IndexOptions { sketches: Some(column()), ..mem_options(storage, memtable) }
+    mem_options(storage, memtable).with_sketches(Some(column()))
 }
 
 /// The model: each live pair and the sketch of its newest insert (`None`: inserted without).
@@ -106,7 +106,7 @@ proptest! {
                 Step::Batch(v) => {
                     let pairs: Vec<(u64, u64)> = v.iter().map(|e| (e.0, e.1)).collect();
                     let bytes: Vec<u8> = v.iter().flat_map(|e| e.2).collect();
-                    index.insert_batch_sketched(&pairs, &bytes).unwrap();
+                    index.insert_batch_sketched(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &bytes).unwrap();
                     for e in v {
                         model.insert((e.0, e.1), Some(e.2));
                     }
@@ -184,27 +184,31 @@ fn confirmed_queries_agree_with_brute_force_confirmation() {
         for (k, t, unsketched_k) in [(3, 0.9, 3), (5, 0.8, 2), (8, 0.9, 3), (6, 0.5, 0)] {
             let q = rng.flip(c, (n % 3) as u32);
             let qs = near_sketch(cs, (n % 5) as u32, &mut rng);
-            let options = ConfirmOptions { k, min_similarity: t, unsketched_k, exhaustive: false };
+            let options = ConfirmOptions::default().with_k(k).with_min_similarity(t).with_unsketched_k(unsketched_k);
             let got = index.query_confirmed(q, &qs, &options).unwrap();
-            let mut want: Vec<ConfirmedMatch> = stored
+            let mut want: Vec<Match> = stored
                 .iter()
                 .filter_map(|&(fp, id, s)| {
                     let d = (fp ^ q).count_ones();
-                    let matched = simdex::Match { distance: d, fingerprint: fp, doc_id: Some(id) };
+                    let matched = simdex::Match::new(fp, d, Some(id));
                     match s {
                         Some(s) => {
                             let sim = minhash_resemblance(&qs, &s, 64, 1).unwrap();
-                            (d <= k && sim >= t).then_some(ConfirmedMatch { matched, similarity: Some(sim) })
+                            (d <= k && sim >= t).then_some(Match { similarity: Some(sim), ..matched })
                         }
-                        None => (d <= unsketched_k).then_some(ConfirmedMatch { matched, similarity: None }),
+                        None => (d <= unsketched_k).then_some(matched),
                     }
                 })
                 .collect();
-            want.sort_by_key(|v| v.matched);
+            want.sort_by_key(|v| Match::new(v.fingerprint, v.distance, v.doc_id));
             let mut got_sorted = got.clone();
-            got_sorted.sort_by_key(|v| v.matched);
+            got_sorted.sort_by_key(|v| Match::new(v.fingerprint, v.distance, v.doc_id));
             assert_eq!(got_sorted, want, "center {n}, k {k}, t {t}");
-            assert_eq!(got.iter().map(|v| v.matched).collect::<Vec<_>>(), want.iter().map(|v| v.matched).collect::<Vec<_>>(), "sorted by distance");
+            assert_eq!(
+                got.iter().map(|v| Match::new(v.fingerprint, v.distance, v.doc_id)).collect::<Vec<_>>(),
+                want.iter().map(|v| Match::new(v.fingerprint, v.distance, v.doc_id)).collect::<Vec<_>>(),
+                "sorted by distance"
+            );
         }
     }
     // find_or_insert_confirmed: a near sketch within k is found; a far sketch is inserted.
@@ -212,7 +216,7 @@ fn confirmed_queries_agree_with_brute_force_confirmation() {
     let found = index.find_or_insert_confirmed(c, 10_001, &cs, &ConfirmOptions::within(8)).unwrap();
     assert!(matches!(found, FindOrInsert::Found(ref m) if !m.is_empty()), "{found:?}");
     let far = [0x5a; WIDTH];
-    let strict = ConfirmOptions { k: 8, min_similarity: 0.99, unsketched_k: 0, exhaustive: false };
+    let strict = ConfirmOptions::default().with_k(8).with_min_similarity(0.99).with_unsketched_k(0);
     // brute force: a center nothing stored matches with this far sketch
     let matches_far = |c: u64| {
         stored.iter().any(|&(fp, _, s)| match s {
@@ -230,7 +234,7 @@ fn confirmed_queries_agree_with_brute_force_confirmation() {
 #[test]
 fn sketches_survive_a_crash_through_log_replay() {
     let storage = MemStorage::default();
-    let options = IndexOptions { flush_on_close: false, ..sketched_options(&storage, 1000) };
+    let options = sketched_options(&storage, 1000).with_flush_on_close(false);
     let index = Index::open("c", options.clone()).unwrap();
     index.insert_sketched(7, 1, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
     index.insert(9, 2).unwrap();
@@ -238,11 +242,11 @@ fn sketches_survive_a_crash_through_log_replay() {
     index.insert_sketched(7, 1, &[8, 7, 6, 5, 4, 3, 2, 1]).unwrap();
     drop(index); // syncs only: the next open replays the log
     let crashed = storage.restart();
-    let index = Index::open("c", IndexOptions { storage: std::sync::Arc::new(crashed), ..options }).unwrap();
+    let index = Index::open("c", options.with_storage(std::sync::Arc::new(crashed))).unwrap();
     assert_eq!(index.open_report().replayed_ops, 4);
     assert_eq!(index.sketches(), Some(column()));
     let got = index.query_sketched(7, &QueryOptions::within(1)).unwrap();
-    assert_eq!(got, vec![(simdex::Match { distance: 0, fingerprint: 7, doc_id: Some(1) }, Some(vec![8, 7, 6, 5, 4, 3, 2, 1]))]);
+    assert_eq!(got, vec![(simdex::Match::new(7, 0, Some(1)), Some(vec![8, 7, 6, 5, 4, 3, 2, 1]))]);
 }
 
 #[test]
@@ -251,12 +255,12 @@ fn logs_are_version_1_without_sketches_and_version_2_with_them_in_a_version_3_ma
     let version = |path: &std::path::Path| u32::from_le_bytes(std::fs::read(path).unwrap()[8..12].try_into().unwrap());
     let log_of = |d: &std::path::Path| std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "wal")).unwrap();
     let plain = dir.path().join("plain");
-    let index = Index::open(&plain, IndexOptions { background: false, flush_on_close: false, ..IndexOptions::default() }).unwrap();
+    let index = Index::open(&plain, IndexOptions::default().with_background(false).with_flush_on_close(false)).unwrap();
     index.insert(1, 1).unwrap();
     index.close().unwrap();
     assert_eq!((version(&plain.join("MANIFEST")), version(&log_of(&plain))), (3, 1));
     let with = dir.path().join("with");
-    let index = Index::open(&with, IndexOptions { background: false, sketches: Some(column()), ..IndexOptions::default() }).unwrap();
+    let index = Index::open(&with, IndexOptions::default().with_background(false).with_sketches(Some(column()))).unwrap();
     index.insert_sketched(1, 1, &[9; WIDTH]).unwrap();
     assert_eq!((version(&with.join("MANIFEST")), version(&log_of(&with))), (3, 2));
     index.close().unwrap();
@@ -266,7 +270,7 @@ fn logs_are_version_1_without_sketches_and_version_2_with_them_in_a_version_3_ma
     assert_eq!(segment.sketch_layout(), Some((WIDTH, column().scheme)));
     assert_eq!(segment.sketch(0).unwrap(), &[9; WIDTH]);
     // Reopened without asking for sketches, the index keeps them.
-    let index = Index::open(&with, IndexOptions { background: false, ..IndexOptions::default() }).unwrap();
+    let index = Index::open(&with, IndexOptions::default().with_background(false)).unwrap();
     assert_eq!(index.sketches(), Some(column()));
 }
 
@@ -281,17 +285,17 @@ fn sketch_misuse_is_a_clear_error() {
     let index = Index::open("s", sketched_options(&storage, 100)).unwrap();
     let e = index.insert_sketched(1, 1, &[1; 7]).unwrap_err();
     assert!(e.to_string().contains("7 bytes of sketches") && e.to_string().contains("8 bytes each"), "{e}");
-    let e = index.insert_batch_sketched(&[(1, 1), (2, 2)], &[1; WIDTH]).unwrap_err();
+    let e = index.insert_batch_sketched(&[(1, 1), (2, 2)].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &[1; WIDTH]).unwrap_err();
     assert!(e.to_string().contains("for 2 operations"), "{e}");
     let e = index.query_confirmed(1, &[1; 3], &ConfirmOptions::default()).unwrap_err();
     assert!(e.to_string().contains("3-byte query sketch"), "{e}");
-    let other = Index::open("o", IndexOptions { sketches: Some(SketchColumn { bytes: WIDTH as u16, scheme: *b"CUSTOM01" }), ..mem_options(&storage, 100) }).unwrap();
+    let other = Index::open("o", mem_options(&storage, 100).with_sketches(Some(SketchColumn { bytes: WIDTH as u16, scheme: *b"CUSTOM01" }))).unwrap();
     other.insert_sketched(5, 5, &[3; WIDTH]).unwrap();
     let e = other.query_confirmed(5, &[3; WIDTH], &ConfirmOptions::default()).unwrap_err();
     assert!(e.to_string().contains("not a b-bit MinHash"), "{e}");
     // ... but its sketches are returned for the embedder to compare.
     assert_eq!(other.query_sketched(5, &QueryOptions::within(0)).unwrap()[0].1, Some(vec![3; WIDTH]));
-    let e = Index::open("bad", IndexOptions { sketches: Some(SketchColumn { bytes: 65, scheme: [0; 8] }), ..mem_options(&storage, 100) }).unwrap_err();
+    let e = Index::open("bad", mem_options(&storage, 100).with_sketches(Some(SketchColumn { bytes: 65, scheme: [0; 8] }))).unwrap_err();
     assert!(e.to_string().contains("65 bytes"), "{e}");
 }
 
@@ -301,7 +305,7 @@ fn documents_carry_their_sketch_and_are_confirmed() {
     use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
     use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
     let storage = MemStorage::default();
-    let index = DocumentIndex::new(Index::open("d", IndexOptions { sketches: Some(SketchOptions::default().column()), ..mem_options(&storage, 100) }).unwrap()).unwrap();
+    let index = DocumentIndex::new(Index::open("d", mem_options(&storage, 100).with_sketches(Some(SketchOptions::default().column()))).unwrap()).unwrap();
     let words: Vec<String> = (0..300).map(|i| format!("w{}", (i * 7919) % 1000)).collect();
     let page = words.join(" ");
     fn doc(t: &str) -> DocumentInput<'_> {
@@ -314,23 +318,23 @@ fn documents_carry_their_sketch_and_are_confirmed() {
     assert_eq!(got[0].1.as_deref(), Some(want.as_bytes()));
     assert_eq!(index.sketch_document(doc(&page)).unwrap().as_ref(), Some(&want));
     // The same page again: found, confirmed (resemblance 1).
-    let (_, found) = index.find_or_insert_document(doc(&page), 2, &QueryOptions::within(3)).unwrap();
+    let (_, found) = index.find_or_insert_document(doc(&page), 2, &DocumentQuery::within(3)).unwrap();
     assert!(matches!(found, FindOrInsert::Found(ref m) if m[0].doc_id == Some(1)), "{found:?}");
     // A page with the same fingerprint but different text is refused by its sketch: the
     // fingerprint is made of word 2-shingles, the sketch of 3-shingles, so reversing the
     // order of word pairs... simplest: insert a pair with doc 1's fingerprint and a far sketch.
     let far = Sketcher::new(SketchOptions::default()).unwrap().sketch("an entirely different page about other things altogether");
     index.insert_sketched(f.value ^ 1, 3, far.as_bytes()).unwrap();
-    let (_, found) = index.find_or_insert_document(doc(&page), 4, &QueryOptions::within(3)).unwrap();
+    let (_, found) = index.find_or_insert_document(doc(&page), 4, &DocumentQuery::within(3)).unwrap();
     match found {
         FindOrInsert::Found(m) => assert_eq!(m.iter().map(|m| m.doc_id).collect::<Vec<_>>(), vec![Some(1)], "doc 3 is within k but not confirmed"),
         other => panic!("{other:?}"),
     }
     // Confirmation off: fingerprints alone find both.
-    let (_, found) = index.find_or_insert_document_with(doc(&page), 5, &DocumentQuery::within(3).with_confirm(false)).unwrap();
+    let (_, found) = index.find_or_insert_document(doc(&page), 5, &DocumentQuery::within(3).with_confirm(false)).unwrap();
     assert!(matches!(found, FindOrInsert::Found(ref m) if m.len() == 2), "{found:?}");
     // Too short for min_words: refused, not stored.
-    assert!(matches!(index.find_or_insert_document_with(doc("a b c"), 6, &DocumentQuery::within(3).with_min_words(10)), Err(simdex_fingerprint::Error::EmptyDocument { .. })));
+    assert!(matches!(index.find_or_insert_document(doc("a b c"), 6, &DocumentQuery::within(3).with_min_words(10)), Err(simdex_fingerprint::Error::EmptyDocument { .. })));
 }
 
 #[test]
@@ -339,7 +343,7 @@ fn recovery_keeps_the_sketches_of_segments_and_logs_and_names_those_it_loses() {
     use simdex::storage::Storage;
     use std::path::Path;
     let storage = MemStorage::default();
-    let options = IndexOptions { flush_on_close: false, ..sketched_options(&storage, 1 << 20) };
+    let options = (sketched_options(&storage, 1 << 20)).with_flush_on_close(false);
     let index = Index::open("/idx", options.clone()).unwrap();
     let mut want = Model::new();
     for i in 0..300u64 {
@@ -360,7 +364,7 @@ fn recovery_keeps_the_sketches_of_segments_and_logs_and_names_those_it_loses() {
     assert_eq!(out.sketches(), Some(column()), "the manifest's sketch layout is carried over");
     for (&(fp, id), sketch) in &want {
         let got = out.query_sketched(fp, &QueryOptions::within(0)).unwrap();
-        assert_eq!(got, vec![(simdex::Match { distance: 0, fingerprint: fp, doc_id: Some(id) }, sketch.map(|s| s.to_vec()))]);
+        assert_eq!(got, vec![(simdex::Match::new(fp, 0, Some(id)), sketch.map(|s| s.to_vec()))]);
     }
     drop(out);
     // A damaged sketch page: those entries keep their pairs, lose their sketches, and the

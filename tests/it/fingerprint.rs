@@ -19,7 +19,7 @@ const CORPUS: [&str; 6] =
     [EN, RU, ZH_A, "the cat sat on the mat", "we all scream for ice cream", "Near-duplicate web documents are abundant, and web search engines crawl the web daily."];
 
 fn opts(features: &[FeatureKind], tf: TfMode, stop: &[Language]) -> FingerprintOptions {
-    FingerprintOptions { features: features.to_vec(), tf, stop_words: stop.to_vec(), min_words: 1, ..FingerprintOptions::default() }
+    FingerprintOptions::default().with_features(features.to_vec()).with_tf(tf).with_stop_words(stop.to_vec()).with_min_words(1)
 }
 
 fn fp(o: FingerprintOptions, text: &str) -> u64 {
@@ -35,7 +35,7 @@ fn golden_fingerprints() {
     use FeatureKind::*;
     // `python3 format-spec/fingerprint_ref.py` prints these; a change here is a new recipe version
     assert_eq!(fp(FingerprintOptions::default(), EN), 0x47cf_ebc7_f2e5_c23a);
-    let short = FingerprintOptions { min_words: 1, ..FingerprintOptions::short_text() };
+    let short = FingerprintOptions::short_text().with_min_words(1);
     assert_eq!(fp(short, "the cat sat on the mat"), 0xca25_2def_88a4_14b4);
     assert_eq!(fp(opts(&[WordShingles(3)], TfMode::Log, &[]), RU), 0xacde_760b_c02d_3d28);
     assert_eq!(fp(opts(&[CharNgrams(4)], TfMode::Raw, &[]), ZH_A), 0x293e_50e1_6cf0_511a);
@@ -62,7 +62,7 @@ const FAR: u32 = 12;
 
 #[test]
 fn seed_examples_with_the_short_text_recipe() {
-    let o = FingerprintOptions { min_words: 1, ..FingerprintOptions::short_text() };
+    let o = FingerprintOptions::short_text().with_min_words(1);
     assert!(distance(&o, "the cat sat on the mat", "the cat sat on a mat") <= NEAR);
     assert!(distance(&o, "the cat sat on the mat", "we all scream for ice cream") >= FAR);
     assert!(distance(&o, "the cat sat on a mat", "we all scream for ice cream") >= FAR);
@@ -72,7 +72,7 @@ fn seed_examples_with_the_short_text_recipe() {
 
 #[test]
 fn seed_chinese_with_jieba() {
-    let o = FingerprintOptions { min_words: 1, cjk: simdex_fingerprint::CjkSegmenter::Jieba, ..FingerprintOptions::short_text() };
+    let o = FingerprintOptions::short_text().with_min_words(1).with_cjk(simdex_fingerprint::CjkSegmenter::Jieba);
     assert!(distance(&o, ZH_A, ZH_B) <= NEAR);
 }
 
@@ -184,11 +184,11 @@ fn idf_tables_roundtrip_and_must_match_the_recipe() {
 
 #[test]
 fn missing_cargo_features_and_bad_options_are_errors() {
-    let no_features = FingerprintOptions { features: vec![], ..FingerprintOptions::default() };
+    let no_features = FingerprintOptions::default().with_features(vec![]);
     assert!(matches!(Fingerprinter::new(no_features), Err(Error::InvalidOptions(_))));
-    let two_char_sizes = FingerprintOptions { features: vec![FeatureKind::CharNgrams(3), FeatureKind::CharNgrams(5)], ..FingerprintOptions::default() };
+    let two_char_sizes = FingerprintOptions::default().with_features(vec![FeatureKind::CharNgrams(3), FeatureKind::CharNgrams(5)]);
     assert!(matches!(Fingerprinter::new(two_char_sizes), Err(Error::InvalidOptions(_))));
-    let zh_stem = FingerprintOptions { stemming: Some(Language::Chinese), ..FingerprintOptions::default() };
+    let zh_stem = FingerprintOptions::default().with_stemming(Some(Language::Chinese));
     assert!(Fingerprinter::new(zh_stem).is_err());
 }
 
@@ -266,7 +266,7 @@ proptest! {
         cuts in proptest::collection::vec(0usize..400, 0..8),
     ) {
         let text = words.join(" ");
-        let mut f = Fingerprinter::new(FingerprintOptions { min_words: 1, ..FingerprintOptions::default() }).unwrap();
+        let mut f = Fingerprinter::new(FingerprintOptions::default().with_min_words(1)).unwrap();
         let whole = f.fingerprint(&text);
         let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(text.len())).filter(|&c| text.is_char_boundary(c)).collect();
         cuts.sort_unstable();
@@ -293,15 +293,15 @@ proptest! {
 #[test]
 fn corpus_fingerprints_are_pinned() {
     use FeatureKind::*;
-    let base = FingerprintOptions { min_words: 1, ..FingerprintOptions::default() };
+    let base = FingerprintOptions::default().with_min_words(1);
     let recipes = [
         ("default", base.clone()),
         ("w+tf", opts(&[Words], TfMode::Raw, &[])),
-        ("short-text", FingerprintOptions { min_words: 1, ..FingerprintOptions::short_text() }),
+        ("short-text", FingerprintOptions::short_text().with_min_words(1)),
         ("w3+logtf", opts(&[WordShingles(3)], TfMode::Log, &[])),
         ("c4+tf", opts(&[CharNgrams(4)], TfMode::Raw, &[])),
         ("w+w2+tf+stop", opts(&[Words, WordShingles(2)], TfMode::Raw, &[Language::English, Language::Russian])),
-        ("w2+binary+fold", FingerprintOptions { fold_digits: true, ..base.clone() }),
+        ("w2+binary+fold", base.clone().with_fold_digits(true)),
     ];
     let mut fingerprinters: Vec<(&str, Fingerprinter)> = recipes.into_iter().map(|(name, o)| (name, Fingerprinter::new(o).unwrap())).collect();
     let mut actual = String::new();

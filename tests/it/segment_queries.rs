@@ -92,7 +92,7 @@ proptest! {
         let ids = with_ids.then_some(&ids[..]);
         let recipes = designs(design_k);
         let design = Design::new(design_k, &recipes[design_pick % recipes.len()]).unwrap();
-        let options = BuildOptions { design: Some(design), k: design_k, codec: if delta { Codec::Delta } else { Codec::Xor } };
+        let options = BuildOptions::default().with_design(Some(design)).with_k(design_k).with_codec(if delta { Codec::Delta } else { Codec::Xor });
         let dir = tempfile::tempdir().unwrap();
         let (_, seg) = build(dir.path(), "s.sdx", &fps, ids, &options);
         prop_assert_eq!(seg.len(), n as u64);
@@ -136,7 +136,7 @@ proptest! {
         let ids = with_ids.then_some(&ids[..]);
         let recipes = designs(design_k);
         let design = Design::new(design_k, &recipes[design_pick % recipes.len()]).unwrap();
-        let options = BuildOptions { design: Some(design), k: design_k, codec: Codec::Xor };
+        let options = BuildOptions::default().with_design(Some(design)).with_k(design_k).with_codec(Codec::Xor);
         let dir = tempfile::tempdir().unwrap();
         let (_, seg) = build(dir.path(), "s.sdx", &fps, ids, &options);
         let mut rng = Rng(seed ^ 0x7777);
@@ -215,7 +215,7 @@ fn seek_hints_found_by_one_query_serve_the_later_ones() {
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    for (name, options) in [("default", BuildOptions::default()), ("long prefixes", BuildOptions { design: Some(Design::new(3, &[6]).unwrap()), ..BuildOptions::default() })] {
+    for (name, options) in [("default", BuildOptions::default()), ("long prefixes", BuildOptions::default().with_design(Some(Design::new(3, &[6]).unwrap())))] {
         let (_, seg) = build(dir.path(), &format!("{}.sdx", name.replace(' ', "-")), &fps, None, &options);
         let queries: Vec<u64> = (0..150).map(|i| if i % 3 == 0 { rng.next() } else { rng.flip(fps[(i * 263) % fps.len()], (i % 4) as u32) }).collect();
         for pass in 0..2 {

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
-"""The house rules a CI run keeps: no Rust source file over 700 lines, and no import circle
-between the modules (files) of a crate.
+"""The house rules a CI run keeps: no Rust source file over 700 lines, no import circle
+between the modules (files) of a crate or of the Python package, and a narrow public API
+(issue 35): the index crate's `src/lib.rs` declares at most 5 public modules, every public
+`...Options` struct of the library crates is `#[non_exhaustive]` (built from a default with
+`with_...` methods), and the Python package takes the document calls' defaults from the
+library instead of declaring them again.
 
     python3 tools/scripts/check-shape.py            # exit 1 and name each offender
     python3 tools/scripts/check-shape.py --report   # also the largest files and each crate's edges
@@ -286,9 +290,88 @@ def crate_roots():
     return roots
 
 
+MAX_PUB_MODS = 5
+LIBRARY_SRC = ("src", os.path.join("tools", "fingerprint", "src"))
+LIBRARY_CONSTANTS = ("DEFAULT_CONFIRMED_K", "DEFAULT_UNCONFIRMED_K", "DEFAULT_MIN_SIMILARITY", "MAX_K")
+
+
+def api_problems():
+    """The narrow-API rules: (file, message) for each breach."""
+    out = []
+    lib = os.path.join(ROOT, "src", "lib.rs")
+    if os.path.exists(lib):
+        with open(lib, encoding="utf-8") as fh:
+            mods = re.findall(r"^pub mod (\w+);", strip(fh.read()), re.M)
+        if len(mods) > MAX_PUB_MODS:
+            out.append(("src/lib.rs", f"{len(mods)} public modules ({', '.join(mods)}), at most {MAX_PUB_MODS}: make the rest private and re-export their API at the root"))
+    for f in rust_files():
+        rel = os.path.relpath(f, ROOT)
+        if not rel.startswith(LIBRARY_SRC) or rel.startswith(os.path.join("src", "bin")):
+            continue
+        with open(f, encoding="utf-8") as fh:
+            src = strip(fh.read())
+        for m in re.finditer(r"((?:#\[[^\]]*\]\s*)*)pub struct (\w*Options)\b", src):
+            if "non_exhaustive" not in m.group(1):
+                out.append((rel, f"pub struct {m.group(2)} is not #[non_exhaustive] (options grow: give it with_... builders)"))
+    pkg = os.path.join(ROOT, "python", "simdex")
+    for top, dirs, files in os.walk(pkg):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(top, name)
+                with open(path, encoding="utf-8") as fh:
+                    for i, line in enumerate(fh, 1):
+                        m = re.match(r"(\w+)\s*=\s*[0-9.]+\s*(#.*)?$", line)
+                        if m and m.group(1) in LIBRARY_CONSTANTS:
+                            out.append((os.path.relpath(path, ROOT), f"line {i}: {m.group(1)} is declared again; take it from the library (simdex.{m.group(1)})"))
+    return out
+
+
+def python_cycles():
+    """Import circles between the Python package's modules (relative imports)."""
+    pkg = os.path.join(ROOT, "python", "simdex")
+    if not os.path.isdir(pkg):
+        return []
+    edges, nodes = {}, set()
+    for top, dirs, files in os.walk(pkg):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(top, name)
+            parts = os.path.relpath(path, os.path.dirname(pkg))[:-3].split(os.sep)
+            is_pkg = parts[-1] == "__init__"
+            mod = ".".join(parts[:-1] if is_pkg else parts)
+            nodes.add(mod)
+            here = mod.split(".") if is_pkg else mod.split(".")[:-1]
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            for dots, name_, what in re.findall(r"^\s*from\s+(\.+)([\w.]*)\s+import\s+([\w, ()]+)", text, re.M):
+                base = here[: len(here) - (len(dots) - 1)]
+                target = ".".join(base + ([name_] if name_ else []))
+                # from . import x: x is a submodule, or a name of the package itself
+                names = [w.strip().split(" as ")[0].strip() for w in what.strip("() ").split(",") if w.strip()]
+                edges.setdefault(mod, set()).update((target, tuple(names)) for _ in [0])
+    resolved = {}
+    for m, ts in edges.items():
+        for target, names in ts:
+            subs = [target + "." + n for n in names if target + "." + n in nodes]
+            for t in subs or [target]:
+                if t != m and t in nodes:
+                    resolved.setdefault(m, set()).add(t)
+    edges = resolved
+    return cycles(nodes, edges)
+
+
 def main():
     report = "--report" in sys.argv
     failed = False
+    for f, msg in api_problems():
+        print(f"check-shape: {f}: {msg}")
+        failed = True
+    for comp in python_cycles():
+        print("check-shape: import circle in the Python package: " + " <-> ".join(comp))
+        failed = True
     sizes = []
     for f in rust_files():
         with open(f, encoding="utf-8") as fh:
@@ -316,7 +399,7 @@ def main():
         if report:
             print(f"{name}: {len(crate.files)} modules, {sum(len(v) for v in edges.values())} edges")
     if not failed:
-        print(f"check-shape: ok (no file over {LIMIT} lines, no import circle)")
+        print(f"check-shape: ok (no file over {LIMIT} lines, no import circle, a narrow API)")
     return 1 if failed else 0
 
 

@@ -46,9 +46,28 @@ def main():
         write(root, "src/b.rs", "pub struct B;\n" + "// x\n" * 700)
         r = run(root)
         assert r.returncode == 1 and "src/b.rs has 701 lines" in r.stdout, r.stdout
+        write(root, "src/b.rs", "pub struct B;\n")
+        # the narrow API: six public modules, options that are not non-exhaustive
+        write(root, "src/lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub mod d;\npub mod e;\npub mod f;\n")
+        write(root, "src/a.rs", "/// How.\n#[derive(Debug)]\npub struct AOptions { pub x: u32 }\n")
+        r = run(root)
+        assert r.returncode == 1 and "6 public modules" in r.stdout and "AOptions is not #[non_exhaustive]" in r.stdout, r.stdout
+        write(root, "src/lib.rs", "mod a;\nmod b;\nmod c;\n")
+        write(root, "src/a.rs", "/// How.\n#[derive(Debug)]\n#[non_exhaustive]\npub struct AOptions { pub x: u32 }\n")
+        # the Python package: an import circle, a library constant declared again
+        os.makedirs(os.path.join(root, "python/simdex"))
+        write(root, "python/simdex/__init__.py", "from .client import Client\nMAX_K = 8\n")
+        write(root, "python/simdex/client.py", "def f():\n    from . import helper\n")
+        r = run(root)
+        assert r.returncode == 1 and "simdex <-> simdex.client" in r.stdout and "MAX_K is declared again" in r.stdout, r.stdout
+        write(root, "python/simdex/__init__.py", "from .client import Client\nfrom ._simdex import MAX_K\n")
+        write(root, "python/simdex/client.py", "from ._types import helper\n")
+        write(root, "python/simdex/_types.py", "helper = 1\n")
+        r = run(root)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stdout
     finally:
         shutil.rmtree(root)
-    print("check-shape self-test ok (4 cases: a circle, a parent-child circle, none, a long file)")
+    print("check-shape self-test ok (7 cases: a circle, a parent-child circle, none, a long file, a wide API, a Python circle and constant, a clean package)")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ fn a_log_cut_at_a_record_boundary_is_never_silent() {
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
     // 1000 acknowledged inserts left in the log by a writer that closed without flushing.
-    let index = Index::open(&idx, IndexOptions { flush_on_close: false, background: false, ..IndexOptions::default() }).unwrap();
+    let index = Index::open(&idx, IndexOptions::default().with_flush_on_close(false).with_background(false)).unwrap();
     for i in 1..=1000u64 {
         index.insert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i).unwrap();
     }
@@ -71,7 +71,7 @@ fn a_log_cut_at_a_record_boundary_is_never_silent() {
     let verify = run(&["verify", p(&idx)]);
     assert!(verify.status.success(), "{}", text(&verify));
     let reader = Index::open_read_only(&idx, IndexOptions::default()).unwrap();
-    let ids: Vec<u64> = reader.live_entries().unwrap().into_iter().map(|(_, id)| id).collect();
+    let ids: Vec<u64> = reader.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>().into_iter().map(|(_, id)| id).collect();
     assert_eq!(ids.len(), 701);
     assert_eq!(ids.iter().filter(|&&id| id > 700).copied().collect::<Vec<_>>(), vec![1001]);
 }

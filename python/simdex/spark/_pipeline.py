@@ -13,13 +13,11 @@ import math
 import sys
 from typing import Iterator, Optional
 
-from .._simdex import CorpusRecipe, TablePlan, sketch_similarity
+from .._simdex import DEFAULT_CONFIRMED_K, DEFAULT_UNCONFIRMED_K, CorpusRecipe, TablePlan, sketch_similarity
+from .._simdex import DEFAULT_MIN_SIMILARITY as DEFAULT_THRESHOLD
 
 BATCH = 512  # documents per library call in the executors
 SIGN = -(1 << 63)  # XOR with it orders signed longs as unsigned fingerprints
-DEFAULT_CONFIRMED_K = 8
-DEFAULT_UNCONFIRMED_K = 3
-DEFAULT_THRESHOLD = 0.9
 # The planner's bound on the fingerprints one key is expected to share, as a power of two, for
 # the pair step's join: every shared key is a pair the join checks row by row (the library's
 # default, 2^8, suits a segment's 1 KB blocks; here it would make the join quadratic in the

@@ -43,6 +43,7 @@ use crate::engine::manifest::SegmentMeta;
 
 /// How compaction chooses and merges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompactionOptions {
     /// Segments of one tier that trigger a merge, and the size ratio between tiers (>= 2);
     /// below `fanout^2` flushes the newest segments also absorb each other (the small
@@ -71,6 +72,8 @@ pub struct CompactionOptions {
     /// never. Default 150.
     pub settle_on_close: Option<u32>,
 }
+
+__with_fields!(CompactionOptions { fanout: usize => with_fanout, buffer_entries: usize => with_buffer_entries, automatic: bool => with_automatic, max_merge_entries: u64 => with_max_merge_entries, checkpoint_interval: Option<std::time::Duration> => with_checkpoint_interval, settle_on_close: Option<u32> => with_settle_on_close });
 
 impl Default for CompactionOptions {
     fn default() -> Self {

@@ -39,9 +39,9 @@ impl Segment {
         for fp in found {
             let distance = (fp ^ fingerprint).count_ones();
             if self.ids.is_some() {
-                self.ids_of(fp, |id| out.push(Match { distance, fingerprint: fp, doc_id: Some(id) }))?;
+                self.ids_of(fp, |id| out.push(Match::new(fp, distance, Some(id))))?;
             } else {
-                out.push(Match { distance, fingerprint: fp, doc_id: None });
+                out.push(Match::new(fp, distance, None));
             }
         }
         finish_matches(out);
@@ -115,7 +115,7 @@ impl Segment {
         }
         for (fp, ordinal) in hits {
             let doc_id = if self.ids.is_some() { Some(self.doc_id(ordinal)?) } else { None };
-            out.push(Match { distance: (fp ^ fingerprint).count_ones(), fingerprint: fp, doc_id });
+            out.push(Match::new(fp, (fp ^ fingerprint).count_ones(), doc_id));
         }
         finish_matches(out);
         Ok(())

@@ -3,7 +3,7 @@
 //! (`BlockIndex::hints`).
 
 use crate::codec::{Cursor, XorGaps};
-use crate::segment::index::SEEK_HINTS;
+use crate::segment::block_index::SEEK_HINTS;
 
 use super::table::Table;
 use super::Segment;
@@ -90,7 +90,7 @@ mod tests {
 
     use super::HINT_BUILT;
     use crate::codec::XorGaps;
-    use crate::segment::index::SEEK_HINTS;
+    use crate::segment::block_index::SEEK_HINTS;
     use crate::segment::{build_segment, BuildOptions, Segment};
 
     #[test]

@@ -8,7 +8,7 @@ use crate::codec::{Code, Codec, BLOCK_BYTES};
 use crate::error::Result;
 use crate::integrity::Fault;
 use crate::plan::TableDesign;
-use crate::segment::index::BlockIndex;
+use crate::segment::block_index::BlockIndex;
 use crate::segment::layout::{slice, DirTable, TableHead, TableTrailer, T_LENGTHS, T_ORDER};
 use crate::storage::FileBytes;
 

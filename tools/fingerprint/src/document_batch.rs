@@ -1,86 +1,38 @@
 //! Documents in batches, through a [`DocumentIndex`]: every document of a batch is
 //! fingerprinted (and sketched, when the index stores sketches) on every core, then the index
 //! calls run in the batch's order, each exactly what
-//! [`DocumentIndex::find_or_insert_document_with`] does with the fingerprint and sketch it
-//! would make of that document. Also the similarity each match's sketches estimate. The
-//! fronts that take document batches (the Python package, `simdex serve`) call these.
+//! [`DocumentIndex::find_or_insert_document`] does with the fingerprint and sketch it would
+//! make of that document ([`DocumentIndex::find_or_insert_analysed`]). The fronts that take
+//! document batches (the Python package, `simdex serve`) call these.
 
-use simdex::many::on_every_core;
-use simdex::{ConfirmOptions, FindOrInsert, Match, QueryOptions};
+use simdex::{FindOrInsert, Match};
 
 use crate::document::{Document, InvalidUtf8};
 use crate::sketch::{Sketch, Sketcher};
 use crate::{DocumentIndex, DocumentInput, DocumentQuery, Error, Fingerprint, FingerprintOptions, Fingerprinter, Recipe};
 
-/// One match of a document call: the stored pair, and the resemblance its stored sketch and
-/// the document's estimate (`None`: no sketch on either side).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DocumentMatch {
-    /// The stored fingerprint, its distance and document id.
-    pub matched: Match,
-    /// Estimated Jaccard similarity of the two documents' word shingles.
-    pub similarity: Option<f64>,
-}
-
-/// What a document's check-then-add answers: its fingerprint and words, and its matches
-/// (empty: it was inserted).
+/// What a document call answers: its fingerprint and words, and its matches (empty: it was
+/// inserted, or nothing is near), each with the similarity its sketch and the document's
+/// estimate where both exist.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DocumentAnswer {
     /// The document's fingerprint.
     pub fingerprint: u64,
     /// Its matches; empty when it was inserted.
-    pub matches: Vec<DocumentMatch>,
+    pub matches: Vec<Match>,
     /// Words kept (after stop words).
     pub words: u64,
 }
 
-/// `matches` with the resemblance each stored sketch and `sketch` estimate (when both exist;
-/// `k` above `MAX_K`, which only a full scan answers: `None`). The estimates are read after
-/// the decision, so a pair deleted in between has `None`.
-pub fn with_similarity(index: &DocumentIndex, fp: u64, sketch: Option<&Sketch>, k: u32, matches: &[Match]) -> simdex::Result<Vec<DocumentMatch>> {
-    let estimates = match (sketch, index.sketches()) {
-        (Some(s), Some(_)) if !matches.is_empty() && k <= simdex::plan::MAX_K => {
-            index.query_confirmed(fp, s.as_bytes(), &ConfirmOptions { k, min_similarity: 0.0, unsketched_k: k, exhaustive: false })?
-        }
-        _ => Vec::new(),
-    };
-    let similarity = |m: &Match| estimates.iter().find(|e| e.matched.fingerprint == m.fingerprint && e.matched.doc_id == m.doc_id).and_then(|e| e.similarity);
-    Ok(matches.iter().map(|m| DocumentMatch { matched: *m, similarity: similarity(m) }).collect())
-}
-
-/// The answer of [`DocumentIndex::find_or_insert_document_with`] for `doc`, with each match's
-/// similarity.
-pub fn find_or_insert_document(index: &DocumentIndex, doc: DocumentInput<'_>, doc_id: u64, query: &DocumentQuery) -> Result<DocumentAnswer, Error> {
-    let (f, found) = index.find_or_insert_document_with(doc, doc_id, query)?;
-    let matches = match found {
-        // the sketch is made again only for a document that was not stored
-        FindOrInsert::Found(m) => with_similarity(index, f.value, index.sketch_document(doc)?.as_ref(), query.k, &m)?,
-        FindOrInsert::Inserted { .. } => Vec::new(),
-    };
-    Ok(DocumentAnswer { fingerprint: f.value, matches, words: f.words })
-}
-
-/// The near-duplicates of `doc` stored in the index, judged as
-/// [`DocumentIndex::find_or_insert_document_with`] judges them (confirmed by sketch when
-/// `query.confirm` and the index stores sketches), without storing anything and without
-/// pinning a recipe: `(fingerprint, matches, words)` as a [`DocumentAnswer`].
-pub fn query_document(index: &DocumentIndex, doc: DocumentInput<'_>, query: &DocumentQuery) -> Result<DocumentAnswer, Error> {
-    let f = index.fingerprint_document(doc)?;
-    if f.words < query.min_words {
-        return Err(Error::EmptyDocument { words: f.words, min_words: query.min_words });
+impl DocumentAnswer {
+    /// The answer of a check-then-add ([`DocumentIndex::find_or_insert_document`]).
+    pub fn new(f: &Fingerprint, found: FindOrInsert) -> Self {
+        let matches = match found {
+            FindOrInsert::Found(m) => m,
+            FindOrInsert::Inserted { .. } => Vec::new(),
+        };
+        DocumentAnswer { fingerprint: f.value, matches, words: f.words }
     }
-    let sketch = if query.confirm { index.sketch_document(doc)? } else { None };
-    let matches = match &sketch {
-        Some(s) if query.k <= simdex::plan::MAX_K => {
-            let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.unconfirmed_k(), exhaustive: false };
-            index.query_confirmed(f.value, s.as_bytes(), &options)?.into_iter().map(|c| DocumentMatch { matched: c.matched, similarity: c.similarity }).collect()
-        }
-        _ => {
-            let found = index.query(f.value, &QueryOptions::within(query.unconfirmed_k()))?;
-            with_similarity(index, f.value, sketch.as_ref(), query.unconfirmed_k(), &found)?
-        }
-    };
-    Ok(DocumentAnswer { fingerprint: f.value, matches, words: f.words })
 }
 
 /// A document's fingerprint and (when the index stores sketches and it was asked for) its sketch.
@@ -97,7 +49,21 @@ pub fn analyse_all(index: &DocumentIndex, docs: &[DocumentInput<'_>], sketched: 
         let mut sketcher = sketch_options.map(Sketcher::new).transpose().map_err(|e| Error::InvalidOptions(format!("the index's sketch recipe: {e}")))?;
         Ok::<Vec<Analysed>, Error>(part.iter().map(|&doc| analyse(&mut fp, sketcher.as_mut(), doc)).collect())
     };
-    Ok(on_every_core(docs, 8, analyse_part)?.into_iter().flatten().collect())
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = docs.len().div_ceil(cores).max(8);
+    if docs.len() <= per_thread {
+        return analyse_part(docs);
+    }
+    let parts: Vec<Result<Vec<Analysed>, Error>> = std::thread::scope(|s| {
+        let analyse_part = &analyse_part;
+        let handles: Vec<_> = docs.chunks(per_thread).map(|part| s.spawn(move || analyse_part(part))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    let mut out = Vec::with_capacity(docs.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
 }
 
 fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, doc: DocumentInput<'_>) -> Analysed {
@@ -118,7 +84,7 @@ pub fn refuses_document(e: &Error) -> bool {
     matches!(e, Error::EmptyDocument { .. } | Error::BinaryDocument { .. })
 }
 
-/// [`find_or_insert_document`] of every `(docs[i], ids[i])`, in order, the documents
+/// [`DocumentIndex::find_or_insert_document`] of every `(docs[i], ids[i])`, in order, the documents
 /// analysed on every core first. The recipe is pinned first (the default one when the index
 /// has none), as the first single call would. An error other than a refused document
 /// ([`refuses_document`]) stops the batch; the items before it stay stored.
@@ -145,11 +111,7 @@ pub fn find_or_insert_documents(index: &DocumentIndex, docs: &[DocumentInput<'_>
             }
             Err(e) => return Err(e),
         };
-        let matches = match found {
-            FindOrInsert::Found(m) => with_similarity(index, f.value, sketch.as_ref(), query.k, &m)?,
-            FindOrInsert::Inserted { .. } => Vec::new(),
-        };
-        out.push(Ok(DocumentAnswer { fingerprint: f.value, matches, words: f.words }));
+        out.push(Ok(DocumentAnswer::new(&f, found)));
     }
     Ok(out)
 }

@@ -12,8 +12,8 @@
 //! let dir = std::env::temp_dir().join(format!("simdex-doc-example-{}", std::process::id()));
 //! let index = DocumentIndex::open(&dir, IndexOptions::default())?;
 //! let page = DocumentInput { bytes: b"the quick brown fox jumps over the lazy dog again and again", kind: DocumentKind::Text };
-//! assert!(matches!(index.find_or_insert_document_with(page, 1, &DocumentQuery::within(3))?.1, FindOrInsert::Inserted { .. }));
-//! assert!(matches!(index.find_or_insert_document_with(page, 2, &DocumentQuery::within(3))?.1, FindOrInsert::Found(_)));
+//! assert!(matches!(index.find_or_insert_document(page, 1, &DocumentQuery::within(3))?.1, FindOrInsert::Inserted { .. }));
+//! assert!(matches!(index.find_or_insert_document(page, 2, &DocumentQuery::within(3))?.1, FindOrInsert::Found(_)));
 //! index.close()?;
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -23,7 +23,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use simdex::{ConfirmOptions, FindOrInsert, Index, IndexOptions, QueryOptions};
+use simdex::{ConfirmOptions, FindOrInsert, Index, IndexOptions, Match, QueryOptions};
 
 use crate::document::{Document, DocumentKind, InvalidUtf8};
 use crate::sketch::{Sketch, SketchOptions, Sketcher};
@@ -97,19 +97,46 @@ impl DocumentIndex {
         self.index
     }
 
+    /// [`Index::stats`]' summary ([`simdex::Stats::summary`]) and the pinned recipe's
+    /// descriptor under `recipe`: what every front reports as the index's stats.
+    pub fn stats_summary(&self) -> Vec<(&'static str, simdex::StatValue)> {
+        let mut out = self.stats().summary();
+        out.push(("recipe", simdex::StatValue::Text(self.recipe().map(|r| r.descriptor()))));
+        out
+    }
+
     /// [`Index::close`].
     pub fn close(self) -> Result<()> {
         Ok(self.index.close()?)
     }
 }
 
-/// How [`DocumentIndex::find_or_insert_document_with`] judges a document.
+/// How a document call judges a document: the one place where the fronts' document
+/// decision is made (the Python package, the Scrapy middleware, `simdex serve`, `simdex
+/// dedup` and `simdex.spark` all build one and call [`DocumentIndex`] with it).
+///
+/// - Candidates: stored fingerprints within [`DocumentQuery::k`] bits. Unless set with
+///   [`DocumentQuery::with_k`], `k` is [`DEFAULT_CONFIRMED_K`] (8) when candidates are
+///   confirmed by sketch and [`DEFAULT_UNCONFIRMED_K`] (3) when fingerprints alone decide.
+/// - Confirmation: where the index stores sketches of the library's recipe and `confirm` is
+///   on, a candidate is a near-duplicate when the two sketches estimate a resemblance of at
+///   least `min_similarity`; a candidate stored without a sketch (or a query without one)
+///   only within [`DocumentQuery::unconfirmed_k`].
+/// - Every match carries the similarity its sketch and the document's estimate, whenever
+///   both exist ([`simdex::Match::similarity`]).
+///
+/// ```
+/// use simdex_fingerprint::DocumentQuery;
+/// assert_eq!(DocumentQuery::default().k(), 8); // confirmed by sketch
+/// assert_eq!(DocumentQuery::default().with_confirm(false).k(), 3); // fingerprints alone
+/// assert_eq!(DocumentQuery::default().with_k(5).k(), 5);
+/// assert!(DocumentQuery::default().with_k(9).check().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct DocumentQuery {
-    /// Near-duplicates: stored fingerprints within `k` bits (confirmed by sketch, see
-    /// `confirm`).
-    pub k: u32,
+    /// Candidates' distance when set; `None`: the default for `confirm` ([`Self::k`]).
+    k: Option<u32>,
     /// A document of fewer words is refused ([`Error::EmptyDocument`], nothing stored).
     pub min_words: u64,
     /// Confirm candidates by sketch when the index stores sketches of the library's recipe
@@ -135,7 +162,7 @@ pub const DEFAULT_MIN_SIMILARITY: f64 = 0.9;
 /// [`DEFAULT_UNCONFIRMED_K`] where there is no sketch), no minimum length beyond the recipe's.
 impl Default for DocumentQuery {
     fn default() -> Self {
-        DocumentQuery::within(DEFAULT_CONFIRMED_K)
+        DocumentQuery { k: None, min_words: 0, confirm: true, min_similarity: DEFAULT_MIN_SIMILARITY }
     }
 }
 
@@ -143,7 +170,13 @@ impl DocumentQuery {
     /// Near-duplicates within `k`, confirmed by sketch when the index has sketches, resemblance at
     /// least 0.90, no minimum length beyond the recipe's.
     pub fn within(k: u32) -> Self {
-        DocumentQuery { k, min_words: 0, confirm: true, min_similarity: DEFAULT_MIN_SIMILARITY }
+        DocumentQuery::default().with_k(k)
+    }
+
+    /// The candidates' distance: the one set, else [`DEFAULT_CONFIRMED_K`] with confirmation
+    /// and [`DEFAULT_UNCONFIRMED_K`] without.
+    pub fn k(&self) -> u32 {
+        self.k.unwrap_or(if self.confirm { DEFAULT_CONFIRMED_K } else { DEFAULT_UNCONFIRMED_K })
     }
 
     /// The distance within which fingerprints alone decide: `k` without confirmation, else at
@@ -151,10 +184,30 @@ impl DocumentQuery {
     /// look alike to fingerprints; only sketches tell them apart).
     pub fn unconfirmed_k(&self) -> u32 {
         if self.confirm {
-            self.k.min(DEFAULT_UNCONFIRMED_K)
+            self.k().min(DEFAULT_UNCONFIRMED_K)
         } else {
-            self.k
+            self.k()
         }
+    }
+
+    /// Fails with [`Error::InvalidOptions`] unless the query can be answered: `k` at most
+    /// [`simdex::MAX_K`] (the tables answer any `k` up to 8 exactly, whatever the design), a
+    /// resemblance within `0..=1`. Every front checks its arguments with this, so they refuse
+    /// the same values with the same message.
+    pub fn check(&self) -> Result<()> {
+        let k = self.k();
+        if k > simdex::MAX_K {
+            return Err(Error::InvalidOptions(format!("k = {k}: document near-duplicates are found within at most k = {} bits", simdex::MAX_K)));
+        }
+        if !(0.0..=1.0).contains(&self.min_similarity) {
+            return Err(Error::InvalidOptions(format!("min_similarity = {}: a resemblance is between 0 and 1", self.min_similarity)));
+        }
+        Ok(())
+    }
+
+    /// The same, with candidates within `k` (`None`: the default for [`Self::confirm`]).
+    pub fn with_k(self, k: impl Into<Option<u32>>) -> Self {
+        DocumentQuery { k: k.into(), ..self }
     }
 
     /// The same, refusing documents of fewer than `min_words` words.
@@ -165,6 +218,20 @@ impl DocumentQuery {
     /// The same, with confirmation by sketch on or off.
     pub fn with_confirm(self, confirm: bool) -> Self {
         DocumentQuery { confirm, ..self }
+    }
+
+    /// The same, with another resemblance threshold for confirmed candidates.
+    pub fn with_min_similarity(self, min_similarity: f64) -> Self {
+        DocumentQuery { min_similarity, ..self }
+    }
+
+    /// The index call's options for a document with a sketch: candidates within `k`,
+    /// confirmed at `min_similarity` when `confirm` is on; without confirmation every
+    /// candidate within `k` is accepted (a resemblance of at least 0), each still with its
+    /// similarity.
+    pub fn confirm_options(&self) -> ConfirmOptions {
+        let min_similarity = if self.confirm { self.min_similarity } else { 0.0 };
+        ConfirmOptions::default().with_k(self.k()).with_min_similarity(min_similarity).with_unsketched_k(self.unconfirmed_k())
     }
 }
 
@@ -259,38 +326,57 @@ impl DocumentIndex {
         Ok(f)
     }
 
-    /// Fingerprints the document with the index's recipe (pinning the default recipe when
-    /// the index has none), then finds its near-duplicates within `options.k` or inserts
-    /// it: [`Index::find_or_insert_confirmed`] when the index stores sketches (candidates
-    /// accepted at a resemblance of at least 0.90), else [`Index::find_or_insert`] (within
-    /// at most 3, [`DocumentQuery::unconfirmed_k`]). `simdex dedup`'s decision, the default
-    /// of the Python and Scrapy document calls, is
-    /// `find_or_insert_document_with(doc, id, &DocumentQuery::default())` (k = 8 confirmed).
-    pub fn find_or_insert_document(&self, doc: DocumentInput<'_>, doc_id: u64, options: &QueryOptions) -> Result<(Fingerprint, FindOrInsert)> {
-        self.find_or_insert_document_with(doc, doc_id, &DocumentQuery::within(options.k))
-    }
-
-    /// [`DocumentIndex::find_or_insert_document`] with every choice explicit.
-    pub fn find_or_insert_document_with(&self, doc: DocumentInput<'_>, doc_id: u64, query: &DocumentQuery) -> Result<(Fingerprint, FindOrInsert)> {
+    /// The crawler's check-then-add for a document: fingerprints it with the index's recipe
+    /// (pinning the default recipe when the index has none) and sketches it (when the index
+    /// stores sketches of the library's recipe), then finds its near-duplicates as `query`
+    /// decides or inserts it, in one atomic index call ([`Self::find_or_insert_analysed`]).
+    /// `simdex dedup`'s decision, the default of the Python, Scrapy and server document
+    /// calls, is `find_or_insert_document(doc, id, &DocumentQuery::default())` (k = 8
+    /// confirmed at 0.90). Each match carries its similarity where both sketches exist.
+    pub fn find_or_insert_document(&self, doc: DocumentInput<'_>, doc_id: u64, query: &DocumentQuery) -> Result<(Fingerprint, FindOrInsert)> {
+        query.check()?;
         let (f, sketch) = self.analyse(doc, true)?;
         let found = self.find_or_insert_analysed(&f, sketch.as_ref(), doc_id, query)?;
         Ok((f, found))
     }
 
-    /// The decision of [`Self::find_or_insert_document_with`] for a document already
+    /// The near-duplicates of a document stored in the index, judged as
+    /// [`Self::find_or_insert_document`] judges them, without storing anything and without
+    /// pinning a recipe.
+    pub fn query_document(&self, doc: DocumentInput<'_>, query: &DocumentQuery) -> Result<(Fingerprint, Vec<Match>)> {
+        query.check()?;
+        let (f, sketch) = self.analyse(doc, false)?;
+        let found = self.query_analysed(&f, sketch.as_ref(), query)?;
+        Ok((f, found))
+    }
+
+    /// The decision of [`Self::find_or_insert_document`] for a document already
     /// fingerprinted (`f`) and sketched (`sketch`, `None` when the index stores no sketches),
-    /// with the index's recipe: refused below `query.min_words` words, else its matches or
-    /// inserted (for callers that fingerprint many documents at once, then decide in order).
+    /// with the index's recipe: refused below `query.min_words` words, else its matches
+    /// (each with its similarity where both sketches exist) or inserted (with its sketch),
+    /// in one index call (for callers that fingerprint many documents at once, then decide
+    /// in order).
     pub fn find_or_insert_analysed(&self, f: &Fingerprint, sketch: Option<&Sketch>, doc_id: u64, query: &DocumentQuery) -> Result<FindOrInsert> {
+        query.check()?;
         if f.words < query.min_words {
             return Err(Error::EmptyDocument { words: f.words, min_words: query.min_words });
         }
-        Ok(match sketch.filter(|_| query.confirm) {
-            Some(s) => {
-                let options = ConfirmOptions { k: query.k, min_similarity: query.min_similarity, unsketched_k: query.unconfirmed_k(), exhaustive: false };
-                self.find_or_insert_confirmed(f.value, doc_id, s.as_bytes(), &options)?
-            }
+        Ok(match sketch {
+            Some(s) => self.find_or_insert_confirmed(f.value, doc_id, s.as_bytes(), &query.confirm_options())?,
             None => self.find_or_insert(f.value, doc_id, &QueryOptions::within(query.unconfirmed_k()))?,
+        })
+    }
+
+    /// The near-duplicates of a document already fingerprinted and sketched, judged as
+    /// [`Self::find_or_insert_analysed`] judges them, storing nothing.
+    pub fn query_analysed(&self, f: &Fingerprint, sketch: Option<&Sketch>, query: &DocumentQuery) -> Result<Vec<Match>> {
+        query.check()?;
+        if f.words < query.min_words {
+            return Err(Error::EmptyDocument { words: f.words, min_words: query.min_words });
+        }
+        Ok(match sketch {
+            Some(s) => self.query_confirmed(f.value, s.as_bytes(), &query.confirm_options())?,
+            None => self.query(f.value, &QueryOptions::within(query.unconfirmed_k()))?,
         })
     }
 

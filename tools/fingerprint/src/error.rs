@@ -127,3 +127,28 @@ pub enum Error {
         detail: String,
     },
 }
+
+impl Error {
+    /// What kind of failure this is, in the index crate's one list ([`simdex::ErrorKind`]),
+    /// which every front maps from: an index error keeps its own kind; a refused document is
+    /// [`simdex::ErrorKind::EmptyDocument`] or [`simdex::ErrorKind::BinaryDocument`]; a
+    /// damaged IDF table or pinned recipe is [`simdex::ErrorKind::Corrupt`]; options, features
+    /// and input the call cannot use are [`simdex::ErrorKind::InvalidArgument`].
+    pub fn kind(&self) -> simdex::ErrorKind {
+        use simdex::ErrorKind as K;
+        match self {
+            Error::Index(e) => e.kind(),
+            Error::RecipeMismatch { .. } => K::RecipeMismatch,
+            Error::EmptyDocument { .. } => K::EmptyDocument,
+            Error::BinaryDocument { .. } => K::BinaryDocument,
+            Error::IdfBadMagic
+            | Error::IdfUnsupportedVersion { .. }
+            | Error::IdfChecksum { .. }
+            | Error::IdfTruncated { .. }
+            | Error::IdfCorrupt { .. }
+            | Error::BadPinnedRecipe { .. } => K::Corrupt,
+            Error::Io(_) => K::Other,
+            _ => K::InvalidArgument,
+        }
+    }
+}

@@ -23,7 +23,7 @@
 
 use super::stopwords::BuildIdentity;
 use super::Error;
-use simdex::integrity::verify_crc;
+use simdex::verify_crc;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;

@@ -39,6 +39,13 @@ pub mod stopwords;
 pub mod tokenize;
 pub mod weights;
 
+/// The document id of a document's name (a URL, a file name, a record's `id`): `sfh64(0,
+/// name)`, what `simdex fingerprint --for-index`, `simdex dedup --index`, the Python
+/// package's `simdex.doc_id` and the Scrapy middleware store for it.
+pub fn doc_id(name: &str) -> u64 {
+    hash::sfh64(0, name.as_bytes())
+}
+
 pub use documents::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY, DEFAULT_UNCONFIRMED_K};
 pub use error::Error;
 pub use features::FeatureKind;

@@ -12,6 +12,7 @@ pub const RECIPE_VERSION: u32 = 1;
 /// What a fingerprint is made from. `Default` is the recipe the crate recommends; see
 /// `benches/QUALITY.md` for the measurements behind it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FingerprintOptions {
     /// Feature kinds, all added to one simhash.
     pub features: Vec<FeatureKind>,
@@ -31,6 +32,8 @@ pub struct FingerprintOptions {
     /// Documents with fewer words get a fingerprint and a "short" warning.
     pub short_words: u64,
 }
+
+simdex::__with_fields!(FingerprintOptions { features: Vec<FeatureKind> => with_features, cjk: CjkSegmenter => with_cjk, stop_words: Vec<Language> => with_stop_words, stemming: Option<Language> => with_stemming, fold_digits: bool => with_fold_digits, tf: TfMode => with_tf, min_words: u64 => with_min_words, short_words: u64 => with_short_words });
 
 impl Default for FingerprintOptions {
     fn default() -> Self {

@@ -76,6 +76,7 @@ pub enum SketchError {
 
 /// The sketch's shape: how many hash functions, how many bits of each are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct SketchOptions {
     /// Hash functions (values in the sketch).
     pub hashes: u32,
@@ -91,6 +92,11 @@ impl Default for SketchOptions {
 }
 
 impl SketchOptions {
+    /// `hashes` values of `bits` bits ([`Self::validate`] says whether that is a valid sketch).
+    pub fn new(hashes: u32, bits: u32) -> Self {
+        SketchOptions { hashes, bits }
+    }
+
     /// Fails unless the options give a valid sketch (see [`SketchError::BadOptions`]).
     pub fn validate(&self) -> Result<(), SketchError> {
         let total = u64::from(self.hashes) * u64::from(self.bits);
@@ -108,7 +114,7 @@ impl SketchOptions {
     /// The 8-byte scheme tag an index or segment records for these sketches
     /// (`format-spec/sketch.md`, "Scheme tag").
     pub fn scheme(&self) -> [u8; 8] {
-        simdex::confirm::minhash_scheme(SKETCH_RECIPE_VERSION as u8, self.hashes as u16, self.bits as u8)
+        simdex::minhash_scheme(SKETCH_RECIPE_VERSION as u8, self.hashes as u16, self.bits as u8)
     }
 
     /// The sketch column of an index that stores these sketches
@@ -120,7 +126,7 @@ impl SketchOptions {
     /// The options whose sketches a column holds, `None` when the column's scheme is not
     /// this recipe's (another version or another kind of sketch).
     pub fn from_column(column: &simdex::SketchColumn) -> Option<Self> {
-        let (version, hashes, bits) = simdex::confirm::parse_minhash_scheme(column)?;
+        let (version, hashes, bits) = simdex::parse_minhash_scheme(column)?;
         let options = SketchOptions { hashes: u32::from(hashes), bits: u32::from(bits) };
         (u32::from(version) == SKETCH_RECIPE_VERSION && options.validate().is_ok()).then_some(options)
     }
@@ -175,7 +181,7 @@ impl Sketch {
         }
         let SketchOptions { hashes, bits } = self.options;
         // Equal options give equal, valid lengths: the estimate exists.
-        Ok(simdex::confirm::minhash_resemblance(self.as_bytes(), other.as_bytes(), hashes, bits).unwrap_or(0.0))
+        Ok(simdex::minhash_resemblance(self.as_bytes(), other.as_bytes(), hashes, bits).unwrap_or(0.0))
     }
 }
 

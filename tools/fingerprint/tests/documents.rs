@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use simdex::{FindOrInsert, IndexOptions, QueryOptions, RECIPE_NAME};
+use simdex::{FindOrInsert, IndexOptions, RECIPE_NAME};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::{DocumentIndex, DocumentInput, Error, FingerprintOptions, Fingerprinter, IdfBuilder, Recipe};
 
@@ -43,7 +43,7 @@ fn a_recipe_roundtrips_through_what_the_index_pins_and_damage_is_refused() {
 #[test]
 fn documents_use_the_pinned_recipe_across_opens_and_another_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = || IndexOptions { background: false, ..IndexOptions::default() };
+    let opts = || IndexOptions::default().with_background(false);
     let page = DocumentInput { bytes: b"the cat sat on the mat and then the cat went to sleep on the mat all day", kind: DocumentKind::Text };
     let index = DocumentIndex::open(dir.path(), opts()).unwrap();
     assert!(index.recipe().is_none());
@@ -55,7 +55,7 @@ fn documents_use_the_pinned_recipe_across_opens_and_another_is_refused() {
     let index = DocumentIndex::open(dir.path(), opts()).unwrap();
     assert_eq!(index.recipe().as_deref(), Some(&with_idf()));
     assert!(index.open_report().unknown.is_empty());
-    let (g, found) = index.find_or_insert_document(page, 8, &QueryOptions::within(3)).unwrap();
+    let (g, found) = index.find_or_insert_document(page, 8, &simdex_fingerprint::DocumentQuery::within(3)).unwrap();
     assert_eq!(g, f);
     assert!(matches!(found, FindOrInsert::Found(m) if m[0].distance == 0 && m[0].doc_id == Some(7)));
     let other = Recipe::new(FingerprintOptions::short_text(), None).unwrap();
@@ -73,8 +73,61 @@ fn documents_use_the_pinned_recipe_across_opens_and_another_is_refused() {
 #[test]
 fn the_first_document_pins_the_default_recipe() {
     let dir = tempfile::tempdir().unwrap();
-    let index = DocumentIndex::open(dir.path(), IndexOptions { background: false, ..IndexOptions::default() }).unwrap();
+    let index = DocumentIndex::open(dir.path(), IndexOptions::default().with_background(false)).unwrap();
     index.insert_document(DocumentInput { bytes: b"one two three four five", kind: DocumentKind::Text }, 1).unwrap();
     assert_eq!(index.recipe().as_deref(), Some(&Recipe::new(FingerprintOptions::default(), None).unwrap()));
     assert!(dir.path().join(RECIPE_NAME).exists());
+}
+
+/// The crawler's call decides once: a near-duplicate's match carries the similarity its
+/// stored sketch and the page's estimate (the oracle: the two sketches made by the recipe's
+/// own sketcher), with or without confirmation, and a page stored without confirmation
+/// keeps its sketch; the k limit is the one `DocumentQuery::check` states.
+#[test]
+fn a_found_match_carries_its_similarity_and_the_decision_is_made_once() {
+    fn text(s: &str) -> DocumentInput<'_> {
+        DocumentInput { bytes: s.as_bytes(), kind: DocumentKind::Text }
+    }
+    use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
+    use simdex_fingerprint::DocumentQuery;
+    let dir = tempfile::tempdir().unwrap();
+    let options = IndexOptions::default().with_background(false).with_sketches(Some(SketchOptions::default().column()));
+    let index = DocumentIndex::open(dir.path(), options).unwrap();
+    let words: Vec<String> = (0..400).map(|i| format!("word{}", (i * 7919) % 1009)).collect();
+    let a = words.join(" ");
+    let b = words.iter().enumerate().map(|(i, w)| if i % 97 == 5 { "edited".to_string() } else { w.clone() }).collect::<Vec<_>>().join(" ");
+    let c = words.iter().enumerate().map(|(i, w)| if i % 89 == 3 { "other".to_string() } else { w.clone() }).collect::<Vec<_>>().join(" ");
+    let mut sketcher = Sketcher::new(SketchOptions::default()).unwrap();
+    let (sa, sb, sc) = (sketcher.sketch(&a), sketcher.sketch(&b), sketcher.sketch(&c));
+    assert!(matches!(index.find_or_insert_document(text(&a), 1, &DocumentQuery::default()).unwrap().1, FindOrInsert::Inserted { .. }));
+    // confirmed (the default): found, with the similarity of the two sketches
+    let (_, found) = index.find_or_insert_document(text(&b), 2, &DocumentQuery::default()).unwrap();
+    let FindOrInsert::Found(m) = found else { panic!("a near copy is found") };
+    assert_eq!((m.len(), m[0].doc_id), (1, Some(1)));
+    assert_eq!(m[0].similarity, Some(sa.similarity(&sb).unwrap()));
+    assert!(m[0].similarity.unwrap() >= simdex_fingerprint::DEFAULT_MIN_SIMILARITY);
+    // not confirmed: fingerprints alone decide within 3, and the match still has its similarity
+    let unconfirmed = DocumentQuery::default().with_confirm(false);
+    assert_eq!(unconfirmed.k(), simdex_fingerprint::DEFAULT_UNCONFIRMED_K);
+    let (fc, found) = index.find_or_insert_document(text(&c), 3, &unconfirmed).unwrap();
+    match found {
+        FindOrInsert::Found(m) => assert_eq!(m[0].similarity, Some(sa.similarity(&sc).unwrap())),
+        // stored: with its sketch, so a confirmed query finds it by sketch
+        FindOrInsert::Inserted { .. } => {
+            let got = index.query_confirmed(fc.value, sc.as_bytes(), &simdex::ConfirmOptions::within(0)).unwrap();
+            assert_eq!(got.iter().find(|m| m.doc_id == Some(3)).and_then(|m| m.similarity), Some(1.0));
+        }
+    }
+    // query_document judges as find_or_insert_document, storing nothing
+    let before = index.live_entries().unwrap().len();
+    let (_, matches) = index.query_document(text(&b), &DocumentQuery::default()).unwrap();
+    assert!(matches.iter().any(|m| m.doc_id == Some(1) && m.similarity == Some(sa.similarity(&sb).unwrap())));
+    assert_eq!(index.live_entries().unwrap().len(), before);
+    // one k limit, one message, for every front
+    for bad in [DocumentQuery::default().with_k(9), DocumentQuery::within(64)] {
+        let e = index.find_or_insert_document(text(&a), 9, &bad).unwrap_err();
+        assert!(e.to_string().contains("at most k = 8"), "{e}");
+        assert_eq!(e.kind(), simdex::ErrorKind::InvalidArgument);
+    }
+    index.close().unwrap();
 }

@@ -25,16 +25,14 @@ fn presets_and_overrides_give_the_options_built_by_hand() {
         fold_digits: Some(true),
         min_words: Some(7),
     };
-    let want = FingerprintOptions {
-        features: vec![FeatureKind::parse("w").unwrap(), FeatureKind::parse("c3").unwrap()],
-        tf: TfMode::parse("logtf").unwrap(),
-        stop_words: vec![Language::from_code("en").unwrap(), Language::from_code("de").unwrap()],
-        stemming: Language::from_code("en"),
-        cjk: CjkSegmenter::Chars,
-        fold_digits: true,
-        min_words: 7,
-        ..FingerprintOptions::default()
-    };
+    let want = FingerprintOptions::default()
+        .with_features(vec![FeatureKind::parse("w").unwrap(), FeatureKind::parse("c3").unwrap()])
+        .with_tf(TfMode::parse("logtf").unwrap())
+        .with_stop_words(vec![Language::from_code("en").unwrap(), Language::from_code("de").unwrap()])
+        .with_stemming(Language::from_code("en"))
+        .with_cjk(CjkSegmenter::Chars)
+        .with_fold_digits(true)
+        .with_min_words(7);
     assert_eq!(FingerprintOptions::from_names(&given).unwrap(), want);
     let all = FingerprintOptions::from_names(&OptionNames { stop_words: Some(vec!["all".into()]), ..names() }).unwrap();
     assert_eq!(all.stop_words, Language::ALL.to_vec());

@@ -2,15 +2,12 @@
 //! blocking pool) and encodes its answer, JSON or binary, as `format-spec/protocol.md`
 //! specifies; maps the library's errors onto [`ApiError`]s.
 
-use std::io::ErrorKind;
-use std::sync::Arc;
-
 use serde_json::{json, Value};
-use simdex::many::{find_or_insert_many, query_many, Grouped};
+use simdex::{find_or_insert_many, query_many, Grouped};
 use simdex::{FindOrInsert, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
-use simdex_fingerprint::document_batch::{self, DocumentAnswer, DocumentMatch};
-use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_UNCONFIRMED_K};
+use simdex_fingerprint::document_batch::{self, DocumentAnswer};
+use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
 
 use crate::protocol::{ApiError, Doc, DocOptions, Request};
 
@@ -35,8 +32,8 @@ fn rows(m: &[Match]) -> Value {
     Value::Array(m.iter().map(row).collect())
 }
 
-fn doc_rows(m: &[DocumentMatch]) -> Value {
-    Value::Array(m.iter().map(|d| json!([d.matched.fingerprint, d.matched.distance, d.matched.doc_id, d.similarity])).collect())
+fn doc_rows(m: &[Match]) -> Value {
+    Value::Array(m.iter().map(|d| json!([d.fingerprint, d.distance, d.doc_id, d.similarity])).collect())
 }
 
 fn doc_answer(a: &DocumentAnswer) -> Value {
@@ -48,13 +45,13 @@ fn doc_answer(a: &DocumentAnswer) -> Value {
 /// m distances (u32), all little-endian.
 pub fn binary_matches(g: &Grouped) -> Vec<u8> {
     let m = g.matches();
+    let c = g.columns();
     let mut out = Vec::with_capacity(16 + m * 28);
     out.extend_from_slice(&(g.len() as u64).to_le_bytes());
     out.extend_from_slice(&(m as u64).to_le_bytes());
-    out.extend(g.flat().flat_map(|(i, _)| (i as u64).to_le_bytes()));
-    out.extend(g.flat().flat_map(|(_, x)| x.fingerprint.to_le_bytes()));
-    out.extend(g.flat().flat_map(|(_, x)| x.doc_id.unwrap_or(0).to_le_bytes()));
-    out.extend(g.flat().flat_map(|(_, x)| x.distance.to_le_bytes()));
+    for column in [c.items, c.fingerprints, c.doc_ids, c.distances] {
+        out.extend_from_slice(&column);
+    }
     out
 }
 
@@ -70,12 +67,10 @@ fn input(d: &Doc) -> DocumentInput<'_> {
     DocumentInput { bytes: &d.bytes, kind: if d.html { DocumentKind::Html } else { DocumentKind::Text } }
 }
 
-/// The document query of `o`, with the Python package's defaults (k = 8 confirmed by
-/// sketch, 3 by fingerprints alone).
+/// The document query of `o`: the library's [`DocumentQuery`] and its defaults (k = 8
+/// confirmed by sketch, 3 by fingerprints alone).
 fn document_query(o: &DocOptions) -> DocumentQuery {
-    let confirm = o.confirm.unwrap_or(true);
-    let k = o.k.unwrap_or(if confirm { DEFAULT_CONFIRMED_K } else { DEFAULT_UNCONFIRMED_K });
-    DocumentQuery::within(k).with_min_words(o.min_words.unwrap_or(0)).with_confirm(confirm)
+    DocumentQuery::default().with_confirm(o.confirm.unwrap_or(true)).with_k(o.k).with_min_words(o.min_words.unwrap_or(0))
 }
 
 /// Runs `request` against `index`.
@@ -103,7 +98,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             reply(json!({"count": records.len(), "seq": seq}))
         }
         Request::DeleteMany { fps, doc_ids } => {
-            let pairs: Vec<(u64, u64)> = fps.into_iter().zip(doc_ids).collect();
+            let pairs: Vec<simdex::Entry> = fps.into_iter().zip(doc_ids).map(simdex::Entry::from).collect();
             let seq = index.delete_batch(&pairs).map_err(index_error)?;
             reply(json!({"count": pairs.len(), "seq": seq}))
         }
@@ -117,9 +112,13 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             reply(json!({"fingerprints": fps}))
         }
         Request::AddDocument { doc, doc_id } => reply(json!({"fingerprint": index.insert_document(input(&doc), doc_id).map_err(fp_error)?.value})),
-        Request::QueryDocument { doc, options } => reply(doc_answer(&document_batch::query_document(index, input(&doc), &document_query(&options)).map_err(fp_error)?)),
+        Request::QueryDocument { doc, options } => {
+            let (f, matches) = index.query_document(input(&doc), &document_query(&options)).map_err(fp_error)?;
+            reply(doc_answer(&DocumentAnswer { fingerprint: f.value, matches, words: f.words }))
+        }
         Request::FindOrInsertDocument { doc, doc_id, options } => {
-            reply(doc_answer(&document_batch::find_or_insert_document(index, input(&doc), doc_id, &document_query(&options)).map_err(fp_error)?))
+            let (f, found) = index.find_or_insert_document(input(&doc), doc_id, &document_query(&options)).map_err(fp_error)?;
+            reply(doc_answer(&DocumentAnswer::new(&f, found)))
         }
         Request::FindOrInsertDocuments { docs, doc_ids, options } => {
             let inputs: Vec<DocumentInput<'_>> = docs.iter().map(input).collect();
@@ -138,7 +137,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
         }
         Request::LiveEntries => {
             let pairs = index.live_entries().map_err(index_error)?;
-            Reply::Binary(pairs.iter().flat_map(|&(fp, id)| fp.to_le_bytes().into_iter().chain(id.to_le_bytes())).collect())
+            Reply::Binary(pairs.iter().flat_map(|e| e.fingerprint.to_le_bytes().into_iter().chain(e.doc_id.to_le_bytes())).collect())
         }
         Request::Info => reply(json!({
             "path": index.dir(),
@@ -164,48 +163,17 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
     })
 }
 
-/// The index's statistics, with the Python package's `Index.stats()` keys.
+/// The index's statistics: the library's summary, under the keys every front uses.
 pub fn stats(index: &DocumentIndex) -> Value {
-    let s = index.stats();
-    json!({
-        "path": s.dir,
-        "read_only": s.read_only,
-        "k": s.k,
-        "segments": s.segments.len(),
-        "segment_fingerprints": s.segments.iter().map(|g| g.entries).sum::<u64>(),
-        "memtable_inserts": s.memtable_inserts,
-        "memtable_deletes": s.memtable_deletes,
-        "frozen_ops": s.frozen_ops,
-        "tombstones": s.tombstones,
-        "log_bytes": s.logs.iter().map(|l| l.1).sum::<u64>(),
-        "last_seq": s.last_seq,
-        "synced_seq": s.synced_seq,
-        "flushed_seq": s.flushed_seq,
-        "flushes": s.flushes,
-        "compactions": s.compactions,
-        "maintenance_error": s.maintenance_error,
-        "recipe": index.recipe().map(|r| r.descriptor()),
-        "lost": index.open_report().lost.clone(),
-        "lost_ops": index.open_report().lost_ops,
-    })
-}
-
-/// True when `e` (or a cause) is a full disk.
-fn no_space(e: &(dyn std::error::Error + 'static)) -> bool {
-    let full = |io: &std::io::Error| io.kind() == ErrorKind::StorageFull || io.raw_os_error() == Some(28);
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = cause {
-        // `simdex::Error::Io` keeps its cause in an `Arc`, and gives the `Arc` as its source
-        let io = c.downcast_ref::<std::io::Error>().or_else(|| c.downcast_ref::<Arc<std::io::Error>>().map(|a| &**a));
-        if io.is_some_and(full) {
-            return true;
-        }
-        if matches!(c.downcast_ref::<simdex::Error>(), Some(simdex::Error::NoSpace { .. })) {
-            return true;
-        }
-        cause = c.source();
-    }
-    false
+    use simdex::StatValue;
+    let value = |v: StatValue| match v {
+        StatValue::Int(n) => json!(n),
+        StatValue::Bool(b) => json!(b),
+        StatValue::Text(t) => json!(t),
+        StatValue::List(l) => json!(l),
+        _ => Value::Null,
+    };
+    Value::Object(index.stats_summary().into_iter().map(|(k, v)| (k.to_string(), value(v))).collect())
 }
 
 /// The status a library error answers with.
@@ -214,19 +182,24 @@ pub fn index_error(e: simdex::Error) -> ApiError {
 }
 
 fn index_error_ref(e: &simdex::Error) -> ApiError {
-    let msg = e.chain_message();
-    // before the full disk: a writer that failed (also for want of space) stays failed
-    // until reopened, and "recovering" is what makes the server reopen it
-    if let simdex::Error::WriterFailed { .. } = e {
-        return ApiError::new(503, "recovering", msg).retry_after(1);
-    }
-    if no_space(e) {
-        return ApiError::new(507, "no_space", msg).retry_after(5);
-    }
-    match e {
-        simdex::Error::InvalidArgument(_) | simdex::Error::KTooLarge { .. } | simdex::Error::Design(_) => ApiError::new(400, "invalid_argument", msg),
-        simdex::Error::ReadOnly { .. } => ApiError::new(403, "read_only", msg),
-        e if e.is_corruption() => ApiError::new(500, "corrupt", msg),
+    error_of_kind(e.kind(), e.chain_message())
+}
+
+/// The status and `kind` of an error kind (`simdex::ErrorKind`, the library's one list);
+/// `format-spec/protocol.md` lists them.
+fn error_of_kind(kind: simdex::ErrorKind, msg: String) -> ApiError {
+    use simdex::ErrorKind as K;
+    match kind {
+        // a writer that failed (also for want of space) stays failed until reopened, and
+        // "recovering" is what makes the server reopen it
+        K::WriterFailed => ApiError::new(503, "recovering", msg).retry_after(1),
+        K::NoSpace => ApiError::new(507, "no_space", msg).retry_after(5),
+        K::InvalidArgument => ApiError::new(400, "invalid_argument", msg),
+        K::ReadOnly => ApiError::new(403, "read_only", msg),
+        K::Corrupt => ApiError::new(500, "corrupt", msg),
+        K::RecipeMismatch => ApiError::new(409, "recipe_mismatch", msg),
+        K::EmptyDocument => ApiError::new(422, "empty_document", msg),
+        K::BinaryDocument => ApiError::new(422, "binary_document", msg),
         _ => ApiError::new(500, "internal", msg),
     }
 }
@@ -237,13 +210,14 @@ pub fn fp_error(e: simdex_fingerprint::Error) -> ApiError {
 }
 
 fn fp_error_ref(e: &simdex_fingerprint::Error) -> ApiError {
-    use simdex_fingerprint::Error as E;
+    use simdex::ErrorKind as K;
     match e {
-        E::Index(e) => index_error_ref(e),
-        E::RecipeMismatch { .. } => ApiError::new(409, "recipe_mismatch", e.to_string()),
-        E::EmptyDocument { .. } => ApiError::new(422, "empty_document", format!("document not fingerprinted: {e}")),
-        E::BinaryDocument { .. } => ApiError::new(422, "binary_document", format!("document not fingerprinted: {e}")),
-        e => ApiError::new(400, "invalid_argument", format!("document not fingerprinted: {e}")),
+        simdex_fingerprint::Error::Index(e) => index_error_ref(e),
+        e => {
+            let kind = e.kind();
+            let msg = if matches!(kind, K::EmptyDocument | K::BinaryDocument) { format!("document not fingerprinted: {e}") } else { e.to_string() };
+            error_of_kind(kind, msg)
+        }
     }
 }
 

@@ -193,7 +193,7 @@ fn open(options: &ServeOptions) -> Result<DocumentIndex, simdex_fingerprint::Err
         ServeDurability::Group => Durability::default(),
     };
     let sketches = options.sketches.then(|| SketchOptions::default().column());
-    let index_options = IndexOptions { k: options.k, durability, create: !options.read_only, sketches, ..IndexOptions::default() };
+    let index_options = IndexOptions::default().with_k(options.k).with_durability(durability).with_create(!options.read_only).with_sketches(sketches);
     if options.read_only {
         DocumentIndex::open_read_only(&options.dir, index_options)
     } else {

@@ -91,13 +91,8 @@ pub fn run(args: Args) -> Result<()> {
     let chunks = ReadAhead::spawn(&args.input, READ_AHEAD)?;
     let defaults = IndexOptions::default();
     // Every group commit is fsynced before the next group is read.
-    let options = IndexOptions {
-        k: args.k,
-        durability: Durability::Sync,
-        memtable_ops: args.memtable_ops.unwrap_or(defaults.memtable_ops),
-        log_recovery: args.log_recovery.mode(),
-        ..defaults
-    };
+    let memtable_ops = args.memtable_ops.unwrap_or(defaults.memtable_ops);
+    let options = defaults.with_k(args.k).with_durability(Durability::Sync).with_memtable_ops(memtable_ops).with_log_recovery(args.log_recovery.mode());
     if !args.no_space_check {
         check_free_space(&args.dir, options.memtable_ops)?;
     }

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
-use simdex::batch::{batch_query_each, BatchOptions};
+use simdex::{batch_query_each, BatchOptions};
 use simdex::{Source, Stored};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let mut answered: HashSet<u64> = HashSet::new();
-    let mut options = BatchOptions { match_memory: args.match_memory, spill_dir: args.spill_dir.clone(), ..BatchOptions::new(args.k) };
+    let mut options = BatchOptions::new(args.k).with_match_memory(args.match_memory).with_spill_dir(args.spill_dir.clone());
     if let Some(t) = args.threads {
         if t == 0 {
             bail!("--threads 0: at least one thread is needed");
@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut matches = 0u64;
     // When the first match is handed over: the join is done, the sorted matches stream out.
     let mut first_match: Option<Instant> = None;
-    let mut write = |m: simdex::batch::BatchMatch| -> std::io::Result<()> {
+    let mut write = |m: simdex::BatchMatch| -> std::io::Result<()> {
         if first_match.is_none() {
             first_match = Some(Instant::now());
         }
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> Result<()> {
         if args.json {
             answered.insert(m.query);
         }
-        let one = simdex::Match { fingerprint: m.fingerprint, distance: m.distance, doc_id: m.doc_id };
+        let one = simdex::Match::new(m.fingerprint, m.distance, m.doc_id);
         let ids = ids_of.get(&m.query).map_or(&[][..], Vec::as_slice);
         let qids = ids.iter().copied().map(Some).chain(ids.is_empty().then_some(None));
         for qid in qids {

@@ -54,8 +54,8 @@ pub fn run(args: Args) -> Result<()> {
     let data = input::read_all(&args.input, args.format, |b| bar.set_position(b))?;
     bar.finish_and_clear();
     let read_time = start.elapsed();
-    let design: Design = plan(&PlanOptions { tables: args.tables, ..PlanOptions::new(data.fps.len() as u64, args.k) })?.chosen.design;
-    let options = BuildOptions { design: Some(design.clone()), k: args.k, codec: args.codec };
+    let design: Design = plan(&(PlanOptions::new(data.fps.len() as u64, args.k)).with_tables(args.tables))?.chosen.design;
+    let options = BuildOptions::default().with_design(Some(design.clone())).with_k(args.k).with_codec(args.codec);
     let bar = progress::steps(design.tables().len() as u64, "building tables");
     let built = Instant::now();
     let bytes = build_segment_with_progress(&FsStorage, &args.out, &data.fps, data.ids.as_deref(), &options, &mut |done, _| bar.set_position(done as u64))?;

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::cluster::{clusters_with, ClusterOptions};
+use simdex::{clusters_with, ClusterOptions};
 use simdex::{Source, Stored};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -70,7 +70,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(t) => t,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let options = ClusterOptions { threads, pair_memory: args.pair_memory, spill_dir: args.spill_dir.clone(), ..ClusterOptions::new(args.k) };
+    let options = ClusterOptions::new(args.k).with_threads(threads).with_pair_memory(args.pair_memory).with_spill_dir(args.spill_dir.clone());
     let found = clusters_with(&source, &options)?;
     let sink: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?),

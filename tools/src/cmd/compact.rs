@@ -32,7 +32,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let mut options = IndexOptions { create: false, background: false, log_recovery: args.log_recovery.mode(), ..IndexOptions::default() };
+    let mut options = IndexOptions::default().with_create(false).with_background(false).with_log_recovery(args.log_recovery.mode());
     if let Some(n) = args.max_merge_entries {
         options.compaction.max_merge_entries = n;
     }

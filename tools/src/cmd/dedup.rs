@@ -2,7 +2,7 @@
 //! distance k among the remaining documents, grouped into clusters by union-find.
 //!
 //! Near-duplicate pairs are found exactly by the library's self-join of the fingerprints,
-//! sorted into permuted tables in memory (`simdex::cluster::near_pairs` over
+//! sorted into permuted tables in memory (`simdex::near_pairs` over
 //! `SortedTables`). By default every pair within k is then confirmed: kept only when the
 //! documents' sketches (`simdex_fingerprint::sketch`, computed in memory) estimate a
 //! resemblance of at least `--confirm-threshold`. On the dev corpus this lifts F1 from 0.72
@@ -20,8 +20,8 @@ use crate::recipe_args::RecipeArgs;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::cluster::{clusters_from_pairs, near_pairs};
 use simdex::SortedTables;
+use simdex::{clusters_from_pairs, near_pairs};
 use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::Fingerprinter;
 use std::collections::{BTreeMap, HashMap};
@@ -145,7 +145,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             // The default design (k = 3) answers any k up to 8 by multi-probe. A new index
             // stores the documents' sketches when the run confirms (an existing one keeps
             // what it was created with).
-            simdex_fingerprint::DocumentIndex::open(dir, simdex::IndexOptions { sketches: confirm.map(|_| SketchOptions::default().column()), ..simdex::IndexOptions::default() })
+            simdex_fingerprint::DocumentIndex::open(dir, simdex::IndexOptions::default().with_sketches(confirm.map(|_| SketchOptions::default().column())))
                 .with_context(|| format!("opening index {}", dir.display()))?,
         ),
         None => None,
@@ -190,8 +190,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             // matches are by fingerprint alone, at the unconfirmed distance.
             let confirm = confirm.filter(|_| index.sketch_options() == Some(SketchOptions::default()));
             let check = match confirm {
-                Some(min_similarity) => simdex::ConfirmOptions { k, min_similarity, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K), exhaustive: false },
-                None => simdex::ConfirmOptions { k: k.min(DEFAULT_UNCONFIRMED_K), min_similarity: 0.0, unsketched_k: k.min(DEFAULT_UNCONFIRMED_K), exhaustive: false },
+                Some(min_similarity) => simdex::ConfirmOptions::default().with_k(k).with_min_similarity(min_similarity).with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K)),
+                None => simdex::ConfirmOptions::default().with_k(k.min(DEFAULT_UNCONFIRMED_K)).with_min_similarity(0.0).with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K)),
             };
             if confirm.is_none() && !args.no_confirm {
                 eprintln!(
@@ -502,7 +502,7 @@ impl LeftOut {
 
 /// The index's document id for a document id string.
 fn index_doc_id(id: &str) -> u64 {
-    simdex_fingerprint::hash::sfh64(0, id.as_bytes())
+    simdex_fingerprint::doc_id(id)
 }
 
 /// Checks every document against the index (confirmed by sketch with `confirm`, else by
@@ -514,7 +514,7 @@ fn check_and_add(index: simdex::Index, docs: &[DocInfo], confirm: Option<simdex:
     }
     let mut known = 0;
     let mut pairs = Vec::new();
-    let mut sketched: Vec<(u64, u64)> = Vec::new();
+    let mut sketched: Vec<simdex::Entry> = Vec::new();
     let mut sketches: Vec<u8> = Vec::new();
     let mut matches = Vec::new();
     for d in docs {
@@ -524,7 +524,7 @@ fn check_and_add(index: simdex::Index, docs: &[DocInfo], confirm: Option<simdex:
             (Some(options), Some(sketch)) => index
                 .query_confirmed(fp, sketch.as_bytes(), &options)?
                 .iter()
-                .map(|v| json!({"fingerprint": format!("{:016x}", v.matched.fingerprint), "index_doc_id": v.matched.doc_id, "distance": v.matched.distance, "similarity": v.similarity}))
+                .map(|v| json!({"fingerprint": format!("{:016x}", v.fingerprint), "index_doc_id": v.doc_id, "distance": v.distance, "similarity": v.similarity}))
                 .collect(),
             _ => {
                 index.query_into(fp, &simdex::QueryOptions::within(k), &mut matches)?;
@@ -537,10 +537,10 @@ fn check_and_add(index: simdex::Index, docs: &[DocInfo], confirm: Option<simdex:
         }
         match sketch {
             Some(s) => {
-                sketched.push((fp, index_doc_id(&d.id)));
+                sketched.push(simdex::Entry::new(fp, index_doc_id(&d.id)));
                 sketches.extend_from_slice(s.as_bytes());
             }
-            None => pairs.push((fp, index_doc_id(&d.id))),
+            None => pairs.push(simdex::Entry::new(fp, index_doc_id(&d.id))),
         }
     }
     let added = pairs.len() + sketched.len();

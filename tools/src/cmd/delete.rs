@@ -33,7 +33,7 @@ pub fn run(args: Args) -> Result<()> {
     let Some(ids) = data.ids else {
         bail!("{}: delete needs (fingerprint, document id) pairs: give `HEX<TAB>ID` lines (or --binary pairs)", input::display_name(&args.input));
     };
-    let options = IndexOptions { create: false, durability: Durability::NoSync, log_recovery: args.log_recovery.mode(), ..IndexOptions::default() };
+    let options = IndexOptions::default().with_create(false).with_durability(Durability::NoSync).with_log_recovery(args.log_recovery.mode());
     let index = Index::open(&args.dir, options)?;
     crate::log_recovery::warn_of_loss(&index);
     let pairs: Vec<(u64, u64)> = data.fps.into_iter().zip(ids).collect();
@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let bar = progress::steps(pairs.len() as u64, "deleting");
     for chunk in pairs.chunks(1 << 16) {
-        index.delete_batch(chunk)?;
+        index.delete_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>())?;
         bar.inc(chunk.len() as u64);
     }
     index.sync()?;

@@ -90,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 });
                 writeln!(out, "{line}")?;
             } else if let Some(names) = &mut names {
-                let doc_id = simdex_fingerprint::hash::sfh64(0, id.as_bytes());
+                let doc_id = simdex_fingerprint::doc_id(id);
                 writeln!(out, "{:016x}\t{doc_id}", f.value)?;
                 writeln!(names, "{doc_id}\t{id}")?;
             } else {

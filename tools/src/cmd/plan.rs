@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(design_k) = args.for_design {
         return run_for_design(&args, design_k);
     }
-    let options = PlanOptions { k: args.k, count: args.count, max_candidates_log2: args.tau, tables: args.tables };
+    let options = PlanOptions::new(args.count, args.k).with_max_candidates_log2(args.tau).with_tables(args.tables);
     let plan = plan(&options)?;
     if args.json {
         let alternatives: Vec<_> = plan.alternatives.iter().map(describe_json).collect();
@@ -102,7 +102,7 @@ pub fn run(args: Args) -> Result<()> {
 
 /// `--for-design`: the cost of every k up to 8 from the design planned for `design_k`.
 fn run_for_design(args: &Args, design_k: u32) -> Result<()> {
-    let options = PlanOptions { k: design_k, count: args.count, max_candidates_log2: args.tau, tables: args.tables };
+    let options = PlanOptions::new(args.count, design_k).with_max_candidates_log2(args.tau).with_tables(args.tables);
     let design = plan(&options)?.chosen.design;
     let plans = (0..=MAX_K).map(|k| ProbePlan::new(&design, k, args.count)).collect::<Result<Vec<_>, _>>()?;
     let method = |p: &ProbePlan| {
@@ -158,7 +158,7 @@ fn run_for_design(args: &Args, design_k: u32) -> Result<()> {
 
 /// `--check`: the cost model of the crawler's check, banded and exhaustive.
 fn run_check(args: &Args, design_k: u32) -> Result<()> {
-    let options = PlanOptions { k: design_k, count: args.count, max_candidates_log2: args.tau, tables: args.tables };
+    let options = PlanOptions::new(args.count, design_k).with_max_candidates_log2(args.tau).with_tables(args.tables);
     let design = plan(&options)?.chosen.design;
     let c = CheckCost::new(&design, args.k, args.count, SKETCH_BYTES)?;
     if args.json {

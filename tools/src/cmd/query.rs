@@ -163,7 +163,7 @@ mod tests {
             for &fp in &values {
                 for qid in [None, Some(0u64), Some(q), Some(u64::MAX)] {
                     for doc_id in [None, Some(fp), Some(u64::MAX)] {
-                        let m = simdex::Match { fingerprint: fp, distance: (q ^ fp).count_ones(), doc_id };
+                        let m = simdex::Match::new(fp, (q ^ fp).count_ones(), doc_id);
                         let mut got = Vec::new();
                         write_tsv(&mut got, q, qid, &m).unwrap();
                         let mut want = qid.map_or(String::new(), |id| format!("{id}\t"));

@@ -1,12 +1,10 @@
 //! `simdex recover`: salvage what is intact of a damaged index into a new one.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::inspect::salvage;
-use simdex::storage::{FsStorage, Storage};
 use simdex::IndexOptions;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Copy what is intact of a damaged index into a new index, and report exactly what was
 /// lost.
@@ -39,7 +37,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let bar = crate::progress::spinner("recovering");
-    let report = salvage_into(&args.dir, &args.out).with_context(|| format!("recovering {} into {}", args.dir.display(), args.out.display()))?;
+    let report =
+        simdex::inspect::recover_into(&args.dir, &args.out, IndexOptions::default()).with_context(|| format!("recovering {} into {}", args.dir.display(), args.out.display()))?;
     bar.finish_and_clear();
     if args.json {
         let pairs = |v: &[(String, String)]| v.iter().map(|(f, d)| json!({"file": f, "detail": d})).collect::<Vec<_>>();
@@ -84,29 +83,4 @@ pub fn run(args: Args) -> Result<()> {
         out!("up to {} deleted pairs may be in {} again (see LOST above): delete them again if you know them", report.deletes_possibly_undone, args.out.display());
     }
     Ok(())
-}
-
-/// Salvages `dir` into a temporary directory beside `out`, then renames it to `out` (which
-/// must not exist, or be an empty directory). A temporary directory an interrupted run left
-/// is removed first; this run's is removed if it fails.
-fn salvage_into(dir: &Path, out: &Path) -> Result<simdex::inspect::SalvageReport> {
-    let name = out.file_name().with_context(|| format!("{}: not a directory name", out.display()))?;
-    let parent = simdex::storage::parent_dir(out);
-    let tmp = parent.join(format!(".{}.recovering", name.to_string_lossy()));
-    if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        bail!("{} already exists and is not an empty directory: recover into a new directory", out.display());
-    }
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).with_context(|| format!("removing {}, left by an interrupted recover", tmp.display()))?;
-    }
-    let report = match salvage(&FsStorage, dir, &tmp, IndexOptions::default()) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e.into());
-        }
-    };
-    std::fs::rename(&tmp, out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
-    FsStorage.sync_dir(&parent).with_context(|| format!("syncing {}", parent.display()))?;
-    Ok(report)
 }

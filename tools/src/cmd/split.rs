@@ -3,10 +3,10 @@
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::split::{split, SplitOptions};
 use simdex::storage::FsStorage;
 use simdex::Codec;
 use simdex::Source;
+use simdex::{split, SplitOptions};
 use std::path::PathBuf;
 
 use crate::progress;
@@ -49,7 +49,7 @@ pub fn run(args: Args) -> Result<()> {
     let source = Source::open(&args.index)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let bar = progress::steps(0, "splitting");
-    let options = SplitOptions { parts: args.parts, k: args.k, codec: args.codec };
+    let options = SplitOptions::new(args.parts).with_k(args.k).with_codec(args.codec);
     let written = split(&source, &FsStorage, &args.out, &options, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);

@@ -44,7 +44,7 @@ pub(super) fn index(args: IndexArgs) -> Result<()> {
     }
     let started = Instant::now();
     let column = SketchOptions::default().column();
-    let options = IndexOptions { k: args.k, sketches: Some(column), durability: Durability::NoSync, ..IndexOptions::default() };
+    let options = IndexOptions::default().with_k(args.k).with_sketches(Some(column)).with_durability(Durability::NoSync);
     let index = Index::open(&args.dir, options).with_context(|| format!("{}: creating the index", args.dir.display()))?;
     let width = usize::from(column.bytes);
     let ids = |i: usize| read.ids.as_ref().and_then(|ids| ids.get(i).copied()).unwrap_or(i as u64);
@@ -54,7 +54,7 @@ pub(super) fn index(args: IndexArgs) -> Result<()> {
         sketches.clear();
         for (j, &fp) in chunk.iter().enumerate() {
             let id = ids(start + j);
-            pairs.push((fp, id));
+            pairs.push(simdex::Entry::new(fp, id));
             sketches.extend_from_slice(&synthetic_sketch(id, width));
         }
         index.insert_batch_sketched(&pairs, &sketches)?;

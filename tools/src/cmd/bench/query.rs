@@ -79,7 +79,7 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
             Some(ids) => ids.iter().flat_map(|&id| synthetic_sketch(id, width)).collect(),
             None => queries.iter().flat_map(|&fp| synthetic_sketch(fp ^ UNRELATED, width)).collect(),
         };
-        let options = ConfirmOptions { exhaustive: args.exhaustive, ..ConfirmOptions::within(args.k).with_min_similarity(args.min_similarity) };
+        let options = ConfirmOptions::within(args.k).with_min_similarity(args.min_similarity).with_exhaustive(args.exhaustive);
         Target::Verified { index, sketches, width, options }
     } else {
         Target::Plain { source: Source::open(&args.file)?, options: QueryOptions::within(args.k) }

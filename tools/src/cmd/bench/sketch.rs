@@ -21,7 +21,7 @@ pub(super) fn synthetic_sketch(seed: u64, width: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::synthetic_sketch;
-    use simdex::confirm::minhash_resemblance;
+    use simdex::minhash_resemblance;
 
     #[test]
     fn one_id_resembles_itself_and_two_ids_do_not() {

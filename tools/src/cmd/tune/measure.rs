@@ -69,7 +69,7 @@ pub struct Pair {
 pub fn ground_truth(sets: &[&[u64]], threshold: f64) -> anyhow::Result<Vec<(u32, u32)>> {
     const BANDS: usize = 20;
     const ROWS: usize = 5;
-    let lsh = Sketcher::new(SketchOptions { hashes: (BANDS * ROWS) as u32, bits: 4 })?;
+    let lsh = Sketcher::new(SketchOptions::new((BANDS * ROWS) as u32, 4))?;
     let mut buckets: HashMap<(usize, u64), Vec<u32>> = HashMap::new();
     for (i, set) in sets.iter().enumerate() {
         let sig = lsh.min_shingles(set);

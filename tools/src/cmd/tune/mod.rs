@@ -103,7 +103,7 @@ struct Report {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let options = SketchOptions { hashes: args.sketch_hashes, bits: args.sketch_bits };
+    let options = SketchOptions::new(args.sketch_hashes, args.sketch_bits);
     let mut sketcher = Sketcher::new(options)?;
     let files = corpus::expand(&args.inputs)?;
     let (docs, read) = sample(&args, &files)?;
