@@ -29,7 +29,7 @@ cgroot=/sys/fs/cgroup/memory
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 head -n "$count" "$queries" > "$work/first.txt"
-tail -n +"$((count + 1))" "$queries" | head -n "$count" > "$work/second.txt"
+sed -n "$((count + 1)),$((2 * count))p" "$queries" > "$work/second.txt"
 disk=$(df -P "$(echo "$1" | cut -d: -f2)" | awk 'NR == 2 { print $1 }' | sed 's|^/dev/||')
 read_mib() { awk -v d="$disk" 'BEGIN { v = 0 } $3 == d { v = int($6 * 512 / 1048576) } END { print v }' /proc/diskstats; }
 echo "cold check: $count + $count queries from $queries; cgroup v1, cap a quarter of each index; load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -84,6 +84,8 @@ impl BandQuery<'_> {
 pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuery<'_>, out: &mut Vec<Match>) -> Result<()> {
     let mut ordinals = Vec::new();
     let newest = version.segments.len().saturating_sub(1);
+    // where a newer copy of a pair may be: a later segment or a memtable
+    let memtables_hold_inserts = views.0.iter().any(|v| v.entries().next().is_some());
     for (i, s) in version.segments.iter().enumerate() {
         let Some(bands) = &s.bands else {
             fallback(version, views, s, q, out)?;
@@ -110,7 +112,7 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
                 continue;
             }
             // A newer copy of the pair (re-inserted with another sketch) is the one judged.
-            let newer_copy = i < newest || !views.0.is_empty();
+            let newer_copy = i < newest || memtables_hold_inserts;
             let similarity = if newer_copy {
                 match version.sketch_of(views, fp, id)? {
                     Some(stored) => match q.accepts(&stored) {
