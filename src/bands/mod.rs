@@ -50,6 +50,13 @@ pub fn band_key(sketch: &[u8], b: u32) -> Option<u32> {
     Some(u32::from_le_bytes(*bytes))
 }
 
+/// True when `a` and `b` agree on a whole band (of the first `bands`): what a band lookup
+/// finds, once the candidates that share only a bucket and a tag are left out.
+#[inline]
+pub fn shares_band(a: &[u8], b: &[u8], bands: u32) -> bool {
+    (0..bands).any(|i| band_key(a, i).is_some_and(|k| band_key(b, i) == Some(k)))
+}
+
 /// True when `sketch` stands for "no sketch" (all zero): such entries are not banded.
 #[inline]
 pub fn is_empty_sketch(sketch: &[u8]) -> bool {

@@ -245,6 +245,10 @@ mod tests {
         // every entry with a sketch is found under each of its bands, and only entries
         // that share the bucket and tag are returned
         let ids: Vec<u64> = (0..seg.len()).map(|o| seg.doc_id(o).expect("id")).collect();
+        // the fingerprint at each ordinal is table 0's entry there
+        for (o, e) in (0u64..).zip(seg.entries()) {
+            assert_eq!(seg.fingerprint_at(o).unwrap(), e.unwrap().0, "ordinal {o}");
+        }
         for &(id, sketch) in stored.iter().step_by(13) {
             for b in 0..16 {
                 let key = band_key(&sketch, b).expect("band");

@@ -11,7 +11,7 @@ use std::path::Path;
 use super::files::bands_name;
 use super::manifest::SegmentMeta;
 use super::version::{LiveSegment, MemViews, Version};
-use crate::bands::{band_key, write_band_file, BandFile, BuildBudget};
+use crate::bands::{band_key, shares_band, write_band_file, BandFile, BuildBudget};
 use crate::confirm::minhash_resemblance;
 use crate::error::Result;
 use crate::query::Match;
@@ -101,7 +101,12 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
         ordinals.dedup();
         for &ordinal in &ordinals {
             let ordinal = u64::from(ordinal);
-            let Some(similarity) = q.accepts(s.segment.sketch(ordinal)?) else { continue };
+            // a candidate that shares only a bucket and a tag with the query's band is not one
+            let stored = s.segment.sketch(ordinal)?;
+            if !shares_band(q.sketch, stored, bands.design().bands) {
+                continue;
+            }
+            let Some(similarity) = q.accepts(stored) else { continue };
             let fp = s.segment.fingerprint_at(ordinal)?;
             let distance = (fp ^ q.fingerprint).count_ones();
             if distance > q.k {

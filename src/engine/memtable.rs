@@ -409,7 +409,7 @@ impl MemView<'_> {
     /// (unsorted); empty when the memtable stores no sketches.
     pub fn band_candidates(&self, sketch: &[u8]) -> Vec<MemEntry> {
         let Some(src) = BandSource::of(&self.data, self.sketch_width) else { return Vec::new() };
-        let shares = |stored: &[u8]| (0..src.bands).any(|b| crate::bands::band_key(stored, b).is_some() && crate::bands::band_key(stored, b) == crate::bands::band_key(sketch, b));
+        let shares = |stored: &[u8]| crate::bands::shares_band(sketch, stored, src.bands);
         let mut out: Vec<MemEntry> = self.data.tail.iter().filter(|e| src.keys(e).is_some_and(|(_, s)| shares(s))).copied().collect();
         for r in &self.data.runs {
             for (b, values) in (0u32..).zip(&r.bands) {
