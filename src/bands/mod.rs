@@ -1,6 +1,6 @@
 //! Sketch bands: the index that finds a segment's entries by their stored sketch, so that
 //! the crawler's check (candidates within a wide `k`, confirmed by sketch at resemblance
-//! 0.9: [`crate::confirm`]) costs a few exact-match lookups instead of thousands of
+//! 0.9: `crate::confirm`) costs a few exact-match lookups instead of thousands of
 //! multi-probes (`format-spec/bands.md`).
 //!
 //! A sketch of 512 one-bit MinHash values is cut into 16 *bands* of 32 bits. Two documents
@@ -18,9 +18,9 @@
 //! the segment's sketch column, rebuilt when missing or damaged, and checked page by page
 //! like every other section.
 //!
-//! - [`layout`]: the head, the page layout and the offsets (mirrors the spec page);
+//! - `layout`: the head, the page layout and the offsets (mirrors the spec page);
 //! - `build`: writing a segment's band file in bounded memory;
-//! - `read`: opening one ([`BandFile`]) and looking sketches up; checking every byte.
+//! - `read`: opening one (`BandFile`) and looking sketches up; checking every byte.
 //!
 //! It reads segments and writes its own files; which band files exist is the engine's.
 
@@ -36,7 +36,7 @@ pub(crate) use read::BandFile;
 pub use crate::plan::BandDesign;
 pub(crate) use crate::plan::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 
-/// The tag of band value `key`: its low [`TAG_BITS`] bits.
+/// The tag of band value `key`: its low `TAG_BITS` (8) bits.
 #[inline]
 pub fn tag(key: u32) -> u8 {
     key as u8
