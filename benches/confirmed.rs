@@ -1,7 +1,7 @@
 //! Confirmed queries against plain ones (issue 11), printed as a table (harness = false).
 //!
 //! An index of `SIMDEX_BENCH_N` (default 1e7) random fingerprints, each with a random
-//! 64-byte sketch of the library's scheme, is built through the engine (`insert_batch_sketched`,
+//! 64-byte sketch of the library's scheme, is built through the engine (`insert_many_sketched`,
 //! then `compact`: one segment) in `SIMDEX_BENCH_DIR` (default: under `target/`). 10,000
 //! queries, half a stored fingerprint with 2 bits flipped and its sketch with 10 of 512
 //! values changed (a confirmed match), half random: each is timed one thread, warm (after
@@ -64,7 +64,7 @@ fn main() {
         let pairs: Vec<(u64, u64)> = chunk.iter().enumerate().map(|(i, &fp)| (fp, (c << 16 | i) as u64)).collect();
         bytes.clear();
         pairs.iter().for_each(|p| bytes.extend_from_slice(&sketch(p.1)));
-        index.insert_batch_sketched(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &bytes).unwrap();
+        index.insert_many_sketched(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &bytes).unwrap();
     }
     index.compact().unwrap();
     let build = t.elapsed().as_secs_f64();

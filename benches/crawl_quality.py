@@ -54,7 +54,7 @@ class Site(scrapy.Spider):
                 yield response.follow(href)
 
 process = CrawlerProcess(settings={
-    "DOWNLOADER_MIDDLEWARES": {"simdex.scrapy.NearDuplicateMiddleware": 950},
+    "DOWNLOADER_MIDDLEWARES": {"simdex.scrapy.NearDuplicateMiddleware": 540},
     "SIMDEX_INDEX": index,
     "CONCURRENT_REQUESTS": 8,
     "LOG_LEVEL": "WARNING",

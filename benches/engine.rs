@@ -143,7 +143,7 @@ fn ingest(dir: &Path, data: &[(u64, u64)], batch: usize, durability: Durability,
         if batch == 1 {
             index.insert(chunk[0].0, chunk[0].1).unwrap();
         } else {
-            index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+            index.insert_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         }
         done += chunk.len();
         if done % 4096 < batch && start.elapsed() > limit {
@@ -234,7 +234,7 @@ fn query_table() {
     let options = IndexOptions::default().with_memtable_ops(memtable_ops).with_background(true).with_durability(Durability::NoSync);
     let index = Arc::new(Index::open(&idx, options).unwrap());
     for chunk in data.chunks(10_000) {
-        index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        index.insert_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     }
     // Let the background thread finish its flushes and compactions.
     let settle = Instant::now();
@@ -274,7 +274,7 @@ fn query_table() {
                         id += 1;
                         chunk.push((x, id));
                     }
-                    index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+                    index.insert_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                     let w = written.fetch_add(1000, Ordering::Relaxed) + 1000;
                     if let Some(rate) = rate {
                         let due = Duration::from_secs_f64(w as f64 / rate as f64);
@@ -358,13 +358,13 @@ fn compact_table() {
         let data = pairs(n, 21);
         for part in data.chunks(n.div_ceil(4)) {
             for chunk in part.chunks(100_000) {
-                index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+                index.insert_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
             }
             index.flush().unwrap();
         }
         if delete_every > 0 {
             let gone: Vec<(u64, u64)> = data.iter().step_by(delete_every).copied().collect();
-            index.delete_batch(&gone.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+            index.delete_many(&gone.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         }
         drop(data);
         assert_eq!(index.stats().segments.len(), 4);

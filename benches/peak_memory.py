@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run a command and report its wall time and peak memory, sampled from /proc/PID/status.
 
-    python3 benches/peak_memory.py [--pipe FILE] -- simdex add idx --binary -
+    python3 benches/peak_memory.py [--pipe FILE] -- simdex insert idx --binary -
 
 With --pipe, FILE is written into the command's stdin through a pipe (as a crawler
 would feed it), 1 MiB at a time, and the pipe is closed at the end.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The crawler's loop at scale, end to end through the CLI (issue 14): N random fingerprints
-# streamed into `simdex add DIR --binary -`, a full compaction, the open cost, warm queries,
+# streamed into `simdex insert DIR --binary -`, a full compaction, the open cost, warm queries,
 # cold queries with the page cache dropped and capped at a quarter of the index (at least
 # 64 MiB; cgroup v1 or v2, root only), and a self-join (`simdex cluster DIR`). Prints one table; every figure is
 # measured here, on this machine.

@@ -26,7 +26,7 @@ Without --new/--base the script builds them (release): this checkout's `simdex` 
 N random fingerprints (`simdex bench generate --seed 1`), 10,000 queries (half a stored
 fingerprint with 2 bits flipped, half random, with ids), 1M queries of the same mix for
 `simdex batch`. Each build makes its own segment (`simdex build`) and its own live index
-(`simdex add`, as a crawler's index is left: not compacted).
+(`simdex insert`, as a crawler's index is left: not compacted).
 """
 
 import argparse
@@ -257,6 +257,7 @@ def main():
         if not os.path.exists(f(f"{name}.sdx")):
             subprocess.run([bin_, "build", "--out", f(f"{name}.sdx"), f("stored.txt")], check=True, stderr=subprocess.DEVNULL)
         if not os.path.exists(f(f"{name}-live")):
+            # `add`: the name both builds accept (`insert` since issue 35)
             subprocess.run([bin_, "add", f(f"{name}-live"), f("stored.txt")], check=True, stdout=subprocess.DEVNULL)
     if not os.path.exists(f("sketched")):
         subprocess.run([new, "bench", "index", f("sketched"), "--input", f("stored.txt")], check=True, stdout=subprocess.DEVNULL)

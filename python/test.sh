@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the abi3 wheel with maturin (release), installs it into a NEW virtualenv (with pytest,
+# Builds the abi3 wheel with maturin (release), for manylinux2014 (glibc 2.17: maturin --zig
+# links with zig, from the `ziglang` package), installs it into a NEW virtualenv (with pytest,
 # numpy, scrapy and pyspark, pinned by tools/spark/requirements.txt, from the registry; the
 # Spark tests need java) and runs python/tests with pytest against the installed package,
 # never the source tree (SIMDEX_TEST_INSTALLED makes a test check where `simdex`
@@ -13,17 +14,17 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 tools="$target/python-venv"
-if [ ! -x "$tools/bin/maturin" ]; then
-  python3 -m venv "$tools"
-  "$tools/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2"
+if [ ! -x "$tools/bin/maturin" ] || ! "$tools/bin/python" -c 'import ziglang' 2>/dev/null; then
+  [ -x "$tools/bin/python" ] || python3 -m venv "$tools"
+  "$tools/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2" "ziglang>=0.13"
 fi
 wheels="$target/python-wheels"
 rm -rf "$wheels"
-CARGO_TARGET_DIR="$target/python" "$tools/bin/maturin" build --quiet --release --manifest-path "$here/Cargo.toml" -o "$wheels"
+PATH="$tools/bin:$PATH" CARGO_TARGET_DIR="$target/python" "$tools/bin/maturin" build --quiet --release --zig --compatibility manylinux2014 --manifest-path "$here/Cargo.toml" -o "$wheels"
 shopt -s nullglob
 built=("$wheels"/*.whl)
-if [ "${#built[@]}" -ne 1 ] || [[ "${built[0]}" != *-cp39-abi3-* ]]; then
-  echo "expected one cp39-abi3 wheel in $wheels, found: ${built[*]:-none}" >&2
+if [ "${#built[@]}" -ne 1 ] || [[ "${built[0]}" != *-cp39-abi3-manylinux2014_x86_64* ]]; then
+  echo "expected one cp39-abi3 manylinux2014 wheel in $wheels, found: ${built[*]:-none}" >&2
   exit 1
 fi
 wheel="${built[0]}"

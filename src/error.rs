@@ -121,6 +121,17 @@ pub enum Error {
         /// Why it cannot simply be created, when it cannot.
         hint: String,
     },
+    /// The directory is not an index and holds other files: creating an index there was
+    /// refused (nothing was written), so that a mistyped path never turns a directory of
+    /// other files into an index. Point at an empty or new directory, or ask for it
+    /// (`IndexOptions::create_in_nonempty`, the CLI's `--create-in-nonempty`).
+    #[error("{}: not a simdex index (no MANIFEST) and not empty ({found}): refused to create an index among other files; use an empty or new directory, or ask for it with --create-in-nonempty (IndexOptions::create_in_nonempty, create_in_nonempty=True in Python)", dir.display())]
+    NotAnIndex {
+        /// The directory.
+        dir: PathBuf,
+        /// What it holds, in words (a count and a few names).
+        found: String,
+    },
     /// A write was attempted on an index opened read-only.
     #[error("{}: the index is open read-only", dir.display())]
     ReadOnly {

@@ -121,7 +121,9 @@ pub use codec::Codec;
 pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
 pub use engine::snapshot::{Deletes, Snapshot};
-pub use engine::{CompactionOptions, Durability, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, StatValue, Stats};
+pub use engine::{
+    Clock, CompactionOptions, Durability, Expiry, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, StatValue, Stats, SystemClock,
+};
 pub use error::{Error, ErrorKind, Location, Result};
 pub use integrity::{verify_crc, CrcMismatch};
 pub use many::{find_or_insert_many, query_many, Grouped, MatchColumns};

@@ -3,7 +3,7 @@
 use crate::plan::MAX_K;
 
 /// A stored pair: a fingerprint and the document id stored with it. What the batch writes
-/// take ([`crate::Index::insert_batch`], [`crate::Index::delete_batch`]) and
+/// take ([`crate::Index::insert_many`], [`crate::Index::delete_many`]) and
 /// [`crate::Index::live_entries`] returns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(C)]

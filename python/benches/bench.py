@@ -30,7 +30,7 @@ def rows():
     with tempfile.TemporaryDirectory() as d:
         # 1. find_or_insert, Python vs Rust, both into a 1M-pair index (nosync: the call, not the disk)
         with simdex.Index(os.path.join(d, "a"), durability="nosync") as idx:
-            idx.add_many(rng.integers(0, 2**64, size=1_000_000, dtype=np.uint64))
+            idx.insert_many(rng.integers(0, 2**64, size=1_000_000, dtype=np.uint64))
             idx.flush()
             n = 200_000
             py_fps = [int(x) for x in rng.integers(0, 2**64, size=n, dtype=np.uint64)]
@@ -55,7 +55,7 @@ def rows():
             fps = rng.integers(0, 2**64, size=10_000_000, dtype=np.uint64)
             ids = np.arange(10_000_000, dtype=np.uint64)
             t = time.perf_counter()
-            idx.add_many(fps, ids)
+            idx.insert_many(fps, ids)
             idx.sync()
             s = time.perf_counter() - t
             out.append(("add_many 1e7 numpy uint64 (+ sync)", f"{1e7 / s / 1e6:.2f} M fps/s", "target: >= 2 M/s"))
@@ -117,7 +117,7 @@ def batch_rows():
         queries = np.concatenate([near, rng.integers(0, 2**64, size=n - near.size, dtype=np.uint64)])
         rng.shuffle(queries)
         with simdex.Index(path, k=3, durability="nosync") as idx:
-            idx.add_many(stored, np.arange(n, dtype=np.uint64))
+            idx.insert_many(stored, np.arange(n, dtype=np.uint64))
             idx.compact()
             s_lists, lists = best(lambda: idx.query_many(queries))
             s_cols, cols = best(lambda: idx.query_many(queries, columnar=True))
@@ -138,7 +138,7 @@ def batch_rows():
         m = 200_000
         with simdex.Index(os.path.join(d, "f1"), durability="nosync") as a, simdex.Index(os.path.join(d, "f2"), durability="nosync") as b:
             for idx in (a, b):
-                idx.add_many(stored, np.arange(n, dtype=np.uint64))
+                idx.insert_many(stored, np.arange(n, dtype=np.uint64))
                 idx.compact()
             fps, ids = queries[:m], np.arange(n, n + m, dtype=np.uint64)
             s_many, _ = best(lambda: a.find_or_insert_many(fps, ids), runs=1)

@@ -138,11 +138,11 @@ def start_redis(binary: str, root: Path, name: str, aof: bool) -> Server:
         time.sleep(0.05)
 
 
-def start_simdex(binary: str, root: Path, name: str, durability: str) -> Server:
+def start_simdex(binary: str, root: Path, name: str, durability: str, extra: Optional[List[str]] = None) -> Server:
     d = root / name
     d.mkdir()
     err = open(d / "serve.log", "wb")
-    proc = subprocess.Popen([binary, "serve", str(d / "idx"), "--listen", "127.0.0.1:0", "--durability", durability], stdout=subprocess.PIPE, stderr=err)
+    proc = subprocess.Popen([binary, "serve", str(d / "idx"), "--listen", "127.0.0.1:0", "--durability", durability, *(extra or [])], stdout=subprocess.PIPE, stderr=err)
     lines: List[bytes] = []
     reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
     reader.start()
@@ -156,7 +156,7 @@ def start_simdex(binary: str, root: Path, name: str, durability: str) -> Server:
     with simdex.Client(url) as c:
         c.stats()  # answers: the index is open
     log(f"{name}: simdex serve pid {proc.pid} at {url}, --durability {durability}")
-    return Server(name, "simdex", proc, url, f"--durability {durability}")
+    return Server(name, "simdex", proc, url, " ".join([f"--durability {durability}", *(extra or [])]))
 
 
 # -- client processes ---------------------------------------------------------------------------
@@ -521,6 +521,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="a smoke run: 1 and 4 clients, 1 s cells, 2,000 pages")
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--simdex", default=str(REPO / "target" / "release" / "simdex"), help="the simdex binary")
+    ap.add_argument("--simdex-args", default="", help="more arguments of simdex serve (e.g. '--threads 1')")
     ap.add_argument("--redis-server", default=shutil.which("redis-server") or "/usr/bin/redis-server")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-': stdout, the table then goes to stderr)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, indexes)")
@@ -540,10 +541,10 @@ def main() -> int:
     servers: List[Server] = []
     try:
         servers.append(start_redis(args.redis_server, root, "redis", aof=False))
-        servers.append(start_simdex(args.simdex, root, "simdex", "group"))
+        servers.append(start_simdex(args.simdex, root, "simdex", "group", args.simdex_args.split()))
         if not args.no_durable:
             servers.append(start_redis(args.redis_server, root, "redis-aof", aof=True))
-            servers.append(start_simdex(args.simdex, root, "simdex-sync", "sync"))
+            servers.append(start_simdex(args.simdex, root, "simdex-sync", "sync", args.simdex_args.split()))
         cells: List[Dict[str, Any]] = []
         for ci, n in enumerate(clients):
             pool = Pool(n)

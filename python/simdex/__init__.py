@@ -2,7 +2,7 @@
 
 >>> import simdex
 >>> with simdex.Index("pages.idx") as idx:            # created if missing
-...     fp = idx.add_document(b"<p>some page ...</p>", doc_id=1)
+...     fp = idx.insert_document(b"<p>some page ...</p>", doc_id=1)
 ...     idx.find_or_insert(fp ^ 1, doc_id=2)         # a near-duplicate: the matches
 [(fp, 1, 1)]
 
@@ -37,11 +37,12 @@ from ._simdex import (
     doc_id,
 )
 from ._simdex import Index as _Index
-from ._types import DocumentMatch, MatchColumns, _columns, _document_answer, _numpy, _u64_bytes  # noqa: F401
+from ._types import DocumentMatch, MatchColumns, _columns, _deprecated, _document_answer, _numpy, _u64_bytes  # noqa: F401
 
 __all__ = [
     "Index",
     "Client",
+    "OutcomeUnknownError",
     "ServerUnavailableError",
     "DocumentMatch",
     "MatchColumns",
@@ -64,7 +65,8 @@ __all__ = [
 class Index(_Index):
     """An on-disk index of (fingerprint, doc_id) pairs.
 
-    ``Index(path, k=3, durability="group", read_only=False, create=True, sketches=True)`` opens
+    ``Index(path, k=3, durability="group", read_only=False, create=True, sketches=True,
+    log_recovery="strict", expire_after=None, create_in_nonempty=False)`` opens
     (or creates) the index in directory ``path``. ``k`` is the largest query distance, fixed when
     the index is created; so is ``sketches``: a new index stores a 64-byte sketch per document
     and its document calls confirm near-duplicates by it (``sketches=False``: fingerprints only,
@@ -75,18 +77,39 @@ class Index(_Index):
     manifest recorded as acknowledged (a cut, damaged or missing log: disk damage or a bad copy,
     never a crash): ``"strict"`` raises ``CorruptError`` naming the log and the operations lost;
     ``"point_in_time"`` opens with everything before the loss and reports it in
-    ``stats()["lost"]`` and ``stats()["lost_ops"]``. Use it as a context manager, or call
-    ``close()``.
+    ``stats()["lost"]`` and ``stats()["lost_ops"]``. ``expire_after`` (``"30d"``, seconds or a
+    ``datetime.timedelta``): the expiry window of a new index, pinned in it: a pair stored longer
+    ago than the window plus its granularity (at most an eighth of it; ``stats()`` has both and
+    the oldest live slice's start) never matches again, and compaction drops it; an existing
+    index keeps its own (another window raises ValueError; ``None`` takes the index's). The
+    window is read from the system's wall clock; a clock set back never expires anything early.
+    A directory that is not an index and holds other files is refused (``simdex.Error``)
+    unless ``create_in_nonempty=True``. Use it as a context manager, or call ``close()``.
     """
 
+    def add(self, fp: int, doc_id: int) -> int:
+        """Deprecated name of ``insert``."""
+        _deprecated("Index.add", "Index.insert")
+        return self.insert(fp, doc_id)
+
+    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Deprecated name of ``insert_document``."""
+        _deprecated("Index.add_document", "Index.insert_document")
+        return self.insert_document(data, doc_id, html=html)
+
     def add_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
-        """Adds many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids``
+        """Deprecated name of ``insert_many``."""
+        _deprecated("Index.add_many", "Index.insert_many")
+        return self.insert_many(fps, doc_ids)
+
+    def insert_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
+        """Inserts many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids``
         every fingerprint gets its insert's sequence number as id. Returns the count."""
         f = _u64_bytes(fps, "fps")
         ids = None if doc_ids is None else _u64_bytes(doc_ids, "doc_ids")
         if ids is not None and len(ids) != len(f):
             raise ValueError(f"fps and doc_ids differ in length ({len(f) // 8} and {len(ids) // 8})")
-        return self._add_many(f, ids)
+        return self._insert_many(f, ids)
 
     def find_or_insert_document(
         self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None
@@ -141,11 +164,17 @@ class Index(_Index):
         ``(fingerprint, matches, words)``, or, for a document refused (too few words, binary;
         nothing stored), the EmptyDocumentError or BinaryDocumentError it would raise,
         returned, not raised. Any other error stops the batch and is raised; the items before
-        it stay stored."""
+        it stay stored, and the exception says how far it got: ``done`` items were done, as
+        ``results`` (their items) says; the rest were not."""
         ids = _u64_bytes(doc_ids, "doc_ids")
-        out = self._find_or_insert_documents(list(docs), ids, k, html, min_words, confirm)
-        return [a if isinstance(a, BaseException) else _document_answer(a) for a in out]
+        items = lambda out: [a if isinstance(a, BaseException) else _document_answer(a) for a in out]  # noqa: E731
+        try:
+            return items(self._find_or_insert_documents(list(docs), ids, k, html, min_words, confirm))
+        except Error as e:
+            if hasattr(e, "results"):
+                e.results = items(e.results)
+            raise
 
 
 # the client of `simdex serve` (imported last: it uses the helpers above)
-from .client import Client, ServerUnavailableError  # noqa: E402
+from .client import Client, OutcomeUnknownError, ServerUnavailableError  # noqa: E402

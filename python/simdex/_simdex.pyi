@@ -1,5 +1,6 @@
 """Type stubs of the extension module (re-exported by ``simdex``)."""
 
+import datetime
 from os import PathLike
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -50,7 +51,25 @@ class EmptyDocumentError(Error):
     """The document has too few words to be fingerprinted; nothing was stored."""
 
 class Index:
-    def __init__(self, path: Union[str, PathLike[str]], k: int = 3, durability: str = "group", read_only: bool = False, create: bool = True, sketches: bool = True, log_recovery: str = "strict") -> None: ...
+    def __init__(
+        self,
+        path: Union[str, PathLike[str]],
+        k: int = 3,
+        durability: str = "group",
+        read_only: bool = False,
+        create: bool = True,
+        sketches: bool = True,
+        log_recovery: str = "strict",
+        expire_after: Union[None, str, int, float, "datetime.timedelta"] = None,
+        create_in_nonempty: bool = False,
+    ) -> None:
+        """``expire_after``: the expiry window of a new index (``"30d"``, seconds, or a timedelta): pairs stored
+        longer ago than it (plus its granularity, at most an eighth of it) stop matching; an existing index keeps its
+        own (another window raises ValueError). ``create_in_nonempty``: create the index even in a directory that
+        holds other files (refused by default with ``simdex.Error``)."""
+    @property
+    def expire_after(self) -> Optional[int]:
+        """The expiry window in seconds, or None when nothing expires."""
     @property
     def sketches(self) -> bool:
         """True when the index stores a 64-byte sketch per document (fixed at creation; ``sketches=True``
@@ -65,19 +84,25 @@ class Index:
         """Descriptor of the pinned fingerprint recipe, or None before the first document."""
     @property
     def closed(self) -> bool: ...
+    def insert(self, fp: int, doc_id: int) -> int:
+        """Inserts (fp, doc_id); returns its sequence number. Durable per the index's durability."""
+    def insert_many(self, fps: Any, doc_ids: Any = None) -> int:
+        """Inserts many pairs: numpy uint64 arrays or sequences of ints. Returns the count."""
+    def _insert_many(self, fps: bytes, doc_ids: Optional[bytes] = None) -> int: ...
     def add(self, fp: int, doc_id: int) -> int:
-        """Adds (fp, doc_id); returns its sequence number. Durable per the index's durability."""
+        """Deprecated name of ``insert``."""
     def add_many(self, fps: Any, doc_ids: Any = None) -> int:
-        """Adds many pairs: numpy uint64 arrays or sequences of ints. Returns the count."""
-    def _add_many(self, fps: bytes, doc_ids: Optional[bytes] = None) -> int: ...
+        """Deprecated name of ``insert_many``."""
+    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Deprecated name of ``insert_document``."""
     def query(self, fp: int, k: Optional[int] = None) -> List[Match]:
         """Every live pair within k (default: the index's) bits, sorted by distance."""
     def find_or_insert(self, fp: int, doc_id: int, k: Optional[int] = None) -> List[Match]:
         """Atomically: the matches within k if any (nothing inserted), else inserts and returns []."""
     def fingerprint_document(self, data: Union[str, bytes], html: Optional[bool] = None) -> int:
         """The fingerprint of a document with the index's recipe: a str is text, bytes an HTML page."""
-    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
-        """Fingerprints a document with the index's recipe (pinning the default one if none), adds it; returns the fingerprint."""
+    def insert_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Fingerprints a document with the index's recipe (pinning the default one if none), inserts it; returns the fingerprint."""
     def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None) -> Tuple[int, List[DocumentMatch], int]:
         """(fingerprint, matches, words): the matches (``DocumentMatch``, with the sketches' similarity estimate)
         if near-duplicates are stored (nothing inserted), else [] after inserting. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import array
 import sys
+import warnings
 from typing import Any, List, NamedTuple, Optional, Tuple
 
 
@@ -78,3 +79,9 @@ def _columns(raw: Tuple[bytes, bytes, bytes, bytes]) -> MatchColumns:
 def _document_answer(answer: Tuple[int, List[Tuple[int, int, Optional[int], Optional[float]]], int]) -> Tuple[int, List[DocumentMatch], int]:
     fp, matches, words = answer
     return fp, [DocumentMatch._make(m) for m in matches], words
+
+
+def _deprecated(old: str, new: str) -> None:
+    """Warns once per call site that ``old`` is the name before issue 35 (one word per
+    concept: the index's writes are inserts) of ``new``."""
+    warnings.warn(f"{old} is deprecated: use {new} (the same call)", DeprecationWarning, stacklevel=3)

@@ -24,9 +24,15 @@ raises it too. Every call is retried, up to ``retries`` times with the server's
 starting, recovering after a failed write) or when the connection failed before the request
 was sent. Calls that are safe to repeat (queries, fingerprinting, ``stats``, ``sync``,
 ``flush``, ``compact``) are also retried when the connection broke after the request was
-sent; a write (``add``, ``find_or_insert``, ``delete``, the document writes and their
-batches) is not then, since the server may have done it: the error is raised for the caller
-to decide.
+sent. A write (``add``, ``find_or_insert``, ``delete``, the document writes and their
+batches) is never sent twice: when its answer is lost (the connection broke after the
+request was sent, or no answer came within ``timeout``) the server may have done it or not,
+and ``OutcomeUnknownError`` (a ``ServerUnavailableError``) says so, for the caller to find
+out (a query tells whether the pair is stored) rather than a repeat answering "found" with
+the caller's own pair. Keep-alive connections the server closes while idle are not mistaken
+for that: the server says how long it keeps an idle connection (``Keep-Alive: timeout=N``),
+and a connection idle for about that long, or found closed, is replaced before a request is
+sent on it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import select
 import socket
 import sys
 import threading
@@ -43,15 +50,24 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import urlsplit
 
 from ._simdex import BinaryDocumentError, CorruptError, EmptyDocumentError, Error, RecipeMismatchError
-from ._types import DocumentMatch, MatchColumns, _numpy, _u64_bytes
+from ._types import DocumentMatch, MatchColumns, _deprecated, _numpy, _u64_bytes
 
-__all__ = ["Client", "ServerUnavailableError"]
+__all__ = ["Client", "OutcomeUnknownError", "ServerUnavailableError"]
 
 _BINARY = "application/octet-stream"
 
 
 class ServerUnavailableError(Error, ConnectionError):
     """The server could not be reached, or gave no answer in time (the message names the URL)."""
+
+
+class OutcomeUnknownError(ServerUnavailableError):
+    """A write's answer was lost (the connection broke after the request was sent, or no
+    answer came in time): the server may have done it or not. Never retried by the client,
+    since a repeat could store a batch twice, or answer a ``find_or_insert`` with the
+    caller's own pair; a query tells whether the write is stored. ``op`` names the call."""
+
+    op: str = ""
 
 
 _ERRORS = {
@@ -191,6 +207,38 @@ def _matches(rows: List[List[Any]]) -> List[Tuple[int, int, Optional[int]]]:
     return [(r[0], r[1], r[2]) for r in rows]
 
 
+def _grouped_json(items: List[List[List[Any]]]) -> List[List[Tuple[int, int, Optional[int]]]]:
+    return [_matches(rows) for rows in items]
+
+
+def _keep_alive_timeout(header: Optional[str]) -> Optional[float]:
+    """The ``timeout=N`` of a ``Keep-Alive`` header: seconds the server keeps an idle connection."""
+    for part in (header or "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name.strip().lower() == "timeout":
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _stale(conn: Any, idle_since: float, keep_alive: Optional[float]) -> bool:
+    """True when a kept-alive connection should not carry another request: idle for about as
+    long as the server keeps one (it may close it while the request travels), or closed by
+    the server already (its end of file, or anything else, is waiting to be read)."""
+    if keep_alive is not None and time.monotonic() - idle_since >= max(keep_alive - 1.0, keep_alive / 2):
+        return True
+    sock = getattr(conn, "sock", None)
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 class Client:
     """An index served by ``simdex serve`` at ``url``: ``Client(url, token=None, timeout=30.0, retries=5)``.
 
@@ -221,6 +269,9 @@ class Client:
 
     def _connection(self) -> Tuple[Any, bool]:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and _stale(conn, getattr(self._local, "idle_since", 0.0), getattr(self._local, "keep_alive", None)):
+            self._drop_connection()
+            conn = None
         if conn is not None:
             return conn, True
         if self._https:
@@ -228,6 +279,7 @@ class Client:
         else:
             conn = _PlainConnection(self._host, self._port, self.timeout)
         self._local.conn = conn
+        self._local.keep_alive = None
         with self._conns_lock:
             self._conns.append(conn)
         return conn, False
@@ -239,7 +291,9 @@ class Client:
             conn.close()
 
     def _call(self, op: str, body: Any = None, safe: bool = False, binary: Optional[bytes] = None, query: str = "", method: str = "POST") -> Any:
-        """The answer of operation ``op`` (JSON decoded, or the bytes of a binary answer)."""
+        """The answer of operation ``op`` (JSON decoded, or the bytes of a binary answer).
+        ``safe``: the call may be sent again when its answer is lost (reads); a write whose
+        answer is lost raises ``OutcomeUnknownError`` instead."""
         if self._closed:
             raise ValueError("the client is closed")
         if binary is not None:
@@ -251,39 +305,38 @@ class Client:
         attempt = 0
         while True:
             try:
-                return self._once(method, path, payload, headers, safe)
+                return self._once(op, method, path, payload, headers, safe)
             except _Retry as r:
                 attempt += 1
                 if attempt > self.retries:
                     raise r.cause from None
                 time.sleep(r.after)
 
-    def _once(self, method: str, path: str, payload: bytes, headers: Dict[str, str], safe: bool) -> Any:
-        conn, reused = self._connection()
+    def _once(self, op: str, method: str, path: str, payload: bytes, headers: Dict[str, str], safe: bool) -> Any:
+        conn, _reused = self._connection()
         sent = False
         try:
             conn.request(method, path, body=payload, headers=headers)
+            # the whole request is in the socket's buffer: from here on the server may do it
             sent = True
             resp = conn.getresponse()
             data = resp.read()
-        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
-            self._drop_connection()
-            # a kept-alive connection the server closed while idle: it never read this request
-            if reused and (not sent or isinstance(e, http.client.RemoteDisconnected)):
-                raise _Retry(0.0, self._unavailable(e)) from None
-            if safe or not sent:
-                raise _Retry(0.2, self._unavailable(e)) from None
-            raise self._unavailable(e) from None
         except (socket.timeout, TimeoutError) as e:
             self._drop_connection()
+            if sent and not safe:
+                raise self._unknown(op, f"no answer within {self.timeout} s ({e})") from None
             raise ServerUnavailableError(f"{self.url}: no answer within {self.timeout} s ({e})") from None
-        except OSError as e:
+        except (http.client.HTTPException, OSError) as e:
             self._drop_connection()
             if safe or not sent:
-                raise _Retry(0.2, self._unavailable(e)) from None
-            raise self._unavailable(e) from None
+                raise _Retry(0.0 if not sent else 0.2, self._unavailable(e)) from None
+            raise self._unknown(op, f"the connection broke before the answer ({type(e).__name__}: {e})") from None
         if resp.will_close:
             self._drop_connection()
+        else:
+            self._local.idle_since = time.monotonic()
+            if self._local.keep_alive is None:
+                self._local.keep_alive = _keep_alive_timeout(resp.getheader("Keep-Alive"))
         if resp.status == 200:
             return data if resp.getheader("Content-Type", "").startswith(_BINARY) else json.loads(data)
         try:
@@ -291,10 +344,22 @@ class Client:
             kind, message = err["kind"], err["message"]
         except (ValueError, KeyError, TypeError):
             kind, message = "http", data.decode("utf-8", "replace")[:500] or resp.reason
+            err = {}
         e = _error(kind, f"{self.url}: {message}", resp.status)
+        if isinstance(err, dict) and "done" in err:
+            e.done = err["done"]  # type: ignore[attr-defined]
+            if "matches" in err:
+                e.matches = _grouped_json(err["matches"])  # type: ignore[attr-defined]
+            if "results" in err:
+                e.results = [_error(r["error"]["kind"], r["error"]["message"], 422) if "error" in r else _answer(r) for r in err["results"]]  # type: ignore[attr-defined]
         if resp.status in (429, 503):
             raise _Retry(float(resp.getheader("Retry-After", "1") or 1), e)
         raise e
+
+    def _unknown(self, op: str, why: str) -> OutcomeUnknownError:
+        e = OutcomeUnknownError(f"{self.url}: {op}: the answer was lost ({why}); the server may or may not have done it, and it is not sent again")
+        e.op = op
+        return e
 
     def _unavailable(self, e: BaseException) -> ServerUnavailableError:
         return ServerUnavailableError(f"{self.url}: cannot reach the simdex server ({type(e).__name__}: {e})")
@@ -310,6 +375,12 @@ class Client:
     def k(self) -> int:
         """Largest query distance the index guarantees."""
         return int(self._server_info()["k"])
+
+    @property
+    def expire_after(self) -> Optional[int]:
+        """The server's index's expiry window in seconds (fixed at creation), or None."""
+        v = self._server_info().get("expire_after")
+        return None if v is None else int(v)
 
     @property
     def sketches(self) -> bool:
@@ -333,23 +404,39 @@ class Client:
 
     # -- fingerprints -------------------------------------------------------------------------
 
+    def insert(self, fp: int, doc_id: int) -> int:
+        """Inserts (fp, doc_id); returns its sequence number, once durable on the server.
+        Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
+        return int(self._call("insert", {"fp": fp, "doc_id": doc_id})["seq"])
+
     def add(self, fp: int, doc_id: int) -> int:
-        """Adds (fp, doc_id); returns its sequence number, once durable on the server. Not
-        retried after the request was sent."""
-        return int(self._call("add", {"fp": fp, "doc_id": doc_id})["seq"])
+        """Deprecated name of ``insert``."""
+        _deprecated("Client.add", "Client.insert")
+        return self.insert(fp, doc_id)
 
     def add_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
-        """Adds many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids`` every
-        fingerprint gets its insert's sequence number as id. Returns the count. Not retried
-        after the request was sent."""
+        """Deprecated name of ``insert_many``."""
+        _deprecated("Client.add_many", "Client.insert_many")
+        return self.insert_many(fps, doc_ids)
+
+    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Deprecated name of ``insert_document``."""
+        _deprecated("Client.add_document", "Client.insert_document")
+        return self.insert_document(data, doc_id, html=html)
+
+    def insert_many(self, fps: Iterable[int], doc_ids: Optional[Iterable[int]] = None) -> int:
+        """Inserts many pairs (numpy uint64 arrays or sequences of ints); without ``doc_ids`` every
+        fingerprint gets its insert's sequence number as id. Returns the count. Never
+        sent twice: a lost answer raises ``OutcomeUnknownError``. On a full disk the batch is
+        stored whole or not at all (``Error`` with ``status`` 507)."""
 
         f = _u64_bytes(fps, "fps")
         if doc_ids is None:
-            return int(self._call("add_many", {"fps": list(memoryview(f).cast("B").cast("Q"))})["count"])
+            return int(self._call("insert_many", {"fps": list(memoryview(f).cast("B").cast("Q"))})["count"])
         ids = _u64_bytes(doc_ids, "doc_ids")
         if len(ids) != len(f):
             raise ValueError(f"fps and doc_ids differ in length ({len(f) // 8} and {len(ids) // 8})")
-        return int(self._call("add_many", binary=f + ids)["count"])
+        return int(self._call("insert_many", binary=f + ids)["count"])
 
     def query(self, fp: int, k: Optional[int] = None) -> List[Tuple[int, int, Optional[int]]]:
         """Every stored (fingerprint, distance, doc_id) within k (default: the index's). Retried."""
@@ -357,12 +444,13 @@ class Client:
 
     def find_or_insert(self, fp: int, doc_id: int, k: Optional[int] = None) -> List[Tuple[int, int, Optional[int]]]:
         """Atomic check-then-add across every client of the server: the matches within k when
-        there are any (nothing inserted), else inserts (fp, doc_id) and returns []. Not retried
-        after the request was sent."""
+        there are any (nothing inserted), else inserts (fp, doc_id) and returns []. Never
+        sent twice: a lost answer raises ``OutcomeUnknownError`` (``query(fp, k=0)`` then
+        tells whether (fp, doc_id) is stored)."""
         return _matches(self._call("find_or_insert", {"fp": fp, "doc_id": doc_id, "k": k})["matches"])
 
     def delete(self, fp: int, doc_id: int) -> int:
-        """Deletes (fp, doc_id): queries stop returning it. Not retried after the request was sent."""
+        """Deletes (fp, doc_id): queries stop returning it. Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
         return int(self._call("delete", {"fp": fp, "doc_id": doc_id})["seq"])
 
     def _grouped(self, raw: bytes, columnar: bool) -> Any:
@@ -399,7 +487,10 @@ class Client:
     def find_or_insert_many(self, fps: Iterable[int], doc_ids: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Any:
         """``find_or_insert`` of every (fps[i], doc_ids[i]) in order, as if called one by one:
         per item its matches, or [] when it was inserted (``columnar=True``: a
-        ``MatchColumns``). Sent in the binary form. Not retried after the request was sent."""
+        ``MatchColumns``). Sent in the binary form. Never sent twice: a lost answer raises
+        ``OutcomeUnknownError``. A batch the server stopped part-way (a full disk: ``Error``
+        with ``status`` 507) says how far it got: ``done`` items were done, as ``matches`` (a
+        list per item) says; the rest were not."""
 
         f, ids = _u64_bytes(fps, "fps"), _u64_bytes(doc_ids, "doc_ids")
         if len(f) != len(ids):
@@ -413,16 +504,16 @@ class Client:
         """The fingerprint of a document with the index's recipe. Retried."""
         return int(self._call("fingerprint_document", {"doc": _document(data, html)}, safe=True)["fingerprint"])
 
-    def add_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
-        """Fingerprints a document with the index's recipe, adds it under doc_id and returns
-        the fingerprint. Not retried after the request was sent."""
-        return int(self._call("add_document", {"doc": _document(data, html), "doc_id": doc_id})["fingerprint"])
+    def insert_document(self, data: Union[str, bytes], doc_id: int, html: Optional[bool] = None) -> int:
+        """Fingerprints a document with the index's recipe, inserts it under doc_id and returns
+        the fingerprint. Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
+        return int(self._call("insert_document", {"doc": _document(data, html), "doc_id": doc_id})["fingerprint"])
 
     def find_or_insert_document(
         self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None
     ) -> Tuple[int, List[Any], int]:
         """As ``Index.find_or_insert_document``: ``(fingerprint, matches, words)``, atomic
-        across every client of the server. Not retried after the request was sent."""
+        across every client of the server. Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
         body = {"doc": _document(data, html), "doc_id": doc_id, "k": k, "min_words": min_words, "confirm": confirm if verify is None else verify}
         return _answer(self._call("find_or_insert_document", body))
 
@@ -445,7 +536,9 @@ class Client:
     ) -> List[Any]:
         """As ``Index.find_or_insert_documents``: per item ``(fingerprint, matches, words)``, or
         the EmptyDocumentError or BinaryDocumentError a refused document would raise, returned.
-        Not retried after the request was sent."""
+        Never sent twice: a lost answer raises ``OutcomeUnknownError``. A call the server
+        stopped part-way (a full disk: ``Error`` with ``status`` 507) says how far it got:
+        ``done`` items were done, as ``results`` (their items) says; the rest were not."""
         docs = list(docs)
         ids = [int(i) for i in doc_ids]
         if len(docs) != len(ids):

@@ -2,8 +2,20 @@
 
 Downloader middleware::
 
-    DOWNLOADER_MIDDLEWARES = {"simdex.scrapy.NearDuplicateMiddleware": 950}
+    DOWNLOADER_MIDDLEWARES = {"simdex.scrapy.NearDuplicateMiddleware": 540}
     SIMDEX_INDEX = "crawl.simdex"      # index directory, created if missing
+
+Its place: 540, just below ``RetryMiddleware`` (550). Scrapy hands a response to the
+downloader middlewares' ``process_response`` from the highest number down, so at 540 the
+middleware sees each response after ``HttpCacheMiddleware`` (900), ``RedirectMiddleware``
+(600), ``HttpCompressionMiddleware`` (590, bodies are decompressed) and ``RetryMiddleware``
+(550: a 503 it retries never reaches it; one it gave up on does, and is passed on) have, and
+before the spider. Above 550 (the 950 of earlier versions) it would fingerprint compressed
+bodies and pages a retry replaces; it says so at start (a warning naming the middlewares it
+runs before). Only responses with a status in ``SIMDEX_STATUSES`` (2xx by default) are
+fingerprinted; every other response (an error page, a maintenance page, ``robots.txt``'s 404)
+is passed on untouched, never stored, so ``RetryMiddleware`` and the spider's
+``HttpErrorMiddleware`` handle it as without simdex (``simdex/other_status``).
 
 For each HTML response, the body is fingerprinted with the index's recipe and checked against
 every page stored before, in this crawl or an earlier one (``find_or_insert``, atomic): a
@@ -15,7 +27,9 @@ the same index follows the links it followed the first time. A page that changed
 (no match, and the URL had stored another page) *replaces* what the index held for the URL
 (the old fingerprint is deleted: one entry per live URL), flagged ``simdex:changed``. Stats:
 ``simdex/new``, ``simdex/revisit``, ``simdex/changed``, ``simdex/near_duplicates``,
-``simdex/non_html`` (passed on unfingerprinted), ``simdex/too_short`` (passed on, flagged
+``simdex/non_html`` (passed on unfingerprinted), ``simdex/other_status`` (a status not in
+``SIMDEX_STATUSES``: passed on untouched), ``simdex/answers_lost`` (a server's answer
+lost on the way: the page's fate found out by a query, never by storing it twice), ``simdex/too_short`` (passed on, flagged
 ``simdex:too_short``, not stored), ``simdex/binary`` (a body the library refuses as binary:
 passed on, flagged ``simdex:binary``, not stored), ``simdex/skipped`` (a request whose
 ``meta["simdex_skip"]`` is true: passed on unchecked). Every checked response's
@@ -27,16 +41,33 @@ sketches' estimate). While the crawl runs, a log line gives the counts every
 Settings:
 
 - ``SIMDEX_INDEX``: the index directory, opened by this process (one process writes an index
-  at a time).
+  at a time). A directory that is not an index and holds other files is refused
+  (``SIMDEX_CREATE_IN_NONEMPTY = True`` creates the index there anyway).
 - ``SIMDEX_URL``: instead of ``SIMDEX_INDEX``, the URL of a ``simdex serve`` server
   (``http://127.0.0.1:7878``): several crawl processes, on one machine or many, share its
   index through ``simdex.Client``, and one is told "new" for a page the others stored.
   ``SIMDEX_TOKEN`` (default: the environment's ``SIMDEX_TOKEN``) is its bearer token.
-  ``SIMDEX_DURABILITY`` is then the server's (``simdex serve --durability``).
+  ``SIMDEX_DURABILITY`` is then the server's (``simdex serve --durability``). When both are
+  set, the one set with the higher Scrapy priority wins (``scrapy crawl -s SIMDEX_URL=...``
+  over a ``settings.py`` that sets ``SIMDEX_INDEX``; the start line says which); set at the
+  same priority, the crawl stops with an error.
+- ``SIMDEX_EXPIRE_AFTER``: the expiry window of a new index (``"30d"``, ``"12h"``; units s, m,
+  h, d, w): a page stored longer ago than the window (plus its granularity, at most an eighth of
+  it) no longer matches: it is new again, stored again, and its item produced again. Pinned in
+  the index when it is created (an existing index keeps its own; another window stops the crawl
+  with ValueError). A server's index has its own window (``simdex serve --expire-after`` when it
+  creates it): with ``SIMDEX_URL`` this setting is refused.
+- ``SIMDEX_STATUSES``: the HTTP statuses whose responses are fingerprinted (default: 200 to
+  299); every other response is passed on untouched.
 - ``SIMDEX_K``: distance within which a stored page is a candidate, 0 to 8 whatever design
   the index has (default 8, what ``simdex dedup`` uses). On an index with sketches (the
   default) a candidate is a near-duplicate only when the sketches estimate a resemblance of at
   least 0.90; fingerprints alone decide within at most 3.
+- ``SIMDEX_CONFIRM``: on an index with sketches, candidates are confirmed by them (default
+  True). False lets fingerprints alone decide within ``SIMDEX_K`` (on an index without
+  sketches this is the only way to match beyond 3 bits: without it fingerprints alone decide
+  within at most 3, and the start line says so). What ``simdex tune`` recommends when it
+  recommends fingerprints alone beyond 3.
 - ``SIMDEX_DURABILITY``: ``"group"`` (default), ``"sync"`` or ``"nosync"``.
 - ``SIMDEX_MIN_WORDS``: pages with fewer words are passed on and not stored (default 20;
   tiny pages all look alike).
@@ -59,8 +90,18 @@ Item pipeline (items carrying text)::
 
 A near-duplicate item is dropped (``DropItem``; or passed on with ``SIMDEX_ACTION = "flag"``);
 stats under ``simdex/items/``. Beside the middleware, an item whose id (``SIMDEX_ID_FIELD``,
-the page's URL) names a page the middleware checked in this process is passed on and not
-stored again (``simdex/items/page_checked``): the two agree on ids and store a page once.
+the page's URL) names a page the middleware checked in this process is not checked again (the
+two agree on ids and store a page once) and goes by what the middleware found for its page
+(``simdex/items/page_new``, ``page_changed``, ``page_revisit``, ...: one stat per outcome).
+
+No item twice across re-crawls: an item whose page is *unchanged* since a crawl stored it (a
+revisit: the page matches what its own URL stored) is dropped (``DropItem``,
+``simdex/items/page_revisit``, or ``simdex/items/revisit`` for an item the pipeline checked
+itself), while the page itself still reaches the spider (flagged ``simdex:revisit``), so the
+links it holds are followed again. A page that changed under its URL gives its item again
+(``page_changed``). ``SIMDEX_REVISIT_ITEMS = "pass"`` passes revisits' items on instead (the
+spider sees the ``simdex:revisit`` flag on the response and decides). Pages too short to be
+stored (``SIMDEX_MIN_WORDS``) or binary are never known again, so their items pass every time.
 
 Each check runs on the reactor's thread pool (``REACTOR_THREADPOOL_MAXSIZE``), not on the
 reactor's thread, so downloads and parsing go on while pages are fingerprinted and looked up
@@ -77,7 +118,7 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from scrapy import signals
 from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
@@ -94,6 +135,15 @@ DEFAULT_MIN_WORDS = 20
 # index answers (multi-probe above the design's k): the library's
 DEFAULT_K = simdex.DEFAULT_CONFIRMED_K
 MAX_K = simdex.MAX_K
+# the place documented above: process_response after RetryMiddleware (550) and everything above it
+RECOMMENDED_PRIORITY = 540
+# built-in downloader middlewares whose process_response must run before this one's
+# (Scrapy runs process_response from the highest number down)
+_MUST_RUN_FIRST = (
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware",
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware",
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware",
+)
 
 
 class _Store:
@@ -102,7 +152,7 @@ class _Store:
     _open: Dict[str, Tuple["_Store", int]] = {}
     _lock = threading.Lock()
 
-    def __init__(self, where: str, remote: bool, token: Optional[str], durability: str, urls: Optional[str]) -> None:
+    def __init__(self, where: str, remote: bool, token: Optional[str], durability: str, urls: Optional[str], expire_after: Optional[str] = None, create_in_nonempty: bool = False) -> None:
         # a new index gets the library's design (k = 3); SIMDEX_K is the query's distance
         self.index: Any
         self.db: Optional[sqlite3.Connection] = None
@@ -111,11 +161,11 @@ class _Store:
             # asked now, so that a server out of reach fails the crawl before any request
             self.index.k
         else:
-            self.index = simdex.Index(where, durability=durability)
+            self.index = simdex.Index(where, durability=durability, expire_after=expire_after, create_in_nonempty=create_in_nonempty)
             urls = urls or where.rstrip("/") + ".urls.sqlite3"
-        # the ids of the pages the middleware checked in this process (the pipeline passes
-        # their items on without storing them again)
-        self.pages: Set[int] = set()
+        # what the middleware found for each page it checked in this process (its first
+        # check): the pipeline goes by it for the page's items instead of storing them again
+        self.pages: Dict[int, str] = {}
         # checks run on the reactor's thread pool: the URL map (one SQLite connection) and
         # a URL's replacement are used under this lock
         self.lock = threading.Lock()
@@ -133,13 +183,13 @@ class _Store:
             self.db.execute("ALTER TABLE urls ADD COLUMN fp INTEGER")
 
     @classmethod
-    def acquire(cls, where: str, remote: bool, token: Optional[str], durability: str, urls: Optional[str]) -> "_Store":
+    def acquire(cls, where: str, remote: bool, token: Optional[str], durability: str, urls: Optional[str], expire_after: Optional[str] = None, create_in_nonempty: bool = False) -> "_Store":
         with cls._lock:
             if where in cls._open:
                 store, n = cls._open[where]
                 cls._open[where] = (store, n + 1)
                 return store
-            store = cls(where, remote, token, durability, urls)
+            store = cls(where, remote, token, durability, urls, expire_after, create_in_nonempty)
             cls._open[where] = (store, 1)
             return store
 
@@ -179,14 +229,51 @@ def _signed(u: int) -> int:
     return u - (1 << 64) if u >= 1 << 63 else u
 
 
+def _secs(secs: int) -> str:
+    """``secs`` in days, hours, minutes and seconds (``30d``, ``3d18h``)."""
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if secs >= size:
+            parts.append(f"{secs // size}{unit}")
+            secs %= size
+    return "".join(parts) or "0s"
+
+
+def misplaced(crawler: Any) -> Optional[str]:
+    """Why the middleware's place among the downloader middlewares is wrong (it runs
+    ``process_response`` before a built-in middleware that must see the response first), or
+    None when it is right."""
+    mws = crawler.settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    path = f"{NearDuplicateMiddleware.__module__}.{NearDuplicateMiddleware.__qualname__}"
+    ours = next((v for k, v in mws.items() if k in (path, NearDuplicateMiddleware)), None)
+    if ours is None:
+        return None
+    before = [f"{k.rsplit('.', 1)[-1]} ({mws[k]})" for k in _MUST_RUN_FIRST if mws.get(k) is not None and mws[k] < ours]
+    if not before:
+        return None
+    return (
+        f"NearDuplicateMiddleware is at {ours}, so it sees responses before {', '.join(before)}: it would fingerprint "
+        f"compressed bodies and pages a retry or redirect replaces; put it at {RECOMMENDED_PRIORITY} (below RetryMiddleware's 550)"
+    )
+
+
 class _Base:
     stats_prefix = "simdex"
 
     def __init__(self, crawler: Any) -> None:
         s = crawler.settings
         path, url = s.get("SIMDEX_INDEX"), s.get("SIMDEX_URL")
+        self.overridden: Optional[str] = None
         if path and url:
-            raise ValueError("SIMDEX_INDEX and SIMDEX_URL are both set: a crawl opens an index directory or uses a server, not both")
+            # the README's settings.py sets SIMDEX_INDEX, its shared-server command adds
+            # `-s SIMDEX_URL=...`: the setting with the higher priority wins
+            index_priority, url_priority = s.getpriority("SIMDEX_INDEX"), s.getpriority("SIMDEX_URL")
+            if index_priority == url_priority:
+                raise ValueError("SIMDEX_INDEX and SIMDEX_URL are both set, at the same priority: a crawl opens an index directory or uses a server, not both")
+            if url_priority > index_priority:
+                self.overridden, path = f"SIMDEX_URL overrides SIMDEX_INDEX = {path} (set with a lower priority)", None
+            else:
+                self.overridden, url = f"SIMDEX_INDEX overrides SIMDEX_URL = {url} (set with a lower priority)", None
         if not path and not url:
             raise NotConfigured("neither SIMDEX_INDEX (an index directory) nor SIMDEX_URL (a simdex serve server) is set")
         self.path = str(path or url)
@@ -195,15 +282,28 @@ class _Base:
         k = s.get("SIMDEX_K")
         self.k: Optional[int] = None if k in (None, "") else int(k)
         self.min_words = s.getint("SIMDEX_MIN_WORDS", DEFAULT_MIN_WORDS)
+        self.confirm = s.getbool("SIMDEX_CONFIRM", True)
         self.action = s.get("SIMDEX_ACTION", "drop")
         if self.action not in ("drop", "flag"):
             raise ValueError(f'SIMDEX_ACTION = {self.action!r}: "drop" or "flag"')
         self.log_interval = s.getfloat("SIMDEX_LOG_INTERVAL", 60.0)
+        self.revisit_items = s.get("SIMDEX_REVISIT_ITEMS", "drop")
+        if self.revisit_items not in ("drop", "pass"):
+            raise ValueError(f'SIMDEX_REVISIT_ITEMS = {self.revisit_items!r}: "drop" or "pass"')
+        self.statuses = frozenset(int(x) for x in s.getlist("SIMDEX_STATUSES", list(range(200, 300))))
+        expire_after = s.get("SIMDEX_EXPIRE_AFTER") or None
+        if expire_after is not None and remote:
+            raise ValueError(
+                f"SIMDEX_EXPIRE_AFTER = {expire_after!r} with SIMDEX_URL: a server's index has its own expiry window "
+                "(`simdex serve DIR --expire-after 30d` when it creates the index); unset SIMDEX_EXPIRE_AFTER"
+            )
         self.last_log = time.monotonic()
         self.stats = crawler.stats
         # opened now, so that a locked index fails the crawl before any request
         try:
-            self.store = _Store.acquire(self.path, remote, token, s.get("SIMDEX_DURABILITY", "group"), s.get("SIMDEX_URLS"))
+            self.store = _Store.acquire(
+                self.path, remote, token, s.get("SIMDEX_DURABILITY", "group"), s.get("SIMDEX_URLS"), expire_after, s.getbool("SIMDEX_CREATE_IN_NONEMPTY", False)
+            )
         except simdex.LockedError:
             logger.error(
                 "simdex: the index %s is locked by another process (its LOCK file): one process writes an index at a time; "
@@ -227,9 +327,27 @@ class _Base:
 
     def spider_opened(self, spider: Any) -> None:
         idx = self.store.index
-        k = self.k if self.k is not None else DEFAULT_K
-        how = "confirmed by sketch (resemblance >= 0.90)" if idx.sketches else "by fingerprints alone (within at most 3)"
-        spider.logger.info("simdex: near-duplicates within k = %s, %s, against %s (recipe: %s)", k, how, self.path, idx.recipe or "default, pinned on the first page")
+        # the library's default k: by sketch when confirming, by fingerprints alone otherwise
+        k = self.k if self.k is not None else (DEFAULT_K if self.confirm else simdex.DEFAULT_UNCONFIRMED_K)
+        k, how = self.decision(k, idx.sketches)
+        window = idx.expire_after
+        expiry = f"pages stored more than {_secs(window)} ago are new again" if window else "nothing expires"
+        spider.logger.info("simdex: near-duplicates within k = %s %s, against %s (recipe: %s; %s)", k, how, self.path, idx.recipe or "default, pinned on the first page", expiry)
+        if self.overridden:
+            spider.logger.info("simdex: %s", self.overridden)
+
+    def decision(self, k: int, sketches: bool) -> Tuple[int, str]:
+        """The distance the document calls run at and how they decide, in words, as the
+        library does it: sketches confirm when the index has them and SIMDEX_CONFIRM is on;
+        otherwise fingerprints alone decide, within k only when asked (SIMDEX_CONFIRM = False),
+        else within at most simdex.DEFAULT_UNCONFIRMED_K."""
+        if sketches and self.confirm:
+            return k, "confirmed by sketch (resemblance >= 0.90)"
+        if not self.confirm:
+            return k, "by fingerprints alone (SIMDEX_CONFIRM = False)"
+        if k > simdex.DEFAULT_UNCONFIRMED_K:
+            return simdex.DEFAULT_UNCONFIRMED_K, f"by fingerprints alone (SIMDEX_K = {k}, but the index has no sketches: fingerprints alone decide beyond {simdex.DEFAULT_UNCONFIRMED_K} only with SIMDEX_CONFIRM = False)"
+        return k, "by fingerprints alone (the index has no sketches)"
 
     def spider_closed(self, spider: Any) -> None:
         if not self.closed:
@@ -243,7 +361,10 @@ class _Base:
         revisit; a new page under a name that had stored another replaces it."""
         doc = simdex.doc_id(name)
         try:
-            fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words)
+            try:
+                fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
+            except simdex.OutcomeUnknownError:
+                fp, matches = self._after_lost_answer(data, doc, html)
         except simdex.EmptyDocumentError:
             return "too_short", {}
         except simdex.BinaryDocumentError:
@@ -263,6 +384,24 @@ class _Base:
                 return "changed", found
         return "new", found
 
+    def _after_lost_answer(self, data: Any, doc: int, html: Optional[bool]) -> Tuple[int, Any]:
+        """The check of a page whose ``find_or_insert_document`` answer a server lost (it may
+        or may not have stored the page): a query, which the client retries, finds out. The
+        page stored under its own id at distance 0 was stored by that call (a new page: no
+        matches), unless the URL map knew the URL with this fingerprint before (a revisit);
+        otherwise nothing was stored, and the check runs again."""
+        self.stats.inc_value(f"{self.stats_prefix}/answers_lost")
+        fp, matches, _ = self.store.index.query_document(data, k=self.k, html=html, confirm=self.confirm)
+        if any(m.doc_id == doc and m.distance == 0 for m in matches):
+            known = None
+            if self.store.db is not None:
+                with self.store.lock:
+                    row = self.store.db.execute("SELECT fp FROM urls WHERE doc_id = ?", (_signed(doc),)).fetchone()
+                known = None if row is None or row[0] is None else row[0] % (1 << 64)
+            return fp, (matches if known == fp else [])
+        fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
+        return fp, matches
+
     def progress(self, spider: Any) -> None:
         """Logs the counts so far, every ``SIMDEX_LOG_INTERVAL`` seconds."""
         now = time.monotonic()
@@ -279,6 +418,12 @@ class NearDuplicateMiddleware(_Base):
     def __init__(self, crawler: Any) -> None:
         super().__init__(crawler)
         self.crawler = crawler
+        self.misplaced = misplaced(crawler)
+
+    def spider_opened(self, spider: Any) -> None:
+        super().spider_opened(spider)
+        if self.misplaced:
+            spider.logger.warning("simdex: %s", self.misplaced)
 
     # `spider` is optional: Scrapy 2.14+ deprecates requiring it (and passes it no more),
     # 2.13 still passes it.
@@ -290,11 +435,15 @@ class NearDuplicateMiddleware(_Base):
         if request.meta.get("simdex_skip"):
             self.stats.inc_value(f"{self.stats_prefix}/skipped")
             return response
+        if response.status not in self.statuses:
+            # an error or maintenance page, robots.txt's 404: untouched, for RetryMiddleware and the spider
+            self.stats.inc_value(f"{self.stats_prefix}/other_status")
+            return response
         if not isinstance(response, HtmlResponse) and not (isinstance(response, TextResponse) and b"html" in (response.headers.get(b"Content-Type") or b"").lower()):
             self.stats.inc_value(f"{self.stats_prefix}/non_html")
             return response
         outcome, found = await maybe_deferred_to_future(deferToThread(self.check, response.body, response.url, True))
-        self.store.pages.add(simdex.doc_id(response.url))
+        self.store.pages.setdefault(simdex.doc_id(response.url), outcome)
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
         request.meta["simdex"] = dict(found, outcome=outcome)
         self.progress(spider)
@@ -326,12 +475,17 @@ class NearDuplicatePipeline(_Base):
         if not isinstance(text, (str, bytes)) or name is None:
             self.stats.inc_value(f"{self.stats_prefix}/without_text")
             return item
-        if simdex.doc_id(str(name)) in self.store.pages:
-            # the middleware checked (and stored) this page already
-            self.stats.inc_value(f"{self.stats_prefix}/page_checked")
+        page = self.store.pages.get(simdex.doc_id(str(name)))
+        if page is not None:
+            # the middleware checked (and stored) this page already: its outcome decides
+            self.stats.inc_value(f"{self.stats_prefix}/page_{page}")
+            if page == "revisit" and self.revisit_items == "drop":
+                raise DropItem(f"{name}: unchanged since a crawl stored it (a revisit); its item was produced then")
             return item
         outcome, found = await maybe_deferred_to_future(deferToThread(self.check, text, str(name), None))
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
         if outcome == "near_duplicates" and self.action == "drop":
             raise DropItem(f"near-duplicate of {found['duplicate_of']} (distance {found['distance']})")
+        if outcome == "revisit" and self.revisit_items == "drop":
+            raise DropItem(f"{name}: unchanged since it was stored (a revisit); its item was produced then")
         return item

@@ -17,16 +17,16 @@ use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, OptionNames};
 
 mod batch;
-mod document_batch;
+mod documents;
 mod errors;
 mod spark;
 mod spark_index;
 
 use batch::{u64s, Row};
-use document_batch::DocumentAnswer;
+use documents::DocumentAnswer;
 use errors::{fp_error, to_py};
 use simdex::Grouped;
-use simdex_fingerprint::document_batch as docs_batch;
+use simdex_fingerprint::many as docs_many;
 
 fn rows(matches: Vec<Match>) -> Vec<Row> {
     matches.iter().map(batch::row).collect()
@@ -64,8 +64,8 @@ fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow
     Err(pyo3::exceptions::PyTypeError::new_err("a document is a str (text) or bytes (an HTML page)"))
 }
 
-/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True, log_recovery="strict")`.
-/// `simdex.Index` (the Python class) adds `add_many`.
+/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True, log_recovery="strict", expire_after=None, create_in_nonempty=False)`.
+/// `simdex.Index` (the Python class) adds `insert_many`.
 #[pyclass(module = "simdex._simdex", frozen, subclass)]
 struct Index {
     inner: RwLock<Option<Arc<DocumentIndex>>>,
@@ -89,12 +89,38 @@ fn document_query(k: Option<u32>, min_words: Option<u64>, confirm: bool) -> PyRe
     Ok(query)
 }
 
+/// An expiry window from Python: `None`, a str as the CLI takes it (`"30d"`), a number of
+/// seconds or a `datetime.timedelta` (whole seconds, at least one).
+fn expiry_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<simdex::Expiry>> {
+    let Some(v) = value.filter(|v| !v.is_none()) else { return Ok(None) };
+    if let Ok(s) = v.downcast::<PyString>() {
+        return simdex::Expiry::parse(&s.to_cow()?).map(Some).map_err(to_py);
+    }
+    let secs: f64 = if v.hasattr("total_seconds")? { v.call_method0("total_seconds")?.extract()? } else { v.extract()? };
+    if !(secs.is_finite() && secs >= 1.0 && secs.fract() == 0.0) || secs > 1e12 {
+        return Err(PyValueError::new_err(format!("expire_after = {}: whole seconds, at least 1 (or a str such as \"30d\")", v.repr()?)));
+    }
+    simdex::Expiry::after(std::time::Duration::from_secs(secs as u64)).map(Some).map_err(to_py)
+}
+
 #[pymethods]
 impl Index {
     #[new]
-    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true, sketches=true, log_recovery="strict"))]
+    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true, sketches=true, log_recovery="strict", expire_after=None, create_in_nonempty=false))]
     #[allow(clippy::too_many_arguments)]
-    fn new(py: Python<'_>, path: PathBuf, k: u32, durability: &str, read_only: bool, create: bool, sketches: bool, log_recovery: &str) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        k: u32,
+        durability: &str,
+        read_only: bool,
+        create: bool,
+        sketches: bool,
+        log_recovery: &str,
+        expire_after: Option<&Bound<'_, PyAny>>,
+        create_in_nonempty: bool,
+    ) -> PyResult<Self> {
+        let expiry = expiry_arg(expire_after)?;
         let log_recovery = match log_recovery {
             "strict" => simdex::LogRecovery::Strict,
             "point_in_time" => simdex::LogRecovery::PointInTime,
@@ -107,7 +133,14 @@ impl Index {
             d => return Err(PyValueError::new_err(format!("durability must be \"sync\", \"group\" or \"nosync\", not {d:?}"))),
         };
         let sketches = sketches.then(|| SketchOptions::default().column());
-        let options = IndexOptions::default().with_k(k).with_durability(durability).with_create(create && !read_only).with_sketches(sketches).with_log_recovery(log_recovery);
+        let options = IndexOptions::default()
+            .with_k(k)
+            .with_durability(durability)
+            .with_create(create && !read_only)
+            .with_sketches(sketches)
+            .with_log_recovery(log_recovery)
+            .with_expiry(expiry)
+            .with_create_in_nonempty(create_in_nonempty);
         let index = py.allow_threads(|| if read_only { DocumentIndex::open_read_only(&path, options) } else { DocumentIndex::open(&path, options) }).map_err(fp_error)?;
         Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
     }
@@ -117,6 +150,12 @@ impl Index {
     #[getter]
     fn sketches(&self) -> PyResult<bool> {
         Ok(self.get()?.sketches().is_some())
+    }
+
+    /// The expiry window in seconds (fixed at creation), or None when nothing expires.
+    #[getter]
+    fn expire_after(&self) -> PyResult<Option<u64>> {
+        Ok(self.get()?.stats().expiry.map(|x| x.window().as_secs()))
     }
 
     /// Largest query distance the index guarantees.
@@ -137,16 +176,16 @@ impl Index {
         Ok(self.get()?.recipe().map(|r| r.descriptor()))
     }
 
-    /// Adds (fp, doc_id); returns its sequence number (durable per the index's durability).
-    fn add(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
+    /// Inserts (fp, doc_id); returns its sequence number (durable per the index's durability).
+    fn insert(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<u64> {
         let index = self.get()?;
         py.allow_threads(|| index.insert(fp, doc_id)).map_err(to_py)
     }
 
     /// Pairs as little-endian u64 bytes (the Python layer converts arrays); ids None:
-    /// sequence numbers. Returns the number added.
+    /// sequence numbers. Returns the number inserted.
     #[pyo3(signature = (fps, doc_ids=None))]
-    fn _add_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, doc_ids: Option<&Bound<'_, PyBytes>>) -> PyResult<usize> {
+    fn _insert_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, doc_ids: Option<&Bound<'_, PyBytes>>) -> PyResult<usize> {
         let index = self.get()?;
         let fps = fps.as_bytes();
         let ids = doc_ids.map(|b| b.as_bytes());
@@ -163,7 +202,7 @@ impl Index {
                 let end = (start + BATCH).min(n);
                 // without ids the index numbers the records itself, under its writer's lock
                 records.extend((start..end).map(|i| (u64_at(fps, i), ids.map(|ids| u64_at(ids, i)))));
-                index.insert_batch_numbered(&records)?;
+                index.insert_many_numbered(&records)?;
             }
             Ok(n)
         })
@@ -199,9 +238,9 @@ impl Index {
     }
 
     /// Fingerprints a document with the index's recipe (pinning the default recipe when the
-    /// index has none), adds it under doc_id and returns the fingerprint.
+    /// index has none), inserts it under doc_id and returns the fingerprint.
     #[pyo3(signature = (data, doc_id, html=None))]
-    fn add_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, html: Option<bool>) -> PyResult<u64> {
+    fn insert_document(&self, py: Python<'_>, data: &Bound<'_, PyAny>, doc_id: u64, html: Option<bool>) -> PyResult<u64> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         py.allow_threads(|| index.insert_document(DocumentInput { bytes: &bytes, kind }, doc_id)).map(|f| f.value).map_err(fp_error)
@@ -227,7 +266,7 @@ impl Index {
         let doc = DocumentInput { bytes: &bytes, kind };
         let query = document_query(k, min_words, verify.unwrap_or(confirm))?;
         let (f, found) = py.allow_threads(|| index.find_or_insert_document(doc, doc_id, &query)).map_err(fp_error)?;
-        Ok(document_batch::answer(docs_batch::DocumentAnswer::new(&f, found)))
+        Ok(documents::answer(docs_many::DocumentAnswer::new(&f, found)))
     }
 
     /// Per item of `fps` (u64 LE bytes), its matches within k, all items over one snapshot;
@@ -258,7 +297,7 @@ impl Index {
     fn _fingerprint_documents<'py>(&self, py: Python<'py>, docs: Vec<Bound<'py, PyAny>>, html: Option<bool>) -> PyResult<Bound<'py, PyBytes>> {
         let index = self.get()?;
         let docs = documents(&docs, html)?;
-        let fps = py.allow_threads(|| docs_batch::fingerprint_documents(&index, &inputs(&docs))).map_err(|(i, e)| {
+        let fps = py.allow_threads(|| docs_many::fingerprint_documents(&index, &inputs(&docs))).map_err(|(i, e)| {
             let err = fp_error(e);
             let msg = format!("document {i}: {}", err.value(py));
             PyErr::from_type(err.get_type(py), msg)
@@ -288,14 +327,23 @@ impl Index {
         }
         let docs = documents(&docs, html)?;
         let query = document_query(k, min_words, confirm)?;
-        let outcomes = py.allow_threads(|| docs_batch::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)).map_err(fp_error)?;
-        outcomes
-            .into_iter()
-            .map(|o| match o {
-                Ok(a) => document_batch::answer(a).into_py_any(py),
-                Err(e) => Ok(fp_error(e).into_value(py).into_any()),
-            })
-            .collect()
+        let item = |o: simdex_fingerprint::many::DocumentOutcome| match o {
+            Ok(a) => documents::answer(a).into_py_any(py),
+            Err(e) => Ok(fp_error(e).into_value(py).into_any()),
+        };
+        match py.allow_threads(|| docs_many::find_or_insert_documents(&index, &inputs(&docs), &ids, &query)) {
+            Ok(outcomes) => outcomes.into_iter().map(item).collect(),
+            // stopped part-way (a full disk): the exception says how far it got, as the
+            // server's answer does (`done`, and `results` of the items done)
+            Err(stopped) => {
+                let e = fp_error(stopped.error);
+                let value = e.value(py);
+                let results = stopped.done.into_iter().map(item).collect::<PyResult<Vec<PyObject>>>()?;
+                value.setattr("done", results.len())?;
+                value.setattr("results", results)?;
+                Err(e)
+            }
+        }
     }
 
     /// For python/benches: `find_or_insert` of every fingerprint (u64 LE bytes) in a Rust loop,
@@ -352,6 +400,7 @@ impl Index {
         for (key, value) in summary {
             match value {
                 simdex::StatValue::Int(n) => d.set_item(key, n)?,
+                simdex::StatValue::OptionalInt(n) => d.set_item(key, n)?,
                 simdex::StatValue::Bool(b) => d.set_item(key, b)?,
                 simdex::StatValue::Text(t) => d.set_item(key, t)?,
                 simdex::StatValue::List(l) => d.set_item(key, l)?,

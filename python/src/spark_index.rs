@@ -94,9 +94,9 @@ fn add_to_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, fps: &[u8]
         let index = DocumentIndex::open(&path, options)?;
         index.pin_recipe(recipe)?;
         if sketches.is_empty() || index.sketch_options() != Some(SketchOptions::default()) {
-            index.insert_batch(&pairs)?;
+            index.insert_many(&pairs)?;
         } else {
-            index.insert_batch_sketched(&pairs, sketches)?;
+            index.insert_many_sketched(&pairs, sketches)?;
         }
         index.sync()?;
         index.close()?;

@@ -33,9 +33,9 @@ def test_queries_equal_the_cli_and_brute_force(tmp_path, cli, stored):
     rng, pairs = stored
     path = tmp_path / "idx"
     with simdex.Index(path, k=3) as idx:
-        assert idx.add_many(np.array([p[0] for p in pairs], dtype=np.uint64), np.array([p[1] for p in pairs], dtype=np.uint64)) == len(pairs)
+        assert idx.insert_many(np.array([p[0] for p in pairs], dtype=np.uint64), np.array([p[1] for p in pairs], dtype=np.uint64)) == len(pairs)
         idx.flush()
-        idx.add(pairs[0][0] ^ 0b11, 99999)
+        idx.insert(pairs[0][0] ^ 0b11, 99999)
     pairs.append((pairs[0][0] ^ 0b11, 99999))
     queries = [near(rng, pairs[rng.randrange(len(pairs))][0], rng.randint(0, 4)) for _ in range(300)]
     queries += [rng.getrandbits(64) for _ in range(50)]
@@ -66,16 +66,16 @@ def test_find_or_insert_is_check_then_add(tmp_path):
 
 def test_add_many_accepts_sequences_and_assigns_sequence_numbers(tmp_path):
     with simdex.Index(tmp_path / "idx") as idx:
-        idx.add_many([5, 6, 2**64 - 1])
+        idx.insert_many([5, 6, 2**64 - 1])
         assert idx.live_entries() == [(5, 1), (6, 2), (2**64 - 1, 3)]
         with pytest.raises(ValueError):
-            idx.add_many([1, 2], [1])
+            idx.insert_many([1, 2], [1])
         with pytest.raises(ValueError):
-            idx.add_many([-1])
+            idx.insert_many([-1])
         with pytest.raises(ValueError):
-            idx.add_many(np.array([[1, 2]], dtype=np.uint64))
+            idx.insert_many(np.array([[1, 2]], dtype=np.uint64))
         with pytest.raises(ValueError):
-            idx.add_many(np.array([1.5]))
+            idx.insert_many(np.array([1.5]))
 
 
 def test_fingerprinter_equals_the_cli(tmp_path, cli):
@@ -118,7 +118,7 @@ def test_documents_use_the_recipe_dedup_pinned(tmp_path, cli):
 def test_document_fingerprints_are_the_same_in_every_process(tmp_path):
     page = b"<html><body><p>" + b" ".join(b"word%d" % i for i in range(200)) + b"</p></body></html>"
     with simdex.Index(tmp_path / "idx") as idx:
-        fp = idx.add_document(page, 1)
+        fp = idx.insert_document(page, 1)
         assert idx.recipe.startswith("simdex-fp/1 features=w2")
         assert fp == simdex.Fingerprinter().fingerprint_html(page)
     with simdex.Index(tmp_path / "idx") as idx:
@@ -133,16 +133,16 @@ def test_errors_map_to_exceptions(tmp_path):
     with pytest.raises(simdex.LockedError, match="locked by another writer"):
         simdex.Index(path)
     with pytest.raises(simdex.EmptyDocumentError, match="empty"):
-        idx.add_document("two words", 1)
+        idx.insert_document("two words", 1)
     with pytest.raises(simdex.EmptyDocumentError):
         idx.find_or_insert_document(b"<p>five words are here now</p>", 1, min_words=20)
     assert idx.live_entries() == []
     with pytest.raises(ValueError, match="k = 9"):
         idx.query(1, k=9)
     with pytest.raises(TypeError):
-        idx.add_document(12, 1)
+        idx.insert_document(12, 1)
     with pytest.raises(OverflowError):
-        idx.add(-1, 1)
+        idx.insert(-1, 1)
     idx.close()
     idx.close()
     assert idx.closed
@@ -154,7 +154,7 @@ def test_errors_map_to_exceptions(tmp_path):
         simdex.Index(tmp_path / "none", read_only=True)
     # a damaged recipe is corruption, reported at open
     with simdex.Index(path) as idx:
-        idx.add_document(" ".join(f"w{i}" for i in range(30)), 1)
+        idx.insert_document(" ".join(f"w{i}" for i in range(30)), 1)
     recipe = path / "RECIPE"
     data = bytearray(recipe.read_bytes())
     data[20] ^= 1
@@ -238,7 +238,7 @@ def test_an_index_with_sketches_confirms_near_duplicates_by_resemblance(tmp_path
     with simdex.Index(tmp_path / "plain", sketches=False) as plain, simdex.Index(tmp_path / "sk") as sk:
         assert sk.sketches and not plain.sketches
         for idx in (plain, sk):
-            idx.add_document(ta, 1)
+            idx.insert_document(ta, 1)
         _, found, _ = plain.find_or_insert_document(tb, 2, k=8, confirm=False)
         assert [m[2] for m in found] == [1], "fingerprints alone call it a near-duplicate"
         _, found, _ = sk.find_or_insert_document(tb, 2, k=8, verify=False)
@@ -273,7 +273,7 @@ def test_document_calls_default_to_dedups_decision(tmp_path):
     other = " ".join(random.Random(99).choice(vocab) for _ in range(600))
     with simdex.Index(tmp_path / "default") as idx, simdex.Index(tmp_path / "k3") as k3, simdex.Index(tmp_path / "plain", sketches=False) as plain:
         for i in (idx, k3, plain):
-            i.add_document(ta, 1)
+            i.insert_document(ta, 1)
         _, found, _ = idx.find_or_insert_document(tb, 2)
         assert [m.doc_id for m in found] == [1], f"distance {distance}, Jaccard {jaccard:.3f}: caught by default"
         assert found[0].similarity is not None and found[0].similarity >= 0.9
@@ -286,3 +286,18 @@ def test_document_calls_default_to_dedups_decision(tmp_path):
         assert found == [], f"without sketches fingerprints alone decide within 3 ({distance} bits)"
         _, found, _ = plain.find_or_insert_document(tb, 4, k=8, confirm=False)
         assert sorted(m.doc_id for m in found) == [1, 2], "confirm=False: fingerprints alone within 8 (ta, and tb stored above)"
+
+
+def test_the_names_before_issue_35_still_work_and_warn(tmp_path):
+    """add, add_many and add_document are the deprecated names of insert, insert_many and
+    insert_document: the same calls, with a DeprecationWarning."""
+    with simdex.Index(str(tmp_path / "i")) as idx:
+        with pytest.warns(DeprecationWarning, match="Index.insert_many"):
+            assert idx.add_many([1, 2], [10, 20]) == 2
+        with pytest.warns(DeprecationWarning, match="Index.insert"):
+            idx.add(3, 30)
+        with pytest.warns(DeprecationWarning, match="Index.insert_document"):
+            fp = idx.add_document("the quick brown fox jumps over the lazy dog again and again", 40)
+        assert [m[2] for m in idx.query(1, k=0)] == [10]
+        assert [m[2] for m in idx.query(3, k=0)] == [30]
+        assert [m[2] for m in idx.query(fp, k=0)] == [40]

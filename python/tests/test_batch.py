@@ -45,9 +45,9 @@ def live(tmp_path):
     fps += [near(rng, fps[i], rng.randint(0, 6)) for i in range(600)]
     pairs = list(zip(fps, range(1, len(fps) + 1)))
     idx = simdex.Index(tmp_path / "idx", k=3)
-    idx.add_many(np.array([p[0] for p in pairs[:2500]], dtype=np.uint64), np.array([p[1] for p in pairs[:2500]], dtype=np.uint64))
+    idx.insert_many(np.array([p[0] for p in pairs[:2500]], dtype=np.uint64), np.array([p[1] for p in pairs[:2500]], dtype=np.uint64))
     idx.flush()
-    idx.add_many([p[0] for p in pairs[2500:]], [p[1] for p in pairs[2500:]])
+    idx.insert_many([p[0] for p in pairs[2500:]], [p[1] for p in pairs[2500:]])
     for fp, i in pairs[100:130] + pairs[3000:3010]:
         idx.delete(fp, i)
     gone = set(pairs[100:130] + pairs[3000:3010])
@@ -130,7 +130,7 @@ def test_find_or_insert_many_behaves_as_one_by_one(tmp_path, k):
     ids = list(range(10_000, 10_000 + len(batch)))
     with simdex.Index(tmp_path / "a", k=3) as a, simdex.Index(tmp_path / "b", k=3) as b:
         for idx in (a, b):
-            idx.add_many(base, range(1, len(base) + 1))
+            idx.insert_many(base, range(1, len(base) + 1))
         got = a.find_or_insert_many(np.array(batch, dtype=np.uint64), np.array(ids, dtype=np.uint64), k=k)
         one_by_one = [b.find_or_insert(fp, i, k=k) for fp, i in zip(batch, ids)]
         want = simulate_find_or_insert(list(zip(base, range(1, len(base) + 1))), batch, ids, 3 if k is None else k)

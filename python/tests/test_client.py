@@ -63,15 +63,15 @@ def test_the_client_answers_as_the_index_does(served, tmp_path):
             cols = idx.query_many(fps[:50], columnar=True)
             got.append([c.tolist() for c in cols])
             got.append([idx.query(f, k=5) for f in fps[:40]])
-            got.append(idx.add(123, 99999))
-            got.append(idx.add_many([7, 8, 9], [1, 2, 3]))
+            got.append(idx.insert(123, 99999))
+            got.append(idx.insert_many([7, 8, 9], [1, 2, 3]))
             got.append(idx.delete(fps[0], 1))
             got.append(idx.query(fps[0], k=0))
             got.append(idx.find_or_insert_documents(docs, list(range(10**6, 10**6 + len(docs)))))
             got.append(idx.find_or_insert_document(docs[3], 5, k=8))
             got.append(idx.find_or_insert_document(docs[3], 5, confirm=False))
             got.append(idx.fingerprint_document(docs[7]))
-            got.append(idx.add_document(words(rng.__class__(9), 60), 77))
+            got.append(idx.insert_document(words(rng.__class__(9), 60), 77))
             got.append(idx.fingerprint_documents(docs[:10]).tolist())
             got.append(idx.recipe)
             answers.append(got)
@@ -158,13 +158,13 @@ def test_errors_name_the_url_and_tokens_are_required(tmp_path):
 
 def test_a_read_only_server_refuses_writes_with_the_index_error_class(tmp_path):
     with simdex.Index(tmp_path / "idx") as idx:
-        idx.add(42, 1)
+        idx.insert(42, 1)
     s = Server(tmp_path / "idx", "--read-only")
     try:
         with simdex.Client(s.url) as c:
             assert c.query(42) == [(42, 0, 1)]
             with pytest.raises(simdex.Error, match="read-only") as e:
-                c.add(43, 2)
+                c.insert(43, 2)
             assert e.value.status == 403
     finally:
         s.stop()

@@ -19,9 +19,9 @@ WRITER = textwrap.dedent(
     while True:
         i += 1
         if i % 3 == 0:
-            idx.add_many([i * 7919 + j for j in range(3)], [i * 10 + j for j in range(3)])
+            idx.insert_many([i * 7919 + j for j in range(3)], [i * 10 + j for j in range(3)])
         else:
-            idx.add(i * 7919, i * 10)
+            idx.insert(i * 7919, i * 10)
         print(i, flush=True)
     """
 )
@@ -54,7 +54,7 @@ def test_a_cut_log_is_refused_or_opened_past_by_choice(tmp_path):
     path = tmp_path / "idx"
     idx = simdex.Index(str(path), durability="sync", sketches=False)
     for i in range(1, 101):
-        idx.add(i * 7919, i)
+        idx.insert(i * 7919, i)
     idx.sync()
     # what a writer that was never closed leaves: copy the directory now
     import shutil

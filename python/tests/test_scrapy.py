@@ -40,6 +40,8 @@ CRAWL = textwrap.dedent(
         return check(self, *args, **kwargs)
     simdex.scrapy._Base.check = recording
 
+    VISITED = []
+
     class Site(scrapy.Spider):
         name = "site"
 
@@ -48,6 +50,7 @@ CRAWL = textwrap.dedent(
                 yield scrapy.Request(base + u, meta={"simdex_skip": True} if u in skip else {}, dont_filter=u in skip)
 
         def parse(self, response):
+            VISITED.append(response.url)
             text = " ".join(response.css("p::text").getall()) if isinstance(response, scrapy.http.TextResponse) else ""
             yield {"url": response.url, "flags": response.flags, "simdex": response.meta.get("simdex"), "text": text}
             if hasattr(response, "css"):
@@ -55,7 +58,7 @@ CRAWL = textwrap.dedent(
                     yield response.follow(href)
 
     process = CrawlerProcess(settings={
-        "DOWNLOADER_MIDDLEWARES": {"simdex.scrapy.NearDuplicateMiddleware": 950},
+        "DOWNLOADER_MIDDLEWARES": {"simdex.scrapy.NearDuplicateMiddleware": 540},
         "SIMDEX_INDEX": index,
         "CONCURRENT_REQUESTS": 8,
         "LOG_LEVEL": "INFO",
@@ -65,11 +68,19 @@ CRAWL = textwrap.dedent(
         **extra,
     })
     crawler = process.create_crawler(Site)
+    order = []
+    def opened(spider):
+        # the downloader middlewares' process_response methods, in the order Scrapy calls them
+        order.extend(type(m.__self__).__name__ for m in crawler.engine.downloader.middleware.methods["process_response"] if m is not None)
+    from scrapy import signals
+    crawler.signals.connect(opened, signal=signals.spider_opened)
     process.crawl(crawler)
     process.start()
     stats = {k: v for k, v in crawler.stats.get_stats().items() if k.startswith("simdex/")}
     stats["checks on the reactor's thread"] = sum(threads)
     stats["checks"] = len(threads)
+    stats["visited"] = VISITED
+    stats["process_response order"] = order
     json.dump(stats, open(out, "w"))
     """
 )
@@ -132,17 +143,24 @@ def site(tmp_path_factory):
     server.wait()
 
 
-# outcomes that make no check
-UNCHECKED = ("simdex/non_html", "simdex/skipped", "simdex/items/page_checked", "simdex/items/without_text")
+# outcomes that make no check (the pipeline's page_* go by the middleware's check)
+UNCHECKED = ("simdex/non_html", "simdex/skipped", "simdex/other_status", "simdex/answers_lost", "simdex/items/without_text")
 
 
-def crawl(base, urls, index, out, settings=None, skip=()):
+def crawl(base, urls, index, out, settings=None, skip=(), extra=None):
+    """Runs CRAWL in a new process: (simdex stats, items, stderr); ``extra`` (a dict) gets the
+    pages the spider saw ("visited") and the order of the process_response methods."""
     p = subprocess.run([sys.executable, "-c", CRAWL, base, str(index), str(out), json.dumps(urls), json.dumps(settings or {}), json.dumps(list(skip))], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     items = [json.loads(line) for line in open(str(out) + ".items.jsonl")] if (out.parent / (out.name + ".items.jsonl")).exists() else []
     stats = json.load(open(out))
+    for key in ("visited", "process_response order"):
+        value = stats.pop(key)
+        if extra is not None:
+            extra[key] = value
     # every check ran on the reactor's thread pool, none on the reactor's thread
-    assert stats.pop("checks on the reactor's thread") == 0 and stats.pop("checks") == sum(v for k, v in stats.items() if k not in UNCHECKED), stats
+    checked = sum(v for k, v in stats.items() if k not in UNCHECKED and not k.startswith("simdex/items/page_") and k.startswith("simdex/"))
+    assert stats.pop("checks on the reactor's thread") == 0 and stats.pop("checks") == checked, stats
     return stats, items, p.stderr
 
 
@@ -233,7 +251,7 @@ PIPELINE = textwrap.dedent(
         "ITEM_PIPELINES": {"simdex.scrapy.NearDuplicatePipeline": 300},
         "SIMDEX_INDEX": index,
         "TELNETCONSOLE_ENABLED": False,
-        "FEEDS": {out: {"format": "jsonlines"}},
+        "FEEDS": {out: {"format": "jsonlines", "overwrite": True}},
     })
     crawler = process.create_crawler(Items)
     process.crawl(crawler)
@@ -266,11 +284,13 @@ def test_the_item_pipeline_drops_near_duplicate_texts(tmp_path):
     # checks run on a thread pool, items concurrently: either of the pair may come first
     assert ("item-0" in kept) != ("item-5" in kept), kept
     assert kept - {"item-0", "item-5"} == {"item-1", "item-2", "item-3", "item-4", "item-6"}
-    # the same items again, in a new process: revisits, never near-duplicates of themselves
+    # the same items again, in a new process: revisits, never near-duplicates of themselves,
+    # dropped (no item twice); the too-short one, never stored, passes again
     p = subprocess.run([sys.executable, str(script), str(tmp_path / "idx"), str(out), json.dumps(texts)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     stats = json.loads(p.stdout.strip().splitlines()[-1])
     assert stats == {"simdex/items/revisit": 5, "simdex/items/near_duplicates": 1, "simdex/items/too_short": 1}
+    assert {json.loads(line)["url"] for line in out.read_text().splitlines()} == {"item-6"}
     assert "ScrapyDeprecationWarning" not in p.stderr, p.stderr[-2000:]
 
 
@@ -318,15 +338,18 @@ def test_a_changed_page_replaces_its_url_and_flag_mode_and_opt_out(tmp_path):
 
 def test_the_middleware_and_the_pipeline_of_one_crawl_store_a_page_once(site, tmp_path):
     """With the pipeline beside the middleware, an item of a page the middleware checked is
-    passed on and not stored again: the index holds one entry per stored page, and a second
-    crawl drops no item as a near-duplicate of its own page."""
+    not checked or stored again (the index holds one entry per stored page) and goes by its
+    page's outcome: a second crawl drops the items of the unchanged pages (revisits), never
+    as near-duplicates of their own pages, and passes the too-short pages' items."""
     base, urls = site
     index = tmp_path / "both.simdex"
     both = {"ITEM_PIPELINES": {"simdex.scrapy.NearDuplicatePipeline": 300}}
-    for run in ("first", "second"):
-        stats, items, _ = crawl(base, urls, index, tmp_path / f"{run}.json", both)
-        html_items = [i for i in items if not i["url"].endswith(".png")]
-        assert stats["simdex/items/page_checked"] == len(html_items) == UNIQUE + PAIRS + 3, stats
-        assert "simdex/items/new" not in stats and "simdex/items/near_duplicates" not in stats, stats
-        with simdex.Index(index, read_only=True) as idx:
-            assert len(idx.live_entries()) == UNIQUE + PAIRS + 1, run
+    stats, items, _ = crawl(base, urls, index, tmp_path / "first.json", both)
+    html_items = [i for i in items if not i["url"].endswith(".png")]
+    assert stats["simdex/items/page_new"] == UNIQUE + PAIRS + 1 and stats["simdex/items/page_too_short"] == 2 == len(html_items) - UNIQUE - PAIRS - 1, stats
+    assert "simdex/items/new" not in stats and "simdex/items/near_duplicates" not in stats, stats
+    stats, items, _ = crawl(base, urls, index, tmp_path / "second.json", both)
+    assert stats["simdex/items/page_revisit"] == UNIQUE + PAIRS + 1 and stats["simdex/items/page_too_short"] == 2, stats
+    assert {i["url"].rsplit("/", 1)[1] for i in items} == {"tiny-1.html", "tiny-2.html", "logo.png"}
+    with simdex.Index(index, read_only=True) as idx:
+        assert len(idx.live_entries()) == UNIQUE + PAIRS + 1

@@ -1,7 +1,9 @@
 //! The write path and the durability of writes: one sequence (`write_locked`) that every
 //! write and every check-then-add (`find_or_write`) runs under the writer's lock, appending
-//! operations to the log, group commit, and the sync thread that fsyncs the log without
-//! holding the writer's lock (contract in `format-spec/log.md`). What a write does to the
+//! operations to the log, group commit (the sync thread of [`Durability::Group`]), the
+//! shared fsync of [`Durability::Sync`] (concurrent writers wait on it without holding the
+//! writer's lock), and the undoing of an append the disk refused (contract in
+//! `format-spec/log.md`). What a write does to the
 //! memtable after it is logged is here too; what happens when the memtable fills is
 //! `maintenance`'s and `flush`'s.
 
@@ -9,7 +11,7 @@ use crate::query::Entry;
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
-use super::log::{OpKind, SketchSlice};
+use super::log::{LogWriter, OpKind, SketchSlice};
 use super::state::{lock, Engine};
 use super::version::Version;
 use super::writer::WriterState;
@@ -46,7 +48,7 @@ impl Engine {
         self.check_writable()?;
         self.check_sketches(kind, ops.len(), sketches)?;
         let w = lock(&self.writer);
-        let found = find(&self.current())?;
+        let found = find(&self.visible())?;
         if !found.is_empty() {
             return Ok(FindOrInsert::Found(found));
         }
@@ -63,33 +65,84 @@ impl Engine {
         let (seq, due) = self.append(&mut w, kind, ops, sketches)?;
         let w = if due { self.commit_group(w)? } else { w };
         self.after_write(w);
-        Ok(seq + ops.len() as u64 - 1)
+        let last = seq + ops.len() as u64 - 1;
+        if self.options.durability == Durability::Sync {
+            self.sync_through(last)?;
+        }
+        Ok(last)
     }
 
-    /// Logs the operations (synced before this returns under [`Durability::Sync`]), then
-    /// applies them to the active memtable. Returns the first sequence number, and whether a
-    /// group commit's sync is due ([`Engine::commit_group`]).
+    /// Returns once every write up to sequence number `seq` is fsynced, sharing one fsync
+    /// among every caller waiting ([`Durability::Sync`]'s shared fsync): a caller that finds
+    /// no sync running starts one for everything logged so far and runs it without the
+    /// writer's lock (`sync_unlocked`), so writers go on appending meanwhile; callers that
+    /// find one running wait for it, then either find their write covered or start the next.
+    pub(super) fn sync_through(&self, seq: u64) -> Result<()> {
+        let mut w = lock(&self.writer);
+        loop {
+            if w.synced_seq >= seq {
+                return Ok(());
+            }
+            if let Some(first) = &w.failed {
+                return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
+            }
+            if !w.syncing {
+                break;
+            }
+            w = self.synced.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
+        w.syncing = true;
+        let result = self.sync_unlocked(w);
+        // this sync started after the write `seq` was logged: it covers it
+        let mut w = match result {
+            Ok(w) => w,
+            Err(e) => {
+                lock(&self.writer).syncing = false;
+                self.synced.notify_all();
+                return Err(e);
+            }
+        };
+        w.syncing = false;
+        drop(w);
+        self.synced.notify_all();
+        Ok(())
+    }
+
+    /// Logs the operations, then applies them to the active memtable (under
+    /// [`Durability::Sync`] the caller then waits for them to be synced: `sync_through`).
+    /// Returns the first sequence number, and whether a group commit's sync is due
+    /// ([`Engine::commit_group`]). An append the disk refused part-way (a full disk) is cut
+    /// back off the log: the write did nothing, and the writer goes on (later writes
+    /// succeed once there is room); only when that cut fails too is the writer failed.
     fn append(&self, w: &mut WriterState, kind: OpKind, ops: &[Entry], sketches: Option<&[u8]>) -> Result<(u64, bool)> {
         if let Some(first) = &w.failed {
             return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }
+        if kind == OpKind::Insert {
+            self.roll_epoch(w)?;
+        }
         let seq = w.next_seq;
         let log = w.log.as_mut().expect("a writable index has a log");
         let slice = sketches.map(|bytes| SketchSlice { width: self.sketch_width(), bytes });
+        let before = log.len();
         if let Err(e) = log.append(seq, kind, ops, slice) {
-            w.failed = Some(e.clone());
+            // cut what reached the file off again (truncate syncs it), and go on appending
+            // at the cut through a new handle (the old one's offset is past it)
+            let (path, number) = (log.path().to_path_buf(), log.number());
+            let undone =
+                self.storage.truncate(&path, before).map_err(|io| Error::io(&path, "truncate", io)).and_then(|()| LogWriter::reopen(&*self.storage, &path, number, before));
+            match undone {
+                Ok(log) => w.log = Some(log),
+                Err(_) => w.failed = Some(e.clone()),
+            }
             return Err(e);
         }
         w.next_seq += ops.len() as u64;
         w.pending_ops += ops.len() as u64;
         let first = *w.first_pending.get_or_insert_with(Instant::now);
         let group_due = match self.options.durability {
-            Durability::Sync => {
-                self.sync_locked(w)?;
-                false
-            }
             Durability::Group { max_delay, max_ops } => w.pending_ops >= max_ops || first.elapsed() >= max_delay,
-            Durability::NoSync => false,
+            Durability::Sync | Durability::NoSync => false,
         };
         let v = self.current();
         match kind {
@@ -157,6 +210,7 @@ impl Engine {
         let (seq, ops, generation, started) = (w.next_seq - 1, w.pending_ops, w.sync_generation, Instant::now());
         drop(w);
         let result = pending.run();
+        self.log_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut w = lock(&self.writer);
         if let Err(e) = result {
             w.failed = Some(e.clone());
@@ -181,6 +235,9 @@ impl Engine {
             return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }
         let Some(log) = w.log.as_mut() else { return Ok(()) };
+        if log.has_unsynced() {
+            self.log_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if let Err(e) = log.sync() {
             w.failed = Some(e.clone());
             return Err(e);

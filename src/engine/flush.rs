@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::expiry;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind};
 use super::log::LogWriter;
 use super::manifest::{SegmentMeta, TombstoneMeta};
@@ -92,6 +93,29 @@ impl Engine {
         self.options.memtable_ops.max(lock(&self.signals).retry_at_ops)
     }
 
+    /// Before an insert into an index with an expiry window: when the clock has reached a
+    /// later time slice than the active memtable's, the memtable is frozen (or, empty,
+    /// replaced) and a log of the new slice started, so every memtable, and every segment a
+    /// flush writes, holds the inserts of one slice (`expiry`).
+    pub(super) fn roll_epoch(&self, w: &mut WriterState) -> Result<()> {
+        let Some(x) = &self.expiry else { return Ok(()) };
+        let active = self.current().active.clone();
+        if active.epoch.is_some_and(|e| x.epoch_of(self.options.clock.now_secs()) <= e) {
+            return Ok(());
+        }
+        if active.ops() == 0 {
+            return self.rotate(w).map(drop);
+        }
+        self.freeze(w)?;
+        if self.options.background {
+            self.wake_background();
+        } else if let Err(e) = self.flush_frozen() {
+            // the insert goes on; the next call reports the failure
+            self.record_error(&e);
+        }
+        Ok(())
+    }
+
     /// The rotation itself: sync the log, start the next, freeze the active memtable.
     fn rotate(&self, w: &mut WriterState) -> Result<Rotation> {
         self.sync_locked(w)?;
@@ -100,7 +124,12 @@ impl Engine {
             self.keep_seal(seal);
         }
         let number = self.alloc_number();
-        let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number, self.sketches.is_some()) {
+        let active_epoch = self.current().active.epoch;
+        let epoch = match &self.expiry {
+            Some(x) => Some(expiry::stamp(x, self.options.clock.now_secs(), active_epoch)?),
+            None => None,
+        };
+        let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number, self.sketches.is_some(), epoch) {
             Ok(log) => log,
             Err(e) => {
                 w.failed = Some(e.clone());
@@ -111,8 +140,11 @@ impl Engine {
         let design = self.mem_design.clone();
         let frozen = self.current().active.clone();
         self.edit_version(|v| {
-            let old = std::mem::replace(&mut v.active, Arc::new(Memtable::new(design, number, self.sketch_width())));
-            v.frozen.push(old);
+            let old = std::mem::replace(&mut v.active, Arc::new(Memtable::new(design, number, self.sketch_width()).with_epoch(epoch)));
+            // An empty memtable is rotated only to start a later time slice: nothing to flush.
+            if old.ops() > 0 {
+                v.frozen.push(old);
+            }
         });
         Ok(Rotation { previous_log, frozen, log_number: number })
     }
@@ -183,7 +215,7 @@ impl Engine {
             };
             if let Some((number, path, file_len)) = written {
                 let segment = Segment::open_with(&*self.storage, &path)?;
-                let meta = SegmentMeta { number, entries, file_len, min_seq, max_seq };
+                let meta = SegmentMeta { number, entries, file_len, min_seq, max_seq, epoch: mem.epoch.unwrap_or(0) };
                 m.segments.push(meta);
                 new_segment = Some(Arc::new(super::banded::attach_new(&*self.storage, &self.dir, meta, segment)?));
             }

@@ -49,16 +49,16 @@ impl Index {
         self.engine.write(OpKind::Insert, &[Entry::new(fingerprint, doc_id)], None)
     }
 
-    /// Adds every `(fingerprint, doc_id)` as one log record, as [`Self::insert_batch`] does,
+    /// Adds every `(fingerprint, doc_id)` as one log record, as [`Self::insert_many`] does,
     /// where a record without an id is stored under its own sequence number (the `n`-th
     /// record gets `last - records.len() + 1 + n`): ids that no other write can take,
     /// assigned atomically. Returns the last sequence number.
-    pub fn insert_batch_numbered(&self, records: &[(u64, Option<u64>)]) -> Result<u64> {
+    pub fn insert_many_numbered(&self, records: &[(u64, Option<u64>)]) -> Result<u64> {
         self.engine.write_numbered(records)
     }
 
     /// Adds every entry as one log record (one sync); returns the last sequence number.
-    pub fn insert_batch(&self, entries: &[Entry]) -> Result<u64> {
+    pub fn insert_many(&self, entries: &[Entry]) -> Result<u64> {
         self.engine.write(OpKind::Insert, entries, None)
     }
 
@@ -71,9 +71,9 @@ impl Index {
         self.engine.write(OpKind::Insert, &[Entry::new(fingerprint, doc_id)], Some(sketch))
     }
 
-    /// [`Self::insert_batch`] with one sketch per entry, concatenated in `sketches` (each
+    /// [`Self::insert_many`] with one sketch per entry, concatenated in `sketches` (each
     /// exactly the index's sketch width, as [`Self::insert_sketched`]).
-    pub fn insert_batch_sketched(&self, entries: &[Entry], sketches: &[u8]) -> Result<u64> {
+    pub fn insert_many_sketched(&self, entries: &[Entry], sketches: &[u8]) -> Result<u64> {
         self.engine.write(OpKind::Insert, entries, Some(sketches))
     }
 
@@ -89,7 +89,7 @@ impl Index {
     }
 
     /// Deletes every entry as one log record.
-    pub fn delete_batch(&self, entries: &[Entry]) -> Result<u64> {
+    pub fn delete_many(&self, entries: &[Entry]) -> Result<u64> {
         self.engine.write(OpKind::Delete, entries, None)
     }
 
@@ -104,7 +104,7 @@ impl Index {
     /// [`Self::query`] into a reused vector (cleared first).
     pub fn query_into(&self, fingerprint: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
         self.engine.check_k(options)?;
-        self.engine.current().query_into(fingerprint, options, out)
+        self.engine.visible().query_into(fingerprint, options, out)
     }
 
     /// The crawler's check-then-add: when no live pair is within `options.k` of
@@ -126,7 +126,7 @@ impl Index {
         if options.k > crate::plan::MAX_K {
             return Err(Error::InvalidArgument(format!("k = {} is above {}: sketched queries use the tables", options.k, crate::plan::MAX_K)));
         }
-        confirmed::candidates(&self.engine, &self.engine.current(), fingerprint, options.k)
+        confirmed::candidates(&self.engine, &self.engine.visible(), fingerprint, options.k)
     }
 
     /// The confirmed near-duplicates of a document whose fingerprint is `fingerprint` and
@@ -136,7 +136,7 @@ impl Index {
     /// fingerprint and id. Fails with [`Error::InvalidArgument`] when the index stores no
     /// sketches (no silent fallback: [`Index::query`] is the unconfirmed call).
     pub fn query_confirmed(&self, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
-        confirmed::confirmed(&self.engine, &self.engine.current(), fingerprint, sketch, options)
+        confirmed::confirmed(&self.engine, &self.engine.visible(), fingerprint, sketch, options)
     }
 
     /// The crawler's check-then-add, confirmed: when no confirmed near-duplicate of the
@@ -188,12 +188,12 @@ impl Index {
     /// A consistent read-only view of everything the index holds now, for whole-index jobs
     /// (batch queries, clusters, splitting); later writes do not change it.
     pub fn snapshot(&self) -> snapshot::Snapshot {
-        snapshot::Snapshot::new(self.engine.current(), self.engine.k)
+        snapshot::Snapshot::new(self.engine.visible(), self.engine.k)
     }
 
     /// Every live pair, sorted, each once. Reads every segment: meant for tools and tests.
     pub fn live_entries(&self) -> Result<Vec<Entry>> {
-        self.engine.current().live_entries().map(|v| v.into_iter().map(Entry::from).collect())
+        self.engine.visible().live_entries().map(|v| v.into_iter().map(Entry::from).collect())
     }
 
     /// Makes every sequence number up to `through` spent (salvage: the new index continues

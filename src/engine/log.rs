@@ -31,13 +31,16 @@ pub const LOG_VERSION: u32 = 1;
 /// Log format version written for an index that stores sketches: insert records may carry
 /// one sketch per operation (`format-spec/log.md`).
 pub const LOG_VERSION_SKETCHES: u32 = 2;
+/// Log format version written for an index with an expiry window (issue 36): version 2 whose
+/// header's reserved word names the time slice of every insert in the log.
+pub const LOG_VERSION_EPOCH: u32 = 3;
 
 // ---- file header ----------------------------------------------------------------------
 /// Offset of the magic in the file header.
 pub const LH_MAGIC: usize = 0;
 /// Offset of the format version.
 pub const LH_VERSION: usize = LH_MAGIC + 8;
-/// Offset of the reserved word (0).
+/// Offset of the reserved word (0; in version 3 the time slice of the log's inserts).
 pub const LH_RESERVED: usize = LH_VERSION + 4;
 /// Offset of the log's file number (equal to the number in its name).
 pub const LH_NUMBER: usize = LH_RESERVED + 4;
@@ -171,11 +174,18 @@ impl<'a> Record<'a> {
     }
 }
 
-/// Encodes the file header of log number `number` (format `version`).
+/// Encodes the file header of log number `number` (format `version`, 1 or 2).
 pub fn encode_header(number: u64, version: u32) -> [u8; LOG_HEADER_BYTES] {
+    encode_header_with_epoch(number, version, 0)
+}
+
+/// Encodes the file header of log number `number` (format `version`); `epoch` goes in the
+/// reserved word (version 3; 0 otherwise).
+pub fn encode_header_with_epoch(number: u64, version: u32, epoch: u32) -> [u8; LOG_HEADER_BYTES] {
     let mut b = [0u8; LOG_HEADER_BYTES];
     b[LH_MAGIC..LH_VERSION].copy_from_slice(&LOG_MAGIC);
     LE::write_u32(&mut b[LH_VERSION..], version);
+    LE::write_u32(&mut b[LH_RESERVED..], epoch);
     LE::write_u64(&mut b[LH_NUMBER..], number);
     let crc = crc32fast::hash(&b[..LH_CRC]);
     LE::write_u32(&mut b[LH_CRC..], crc);
@@ -320,18 +330,29 @@ pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<Option<u32
     if bytes.len() < LOG_HEADER_BYTES {
         // A prefix of the header we would have written is a creation cut short; anything
         // else is not our file.
-        if [LOG_VERSION, LOG_VERSION_SKETCHES].iter().any(|&v| encode_header(number, v).starts_with(bytes)) {
+        let epoch = bytes.get(LH_RESERVED..LH_NUMBER).map_or(0, LE::read_u32);
+        if [LOG_VERSION, LOG_VERSION_SKETCHES, LOG_VERSION_EPOCH]
+            .iter()
+            .any(|&v| encode_header_with_epoch(number, v, if v == LOG_VERSION_EPOCH { epoch } else { 0 }).starts_with(bytes))
+        {
             return Ok(None);
         }
     }
-    let version = check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION..=LOG_VERSION_SKETCHES)?;
+    let version = check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION..=LOG_VERSION_EPOCH)?;
     let h: &[u8; LOG_HEADER_BYTES] = bytes.first_chunk().ok_or_else(|| Error::corrupt(path, 0, format!("log header cut short at {} bytes", bytes.len())))?;
     verify_crc(&h[..LH_CRC], LE::read_u32(&h[LH_CRC..])).map_err(|m| m.corrupt(path, LH_CRC as u64, Location::default(), "log header"))?;
     let found = LE::read_u64(&h[LH_NUMBER..]);
-    if found != number || LE::read_u32(&h[LH_RESERVED..]) != 0 || LE::read_u32(&h[LH_PAD..]) != 0 {
+    if found != number || (version < LOG_VERSION_EPOCH && LE::read_u32(&h[LH_RESERVED..]) != 0) || LE::read_u32(&h[LH_PAD..]) != 0 {
         return Err(Error::corrupt(path, LH_NUMBER as u64, format!("log header names log {found}, the file name says {number}")));
     }
     Ok(Some(version))
+}
+
+/// The time slice a version-3 log's header names (`None`: an older version, or a header
+/// that is not whole). Read after [`check_header`] accepted the header.
+pub fn header_epoch(bytes: &[u8]) -> Option<u64> {
+    let h: &[u8; LOG_HEADER_BYTES] = bytes.first_chunk()?;
+    (LE::read_u32(&h[LH_VERSION..]) == LOG_VERSION_EPOCH).then(|| u64::from(LE::read_u32(&h[LH_RESERVED..])))
 }
 
 /// Reads log `number` from `bytes`, calling `each` with every intact record in order.
@@ -435,13 +456,19 @@ impl std::fmt::Debug for LogWriter {
 }
 
 impl LogWriter {
-    /// Creates log `number` at `path` (format [`LOG_VERSION_SKETCHES`] when `sketches`,
-    /// else [`LOG_VERSION`]): writes and syncs the header, then syncs the directory so the
-    /// file survives a power loss before any record is acknowledged in it.
-    pub fn create(storage: &dyn Storage, path: &Path, number: u64, sketches: bool) -> Result<Self> {
+    /// Creates log `number` at `path` (format [`LOG_VERSION_EPOCH`] when it names the time
+    /// slice `epoch` of its inserts, else [`LOG_VERSION_SKETCHES`] when `sketches`, else
+    /// [`LOG_VERSION`]): writes and syncs the header, then syncs the directory so the file
+    /// survives a power loss before any record is acknowledged in it.
+    pub fn create(storage: &dyn Storage, path: &Path, number: u64, sketches: bool, epoch: Option<u64>) -> Result<Self> {
+        let header = match epoch {
+            Some(e) => {
+                encode_header_with_epoch(number, LOG_VERSION_EPOCH, u32::try_from(e).map_err(|_| Error::InvalidArgument(format!("time slice {e} does not fit a log header")))?)
+            }
+            None => encode_header(number, if sketches { LOG_VERSION_SKETCHES } else { LOG_VERSION }),
+        };
         let mut file = storage.create(path).map_err(|e| Error::io(path, "create", e))?;
-        let version = if sketches { LOG_VERSION_SKETCHES } else { LOG_VERSION };
-        file.write_all(&encode_header(number, version)).map_err(|e| Error::io(path, "write", e))?;
+        file.write_all(&header).map_err(|e| Error::io(path, "write", e))?;
         file.sync().map_err(|e| Error::io(path, "fsync", e))?;
         let dir = parent_dir(path);
         storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;

@@ -25,7 +25,8 @@ impl Engine {
         if self.current().active.ops() < self.freeze_threshold() {
             return;
         }
-        if self.options.compaction.automatic && compaction::over_budget(&self.current().segment_metas(), self.options.memtable_ops, &self.options.compaction) {
+        if self.options.compaction.automatic && compaction::expiry::over_budget_within_slices(&self.current().segment_metas(), self.options.memtable_ops, &self.options.compaction)
+        {
             // A write stall: flushes outran the merges (twice the segments the policy
             // keeps). This writer merges until the policy is met *before* it freezes,
             // holding the writer's lock, so no segment is added while over budget: the
@@ -68,11 +69,13 @@ impl Engine {
     /// room for is put off, not failed: the writes go on (each flush needs far less), the
     /// reason is in the stats (`last_error`), and the policy tries again after the next flush.
     pub(super) fn compact_tiered(&self) -> Result<()> {
+        self.drop_expired()?;
         let _guard = lock(&self.compacting);
         loop {
             let v = self.current();
             let metas = v.segment_metas();
-            let Choice::Merge(range) = compaction::choose(Strategy::Automatic { flush_size: self.options.memtable_ops }, &metas, &self.options.compaction) else {
+            let Choice::Merge(range) = compaction::expiry::choose_within_slices(Strategy::Automatic { flush_size: self.options.memtable_ops }, &metas, &self.options.compaction)
+            else {
                 return Ok(());
             };
             match self.compact_range(&v, range) {
@@ -87,21 +90,26 @@ impl Engine {
 
     /// The settling merge when the index closes ([`compaction::Strategy::Settle`]): the
     /// newest segments merge until the live set's modeled query cost is within
-    /// `CompactionOptions::settle_on_close` percent of one segment's. A merge the disk has no room
-    /// for is left out, as the automatic policy's are.
+    /// `CompactionOptions::settle_on_close` percent of one segment's. In an index with an
+    /// expiry window each time slice settles on its own, newest first, and never merges with
+    /// another (the window drops whole slices' segments: a segment holding two slices' pairs
+    /// would keep the older one's past its expiry); without a window every segment is one
+    /// slice. A merge the disk has no room for is left out, as the automatic policy's are.
     pub(super) fn compact_settle(&self) -> Result<()> {
         let Some(percent) = self.options.compaction.settle_on_close else { return Ok(()) };
         let _guard = lock(&self.compacting);
-        let v = self.current();
-        let Choice::Merge(range) = compaction::choose(Strategy::Settle { k: self.k, percent }, &v.segment_metas(), &self.options.compaction) else {
-            return Ok(());
-        };
-        match self.compact_range(&v, range) {
-            Err(e @ Error::NoSpace { .. }) => {
-                lock(&self.signals).last_error = Some(e.chain_message());
-                Ok(())
+        loop {
+            let v = self.current();
+            let Choice::Merge(range) = compaction::expiry::choose_within_slices(Strategy::Settle { k: self.k, percent }, &v.segment_metas(), &self.options.compaction) else {
+                return Ok(());
+            };
+            match self.compact_range(&v, range) {
+                Err(e @ Error::NoSpace { .. }) => {
+                    lock(&self.signals).last_error = Some(e.chain_message());
+                    return Ok(());
+                }
+                other => other?,
             }
-            other => other,
         }
     }
 
@@ -125,20 +133,49 @@ impl Engine {
     /// compaction keeps the merges it finished.
     pub(super) fn compact_all(&self) -> Result<()> {
         self.check_writable()?;
+        self.drop_expired()?;
         let _guard = lock(&self.compacting);
+        // One time slice at a time (every segment is one slice when nothing expires),
+        // newest first; a slice whose segments ended as one is done.
+        let mut done: Vec<u64> = Vec::new();
         loop {
             let v = self.current();
             let metas = v.segment_metas();
-            let single = metas.len() == 1 && v.tombstones.hides_any_below(metas[0].max_seq);
-            let Choice::Merge(range) = compaction::choose(Strategy::Full { rewrite_single: single }, &metas, &self.options.compaction) else { break };
-            self.compact_range(&v, range)?;
+            let runs = compaction::expiry::slice_runs(&metas);
+            let Some(run) = runs.into_iter().rev().find(|r| !done.contains(&metas[r.start].epoch)) else { break };
+            let slice = &metas[run.clone()];
+            let single = slice.len() == 1 && v.tombstones.hides_any_below(slice[0].max_seq);
+            let Choice::Merge(range) = compaction::choose(Strategy::Full { rewrite_single: single }, slice, &self.options.compaction) else {
+                done.push(slice[0].epoch);
+                continue;
+            };
+            self.compact_range(&v, run.start + range.start..run.start + range.end)?;
             if single {
                 // a lone segment is rewritten once (what tombstones hide dropped)
-                break;
+                done.push(slice[0].epoch);
             }
         }
         // tombstone files that no longer hide anything
         self.install(&[], None, &[])
+    }
+
+    /// Drops the segments whose time slice expired (an index with an expiry window): each
+    /// run of them leaves the manifest in one replacement, and their files are deleted;
+    /// nothing is rewritten (`compaction::expiry`).
+    pub(super) fn drop_expired(&self) -> Result<()> {
+        let Some(x) = self.expiry else { return Ok(()) };
+        if self.read_only {
+            return Ok(());
+        }
+        let _guard = lock(&self.compacting);
+        let now = self.options.clock.now_secs();
+        let metas = self.current().segment_metas();
+        for run in compaction::expiry::expired_runs(&metas, |e| x.is_live(e, now)) {
+            let numbers: Vec<u64> = metas[run].iter().map(|s| s.number).collect();
+            self.install(&numbers, None, &[])?;
+            self.expired_segments.fetch_add(numbers.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>) -> Result<()> {
@@ -155,7 +192,14 @@ impl Engine {
                 self.spilled_runs.fetch_add(m.spilled_runs as u64, Ordering::Relaxed);
                 self.resumed_merges.fetch_add(u64::from(m.resumed), Ordering::Relaxed);
                 let segment = Segment::open_with(&*self.storage, &path)?;
-                let meta = SegmentMeta { number, entries: m.entries, file_len: m.file_len, min_seq: inputs[0].meta.min_seq, max_seq: inputs[inputs.len() - 1].meta.max_seq };
+                let meta = SegmentMeta {
+                    number,
+                    entries: m.entries,
+                    file_len: m.file_len,
+                    min_seq: inputs[0].meta.min_seq,
+                    max_seq: inputs[inputs.len() - 1].meta.max_seq,
+                    epoch: inputs[0].meta.epoch,
+                };
                 Some(Arc::new(super::banded::attach_new(&*self.storage, &self.dir, meta, segment)?))
             }
             None => None,
@@ -180,7 +224,7 @@ impl Engine {
                 }
                 bg.wake = false;
             }
-            let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { Ok(()) });
+            let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { self.drop_expired() });
             if let Err(e) = result {
                 self.record_error(&e);
             }

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
+use super::expiry::{self, Expiry, EXPIRY_RECORD_BYTES, SEGMENT_EPOCH_BYTES};
 use crate::codec::Codec;
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
@@ -31,6 +32,10 @@ pub const MANIFEST_VERSION_SKETCHES: u32 = 2;
 /// synced length and last sequence number) follow the tombstone entries, their count in the
 /// header's last word; the sketch width is 0 in an index without sketches.
 pub const MANIFEST_VERSION_LOGS: u32 = 3;
+/// Manifest format version of an index with an expiry window (issue 36): version 3 with the
+/// expiry section (the window, its granularity and each segment's time slice) after the
+/// recipe record. An index without a window writes version 3.
+pub const MANIFEST_VERSION_EXPIRY: u32 = 4;
 
 /// Offset of the magic.
 pub const M_MAGIC: usize = 0;
@@ -87,6 +92,9 @@ pub struct SegmentMeta {
     pub min_seq: u64,
     /// See `min_seq`. A tombstone with a larger sequence number hides this segment's copy.
     pub max_seq: u64,
+    /// The time slice of every pair in it, in an index with an expiry window (`expiry`); 0
+    /// otherwise.
+    pub epoch: u64,
 }
 
 /// A live tombstone file as the manifest records it.
@@ -145,12 +153,32 @@ pub struct Manifest {
     /// The CRC-32 of the pinned `RECIPE` file, when one is pinned (version 3), so that a
     /// lost or replaced recipe is damage, not an index that never had one.
     pub recipe_crc: Option<u32>,
+    /// The expiry window (version 4), fixed when the index is created; `None`: nothing expires.
+    pub expiry: Option<Expiry>,
 }
 
 impl Manifest {
     /// The manifest of a new, empty index.
     pub fn new(k: u32, codec: Codec, sketches: Option<SketchColumn>) -> Self {
-        Self { number: 1, next_file: 2, log_number: 1, last_seq: 0, k, codec, segments: Vec::new(), tombstones: Vec::new(), sketches, logs: Vec::new(), recipe_crc: None }
+        Self {
+            number: 1,
+            next_file: 2,
+            log_number: 1,
+            last_seq: 0,
+            k,
+            codec,
+            segments: Vec::new(),
+            tombstones: Vec::new(),
+            sketches,
+            logs: Vec::new(),
+            recipe_crc: None,
+            expiry: None,
+        }
+    }
+
+    /// Bytes of the expiry section (version 4; 0 without a window).
+    fn expiry_len(&self) -> usize {
+        self.expiry.map_or(0, |_| EXPIRY_RECORD_BYTES + self.segments.len() * SEGMENT_EPOCH_BYTES)
     }
 
     /// The encoded bytes.
@@ -161,11 +189,13 @@ impl Manifest {
             + self.tombstones.len() * TOMBSTONE_ENTRY
             + self.logs.len() * LOG_ENTRY
             + RECIPE_RECORD_BYTES
+            + self.expiry_len()
             + scheme_len
             + M_CRC_BYTES;
         let mut b = Vec::with_capacity(len);
         b.extend_from_slice(&MANIFEST_MAGIC);
-        b.extend_from_slice(&MANIFEST_VERSION_LOGS.to_le_bytes());
+        let version = if self.expiry.is_some() { MANIFEST_VERSION_EXPIRY } else { MANIFEST_VERSION_LOGS };
+        b.extend_from_slice(&version.to_le_bytes());
         b.extend_from_slice(&(len as u32).to_le_bytes());
         for v in [self.number, self.next_file, self.log_number, self.last_seq] {
             b.extend_from_slice(&v.to_le_bytes());
@@ -193,6 +223,9 @@ impl Manifest {
         }
         b.extend_from_slice(&u32::from(self.recipe_crc.is_some()).to_le_bytes());
         b.extend_from_slice(&self.recipe_crc.unwrap_or(0).to_le_bytes());
+        if let Some(x) = &self.expiry {
+            expiry::encode_section(&mut b, x, self.segments.iter().map(|s| s.epoch));
+        }
         if let Some(s) = self.sketches {
             b.extend_from_slice(&s.scheme);
         }
@@ -204,7 +237,7 @@ impl Manifest {
 
     /// Decodes a manifest read from `path`, checking its CRC and invariants.
     pub fn decode(path: &Path, b: &[u8]) -> Result<Self> {
-        let version = check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION..=MANIFEST_VERSION_LOGS)?;
+        let version = check_magic_and_version(path, b, &MANIFEST_MAGIC, "manifest (magic SIMDXMAN)", MANIFEST_VERSION..=MANIFEST_VERSION_EXPIRY)?;
         let cut_short = || Error::corrupt(path, b.len() as u64, format!("manifest is {} bytes, shorter than its {}-byte header: cut short", b.len(), M_ENTRIES));
         let head: &[u8; M_ENTRIES] = b.first_chunk().ok_or_else(cut_short)?;
         let (body, crc) = b.split_last_chunk::<M_CRC_BYTES>().filter(|(body, _)| body.len() >= M_ENTRIES).ok_or_else(cut_short)?;
@@ -231,6 +264,14 @@ impl Manifest {
         } else {
             (entries, None)
         };
+        let (entries, expiry) = if version >= MANIFEST_VERSION_EXPIRY {
+            let section = EXPIRY_RECORD_BYTES + segments_n.saturating_mul(SEGMENT_EPOCH_BYTES);
+            let at = entries.len().checked_sub(section).ok_or_else(cut_short)?;
+            let (entries, section) = entries.split_at_checked(at).ok_or_else(cut_short)?;
+            (entries, Some(expiry::decode_section(path, M_ENTRIES + at, section, segments_n)?))
+        } else {
+            (entries, None)
+        };
         let (entries, recipe_crc) = if version >= MANIFEST_VERSION_LOGS {
             let (entries, record) = entries.split_last_chunk::<RECIPE_RECORD_BYTES>().ok_or_else(cut_short)?;
             let (flags, crc) = (LE::read_u32(&record[..4]), LE::read_u32(&record[4..]));
@@ -250,7 +291,7 @@ impl Manifest {
             return Err(Error::corrupt(path, M_SEGMENTS as u64, format!("{segments_n} segments, {tombstones_n} tombstone files and {logs_n} logs do not fill {len} bytes")));
         }
         let codec = Codec::from_id(head[M_CODEC]).ok_or_else(|| Error::corrupt(path, M_CODEC as u64, format!("unknown codec id {}", head[M_CODEC])))?;
-        let m = Manifest {
+        let mut m = Manifest {
             number: LE::read_u64(&head[M_NUMBER..]),
             next_file: LE::read_u64(&head[M_NEXT_FILE..]),
             log_number: LE::read_u64(&head[M_LOG_NUMBER..]),
@@ -262,7 +303,7 @@ impl Manifest {
                 .map(|c| {
                     let mut v = [0u64; 5];
                     LE::read_u64_into(c, &mut v);
-                    SegmentMeta { number: v[0], entries: v[1], file_len: v[2], min_seq: v[3], max_seq: v[4] }
+                    SegmentMeta { number: v[0], entries: v[1], file_len: v[2], min_seq: v[3], max_seq: v[4], epoch: 0 }
                 })
                 .collect(),
             tombstones: tombstone_bytes
@@ -291,7 +332,14 @@ impl Manifest {
                 })
                 .collect::<Result<_>>()?,
             recipe_crc,
+            expiry: None,
         };
+        if let Some((window, epochs)) = expiry {
+            m.expiry = Some(window);
+            for (s, e) in m.segments.iter_mut().zip(epochs) {
+                s.epoch = e;
+            }
+        }
         m.check(path)?;
         Ok(m)
     }
@@ -354,8 +402,8 @@ mod tests {
         let mut m = Manifest::new(3, Codec::Xor, None);
         m.next_file = 10;
         m.last_seq = 100;
-        m.segments.push(SegmentMeta { number: 3, entries: 50, file_len: 4096, min_seq: 1, max_seq: 60 });
-        m.segments.push(SegmentMeta { number: 5, entries: 20, file_len: 2048, min_seq: 61, max_seq: 90 });
+        m.segments.push(SegmentMeta { number: 3, entries: 50, file_len: 4096, min_seq: 1, max_seq: 60, epoch: 0 });
+        m.segments.push(SegmentMeta { number: 5, entries: 20, file_len: 2048, min_seq: 61, max_seq: 90, epoch: 0 });
         m.tombstones.push(TombstoneMeta { number: 6, count: 2, max_seq: 90, file_len: 84 });
         m.log_number = 7;
         m.logs.push(LogMeta { number: 7, len: 32 + 44 * 3, last_seq: 103 });
@@ -376,6 +424,17 @@ mod tests {
         assert_eq!(Manifest::decode(Path::new("M"), &b2).unwrap(), m);
         for len in 0..b2.len() {
             assert!(Manifest::decode(Path::new("M"), &b2[..len]).unwrap_err().is_corruption());
+        }
+        // With an expiry window: version 4, the window and one time slice per segment after
+        // the recipe record (before the sketch scheme).
+        m.expiry = Some(Expiry::parse("30d").unwrap());
+        m.segments[0].epoch = 5;
+        m.segments[1].epoch = 6;
+        let b4 = m.encode();
+        assert_eq!((LE::read_u32(&b4[M_VERSION..]), b4.len()), (4, b2.len() + 16 + 2 * 8));
+        assert_eq!(Manifest::decode(Path::new("M"), &b4).unwrap(), m);
+        for len in 0..b4.len() {
+            assert!(Manifest::decode(Path::new("M"), &b4[..len]).unwrap_err().is_corruption());
         }
     }
 }

@@ -196,6 +196,8 @@ pub(crate) struct Memtable {
     /// The newest log holding this memtable's operations: once the memtable is in a
     /// segment, logs up to this number are obsolete.
     pub log_number: u64,
+    /// The time slice of its inserts, in an index with an expiry window (`expiry`).
+    pub epoch: Option<u64>,
     data: RwLock<MemData>,
 }
 
@@ -209,7 +211,17 @@ pub(crate) struct MemView<'a> {
 impl Memtable {
     /// An empty memtable; `sketch_width` bytes of sketch per insert (0 for none).
     pub fn new(design: Arc<Design>, log_number: u64, sketch_width: usize) -> Self {
-        Self { design, sketch_width, log_number, data: RwLock::new(MemData::default()) }
+        Self { design, sketch_width, log_number, epoch: None, data: RwLock::new(MemData::default()) }
+    }
+
+    /// An empty memtable like this one (what an expired memtable looks like to queries).
+    pub fn emptied(&self) -> Self {
+        Self::new(self.design.clone(), self.log_number, self.sketch_width).with_epoch(self.epoch)
+    }
+
+    /// The memtable stamped with the time slice `epoch` (an index with an expiry window).
+    pub fn with_epoch(self, epoch: Option<u64>) -> Self {
+        Self { epoch, ..self }
     }
 
     fn read_data(&self) -> RwLockReadGuard<'_, MemData> {

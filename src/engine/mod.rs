@@ -33,6 +33,8 @@
 //! - `seal`: what the manifest records of each log, and the check of a log against it;
 //! - `state`: the engine the handle and the threads share; `writer`: the writer's state;
 //!   `version`: the live set a query reads;
+//! - `expiry`: the expiry window ([`Expiry`]), the [`Clock`], the time slices that stamp
+//!   logs, memtables and segments, and the live view that hides what expired;
 //! - `options`: [`IndexOptions`], [`Durability`], [`FindOrInsert`]; `report`: what opening
 //!   found ([`OpenReport`]); [`compaction`]: the tiered policy and the streaming merge;
 //!   [`files`]: the directory's file names; `log`, `manifest`, `memtable`, `tombstone`:
@@ -62,6 +64,7 @@ pub mod files;
 mod flush;
 // public to the tests (`simdex::log` with `test-support`), whose oracles use what the engine does not
 mod confirmed;
+mod expiry;
 mod index;
 #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
 pub mod log;
@@ -83,6 +86,7 @@ mod version;
 mod writer;
 
 pub use compaction::CompactionOptions;
+pub use expiry::{Clock, Expiry, SystemClock};
 pub use index::Index;
 pub use options::{Durability, FindOrInsert, IndexOptions, LogRecovery};
 pub use report::{LogReport, OpenReport};

@@ -8,8 +8,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::compaction::checkpoint::MergeFiles;
+use super::expiry;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
-use super::log::{scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
+use super::log::{header_epoch, scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
 use super::manifest::{LogMeta, Manifest, TombstoneMeta};
 use super::memtable::Memtable;
 use super::options::{LogRecovery, OpenMode};
@@ -40,14 +41,19 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
     let lock = if read_only {
         None
     } else {
-        if !options.create {
-            match storage.list(dir) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NoIndex { dir: dir.to_path_buf(), hint: MISSING_DIR.into() }),
-                // No manifest and nothing may be created: refused before the LOCK file is
-                // made, so a failed open leaves the directory as it was.
-                Ok(names) if !names.iter().any(|n| matches!(files::parse(n), FileKind::Manifest)) => return Err(no_manifest(dir, &names)),
-                _ => {}
+        match storage.list(dir) {
+            Err(e) if !options.create && e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NoIndex { dir: dir.to_path_buf(), hint: MISSING_DIR.into() }),
+            // No manifest and nothing may be created (or not among other files): refused
+            // before the LOCK file is made, so a failed open leaves the directory as it was.
+            Ok(names) if !names.iter().any(|n| matches!(files::parse(n), FileKind::Manifest)) => {
+                if !options.create || files::holds_index_data(&names) {
+                    return Err(no_manifest(dir, &names));
+                }
+                if !options.create_in_nonempty {
+                    not_an_index(dir, &names)?;
+                }
             }
+            _ => {}
         }
         storage.create_dir_all(dir).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -84,6 +90,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         k: manifest.k,
         codec: manifest.codec,
         sketches: manifest.sketches,
+        expiry: manifest.expiry,
         mem_design,
         writer: Mutex::new(writer),
         current: RwLock::new(Arc::new(version)),
@@ -94,12 +101,15 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         signals: Mutex::new(MaintenanceSignals::default()),
         wake: Condvar::new(),
         sync_wake: Condvar::new(),
+        synced: Condvar::new(),
+        log_syncs: AtomicU64::new(0),
         flushes: AtomicU64::new(0),
         compactions: AtomicU64::new(0),
         dropped_deleted: AtomicU64::new(0),
         dropped_repeats: AtomicU64::new(0),
         spilled_runs: AtomicU64::new(0),
         resumed_merges: AtomicU64::new(0),
+        expired_segments: AtomicU64::new(0),
         report,
         _lock: lock,
         options,
@@ -162,6 +172,20 @@ fn no_manifest(dir: &Path, names: &[String]) -> Error {
     Error::NoIndex { dir: dir.to_path_buf(), hint }
 }
 
+/// Refuses to create an index in `dir`, whose listing `names` has no manifest, when it holds
+/// files that are not the LOCK or temporary files of an index whose creation was cut short.
+fn not_an_index(dir: &Path, names: &[String]) -> Result<()> {
+    let others: Vec<&String> = names.iter().filter(|n| !matches!(files::parse(n), FileKind::Lock | FileKind::Temporary)).collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let mut sample: Vec<&str> = others.iter().map(|n| n.as_str()).collect();
+    sample.sort_unstable();
+    let shown: Vec<&str> = sample.iter().take(3).copied().collect();
+    let more = if others.len() > 3 { ", ..." } else { "" };
+    Err(Error::NotAnIndex { dir: dir.to_path_buf(), found: format!("{} other files: {}{more}", others.len(), shown.join(", ")) })
+}
+
 /// The hint of [`Error::NoIndex`] for a path that does not exist.
 const MISSING_DIR: &str = " (the directory does not exist, or is a symbolic link to a missing one)";
 
@@ -216,7 +240,14 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let tombstone_files = load_tombstones(storage, dir, &manifest)?;
     let Replayed { mut memtable, next_seq, append_to, accepted_loss, seen } =
         replay_logs(storage, dir, &listing.logs, &manifest, mem_design.clone(), (mode, options.log_recovery), &mut report)?;
-    let mut writer = WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false };
+    if let Some(x) = &manifest.expiry {
+        // A new log's inserts are stamped no older than anything stored before (`expiry`).
+        let floor = manifest.segments.iter().map(|s| s.epoch).chain(memtable.epoch).max();
+        let epoch = if append_to.is_some() { memtable.epoch } else { Some(expiry::stamp(x, options.clock.now_secs(), floor)?) };
+        memtable.epoch = epoch.or(floor);
+    }
+    let mut writer =
+        WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false, syncing: false };
     if !read_only {
         writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable, sketch_width)?);
     }
@@ -244,13 +275,18 @@ fn read_manifest(storage: &dyn Storage, dir: &Path, options: &IndexOptions, read
             if let Some(s) = options.sketches {
                 check_sketch_layout(s)?;
             }
-            let m = Manifest::new(options.k, options.codec, options.sketches);
+            let mut m = Manifest::new(options.k, options.codec, options.sketches);
+            m.expiry = options.expiry;
             m.store(storage, dir)?;
             report.created = true;
             names = list()?;
             m
         }
     };
+    if options.expiry.is_some_and(|x| manifest.expiry != Some(x)) {
+        let has = manifest.expiry.map_or_else(|| "no expiry window".to_string(), |x| format!("the expiry window {x}"));
+        return Err(Error::InvalidArgument(format!("{}: the index has {has}, fixed when it was created; open it without a window to use its own", dir.display())));
+    }
     Ok((manifest, names))
 }
 
@@ -410,7 +446,7 @@ fn replay_logs(
     numbers.sort_unstable();
     numbers.dedup();
     let last_log = logs.last().copied();
-    let memtable = Memtable::new(mem_design, last_log.unwrap_or(0), sketch_width);
+    let mut memtable = Memtable::new(mem_design, last_log.unwrap_or(0), sketch_width);
     let mut high_water = manifest.last_seq;
     let mut loss: Option<Loss> = None;
     let mut seen = Vec::new();
@@ -463,6 +499,14 @@ fn replay_logs(
             }
             Err(e) => return Err(e),
         };
+        if manifest.expiry.is_some() && scan.valid_len >= LOG_HEADER_BYTES as u64 {
+            // Logs of several slices replayed into one memtable (a crash before their
+            // flushes) take the newest: they expire late, never early.
+            match header_epoch(&bytes) {
+                Some(e) => memtable.epoch = memtable.epoch.max(Some(e)),
+                None => return Err(Error::corrupt(&path, 0, "a log without a time slice (version 1 or 2) in an index with an expiry window")),
+            }
+        }
         report.replayed_ops += ops;
         report.logs.push(LogReport { name: log_name(n), len: bytes.len() as u64, valid_len: scan.valid_len, end: scan.end, ops });
         if let Some(short) = seal.and_then(|s| shortfall(s, Some(scan.valid_len), next_seq - 1)) {
@@ -521,7 +565,7 @@ fn open_log(storage: &dyn Storage, dir: &Path, append_to: Option<(u64, u64)>, ne
             let n = *next_file;
             *next_file += 1;
             memtable.log_number = n;
-            LogWriter::create(storage, &dir.join(log_name(n)), n, sketch_width > 0)
+            LogWriter::create(storage, &dir.join(log_name(n)), n, sketch_width > 0, memtable.epoch)
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::compaction::CompactionOptions;
+use super::expiry::{Clock, Expiry, SystemClock};
 use crate::codec::Codec;
 use crate::query::Match;
 use crate::segment::SketchColumn;
@@ -16,6 +17,10 @@ use crate::storage::{FsStorage, Storage};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
     /// fsync the log before every write returns: a returned write survives a power loss.
+    /// Concurrent writers share fsyncs: a write is logged and applied under
+    /// the writer's lock, then waits, without the lock, for an fsync that started after it
+    /// was logged; one fsync returns every write logged before it started. A write is
+    /// visible to queries once logged, before its fsync returns.
     Sync,
     /// Group commit: every write reaches the operating system before it returns (so it
     /// survives a crash of the process), and the log is fsynced once `max_delay` has passed
@@ -108,9 +113,21 @@ pub struct IndexOptions {
     pub log_recovery: LogRecovery,
     /// Where the files live.
     pub storage: Arc<dyn Storage>,
+    /// The expiry window of a new index (`None`: nothing expires), pinned in its manifest:
+    /// a pair stored longer ago than the window plus its granularity never matches, and
+    /// compaction drops it (see [`Expiry`]). An existing index keeps its own window: `None`
+    /// opens it with whatever it has, another window is refused.
+    pub expiry: Option<Expiry>,
+    /// The wall clock the expiry window reads ([`SystemClock`] by default; tests inject
+    /// their own).
+    pub clock: Arc<dyn Clock>,
+    /// Create the index in a directory that already holds other files (not an index's).
+    /// Off by default: such a directory is refused ([`crate::Error::NotAnIndex`]), so a
+    /// mistyped path never turns a directory of other files into an index.
+    pub create_in_nonempty: bool,
 }
 
-__with_fields!(IndexOptions { create: bool => with_create, k: u32 => with_k, codec: Codec => with_codec, sketches: Option<SketchColumn> => with_sketches, durability: Durability => with_durability, memtable_ops: u64 => with_memtable_ops, max_frozen: usize => with_max_frozen, compaction: CompactionOptions => with_compaction, flush_on_close: bool => with_flush_on_close, background: bool => with_background, log_recovery: LogRecovery => with_log_recovery, storage: Arc<dyn Storage> => with_storage });
+__with_fields!(IndexOptions { create: bool => with_create, k: u32 => with_k, codec: Codec => with_codec, sketches: Option<SketchColumn> => with_sketches, durability: Durability => with_durability, memtable_ops: u64 => with_memtable_ops, max_frozen: usize => with_max_frozen, compaction: CompactionOptions => with_compaction, flush_on_close: bool => with_flush_on_close, background: bool => with_background, log_recovery: LogRecovery => with_log_recovery, storage: Arc<dyn Storage> => with_storage, expiry: Option<Expiry> => with_expiry, clock: Arc<dyn Clock> => with_clock, create_in_nonempty: bool => with_create_in_nonempty });
 
 impl Default for IndexOptions {
     fn default() -> Self {
@@ -127,6 +144,9 @@ impl Default for IndexOptions {
             background: true,
             log_recovery: LogRecovery::Strict,
             storage: Arc::new(FsStorage),
+            expiry: None,
+            clock: Arc::new(SystemClock),
+            create_in_nonempty: false,
         }
     }
 }

@@ -125,6 +125,9 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         options.k = m.k;
         options.codec = m.codec;
         options.sketches = m.sketches;
+        // The window stays; salvaged pairs are stamped with the time of the recovery (they
+        // expire late, never early), and segments already expired are left behind.
+        options.expiry = m.expiry;
     }
     // Sketches of the pairs read, by pair (the newest copy's: segments and logs are read
     // oldest first), for an index that stores them.
@@ -137,7 +140,11 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
 
     // Segments: (fp, id, bound).
     let segments: Vec<(u64, u64, Option<u64>)> = match &manifest {
-        Some(m) => m.segments.iter().map(|s| (s.number, s.max_seq, Some(s.entries))).collect(),
+        Some(m) => {
+            let now = options.clock.now_secs();
+            let live = |s: &&super::manifest::SegmentMeta| m.expiry.is_none_or(|x| x.is_live(s.epoch, now));
+            m.segments.iter().filter(live).map(|s| (s.number, s.max_seq, Some(s.entries))).collect()
+        }
         None => numbered(|k| if let FileKind::Segment(n) = k { Some(n) } else { None }).into_iter().map(|n| (n, 0, None)).collect(),
     };
     let mut pairs: Vec<(u64, u64, u64)> = Vec::new();
@@ -385,9 +392,9 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
         let (with, without): (Vec<_>, Vec<_>) = chunk.iter().partition(|p| width > 0 && sketches.contains_key(p));
         if !with.is_empty() {
             let bytes: Vec<u8> = with.iter().flat_map(|p| sketches.get(p).map(|s| s.to_vec()).unwrap_or_default()).collect();
-            index.insert_batch_sketched(&with.into_iter().map(Entry::from).collect::<Vec<_>>(), &bytes)?;
+            index.insert_many_sketched(&with.into_iter().map(Entry::from).collect::<Vec<_>>(), &bytes)?;
         }
-        index.insert_batch(&without.into_iter().map(Entry::from).collect::<Vec<_>>())?;
+        index.insert_many(&without.into_iter().map(Entry::from).collect::<Vec<_>>())?;
     }
     index.compact()?;
     // The new index spends every sequence number the old one did: `add` without ids never

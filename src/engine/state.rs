@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
+use super::expiry::Expiry;
 use super::manifest::{LogMeta, Manifest};
 use super::report::OpenReport;
 use super::version::Version;
@@ -50,6 +51,8 @@ pub(super) struct Engine {
     pub(super) codec: Codec,
     /// The sketch every document carries (from the manifest), `None` when none is stored.
     pub(super) sketches: Option<SketchColumn>,
+    /// The expiry window (from the manifest), `None` when nothing expires.
+    pub(super) expiry: Option<Expiry>,
     pub(super) mem_design: Arc<Design>,
     pub(super) writer: Mutex<WriterState>,
     pub(super) current: RwLock<Arc<Version>>,
@@ -63,12 +66,18 @@ pub(super) struct Engine {
     pub(super) wake: Condvar,
     /// Wakes the group-commit sync thread.
     pub(super) sync_wake: Condvar,
+    /// Wakes the writers waiting for the shared sync of [`super::Durability::Sync`].
+    pub(super) synced: Condvar,
+    /// fsyncs of the log since open.
+    pub(super) log_syncs: AtomicU64,
     pub(super) flushes: AtomicU64,
     pub(super) compactions: AtomicU64,
     pub(super) dropped_deleted: AtomicU64,
     pub(super) dropped_repeats: AtomicU64,
     pub(super) spilled_runs: AtomicU64,
     pub(super) resumed_merges: AtomicU64,
+    /// Segments dropped whole since open because their time slice expired.
+    pub(super) expired_segments: AtomicU64,
     pub(super) report: OpenReport,
     pub(super) _lock: Option<LockGuard>,
 }
@@ -82,6 +91,15 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Engine {
     pub(super) fn current(&self) -> Arc<Version> {
         self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The current version as queries see it: without what expired (an index with an
+    /// expiry window, at the clock's time now).
+    pub(super) fn visible(&self) -> Arc<Version> {
+        match &self.expiry {
+            Some(x) => self.current().live_at(x, self.options.clock.now_secs()),
+            None => self.current(),
+        }
     }
 
     /// Replaces the current version with an edited copy.

@@ -25,6 +25,9 @@ pub struct SegmentStats {
     pub tables: usize,
     /// The design, in words.
     pub design: String,
+    /// In an index with an expiry window, the first second (since the Unix epoch) of the
+    /// time slice of its pairs.
+    pub slice_start_secs: Option<u64>,
 }
 
 /// A summary of the index.
@@ -63,6 +66,8 @@ pub struct Stats {
     pub synced_seq: u64,
     /// Every write up to this sequence number is in a segment or tombstone file.
     pub flushed_seq: u64,
+    /// fsyncs of the log since open (group commit and the shared fsync of `Sync` make one serve many writes).
+    pub log_syncs: u64,
     /// Flushes and compactions since open.
     pub flushes: u64,
     /// See `flushes`.
@@ -77,6 +82,14 @@ pub struct Stats {
     /// Merges since open that went on from the checkpoint of a merge cut short (a crash,
     /// a kill) instead of starting over.
     pub compaction_resumed: u64,
+    /// The expiry window, `None` when nothing expires.
+    pub expiry: Option<crate::engine::Expiry>,
+    /// With a window: the first second (since the Unix epoch) of the oldest time slice that
+    /// still holds live pairs (what matches is at most this old, within the granularity);
+    /// `None` when nothing live is stored.
+    pub oldest_live_secs: Option<u64>,
+    /// Segments dropped whole since open because their time slice expired.
+    pub expired_segments: u64,
     /// Files that are not simdex's.
     pub unknown_files: Vec<String>,
     /// The last error of a background flush or compaction, if any.
@@ -93,6 +106,8 @@ pub struct Stats {
 pub enum StatValue {
     /// A count or a number.
     Int(u64),
+    /// A number, or nothing (the expiry window's figures of an index without one).
+    OptionalInt(Option<u64>),
     /// A yes or no.
     Bool(bool),
     /// A text, or nothing.
@@ -107,9 +122,10 @@ impl Stats {
     /// adds `recipe`): `path`, `read_only`, `k`, `segments`, `segment_fingerprints`,
     /// `memtable_inserts`, `memtable_deletes`, `frozen_ops`, `tombstones`, `log_bytes`,
     /// `last_seq`, `synced_seq`, `flushed_seq`, `flushes`, `compactions`,
-    /// `maintenance_error`, `lost`, `lost_ops`.
+    /// `maintenance_error`, `lost`, `lost_ops`, and the expiry window's `expire_after_secs`,
+    /// `expire_granularity_secs` and `oldest_live_secs` (nothing without a window).
     pub fn summary(&self) -> Vec<(&'static str, StatValue)> {
-        use StatValue::{Bool, Int, List, Text};
+        use StatValue::{Bool, Int, List, OptionalInt, Text};
         vec![
             ("path", Text(Some(self.dir.display().to_string()))),
             ("read_only", Bool(self.read_only)),
@@ -123,12 +139,16 @@ impl Stats {
             ("log_bytes", Int(self.logs.iter().map(|l| l.1).sum())),
             ("last_seq", Int(self.last_seq)),
             ("synced_seq", Int(self.synced_seq)),
+            ("log_syncs", Int(self.log_syncs)),
             ("flushed_seq", Int(self.flushed_seq)),
             ("flushes", Int(self.flushes)),
             ("compactions", Int(self.compactions)),
             ("maintenance_error", Text(self.maintenance_error.clone())),
             ("lost", List(self.lost.clone())),
             ("lost_ops", Int(self.lost_ops)),
+            ("expire_after_secs", OptionalInt(self.expiry.map(|x| x.window().as_secs()))),
+            ("expire_granularity_secs", OptionalInt(self.expiry.map(|x| x.granularity().as_secs()))),
+            ("oldest_live_secs", OptionalInt(self.oldest_live_secs)),
         ]
     }
 }
@@ -155,6 +175,11 @@ impl Stats {
             }
         }
         let (memtable_inserts, memtable_deletes) = v.active.counts();
+        let oldest_live_secs = engine.expiry.and_then(|x| {
+            let live = engine.visible();
+            let memtables = live.frozen.iter().chain(std::iter::once(&live.active)).filter(|m| m.counts().0 > 0).filter_map(|m| m.epoch);
+            live.segments.iter().map(|s| s.meta.epoch).chain(memtables).min().map(|e| x.epoch_start(e))
+        });
         Stats {
             dir: engine.dir.clone(),
             read_only: engine.read_only,
@@ -172,6 +197,7 @@ impl Stats {
                     max_seq: s.meta.max_seq,
                     tables: s.segment.design().tables().len(),
                     design: s.segment.design().summary(),
+                    slice_start_secs: engine.expiry.map(|x| x.epoch_start(s.meta.epoch)),
                 })
                 .collect(),
             tombstone_files: v.tombstones.files.len(),
@@ -184,12 +210,16 @@ impl Stats {
             last_seq,
             synced_seq,
             flushed_seq,
+            log_syncs: engine.log_syncs.load(Ordering::Relaxed),
             flushes: engine.flushes.load(Ordering::Relaxed),
             compactions: engine.compactions.load(Ordering::Relaxed),
             compaction_dropped_deleted: engine.dropped_deleted.load(Ordering::Relaxed),
             compaction_dropped_repeats: engine.dropped_repeats.load(Ordering::Relaxed),
             compaction_spilled_runs: engine.spilled_runs.load(Ordering::Relaxed),
             compaction_resumed: engine.resumed_merges.load(Ordering::Relaxed),
+            expiry: engine.expiry,
+            oldest_live_secs,
+            expired_segments: engine.expired_segments.load(Ordering::Relaxed),
             unknown_files: engine.report.unknown.clone(),
             maintenance_error: lock(&engine.signals).last_error.clone(),
             lost: engine.report.lost.clone(),

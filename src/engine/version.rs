@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::expiry::Expiry;
 use super::manifest::{SegmentMeta, TombstoneMeta};
 use super::memtable::{MemView, Memtable};
 use super::tombstone::Tombstone;
@@ -74,6 +75,24 @@ pub(crate) struct Version {
 pub(crate) struct MemViews<'a>(pub Vec<MemView<'a>>);
 
 impl Version {
+    /// This version as a query at `now_secs` sees it, in an index with the expiry window
+    /// `expiry`: without the segments and memtables of expired time slices (an expired
+    /// active memtable looks empty). The version itself when nothing in it expired.
+    pub(crate) fn live_at(self: Arc<Self>, expiry: &Expiry, now_secs: u64) -> Arc<Version> {
+        let live = |epoch: Option<u64>| epoch.is_none_or(|e| expiry.is_live(e, now_secs));
+        let all_live = self.segments.iter().all(|s| live(Some(s.meta.epoch))) && self.frozen.iter().all(|m| live(m.epoch)) && live(self.active.epoch);
+        if all_live {
+            return self;
+        }
+        let mut v = (*self).clone();
+        v.segments.retain(|s| live(Some(s.meta.epoch)));
+        v.frozen.retain(|m| live(m.epoch));
+        if !live(v.active.epoch) {
+            v.active = Arc::new(v.active.emptied());
+        }
+        Arc::new(v)
+    }
+
     /// The live segments' manifest entries, oldest first.
     pub(crate) fn segment_metas(&self) -> Vec<super::manifest::SegmentMeta> {
         self.segments.iter().map(|s| s.meta).collect()

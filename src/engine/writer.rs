@@ -21,4 +21,7 @@ pub(super) struct WriterState {
     pub(super) sync_generation: u64,
     /// Group commit: the sync thread has been asked for a sync that has not started yet.
     pub(super) sync_requested: bool,
+    /// [`super::Durability::Sync`]: a writer is running the shared sync others wait for
+    /// (`commit::sync_through`).
+    pub(super) syncing: bool,
 }

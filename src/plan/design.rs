@@ -1,6 +1,6 @@
-//! Designs from recipes: [`Design::new`] cuts the bits into blocks level by level and emits one
+//! Designs from block splits (the blocks per level): [`Design::new`] cuts the bits into blocks level by level and emits one
 //! [`TableDesign`] per choice of leading blocks; [`Design::from_parts`] checks stored tables
-//! against their recipe. Choosing a recipe is the planner's job.
+//! against their block split. Choosing a block split is the planner's job.
 
 // Indexing: a design's tables and blocks indexed by counts it was built with (checked by Design::new).
 #![allow(clippy::indexing_slicing)]
@@ -66,7 +66,7 @@ pub enum DesignError {
     /// The design would have more than 512 tables or 3 levels.
     #[error("design too large: {tables} tables over {levels} levels (limits {MAX_TABLES} tables, {MAX_LEVELS} levels)")]
     TooLarge {
-        /// Tables the recipe would produce (saturated).
+        /// Tables the block split would produce (saturated).
         tables: usize,
         /// Levels requested.
         levels: usize,
@@ -78,8 +78,8 @@ pub enum DesignError {
         /// The exponent given, as written.
         given: String,
     },
-    /// The stored tables are not the ones the stored recipe produces.
-    #[error("table {table} does not match its recipe: {detail}")]
+    /// The stored tables are not the ones the stored block split produces.
+    #[error("table {table} does not match its block split: {detail}")]
     Mismatch {
         /// Table index.
         table: usize,
@@ -129,23 +129,23 @@ impl Design {
     }
 
     /// Rebuilds a design from stored parts and checks that the stored tables are exactly
-    /// the ones its recipe produces, in order.
+    /// the ones its block split produces, in order.
     pub fn from_parts(k: u32, levels: &[u32], tables: Vec<TableDesign>) -> Result<Self, DesignError> {
         let expected = Self::new(k, levels)?;
         if expected.tables.len() != tables.len() {
             return Err(DesignError::Mismatch {
                 table: tables.len().min(expected.tables.len()),
-                detail: format!("recipe gives {} tables, {} stored", expected.tables.len(), tables.len()),
+                detail: format!("block split gives {} tables, {} stored", expected.tables.len(), tables.len()),
             });
         }
         for (i, (want, got)) in expected.tables.iter().zip(&tables).enumerate() {
             if want.prefix_bits != got.prefix_bits {
-                return Err(DesignError::Mismatch { table: i, detail: format!("prefix {} bits, recipe says {}", got.prefix_bits, want.prefix_bits) });
+                return Err(DesignError::Mismatch { table: i, detail: format!("prefix {} bits, block split says {}", got.prefix_bits, want.prefix_bits) });
             }
             if want.permutation != got.permutation {
                 return Err(DesignError::Mismatch {
                     table: i,
-                    detail: format!("permutation {} differs from the recipe's {}", got.permutation.describe(), want.permutation.describe()),
+                    detail: format!("permutation {} differs from the block split's {}", got.permutation.describe(), want.permutation.describe()),
                 });
             }
         }

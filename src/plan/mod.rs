@@ -1,7 +1,7 @@
 //! Table designs: how the 64 bit positions are split into blocks, which blocks lead each
 //! permuted table, and the planner that picks a design from the number of fingerprints.
 //!
-//! This module owns the *recipe* of a design (the number of blocks at each level), the
+//! This module owns the *block split* of a design (the number of blocks at each level), the
 //! permutations derived from it and the cost model that explains a choice. It knows nothing
 //! about files; the segment stores a design and asks [`Design::from_parts`] to validate it.
 //!
@@ -21,7 +21,7 @@
 //!
 //! # Files
 //! `permutation.rs` holds [`Permutation`], the shift-and-mask bit permutation a table applies.
-//! `design.rs` turns a recipe into its tables ([`Design`], [`TableDesign`], [`DesignError`]).
+//! `design.rs` turns a block split into its tables ([`Design`], [`TableDesign`], [`DesignError`]).
 //! `probe.rs` holds [`ProbePlan`]: the prefix variants each table is probed with to answer a
 //! distance above the design's `k` exactly (multi-probe), and their cost against a scan.
 //! `bands.rs` holds the band design of a segment's sketch index ([`BandDesign`]) and the

@@ -1,6 +1,6 @@
 //! The planner: the paper's `X(f, k, d)` rule (`min_tables`, the tests' oracle), the cost model (expected
 //! candidates per probe, bits per entry against the information bound) and [`plan`], which
-//! weighs every candidate recipe for a count and says why it chose one.
+//! weighs every candidate block split for a count and says why it chose one.
 
 // Indexing: the planner's small candidate tables indexed by counts it enumerates.
 #![allow(clippy::indexing_slicing)]
@@ -42,7 +42,7 @@ fn min_tables_at(f: u32, k: u32, d: f64, tau: f64, depth: usize) -> Option<u64> 
             Some(1)
         } else if rest_min != rest_max {
             // Uneven splits leave different widths to the next level; the design needs the
-            // same recipe for all of them, so take the worse of the two.
+            // same block split for all of them, so take the worse of the two.
             match (min_tables_at(rest_max, k, d_after, tau, depth + 1), min_tables_at(rest_min, k, d_after, tau, depth + 1)) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 _ => None,
@@ -292,38 +292,38 @@ fn cached_candidate_designs(k: u32) -> Result<std::sync::Arc<Vec<Candidate>>, De
     Ok(candidates)
 }
 
-/// Every recipe of up to [`MAX_LEVELS`] levels with at most [`MAX_TABLES`] tables, plus the
+/// Every block split of up to [`MAX_LEVELS`] levels with at most [`MAX_TABLES`] tables, plus the
 /// single-table full scan.
 fn candidate_designs(k: u32) -> Result<Vec<Design>, DesignError> {
-    let mut recipes: Vec<Vec<u32>> = vec![Vec::new()];
+    let mut splits: Vec<Vec<u32>> = vec![Vec::new()];
     let mut frontier: Vec<(Vec<u32>, u64)> = vec![(Vec::new(), 1)];
     for depth in 0..MAX_LEVELS {
         if k == 0 && depth > 0 {
             break;
         }
         let mut next = Vec::new();
-        for (recipe, tables) in &frontier {
+        for (split, tables) in &frontier {
             // The narrowest width any table has left at this depth bounds r.
-            let width = narrowest_rest(recipe, k);
+            let width = narrowest_rest(split, k);
             for r in (k + 1)..=width.min(64) {
                 let t = tables.saturating_mul(binomial(r, k));
                 if t > MAX_TABLES as u64 {
                     break;
                 }
-                let mut rr = recipe.clone();
+                let mut rr = split.clone();
                 rr.push(r);
-                recipes.push(rr.clone());
+                splits.push(rr.clone());
                 next.push((rr, t));
             }
         }
         frontier = next;
     }
-    recipes.into_iter().map(|r| Design::new(k, &r)).collect()
+    splits.into_iter().map(|r| Design::new(k, &r)).collect()
 }
 
-fn narrowest_rest(recipe: &[u32], k: u32) -> u32 {
+fn narrowest_rest(split: &[u32], k: u32) -> u32 {
     let mut width = FINGERPRINT_BITS;
-    for &r in recipe {
+    for &r in split {
         let widths = block_widths(width, r);
         width = widths[widths.len() - k as usize..].iter().sum();
     }

@@ -7,7 +7,7 @@
 //! # Why it is exact
 //! Let `q` be the query and `x` a stored fingerprint with `d(q, x) <= K`. Split the 64 bit
 //! positions into *atoms*: maximal sets of positions that lie in exactly the same tables'
-//! prefixes (for the recipe `[4]` the atoms are the four blocks; nested recipes cut finer).
+//! prefixes (for the block split `[4]` the atoms are the four blocks; nested block splits cut finer).
 //! The differing bits of `q` and `x` give an error vector `a` (errors per atom,
 //! `sum a <= K`), and table `t`'s prefixes differ in `e_t(a) = sum of a over t's atoms` bits.
 //! Assign `a` to the *first* table with the smallest `e_t(a)`, and let `budget_t` be the
@@ -25,13 +25,13 @@
 //! the budgets are `1, 1, 1, 0` (52 probes, not 68); at `K = 8`, `2, 1, 1, 1` (188, not 548).
 //! This is the generalised pigeonhole principle of GPH (Qin et al., ICDE 2018).
 //!
-//! # The closed-form budget, for recipes too large to enumerate
+//! # The closed-form budget, for block splits too large to enumerate
 //! When the vectors are too many to enumerate, every table gets the uniform budget
 //! `B(K, [r1, r2, ...])` of [`uniform_budget`]. Proof: at a level with `r` blocks, `k0`
 //! blocks left over and `x` errors, the `r - k0` blocks with the fewest errors carry at most
 //! `g(r, x) = (r - k0) * (x / r) + max(0, x % r - k0)` of them (spreading `x` as evenly as
 //! possible maximises the sum of the smallest `r - k0` parts; integer division). Choose
-//! them (some table of the recipe does); the `k0` blocks left carry `x - E1 <= x` errors and
+//! them (some table of the block split does); the `k0` blocks left carry `x - E1 <= x` errors and
 //! the next level splits exactly those bits, so by induction its chosen blocks carry at most
 //! `B(x - E1, rest)`. Both `g` and `B` grow by 0 or 1 when `x` grows by 1, so
 //! `E1 + B(K - E1, rest)` does not decrease in `E1` and is largest at `E1 = g(r1, K)`:
@@ -136,7 +136,7 @@ impl ProbePlan {
         &self.tables
     }
 
-    /// True when the budgets came from the closed form (the recipe was too large to
+    /// True when the budgets came from the closed form (the block split was too large to
     /// enumerate), not from enumeration.
     pub fn closed_form(&self) -> bool {
         self.closed_form

@@ -269,7 +269,7 @@ impl Header {
 }
 
 /// What a version-2 table head repeats of the header, so that a table can be read without
-/// the header: the design's recipe, the table count, the flags and the table's permutation.
+/// the header: the design's block split, the table count, the flags and the table's permutation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeadDesign {
     pub table_count: u16,

@@ -214,7 +214,7 @@ pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
 /// The design a segment read without its design carries: one identity table (the only
 /// one salvage reads then).
 fn stand_in_design() -> Design {
-    Design::new(0, &[]).unwrap_or_else(|_| unreachable!("the empty recipe is always valid"))
+    Design::new(0, &[]).unwrap_or_else(|_| unreachable!("the empty block split is always valid"))
 }
 
 /// The format version a file with a damaged header is read as: 2 when a version-2 table

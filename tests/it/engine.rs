@@ -133,7 +133,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
     let index = Arc::new(Index::open(dir.path(), options).unwrap());
     let mut rng = Rng(9);
     let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|i| (rng.next(), i)).collect();
-    index.insert_batch(&pairs[..100].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&pairs[..100].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     let reader = {
         let index = index.clone();
         let probe = pairs[0];
@@ -144,7 +144,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
         })
     };
     for chunk in pairs[100..].chunks(100) {
-        index.insert_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        index.insert_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     }
     reader.join().unwrap();
     index.flush().unwrap();
@@ -179,7 +179,7 @@ fn read_only_opens_see_every_write_made_before_them_while_a_writer_flushes_and_c
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let batch: Vec<(u64, u64)> = (i..i + 50).map(|j| (j.wrapping_mul(0x9e37_79b9_7f4a_7c15), j)).collect();
-                writer.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+                writer.insert_many(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 i += 50;
                 acked.store(i, std::sync::atomic::Ordering::SeqCst);
             }
@@ -206,7 +206,7 @@ fn close_flushes_the_memtable_so_a_reopen_replays_nothing() {
     let options = || mem_options(&storage, 1 << 20).with_flush_on_close(true);
     let index = Index::open("/idx", options()).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i)).collect();
-    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.delete(pairs[0].0, pairs[0].1).unwrap();
     index.close().unwrap();
     let reopened = Index::open("/idx", options()).unwrap();
@@ -235,7 +235,7 @@ fn numbered_inserts_from_many_threads_never_share_an_id() {
                 let mut expected = Vec::new();
                 for round in 0..50u64 {
                     let fps: Vec<(u64, Option<u64>)> = (0..7u64).map(|i| (t << 48 | round << 8 | i, (i == 3).then_some(1 << 40 | t << 20 | round))).collect();
-                    let last = index.insert_batch_numbered(&fps).unwrap();
+                    let last = index.insert_many_numbered(&fps).unwrap();
                     let first = last + 1 - fps.len() as u64;
                     expected.extend(fps.iter().zip(first..).map(|(&(fp, id), seq)| (fp, id.unwrap_or(seq))));
                 }
@@ -252,4 +252,42 @@ fn numbered_inserts_from_many_threads_never_share_an_id() {
     // six of every seven records were numbered, each with a sequence number of the 1,400 writes
     assert_eq!(seq_ids.len(), 4 * 50 * 6);
     assert!(seq_ids.iter().all(|&s| (1..=4 * 50 * 7).contains(&s)), "{seq_ids:?}");
+}
+
+#[test]
+fn durability_sync_shares_fsyncs_among_concurrent_writers_and_every_returned_write_survives_a_crash() {
+    let storage = MemStorage::default();
+    let dir = Path::new("idx");
+    let options = IndexOptions::default().with_storage(Arc::new(storage.clone())).with_durability(Durability::Sync);
+    let index = Arc::new(Index::open(dir, options.clone()).unwrap());
+    let (threads, each) = (8u64, 100u64);
+    let writers: Vec<_> = (0..threads)
+        .map(|t| {
+            let index = Arc::clone(&index);
+            std::thread::spawn(move || {
+                let mut rng = Rng(100 + t);
+                let mut returned = Vec::new();
+                for i in 0..each {
+                    let pair = (rng.next(), t << 32 | i);
+                    match i % 3 {
+                        0 => drop(index.insert(pair.0, pair.1).unwrap()),
+                        1 => assert!(matches!(index.find_or_insert(pair.0, pair.1, &QueryOptions::within(0)).unwrap(), FindOrInsert::Inserted { .. })),
+                        _ => drop(index.insert_many(&[pair.into()]).unwrap()),
+                    }
+                    returned.push(pair);
+                }
+                returned
+            })
+        })
+        .collect();
+    let returned: BTreeSet<(u64, u64)> = writers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    let stats = index.stats();
+    assert_eq!(stats.synced_seq, stats.last_seq, "every returned write is synced");
+    assert!(stats.log_syncs <= threads * each, "at most one fsync per write: {}", stats.log_syncs);
+    // a crash now: the storage keeps only what was synced
+    let crashed = storage.restart();
+    drop(index);
+    let reopened = Index::open(dir, options.with_storage(Arc::new(crashed))).unwrap();
+    let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect();
+    assert_eq!(live, returned, "every write that returned under Durability::Sync survived the crash");
 }

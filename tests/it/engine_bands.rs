@@ -312,7 +312,6 @@ fn band_files_are_rebuilt_when_missing_and_refused_when_damaged() {
 /// (found by the proptest: the lookup's candidates were judged by resemblance alone).
 #[test]
 fn a_sketch_sharing_only_a_bucket_and_a_tag_is_not_a_band_match() {
-    use Step::*;
     let steps = vec![
         Step::Insert { center: 0, flips: 6, id: 0, differ: Some(27) },
         Step::Insert { center: 0, flips: 8, id: 0, differ: Some(29) },
@@ -367,4 +366,84 @@ fn a_sketch_sharing_only_a_bucket_and_a_tag_is_not_a_band_match() {
         Step::Check { center: 0, flips: 2, differ: 18, k: 7 },
     ];
     run_steps(&steps, 22, 6850915230483497677).unwrap();
+}
+
+/// `n` pairs around `centers` (sketches 0..40 bits from the center's), inserted and recorded.
+fn insert_near(index: &Index, model: &mut Model, centers: &[(u64, Sketch)], ids: std::ops::Range<u64>, rng: &mut Rng) {
+    for id in ids {
+        let (c, cs) = centers[(rng.next() % centers.len() as u64) as usize];
+        let flips = (rng.next() % 11) as u32;
+        let fp = rng.flip(c, flips);
+        let differ = (rng.next() % 40) as u32;
+        let sk = near(&cs, differ, rng);
+        index.insert_sketched(fp, id, &sk).unwrap();
+        model.insert((fp, id), Some(sk));
+    }
+}
+
+/// An index with an expiry window (issue 36): every segment has its band file and the
+/// check is the band rule's; the settling merge on close merges within a time slice, never
+/// two slices (the window drops whole segments: one holding both slices' pairs would drop
+/// the newer slice's with the older's). Two segments of one slice (two flushes) settle into
+/// one; the same writes without a window settle into one segment in all, so the rule is
+/// what keeps the slices apart.
+#[test]
+fn an_expiring_index_has_band_files_and_settles_each_time_slice_alone() {
+    use crate::engine_expiry::TestClock;
+    use std::sync::Arc;
+    const DAY: u64 = 86_400;
+    const T0: u64 = 1_800_000_000;
+    let segments = |storage: &MemStorage, dir: &str| {
+        let names = storage.list(std::path::Path::new(dir)).unwrap();
+        let sdx: Vec<String> = names.iter().filter(|n| n.ends_with(".sdx")).cloned().collect();
+        let sdb: Vec<String> = names.iter().filter(|n| n.ends_with(".sdb")).cloned().collect();
+        assert_eq!(sdb, sdx.iter().map(|n| n.replace(".sdx", ".sdb")).collect::<Vec<_>>(), "a band file per segment");
+        sdx.len()
+    };
+    for window in [Some("8d"), None] {
+        let storage = MemStorage::default();
+        let clock = Arc::new(TestClock::default());
+        clock.set(T0);
+        let mut o = options(&storage, 100_000).with_expiry(window.map(|w| simdex::Expiry::parse(w).unwrap())).with_clock(clock.clone());
+        o.compaction.automatic = false;
+        let mut rng = Rng(39);
+        let centers: Vec<(u64, Sketch)> = (0..20).map(|_| (rng.next(), random_sketch(&mut rng))).collect();
+        let mut model = Model::new();
+        let index = Index::open("x", o.clone()).unwrap();
+        // the older slice: one segment; five days later the newer slice: two
+        insert_near(&index, &mut model, &centers, 0..3000, &mut rng);
+        index.flush().unwrap();
+        let older: Vec<(u64, u64)> = model.keys().copied().collect();
+        clock.set(T0 + 5 * DAY);
+        insert_near(&index, &mut model, &centers, 3000..6000, &mut rng);
+        index.flush().unwrap();
+        insert_near(&index, &mut model, &centers, 6000..6300, &mut rng);
+        index.flush().unwrap();
+        assert_eq!(segments(&storage, "x"), 3);
+        drop(index);
+        // the settling merge runs when an index that compacts automatically closes
+        o.compaction.automatic = true;
+        Index::open("x", o.clone()).unwrap().close().unwrap();
+        let index = Index::open("x", o.clone()).unwrap();
+        if window.is_none() {
+            assert_eq!(segments(&storage, "x"), 1, "without a window the live set settles into one segment");
+            continue;
+        }
+        assert_eq!(segments(&storage, "x"), 2, "one segment per time slice");
+        let queries: Vec<(u64, Sketch)> = centers.iter().enumerate().map(|(n, &(c, cs))| (rng.flip(c, (n % 4) as u32), near(&cs, (n % 16) as u32, &mut rng))).collect();
+        for (q, qs) in &queries {
+            check(&index, &model, *q, qs, &ConfirmOptions::within(8)).unwrap();
+        }
+        // the older slice expires (9.5 days: past the window and its granularity), the
+        // newer one (4.5 days) is all there
+        clock.set(T0 + 9 * DAY + DAY / 2);
+        for pair in &older {
+            model.remove(pair);
+        }
+        for (q, qs) in &queries {
+            check(&index, &model, *q, qs, &ConfirmOptions::within(8)).unwrap();
+        }
+        index.close().unwrap();
+        assert_eq!(segments(&storage, "x"), 1, "the expired slice's segment and band file dropped whole");
+    }
 }

@@ -200,7 +200,7 @@ fn build_segments_for_the_kill_loop() {
                     (rng.next(), id)
                 })
                 .collect();
-            index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+            index.insert_many(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
             left -= n;
         }
         index.flush().unwrap();

@@ -70,7 +70,7 @@ fn apply(model: &mut BTreeSet<(u64, u64)>, op: &Op) {
 
 fn execute(index: &Index, op: &Op) -> simdex::Result<()> {
     match op {
-        Op::Insert(pairs) => index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).map(drop),
+        Op::Insert(pairs) => index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).map(drop),
         Op::Delete((fp, id)) => index.delete(*fp, *id).map(drop),
         Op::Flush => index.flush(),
         Op::Compact => index.compact(),
@@ -152,7 +152,7 @@ fn an_io_error_at_every_operation_loses_no_acknowledged_write() {
 fn a_manifest_replacement_cut_short_leaves_the_previous_manifest() {
     let storage = MemStorage::default();
     let index = Index::open(DIR, options(&storage)).unwrap();
-    index.insert_batch(&[(1, 1), (2, 2)].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&[(1, 1), (2, 2)].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     drop(index);
     let before = storage.file(&Path::new(DIR).join("MANIFEST")).unwrap();

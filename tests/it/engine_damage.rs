@@ -37,7 +37,7 @@ pub(crate) fn logged_index(records: usize) -> (MemStorage, MemStorage, Vec<BTree
         match i % 10 {
             3 => {
                 let pairs: Vec<(u64, u64)> = (0..3).map(|j| (rng.next(), 1000 * i + j)).collect();
-                index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+                index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 live.extend(pairs);
             }
             7 => {
@@ -163,7 +163,7 @@ fn every_single_bit_flip_of_a_64_kib_segment_is_detected_never_a_wrong_answer() 
     let index = Index::open(DIR, options.clone()).unwrap();
     let mut rng = Rng(5);
     let pairs: Vec<(u64, u64)> = (0..1700u64).map(|i| (if i % 40 == 0 { 0 } else { rng.next() }, i)).collect();
-    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.close().unwrap();
     let seg = file_named(&storage, "seg-");
     let bytes = storage.file(&seg).unwrap();
@@ -241,9 +241,9 @@ fn compaction_over_a_damaged_permuted_table_fails_cleanly_and_keeps_the_inputs()
     let index = Index::open(DIR, options.clone()).unwrap();
     let mut rng = Rng(17);
     let pairs: Vec<(u64, u64)> = (0..1200u64).map(|i| (rng.next(), i)).collect();
-    index.insert_batch(&pairs[..600].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&pairs[..600].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
-    index.insert_batch(&pairs[600..].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&pairs[600..].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     index.close().unwrap();
     let mut segs: Vec<String> = storage.list(Path::new(DIR)).unwrap().into_iter().filter(|n| n.starts_with("seg-")).collect();

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use simdex::{CompactionOptions, Durability, Error, Index, IndexOptions};
+use simdex::{CompactionOptions, Durability, Entry, Error, Index, IndexOptions};
 
 use crate::common::Rng;
 use crate::tmpfs::Tmpfs;
@@ -46,7 +46,7 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
             // Batches of 500 until the disk is full and writes keep failing.
             for b in 0u64.. {
                 let batch: Vec<(u64, u64)> = (0..500).map(|i| (rng.next(), (b << 20) + i + (u64::from(background) << 40))).collect();
-                match index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).and_then(|_| index.sync()) {
+                match index.insert_many(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).and_then(|_| index.sync()) {
                     Ok(()) => acknowledged.extend(batch),
                     Err(e) => {
                         errors.push(e);
@@ -111,5 +111,60 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
         std::fs::remove_dir_all(&idx).unwrap();
         disk.resize(4 << 20);
         std::fs::write(&filler, vec![0u8; 1 << 20]).unwrap();
+    }
+}
+
+#[test]
+fn a_write_the_full_disk_refuses_does_nothing_and_the_open_index_takes_writes_once_space_is_back() {
+    let disk = match Tmpfs::mount(4 << 20) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
+            return;
+        }
+    };
+    let idx = disk.path().join("idx");
+    for durability in [Durability::default(), Durability::Sync] {
+        // a memtable larger than the test writes: every failure is an append's, none a flush's
+        let options = IndexOptions::default().with_durability(durability).with_memtable_ops(1 << 20);
+        let index = Index::open(&idx, options.clone()).unwrap();
+        let mut rng = Rng(0xf011);
+        let mut acknowledged = BTreeSet::new();
+        index.insert_many(&(0..1000).map(|i| Entry::new(rng.next(), i)).collect::<Vec<_>>()).unwrap();
+        acknowledged.extend(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from));
+        let filler = disk.path().join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while std::io::Write::write_all(&mut f, &[0xa5; 4096]).is_ok() {}
+        drop(f);
+        let mut refused = 0;
+        for b in 0..200u64 {
+            let batch: Vec<(u64, u64)> = (0..50).map(|i| (rng.next(), 1_000_000 + b * 100 + i)).collect();
+            match index.insert_many(&batch.iter().map(|&p| p.into()).collect::<Vec<Entry>>()) {
+                Ok(_) => acknowledged.extend(batch),
+                Err(e) => {
+                    assert!(e.chain_message().contains("No space left on device"), "{durability:?}: {}", e.chain_message());
+                    assert!(!matches!(e, Error::WriterFailed { .. }), "{durability:?}: a refused append leaves the writer writable: {e:?}");
+                    refused += 1;
+                }
+            }
+            // reads go on
+            let (fp, id) = *acknowledged.iter().next().unwrap();
+            assert!(index.query(fp, &simdex::QueryOptions::within(0)).unwrap().iter().any(|m| m.doc_id == Some(id)));
+        }
+        assert!(refused > 150, "{durability:?}: the disk refused {refused} of 200 batches");
+        let live: BTreeSet<(u64, u64)> = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect();
+        assert_eq!(live, acknowledged, "{durability:?}: a refused batch left nothing behind");
+        std::fs::remove_file(&filler).unwrap();
+        let batch: Vec<(u64, u64)> = (0..50).map(|i| (rng.next(), 9_000_000 + i)).collect();
+        index
+            .insert_many(&batch.iter().map(|&p| p.into()).collect::<Vec<Entry>>())
+            .unwrap_or_else(|e| panic!("{durability:?}: once space is back, the same open index writes: {e}"));
+        acknowledged.extend(batch);
+        index.close().unwrap();
+        let reopened = Index::open(&idx, options).unwrap();
+        let live: BTreeSet<(u64, u64)> = reopened.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect();
+        assert_eq!(live, acknowledged, "{durability:?}: after a reopen, the acknowledged writes and nothing else");
+        reopened.close().unwrap();
+        std::fs::remove_dir_all(&idx).unwrap();
     }
 }

@@ -158,7 +158,7 @@ fn repeated_flush_failures_on_a_full_disk_do_not_pile_up_logs() {
         index.flush().unwrap();
         full.store(true, Ordering::SeqCst);
         // Every memtable's worth of writes on the full disk would freeze, start a log and
-        // fail to flush: 50 memtables in one process, then 10 processes (each `simdex add`
+        // fail to flush: 50 memtables in one process, then 10 processes (each `simdex insert`
         // replays the logs and fills a memtable at once).
         let refused_in_process = write(&index, 500);
         // A full disk is retried once per memtable's worth of writes, not on every write

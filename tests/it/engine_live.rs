@@ -37,7 +37,7 @@ fn below_fanout_squared_flushes_the_live_set_is_at_most_three_segments_each_a_fa
     let mut most = 0;
     for i in 0..fanout * fanout {
         let batch: Vec<(u64, u64)> = (0..flush).map(|j| (rng.next(), i * flush + j)).collect();
-        index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        index.insert_many(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         let sizes = segment_sizes(&index);
         assert_eq!(sizes.iter().sum::<u64>() + index.stats().memtable_inserts, (i + 1) * flush);
         assert!(sizes.len() <= 3, "after {} flushes: {sizes:?}", i + 1);
@@ -89,7 +89,7 @@ fn many_flushes_stay_logarithmic_and_queries_equal_brute_force_across_the_live_s
             batch.push((fp, id));
             id += 1;
         }
-        index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        index.insert_many(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         live.extend(batch.iter().copied());
         for _ in 0..8 {
             let &pair = live.iter().nth((rng.next() % live.len() as u64) as usize).unwrap();
@@ -106,7 +106,7 @@ fn many_flushes_stay_logarithmic_and_queries_equal_brute_force_across_the_live_s
     }
     // and some writes still in the memtable
     let tail: Vec<(u64, u64)> = (0..40).map(|j| (rng.flip(centers[j % centers.len()], 2), id + j as u64)).collect();
-    index.insert_batch(&tail.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&tail.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     live.extend(tail.iter().copied());
     let stats = index.stats();
     assert!(stats.segments.len() >= 2 && stats.memtable_inserts > 0, "the live set spans segments and the memtable: {stats:?}");

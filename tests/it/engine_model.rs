@@ -72,7 +72,7 @@ proptest! {
                     live.insert((*fp, *id));
                 }
                 Step::InsertBatch(pairs) => {
-                    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+                    index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                     live.extend(pairs.iter().copied());
                 }
                 Step::Delete(at) => {

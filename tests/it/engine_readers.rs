@@ -75,11 +75,11 @@ fn reader_open_racing_a_flush_that_removes_the_old_log() {
     // missing".
     reader_after(
         |w| {
-            w.insert_batch(&pairs(0..1000).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+            w.insert_many(&pairs(0..1000).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         },
         |w| {
             w.flush().unwrap();
-            w.insert_batch(&pairs(1000..1500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+            w.insert_many(&pairs(1000..1500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         },
     );
 }
@@ -91,13 +91,13 @@ fn reader_open_racing_a_compaction_that_removes_segments() {
     reader_after(
         |w| {
             for part in [0..1000, 1000..2000] {
-                w.insert_batch(&pairs(part).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+                w.insert_many(&pairs(part).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 w.flush().unwrap();
             }
         },
         |w| {
             w.compact().unwrap();
-            w.insert_batch(&pairs(2000..2100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+            w.insert_many(&pairs(2000..2100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         },
     );
 }
@@ -123,20 +123,20 @@ fn file_named(path: &Path, prefix: &str) -> bool {
 fn verify_racing_a_flush_and_a_compaction_reads_one_version() {
     let flush_then_write = |w: &Index| {
         w.flush().unwrap();
-        w.insert_batch(&pairs(1000..1500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        w.insert_many(&pairs(1000..1500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     };
     let compact = |w: &Index| {
         w.compact().unwrap();
-        w.insert_batch(&pairs(2000..2100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        w.insert_many(&pairs(2000..2100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     };
     let two_segments = |w: &Index| {
         for part in [0..1000, 1000..2000] {
-            w.insert_batch(&pairs(part).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+            w.insert_many(&pairs(part).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
             w.flush().unwrap();
         }
     };
     let one_log = |w: &Index| {
-        w.insert_batch(&pairs(0..1000).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        w.insert_many(&pairs(0..1000).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     };
     // between the listing and the manifest: the listing names a log the manifest calls obsolete
     let report = verify_after(one_log, flush_then_write, |op, _| op == "list");
@@ -155,7 +155,7 @@ fn verify_beside_a_writer_that_never_stops_is_inconclusive_never_damaged() {
     let storage = MemStorage::default();
     let dir = Path::new("/idx");
     let writer = Arc::new(Index::open(dir, mem_options(&storage, 1 << 20)).unwrap());
-    writer.insert_batch(&pairs(0..500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    writer.insert_many(&pairs(0..500).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     let w = writer.clone();
     let next = Mutex::new(500u64);
     let hook = Intercepted {
@@ -163,7 +163,7 @@ fn verify_beside_a_writer_that_never_stops_is_inconclusive_never_damaged() {
         before: Arc::new(move |op, _| {
             if op == "list" {
                 let mut n = next.lock().unwrap();
-                w.insert_batch(&pairs(*n..*n + 100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+                w.insert_many(&pairs(*n..*n + 100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
                 w.flush().unwrap();
                 *n += 100;
             }
@@ -184,7 +184,7 @@ fn verify_of_a_directory_a_writer_is_still_creating_is_not_damage() {
     assert!(matches!(e, simdex::Error::NoIndex { .. }), "{e}");
     // With index files but no manifest, the manifest was lost: damage, named.
     let writer = Index::open("/old", mem_options(&storage, 1 << 20)).unwrap();
-    writer.insert_batch(&pairs(0..100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    writer.insert_many(&pairs(0..100).iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     writer.flush().unwrap();
     writer.close().unwrap();
     storage.remove(Path::new("/old/MANIFEST")).unwrap();

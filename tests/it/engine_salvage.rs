@@ -28,7 +28,7 @@ fn logged_index_and_crash_image() -> (MemStorage, MemStorage, PathBuf, BTreeSet<
     let mut all = BTreeSet::new();
     for r in 0..40u64 {
         let batch: Vec<(u64, u64)> = (0..5).map(|i| ((r * 5 + i).wrapping_mul(0x9e37_79b9_7f4a_7c15), r * 5 + i)).collect();
-        index.insert_batch(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+        index.insert_many(&batch.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
         all.extend(batch);
     }
     let crashed = copy_of(&storage);
@@ -143,7 +143,7 @@ fn flushed_index(n: u64) -> (MemStorage, PathBuf, BTreeSet<(u64, u64)>) {
     let storage = MemStorage::default();
     let index = Index::open("/idx", mem_options(&storage, 1 << 20)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..n).map(|i| ((i % (n - 7)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 3), i)).collect();
-    index.insert_batch(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     index.close().unwrap();
     let seg = storage.list(Path::new("/idx")).unwrap().into_iter().find(|n| n.starts_with("seg-")).expect("a segment");

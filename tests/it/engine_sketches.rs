@@ -106,7 +106,7 @@ proptest! {
                 Step::Batch(v) => {
                     let pairs: Vec<(u64, u64)> = v.iter().map(|e| (e.0, e.1)).collect();
                     let bytes: Vec<u8> = v.iter().flat_map(|e| e.2).collect();
-                    index.insert_batch_sketched(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &bytes).unwrap();
+                    index.insert_many_sketched(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &bytes).unwrap();
                     for e in v {
                         model.insert((e.0, e.1), Some(e.2));
                     }
@@ -285,7 +285,7 @@ fn sketch_misuse_is_a_clear_error() {
     let index = Index::open("s", sketched_options(&storage, 100)).unwrap();
     let e = index.insert_sketched(1, 1, &[1; 7]).unwrap_err();
     assert!(e.to_string().contains("7 bytes of sketches") && e.to_string().contains("8 bytes each"), "{e}");
-    let e = index.insert_batch_sketched(&[(1, 1), (2, 2)].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &[1; WIDTH]).unwrap_err();
+    let e = index.insert_many_sketched(&[(1, 1), (2, 2)].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>(), &[1; WIDTH]).unwrap_err();
     assert!(e.to_string().contains("for 2 operations"), "{e}");
     let e = index.query_confirmed(1, &[1; 3], &ConfirmOptions::default()).unwrap_err();
     assert!(e.to_string().contains("3-byte query sketch"), "{e}");

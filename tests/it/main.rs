@@ -14,6 +14,7 @@ mod engine_compaction_kills;
 mod engine_crash;
 mod engine_damage;
 mod engine_enospc;
+mod engine_expiry;
 mod engine_faults;
 mod engine_fixtures;
 mod engine_kill;

@@ -12,7 +12,7 @@ run is reproducible in what it tries and bounded in time (it stops starting case
 share is spent; a case in flight finishes, each command has a timeout).
 
 Categories (a failure is anything issue 23 says must not happen):
-  kill      `simdex add DIR - --acks` fed through a pipe, killed (SIGKILL) at random instants,
+  kill      `simdex insert DIR - --acks` fed through a pipe, killed (SIGKILL) at random instants,
             then `verify` (must exit 0) and `query -k 0` (every acknowledged pair present, no
             pair never sent); `simdex compact` killed at random instants (deleted pairs must
             stay deleted). With --it-bin the compaction input is that binary's ignored test
@@ -30,7 +30,7 @@ Categories (a failure is anything issue 23 says must not happen):
             (`add --log-recovery point-in-time` when the binary has it) hands out no sequence
             number (= document id) twice.
   readers   tools/scripts/reader-race.sh with READER=verify and stats, and issue 23's loop
-            (`simdex add vr big.txt --memtable-ops 20000 &` while `simdex verify vr` runs):
+            (`simdex insert vr big.txt --memtable-ops 20000 &` while `simdex verify vr` runs):
             exit 1/2 beside the writer on an index that verifies clean afterwards is a false
             DAMAGED; exit 3 (inconclusive) is counted apart and is not a failure.
   diskfull  add / compact / recover / build into an 8 MiB tmpfs (root only; skipped with a

@@ -4,7 +4,7 @@
 //! [`Decoder`] is the one parser of both formats: it takes the input in chunks of any size
 //! (a record or a line may straddle two), so a command can read everything at once
 //! ([`read_all`]) or stream an input of any length in bounded memory ([`ReadAhead`] and
-//! `simdex add`). Every error names the input and the line (text) or byte offset (binary)
+//! `simdex insert`). Every error names the input and the line (text) or byte offset (binary)
 //! at fault.
 
 use anyhow::{anyhow, bail, Context, Result};

@@ -15,6 +15,7 @@ macro_rules! out {
 
 mod cmd;
 mod corpus;
+mod expiry_text;
 mod input;
 mod log_recovery;
 mod plot;

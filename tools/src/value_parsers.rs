@@ -24,3 +24,9 @@ pub fn positive_f64(s: &str) -> Result<f64, String> {
         _ => Err(format!("{s:?} is not a number above 0")),
     }
 }
+
+/// An expiry window (`30d`, `12h`; clap's value parser): [`simdex::Expiry::parse`], whose
+/// error names the text; clap names the flag.
+pub fn expiry(s: &str) -> Result<simdex::Expiry, String> {
+    simdex::Expiry::parse(s).map_err(|e| e.to_string())
+}

@@ -364,14 +364,15 @@ fn batch_cluster_and_split_read_index_directories() {
     let stored = dir.path().join("stored.txt");
     std::fs::write(&stored, stdout(&run(&["bench", "generate", "-n", "5000", "--clusters", "100", "--cluster-size", "4", "--flips", "2", "--with-ids"]))).unwrap();
     let lines: Vec<String> = std::fs::read_to_string(&stored).unwrap().lines().map(String::from).collect();
-    // The index gets the pairs in two adds (two batches of writes) and one delete.
+    // The index gets the pairs in two inserts (two batches of writes) and one delete; the
+    // second by `add`, the command's name before issue 35, which must do the same.
     let (first, second) = lines.split_at(3000);
     let part1 = dir.path().join("part1.txt");
     let part2 = dir.path().join("part2.txt");
     std::fs::write(&part1, first.join("\n") + "\n").unwrap();
     std::fs::write(&part2, second.join("\n") + "\n").unwrap();
     let index = dir.path().join("index");
-    ok(&run(&["add", p(&index), p(&part1)]));
+    ok(&run(&["insert", p(&index), p(&part1)]));
     ok(&run(&["compact", p(&index)]));
     ok(&run(&["add", p(&index), p(&part2)]));
     let deleted = dir.path().join("deleted.txt");
@@ -447,7 +448,7 @@ fn a_closed_output_pipe_ends_every_command_quietly() {
     let seg = dir.path().join("s.sdx");
     ok(&run(&["build", "--out", p(&seg), p(&input)]));
     let idx = dir.path().join("idx");
-    ok(&run(&["add", p(&idx), p(&input)]));
+    ok(&run(&["insert", p(&idx), p(&input)]));
     let commands: Vec<Vec<&str>> = vec![
         vec!["plan", "--count", "1000000"],
         vec!["inspect", p(&seg)],
@@ -543,7 +544,7 @@ fn document_ids_flow_from_fingerprint_through_add_to_query_and_batch() {
         let (name, f) = line.rsplit_once('\t').unwrap();
         assert!(rows.iter().any(|(g, id)| g == f && names[id] == name), "{line}");
     }
-    ok(&run(&["add", p(&index), p(&fps)]));
+    ok(&run(&["insert", p(&index), p(&fps)]));
     // every query finds its own document at distance 0, and its line starts with its id
     let out = stdout(&run(&["query", p(&index), "-k", "3", "--input", p(&fps)]));
     for (f, id) in &rows {

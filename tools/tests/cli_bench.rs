@@ -22,7 +22,7 @@ fn bench_query_on_an_index_directory_counts_what_query_finds() {
     std::fs::write(&stored, run(&["bench", "generate", "--count", "3000", "--seed", "7"]).stdout).unwrap();
     std::fs::write(&queries, run(&["bench", "generate", "--count", "200", "--near", p(&stored), "--flips", "2", "--seed", "8"]).stdout).unwrap();
     let idx = dir.path().join("idx");
-    run(&["add", p(&idx), p(&stored)]);
+    run(&["insert", p(&idx), p(&stored)]);
     let seg = dir.path().join("s.sdx");
     run(&["build", "--out", p(&seg), p(&stored)]);
     // The oracle: the matches `simdex query` prints for the same queries, one a line.
@@ -77,11 +77,11 @@ fn bench_query_verified_confirms_exactly_the_near_copies_of_their_own_document()
         assert!(own >= 150 && near >= own, "k = {k}: {own} {near}");
         let ks = k.to_string();
         for extra in [vec![], vec!["--threads", "2"]] {
-            let mut args = vec!["bench", "query", p(&idx), "--input", p(&queries), "-k", &ks, "--verified", "--json"];
+            let mut args = vec!["bench", "query", p(&idx), "--input", p(&queries), "-k", &ks, "--confirmed", "--json"];
             args.extend(extra.iter().copied());
             let report: serde_json::Value = serde_json::from_slice(&run(&args).stdout).unwrap();
             assert_eq!(report["matches"].as_u64(), Some(own), "{args:?}: {report}");
-            assert_eq!(report["verified"].as_f64(), Some(0.9), "{report}");
+            assert_eq!(report["confirmed"].as_f64(), Some(0.9), "{report}");
         }
         let plain: serde_json::Value = serde_json::from_slice(&run(&["bench", "query", p(&idx), "--input", p(&queries), "-k", &ks, "--json"]).stdout).unwrap();
         assert_eq!(plain["matches"].as_u64(), Some(near), "{plain}");
@@ -98,7 +98,7 @@ fn bench_query_verified_confirms_exactly_the_near_copies_of_their_own_document()
     };
     fail(&["bench", "index", p(&idx), "--input", p(&stored)], "already exists");
     let bare = dir.path().join("bare");
-    run(&["add", p(&bare), p(&stored)]);
+    run(&["insert", p(&bare), p(&stored)]);
     fail(&["bench", "query", p(&bare), "--input", p(&queries), "--verified"], "stores sketches");
     let seg = dir.path().join("s.sdx");
     run(&["build", "--out", p(&seg), p(&stored)]);

@@ -53,7 +53,7 @@ fn add_query_delete_compact_stats_verify() {
     let idx = dir.path().join("idx");
     let a = pairs(3000, 1);
     let b = pairs(2000, 2);
-    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "a.txt", &a))]));
+    ok(&run(&["insert", p(&idx), p(&write_pairs(dir.path(), "a.txt", &a))]));
 
     // The same subcommand answers from a directory.
     let q = format!("{:016x}", a[10].0 ^ 1);
@@ -61,7 +61,7 @@ fn add_query_delete_compact_stats_verify() {
 
     ok(&run(&["delete", p(&idx), p(&write_pairs(dir.path(), "d.txt", &a[10..11]))]));
     assert_eq!(ok(&run(&["query", p(&idx), &q])), "");
-    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "b.txt", &b))]));
+    ok(&run(&["insert", p(&idx), p(&write_pairs(dir.path(), "b.txt", &b))]));
     assert_eq!(ok(&run(&["query", p(&idx), &q])), "");
 
     // Each command flushed its memtable when it closed the index, and the second add's close
@@ -99,7 +99,7 @@ fn compact_drops_a_tombstone_file_newer_than_every_segment() {
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
     let a = pairs(3000, 1);
-    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "a.txt", &a))]));
+    ok(&run(&["insert", p(&idx), p(&write_pairs(dir.path(), "a.txt", &a))]));
     ok(&run(&["delete", p(&idx), p(&write_pairs(dir.path(), "d.txt", &a[10..11]))]));
     ok(&run(&["compact", p(&idx)]));
     let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&idx), "--json"]))).unwrap();
@@ -113,11 +113,11 @@ fn add_without_ids_numbers_them_and_bad_input_names_the_line() {
     let idx = dir.path().join("idx");
     let input = dir.path().join("fp.txt");
     std::fs::write(&input, "0123456789abcdef\nfedcba9876543210\n").unwrap();
-    ok(&run(&["add", p(&idx), p(&input)]));
+    ok(&run(&["insert", p(&idx), p(&input)]));
     assert_eq!(ok(&run(&["query", p(&idx), "-k", "0", "fedcba9876543210"])), "fedcba9876543210\tfedcba9876543210\t0\t2\n");
 
     std::fs::write(&input, "0123456789abcdef\nnot-a-fingerprint\n").unwrap();
-    let out = run(&["add", p(&idx), p(&input)]);
+    let out = run(&["insert", p(&idx), p(&input)]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
 
@@ -143,7 +143,7 @@ fn damaged_log_is_reported_by_verify_and_dump_log_and_recover_salvages_the_rest(
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
     // A writer killed while its pipe was open leaves its acknowledged records in the log:
-    // three group commits (each burst fits one atomic pipe write, so one read) of 150
+    // three synced groups (each burst fits one atomic pipe write, so one read) of 150
     // operations each.
     let mut add = common::streaming::StreamingAdd::spawn(&idx, &[]);
     for seed in 1..=3 {
@@ -185,7 +185,7 @@ fn damaged_log_is_reported_by_verify_and_dump_log_and_recover_salvages_the_rest(
 fn verify_names_a_damaged_segment_and_leaves_unknown_files_alone() {
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
-    ok(&run(&["add", p(&idx), p(&write_pairs(dir.path(), "a.txt", &pairs(3000, 4)))]));
+    ok(&run(&["insert", p(&idx), p(&write_pairs(dir.path(), "a.txt", &pairs(3000, 4)))]));
     ok(&run(&["compact", p(&idx)]));
     std::fs::write(idx.join("README.txt"), "mine").unwrap();
     let out = ok(&run(&["verify", p(&idx)]));
@@ -210,7 +210,7 @@ fn inspect_on_an_index_directory_shows_every_live_segment_and_the_memtable() {
     let idx = dir.path().join("idx");
     let data = pairs(3000, 7);
     let input = write_pairs(dir.path(), "in.txt", &data);
-    ok(&run(&["add", p(&idx), p(&input), "--memtable-ops", "1000"]));
+    ok(&run(&["insert", p(&idx), p(&input), "--memtable-ops", "1000"]));
     let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&idx), "--json"]))).unwrap();
     let svg = dir.path().join("h.svg");
     let report: serde_json::Value = serde_json::from_str(&ok(&run(&["inspect", p(&idx), "--json", "--plot", p(&svg)]))).unwrap();

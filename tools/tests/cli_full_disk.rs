@@ -1,4 +1,4 @@
-//! `simdex add` on a real full disk (a tmpfs the test mounts; skipped with a message where
+//! `simdex insert` on a real full disk (a tmpfs the test mounts; skipped with a message where
 //! mounting is not allowed): the add that meets the full disk exits non-zero naming the file,
 //! later adds on the still-full disk do not pile up logs, no temporary file stays, and once
 //! the disk grows every fingerprint of every acknowledged add is found.

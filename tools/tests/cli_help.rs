@@ -82,7 +82,7 @@ const SCENARIO: [&str; 23] = [
     "bench index",
     "bench query",
     "bench",
-    "add",
+    "insert",
     "delete",
     "stats",
     "inspect",

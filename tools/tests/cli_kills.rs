@@ -51,7 +51,7 @@ fn input(dir: &Path) -> std::path::PathBuf {
 fn a_killed_recover_leaves_no_index_and_a_rerun_finishes() {
     let dir = tempfile::tempdir().unwrap();
     let idx = dir.path().join("idx");
-    assert!(run(&["add", p(&idx), p(&input(dir.path()))]).status.success());
+    assert!(run(&["insert", p(&idx), p(&input(dir.path()))]).status.success());
     let mut killed = 0;
     for ms in [5u64, 15, 30, 60, 100, 150, 220, 300] {
         let out = dir.path().join(format!("rec{ms}"));

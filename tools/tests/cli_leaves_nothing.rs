@@ -42,7 +42,7 @@ fn commands_that_fail_on_a_missing_index_create_nothing() {
     for args in [
         vec!["compact", p(&missing)],
         vec!["delete", p(&missing), p(&input)],
-        vec!["add", p(&missing), "-k", "9", p(&input)],
+        vec!["insert", p(&missing), "-k", "9", p(&input)],
         vec!["stats", p(&missing)],
         vec!["dump-log", p(&missing)],
     ] {
@@ -52,7 +52,7 @@ fn commands_that_fail_on_a_missing_index_create_nothing() {
         let err = stderr(&o);
         assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
     }
-    let o = run(&["add", p(&missing), "-k", "9", p(&input)]);
+    let o = run(&["insert", p(&missing), "-k", "9", p(&input)]);
     let err = stderr(&o);
     assert_eq!(err.matches("at most 8").count(), 1, "the cause is said once: {err}");
 }
@@ -92,12 +92,12 @@ fn delete_and_compact_count_what_really_happened() {
     let input = dir.path().join("in.txt");
     let lines: String = (1..=300u64).map(|i| format!("{:016x}\t{i}\n", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))).collect();
     std::fs::write(&input, &lines).unwrap();
-    assert!(run(&["add", p(&idx), p(&input)]).status.success());
+    assert!(run(&["insert", p(&idx), p(&input)]).status.success());
     // The first 50 pairs again: 50 repeats, in a segment the policy leaves apart (the older
     // segment is more than the fan-out times larger, so the small tiers do not absorb it).
     let again = dir.path().join("again.txt");
     std::fs::write(&again, lines.lines().take(50).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
-    assert!(run(&["add", p(&idx), p(&again)]).status.success());
+    assert!(run(&["insert", p(&idx), p(&again)]).status.success());
     // Two stored pairs and one that never was (a known fingerprint under another id).
     let del = dir.path().join("del.txt");
     let first: Vec<&str> = lines.lines().take(2).collect();
@@ -119,7 +119,7 @@ fn a_dangling_symlink_as_the_index_gets_a_clear_message() {
     std::os::unix::fs::symlink(dir.path().join("gone"), &link).unwrap();
     let input = dir.path().join("in.txt");
     std::fs::write(&input, "0123456789abcdef\n").unwrap();
-    let o = run(&["add", p(&link), p(&input)]);
+    let o = run(&["insert", p(&link), p(&input)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("symbolic link to a missing directory"), "{}", stderr(&o));
     let o = run(&["stats", p(&link)]);
@@ -156,12 +156,12 @@ fn a_failed_add_into_a_new_directory_leaves_no_index() {
     std::fs::create_dir(&input_dir).unwrap();
     for input in [&bad, &non_utf8, &long, &input_dir] {
         let new = dir.path().join("new");
-        let o = run(&["add", p(&new), p(input)]);
+        let o = run(&["insert", p(&new), p(input)]);
         assert_eq!(o.status.code(), Some(2), "{input:?}: {}", stderr(&o));
         assert!(!new.exists(), "{input:?} left {:?}", tree(&new));
         let empty = dir.path().join("empty");
         std::fs::create_dir_all(&empty).unwrap();
-        let o = run(&["add", p(&empty), p(input)]);
+        let o = run(&["insert", p(&empty), p(input)]);
         assert_eq!(o.status.code(), Some(2), "{input:?}: {}", stderr(&o));
         assert_eq!(tree(&empty), Vec::<String>::new(), "{input:?} into an empty directory");
     }
@@ -169,7 +169,7 @@ fn a_failed_add_into_a_new_directory_leaves_no_index() {
     let mixed = dir.path().join("mixed.txt");
     std::fs::write(&mixed, "0123456789abcdef\t1\nnot a fingerprint\n").unwrap();
     let kept = dir.path().join("kept");
-    let o = run(&["add", p(&kept), p(&mixed)]);
+    let o = run(&["insert", p(&kept), p(&mixed)]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let q = run(&["query", p(&kept), "-k", "0", "0123456789abcdef"]);
     assert!(q.status.success() && String::from_utf8_lossy(&q.stdout).contains("0123456789abcdef"), "{}", stderr(&q));

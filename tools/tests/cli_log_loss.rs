@@ -48,7 +48,7 @@ fn a_log_cut_at_a_record_boundary_is_never_silent() {
 
     let more = dir.path().join("more.txt");
     std::fs::write(&more, "00000000000000ff\n").unwrap();
-    let refused = run(&["add", p(&idx), p(&more)]);
+    let refused = run(&["insert", p(&idx), p(&more)]);
     assert!(!refused.status.success() && text(&refused).contains("--log-recovery point-in-time"), "{}", text(&refused));
 
     let out = dir.path().join("rec");
@@ -62,7 +62,7 @@ fn a_log_cut_at_a_record_boundary_is_never_silent() {
     );
 
     // Opened past the loss: the new document (no id given) gets an id no lost one had.
-    let added = run(&["add", p(&idx), p(&more), "--log-recovery", "point-in-time", "--json"]);
+    let added = run(&["insert", p(&idx), p(&more), "--log-recovery", "point-in-time", "--json"]);
     assert!(added.status.success(), "{}", text(&added));
     assert!(String::from_utf8_lossy(&added.stderr).contains("300 acknowledged operations"), "{}", text(&added));
     let summary: serde_json::Value = serde_json::from_slice(&added.stdout).unwrap();

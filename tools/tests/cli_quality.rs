@@ -142,7 +142,7 @@ fn dedup_says_that_an_index_without_sketches_is_checked_by_fingerprint_alone() {
     // An index made of bare fingerprints stores no sketches.
     let fps = dir.path().join("fps.txt");
     std::fs::write(&fps, "0123456789abcdef\n").unwrap();
-    ok(&run(&["add", p(&index), p(&fps)]));
+    ok(&run(&["insert", p(&index), p(&fps)]));
     let o = run(&["dedup", PAGES, "--index", p(&index)]);
     ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);

@@ -35,7 +35,7 @@ fn compacted_index(dir: &Path) -> (PathBuf, PathBuf) {
     }
     let input = dir.join("pairs.txt");
     std::fs::write(&input, text).unwrap();
-    ok(&run(&["add", p(&idx), p(&input)]));
+    ok(&run(&["insert", p(&idx), p(&input)]));
     ok(&run(&["compact", p(&idx)]));
     let seg = std::fs::read_dir(&idx).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "sdx")).unwrap();
     (idx, seg)

@@ -1,4 +1,4 @@
-//! `simdex add DIR -` at the end of a pipe that stays open: records are acknowledged as they
+//! `simdex insert DIR -` at the end of a pipe that stays open: records are acknowledged as they
 //! arrive (a line or record split across writes waits for its end), acknowledged records
 //! are visible to read-only opens at once and survive kill -9; a bad record mid-stream is
 //! named and what came before it is kept. Text and binary, with and without ids.

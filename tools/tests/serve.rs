@@ -20,5 +20,7 @@ mod crash;
 mod full_disk;
 #[path = "serve/hostile.rs"]
 mod hostile;
+#[path = "serve/limits.rs"]
+mod limits;
 #[path = "serve/load.rs"]
 mod load;

@@ -7,7 +7,8 @@
 //!   budget behind the write stall, [`over_budget`]), `absorb` (the small tiers absorbing
 //!   the newest segment while the index is small), `full` (a full compaction in merges of
 //!   bounded size), `settle` (on close: the live set within a bound of one segment's query
-//!   cost). The policy reads sizes only: it opens no file.
+//!   cost), `expiry` (an index with an expiry window: merges within one time slice, and
+//!   which segments expired, dropped whole). The policy reads sizes only: it opens no file.
 //! - the *mechanism* merges: [`merge()`] (in `merge`) writes the live pairs of the chosen
 //!   segments as one new segment, from the merge streams of `stream` (live pairs in
 //!   `(fingerprint, id)` order, sorted tables) and the bounded-memory sort of
@@ -22,6 +23,7 @@
 
 mod absorb;
 pub(crate) mod checkpoint;
+pub(crate) mod expiry;
 mod external_sort;
 mod full;
 mod merge;

@@ -85,7 +85,7 @@ fn the_live_segment_count_stays_logarithmic_under_flushes_deletes_and_lost_merge
 type Picker = fn(&[SegmentMeta], u64, usize, u64) -> Option<Range<usize>>;
 
 /// The background thread's view: merges take time (`cost` flush intervals per flush of
-/// entries merged) while flushes keep arriving, one merge at a time, as in `simdex add`;
+/// entries merged) while flushes keep arriving, one merge at a time, as in `simdex insert`;
 /// at the end (`close`) the merge in flight lands and the policy runs to completion.
 /// Returns the segments left, the most seen while flushing, and the entries rewritten.
 fn lagging_merges(flushes: usize, fanout: usize, cost: f64) -> (Vec<u64>, usize, u64) {

@@ -18,5 +18,5 @@ pub(super) fn random_pairs(seed: u64, count: usize, base: u64) -> Vec<(u64, u64)
 
 /// A segment of `entries` entries (the rest zero).
 pub(super) fn meta(entries: u64) -> SegmentMeta {
-    SegmentMeta { number: 0, entries, file_len: 0, min_seq: 0, max_seq: 0 }
+    SegmentMeta { number: 0, entries, file_len: 0, min_seq: 0, max_seq: 0, epoch: 0 }
 }

@@ -20,7 +20,6 @@
 
 pub mod chunks;
 pub mod document;
-pub mod document_batch;
 mod documents;
 mod error;
 pub mod features;
@@ -30,6 +29,7 @@ pub mod hash;
 pub mod html;
 pub mod idf;
 pub mod input;
+pub mod many;
 pub mod normalize;
 mod options;
 pub mod recipe;

@@ -189,8 +189,8 @@ def manifest_number(d):
 
 
 class Feeder:
-    """Runs `simdex add DIR - --acks --json ...`, feeding lines through a pipe in chunks with
-    pauses (so group commits are many), reading the acknowledgements as they come."""
+    """Runs `simdex insert DIR - --acks --json ...`, feeding lines through a pipe in chunks with
+    pauses (so synced groups are many), reading the acknowledgements as they come."""
 
     def __init__(self, sim, args, lines, rng, chunk=(20, 800), pause=(0.0, 0.012), hold_open=0.0):
         self.lines = lines

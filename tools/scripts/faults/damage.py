@@ -242,7 +242,7 @@ def check_damage_case(sim, cat, rng, work, pristine, oracle, ftype, kind, case_n
             if reused:
                 cat.fail("sequence numbers (document ids) handed out twice", len(reused),
                          what + f": new ids from {min(p[1] for p in reused)}, acknowledged ids reach {oracle['max_seq']}",
-                         repro + "; simdex add C NEW.txt" + (" --log-recovery point-in-time" if len(args) > 3 else ""))
+                         repro + "; simdex insert C NEW.txt" + (" --log-recovery point-in-time" if len(args) > 3 else ""))
         os.unlink(nf)
     shutil.rmtree(case, ignore_errors=True)
     shutil.rmtree(os.path.dirname(out), ignore_errors=True)

@@ -98,7 +98,7 @@ def _diskfull_cases(sim, cat, rng, deadline, work, mnt):
             sim.run(["add", idx, pf, "--no-space-check", "--memtable-ops", "1000000"], timeout=120)
             write_pairs(pf, pairs[cut:])
             a2 = sim.run(["add", idx, pf, "--no-space-check", "--memtable-ops", "100000"], timeout=120)
-            _full_check(sim, cat, a2, "add (its close merges)", mnt, f"tmpfs 8m; simdex add M/cidx ({cut} pairs); simdex add M/cidx (20000 pairs) --no-space-check")
+            _full_check(sim, cat, a2, "add (its close merges)", mnt, f"tmpfs 8m; simdex insert M/cidx ({cut} pairs); simdex insert M/cidx (20000 pairs) --no-space-check")
             st = sim.run(["stats", idx, "--json"])
             try:
                 pairs_in = [p for p in pairs]  # what the adds acknowledged (exit 0) is checked below
@@ -108,7 +108,7 @@ def _diskfull_cases(sim, cat, rng, deadline, work, mnt):
             before = snapshot(idx)
             q0, got0 = query_pairs(sim, idx, [a for a, _ in pairs_in], work)
             res = sim.run(["compact", idx], timeout=300)
-            repro = f"tmpfs 8m; simdex add M/cidx ({cut} pairs); simdex add M/cidx (20000 pairs) --no-space-check; simdex compact M/cidx ({nseg} segments)"
+            repro = f"tmpfs 8m; simdex insert M/cidx ({cut} pairs); simdex insert M/cidx (20000 pairs) --no-space-check; simdex compact M/cidx ({nseg} segments)"
             _full_check(sim, cat, res, "compact", mnt, repro)
             q, got = query_pairs(sim, idx, [a for a, _ in pairs_in], work)
             lost = got0 - got

@@ -60,10 +60,10 @@ def cat_readers(sim, cat, rng, budget, work):
         werr = w.stderr.read().decode("utf-8", "replace")
         quiet = sim.run(["verify", vr], timeout=120)
         if w.returncode != 0:
-            cat.fail("the writer failed", 0, werr[:300], f"simdex add vr big.txt --memtable-ops 20000")
+            cat.fail("the writer failed", 0, werr[:300], f"simdex insert vr big.txt --memtable-ops 20000")
         if quiet.rc != 0:
             cat.fail("index damaged after the writer finished", 0, quiet.out[-300:], "simdex verify vr")
-        loop = "simdex add vr big.txt --memtable-ops 20000 & while kill -0 $!; do simdex verify vr || echo FALSE; done"
+        loop = "simdex insert vr big.txt --memtable-ops 20000 & while kill -0 $!; do simdex verify vr || echo FALSE; done"
         for r in creating:
             first = (r.out + r.err).strip().splitlines()
             if r.rc == 2 and r.named_error and not r.panicked:

@@ -20,8 +20,11 @@ pub enum ServeError {
         /// What is wrong with it.
         why: String,
     },
-    /// The index would not open or close.
+    /// The limits asked for do not fit the process' (descriptors).
     #[error("{0}")]
+    Limits(String),
+    /// The index would not open or close (its message once, not again as its cause).
+    #[error(transparent)]
     Index(#[from] simdex_fingerprint::Error),
     /// The address could not be bound, or the runtime not started.
     #[error("{what}: {source}")]

@@ -15,6 +15,10 @@ const BATCH_BOUNDS: [f64; 7] = [1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0, 100
 /// The status classes errors are counted by (every status the server answers with).
 const STATUSES: [u16; 14] = [400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429, 500, 503, 507];
 
+/// The kinds of a refused document (answered 422, nothing stored), counted apart from the
+/// errors: a page too short to fingerprint is what the crawler sent, not a failure.
+pub const REFUSALS: [&str; 2] = ["empty_document", "binary_document"];
+
 /// A histogram of fixed buckets (cumulative on output).
 struct Histogram<const N: usize> {
     bounds: &'static [f64; N],
@@ -59,6 +63,8 @@ struct PerOp {
     requests: AtomicU64,
     errors: [AtomicU64; STATUSES.len()],
     other_errors: AtomicU64,
+    /// Documents refused as too short or binary: the client's outcome, not an error.
+    refused: [AtomicU64; REFUSALS.len()],
     latency: Histogram<14>,
     batch: Histogram<7>,
 }
@@ -74,12 +80,10 @@ pub struct Metrics {
     pub connections_total: AtomicU64,
     /// Requests being worked on.
     pub in_flight: AtomicU64,
-    /// Requests refused because the in-flight bound was reached.
+    /// Connections refused because `--max-connections` were open.
+    pub refused_connections: AtomicU64,
+    /// Requests refused because the in-flight or memory bound was reached.
     pub overloaded: AtomicU64,
-    /// Shared fsyncs of the group commit, and the writes they covered.
-    pub commits: AtomicU64,
-    /// See `commits`.
-    pub committed_writes: AtomicU64,
     /// Times the index was reopened (after a failed write, or a read-only refresh).
     pub reopens: AtomicU64,
 }
@@ -93,6 +97,7 @@ impl Default for Metrics {
                     requests: AtomicU64::new(0),
                     errors: std::array::from_fn(|_| AtomicU64::new(0)),
                     other_errors: AtomicU64::new(0),
+                    refused: std::array::from_fn(|_| AtomicU64::new(0)),
                     latency: Histogram::new(&LATENCY_BOUNDS),
                     batch: Histogram::new(&BATCH_BOUNDS),
                 })
@@ -101,9 +106,8 @@ impl Default for Metrics {
             connections: AtomicU64::new(0),
             connections_total: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
+            refused_connections: AtomicU64::new(0),
             overloaded: AtomicU64::new(0),
-            commits: AtomicU64::new(0),
-            committed_writes: AtomicU64::new(0),
             reopens: AtomicU64::new(0),
         }
     }
@@ -113,10 +117,21 @@ impl Metrics {
     /// Counts one request of `op` that took `elapsed`, carried `items` items and answered
     /// `status`.
     pub fn observe(&self, op: Op, elapsed: Duration, items: usize, status: u16) {
+        self.observe_outcome(op, elapsed, items, status, None);
+    }
+
+    /// [`Self::observe`] of a request answered `status` with the error kind `kind`: a refused
+    /// document ([`REFUSALS`]) is counted as an outcome (`simdex_documents_refused_total`),
+    /// not in `simdex_errors_total`.
+    pub fn observe_outcome(&self, op: Op, elapsed: Duration, items: usize, status: u16, kind: Option<&str>) {
         let Some(p) = self.ops.get(op.index()) else { return };
         p.requests.fetch_add(1, Relaxed);
         p.latency.observe(elapsed.as_secs_f64());
         p.batch.observe(items as f64);
+        if let Some(c) = kind.and_then(|k| REFUSALS.iter().position(|&r| r == k)).and_then(|i| p.refused.get(i)) {
+            c.fetch_add(1, Relaxed);
+            return;
+        }
         if status >= 400 {
             match STATUSES.iter().position(|&s| s == status).and_then(|i| p.errors.get(i)) {
                 Some(c) => c.fetch_add(1, Relaxed),
@@ -146,6 +161,15 @@ impl Metrics {
                 let _ = writeln!(out, "simdex_errors_total{{op=\"{}\",status=\"other\"}} {n}", op.name());
             }
         }
+        out.push_str("# HELP simdex_documents_refused_total Documents refused as too short or binary (answered 422, nothing stored): outcomes of the client's input, not errors.\n# TYPE simdex_documents_refused_total counter\n");
+        for (op, p) in Op::ALL.iter().zip(&self.ops) {
+            for (reason, c) in REFUSALS.iter().zip(&p.refused) {
+                let n = c.load(Relaxed);
+                if n > 0 {
+                    let _ = writeln!(out, "simdex_documents_refused_total{{op=\"{}\",reason=\"{reason}\"}} {n}", op.name());
+                }
+            }
+        }
         out.push_str("# HELP simdex_request_duration_seconds Time from a request's body read to its answer, by operation.\n# TYPE simdex_request_duration_seconds histogram\n");
         for (op, p) in Op::ALL.iter().zip(&self.ops) {
             p.latency.render(&mut out, "simdex_request_duration_seconds", &format!("op=\"{}\",", op.name()));
@@ -160,10 +184,9 @@ impl Metrics {
         gauge(&mut out, "simdex_unrouted_requests_total", "counter", "Requests to no operation (unknown path or method, refused before decoding).", self.unrouted.load(Relaxed));
         gauge(&mut out, "simdex_connections", "gauge", "Open connections.", self.connections.load(Relaxed));
         gauge(&mut out, "simdex_connections_total", "counter", "Connections accepted.", self.connections_total.load(Relaxed));
-        gauge(&mut out, "simdex_in_flight_requests", "gauge", "Requests being worked on.", self.in_flight.load(Relaxed));
-        gauge(&mut out, "simdex_overloaded_total", "counter", "Requests refused with 503 because the in-flight bound was reached.", self.overloaded.load(Relaxed));
-        gauge(&mut out, "simdex_group_commits_total", "counter", "Shared fsyncs (--durability sync).", self.commits.load(Relaxed));
-        gauge(&mut out, "simdex_group_committed_writes_total", "counter", "Write requests those fsyncs acknowledged.", self.committed_writes.load(Relaxed));
+        gauge(&mut out, "simdex_refused_connections_total", "counter", "Connections refused with 503 because --max-connections were open.", self.refused_connections.load(Relaxed));
+        gauge(&mut out, "simdex_in_flight_requests", "gauge", "Requests being read or worked on.", self.in_flight.load(Relaxed));
+        gauge(&mut out, "simdex_overloaded_total", "counter", "Requests refused with 503 because the in-flight or memory bound was reached.", self.overloaded.load(Relaxed));
         gauge(
             &mut out,
             "simdex_index_reopens_total",
@@ -184,6 +207,7 @@ impl Metrics {
             gauge(&mut out, "simdex_index_last_seq", "gauge", "Sequence number of the last write.", n("last_seq"));
             gauge(&mut out, "simdex_index_synced_seq", "gauge", "Every write up to this sequence number is fsynced.", n("synced_seq"));
             gauge(&mut out, "simdex_index_flushed_seq", "gauge", "Every write up to this sequence number is in a segment.", n("flushed_seq"));
+            gauge(&mut out, "simdex_index_log_syncs_total", "counter", "fsyncs of the log since open (one serves many writes).", n("log_syncs"));
             gauge(&mut out, "simdex_index_flushes_total", "counter", "Flushes since open.", n("flushes"));
             gauge(&mut out, "simdex_index_compactions_total", "counter", "Compactions since open.", n("compactions"));
             let failing = s.get("maintenance_error").is_some_and(|e| !e.is_null());
@@ -203,19 +227,25 @@ mod tests {
         m.observe(Op::Query, Duration::from_micros(70), 1, 200);
         m.observe(Op::Query, Duration::from_millis(2), 1, 400);
         m.observe(Op::QueryMany, Duration::from_secs(9), 5000, 200);
-        m.observe(Op::Add, Duration::from_millis(1), 1, 507);
-        m.observe(Op::Add, Duration::from_millis(1), 1, 408);
+        m.observe(Op::Insert, Duration::from_millis(1), 1, 507);
+        m.observe(Op::Insert, Duration::from_millis(1), 1, 408);
         let text = m.render(None);
         assert!(text.contains("simdex_requests_total{op=\"query\"} 2\n"), "{text}");
         assert!(text.contains("simdex_errors_total{op=\"query\",status=\"400\"} 1\n"), "{text}");
-        assert!(text.contains("simdex_errors_total{op=\"add\",status=\"507\"} 1\n"), "{text}");
-        assert!(text.contains("simdex_errors_total{op=\"add\",status=\"408\"} 1\n"), "{text}");
+        assert!(text.contains("simdex_errors_total{op=\"insert\",status=\"507\"} 1\n"), "{text}");
+        assert!(text.contains("simdex_errors_total{op=\"insert\",status=\"408\"} 1\n"), "{text}");
         assert!(!text.contains("status=\"other\""), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query\",le=\"0.0001\"} 1\n"), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query\",le=\"0.0025\"} 2\n"), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query_many\",le=\"5\"} 0\n"), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_bucket{op=\"query_many\",le=\"+Inf\"} 1\n"), "{text}");
         assert!(text.contains("simdex_batch_items_bucket{op=\"query_many\",le=\"10000\"} 1\n"), "{text}");
+        // a too-short page is the client's outcome: counted, never as an error
+        m.observe_outcome(Op::FindOrInsertDocument, Duration::from_millis(1), 1, 422, Some("empty_document"));
+        let text = m.render(None);
+        assert!(text.contains("simdex_documents_refused_total{op=\"find_or_insert_document\",reason=\"empty_document\"} 1\n"), "{text}");
+        assert!(text.contains("simdex_requests_total{op=\"find_or_insert_document\"} 1\n"), "{text}");
+        assert!(!text.contains("status=\"422\""), "{text}");
         assert!(text.contains("simdex_request_duration_seconds_count{op=\"query\"} 2\n"), "{text}");
         assert!(text.contains("simdex_index_open 0\n"), "{text}");
     }

@@ -1,12 +1,12 @@
-//! Runs a decoded [`Request`] against the index (blocking: the server calls it on the
-//! blocking pool) and encodes its answer, JSON or binary, as `format-spec/protocol.md`
+//! Runs a decoded [`Request`] against the index (blocking: the server runs single
+//! fingerprints on the connection's thread, the rest on the blocking pool) and encodes its answer, JSON or binary, as `format-spec/protocol.md`
 //! specifies; maps the library's errors onto [`ApiError`]s.
 
 use serde_json::{json, Value};
-use simdex::{find_or_insert_many, query_many, Grouped};
+use simdex::{query_many, Grouped};
 use simdex::{FindOrInsert, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
-use simdex_fingerprint::document_batch::{self, DocumentAnswer};
+use simdex_fingerprint::many::{self, DocumentAnswer};
 use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
 
 use crate::protocol::{ApiError, Doc, DocOptions, Request};
@@ -55,11 +55,37 @@ pub fn binary_matches(g: &Grouped) -> Vec<u8> {
     out
 }
 
+/// The JSON answer of a batch, `{"matches": [[match...] per item]}`, written directly (a
+/// tree of `Value`s cost about ten times the bytes of its text per match).
+pub fn matches_json(g: &Grouped) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut out = Vec::with_capacity(16 + 3 * g.len() + 48 * g.matches());
+    out.extend_from_slice(b"{\"matches\":[");
+    for (i, item) in g.items().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        for (j, m) in item.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            let _ = match m.doc_id {
+                Some(id) => write!(out, "[{},{},{id}]", m.fingerprint, m.distance),
+                None => write!(out, "[{},{},null]", m.fingerprint, m.distance),
+            };
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
 fn grouped(g: &Grouped, binary: bool) -> Reply {
     if binary {
         Reply::Binary(binary_matches(g))
     } else {
-        reply(json!({"matches": Value::Array(g.items().map(rows).collect())}))
+        Reply::Json(matches_json(g))
     }
 }
 
@@ -71,6 +97,25 @@ fn input(d: &Doc) -> DocumentInput<'_> {
 /// confirmed by sketch, 3 by fingerprints alone).
 fn document_query(o: &DocOptions) -> DocumentQuery {
     DocumentQuery::default().with_confirm(o.confirm.unwrap_or(true)).with_k(o.k).with_min_words(o.min_words.unwrap_or(0))
+}
+
+/// `find_or_insert` of each item in order (as `simdex::find_or_insert_many`), saying
+/// how far it got when an item fails (a full disk): the error carries the items done and
+/// their matches, so the client knows which were stored and sends only the rest again.
+fn find_or_insert_each(index: &DocumentIndex, fps: &[u64], ids: &[u64], options: &QueryOptions) -> Result<Grouped, ApiError> {
+    let mut out = Grouped::with_capacity(fps.len());
+    for (&fp, &id) in fps.iter().zip(ids) {
+        match index.find_or_insert(fp, id, options) {
+            Ok(FindOrInsert::Found(m)) => out.push_item(m),
+            Ok(FindOrInsert::Inserted { .. }) => out.push_item([]),
+            Err(e) => {
+                let done = out.len();
+                let answers = (done > 0).then(|| Value::Array(out.items().map(rows).collect()));
+                return Err(index_error(e).after(done, answers));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Runs `request` against `index`.
@@ -85,33 +130,33 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             };
             reply(json!({"matches": rows(&matches)}))
         }
-        Request::Add { fp, doc_id } => reply(json!({"seq": index.insert(fp, doc_id).map_err(index_error)?})),
+        Request::Insert { fp, doc_id } => reply(json!({"seq": index.insert(fp, doc_id).map_err(index_error)?})),
         Request::Delete { fp, doc_id } => reply(json!({"seq": index.delete(fp, doc_id).map_err(index_error)?})),
         Request::QueryMany { fps, k, binary } => grouped(&query_many(index, &fps, &within(k)).map_err(index_error)?, binary),
-        Request::FindOrInsertMany { fps, doc_ids, k, binary } => grouped(&find_or_insert_many(index, &fps, &doc_ids, &within(k)).map_err(index_error)?, binary),
-        Request::AddMany { fps, doc_ids } => {
+        Request::FindOrInsertMany { fps, doc_ids, k, binary } => grouped(&find_or_insert_each(index, &fps, &doc_ids, &within(k))?, binary),
+        Request::InsertMany { fps, doc_ids } => {
             let records: Vec<(u64, Option<u64>)> = match doc_ids {
                 Some(ids) => fps.iter().zip(ids).map(|(&f, i)| (f, Some(i))).collect(),
                 None => fps.iter().map(|&f| (f, None)).collect(),
             };
-            let seq = index.insert_batch_numbered(&records).map_err(index_error)?;
+            let seq = index.insert_many_numbered(&records).map_err(index_error)?;
             reply(json!({"count": records.len(), "seq": seq}))
         }
         Request::DeleteMany { fps, doc_ids } => {
             let pairs: Vec<simdex::Entry> = fps.into_iter().zip(doc_ids).map(simdex::Entry::from).collect();
-            let seq = index.delete_batch(&pairs).map_err(index_error)?;
+            let seq = index.delete_many(&pairs).map_err(index_error)?;
             reply(json!({"count": pairs.len(), "seq": seq}))
         }
         Request::FingerprintDocument { doc } => reply(json!({"fingerprint": index.fingerprint_document(input(&doc)).map_err(fp_error)?.value})),
         Request::FingerprintDocuments { docs } => {
             let inputs: Vec<DocumentInput<'_>> = docs.iter().map(input).collect();
-            let fps = document_batch::fingerprint_documents(index, &inputs).map_err(|(i, e)| {
+            let fps = many::fingerprint_documents(index, &inputs).map_err(|(i, e)| {
                 let err = fp_error(e);
                 ApiError { message: format!("document {i}: {}", err.message), ..err }
             })?;
             reply(json!({"fingerprints": fps}))
         }
-        Request::AddDocument { doc, doc_id } => reply(json!({"fingerprint": index.insert_document(input(&doc), doc_id).map_err(fp_error)?.value})),
+        Request::InsertDocument { doc, doc_id } => reply(json!({"fingerprint": index.insert_document(input(&doc), doc_id).map_err(fp_error)?.value})),
         Request::QueryDocument { doc, options } => {
             let (f, matches) = index.query_document(input(&doc), &document_query(&options)).map_err(fp_error)?;
             reply(doc_answer(&DocumentAnswer { fingerprint: f.value, matches, words: f.words }))
@@ -122,18 +167,18 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
         }
         Request::FindOrInsertDocuments { docs, doc_ids, options } => {
             let inputs: Vec<DocumentInput<'_>> = docs.iter().map(input).collect();
-            let outcomes = document_batch::find_or_insert_documents(index, &inputs, &doc_ids, &document_query(&options)).map_err(fp_error)?;
-            let results: Vec<Value> = outcomes
-                .iter()
-                .map(|o| match o {
-                    Ok(a) => doc_answer(a),
-                    Err(e) => {
-                        let err = fp_error_ref(e);
-                        json!({"error": {"kind": err.kind, "message": err.message}})
-                    }
-                })
-                .collect();
-            reply(json!({"results": results}))
+            let outcome = |o: &many::DocumentOutcome| match o {
+                Ok(a) => doc_answer(a),
+                Err(e) => {
+                    let err = fp_error_ref(e);
+                    json!({"error": {"kind": err.kind, "message": err.message}})
+                }
+            };
+            match many::find_or_insert_documents(index, &inputs, &doc_ids, &document_query(&options)) {
+                Ok(outcomes) => reply(json!({"results": outcomes.iter().map(outcome).collect::<Vec<Value>>()})),
+                // stopped part-way (a full disk): the error says how far it got
+                Err(s) => return Err(fp_error(s.error).after_results(s.done.iter().map(outcome).collect())),
+            }
         }
         Request::LiveEntries => {
             let pairs = index.live_entries().map_err(index_error)?;
@@ -145,6 +190,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             "sketches": index.sketches().is_some(),
             "recipe": index.recipe().map(|r| r.descriptor()),
             "read_only": index.stats().read_only,
+            "expire_after": index.stats().expiry.map(|x| x.window().as_secs()),
             "server": concat!("simdex-serve ", env!("CARGO_PKG_VERSION")),
         })),
         Request::Stats => reply(stats(index)),
@@ -168,6 +214,7 @@ pub fn stats(index: &DocumentIndex) -> Value {
     use simdex::StatValue;
     let value = |v: StatValue| match v {
         StatValue::Int(n) => json!(n),
+        StatValue::OptionalInt(n) => json!(n),
         StatValue::Bool(b) => json!(b),
         StatValue::Text(t) => json!(t),
         StatValue::List(l) => json!(l),
@@ -224,6 +271,18 @@ fn fp_error_ref(e: &simdex_fingerprint::Error) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_json_of_a_batch_is_what_serde_json_renders() {
+        let mut g = Grouped::with_capacity(3);
+        let m = Match::new;
+        g.push_item([m(u64::MAX, 0, Some(7)), m(3, 2, None)]);
+        g.push_item([]);
+        g.push_item([m(0, 1, Some(u64::MAX))]);
+        let tree = json!({"matches": Value::Array(g.items().map(rows).collect())});
+        assert_eq!(serde_json::from_slice::<Value>(&matches_json(&g)).unwrap(), tree);
+        assert_eq!(matches_json(&Grouped::with_capacity(0)), br#"{"matches":[]}"#);
+    }
 
     fn enospc() -> simdex::Error {
         simdex::Error::io("idx/log-000000000002.wal", "write", std::io::Error::from_raw_os_error(28))

@@ -21,12 +21,20 @@ pub struct ApiError {
     pub message: String,
     /// Seconds after which a retry may succeed (`Retry-After`), for 429, 503 and 507.
     pub retry_after: Option<u32>,
+    /// A batch that stopped part-way: the items done (stored or found, as the call would
+    /// have answered them) before the failure, and, for `find_or_insert_many`, their
+    /// matches (`{"done": n, "matches": [...]}` beside `kind` and `message`).
+    pub done: Option<(usize, Option<serde_json::Value>)>,
+    /// For `find_or_insert_documents` stopped part-way: the done items' results
+    /// (`{"done": n, "results": [...]}`, as in the answer). Boxed: errors are returned by
+    /// value everywhere, and clippy's `result_large_err` bounds them at 128 bytes.
+    pub results: Option<Box<serde_json::Value>>,
 }
 
 impl ApiError {
     /// An error without `Retry-After`.
     pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, kind, message: message.into(), retry_after: None }
+        ApiError { status, kind, message: message.into(), retry_after: None, done: None, results: None }
     }
 
     /// A 400: the request is malformed.
@@ -39,9 +47,31 @@ impl ApiError {
         ApiError { retry_after: Some(seconds), ..self }
     }
 
+    /// The same, for a batch that stopped after `done` items (with their answers).
+    pub fn after(self, done: usize, answers: Option<serde_json::Value>) -> Self {
+        ApiError { done: Some((done, answers)), ..self }
+    }
+
+    /// The same, for many documents that stopped after the items of `results`.
+    pub fn after_results(self, results: Vec<serde_json::Value>) -> Self {
+        ApiError { done: Some((results.len(), None)), results: Some(Box::new(serde_json::Value::Array(results))), ..self }
+    }
+
     /// The JSON body.
     pub fn body(&self) -> Vec<u8> {
-        serde_json::to_vec(&serde_json::json!({"error": {"kind": self.kind, "message": self.message}})).unwrap_or_default()
+        let mut error = serde_json::Map::new();
+        error.insert("kind".into(), self.kind.into());
+        error.insert("message".into(), self.message.clone().into());
+        if let Some((done, answers)) = &self.done {
+            error.insert("done".into(), (*done).into());
+            if let Some(a) = answers {
+                error.insert("matches".into(), a.clone());
+            }
+            if let Some(r) = &self.results {
+                error.insert("results".into(), (**r).clone());
+            }
+        }
+        serde_json::to_vec(&serde_json::json!({ "error": error })).unwrap_or_default()
     }
 }
 
@@ -50,15 +80,15 @@ impl ApiError {
 pub enum Op {
     Query,
     FindOrInsert,
-    Add,
+    Insert,
     Delete,
     QueryMany,
     FindOrInsertMany,
-    AddMany,
+    InsertMany,
     DeleteMany,
     FingerprintDocument,
     FingerprintDocuments,
-    AddDocument,
+    InsertDocument,
     QueryDocument,
     FindOrInsertDocument,
     FindOrInsertDocuments,
@@ -75,15 +105,15 @@ impl Op {
     pub const ALL: [Op; 20] = [
         Op::Query,
         Op::FindOrInsert,
-        Op::Add,
+        Op::Insert,
         Op::Delete,
         Op::QueryMany,
         Op::FindOrInsertMany,
-        Op::AddMany,
+        Op::InsertMany,
         Op::DeleteMany,
         Op::FingerprintDocument,
         Op::FingerprintDocuments,
-        Op::AddDocument,
+        Op::InsertDocument,
         Op::QueryDocument,
         Op::FindOrInsertDocument,
         Op::FindOrInsertDocuments,
@@ -100,15 +130,15 @@ impl Op {
         match self {
             Op::Query => "query",
             Op::FindOrInsert => "find_or_insert",
-            Op::Add => "add",
+            Op::Insert => "insert",
             Op::Delete => "delete",
             Op::QueryMany => "query_many",
             Op::FindOrInsertMany => "find_or_insert_many",
-            Op::AddMany => "add_many",
+            Op::InsertMany => "insert_many",
             Op::DeleteMany => "delete_many",
             Op::FingerprintDocument => "fingerprint_document",
             Op::FingerprintDocuments => "fingerprint_documents",
-            Op::AddDocument => "add_document",
+            Op::InsertDocument => "insert_document",
             Op::QueryDocument => "query_document",
             Op::FindOrInsertDocument => "find_or_insert_document",
             Op::FindOrInsertDocuments => "find_or_insert_documents",
@@ -124,6 +154,13 @@ impl Op {
     /// The operation `/v1/<name>` names.
     pub fn from_path(path: &str) -> Option<Op> {
         let name = path.strip_prefix("/v1/")?;
+        // the names before issue 35 (one word per concept: insert), still answered
+        let name = match name {
+            "add" => "insert",
+            "add_many" => "insert_many",
+            "add_document" => "insert_document",
+            n => n,
+        };
         Op::ALL.into_iter().find(|op| op.name() == name)
     }
 
@@ -138,17 +175,23 @@ impl Op {
         matches!(
             self,
             Op::FindOrInsert
-                | Op::Add
+                | Op::Insert
                 | Op::Delete
                 | Op::FindOrInsertMany
-                | Op::AddMany
+                | Op::InsertMany
                 | Op::DeleteMany
-                | Op::AddDocument
+                | Op::InsertDocument
                 | Op::FindOrInsertDocument
                 | Op::FindOrInsertDocuments
                 | Op::Flush
                 | Op::Compact
         )
+    }
+
+    /// True for the operations that take documents (their memory is charged per byte of
+    /// body at `limits::DOCUMENT_FACTOR`).
+    pub fn documents(self) -> bool {
+        matches!(self, Op::FingerprintDocument | Op::FingerprintDocuments | Op::InsertDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments)
     }
 
     /// True for the operations a `GET` may ask (they take no arguments).
@@ -216,7 +259,7 @@ pub enum Request {
         doc_id: u64,
         k: Option<u32>,
     },
-    Add {
+    Insert {
         fp: u64,
         doc_id: u64,
     },
@@ -237,7 +280,7 @@ pub enum Request {
         binary: bool,
     },
     /// Without ids, each fingerprint's id is its insert's sequence number.
-    AddMany {
+    InsertMany {
         fps: Vec<u64>,
         doc_ids: Option<Vec<u64>>,
     },
@@ -251,7 +294,7 @@ pub enum Request {
     FingerprintDocuments {
         docs: Vec<Doc>,
     },
-    AddDocument {
+    InsertDocument {
         doc: Doc,
         doc_id: u64,
     },
@@ -281,7 +324,7 @@ impl Request {
     /// Items in the request (1 for single calls): the batch-size metric.
     pub fn items(&self) -> usize {
         match self {
-            Request::QueryMany { fps, .. } | Request::FindOrInsertMany { fps, .. } | Request::AddMany { fps, .. } | Request::DeleteMany { fps, .. } => fps.len(),
+            Request::QueryMany { fps, .. } | Request::FindOrInsertMany { fps, .. } | Request::InsertMany { fps, .. } | Request::DeleteMany { fps, .. } => fps.len(),
             Request::FingerprintDocuments { docs } | Request::FindOrInsertDocuments { docs, .. } => docs.len(),
             _ => 1,
         }
@@ -381,7 +424,7 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
         return Err(ApiError::bad_request("a JSON request takes its arguments in the body, not the URL"));
     }
     Ok(match op {
-        Op::Query | Op::FindOrInsert | Op::Add | Op::Delete => {
+        Op::Query | Op::FindOrInsert | Op::Insert | Op::Delete => {
             let r: FpJson = json(body)?;
             match op {
                 Op::Query => {
@@ -392,15 +435,15 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
                 _ => {
                     refuse(&r.k, "k", op)?;
                     let doc_id = required(r.doc_id, "doc_id", op)?;
-                    if op == Op::Add {
-                        Request::Add { fp: r.fp, doc_id }
+                    if op == Op::Insert {
+                        Request::Insert { fp: r.fp, doc_id }
                     } else {
                         Request::Delete { fp: r.fp, doc_id }
                     }
                 }
             }
         }
-        Op::QueryMany | Op::FindOrInsertMany | Op::AddMany | Op::DeleteMany => {
+        Op::QueryMany | Op::FindOrInsertMany | Op::InsertMany | Op::DeleteMany => {
             let r: ManyJson = json(body)?;
             if let Some(ids) = &r.doc_ids {
                 same_length(r.fps.len(), ids.len(), "fps and doc_ids")?;
@@ -411,9 +454,9 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
                     Request::QueryMany { fps: r.fps, k: r.k, binary: false }
                 }
                 Op::FindOrInsertMany => Request::FindOrInsertMany { doc_ids: required(r.doc_ids, "doc_ids", op)?, fps: r.fps, k: r.k, binary: false },
-                Op::AddMany => {
+                Op::InsertMany => {
                     refuse(&r.k, "k", op)?;
-                    Request::AddMany { fps: r.fps, doc_ids: r.doc_ids }
+                    Request::InsertMany { fps: r.fps, doc_ids: r.doc_ids }
                 }
                 _ => {
                     refuse(&r.k, "k", op)?;
@@ -421,7 +464,7 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
                 }
             }
         }
-        Op::FingerprintDocument | Op::FingerprintDocuments | Op::AddDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments => {
+        Op::FingerprintDocument | Op::FingerprintDocuments | Op::InsertDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments => {
             decode_documents(op, json(body)?)?
         }
         Op::LiveEntries | Op::Info | Op::Stats | Op::Sync | Op::Flush | Op::Compact => {
@@ -440,7 +483,7 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
 
 fn decode_documents(op: Op, r: DocJson) -> Result<Request, ApiError> {
     let options = DocOptions { k: r.k, min_words: r.min_words, confirm: r.confirm };
-    let single = matches!(op, Op::FingerprintDocument | Op::AddDocument | Op::QueryDocument | Op::FindOrInsertDocument);
+    let single = matches!(op, Op::FingerprintDocument | Op::InsertDocument | Op::QueryDocument | Op::FindOrInsertDocument);
     if single {
         refuse(&r.docs, "docs", op)?;
         refuse(&r.doc_ids, "doc_ids", op)?;
@@ -466,7 +509,7 @@ fn decode_documents(op: Op, r: DocJson) -> Result<Request, ApiError> {
     let docs = |r: Option<Vec<DocumentJson>>| required(r, "docs", op)?.into_iter().map(Doc::try_from).collect::<Result<Vec<Doc>, ApiError>>();
     Ok(match op {
         Op::FingerprintDocument => Request::FingerprintDocument { doc: doc(r.doc)? },
-        Op::AddDocument => Request::AddDocument { doc: doc(r.doc)?, doc_id: required(r.doc_id, "doc_id", op)? },
+        Op::InsertDocument => Request::InsertDocument { doc: doc(r.doc)?, doc_id: required(r.doc_id, "doc_id", op)? },
         Op::QueryDocument => Request::QueryDocument { doc: doc(r.doc)?, options },
         Op::FindOrInsertDocument => Request::FindOrInsertDocument { doc: doc(r.doc)?, doc_id: required(r.doc_id, "doc_id", op)?, options },
         Op::FingerprintDocuments => Request::FingerprintDocuments { docs: docs(r.docs)? },
@@ -499,10 +542,10 @@ fn decode_binary(op: Op, query: Option<&str>, body: &[u8]) -> Result<Request, Ap
             let (fps, doc_ids) = halves(values)?;
             Request::FindOrInsertMany { fps, doc_ids, k, binary: true }
         }
-        Op::AddMany => {
+        Op::InsertMany => {
             no_k(k)?;
             let (fps, doc_ids) = halves(values)?;
-            Request::AddMany { fps, doc_ids: Some(doc_ids) }
+            Request::InsertMany { fps, doc_ids: Some(doc_ids) }
         }
         Op::DeleteMany => {
             no_k(k)?;
@@ -513,7 +556,7 @@ fn decode_binary(op: Op, query: Option<&str>, body: &[u8]) -> Result<Request, Ap
             return Err(ApiError::new(
                 415,
                 "unsupported_media_type",
-                format!("{}: the binary form is for query_many, find_or_insert_many, add_many and delete_many; send JSON", op.name()),
+                format!("{}: the binary form is for query_many, find_or_insert_many, insert_many and delete_many; send JSON", op.name()),
             ))
         }
     })

@@ -10,7 +10,7 @@ fn post(op: Op, body: &str) -> Result<Request, ApiError> {
 fn json_requests_decode_to_their_operations() {
     assert_eq!(post(Op::Query, r#"{"fp": 18446744073709551615, "k": 5}"#), Ok(Request::Query { fp: u64::MAX, k: Some(5) }));
     assert_eq!(post(Op::FindOrInsert, r#"{"fp": 1, "doc_id": 2}"#), Ok(Request::FindOrInsert { fp: 1, doc_id: 2, k: None }));
-    assert_eq!(post(Op::AddMany, r#"{"fps": [1, 2]}"#), Ok(Request::AddMany { fps: vec![1, 2], doc_ids: None }));
+    assert_eq!(post(Op::InsertMany, r#"{"fps": [1, 2]}"#), Ok(Request::InsertMany { fps: vec![1, 2], doc_ids: None }));
     assert_eq!(post(Op::Stats, ""), Ok(Request::Stats));
     let doc = post(Op::FindOrInsertDocument, r#"{"doc": {"html_base64": "PHA+aGk8L3A+"}, "doc_id": 7, "k": 8, "confirm": false}"#).unwrap();
     assert_eq!(
@@ -35,8 +35,8 @@ fn bad_requests_are_400_and_say_what_is_wrong() {
         (Op::Query, r#"{"fp": 1, "colour": 2}"#, "unknown field"),
         (Op::FindOrInsert, r#"{"fp": 1}"#, "missing field \"doc_id\""),
         (Op::FindOrInsertMany, r#"{"fps": [1, 2], "doc_ids": [1]}"#, "differ in length"),
-        (Op::AddDocument, r#"{"doc": {"text": "a", "html": "b"}, "doc_id": 1}"#, "exactly one"),
-        (Op::AddDocument, r#"{"doc": {"html_base64": "!!"}, "doc_id": 1}"#, "not base64"),
+        (Op::InsertDocument, r#"{"doc": {"text": "a", "html": "b"}, "doc_id": 1}"#, "exactly one"),
+        (Op::InsertDocument, r#"{"doc": {"html_base64": "!!"}, "doc_id": 1}"#, "not base64"),
         (Op::FingerprintDocument, r#"{"doc": {"text": "a"}, "k": 3}"#, "takes no k"),
     ];
     for (op, body, says) in cases {

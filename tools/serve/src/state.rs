@@ -1,50 +1,23 @@
 //! What the server shares between connections: the open index (in a slot that is empty
-//! while it opens, recovers or closes), the group commit, the bound on work in flight and
-//! the metrics; and the index's life: opening, reopening after a failed write (a full disk),
-//! refreshing a read-only view, closing.
+//! while it opens, recovers or closes), the bounds on work in flight and on its memory, the
+//! connections allowed, and the metrics; and the index's life: opening, reopening after its
+//! writer failed (an fsync failed: a full disk only refuses writes, see
+//! `format-spec/protocol.md`), refreshing a read-only view, closing. Durability is the
+//! index's own (`simdex::Durability`, passed through).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::json;
-use simdex::{Durability, IndexOptions};
+use simdex::IndexOptions;
 use simdex_fingerprint::sketch::SketchOptions;
 use simdex_fingerprint::DocumentIndex;
 
+use crate::limits::{self, Descriptors};
 use crate::log::log;
 use crate::metrics::Metrics;
-use crate::options::{ServeDurability, ServeOptions};
-
-/// The group commit of `--durability sync`: a write request is acknowledged once an fsync
-/// that started after its write returned has finished, and one fsync acknowledges every
-/// request waiting for it (leader and followers: the first waiter to take the lock syncs
-/// for all whose writes came before the sync started).
-#[derive(Default)]
-pub struct Committer {
-    /// Tickets taken: one per write request, taken after its write returned.
-    taken: AtomicU64,
-    /// Every ticket up to this one is durable.
-    synced: Mutex<u64>,
-}
-
-impl Committer {
-    /// Returns once the writes `index` made before this call are fsynced.
-    pub fn commit(&self, index: &DocumentIndex, metrics: &Metrics) -> simdex::Result<()> {
-        let ticket = self.taken.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut synced = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
-        if *synced >= ticket {
-            return Ok(());
-        }
-        // every ticket up to `target` was taken after its write returned, so this sync covers it
-        let target = self.taken.load(Ordering::SeqCst);
-        index.sync()?;
-        metrics.commits.fetch_add(1, Ordering::Relaxed);
-        metrics.committed_writes.fetch_add(target - *synced, Ordering::Relaxed);
-        *synced = target;
-        Ok(())
-    }
-}
+use crate::options::ServeOptions;
 
 /// The server's shared state.
 pub struct Shared {
@@ -56,25 +29,36 @@ pub struct Shared {
     /// Says `true` once shutdown began, to requests still waiting for their body.
     stop: tokio::sync::watch::Sender<bool>,
     recovering: AtomicBool,
-    /// Bounds the requests being worked on.
+    /// Bounds the requests being read or worked on (`--max-in-flight`).
     pub permits: tokio::sync::Semaphore,
-    /// See [`Committer`].
-    pub committer: Committer,
+    /// Bounds the memory they hold, in [`limits::CHARGE_UNIT`]s (`--max-memory-mib`).
+    pub memory: tokio::sync::Semaphore,
+    /// The descriptor limit and the connections allowed.
+    pub descriptors: Descriptors,
+    /// The last write answered was refused for want of space (`/health` says so).
+    pub no_space: AtomicBool,
+    /// `Keep-Alive: timeout=N`, N the seconds an idle connection stays open
+    /// (`--header-timeout`), so that clients stop reusing one before the server closes it.
+    pub keep_alive: hyper::header::HeaderValue,
     /// See [`Metrics`].
     pub metrics: Metrics,
 }
 
 impl Shared {
     /// The state of a server about to open its index.
-    pub fn new(options: ServeOptions) -> Self {
+    pub fn new(options: ServeOptions, descriptors: Descriptors) -> Self {
         Shared {
             permits: tokio::sync::Semaphore::new(options.max_in_flight.max(1)),
+            memory: tokio::sync::Semaphore::new(limits::units(options.max_memory) as usize),
+            descriptors,
+            no_space: AtomicBool::new(false),
+            keep_alive: hyper::header::HeaderValue::from_str(&format!("timeout={}", options.header_timeout.as_secs()))
+                .unwrap_or(hyper::header::HeaderValue::from_static("timeout=1")),
             options,
             slot: RwLock::new(None),
             stopping: AtomicBool::new(false),
             stop: tokio::sync::watch::Sender::new(false),
             recovering: AtomicBool::new(false),
-            committer: Committer::default(),
             metrics: Metrics::default(),
         }
     }
@@ -120,9 +104,11 @@ impl Shared {
         }
     }
 
-    /// After a write failed part-way (the writer refuses writes until reopened, e.g. after
-    /// a full disk): closes the index and opens it again, retrying every second, on a
-    /// thread of its own. Requests meanwhile get 503 `recovering`.
+    /// After the index's writer failed (it refuses writes until reopened: an fsync failed,
+    /// or a write the disk refused could not be cut off the log again): closes the index
+    /// and opens it again, retrying every second, on a thread of its own. Requests meanwhile
+    /// get 503 `recovering`. A full disk does not come here: the write it refuses does
+    /// nothing, and the index goes on serving (507 for writes, until there is room).
     pub fn recover(self: &Arc<Self>) {
         if self.recovering.swap(true, Ordering::SeqCst) {
             return;
@@ -187,13 +173,14 @@ fn wait_unshared(mut index: Arc<DocumentIndex>) -> DocumentIndex {
 }
 
 fn open(options: &ServeOptions) -> Result<DocumentIndex, simdex_fingerprint::Error> {
-    let durability = match options.durability {
-        // the group commit fsyncs; the index itself only writes
-        ServeDurability::Sync | ServeDurability::NoSync => Durability::NoSync,
-        ServeDurability::Group => Durability::default(),
-    };
     let sketches = options.sketches.then(|| SketchOptions::default().column());
-    let index_options = IndexOptions::default().with_k(options.k).with_durability(durability).with_create(!options.read_only).with_sketches(sketches);
+    let index_options = IndexOptions::default()
+        .with_k(options.k)
+        .with_durability(options.durability)
+        .with_create(!options.read_only)
+        .with_sketches(sketches)
+        .with_expiry(options.expiry)
+        .with_create_in_nonempty(options.create_in_nonempty);
     if options.read_only {
         DocumentIndex::open_read_only(&options.dir, index_options)
     } else {

@@ -52,8 +52,10 @@ pub fn run(args: Args) -> Result<()> {
     if after.compaction_resumed > 0 {
         bound.push_str(" (went on from where an interrupted compaction stopped)");
     }
+    let dropped = after.compaction_dropped_deleted + after.compaction_dropped_repeats;
+    let expired = if after.expired_segments > 0 { format!(", {} expired segment(s) dropped whole", after.expired_segments) } else { String::new() };
     eprintln!(
-        "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s){bound} ({} bytes, {} fingerprints); {} of {} stored pairs dropped as deleted or repeated; {:.2}s",
+        "compacted {}: {} segments ({} bytes) + {} memtable operations -> {} segment(s){bound} ({} bytes, {} fingerprints); {} of {} stored pairs dropped as deleted or repeated{expired}; {:.2}s",
         args.dir.display(),
         before.segments.len(),
         bytes(&before),
@@ -61,7 +63,7 @@ pub fn run(args: Args) -> Result<()> {
         after.segments.len(),
         bytes(&after),
         kept,
-        held.saturating_sub(kept),
+        if after.expired_segments > 0 { dropped } else { held.saturating_sub(kept) },
         held,
         start.elapsed().as_secs_f64()
     );

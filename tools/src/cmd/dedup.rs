@@ -86,6 +86,9 @@ pub struct Args {
     /// recipe flags that ask for another recipe are refused.
     #[arg(long, value_name = "DIR")]
     pub index: Option<PathBuf>,
+    /// With --index: create it even in a directory that holds other files (refused by default).
+    #[arg(long, requires = "index")]
+    pub create_in_nonempty: bool,
     #[command(flatten)]
     pub recipe: RecipeArgs,
 }
@@ -145,8 +148,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             // The default design (k = 3) answers any k up to 8 by multi-probe. A new index
             // stores the documents' sketches when the run confirms (an existing one keeps
             // what it was created with).
-            simdex_fingerprint::DocumentIndex::open(dir, simdex::IndexOptions::default().with_sketches(confirm.map(|_| SketchOptions::default().column())))
-                .with_context(|| format!("opening index {}", dir.display()))?,
+            simdex_fingerprint::DocumentIndex::open(
+                dir,
+                simdex::IndexOptions::default().with_sketches(confirm.map(|_| SketchOptions::default().column())).with_create_in_nonempty(args.create_in_nonempty),
+            )
+            .with_context(|| format!("opening index {}", dir.display()))?,
         ),
         None => None,
     };
@@ -545,9 +551,9 @@ fn check_and_add(index: simdex::Index, docs: &[DocInfo], confirm: Option<simdex:
     }
     let added = pairs.len() + sketched.len();
     if !sketched.is_empty() {
-        index.insert_batch_sketched(&sketched, &sketches)?;
+        index.insert_many_sketched(&sketched, &sketches)?;
     }
-    index.insert_batch(&pairs)?;
+    index.insert_many(&pairs)?;
     index.sync()?;
     index.close()?;
     Ok((known, added))

@@ -10,7 +10,7 @@ use crate::progress;
 
 /// Delete (fingerprint, document id) pairs from an index.
 ///
-/// INPUT holds pairs in the formats `simdex add` reads, with ids (text lines
+/// INPUT holds pairs in the formats `simdex insert` reads, with ids (text lines
 /// `HEX<TAB>ID`, or `--binary --with-ids`). Queries stop returning a deleted pair at once;
 /// compaction drops it from the segments. Deleting a pair that is not stored is harmless.
 /// The deletes are synced before the command exits 0.
@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let bar = progress::steps(pairs.len() as u64, "deleting");
     for chunk in pairs.chunks(1 << 16) {
-        index.delete_batch(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>())?;
+        index.delete_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>())?;
         bar.inc(chunk.len() as u64);
     }
     index.sync()?;

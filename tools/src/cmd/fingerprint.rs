@@ -36,7 +36,7 @@ pub struct Args {
     /// First learn an IDF table from the inputs and save it to FILE, then fingerprint with it
     #[arg(long, value_name = "FILE")]
     pub learn_idf: Option<PathBuf>,
-    /// Print what `simdex add` and `build` read, `fingerprint<TAB>doc_id` (16 hex digits, a
+    /// Print what `simdex insert` and `build` read, `fingerprint<TAB>doc_id` (16 hex digits, a
     /// decimal id), the id being the 64-bit hash of the document's name (as `dedup --index`
     /// and Python's `simdex.doc_id` make it); write `doc_id<TAB>name` lines to NAMES
     #[arg(long, value_name = "NAMES", conflicts_with = "json")]

@@ -79,6 +79,7 @@ fn run_index(args: &Args) -> Result<()> {
         "logs": stats.logs.iter().map(|(name, bytes)| json!({"name": name, "bytes": bytes})).collect::<Vec<_>>(),
         "tombstone_files": stats.tombstone_files,
         "tombstones": stats.tombstones,
+        "expiry": stats.expiry.map(|x| json!({"window_secs": x.window().as_secs(), "granularity_secs": x.granularity().as_secs(), "oldest_live_secs": stats.oldest_live_secs})),
         "segments": segments,
     });
     if args.json {
@@ -86,6 +87,7 @@ fn run_index(args: &Args) -> Result<()> {
         return Ok(());
     }
     out!("index:           {} (k = {}, last sequence number {})", args.file.display(), stats.k, stats.last_seq);
+    out!("expiry:          {}", crate::expiry_text::window_line(&stats).trim_start_matches("expiry: "));
     out!("segments:        {}", stats.segments.len());
     out!("memtable:        {} inserts, {} deletes; {} frozen ({} operations)", stats.memtable_inserts, stats.memtable_deletes, stats.frozen_memtables, stats.frozen_ops);
     out!("tombstones:      {} in {} files", stats.tombstones, stats.tombstone_files);

@@ -3,7 +3,6 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-mod add;
 mod batch;
 mod bench;
 mod build;
@@ -14,6 +13,7 @@ mod delete;
 mod dump;
 mod dump_log;
 mod fingerprint;
+mod insert;
 mod inspect;
 mod plan;
 mod query;
@@ -52,7 +52,8 @@ pub enum Command {
     Split(split::Args),
     Fingerprint(fingerprint::Args),
     Dedup(dedup::Args),
-    Add(add::Args),
+    #[command(alias = "add")]
+    Insert(insert::Args),
     Delete(delete::Args),
     Compact(compact::Args),
     Stats(stats::Args),
@@ -76,7 +77,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Split(a) => split::run(a).map(|_| ExitCode::SUCCESS),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Dedup(args) => dedup::run(args),
-        Command::Add(a) => add::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Insert(a) => insert::run(a).map(|_| ExitCode::SUCCESS),
         Command::Delete(a) => delete::run(a).map(|_| ExitCode::SUCCESS),
         Command::Compact(a) => compact::run(a).map(|_| ExitCode::SUCCESS),
         Command::Stats(a) => stats::run(a).map(|_| ExitCode::SUCCESS),

@@ -148,7 +148,7 @@ fn run_for_design(args: &Args, design_k: u32) -> Result<()> {
             out!("{i:>5}  {:>6}  {:>6}  {:>11}  {:>8}  {:>12.1}", t.prefix_bits, probe.budget, probe.probe_bits, probe.flips.len(), per_probe);
         }
         if p.closed_form() {
-            out!("(budgets from the closed form: the recipe has too many error patterns to enumerate)");
+            out!("(budgets from the closed form: the block split has too many error patterns to enumerate)");
         }
     } else {
         out!("k = {} is above {MAX_K}: only a full scan answers it", args.k);

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, ValueEnum};
-use simdex_serve::{ServeDurability, ServeOptions};
+use simdex::Durability;
+use simdex_serve::ServeOptions;
 
 /// Serve one index over HTTP and JSON to many crawler processes and machines
 ///
@@ -19,6 +20,21 @@ use simdex_serve::{ServeDurability, ServeOptions};
 /// /metrics gives Prometheus' text format. SIGTERM or SIGINT stops accepting, lets the
 /// requests in flight finish, syncs and closes the index. TLS is left to a proxy in front
 /// (README, "Several crawler processes").
+///
+/// Memory is bounded by configuration: each request takes a share of --max-memory-mib (8
+/// bytes per byte of its Content-Length, or of --max-body-mib without one, 24 for the
+/// document calls; 64 KiB at least) and one of --max-in-flight before its body is read, a
+/// fingerprint batch 192 bytes per item once decoded, and holds them until it is answered;
+/// a request that finds either used up is answered 503 at once, one that needs more than the
+/// whole budget 413. The worst case
+/// is --max-memory-mib, plus at most about 80 KiB per open connection (its head buffer of
+/// up to 64 KiB and its state), plus the index's own memory (an active memtable and up to
+/// three frozen ones, about 114 MiB each at the defaults; format-spec/protocol.md, "Limits").
+///
+/// Descriptors: the soft limit (ulimit -n) is raised to the hard one at start; 64
+/// descriptors are kept for the index and 16 for the server, and connections beyond the
+/// rest (or --max-connections) are answered 503 and closed, so the index never runs out.
+/// A connection that sends no request for --header-timeout is closed.
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples (--check opens and binds, then exits: drop it to serve):\n  simdex serve served.idx --listen 127.0.0.1:0 --check\n  simdex serve served.idx --read-only --listen 127.0.0.1:0 --refresh 5 --check\n  simdex serve served.idx --durability sync --listen 127.0.0.1:0 --check"
@@ -40,10 +56,10 @@ pub struct Args {
     /// Seconds between a read-only server's reopens.
     #[arg(long, default_value_t = 2.0, value_parser = crate::value_parsers::positive_f64)]
     refresh: f64,
-    /// When a write is acknowledged: `sync` after an fsync shared by every client waiting
-    /// (group commit; survives a power loss), `group` once the OS has it (survives a kill of
-    /// the server; fsynced within 10 ms, the library's default), `nosync` (fsynced on sync and
-    /// at shutdown).
+    /// When a write is acknowledged (the index's durability): `sync` after an fsync shared by
+    /// every client waiting (survives a power loss), `group` once the OS has it (survives a
+    /// kill of the server; group commit fsyncs within 10 ms, the library's default), `nosync`
+    /// (fsynced on sync and at shutdown).
     #[arg(long, value_enum, default_value_t = DurabilityArg::Group)]
     durability: DurabilityArg,
     /// Largest query distance of a new index.
@@ -52,21 +68,40 @@ pub struct Args {
     /// A new index stores no sketches (document calls then decide by fingerprints alone).
     #[arg(long)]
     no_sketches: bool,
+    /// The expiry window of a new index (`30d`, as `simdex insert --expire-after`); an existing
+    /// index is served with its own window.
+    #[arg(long, value_name = "WINDOW", value_parser = crate::value_parsers::expiry)]
+    expire_after: Option<simdex::Expiry>,
+    /// Create the index even in a directory that holds other files (refused by default).
+    #[arg(long)]
+    create_in_nonempty: bool,
     /// Largest request body in MiB (413 above it).
     #[arg(long, default_value_t = 64)]
     max_body_mib: usize,
-    /// Requests worked on at once; more are answered 503 with Retry-After.
+    /// Requests read or worked on at once; more are answered 503 with Retry-After.
     #[arg(long, default_value_t = 256)]
     max_in_flight: usize,
-    /// Open connections; more are answered 503 and closed.
-    #[arg(long, default_value_t = 20_000)]
-    max_connections: usize,
-    /// Seconds a client has to send a request's head (slow clients are cut off).
+    /// MiB the requests read or worked on may hold at once (8 bytes per byte of body, 24 for
+    /// documents, 64 KiB at least, and 192 per item of a fingerprint batch); more are
+    /// answered 503 with Retry-After.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    max_memory_mib: u64,
+    /// Open connections; more are answered 503 and closed [default: what the descriptor
+    /// limit allows beside 80 kept for the index and the server].
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// Seconds a client has to send a request's head (slow clients are cut off), and that an
+    /// idle connection stays open.
     #[arg(long, default_value_t = 10.0, value_parser = crate::value_parsers::positive_f64)]
     header_timeout: f64,
     /// Seconds a client has to send a request's body (408 after it).
     #[arg(long, default_value_t = 60.0, value_parser = crate::value_parsers::positive_f64)]
     body_timeout: f64,
+    /// Threads answering connections. They run single-fingerprint calls themselves (batches,
+    /// documents and fsyncs run on a pool beside them); more than one pays off with many
+    /// clients on many cores that mostly query.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    threads: u64,
     /// Log every failed request (server errors are always logged), as JSON lines on stderr.
     #[arg(long)]
     log_requests: bool,
@@ -95,18 +130,22 @@ pub fn run(args: Args) -> Result<()> {
     options.read_only = args.read_only;
     options.refresh = Duration::from_secs_f64(args.refresh);
     options.durability = match args.durability {
-        DurabilityArg::Sync => ServeDurability::Sync,
-        DurabilityArg::Group => ServeDurability::Group,
-        DurabilityArg::Nosync => ServeDurability::NoSync,
+        DurabilityArg::Sync => Durability::Sync,
+        DurabilityArg::Group => Durability::default(),
+        DurabilityArg::Nosync => Durability::NoSync,
     };
     options.k = args.k;
     options.sketches = !args.no_sketches;
+    options.expiry = args.expire_after;
+    options.create_in_nonempty = args.create_in_nonempty;
     options.max_body = args.max_body_mib.saturating_mul(1 << 20);
     options.max_in_flight = args.max_in_flight;
+    options.max_memory = usize::try_from(args.max_memory_mib << 20).unwrap_or(usize::MAX);
     options.max_connections = args.max_connections;
     options.header_timeout = Duration::from_secs_f64(args.header_timeout);
     options.body_timeout = Duration::from_secs_f64(args.body_timeout);
     options.log_requests = args.log_requests;
+    options.threads = usize::try_from(args.threads).unwrap_or(1);
     options.check = args.check;
     simdex_serve::serve(options, |addr| {
         // the line scripts and tests wait for (port 0: the port chosen)

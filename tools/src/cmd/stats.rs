@@ -30,7 +30,7 @@ pub fn run(args: Args) -> Result<()> {
         let segments: Vec<_> = s
             .segments
             .iter()
-            .map(|x| json!({"name": x.name, "entries": x.entries, "bytes": x.file_len, "min_seq": x.min_seq, "max_seq": x.max_seq, "tables": x.tables, "design": x.design}))
+            .map(|x| json!({"name": x.name, "entries": x.entries, "bytes": x.file_len, "min_seq": x.min_seq, "max_seq": x.max_seq, "tables": x.tables, "design": x.design, "slice_start_secs": x.slice_start_secs}))
             .collect();
         let logs: Vec<_> =
             report.logs.iter().map(|l| json!({"name": l.name, "bytes": l.len, "valid_bytes": l.valid_len, "end": format!("{:?}", l.end), "operations": l.ops})).collect();
@@ -43,6 +43,7 @@ pub fn run(args: Args) -> Result<()> {
                 "tombstone_files": s.tombstone_files, "tombstones": s.tombstones,
                 "memtable": {"inserts": s.memtable_inserts, "deletes": s.memtable_deletes},
                 "logs": logs, "last_seq": s.last_seq, "flushed_seq": s.flushed_seq,
+                "expiry": s.expiry.map(|x| json!({"window_secs": x.window().as_secs(), "granularity_secs": x.granularity().as_secs(), "oldest_live_secs": s.oldest_live_secs})),
                 "unknown_files": s.unknown_files, "lost": report.lost,
             }))?
         );
@@ -53,6 +54,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(c) => out!("sketches: {} bytes per document (scheme {})", c.bytes, hex(&c.scheme)),
         None => out!("sketches: none (fingerprints only)"),
     }
+    out!("{}", crate::expiry_text::window_line(&s));
     out!("segments: {} ({fingerprints} fingerprints, {bytes} bytes)", s.segments.len());
     for x in &s.segments {
         out!("  {}  {:>12} fingerprints  {:>14} bytes  seq {}..{}  {}", x.name, x.entries, x.file_len, x.min_seq, x.max_seq, x.design);

@@ -1,4 +1,4 @@
-//! A `simdex add DIR -` fed through a pipe that stays open, as a crawler feeds it: bytes are
+//! A `simdex insert DIR -` fed through a pipe that stays open, as a crawler feeds it: bytes are
 //! written in bursts, acknowledgements (`--acks --json`) read back, and the process killed
 //! with SIGKILL at a chosen moment.
 
@@ -21,7 +21,7 @@ pub struct StreamingAdd {
 }
 
 impl StreamingAdd {
-    /// Starts `simdex add DIR - --acks --json EXTRA...`.
+    /// Starts `simdex insert DIR - --acks --json EXTRA...`.
     pub fn spawn(dir: &Path, extra: &[&str]) -> Self {
         let stderr = tempfile::NamedTempFile::new().unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_simdex"))
@@ -33,7 +33,7 @@ impl StreamingAdd {
             .stdout(Stdio::piped())
             .stderr(stderr.reopen().unwrap())
             .spawn()
-            .expect("run simdex add");
+            .expect("run simdex insert");
         let stdout = child.stdout.take().unwrap();
         let (tx, acks) = mpsc::channel();
         std::thread::spawn(move || {

@@ -52,7 +52,7 @@ fn with_a_token_every_request_but_health_must_carry_it() {
     for token in [None, Some("wrong-t0ken-0123456789abcdef"), Some(&TOKEN[..TOKEN.len() - 1]), Some("")] {
         let mut c = server.client();
         c.token = token.map(str::to_owned);
-        for (method, path) in [("POST", "/v1/add"), ("POST", "/v1/query"), ("GET", "/metrics"), ("GET", "/v1/stats"), ("POST", "/v1/nope")] {
+        for (method, path) in [("POST", "/v1/insert"), ("POST", "/v1/query"), ("GET", "/metrics"), ("GET", "/v1/stats"), ("POST", "/v1/nope")] {
             unauthorized(&mut c, method, path);
         }
         // the scheme is "Bearer", exactly
@@ -71,11 +71,11 @@ fn with_a_token_every_request_but_health_must_carry_it() {
     // The right token goes through.
     let mut c = server.client();
     c.token = Some(TOKEN.to_owned());
-    assert_eq!(c.ok("add", json!({"fp": 1, "doc_id": 2})), json!({"seq": 1}));
+    assert_eq!(c.ok("insert", json!({"fp": 1, "doc_id": 2})), json!({"seq": 1}));
     assert_eq!(rows(&c.ok("query", json!({"fp": 1, "k": 0}))["matches"]), vec![(1, 0, Some(2))]);
     let m = c.get("/metrics");
     assert_eq!(m.status, 200);
-    assert!(m.text().contains("simdex_requests_total{op=\"add\"} 1\n"), "{}", m.text());
+    assert!(m.text().contains("simdex_requests_total{op=\"insert\"} 1\n"), "{}", m.text());
     assert_eq!(c.get("/health").status, 200, "/health with a token is fine too");
     // Nothing refused wrote anything.
     assert_eq!(c.ok("stats", json!({}))["last_seq"], 1);
@@ -87,7 +87,7 @@ fn a_read_only_server_sees_the_writers_inserts_within_refresh_and_refuses_writes
     let idx = dir.path().join("idx");
     let writer = Server::start(&idx, &[]);
     let mut w = writer.client();
-    assert_eq!(w.ok("add", json!({"fp": 100, "doc_id": 1}))["seq"], 1);
+    assert_eq!(w.ok("insert", json!({"fp": 100, "doc_id": 1}))["seq"], 1);
     let reader = Server::start(&idx, &["--read-only", "--refresh", "0.2"]);
     let mut r = reader.client();
     assert_eq!(rows(&r.ok("query", json!({"fp": 100, "k": 0}))["matches"]), vec![(100, 0, Some(1))], "what was written before it opened");
@@ -99,8 +99,8 @@ fn a_read_only_server_sees_the_writers_inserts_within_refresh_and_refuses_writes
         let fp = 0xabc0_0000 + round;
         let batch: Vec<u64> = (0..50).map(|i| fp + ((i + 1) << 40)).collect();
         let ids: Vec<u64> = batch.iter().map(|f| f % 1_000_000 + 7).collect();
-        w.ok("add_many", json!({"fps": batch, "doc_ids": ids}));
-        w.ok("add", json!({"fp": fp, "doc_id": round + 10}));
+        w.ok("insert_many", json!({"fps": batch, "doc_ids": ids}));
+        w.ok("insert", json!({"fp": fp, "doc_id": round + 10}));
         let written = Instant::now();
         loop {
             if !rows(&r.ok("query", json!({"fp": fp, "k": 0}))["matches"]).is_empty() {
@@ -117,13 +117,13 @@ fn a_read_only_server_sees_the_writers_inserts_within_refresh_and_refuses_writes
     let bin = Some("application/octet-stream");
     #[rustfmt::skip]
     let writes: &[(&str, Option<&str>, &[u8])] = &[
-        ("/v1/add", None, br#"{"fp": 5, "doc_id": 5}"#),
+        ("/v1/insert", None, br#"{"fp": 5, "doc_id": 5}"#),
         ("/v1/delete", None, br#"{"fp": 100, "doc_id": 1}"#),
         ("/v1/find_or_insert", None, br#"{"fp": 6, "doc_id": 6}"#),
-        ("/v1/add_many", None, br#"{"fps": [7], "doc_ids": [7]}"#),
+        ("/v1/insert_many", None, br#"{"fps": [7], "doc_ids": [7]}"#),
         ("/v1/delete_many", None, br#"{"fps": [100], "doc_ids": [1]}"#),
         ("/v1/find_or_insert_many", None, br#"{"fps": [8], "doc_ids": [8]}"#),
-        ("/v1/add_document", None, br#"{"doc": {"text": "some words to store"}, "doc_id": 9}"#),
+        ("/v1/insert_document", None, br#"{"doc": {"text": "some words to store"}, "doc_id": 9}"#),
         ("/v1/find_or_insert_document", None, br#"{"doc": {"text": "some words to store"}, "doc_id": 9}"#),
         ("/v1/find_or_insert_documents", None, br#"{"docs": [{"text": "some words"}], "doc_ids": [9]}"#),
         ("/v1/flush", None, b"{}"),
@@ -133,7 +133,7 @@ fn a_read_only_server_sees_the_writers_inserts_within_refresh_and_refuses_writes
         let resp = r.send("POST", path, content_type, body).unwrap();
         resp.assert_error(403, "read_only");
     }
-    let resp = r.send("POST", "/v1/add_many", bin, &crate::support::le(&[11, 12])).unwrap();
+    let resp = r.send("POST", "/v1/insert_many", bin, &crate::support::le(&[11, 12])).unwrap();
     resp.assert_error(403, "read_only");
     let resp = r.send("POST", "/v1/find_or_insert_many", bin, &crate::support::le(&[11, 12])).unwrap();
     resp.assert_error(403, "read_only");
@@ -147,7 +147,7 @@ fn a_read_only_server_sees_the_writers_inserts_within_refresh_and_refuses_writes
     let all: Vec<u64> = (0..3u64).flat_map(|round| (0..=50).map(move |i| 0xabc0_0000 + round + (i << 40))).chain([100]).collect();
     for (marker, step) in [(0x77u64, "flush"), (0x7777_0000, "compact")] {
         w.ok(step, json!({}));
-        w.ok("add", json!({"fp": marker, "doc_id": marker}));
+        w.ok("insert", json!({"fp": marker, "doc_id": marker}));
         let written = Instant::now();
         while rows(&r.ok("query", json!({"fp": marker, "k": 0}))["matches"]).is_empty() {
             assert!(written.elapsed() < Duration::from_secs(3), "after {step}: a write is not seen 3 s after it");

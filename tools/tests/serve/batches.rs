@@ -208,7 +208,7 @@ fn a_batch_answers_as_its_items_one_by_one_in_order() {
     // Without ids, a batch's pairs take their sequence numbers as ids.
     let seq = c.ok("stats", json!({}))["last_seq"].as_u64().unwrap();
     let fresh = [0x5555_0000_0000_0001u64, 0x6666_0000_0000_0002];
-    assert_eq!(c.ok("add_many", json!({"fps": fresh})), json!({"count": 2, "seq": seq + 2}));
+    assert_eq!(c.ok("insert_many", json!({"fps": fresh})), json!({"count": 2, "seq": seq + 2}));
     assert_eq!(items(&c.ok("query_many", json!({"fps": fresh, "k": 0}))), vec![vec![(fresh[0], 0, Some(seq + 1))], vec![(fresh[1], 0, Some(seq + 2))]]);
     // The binary form needs a whole number of u64s; a binary find_or_insert_many an even one.
     let r = c.send("POST", "/v1/query_many", Some("application/octet-stream"), &le(&[1, 2])[..13]).unwrap();
@@ -289,4 +289,16 @@ fn a_document_batch_answers_as_its_documents_one_by_one() {
     let fps = batch.ok("fingerprint_documents", json!({"docs": some}))["fingerprints"].clone();
     let each: Vec<serde_json::Value> = some.iter().map(|d| one.ok("fingerprint_document", json!({"doc": d}))["fingerprint"].clone()).collect();
     assert_eq!(fps, serde_json::Value::Array(each));
+}
+
+#[test]
+fn the_paths_before_issue_35_are_the_same_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("idx"), &[]);
+    let mut c = server.client();
+    assert_eq!(c.ok("add", json!({"fp": 1, "doc_id": 2})), json!({"seq": 1}));
+    assert_eq!(c.ok("add_many", json!({"fps": [3, 4], "doc_ids": [5, 6]})), json!({"count": 2, "seq": 3}));
+    assert_eq!(stored_pairs(&mut c, &[1, 3, 4]), [(1, 2), (3, 5), (4, 6)].into_iter().collect());
+    let m = c.send("GET", "/metrics", None, b"").unwrap();
+    assert!(m.text().contains("simdex_requests_total{op=\"insert\"} 1\n"), "counted under the new name: {}", m.text());
 }

@@ -36,7 +36,7 @@ fn load(mut client: Client, seed: u64, acked: Arc<AtomicUsize>, killed_at: Arc<M
                 assert!(rows(&r.json()["matches"]).is_empty(), "{fp:016x} found {}", r.text());
                 vec![(fp, next_id)]
             }),
-            1 => client.send("POST", "/v1/add", Some("application/json"), json!({"fp": fp, "doc_id": next_id}).to_string().as_bytes()).map(|r| {
+            1 => client.send("POST", "/v1/insert", Some("application/json"), json!({"fp": fp, "doc_id": next_id}).to_string().as_bytes()).map(|r| {
                 assert_eq!(r.status, 200, "{}", r.text());
                 vec![(fp, next_id)]
             }),
@@ -44,7 +44,7 @@ fn load(mut client: Client, seed: u64, acked: Arc<AtomicUsize>, killed_at: Arc<M
                 let fps: Vec<u64> = (0..20).map(|_| rng.next()).collect();
                 let ids: Vec<u64> = (0..20).map(|i| next_id + 1 + i).collect();
                 next_id += 20;
-                client.send("POST", "/v1/add_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())).map(|r| {
+                client.send("POST", "/v1/insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())).map(|r| {
                     assert_eq!(r.status, 200, "{}", r.text());
                     fps.into_iter().zip(ids).collect()
                 })
@@ -178,9 +178,9 @@ fn sigterm_is_not_held_up_by_a_stalled_upload_or_a_half_sent_head() {
     // long timeouts: only the shutdown may end these clients
     let mut server = Server::start(&idx, &["--header-timeout", "60", "--body-timeout", "60"]);
     let mut body = server.client();
-    body.raw(b"POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"fp\": 1,").unwrap();
+    body.raw(b"POST /v1/insert HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"fp\": 1,").unwrap();
     let mut head = server.client();
-    head.raw(b"POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Le").unwrap();
+    head.raw(b"POST /v1/insert HTTP/1.1\r\nHost: x\r\nContent-Le").unwrap();
     // (a request before, on a third connection, shows both were accepted and read)
     assert_eq!(server.client().get("/health").status, 200);
     server.terminate();

@@ -18,8 +18,8 @@ fn write(c: &mut Client, rng: &mut Rng, n: usize) -> Result<Vec<(u64, u64)>, Res
     let fps: Vec<u64> = (0..n).map(|_| rng.next()).collect();
     let ids: Vec<u64> = (0..n).map(|_| rng.next() >> 1).collect();
     let r = match rng.next() % 3 {
-        0 => c.send("POST", "/v1/add_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())),
-        1 => c.send("POST", "/v1/add_many", Some("application/json"), json!({"fps": fps, "doc_ids": ids}).to_string().as_bytes()),
+        0 => c.send("POST", "/v1/insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())),
+        1 => c.send("POST", "/v1/insert_many", Some("application/json"), json!({"fps": fps, "doc_ids": ids}).to_string().as_bytes()),
         _ => c.send("POST", "/v1/find_or_insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())),
     }
     .expect("the server answers; it does not hang up or hang");
@@ -133,4 +133,166 @@ fn a_full_disk_answers_507_with_retry_after_and_loses_nothing_acknowledged() {
     assert!(status.success(), "{status}: {}", server.log());
     let server = Server::start(&idx, &[]);
     assert_eq!(lost(&stored_pairs(&mut server.client(), &fps)), 0, "acknowledged pairs lost after a restart");
+}
+
+/// `n` random pairs.
+fn pairs(rng: &mut Rng, n: usize) -> (Vec<u64>, Vec<u64>) {
+    ((0..n).map(|_| rng.next()).collect(), (0..n).map(|_| rng.next() >> 1).collect())
+}
+
+#[test]
+fn a_full_disk_is_a_read_only_mode_queries_and_health_answer_over_a_large_log_without_a_reopen() {
+    let disk = match Tmpfs::mount(48 << 20) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
+            return;
+        }
+    };
+    let idx = disk.path().join("idx");
+    let server = Server::start(&idx, &[]);
+    let mut c = server.client();
+    let mut rng = Rng(392);
+    // the reviewer's log: 392,000 operations, all still in the log (a memtable holds 2^20)
+    let mut stored = Vec::new();
+    for _ in 0..8 {
+        let (fps, ids) = pairs(&mut rng, 49_000);
+        c.binary("insert_many", "", &[&fps[..], &ids].concat());
+        stored.extend(fps.into_iter().zip(ids));
+    }
+    let stats = c.ok("stats", json!({}));
+    assert_eq!(stats["memtable_inserts"], 392_000, "{stats}");
+    assert!(stats["log_bytes"].as_u64().unwrap() > 6_000_000, "{stats}");
+
+    let filler = disk.path().join("filler");
+    let file = fill(&filler);
+    // a writer sending a batch after every 5 queries: every query answers, every write 507
+    let mut acknowledged: BTreeSet<(u64, u64)> = stored.iter().copied().collect();
+    let (mut refused, mut queries) = (0, 0);
+    for round in 0..50 {
+        for q in 0..5 {
+            let (fp, id) = stored[(round * 5 + q) * 1543 % stored.len()];
+            let r = c.post("/v1/query", &json!({"fp": fp, "k": 0}));
+            assert_eq!(r.status, 200, "round {round}: a query on a full disk: {}", r.text());
+            assert_eq!(crate::support::rows(&r.json()["matches"]), vec![(fp, 0, Some(id))]);
+            queries += 1;
+        }
+        match write(&mut c, &mut rng, 200) {
+            Ok(p) => acknowledged.extend(p),
+            Err(r) => {
+                r.assert_error(507, "no_space");
+                assert_eq!(r.header("retry-after"), Some("5"));
+                refused += 1;
+                let h = server.client().get("/health");
+                assert_eq!((h.status, &h.json()["status"], &h.json()["no_space"]), (200, &json!("ready"), &json!(true)), "{}", h.text());
+            }
+        }
+    }
+    assert_eq!(queries, 250);
+    assert!(refused >= 45, "writes on a full disk are refused ({refused} of 50)");
+    assert_eq!(server.metric("simdex_index_reopens_total"), 0.0, "no reopen for a full disk: {}", server.log());
+    assert!(!server.log().contains("recovering"), "{}", server.log());
+
+    // space is back: writes resume on the same open index
+    drop(file);
+    std::fs::remove_file(&filler).unwrap();
+    acknowledged.extend(write(&mut c, &mut rng, 200).unwrap_or_else(|r| panic!("once space is back: {} {}", r.status, r.text())));
+    let h = server.client().get("/health");
+    assert_eq!(h.json()["no_space"], json!(false), "{}", h.text());
+    let fps: Vec<u64> = acknowledged.iter().map(|p| p.0).collect();
+    assert!(acknowledged.is_subset(&stored_pairs(&mut c, &fps)), "acknowledged pairs lost across the full disk");
+}
+
+#[test]
+fn a_batch_meeting_a_full_disk_is_stored_whole_or_as_the_prefix_its_answer_reports() {
+    let disk = match Tmpfs::mount(8 << 20) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
+            return;
+        }
+    };
+    let server = Server::start(&disk.path().join("idx"), &[]);
+    let mut c = server.client();
+    let mut rng = Rng(5);
+    let filler = disk.path().join("filler");
+    let file = fill(&filler);
+    // a few pages of room: a batch of single inserts meets the full disk part-way
+    file.set_len(file.metadata().unwrap().len() - 3 * 4096).unwrap();
+    let mut partial = 0;
+    for _ in 0..20 {
+        let (fps, ids) = pairs(&mut rng, 2000);
+        let r = c.send("POST", "/v1/find_or_insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())).unwrap();
+        let stored = stored_pairs(&mut c, &fps);
+        if r.status == 200 {
+            assert_eq!(stored.len(), fps.len());
+            continue;
+        }
+        r.assert_error(507, "no_space");
+        let v = r.json();
+        let done = v["error"]["done"].as_u64().unwrap_or_else(|| panic!("a 507 of a batch says how many items were done: {v}")) as usize;
+        let expected: BTreeSet<(u64, u64)> = fps[..done].iter().copied().zip(ids[..done].iter().copied()).collect();
+        assert_eq!(stored, expected, "exactly the {done} items the answer reports are stored");
+        if done > 0 {
+            partial += 1;
+            let matches = v["error"]["matches"].as_array().unwrap_or_else(|| panic!("the done items' answers: {v}"));
+            assert_eq!(matches.len(), done);
+            assert!(matches.iter().all(|m| m.as_array().is_some_and(Vec::is_empty)), "new random pairs were inserted: {v}");
+        }
+        // one log record per call: add_many and delete_many are whole or nothing
+        let (fps, ids) = pairs(&mut rng, 500);
+        let r = c.send("POST", "/v1/insert_many", Some("application/octet-stream"), &le(&[&fps[..], &ids].concat())).unwrap();
+        let stored = stored_pairs(&mut c, &fps);
+        match r.status {
+            200 => assert_eq!(stored.len(), 500),
+            _ => {
+                r.assert_error(507, "no_space");
+                assert!(stored.is_empty(), "a refused add_many stored {} of 500", stored.len());
+                assert!(r.json()["error"].get("done").is_none(), "{}", r.text());
+            }
+        }
+    }
+    assert!(partial >= 1, "no batch met the full disk part-way: the test proves nothing");
+}
+
+#[test]
+fn many_documents_meeting_a_full_disk_report_the_prefix_that_was_stored() {
+    let disk = match Tmpfs::mount(8 << 20) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
+            return;
+        }
+    };
+    let server = Server::start(&disk.path().join("idx"), &[]);
+    let mut c = server.client();
+    let mut rng = Rng(11);
+    let file = fill(&disk.path().join("filler"));
+    file.set_len(file.metadata().unwrap().len() - 3 * 4096).unwrap();
+    let mut partial = 0;
+    for round in 0..20u64 {
+        // distinct random pages: every one is new, so every one done is stored
+        let docs: Vec<serde_json::Value> = (0..300).map(|_| json!({"text": (0..60).map(|_| format!("w{}", rng.next() % 100_000)).collect::<Vec<_>>().join(" ")})).collect();
+        let ids: Vec<u64> = (0..docs.len() as u64).map(|i| round * 1_000_000 + i).collect();
+        let fps: Vec<u64> = c.ok("fingerprint_documents", json!({"docs": docs}))["fingerprints"].as_array().unwrap().iter().map(|f| f.as_u64().unwrap()).collect();
+        let r = c.post("/v1/find_or_insert_documents", &json!({"docs": docs, "doc_ids": ids}));
+        let stored = stored_pairs(&mut c, &fps);
+        if r.status == 200 {
+            assert_eq!(stored.len(), docs.len());
+            continue;
+        }
+        r.assert_error(507, "no_space");
+        let v = r.json();
+        let done = v["error"]["done"].as_u64().unwrap_or_else(|| panic!("a 507 of many documents says how many were done: {v}")) as usize;
+        let results = v["error"]["results"].as_array().unwrap_or_else(|| panic!("the done documents' results: {v}"));
+        assert_eq!(results.len(), done);
+        let expected: BTreeSet<(u64, u64)> = fps[..done].iter().copied().zip(ids[..done].iter().copied()).collect();
+        assert_eq!(stored, expected, "exactly the {done} documents the answer reports are stored");
+        for (i, r) in results.iter().enumerate() {
+            assert_eq!(r["fingerprint"].as_u64(), Some(fps[i]), "result {i}: {r}");
+            assert_eq!(r["matches"], json!([]), "a new page was inserted: {r}");
+        }
+        partial += usize::from(done > 0);
+    }
+    assert!(partial >= 1, "no call met the full disk part-way: the test proves nothing");
 }

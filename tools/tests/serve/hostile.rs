@@ -49,19 +49,19 @@ fn malformed_requests_get_their_4xx_and_others_stay_served() {
         ("POST", "/v1/query", json, br#"{"fp": 1, "doc_id": 2}"#, 400, "bad_request"),
         ("POST", "/v1/query", json, b"", 400, "bad_request"),
         ("POST", "/v1/find_or_insert", json, br#"{"fp": 1}"#, 400, "bad_request"),
-        ("POST", "/v1/add", json, br#"{"fp": 1, "doc_id": 2, "k": 3}"#, 400, "bad_request"),
+        ("POST", "/v1/insert", json, br#"{"fp": 1, "doc_id": 2, "k": 3}"#, 400, "bad_request"),
         ("POST", "/v1/find_or_insert_many", json, br#"{"fps": [1, 2], "doc_ids": [1]}"#, 400, "bad_request"),
         ("POST", "/v1/stats", json, br#"{"verbose": true}"#, 400, "bad_request"),
-        ("POST", "/v1/add_document", json, br#"{"doc": {"text": "a", "html": "b"}, "doc_id": 1}"#, 400, "bad_request"),
-        ("POST", "/v1/add_document", json, br#"{"doc": {"text_base64": "!!"}, "doc_id": 1}"#, 400, "bad_request"),
+        ("POST", "/v1/insert_document", json, br#"{"doc": {"text": "a", "html": "b"}, "doc_id": 1}"#, 400, "bad_request"),
+        ("POST", "/v1/insert_document", json, br#"{"doc": {"text_base64": "!!"}, "doc_id": 1}"#, 400, "bad_request"),
         ("POST", "/v1/query", json.map(|_| "application/json; charset=utf-8"), br#"{"fp": 1, "z": 0}"#, 400, "bad_request"),
         // arguments in the wrong place, wrong media types
         ("POST", "/v1/query?k=3", json, br#"{"fp": 1}"#, 400, "bad_request"),
         ("POST", "/v1/query_many?k=x", bin, &[0; 8], 400, "bad_request"),
         ("POST", "/v1/query_many?k=1&fp=2", bin, &[0; 8], 400, "bad_request"),
-        ("POST", "/v1/add_many?k=1", bin, &[0; 16], 400, "bad_request"),
+        ("POST", "/v1/insert_many?k=1", bin, &[0; 16], 400, "bad_request"),
         ("POST", "/v1/query", Some("text/plain"), br#"{"fp": 1}"#, 415, "unsupported_media_type"),
-        ("POST", "/v1/add", bin, &[0; 16], 415, "unsupported_media_type"),
+        ("POST", "/v1/insert", bin, &[0; 16], 415, "unsupported_media_type"),
         // unknown paths
         ("GET", "/", None, b"", 404, "not_found"),
         ("POST", "/v1/", json, b"{}", 404, "not_found"),
@@ -72,8 +72,8 @@ fn malformed_requests_get_their_4xx_and_others_stay_served() {
         ("POST", "/v1/../v1/query", json, br#"{"fp": 1}"#, 404, "not_found"),
         // wrong methods
         ("GET", "/v1/query", None, b"", 405, "method_not_allowed"),
-        ("PUT", "/v1/add", json, br#"{"fp": 1, "doc_id": 2}"#, 405, "method_not_allowed"),
-        ("DELETE", "/v1/add", None, b"", 405, "method_not_allowed"),
+        ("PUT", "/v1/insert", json, br#"{"fp": 1, "doc_id": 2}"#, 405, "method_not_allowed"),
+        ("DELETE", "/v1/insert", None, b"", 405, "method_not_allowed"),
         ("GET", "/v1/compact", None, b"", 405, "method_not_allowed"),
         ("POST", "/metrics", None, b"", 405, "method_not_allowed"),
     ];
@@ -105,9 +105,9 @@ fn a_body_left_unread_is_never_taken_for_a_request_and_pipelined_requests_answer
     let server = strict_server(&dir);
     // Refused before its body is read (404, 405, 413 declared): the body, a whole request
     // itself, is skipped or the connection closed; it is never run.
-    let inner = "POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Length: 22\r\n\r\n{\"fp\": 1, \"doc_id\": 2}";
-    for head in ["POST /v1/nope", "GET /v1/add", "POST /v1/add"] {
-        let limit = if head == "POST /v1/add" { (1 << 20) + 1 } else { inner.len() };
+    let inner = "POST /v1/insert HTTP/1.1\r\nHost: x\r\nContent-Length: 22\r\n\r\n{\"fp\": 1, \"doc_id\": 2}";
+    for head in ["POST /v1/nope", "GET /v1/insert", "POST /v1/insert"] {
+        let limit = if head == "POST /v1/insert" { (1 << 20) + 1 } else { inner.len() };
         let mut c = server.client();
         c.stream().set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         c.raw(format!("{head} HTTP/1.1\r\nHost: x\r\nContent-Length: {limit}\r\n\r\n{inner}").as_bytes()).unwrap();
@@ -121,8 +121,9 @@ fn a_body_left_unread_is_never_taken_for_a_request_and_pipelined_requests_answer
     assert_eq!(server.client().ok("stats", json!({}))["last_seq"], 0, "no body was run as a request");
     // Three requests in one write come back as three answers, in order.
     let mut c = server.client();
-    let add =
-        |fp: u64| format!("POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{}", json!({"fp": fp, "doc_id": fp}).to_string().len(), json!({"fp": fp, "doc_id": fp}));
+    let add = |fp: u64| {
+        format!("POST /v1/insert HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{}", json!({"fp": fp, "doc_id": fp}).to_string().len(), json!({"fp": fp, "doc_id": fp}))
+    };
     c.raw(format!("{}{}GET /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n", add(10), add(11)).as_bytes()).unwrap();
     assert_eq!(c.read_response().unwrap().json(), json!({"seq": 1}));
     assert_eq!(c.read_response().unwrap().json(), json!({"seq": 2}));
@@ -175,7 +176,7 @@ fn bodies_over_the_limit_get_413_declared_or_chunked() {
     assert_served(server.addr, SERVED);
     // A chunked JSON body under the limit is read whole.
     let mut c = server.client();
-    c.raw(b"POST /v1/add HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"fp\"\r\n12\r\n: 9, \"doc_id\": 10}\r\n0\r\n\r\n").unwrap();
+    c.raw(b"POST /v1/insert HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"fp\"\r\n12\r\n: 9, \"doc_id\": 10}\r\n0\r\n\r\n").unwrap();
     let r = c.read_response().unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(server.client().ok("query", json!({"fp": 9, "k": 0})), json!({"matches": [[9, 0, 10]]}));
@@ -230,9 +231,9 @@ fn a_stalled_body_gets_408_after_the_body_timeout_while_others_are_served() {
     let server = strict_server(&dir);
     let start = Instant::now();
     let mut stalled = server.client();
-    stalled.raw(b"POST /v1/add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"fp\": 1,").unwrap();
+    stalled.raw(b"POST /v1/insert HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"fp\": 1,").unwrap();
     let mut chunked = server.client();
-    chunked.raw(b"POST /v1/add HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"fp").unwrap();
+    chunked.raw(b"POST /v1/insert HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"fp").unwrap();
     for _ in 0..5 {
         assert_served(server.addr, SERVED);
     }
@@ -244,7 +245,7 @@ fn a_stalled_body_gets_408_after_the_body_timeout_while_others_are_served() {
     }
     assert_eq!(server.client().ok("stats", json!({}))["last_seq"], 0, "the stalled writes wrote nothing");
     let metrics = server.client().get("/metrics").text();
-    assert!(metrics.contains("\nsimdex_errors_total{op=\"add\",status=\"408\"} 2\n"), "/metrics counts the 408s:\n{metrics}");
+    assert!(metrics.contains("\nsimdex_errors_total{op=\"insert\",status=\"408\"} 2\n"), "/metrics counts the 408s:\n{metrics}");
     assert_served(server.addr, SERVED);
 }
 
@@ -269,10 +270,10 @@ fn garbage_that_is_not_http_is_refused_or_dropped_never_served() {
         ("TLS hello", vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]),
         ("header without colon", b"GET /health HTTP/1.1\r\nHost x\r\n\r\n".to_vec()),
         ("bad method", b"G\x01T /health HTTP/1.1\r\n\r\n".to_vec()),
-        ("bad Content-Length", b"POST /v1/add HTTP/1.1\r\nContent-Length: abc\r\n\r\n{}".to_vec()),
-        ("negative Content-Length", b"POST /v1/add HTTP/1.1\r\nContent-Length: -5\r\n\r\n{}".to_vec()),
-        ("two Content-Lengths", b"POST /v1/add HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 30\r\n\r\n{}".to_vec()),
-        ("bad chunk size", b"POST /v1/add HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n".to_vec()),
+        ("bad Content-Length", b"POST /v1/insert HTTP/1.1\r\nContent-Length: abc\r\n\r\n{}".to_vec()),
+        ("negative Content-Length", b"POST /v1/insert HTTP/1.1\r\nContent-Length: -5\r\n\r\n{}".to_vec()),
+        ("two Content-Lengths", b"POST /v1/insert HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 30\r\n\r\n{}".to_vec()),
+        ("bad chunk size", b"POST /v1/insert HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n".to_vec()),
         ("1 MB header", long_header.into_bytes()),
         ("100 KB path", long_path.into_bytes()),
         ("500 headers", many_headers.into_bytes()),

@@ -162,16 +162,16 @@ fn metrics_parse_as_prometheus_text_and_count_requests_by_op_with_index_gauges()
     let server = Server::start(&dir.path().join("idx"), &[]);
     let mut c = server.client();
     for i in 0..7u64 {
-        c.ok("add", json!({"fp": i << 20, "doc_id": i + 1}));
+        c.ok("insert", json!({"fp": i << 20, "doc_id": i + 1}));
     }
     for i in 0..5u64 {
         c.ok("query", json!({"fp": i << 20}));
     }
     c.ok("query_many", json!({"fps": [1, 2, 3]}));
-    c.binary("add_many", "", &[1 << 50, 2 << 50, 3 << 50, 11, 12, 13]);
+    c.binary("insert_many", "", &[1 << 50, 2 << 50, 3 << 50, 11, 12, 13]);
     c.post("/v1/query", &json!({"fp": "bad"})).assert_error(400, "bad_request");
     c.post("/v1/nope", &json!({})).assert_error(404, "not_found");
-    c.send("GET", "/v1/add", None, b"").unwrap().assert_error(405, "method_not_allowed");
+    c.send("GET", "/v1/insert", None, b"").unwrap().assert_error(405, "method_not_allowed");
     assert_eq!(c.get("/health").status, 200);
 
     let r = c.get("/metrics");
@@ -183,18 +183,18 @@ fn metrics_parse_as_prometheus_text_and_count_requests_by_op_with_index_gauges()
         samples.iter().find(|(n, l, _)| n == name && *l == want).map(|s| s.2).unwrap_or_else(|| panic!("no sample {name}{labels:?}"))
     };
     // Requests by operation, errors among them, and the unrouted ones.
-    assert_eq!(value("simdex_requests_total", &[("op", "add")]), 8.0, "seven answered, one refused");
+    assert_eq!(value("simdex_requests_total", &[("op", "insert")]), 8.0, "seven answered, one refused");
     assert_eq!(value("simdex_requests_total", &[("op", "query")]), 6.0, "five answered, one refused");
     assert_eq!(value("simdex_requests_total", &[("op", "query_many")]), 1.0);
-    assert_eq!(value("simdex_requests_total", &[("op", "add_many")]), 1.0);
+    assert_eq!(value("simdex_requests_total", &[("op", "insert_many")]), 1.0);
     assert_eq!(value("simdex_requests_total", &[("op", "compact")]), 0.0, "every op is listed, also unused ones");
     assert_eq!(value("simdex_errors_total", &[("op", "query"), ("status", "400")]), 1.0);
-    assert_eq!(value("simdex_errors_total", &[("op", "add"), ("status", "405")]), 1.0);
+    assert_eq!(value("simdex_errors_total", &[("op", "insert"), ("status", "405")]), 1.0);
     assert_eq!(value("simdex_unrouted_requests_total", &[]), 1.0, "the 404");
-    assert!(!samples.iter().any(|(n, l, _)| n == "simdex_errors_total" && l.get("op").is_some_and(|o| o == "add_many")));
+    assert!(!samples.iter().any(|(n, l, _)| n == "simdex_errors_total" && l.get("op").is_some_and(|o| o == "insert_many")));
     // Histograms: cumulative buckets ending in +Inf, which equals _count; batch sizes.
     assert_eq!(types["simdex_request_duration_seconds"], "histogram");
-    for op in ["add", "query", "add_many"] {
+    for op in ["insert", "query", "insert_many"] {
         let buckets: Vec<f64> = samples.iter().filter(|(n, l, _)| n == "simdex_request_duration_seconds_bucket" && l.get("op").is_some_and(|o| o == op)).map(|s| s.2).collect();
         assert!(buckets.windows(2).all(|w| w[0] <= w[1]), "{op}: cumulative buckets {buckets:?}");
         let count = value("simdex_request_duration_seconds_count", &[("op", op)]);
@@ -202,8 +202,8 @@ fn metrics_parse_as_prometheus_text_and_count_requests_by_op_with_index_gauges()
         assert_eq!(count, value("simdex_requests_total", &[("op", op)]));
         assert!(value("simdex_request_duration_seconds_sum", &[("op", op)]) > 0.0);
     }
-    assert_eq!(value("simdex_batch_items_bucket", &[("op", "add_many"), ("le", "1")]), 0.0);
-    assert_eq!(value("simdex_batch_items_bucket", &[("op", "add_many"), ("le", "10")]), 1.0);
+    assert_eq!(value("simdex_batch_items_bucket", &[("op", "insert_many"), ("le", "1")]), 0.0);
+    assert_eq!(value("simdex_batch_items_bucket", &[("op", "insert_many"), ("le", "10")]), 1.0);
     assert_eq!(value("simdex_batch_items_sum", &[("op", "query_many")]), 3.0);
     // The server's gauges and the index's.
     assert_eq!(value("simdex_connections", &[]), 1.0, "this connection");

@@ -74,8 +74,21 @@ impl Server {
     /// Starts `simdex serve DIR --listen 127.0.0.1:0 ARGS` and waits for its
     /// `listening on http://ADDR` line.
     pub fn start(dir: &Path, args: &[&str]) -> Server {
+        Self::start_under(dir, args, None)
+    }
+
+    /// As [`Self::start`], under a descriptor limit of `(soft, hard)` (`ulimit -Sn`, `-Hn`).
+    pub fn start_under(dir: &Path, args: &[&str], nofile: Option<(u64, u64)>) -> Server {
         let listen = if args.contains(&"--listen") { vec![] } else { vec!["--listen", "127.0.0.1:0"] };
-        let mut child = simdex().arg("serve").arg(dir).args(listen).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn simdex serve");
+        let mut command = match nofile {
+            None => simdex(),
+            Some((soft, hard)) => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(format!("ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$0\" \"$@\"")).arg(env!("CARGO_BIN_EXE_simdex")).stdin(Stdio::null());
+                c
+            }
+        };
+        let mut child = command.arg("serve").arg(dir).args(listen).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn simdex serve");
         let stderr = drain(child.stderr.take());
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
@@ -112,10 +125,36 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// What the server logged, once it holds `needle` (its standard error is read apart from
+    /// the `listening on` line: it may lag behind); panics after 10 s without it.
+    pub fn log_with(&self, needle: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let log = self.log();
+            if log.contains(needle) {
+                return log;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "no {needle:?} in the log: {log}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Kills it with SIGKILL and reaps it.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A field of `/proc/PID/status` in kB (`VmRSS`, `VmHWM`).
+    pub fn status_kb(&self, field: &str) -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let line = text.lines().find(|l| l.starts_with(&format!("{field}:"))).unwrap_or_else(|| panic!("no {field} in /proc/PID/status"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
 
     /// Sends SIGTERM.

@@ -1,6 +1,6 @@
 //! `simdex bench index`: an index directory whose every fingerprint stores a synthetic sketch
 //! (`super::sketch`), compacted to one segment (or, `--live`, left as the engine's policy
-//! leaves a crawl's inserts), for `bench query --verified`.
+//! leaves a crawl's inserts), for `bench query --confirmed`.
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
@@ -19,7 +19,7 @@ const BATCH: usize = 1 << 16;
 pub(super) struct IndexArgs {
     /// The new index directory.
     pub(super) dir: PathBuf,
-    /// The fingerprints (formats as `simdex add` reads them).
+    /// The fingerprints (formats as `simdex insert` reads them).
     #[arg(long, short)]
     pub(super) input: PathBuf,
     #[command(flatten)]
@@ -57,7 +57,7 @@ pub(super) fn index(args: IndexArgs) -> Result<()> {
             pairs.push(simdex::Entry::new(fp, id));
             sketches.extend_from_slice(&synthetic_sketch(id, width));
         }
-        index.insert_batch_sketched(&pairs, &sketches)?;
+        index.insert_many_sketched(&pairs, &sketches)?;
     }
     if !args.live {
         index.compact()?;

@@ -15,7 +15,7 @@ use clap::{Args as ClapArgs, Subcommand};
 /// Time queries on an index, or write fingerprints to time them with.
 #[derive(Debug, ClapArgs)]
 #[command(
-    after_help = "Examples:\n  simdex bench generate --count 100000 > stored.txt\n  simdex bench generate --count 1000 --near stored.txt --flips 2 > queries.txt\n  simdex bench query stored.sdx --input queries.txt -k 3\n  simdex bench query sketched --input queries.txt -k 8 --verified"
+    after_help = "Examples:\n  simdex bench generate --count 100000 > stored.txt\n  simdex bench generate --count 1000 --near stored.txt --flips 2 > queries.txt\n  simdex bench query stored.sdx --input queries.txt -k 3\n  simdex bench query sketched --input queries.txt -k 8 --confirmed"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -28,8 +28,8 @@ enum What {
     ///
     /// Runs every query of the input once as a warm-up (so the page cache holds the file),
     /// then `--rounds` times timed; prints queries/s and latency mean, p50 and p99 in
-    /// microseconds. `--verified` times the check confirmed by sketch instead.
-    #[command(after_help = "Examples:\n  simdex bench query stored.sdx --input queries.txt -k 3\n  simdex bench query sketched --input queries.txt -k 8 --verified")]
+    /// microseconds. `--confirmed` times the check confirmed by sketch instead.
+    #[command(after_help = "Examples:\n  simdex bench query stored.sdx --input queries.txt -k 3\n  simdex bench query sketched --input queries.txt -k 8 --confirmed")]
     Query(QueryArgs),
     /// Write random fingerprints, or near copies of an existing list, for benchmarks.
     ///
@@ -39,7 +39,7 @@ enum What {
     #[command(after_help = "Examples:\n  simdex bench generate --count 100000 > stored.txt\n  simdex bench generate --count 1000 --near stored.txt --flips 2 > queries.txt")]
     Generate(GenerateArgs),
     /// Make an index directory whose fingerprints each store a synthetic sketch, for
-    /// `bench query --verified`.
+    /// `bench query --confirmed`.
     ///
     /// Each fingerprint of INPUT (with its document id when the input gives ids, else its
     /// line number) is stored with a pseudo-random 64-byte sketch seeded by its id, in the

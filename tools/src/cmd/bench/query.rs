@@ -1,5 +1,5 @@
 //! `simdex bench query`: latency and throughput of queries on an open index or segment, from
-//! one thread or several sharing it, plain or verified by sketch.
+//! one thread or several sharing it, plain or confirmed by sketch.
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
@@ -44,14 +44,14 @@ pub(super) struct QueryArgs {
     /// copy from `bench generate --near --with-ids` is confirmed), else one seeded by its
     /// fingerprint (confirmed by nothing, but every candidate's sketch is still read and
     /// compared).
-    #[arg(long)]
-    pub(super) verified: bool,
-    /// With --verified: the resemblance a candidate's sketch must reach.
-    #[arg(long, default_value_t = 0.9, requires = "verified")]
+    #[arg(long, alias = "verified")]
+    pub(super) confirmed: bool,
+    /// With --confirmed: the resemblance a candidate's sketch must reach.
+    #[arg(long, default_value_t = 0.9, requires = "confirmed")]
     pub(super) min_similarity: f64,
-    /// With --verified: find every candidate within -k through the tables (multi-probe), as
+    /// With --confirmed: find every candidate within -k through the tables (multi-probe), as
     /// before band files, instead of the default check (`ConfirmOptions::exhaustive`).
-    #[arg(long, requires = "verified")]
+    #[arg(long, requires = "confirmed")]
     pub(super) exhaustive: bool,
     /// Print JSON.
     #[arg(long)]
@@ -65,10 +65,10 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
         bail!("{}: no queries", args.input.display());
     }
     let opened = Instant::now();
-    let target = if args.verified {
-        let index = Index::open_read_only(&args.file, IndexOptions::default()).with_context(|| format!("{}: --verified needs an index directory", args.file.display()))?;
+    let target = if args.confirmed {
+        let index = Index::open_read_only(&args.file, IndexOptions::default()).with_context(|| format!("{}: --confirmed needs an index directory", args.file.display()))?;
         let Some(column) = index.sketches() else {
-            bail!("{}: --verified needs an index that stores sketches (e.g. made by `simdex bench index`)", args.file.display());
+            bail!("{}: --confirmed needs an index that stores sketches (e.g. made by `simdex bench index`)", args.file.display());
         };
         // A query's sketch: its document id's synthetic sketch when the file gives ids (a near
         // copy made by `bench generate --near --with-ids` has its original's id, so it is
@@ -140,17 +140,17 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
     let p50 = us(latencies[n / 2]);
     let p99 = us(latencies[(n * 99 / 100).min(n - 1)]);
     let qps = n as f64 / wall;
-    let verified = args.verified.then_some(args.min_similarity);
+    let confirmed = args.confirmed.then_some(args.min_similarity);
     if args.json {
         out!(
             "{}",
-            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "verified": verified, "exhaustive": args.exhaustive, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
+            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "confirmed": confirmed, "exhaustive": args.exhaustive, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
                    "matches": matches, "qps": qps, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
         );
     } else {
         out!("{}: {entries} fingerprints, {design}; opened in {open_ms:.1} ms{}", args.file.display(), if args.no_warmup { ", no warm-up" } else { "" });
         let on = if threads > 1 { format!(" on {threads} threads") } else { String::new() };
-        let how = verified.map_or(String::new(), |s| format!(", verified by sketch at {s}{}", if args.exhaustive { ", exhaustive" } else { "" }));
+        let how = confirmed.map_or(String::new(), |s| format!(", confirmed by sketch at {s}{}", if args.exhaustive { ", exhaustive" } else { "" }));
         out!("{n} queries (k = {}{how}){on}, {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
     }
     Ok(())

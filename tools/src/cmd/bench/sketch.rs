@@ -1,5 +1,5 @@
 //! Synthetic sketches for benchmarks: a document id's sketch is a seeded pseudo-random byte
-//! string, so `bench index` (which stores them) and `bench query --verified` (which queries
+//! string, so `bench index` (which stores them) and `bench query --confirmed` (which queries
 //! with them) agree without a corpus. Random bytes are valid b-bit MinHash values: two
 //! sketches of one id estimate resemblance 1, of two ids about 0.
 

@@ -6,6 +6,8 @@
 //! fronts' threshold (0.90, the only one Python and Scrapy offer), then confirmed at the
 //! threshold that measured best at that k (the CLI's `--confirm-threshold`).
 
+use simdex_fingerprint::DEFAULT_UNCONFIRMED_K;
+
 use super::measure::{Score, Setting, Tally, K_MAX, THRESHOLDS};
 
 /// The resemblance the library's document calls confirm at (Python and Scrapy cannot set
@@ -92,6 +94,12 @@ pub fn fronts(s: Setting, dedup: &str, fronts_f1: f64) -> Vec<Front> {
     let fronts = fronts_threshold();
     let at = format!("{:.2}", f64::from(fronts) / 100.0);
     let (python, scrapy) = match s.confirm {
+        // The document calls let fingerprints alone decide within at most
+        // DEFAULT_UNCONFIRMED_K unless asked for more (`confirm=False`): said where k needs it.
+        None if k > DEFAULT_UNCONFIRMED_K => (
+            format!("simdex.Index(\"{INDEX}\", k={k}, sketches=False); idx.find_or_insert_document(page, doc_id, k={k}, confirm=False)   (fingerprints alone beyond {DEFAULT_UNCONFIRMED_K} only when asked: confirm=False)"),
+            format!("SIMDEX_INDEX = \"{INDEX}\"; SIMDEX_K = {k}; SIMDEX_CONFIRM = False   (fingerprints alone beyond {DEFAULT_UNCONFIRMED_K} only when asked; made beforehand without sketches: simdex.Index(\"{INDEX}\", k={k}, sketches=False).close())"),
+        ),
         None => (
             format!("simdex.Index(\"{INDEX}\", k={k}, sketches=False)"),
             format!("SIMDEX_INDEX = \"{INDEX}\"; SIMDEX_K = {k}   (made beforehand without sketches: simdex.Index(\"{INDEX}\", k={k}, sketches=False).close())"),
@@ -156,11 +164,16 @@ mod tests {
     #[test]
     fn each_front_gets_its_own_words_for_the_setting() {
         let dedup = "simdex dedup pages";
-        let f = fronts(Setting { k: 4, confirm: None }, dedup, 0.0);
+        let f = fronts(Setting { k: 3, confirm: None }, dedup, 0.0);
         let lines: Vec<(&str, &str)> = f.iter().map(|f| (f.name, f.setting.as_str())).collect();
-        assert_eq!(lines[0], ("CLI", "simdex dedup pages -k 4 --no-confirm"));
-        assert_eq!(lines[1], ("Python", "simdex.Index(\"crawl.simdex\", k=4, sketches=False)"));
-        assert!(lines[2].1.starts_with("SIMDEX_INDEX = \"crawl.simdex\"; SIMDEX_K = 4 ") && lines[2].1.contains("sketches=False"), "{lines:?}");
+        assert_eq!(lines[0], ("CLI", "simdex dedup pages -k 3 --no-confirm"));
+        assert_eq!(lines[1], ("Python", "simdex.Index(\"crawl.simdex\", k=3, sketches=False)"));
+        assert!(lines[2].1.starts_with("SIMDEX_INDEX = \"crawl.simdex\"; SIMDEX_K = 3 ") && lines[2].1.contains("sketches=False"), "{lines:?}");
+        // beyond 3, fingerprints alone decide only when the document call asks (confirm=False)
+        let f = fronts(Setting { k: 4, confirm: None }, dedup, 0.0);
+        assert_eq!(f[0].setting, "simdex dedup pages -k 4 --no-confirm");
+        assert!(f[1].setting.starts_with("simdex.Index(\"crawl.simdex\", k=4, sketches=False); idx.find_or_insert_document(page, doc_id, k=4, confirm=False)"), "{}", f[1].setting);
+        assert!(f[2].setting.starts_with("SIMDEX_INDEX = \"crawl.simdex\"; SIMDEX_K = 4; SIMDEX_CONFIRM = False "), "{}", f[2].setting);
         let f = fronts(Setting { k: 6, confirm: Some(90) }, dedup, 0.0);
         assert_eq!(f[0].setting, "simdex dedup pages -k 6 --confirm-threshold 0.90");
         assert!(f[1].setting.starts_with("simdex.Index(\"crawl.simdex\", k=6)") && f[2].setting.contains("SIMDEX_K = 6"));

@@ -1,9 +1,10 @@
-//! Documents in batches, through a [`DocumentIndex`]: every document of a batch is
-//! fingerprinted (and sketched, when the index stores sketches) on every core, then the index
-//! calls run in the batch's order, each exactly what
-//! [`DocumentIndex::find_or_insert_document`] does with the fingerprint and sketch it would
-//! make of that document ([`DocumentIndex::find_or_insert_analysed`]). The fronts that take
-//! document batches (the Python package, `simdex serve`) call these.
+//! Many documents in one call, through a [`DocumentIndex`] (as `simdex::query_many` and
+//! `simdex::find_or_insert_many` are many fingerprints): every document is fingerprinted (and
+//! sketched, when the index stores sketches) on every core, then the index calls run in the
+//! documents' order, each exactly what [`DocumentIndex::find_or_insert_document`] does with
+//! the fingerprint and sketch it would make of that document
+//! ([`DocumentIndex::find_or_insert_analysed`]). The fronts that take many documents at once
+//! (the Python package, `simdex serve`) call these.
 
 use simdex::{FindOrInsert, Match};
 
@@ -84,11 +85,29 @@ pub fn refuses_document(e: &Error) -> bool {
     matches!(e, Error::EmptyDocument { .. } | Error::BinaryDocument { .. })
 }
 
+/// Many documents stopped part-way ([`find_or_insert_documents`]): the outcomes of the items
+/// done before the error (stored or found, exactly as answered), and the error. The items
+/// after them were not done.
+#[derive(Debug)]
+pub struct Stopped {
+    /// The first items' outcomes, in order.
+    pub done: Vec<DocumentOutcome>,
+    /// What stopped the call (a full disk, a failed writer, the recipe).
+    pub error: Error,
+}
+
+impl From<Error> for Stopped {
+    fn from(error: Error) -> Self {
+        Stopped { done: Vec::new(), error }
+    }
+}
+
 /// [`DocumentIndex::find_or_insert_document`] of every `(docs[i], ids[i])`, in order, the documents
 /// analysed on every core first. The recipe is pinned first (the default one when the index
 /// has none), as the first single call would. An error other than a refused document
-/// ([`refuses_document`]) stops the batch; the items before it stay stored.
-pub fn find_or_insert_documents(index: &DocumentIndex, docs: &[DocumentInput<'_>], ids: &[u64], query: &DocumentQuery) -> Result<Vec<DocumentOutcome>, Error> {
+/// ([`refuses_document`]) stops the call: [`Stopped`] says how far it got (the items before
+/// the error stay stored, the rest were not done).
+pub fn find_or_insert_documents(index: &DocumentIndex, docs: &[DocumentInput<'_>], ids: &[u64], query: &DocumentQuery) -> Result<Vec<DocumentOutcome>, Stopped> {
     if index.recipe().is_none() && !docs.is_empty() {
         index.pin_recipe(Recipe::new(FingerprintOptions::default(), None)?)?;
     }
@@ -101,7 +120,7 @@ pub fn find_or_insert_documents(index: &DocumentIndex, docs: &[DocumentInput<'_>
                 out.push(Err(e));
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(error) => return Err(Stopped { done: out, error }),
         };
         let found = match index.find_or_insert_analysed(&f, sketch.as_ref(), id, query) {
             Ok(found) => found,
@@ -109,7 +128,7 @@ pub fn find_or_insert_documents(index: &DocumentIndex, docs: &[DocumentInput<'_>
                 out.push(Err(e));
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(error) => return Err(Stopped { done: out, error }),
         };
         out.push(Ok(DocumentAnswer::new(&f, found)));
     }

@@ -1,6 +1,6 @@
-//! `simdex add`: stream fingerprints into an index directory (creating it if missing),
+//! `simdex insert` (alias `add`): stream fingerprints into an index directory (creating it if missing),
 //! acknowledging them group by group. Reading and parsing the input is `input`'s; this
-//! module owns the group commit: when a group is committed, what "acknowledged" means and
+//! module owns the synced group: when a group is committed, what "acknowledged" means and
 //! how progress, acknowledgements and errors are reported.
 
 use anyhow::{anyhow, Context, Result};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::input::{self, Chunk, Decoder, InputFormat, Position, ReadAhead, Record};
 use crate::progress;
 
-/// Add fingerprints to an index directory, creating the index if it is missing.
+/// Insert fingerprints into an index directory, creating the index if it is missing.
 ///
 /// INPUT is in the formats `simdex build` reads (text: 16 hex digits per line, optionally a
 /// tab and a decimal document id, on every line or on none; `--binary`: little-endian u64s,
@@ -23,16 +23,16 @@ use crate::progress;
 /// sequence number of its insert as its document id.
 ///
 /// The input is read as a stream, in memory bounded whatever its length (the index's
-/// memtable is flushed to segments as it fills), and added in group commits: the records
+/// memtable is flushed to segments as it fills), and added in synced groups: the records
 /// read so far are appended to the index's log as one record and fsynced when 65,536 of
 /// them are waiting, when the oldest has waited 100 ms, or as soon as the input has no
 /// more bytes available at that moment (a producer that writes a line and then waits gets
 /// it committed at once, not left in a half-full group), and at the end of the input.
 ///
-/// ACKNOWLEDGED means: the group commit holding the record has returned, so the record is
+/// ACKNOWLEDGED means: the synced group holding the record has returned, so the record is
 /// on disk (it survives a crash of this process or a power loss) and every query and
 /// read-only open (`simdex query`, `simdex stats`) from then on sees it. With a pipe
-/// (`-`), `--acks` prints a line on stdout after every group commit with the number of
+/// (`-`), `--acks` prints a line on stdout after every synced group with the number of
 /// records acknowledged so far and the input line (text) or byte offset (binary) they
 /// reach; a record not covered by such a line may or may not be in the index if this
 /// process is killed. A last line without its newline waits for the newline or the end of
@@ -42,8 +42,12 @@ use crate::progress;
 /// A bad record or a read error in the middle of the input stops the command (exit 2): the
 /// message names the line or byte offset at fault and how many records before it were
 /// acknowledged (they stay in the index; nothing after the fault is added).
+///
+/// `simdex add`, this command's name before issue 35, still runs it.
 #[derive(Debug, ClapArgs)]
-#[command(after_help = "Examples:\n  simdex add pages.idx stored.txt\n  simdex bench generate --count 100 --seed 7 | simdex add pages.idx - --acks")]
+#[command(
+    after_help = "Examples:\n  simdex insert pages.idx stored.txt\n  simdex insert news.idx stored.txt --expire-after 30d\n  simdex bench generate --count 100 --seed 7 | simdex insert pages.idx - --acks"
+)]
 pub struct Args {
     /// The index directory.
     dir: PathBuf,
@@ -52,9 +56,19 @@ pub struct Args {
     /// Largest Hamming distance the index serves (only when it is created).
     #[arg(short, long, default_value_t = 3)]
     k: u32,
+    /// An expiry window for the index this creates (`30d`, `12h`, `90m`; units s, m, h, d, w):
+    /// fingerprints stored longer ago than the window (plus its granularity, at most an
+    /// eighth of it) stop matching and compaction drops them. Pinned in the index when it is
+    /// created; an existing index keeps its own (another window is refused).
+    #[arg(long, value_name = "WINDOW", value_parser = crate::value_parsers::expiry)]
+    expire_after: Option<simdex::Expiry>,
+    /// Create the index even in a directory that holds other files (refused by default,
+    /// so a mistyped path never turns a directory of other files into an index).
+    #[arg(long)]
+    create_in_nonempty: bool,
     #[command(flatten)]
     format: InputFormat,
-    /// Print a line on stdout after every group commit, flushed at once: `acked N records,
+    /// Print a line on stdout after every synced group, flushed at once: `acked N records,
     /// last sequence number S, input bytes B, input lines L` (with --json
     /// `{"acked":N,"last_seq":S,"input_bytes":B,"input_lines":L}`): every record in the
     /// first B bytes of the input is acknowledged.
@@ -76,7 +90,7 @@ pub struct Args {
     log_recovery: crate::log_recovery::LogRecoveryArg,
 }
 
-/// Records per group commit at most (one log record each, 1 MiB of log).
+/// Records per synced group at most (one log record each, 1 MiB of log).
 const GROUP_RECORDS: usize = 1 << 16;
 
 /// Longest a record waits in a group while input keeps arriving.
@@ -90,9 +104,15 @@ pub fn run(args: Args) -> Result<()> {
     // The input first: a missing input creates no index.
     let chunks = ReadAhead::spawn(&args.input, READ_AHEAD)?;
     let defaults = IndexOptions::default();
-    // Every group commit is fsynced before the next group is read.
+    // Every synced group is fsynced before the next group is read.
     let memtable_ops = args.memtable_ops.unwrap_or(defaults.memtable_ops);
-    let options = defaults.with_k(args.k).with_durability(Durability::Sync).with_memtable_ops(memtable_ops).with_log_recovery(args.log_recovery.mode());
+    let options = defaults
+        .with_k(args.k)
+        .with_durability(Durability::Sync)
+        .with_memtable_ops(memtable_ops)
+        .with_log_recovery(args.log_recovery.mode())
+        .with_expiry(args.expire_after)
+        .with_create_in_nonempty(args.create_in_nonempty);
     if !args.no_space_check {
         check_free_space(&args.dir, options.memtable_ops)?;
     }
@@ -128,7 +148,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     } else {
         eprintln!(
-            "added {} fingerprints to {} in {} group commit(s) (sequence numbers {first_seq}..{}{}); synced",
+            "added {} fingerprints to {} in {} synced group(s) (sequence numbers {first_seq}..{}{}); synced",
             summary.added,
             args.dir.display(),
             summary.commits,
@@ -288,11 +308,11 @@ impl GroupCommit {
             return Ok(());
         }
         if self.failed {
-            return Err(anyhow!("an earlier group commit failed"));
+            return Err(anyhow!("an earlier synced group failed"));
         }
         // the sequence numbers the summary reports (the writer's lock is ours alone)
         let expected = self.first_seq + self.acked + self.records.len() as u64 - 1;
-        let last = match self.index.insert_batch_numbered(&self.records) {
+        let last = match self.index.insert_many_numbered(&self.records) {
             Ok(last) => last,
             Err(e) => {
                 self.failed = true;

@@ -1,7 +1,7 @@
 //! The document calls' answers as Python sees them; the batches themselves are the
-//! library's (`simdex_fingerprint::document_batch`).
+//! library's (`simdex_fingerprint::many`).
 
-use simdex_fingerprint::document_batch::DocumentAnswer as Answer;
+use simdex_fingerprint::many::DocumentAnswer as Answer;
 
 /// One match of a document call as Python sees it: (fingerprint, distance, doc_id,
 /// similarity), the similarity the sketches estimate (None: no sketch on either side).
