@@ -72,9 +72,18 @@ pub struct ConfirmOptions {
     /// A candidate stored without a sketch cannot be confirmed: it is a near-duplicate when
     /// its fingerprint is within this many bits (fingerprint only).
     pub unsketched_k: u32,
+    /// Find every sketched candidate within `k` through the tables (multi-probe: the cost
+    /// grows with the index, about 2 ms at 2^26 for `k = 8`), instead of the band files.
+    /// Off by default: beyond the design's `k`, candidates are the stored sketches that
+    /// share one of 16 bands with the query's (`format-spec/bands.md`), which finds every
+    /// pair whose sketches differ in at most 15 of 512 bits and 98.9% of those at the
+    /// 0.90 threshold (25 bits), at a cost that does not grow with the index. Used only for the
+    /// default sketch (512 one-bit values) at `min_similarity >= 0.9`; otherwise the
+    /// tables answer.
+    pub exhaustive: bool,
 }
 
-__with_fields!(ConfirmOptions { k: u32 => with_k, unsketched_k: u32 => with_unsketched_k });
+__with_fields!(ConfirmOptions { k: u32 => with_k, unsketched_k: u32 => with_unsketched_k, exhaustive: bool => with_exhaustive });
 
 impl Default for ConfirmOptions {
     /// `k = 3`, resemblance at least 0.90, candidates without a sketch within 3 bits.
@@ -84,7 +93,7 @@ impl Default for ConfirmOptions {
     /// plus a sketch read per candidate. A wider `k` finds more (F1 0.872 at k = 6, 0.892 at
     /// k = 8) at 13 and 47 times the entries decoded: [`ConfirmOptions::within`].
     fn default() -> Self {
-        Self { k: 3, min_similarity: 0.9, unsketched_k: 3 }
+        Self { k: 3, min_similarity: 0.9, unsketched_k: 3, exhaustive: false }
     }
 }
 

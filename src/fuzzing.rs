@@ -156,3 +156,24 @@ pub fn tombstone(data: &[u8]) {
         }
     }
 }
+
+/// `data` as a band file's head (and a copy with its CRC recomputed): decoding never
+/// panics, a head that decodes encodes back to its bytes, and its geometry (where every
+/// band's pages are) does not overflow.
+pub fn band_head(data: &[u8]) {
+    use crate::bands::layout::{BandHead, B_CRC};
+    let mut fixed = data.to_vec();
+    if let Some(body) = fixed.get(..B_CRC) {
+        let crc = crc32fast::hash(body);
+        if let Some(at) = fixed.get_mut(B_CRC..B_CRC + 4) {
+            at.copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+    for data in [data, &fixed[..]] {
+        if let Ok(head) = BandHead::decode(data) {
+            assert_eq!(head.encode().get(..B_CRC + 4), data.get(..B_CRC + 4), "band head does not encode back to its bytes");
+            let g = head.geometry();
+            let _ = (g.file_len(head.design.bands), g.dir_page(head.design.bands - 1, g.dir_pages));
+        }
+    }
+}

@@ -194,9 +194,15 @@ pub fn log_files(storage: &dyn Storage, dir: &Path) -> Result<Vec<LogFile>> {
         .into_iter()
         .filter_map(|name| match files::parse(&name) {
             FileKind::Log(number) => Some(LogFile { path: dir.join(&name), name, number, obsolete: flushed_below.is_some_and(|l| number < l) }),
-            FileKind::Manifest | FileKind::Lock | FileKind::Recipe | FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => {
-                None
-            }
+            FileKind::Manifest
+            | FileKind::Lock
+            | FileKind::Recipe
+            | FileKind::Segment(_)
+            | FileKind::Bands(_)
+            | FileKind::Tombstones(_)
+            | FileKind::Temporary
+            | FileKind::Merge
+            | FileKind::Unknown => None,
         })
         .collect())
 }

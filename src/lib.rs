@@ -69,6 +69,7 @@ macro_rules! internal_mod {
     };
 }
 
+internal_mod!(bands);
 /// Builder methods for an options struct: `with_FIELD(value)` returns the options with that
 /// field set, so callers outside the crate build `#[non_exhaustive]` options from a default
 /// (`IndexOptions::default().with_k(4)`), and new fields never break them. Shared by the

@@ -64,7 +64,7 @@ def test_find_or_insert_is_check_then_add(tmp_path):
         assert idx.stats()["last_seq"] == 3
 
 
-def test_add_many_accepts_sequences_and_assigns_sequence_numbers(tmp_path):
+def test_insert_many_accepts_sequences_and_assigns_sequence_numbers(tmp_path):
     with simdex.Index(tmp_path / "idx") as idx:
         idx.insert_many([5, 6, 2**64 - 1])
         assert idx.live_entries() == [(5, 1), (6, 2), (2**64 - 1, 3)]
@@ -184,7 +184,7 @@ def test_the_gil_is_released_while_rust_works(tmp_path):
 
     with simdex.Index(tmp_path / "idx", durability="nosync") as idx:
         fps = np.random.default_rng(3).integers(0, 2**64, size=2_000_000, dtype=np.uint64)
-        t = threading.Thread(target=idx.add_many, args=(fps,))
+        t = threading.Thread(target=idx.insert_many, args=(fps,))
         import time
 
         start = last = time.perf_counter()

@@ -145,7 +145,7 @@ def test_errors_name_the_url_and_tokens_are_required(tmp_path):
             simdex.Client(s.url).query(1)
         assert e.value.status == 401
         with pytest.raises(simdex.Error) as e:
-            simdex.Client(s.url, token="a-token-of-some-length-43").add(1, 1)
+            simdex.Client(s.url, token="a-token-of-some-length-43").insert(1, 1)
         assert e.value.status == 401
         with simdex.Client(s.url, token="a-token-of-some-length-42") as c:
             assert c.find_or_insert(5, 1) == [] and c.query(5) == [(5, 0, 1)]

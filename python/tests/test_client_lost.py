@@ -160,12 +160,12 @@ def test_every_write_whose_answer_is_lost_raises_outcome_unknown_and_was_done_on
     c.insert(fps[0], 1)  # the connection is open and kept alive: the next call reuses it
     writes = [
         ("insert", 1, lambda: c.insert(fps[1], 2)),
-        ("add_many with ids", 3, lambda: c.insert_many(fps[2:5], [3, 4, 5])),
-        ("add_many without ids", 4, lambda: c.insert_many(fps[5:9])),
+        ("insert_many with ids", 3, lambda: c.insert_many(fps[2:5], [3, 4, 5])),
+        ("insert_many without ids", 4, lambda: c.insert_many(fps[5:9])),
         ("find_or_insert", 1, lambda: c.find_or_insert(fps[9], 10)),
         ("find_or_insert_many", 5, lambda: c.find_or_insert_many(fps[10:15], list(range(11, 16)))),
         ("delete", 1, lambda: c.delete(fps[0], 1)),
-        ("add_document", 1, lambda: c.insert_document(doc(1), 101)),
+        ("insert_document", 1, lambda: c.insert_document(doc(1), 101)),
         ("find_or_insert_document", 1, lambda: c.find_or_insert_document(doc(2), 102)),
         ("find_or_insert_documents", 3, lambda: c.find_or_insert_documents([doc(3), doc(4), doc(5)], [103, 104, 105])),
     ]

@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -310,8 +311,14 @@ def test_the_server_serves_its_index_window_by_the_system_clock(tmp_path, cli):
     port = free_port()
     # only the wall clock runs fast (the server's timers use the monotonic clock)
     env = dict(os.environ, FAKETIME_DONT_FAKE_MONOTONIC="1")
+    # faketime runs the server as its child: a session of their own, so that both are stopped
     server = subprocess.Popen(
-        ["faketime", "-f", "+0 x60", exe, "serve", str(tmp_path / "served"), "--listen", f"127.0.0.1:{port}", "--expire-after", "60s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        ["faketime", "-f", "+0 x60", exe, "serve", str(tmp_path / "served"), "--listen", f"127.0.0.1:{port}", "--expire-after", "60s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
     )
     try:
         assert server.stdout.readline().startswith("listening on"), server.stderr.read()
@@ -324,5 +331,5 @@ def test_the_server_serves_its_index_window_by_the_system_clock(tmp_path, cli):
             assert client.query(0x0123456789ABCDEF, k=0) == []
             assert client.find_or_insert(0x0123456789ABCDEF, 8) == []
     finally:
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)
         server.wait()

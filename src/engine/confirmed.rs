@@ -7,6 +7,7 @@
 //! (the index's `k` and sketch column, which the arguments are checked against); the
 //! [`super::Index`] calls that use them are `index`'s.
 
+use super::banded::{band_matches, BandQuery};
 use super::state::Engine;
 use super::version::Version;
 use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmOptions};
@@ -42,6 +43,13 @@ pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k
 }
 
 /// The confirmed near-duplicates in `version` of a document with `fingerprint` and `sketch`.
+///
+/// Candidates: the tables answer within the design's `k` (cheap; pairs stored without a
+/// sketch are judged there, within `unsketched_k`); beyond it, unless `options.exhaustive`,
+/// the band files (`crate::bands`) find the sketched pairs whose sketch shares a band with
+/// the query's, instead of multi-probing the tables for every pair within `options.k`. The
+/// rule is the same either way: within `options.k` and a resemblance of at least
+/// `options.min_similarity`.
 pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
     let (hashes, bits) = estimator(engine)?;
     if sketch.len() != engine.sketch_width() {
@@ -52,8 +60,10 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
     }
     // A query without a sketch (all zero: an empty document) confirms nothing.
     let query_has_sketch = sketch.iter().any(|&b| b != 0);
+    let table_k = options.unsketched_k.max(options.k.min(engine.k));
+    let banded = query_has_sketch && !options.exhaustive && options.k > table_k && uses_bands(hashes, bits, options.min_similarity);
     let mut out = Vec::new();
-    for (matched, stored) in candidates(engine, version, fingerprint, options.k.max(options.unsketched_k))? {
+    for (matched, stored) in candidates(engine, version, fingerprint, if banded { table_k } else { options.k.max(options.unsketched_k) })? {
         let similarity = match (&stored, query_has_sketch) {
             (Some(s), true) => minhash_resemblance(sketch, s, hashes, bits),
             _ => None,
@@ -66,5 +76,21 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
             out.push(Match { similarity, ..matched });
         }
     }
+    if banded {
+        let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity };
+        band_matches(version, &version.views(), &query, &mut out)?;
+        out.sort_by_key(|m| (m.distance, m.fingerprint, m.doc_id));
+        out.dedup_by_key(|m| (m.fingerprint, m.doc_id));
+    }
     Ok(out)
 }
+
+/// True when the band files answer a check of this scheme and threshold: the 512 one-bit
+/// values they were designed and measured for, at a resemblance of at least
+/// [`BANDS_MIN_SIMILARITY`] (below it, more pairs share no band).
+fn uses_bands(hashes: u32, bits: u32, min_similarity: f64) -> bool {
+    hashes == 512 && bits == 1 && min_similarity >= BANDS_MIN_SIMILARITY
+}
+
+/// The lowest threshold the band files serve: the crawler's default.
+pub(crate) const BANDS_MIN_SIMILARITY: f64 = 0.9;

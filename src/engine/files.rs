@@ -4,6 +4,7 @@
 //! MANIFEST              the live set (manifest.rs)
 //! LOCK                  held by the one writer (fs2 lock)
 //! seg-000000000007.sdx  a segment (segment/)
+//! seg-000000000007.sdb  the sketch bands of segment 7 (bands/), derived from its sketches
 //! tomb-000000000008.sdt the deletes of one flush (tombstone.rs)
 //! log-000000000009.wal  an append log (log.rs)
 //! *.tmp                 a file being written; an orphan if found on open
@@ -31,6 +32,9 @@ pub enum FileKind {
     Recipe,
     /// `seg-N.sdx`.
     Segment(u64),
+    /// `seg-N.sdb`: the band file of segment `N` (derived from its sketches; rebuilt when
+    /// missing).
+    Bands(u64),
     /// `tomb-N.sdt`.
     Tombstones(u64),
     /// `log-N.wal`.
@@ -45,6 +49,7 @@ pub enum FileKind {
 }
 
 const SEGMENT: (&str, &str) = ("seg-", ".sdx");
+const BANDS: (&str, &str) = ("seg-", ".sdb");
 const TOMBSTONES: (&str, &str) = ("tomb-", ".sdt");
 const LOG: (&str, &str) = ("log-", ".wal");
 
@@ -55,6 +60,11 @@ fn numbered((prefix, suffix): (&str, &str), n: u64) -> String {
 /// The file name of segment `n`.
 pub fn segment_name(n: u64) -> String {
     numbered(SEGMENT, n)
+}
+
+/// The file name of segment `n`'s band file.
+pub fn bands_name(n: u64) -> String {
+    numbered(BANDS, n)
 }
 
 /// The file name of tombstone file `n`.
@@ -88,6 +98,8 @@ pub fn parse(name: &str) -> FileKind {
         |(prefix, suffix): (&str, &str)| name.strip_prefix(prefix)?.strip_suffix(suffix).filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?.parse::<u64>().ok();
     if let Some(n) = number(SEGMENT) {
         FileKind::Segment(n)
+    } else if let Some(n) = number(BANDS) {
+        FileKind::Bands(n)
     } else if let Some(n) = number(TOMBSTONES) {
         FileKind::Tombstones(n)
     } else if let Some(n) = number(LOG) {
@@ -110,6 +122,7 @@ mod tests {
     #[test]
     fn names_parse_back() {
         assert_eq!(parse(&segment_name(7)), FileKind::Segment(7));
+        assert_eq!(parse(&bands_name(7)), FileKind::Bands(7));
         assert_eq!(parse(&tombstones_name(8)), FileKind::Tombstones(8));
         assert_eq!(parse(&log_name(9)), FileKind::Log(9));
         assert_eq!(parse("seg-000000000007.sdx.tmp"), FileKind::Temporary);

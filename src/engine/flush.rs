@@ -207,7 +207,7 @@ impl Engine {
                         let number = self.alloc_number();
                         let path = self.dir.join(segment_name(number));
                         let design = planned_design(&PlanOptions::new(live.len() as u64, self.k))?;
-                        let run = Run::build(live, &design);
+                        let run = Run::build(live, &design, None);
                         let file_len = write_sorted_run(&*self.storage, &path, &design, self.codec, &run, sketches)?;
                         (run.entries.len() as u64, tombs, Some((number, path, file_len)))
                     }
@@ -217,7 +217,7 @@ impl Engine {
                 let segment = Segment::open_with(&*self.storage, &path)?;
                 let meta = SegmentMeta { number, entries, file_len, min_seq, max_seq, epoch: mem.epoch.unwrap_or(0) };
                 m.segments.push(meta);
-                new_segment = Some(Arc::new(LiveSegment { meta, segment }));
+                new_segment = Some(Arc::new(super::banded::attach_new(&*self.storage, &self.dir, meta, segment)?));
             }
             let mut new_tombstones = None;
             if !tombs.is_empty() {
@@ -295,7 +295,7 @@ impl Engine {
         });
         drop(manifest);
         self.remove_files(|kind| match kind {
-            FileKind::Segment(n) => inputs.contains(&n),
+            FileKind::Segment(n) | FileKind::Bands(n) => inputs.contains(&n),
             FileKind::Tombstones(n) => dropped.contains(&n),
             FileKind::Manifest | FileKind::Lock | FileKind::Recipe | FileKind::Log(_) | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
         });

@@ -236,6 +236,8 @@ impl Index {
             // while the index is small (the live set the next open queries: issue 13).
             if self.engine.options.compaction.automatic {
                 self.engine.compact_tiered()?;
+                // and the live set the next open queries within a bound of one segment's cost
+                self.engine.compact_settle()?;
             }
         }
         // The writes are durable; the manifest records how long the open log is, so that

@@ -88,12 +88,39 @@ impl Engine {
         }
     }
 
+    /// The settling merge when the index closes ([`compaction::Strategy::Settle`]): the
+    /// newest segments merge until the live set's modeled query cost is within
+    /// `CompactionOptions::settle_on_close` percent of one segment's. In an index with an
+    /// expiry window each time slice settles on its own, newest first, and never merges with
+    /// another (the window drops whole slices' segments: a segment holding two slices' pairs
+    /// would keep the older one's past its expiry); without a window every segment is one
+    /// slice. A merge the disk has no room for is left out, as the automatic policy's are.
+    pub(super) fn compact_settle(&self) -> Result<()> {
+        let Some(percent) = self.options.compaction.settle_on_close else { return Ok(()) };
+        let _guard = lock(&self.compacting);
+        loop {
+            let v = self.current();
+            let Choice::Merge(range) = compaction::expiry::choose_within_slices(Strategy::Settle { k: self.k, percent }, &v.segment_metas(), &self.options.compaction) else {
+                return Ok(());
+            };
+            match self.compact_range(&v, range) {
+                Err(e @ Error::NoSpace { .. }) => {
+                    lock(&self.signals).last_error = Some(e.chain_message());
+                    return Ok(());
+                }
+                other => other?,
+            }
+        }
+    }
+
     /// Refuses a merge of `inputs` when the directory's file system lacks room for its
     /// output (the inputs' bytes, scaled by the output design's table count) plus its
     /// spilled sorted runs (16 bytes per entry, one table at a time) and 1 MiB.
     fn check_space_for_merge(&self, inputs: &[Arc<LiveSegment>]) -> Result<()> {
         let Some(available) = self.storage.available_space(&self.dir).map_err(|e| Error::io(&self.dir, "check free space", e))? else { return Ok(()) };
         let needed = merge_space(inputs.iter().map(|s| (s.meta.file_len, s.meta.entries, s.segment.tables().len())), self.k);
+        // and the output's band file (`crate::bands`: about 88 bytes an entry with a sketch)
+        let needed = needed.saturating_add(if self.sketches.is_some() { inputs.iter().map(|s| s.meta.entries).sum::<u64>().saturating_mul(90) } else { 0 });
         if needed > available {
             return Err(Error::NoSpace { dir: self.dir.clone(), what: format!("merging {} segments", inputs.len()), needed, available });
         }
@@ -173,7 +200,7 @@ impl Engine {
                     max_seq: inputs[inputs.len() - 1].meta.max_seq,
                     epoch: inputs[0].meta.epoch,
                 };
-                Some(Arc::new(LiveSegment { meta, segment }))
+                Some(Arc::new(super::banded::attach_new(&*self.storage, &self.dir, meta, segment)?))
             }
             None => None,
         };
@@ -217,17 +244,14 @@ impl Engine {
 }
 
 /// Peak bytes a merge of segments `(file bytes, entries, tables)` adds to the disk before
-/// its inputs are removed: its output (the inputs' bytes, scaled by the output design's
-/// table count over the smallest input's) plus the sorted runs it may spill (16 bytes per
+/// its inputs are removed: its output (each input's bytes, scaled by the output design's
+/// table count over the input's own) plus the sorted runs it may spill (16 bytes per
 /// entry, one table at a time) plus 1 MiB.
-pub(crate) fn merge_space(inputs: impl Iterator<Item = (u64, u64, usize)>, k: u32) -> u64 {
-    let (mut bytes, mut entries, mut tables) = (0u64, 0u64, usize::MAX);
-    for (b, e, t) in inputs {
-        bytes += b;
-        entries += e;
-        tables = tables.min(t.max(1));
-    }
-    let out_tables = crate::plan::planned_design(&crate::plan::PlanOptions::new(entries.max(1), k)).map_or(tables, |d| d.tables().len());
-    let output = bytes.saturating_mul(out_tables.max(tables) as u64) / tables.max(1) as u64;
+pub(crate) fn merge_space(inputs: impl Iterator<Item = (u64, u64, usize)> + Clone, k: u32) -> u64 {
+    let entries: u64 = inputs.clone().map(|(_, e, _)| e).sum();
+    let out_tables = crate::plan::planned_design(&crate::plan::PlanOptions::new(entries.max(1), k)).map_or(1, |d| d.tables().len()) as u64;
+    // each input's bytes scaled by the output's tables over its own (a merge of 4-table
+    // segments into a 10-table one writes 2.5x their bytes; a 10-table input, 1x)
+    let output: u64 = inputs.map(|(b, _, t)| b.saturating_mul(out_tables.max(t as u64)) / (t.max(1) as u64)).fold(0, u64::saturating_add);
     output.saturating_add(entries.saturating_mul(16)).saturating_add(1 << 20)
 }

@@ -45,12 +45,55 @@ pub(crate) struct Run {
     pub entries: Vec<MemEntry>,
     /// `tables[i]`: table `i + 1`'s permuted fingerprints, sorted.
     pub tables: Vec<Vec<u64>>,
+    /// In a memtable that stores sketches: per band (`crate::bands`), `key << 32 | offset`
+    /// of every entry with a sketch, sorted (`offset`: its sequence number less the
+    /// memtable's first sketched one), so that the crawler's check finds the entries
+    /// sharing a band with its sketch as it does in a segment's band file.
+    pub bands: Vec<Vec<u64>>,
+}
+
+/// Where a run's band keys come from: the memtable's sketch arena.
+#[derive(Clone, Copy)]
+pub(crate) struct BandSource<'a> {
+    sketches: &'a [u8],
+    base: u64,
+    width: usize,
+    bands: u32,
+}
+
+impl<'a> BandSource<'a> {
+    fn of(d: &'a MemData, width: usize) -> Option<BandSource<'a>> {
+        let bands = crate::bands::BandDesign::for_segment(1, width)?.bands;
+        Some(BandSource { sketches: &d.sketches, base: d.sketch_base?, width, bands })
+    }
+
+    /// The band keys of `e`'s sketch (`None`: it has none, or its offset is not a u32).
+    fn keys(&self, e: &MemEntry) -> Option<(u64, &'a [u8])> {
+        let off = e.seq.checked_sub(self.base)?;
+        let at = usize::try_from(off).ok()?.checked_mul(self.width)?;
+        let sketch = self.sketches.get(at..at + self.width).filter(|s| !crate::bands::is_empty_sketch(s))?;
+        u32::try_from(off).is_ok().then_some((off, sketch))
+    }
 }
 
 impl Run {
-    /// The sorted tables of `entries` with `design`.
-    pub(crate) fn build(mut entries: Vec<MemEntry>, design: &Design) -> Run {
+    /// The sorted tables of `entries` with `design` (and their bands, from `bands`).
+    pub(crate) fn build(mut entries: Vec<MemEntry>, design: &Design, bands: Option<BandSource<'_>>) -> Run {
         entries.sort_unstable();
+        let bands = bands.map_or_else(Vec::new, |src| {
+            let mut bands: Vec<Vec<u64>> = (0..src.bands).map(|_| Vec::with_capacity(entries.len())).collect();
+            for (off, sketch) in entries.iter().filter_map(|e| src.keys(e)) {
+                for (b, values) in (0u32..).zip(bands.iter_mut()) {
+                    if let Some(key) = crate::bands::band_key(sketch, b) {
+                        values.push(u64::from(key) << 32 | off);
+                    }
+                }
+            }
+            for values in &mut bands {
+                sort_u64(values);
+            }
+            bands
+        });
         let tables = design.tables()[1..]
             .iter()
             .map(|t| {
@@ -59,11 +102,15 @@ impl Run {
                 v
             })
             .collect();
-        Run { entries, tables }
+        Run { entries, tables, bands }
     }
 
     fn merge(a: &Run, b: &Run) -> Run {
-        Run { entries: merge_sorted(&a.entries, &b.entries), tables: a.tables.iter().zip(&b.tables).map(|(x, y)| merge_sorted(x, y)).collect() }
+        Run {
+            entries: merge_sorted(&a.entries, &b.entries),
+            tables: a.tables.iter().zip(&b.tables).map(|(x, y)| merge_sorted(x, y)).collect(),
+            bands: a.bands.iter().zip(&b.bands).map(|(x, y)| merge_sorted(x, y)).collect(),
+        }
     }
 
     fn query(&self, design: &Design, q: u64, k: u32, out: &mut Vec<(Match, u64)>, scratch: &mut Vec<u64>) {
@@ -133,6 +180,8 @@ struct MemData {
     /// Sketches of the inserts, `sketch_width` bytes per sequence number from
     /// `sketch_base` on (deletes and inserts without a sketch hold zeros).
     sketches: Vec<u8>,
+    /// The `(fingerprint, id)` of each insert of the sketch arena, by the same offset.
+    pairs: Vec<(u64, u64)>,
     sketch_base: Option<u64>,
     inserts: u64,
     delete_ops: u64,
@@ -228,6 +277,9 @@ impl Memtable {
                 d.sketches.truncate(at);
                 d.sketches.extend_from_slice(sketches);
                 d.sketches.resize(at + ops.len() * self.sketch_width, 0);
+                let off = at / self.sketch_width;
+                d.pairs.resize(off, (0, 0));
+                d.pairs.extend(ops.iter().map(|e| (e.fingerprint, e.doc_id)));
             }
             d.tail.extend(ops.iter().enumerate().map(|(i, e)| MemEntry { fp: e.fingerprint, id: e.doc_id, seq: seq + i as u64 }));
             d.inserts += ops.len() as u64;
@@ -256,8 +308,10 @@ impl Memtable {
     /// until its run replaces it; only the writer changes the memtable, so what was read
     /// under the read lock is still current when the write lock is taken.
     fn seal_tail(&self) {
-        let tail = self.read_data().tail.clone();
-        let run = Run::build(tail, &self.design);
+        let run = {
+            let d = self.read_data();
+            Run::build(d.tail.clone(), &self.design, BandSource::of(&d, self.sketch_width))
+        };
         {
             let mut d = self.write_data();
             d.tail.clear();
@@ -289,7 +343,8 @@ impl Memtable {
         if !d.deletes.is_empty() {
             return None;
         }
-        let mut merged = Run::build(d.tail.clone(), &self.design);
+        // a flush writes the tables, not the bands
+        let mut merged = Run::build(d.tail.clone(), &self.design, None);
         for r in d.runs.iter().rev() {
             merged = Run::merge(&merged, r);
         }
@@ -360,6 +415,29 @@ impl MemView<'_> {
         for r in &self.data.runs {
             r.query(self.design, q, k, out, &mut scratch);
         }
+    }
+
+    /// The inserts whose sketch shares a band (`crate::bands`) with `sketch`, each once
+    /// (unsorted); empty when the memtable stores no sketches.
+    pub fn band_candidates(&self, sketch: &[u8]) -> Vec<MemEntry> {
+        let Some(src) = BandSource::of(&self.data, self.sketch_width) else { return Vec::new() };
+        let shares = |stored: &[u8]| crate::bands::shares_band(sketch, stored, src.bands);
+        let mut out: Vec<MemEntry> = self.data.tail.iter().filter(|e| src.keys(e).is_some_and(|(_, s)| shares(s))).copied().collect();
+        for r in &self.data.runs {
+            for (b, values) in (0u32..).zip(&r.bands) {
+                let Some(key) = crate::bands::band_key(sketch, b) else { continue };
+                let start = lower_bound(values, u64::from(key) << 32);
+                for &v in values[start..].iter().take_while(|&&v| v >> 32 == u64::from(key)) {
+                    let off = v & 0xffff_ffff;
+                    if let Some(&(fp, id)) = self.data.pairs.get(off as usize) {
+                        out.push(MemEntry { fp, id, seq: src.base + off });
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The sketch of the insert with sequence number `seq` (`None`: it carried none).

@@ -57,6 +57,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod banded;
 mod commit;
 pub mod compaction;
 pub mod files;

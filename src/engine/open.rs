@@ -236,7 +236,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
         remove_orphans(storage, dir, orphans, &mut report)?;
     }
     let mut next_file = manifest.next_file.max(listing.max_number + 1);
-    let segments = open_segments(storage, dir, &manifest)?;
+    let segments = open_segments(storage, dir, &manifest, !read_only, &mut report.rebuilt_bands)?;
     let tombstone_files = load_tombstones(storage, dir, &manifest)?;
     let Replayed { mut memtable, next_seq, append_to, accepted_loss, seen } =
         replay_logs(storage, dir, &listing.logs, &manifest, mem_design.clone(), (mode, options.log_recovery), &mut report)?;
@@ -320,6 +320,12 @@ fn classify(names: &[String], manifest: &Manifest, report: &mut OpenReport) -> L
                     orphans.push(name.clone());
                 }
             }
+            FileKind::Bands(n) => {
+                max_number = max_number.max(n);
+                if !manifest.segments.iter().any(|s| s.number == n) {
+                    orphans.push(name.clone());
+                }
+            }
             FileKind::Tombstones(n) => {
                 max_number = max_number.max(n);
                 if !manifest.tombstones.iter().any(|t| t.number == n) {
@@ -356,7 +362,7 @@ fn remove_orphans(storage: &dyn Storage, dir: &Path, orphans: Vec<String>, repor
 }
 
 /// Opens the segments the manifest names, checking each against its manifest entry.
-fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest) -> Result<Vec<Arc<LiveSegment>>> {
+fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest, writable: bool, rebuilt: &mut Vec<String>) -> Result<Vec<Arc<LiveSegment>>> {
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for meta in &manifest.segments {
         let path = dir.join(segment_name(meta.number));
@@ -377,7 +383,7 @@ fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest) -> Resu
         if let Some(p) = problem {
             return Err(Error::corrupt(&path, 0, p));
         }
-        segments.push(Arc::new(LiveSegment { meta: *meta, segment }));
+        segments.push(Arc::new(super::banded::attach_on_open(storage, dir, *meta, segment, writable, rebuilt)?));
     }
     Ok(segments)
 }

@@ -38,4 +38,7 @@ pub struct OpenReport {
     /// Acknowledged operations lost from the logs, counted from the manifest's record of
     /// each (opened past with [`super::LogRecovery::PointInTime`]).
     pub lost_ops: u64,
+    /// Band files (`seg-N.sdb`, derived from a segment's sketches) that were missing or
+    /// not their segment's, built again (writable opens).
+    pub rebuilt_bands: Vec<String>,
 }

@@ -104,7 +104,8 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     // empty index is written for it.
     let index_file = |name: &String| match files::parse(name) {
         FileKind::Manifest | FileKind::Recipe | FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_) => true,
-        FileKind::Lock | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
+        // band files are derived from segments: a recovered index builds its own
+        FileKind::Bands(_) | FileKind::Lock | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
     };
     if !names.iter().any(index_file) {
         return Err(Error::InvalidArgument(format!("{} holds no index (no MANIFEST, segment, tombstone or log file): nothing to recover", src.display())));

@@ -197,6 +197,19 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
                     }
                 }
             }
+            FileKind::Bands(n) => {
+                if manifest.as_ref().is_some_and(|m| !m.segments.iter().any(|s| s.number == n)) {
+                    report.notes.push(format!("{name}: the band file of a segment not in the manifest: an orphan (removed by the next writable open)"));
+                    continue;
+                }
+                match super::banded::verify_band_file(storage, dir, n) {
+                    Ok(summary) => report.checked.push((name.clone(), summary)),
+                    Err(e) => {
+                        report.problem(name, &e);
+                        report.notes.push(format!("{name}: derived from the segment's sketches: remove it, and the next writable open builds it again"));
+                    }
+                }
+            }
             FileKind::Tombstones(n) => {
                 let meta = manifest.as_ref().and_then(|m| m.tombstones.iter().find(|t| t.number == n));
                 if manifest.is_some() && meta.is_none() {

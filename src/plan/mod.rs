@@ -24,14 +24,19 @@
 //! `design.rs` turns a block split into its tables ([`Design`], [`TableDesign`], [`DesignError`]).
 //! `probe.rs` holds [`ProbePlan`]: the prefix variants each table is probed with to answer a
 //! distance above the design's `k` exactly (multi-probe), and their cost against a scan.
+//! `bands.rs` holds the band design of a segment's sketch index ([`BandDesign`]) and the
+//! cost model of the crawler's check with and without it ([`CheckCost`]).
 //! `planner.rs` holds the paper's `X(f, k, d)` rule (`min_tables`), the cost model and
 //! [`plan`], which picks a design for a count and explains why.
 
+mod bands;
 mod design;
 mod permutation;
 mod planner;
 mod probe;
 
+pub use bands::{BandDesign, CheckCost};
+pub(crate) use bands::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 pub(crate) use design::{binomial, block_widths};
 pub use design::{prefix_mask, Design, DesignError, TableDesign};
 pub use permutation::Permutation;

@@ -189,6 +189,27 @@ impl BlockIndex {
         base + (chunk * INDEX_CHUNK_BLOCKS..b).map(|j| u64::from(self.count(j))).sum::<u64>()
     }
 
+    /// The block holding the table's entry number `ordinal` and that block's first ordinal
+    /// (`None` past the end). Checks the index chunk it reads the counts of.
+    pub(crate) fn block_of_ordinal(&self, ordinal: u64) -> Result<Option<(u64, u64)>, Fault> {
+        if ordinal >= self.entries {
+            return Ok(None);
+        }
+        // the last chunk whose base is at most `ordinal`
+        let chunk = self.bases.partition_point(|&base| base <= ordinal).saturating_sub(1) as u64;
+        let first = chunk * INDEX_CHUNK_BLOCKS;
+        self.check_block(first)?;
+        let mut at = self.bases.get(chunk as usize).copied().unwrap_or(self.entries);
+        for b in first..(first + INDEX_CHUNK_BLOCKS).min(self.blocks) {
+            let next = at + u64::from(self.count(b));
+            if ordinal < next {
+                return Ok(Some((b, at)));
+            }
+            at = next;
+        }
+        Ok(None)
+    }
+
     /// Checks the chunk holding block `b` (once).
     #[inline]
     pub(crate) fn check_block(&self, b: u64) -> Result<(), Fault> {

@@ -28,7 +28,8 @@ fn checkpointing(storage: &MemStorage, max_merge_entries: u64, checkpoint_interv
             .with_buffer_entries(512)
             .with_automatic(false)
             .with_max_merge_entries(max_merge_entries)
-            .with_checkpoint_interval(checkpoint_interval),
+            .with_checkpoint_interval(checkpoint_interval)
+            .with_settle_on_close(None),
     )
 }
 

@@ -5,7 +5,10 @@
 //! check that the engine still writes exactly the newest version's bytes. A directory's
 //! number is its generation: v1 segments and manifests version 1; v2 segments version 2
 //! (manifest 1, or 2 with sketches); v3 manifests version 3, which record each live log's
-//! synced length, and paged tombstone files version 2 (issue 23), with version-2 segments.
+//! synced length, and paged tombstone files version 2 (issue 23), with version-2 segments;
+//! `fixtures/v4/index-sketched/` adds the band file of its segment (`seg-N.sdb`, band file
+//! version 1, issue 39), which v2 and v3 sketched directories lack (a read-only open answers
+//! without it; a writable open builds it).
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
@@ -24,6 +27,8 @@ const DIR: &str = "idx";
 
 /// The index directory generation the engine writes today (see the module docs).
 const NEWEST: u32 = 3;
+/// The same for an index with sketches (its segments have band files since generation 4).
+const NEWEST_SKETCHED: u32 = 4;
 
 fn fixture_dir_of(version: u32) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{version}/index"))
@@ -34,7 +39,7 @@ fn fixture_dir() -> PathBuf {
 }
 
 fn sketched_fixture_dir() -> PathBuf {
-    sketched_fixture_dir_of(NEWEST)
+    sketched_fixture_dir_of(NEWEST_SKETCHED)
 }
 
 fn sketched_fixture_dir_of(version: u32) -> PathBuf {
@@ -162,10 +167,22 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
             assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), want, "{name} is version {want}");
         }
     }
-    // The previous generation (manifest version 2) still opens, with the same contents.
-    for fixture in [load(sketched_fixture_dir_of(2)), fixture] {
+    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x01\0\0\0")), "generation 4 has a band file, version 1");
+    // The previous generations (manifest version 2, no band files) still open, with the
+    // same contents; a writer builds the band file they lack.
+    for fixture in [load(sketched_fixture_dir_of(2)), load(sketched_fixture_dir_of(3)), fixture] {
         sketched_fixture_reads_back(&fixture, &want);
     }
+    let older = load(sketched_fixture_dir_of(3));
+    let mut options = mem_options(&older, 10_000);
+    options.compaction.automatic = false;
+    options.flush_on_close = false;
+    let index = Index::open(DIR, options).unwrap();
+    assert_eq!(index.open_report().rebuilt_bands.len(), 1, "{:?}", index.open_report());
+    drop(index);
+    let band = |s: &MemStorage| files(s).into_iter().find(|(n, _)| n.ends_with(".sdb")).unwrap();
+    assert_eq!(band(&older), band(&load(sketched_fixture_dir())), "the band file a writer builds is generation 4's");
+    assert!(verify_index(&older, Path::new(DIR)).unwrap().is_clean());
 }
 
 fn sketched_fixture_reads_back(fixture: &MemStorage, want: &BTreeSet<(u64, u64)>) {

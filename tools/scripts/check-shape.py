@@ -4,7 +4,9 @@ between the modules (files) of a crate or of the Python package, and a narrow pu
 (issue 35): the index crate's `src/lib.rs` declares at most 5 public modules, every public
 `...Options` struct of the library crates is `#[non_exhaustive]` (built from a default with
 `with_...` methods), and the Python package takes the document calls' defaults from the
-library instead of declaring them again.
+library instead of declaring them again. The results page (`benches/RESULTS.md`) holds the
+capability tables only: at most 400 lines, every relative link to a file that exists (the
+per-issue diaries live under `benches/history/`).
 
     python3 tools/scripts/check-shape.py            # exit 1 and name each offender
     python3 tools/scripts/check-shape.py --report   # also the largest files and each crate's edges
@@ -21,6 +23,7 @@ import re
 import sys
 
 LIMIT = 700
+RESULTS_LIMIT = 400
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKIP_DIRS = {"target", ".git", "node_modules", "corpus", "artifacts"}
 
@@ -363,9 +366,31 @@ def python_cycles():
     return cycles(nodes, edges)
 
 
+def results_page_problems():
+    """The results page over its length limit, or linking to a file that is not there."""
+    page = os.path.join(ROOT, "benches", "RESULTS.md")
+    if not os.path.exists(page):
+        return []
+    with open(page, encoding="utf-8") as fh:
+        text = fh.read()
+    out = []
+    lines = text.count("\n")
+    if lines > RESULTS_LIMIT:
+        out.append(f"benches/RESULTS.md has {lines} lines (at most {RESULTS_LIMIT}: the capability tables; move the diary to benches/history/)")
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if "://" in target:
+            continue
+        if not os.path.exists(os.path.join(os.path.dirname(page), target)):
+            out.append(f"benches/RESULTS.md links to {target}, which does not exist")
+    return out
+
+
 def main():
     report = "--report" in sys.argv
     failed = False
+    for msg in results_page_problems():
+        print(f"check-shape: {msg}")
+        failed = True
     for f, msg in api_problems():
         print(f"check-shape: {f}: {msg}")
         failed = True

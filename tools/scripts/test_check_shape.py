@@ -65,9 +65,18 @@ def main():
         write(root, "python/simdex/_types.py", "helper = 1\n")
         r = run(root)
         assert r.returncode == 0 and "ok" in r.stdout, r.stdout
+        # the results page: too long, a link to a missing file
+        os.makedirs(os.path.join(root, "benches/history"))
+        write(root, "benches/history/a.md", "x\n")
+        write(root, "benches/RESULTS.md", "[a](history/a.md#run) [b](history/b.md) [w](https://x.org/c.md)\n" + "| x |\n" * 400)
+        r = run(root)
+        assert r.returncode == 1 and "RESULTS.md has 401 lines" in r.stdout and "links to history/b.md" in r.stdout and "history/a.md" not in r.stdout and "x.org" not in r.stdout, r.stdout
+        write(root, "benches/RESULTS.md", "[a](history/a.md#run)\n")
+        r = run(root)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stdout
     finally:
         shutil.rmtree(root)
-    print("check-shape self-test ok (7 cases: a circle, a parent-child circle, none, a long file, a wide API, a Python circle and constant, a clean package)")
+    print("check-shape self-test ok (9 cases: a circle, a parent-child circle, none, a long file, a wide API, a Python circle and constant, a clean package, a long results page with a dead link, a clean one)")
 
 
 if __name__ == "__main__":

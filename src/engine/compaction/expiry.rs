@@ -100,6 +100,20 @@ mod tests {
     }
 
     #[test]
+    fn the_settling_merge_never_crosses_a_slice() {
+        let options = CompactionOptions::default();
+        let settle = Strategy::Settle { k: 3, percent: 150 };
+        // 1e7 as `add` leaves it settles into one segment, unless its two are two slices
+        let segs = sliced(&[(9_440_000, 0), (560_000, 0)]);
+        assert_eq!(choose_within_slices(settle, &segs, &options), Choice::Merge(0..2));
+        assert_eq!(choose(settle, &sliced(&[(9_440_000, 1), (560_000, 2)]), &options), Choice::Merge(0..2), "across slices the rule alone merges");
+        assert_eq!(choose_within_slices(settle, &sliced(&[(9_440_000, 1), (560_000, 2)]), &options), Choice::DoNothing);
+        // the newest slice settles on its own
+        let segs = sliced(&[(9_440_000, 1), (9_440_000, 2), (560_000, 2)]);
+        assert_eq!(choose_within_slices(settle, &segs, &options), Choice::Merge(1..3));
+    }
+
+    #[test]
     fn expired_runs_are_the_runs_of_dead_slices() {
         let segs = sliced(&[(1, 1), (1, 1), (1, 2), (1, 5), (1, 6)]);
         assert_eq!(expired_runs(&segs, |e| e >= 3), vec![0..3]);

@@ -6,8 +6,9 @@
 //!   One file per strategy: `tiered` (the size-tiered policy, its backlog rule, and the
 //!   budget behind the write stall, [`over_budget`]), `absorb` (the small tiers absorbing
 //!   the newest segment while the index is small), `full` (a full compaction in merges of
-//!   bounded size), `expiry` (an index with an expiry window: merges within one time slice,
-//!   and which segments expired, dropped whole). The policy reads sizes only: it opens no file.
+//!   bounded size), `settle` (on close: the live set within a bound of one segment's query
+//!   cost), `expiry` (an index with an expiry window: merges within one time slice, and
+//!   which segments expired, dropped whole). The policy reads sizes only: it opens no file.
 //! - the *mechanism* merges: [`merge()`] (in `merge`) writes the live pairs of the chosen
 //!   segments as one new segment, from the merge streams of `stream` (live pairs in
 //!   `(fingerprint, id)` order, sorted tables) and the bounded-memory sort of
@@ -28,6 +29,7 @@ mod full;
 mod merge;
 #[cfg(test)]
 mod resume_tests;
+mod settle;
 #[cfg(test)]
 mod simulation;
 mod stream;
@@ -66,13 +68,25 @@ pub struct CompactionOptions {
     /// cut short starts over). Each checkpoint costs a few fsyncs; merges shorter than the
     /// interval record none.
     pub checkpoint_interval: Option<std::time::Duration>,
+    /// When the index closes (with [`Self::automatic`]), merge the newest segments (or all)
+    /// until the live set's modeled query cost is within this percentage of one segment's
+    /// (`settle`: a tiered live set costs a query up to 6x one segment at 2^28). `None`:
+    /// never. Default 150.
+    pub settle_on_close: Option<u32>,
 }
 
-__with_fields!(CompactionOptions { fanout: usize => with_fanout, buffer_entries: usize => with_buffer_entries, automatic: bool => with_automatic, max_merge_entries: u64 => with_max_merge_entries, checkpoint_interval: Option<std::time::Duration> => with_checkpoint_interval });
+__with_fields!(CompactionOptions { fanout: usize => with_fanout, buffer_entries: usize => with_buffer_entries, automatic: bool => with_automatic, max_merge_entries: u64 => with_max_merge_entries, checkpoint_interval: Option<std::time::Duration> => with_checkpoint_interval, settle_on_close: Option<u32> => with_settle_on_close });
 
 impl Default for CompactionOptions {
     fn default() -> Self {
-        Self { fanout: 4, buffer_entries: 8 << 20, automatic: true, max_merge_entries: u64::MAX, checkpoint_interval: Some(std::time::Duration::from_millis(500)) }
+        Self {
+            fanout: 4,
+            buffer_entries: 8 << 20,
+            automatic: true,
+            max_merge_entries: u64::MAX,
+            checkpoint_interval: Some(std::time::Duration::from_millis(500)),
+            settle_on_close: Some(150),
+        }
     }
 }
 
@@ -87,6 +101,9 @@ pub(crate) enum Strategy {
     /// `rewrite_single`: a lone segment is worth rewriting (tombstones hide some of its
     /// pairs).
     Full { rewrite_single: bool },
+    /// When the index closes: merge the newest segments until the live set's modeled `k`
+    /// query costs at most `percent` of one segment's (`settle`).
+    Settle { k: u32, percent: u32 },
 }
 
 /// What a strategy chose.
@@ -108,6 +125,7 @@ pub(crate) fn choose(strategy: Strategy, segments: &[SegmentMeta], options: &Com
     let range = match strategy {
         Strategy::Automatic { flush_size } => tiered::pick(segments, flush_size, fanout, max_merge).or_else(|| absorb::pick(segments, flush_size, fanout, max_merge)),
         Strategy::Full { rewrite_single } => full::pick(segments, max_merge, rewrite_single),
+        Strategy::Settle { k, percent } => settle::pick(segments, k, f64::from(percent) / 100.0, max_merge),
     };
     range.map_or(Choice::DoNothing, Choice::Merge)
 }

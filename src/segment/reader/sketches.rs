@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use crate::error::{Location, Result};
+use crate::error::{Error, Location, Result};
 use crate::segment::layout::ColumnKind;
 
 use super::entries::skip_ok;
@@ -38,6 +38,26 @@ impl Segment {
             b += 1;
         }
         Ok(first.map_or(0..0, |first| first..first + run))
+    }
+
+    /// The fingerprint of table 0's entry number `ordinal` (table 0 is the identity):
+    /// decodes the one block that holds it.
+    pub(crate) fn fingerprint_at(&self, ordinal: u64) -> Result<u64> {
+        let table = self.table(0)?;
+        let found = table.index.block_of_ordinal(ordinal).map_err(|f| f.in_table(0).into_error(&self.path))?;
+        let Some((b, first)) = found else {
+            return Err(Error::InvalidArgument(format!("entry {ordinal} out of range ({} entries)", self.entries)));
+        };
+        let (mut pos, mut value) = (first, None);
+        self.visit_block(0, b, |v| {
+            if pos == ordinal {
+                value = Some(v);
+                return false;
+            }
+            pos += 1;
+            true
+        })?;
+        value.ok_or_else(|| self.corrupt(table.block_offset(b), Location { table: Some(0), block: Some(b) }, format!("block {b} holds fewer entries than its index counts")))
     }
 
     /// The sketch bytes stored with `(fp, id)` (all zero: stored without a sketch);

@@ -148,7 +148,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     } else {
         eprintln!(
-            "added {} fingerprints to {} in {} synced group(s) (sequence numbers {first_seq}..{}{}); synced",
+            "inserted {} fingerprints to {} in {} synced group(s) (sequence numbers {first_seq}..{}{}); synced",
             summary.added,
             args.dir.display(),
             summary.commits,

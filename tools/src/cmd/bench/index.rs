@@ -1,5 +1,6 @@
 //! `simdex bench index`: an index directory whose every fingerprint stores a synthetic sketch
-//! (`super::sketch`), compacted to one segment, for `bench query --confirmed`.
+//! (`super::sketch`), compacted to one segment (or, `--live`, left as the engine's policy
+//! leaves a crawl's inserts), for `bench query --confirmed`.
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
@@ -26,6 +27,11 @@ pub(super) struct IndexArgs {
     /// Largest Hamming distance the index serves.
     #[arg(short, long, default_value_t = 3)]
     pub(super) k: u32,
+    /// Leave the index as a crawl's inserts leave it (segments by the engine's own
+    /// compaction policy, closed as `simdex add` closes it) instead of compacting it into
+    /// one segment.
+    #[arg(long)]
+    pub(super) live: bool,
 }
 
 pub(super) fn index(args: IndexArgs) -> Result<()> {
@@ -53,9 +59,11 @@ pub(super) fn index(args: IndexArgs) -> Result<()> {
         }
         index.insert_many_sketched(&pairs, &sketches)?;
     }
-    index.compact()?;
-    let segments = index.stats().segments.len();
+    if !args.live {
+        index.compact()?;
+    }
     index.close()?;
+    let segments = Index::open_read_only(&args.dir, IndexOptions::default())?.stats().segments.len();
     out!("{}: {} fingerprints, each with a {width}-byte synthetic sketch, in {segments} segment(s) ({:.1} s)", args.dir.display(), read.fps.len(), started.elapsed().as_secs_f64());
     Ok(())
 }

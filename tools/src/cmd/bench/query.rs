@@ -49,6 +49,10 @@ pub(super) struct QueryArgs {
     /// With --confirmed: the resemblance a candidate's sketch must reach.
     #[arg(long, default_value_t = 0.9, requires = "confirmed")]
     pub(super) min_similarity: f64,
+    /// With --confirmed: find every candidate within -k through the tables (multi-probe), as
+    /// before band files, instead of the default check (`ConfirmOptions::exhaustive`).
+    #[arg(long, requires = "confirmed")]
+    pub(super) exhaustive: bool,
     /// Print JSON.
     #[arg(long)]
     pub(super) json: bool,
@@ -75,7 +79,7 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
             Some(ids) => ids.iter().flat_map(|&id| synthetic_sketch(id, width)).collect(),
             None => queries.iter().flat_map(|&fp| synthetic_sketch(fp ^ UNRELATED, width)).collect(),
         };
-        let options = ConfirmOptions::within(args.k).with_min_similarity(args.min_similarity);
+        let options = ConfirmOptions::within(args.k).with_min_similarity(args.min_similarity).with_exhaustive(args.exhaustive);
         Target::Verified { index, sketches, width, options }
     } else {
         Target::Plain { source: Source::open(&args.file)?, options: QueryOptions::within(args.k) }
@@ -140,13 +144,13 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
     if args.json {
         out!(
             "{}",
-            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "confirmed": confirmed, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
+            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "confirmed": confirmed, "exhaustive": args.exhaustive, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
                    "matches": matches, "qps": qps, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
         );
     } else {
         out!("{}: {entries} fingerprints, {design}; opened in {open_ms:.1} ms{}", args.file.display(), if args.no_warmup { ", no warm-up" } else { "" });
         let on = if threads > 1 { format!(" on {threads} threads") } else { String::new() };
-        let how = confirmed.map_or(String::new(), |s| format!(", confirmed by sketch at {s}"));
+        let how = confirmed.map_or(String::new(), |s| format!(", confirmed by sketch at {s}{}", if args.exhaustive { ", exhaustive" } else { "" }));
         out!("{n} queries (k = {}{how}){on}, {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
     }
     Ok(())

@@ -1,0 +1,193 @@
+//! Writing a segment's band file from its sketch column, in bounded memory.
+//!
+//! The file is a pure function of the sketch column (ordinals in table 0's order), so the
+//! bytes are the same however it is built, and `verify` checks a file by building it again
+//! and comparing. Each band's entries are gathered in passes over the sketch column, as
+//! packed `bucket << 40 | ordinal << 8 | tag` values sorted by a radix sort of their bucket bits: as many bands a
+//! pass as fit the budget, or, for a band larger than the budget, a range of its buckets a
+//! pass. Within a bucket, entries are in ordinal order (gathered in that order, then sorted
+//! stably by bucket).
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use super::layout::{seal_page, BandHead, ENDS_PER_PAGE, ENTRIES_PER_PAGE, ENTRY_BYTES};
+use super::{band_key, is_empty_sketch, tag, BandDesign};
+use crate::error::{Error, Result};
+use crate::segment::Segment;
+use crate::storage::{parent_dir, temporary_path, Storage, TempFile};
+
+/// How much memory a band file's build may hold: packed entries (8 bytes each), besides
+/// one band's directory (4 bytes a bucket).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuildBudget {
+    pub entries: u64,
+}
+
+impl Default for BuildBudget {
+    /// 2^24 entries (128 MiB, and as much again for the radix sort's scratch): a
+    /// 2^22-entry segment's 16 bands in 4 passes over its sketches, a 2^26-entry one's in 64.
+    fn default() -> Self {
+        Self { entries: 1 << 24 }
+    }
+}
+
+/// The head a band file of `segment` has, `None` when the segment stores no sketches or
+/// is not banded ([`BandDesign::for_segment`]). Reads the sketch column once (to count the
+/// entries that have a sketch).
+pub(crate) fn head_for(segment: &Segment) -> Result<Option<BandHead>> {
+    let Some((width, scheme)) = segment.sketch_layout() else { return Ok(None) };
+    let Some(design) = BandDesign::for_segment(segment.len(), width) else { return Ok(None) };
+    let mut banded = 0u64;
+    for sketch in segment.sketches_in_order() {
+        banded += u64::from(!is_empty_sketch(sketch?));
+    }
+    let (segment_len, segment_footer_crc) = segment_identity(segment);
+    Ok(Some(BandHead { design, entries: segment.len(), banded, segment_len, segment_footer_crc, sketch_bytes: width as u16, scheme }))
+}
+
+/// The segment a band file belongs to: its length and the CRC-32 of its footer (which
+/// covers the directory's CRC, so any other segment differs).
+pub(crate) fn segment_identity(segment: &Segment) -> (u64, u32) {
+    let bytes = segment.bytes();
+    let footer = bytes.get(bytes.len().saturating_sub(crate::segment::layout::FOOTER_BYTES)..).unwrap_or_default();
+    (bytes.len() as u64, crc32fast::hash(footer))
+}
+
+/// Writes the band file of `segment` at `path` (under `NAME.tmp`, synced, renamed into
+/// place); returns its length, or `None` (nothing written) when the segment is not banded.
+pub(crate) fn write_band_file(storage: &dyn Storage, segment: &Segment, path: &Path, budget: BuildBudget) -> Result<Option<u64>> {
+    let Some(head) = head_for(segment)? else { return Ok(None) };
+    let tmp = TempFile::new(storage, temporary_path(path));
+    let file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let len = emit(segment, &head, budget, &mut out).map_err(|e| match e {
+        Emit::Io(e) => Error::io(tmp.path(), "write", e),
+        Emit::Read(e) => e,
+    })?;
+    let mut file = out.into_inner().map_err(|e| Error::io(tmp.path(), "write", e.into_error()))?;
+    file.sync().map_err(|e| Error::io(tmp.path(), "fsync", e))?;
+    drop(file);
+    storage.rename(tmp.path(), path).map_err(|e| Error::io(path, "rename", e))?;
+    tmp.keep();
+    let dir = parent_dir(path);
+    storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
+    Ok(Some(len))
+}
+
+/// Why emitting failed: the sink, or reading the segment.
+pub(crate) enum Emit {
+    Io(std::io::Error),
+    Read(Error),
+}
+
+impl From<Error> for Emit {
+    fn from(e: Error) -> Self {
+        Emit::Read(e)
+    }
+}
+
+/// Writes the whole band file of `segment` with `head` to `out`; returns its length.
+pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, out: &mut impl Write) -> std::result::Result<u64, Emit> {
+    let design = head.design;
+    let mut written = 0u64;
+    let mut put = |out: &mut dyn Write, bytes: &[u8]| -> std::result::Result<(), Emit> {
+        written += bytes.len() as u64;
+        out.write_all(bytes).map_err(Emit::Io)
+    };
+    put(out, &head.encode())?;
+    let budget = budget.entries.max(1);
+    // Bands a pass, and passes a band (each over an equal range of its buckets).
+    let per_pass = (budget / head.banded.max(1)).clamp(1, u64::from(design.bands)) as u32;
+    let slices = if per_pass == 1 { head.banded.div_ceil(budget).clamp(1, design.buckets()) } else { 1 };
+    let mut b = 0u32;
+    while b < design.bands {
+        let group = b..(b + per_pass).min(design.bands);
+        let mut pages = vec![EntryPages::default(); group.len()];
+        let mut ends: Vec<Vec<u32>> = group.clone().map(|_| vec![0u32; design.buckets() as usize]).collect();
+        for slice in 0..slices {
+            let lo = (design.buckets() * slice / slices) as u32;
+            let hi = (design.buckets() * (slice + 1) / slices) as u32;
+            let gathered = gather(segment, &design, group.clone(), lo..hi)?;
+            // Band by band: a band's entries, after its last slice its last page and its
+            // directory, then the next band (several bands a pass only with one slice).
+            for ((mut values, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
+                // gathered in ordinal order: a stable sort by the bucket (the top 24 bits) keeps it
+                crate::sort::sort_by_top_bits(&mut values, 24);
+                for &v in &values {
+                    if let Some(end) = ends.get_mut((v >> 40) as usize) {
+                        *end += 1;
+                    }
+                    if let Some(page) = pages.push(v) {
+                        put(out, &page)?;
+                    }
+                }
+                drop(values);
+                if slice + 1 == slices {
+                    if let Some(page) = pages.finish() {
+                        put(out, &page)?;
+                    }
+                    let mut total = 0u32;
+                    for end in ends.iter_mut() {
+                        total += *end;
+                        *end = total;
+                    }
+                    for chunk in ends.chunks(ENDS_PER_PAGE as usize) {
+                        let payload: Vec<u8> = chunk.iter().flat_map(|e| e.to_le_bytes()).collect();
+                        put(out, &seal_page(&payload))?;
+                    }
+                    *ends = Vec::new();
+                }
+            }
+        }
+        b = group.end;
+    }
+    Ok(written)
+}
+
+/// The packed entries of bands `bands` whose bucket is in `buckets`, one vector a band.
+fn gather(segment: &Segment, design: &BandDesign, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>) -> Result<Vec<Vec<u64>>> {
+    let mut out: Vec<Vec<u64>> = bands.clone().map(|_| Vec::new()).collect();
+    for (ordinal, sketch) in (0u64..).zip(segment.sketches_in_order()) {
+        let sketch = sketch?;
+        if is_empty_sketch(sketch) {
+            continue;
+        }
+        for (values, b) in out.iter_mut().zip(bands.clone()) {
+            let Some(key) = band_key(sketch, b) else { continue };
+            let bucket = design.bucket(key);
+            if buckets.contains(&bucket) {
+                values.push(u64::from(bucket) << 40 | ordinal << 8 | u64::from(tag(key)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A band's entry pages as they fill.
+#[derive(Clone, Default)]
+struct EntryPages {
+    current: Vec<u8>,
+}
+
+impl EntryPages {
+    /// Adds packed entry `v`; returns the page it filled.
+    fn push(&mut self, v: u64) -> Option<[u8; 1024]> {
+        self.current.extend_from_slice(&((v >> 8) as u32).to_le_bytes());
+        self.current.push(v as u8);
+        (self.current.len() as u64 == ENTRIES_PER_PAGE * ENTRY_BYTES).then(|| {
+            let page = seal_page(&self.current);
+            self.current.clear();
+            page
+        })
+    }
+
+    /// The last, partial page.
+    fn finish(&mut self) -> Option<[u8; 1024]> {
+        (!self.current.is_empty()).then(|| {
+            let page = seal_page(&self.current);
+            self.current.clear();
+            page
+        })
+    }
+}

@@ -1,0 +1,266 @@
+//! Reading a band file: [`BandFile::open`] maps it and checks its head against its segment
+//! (cheap: no page is read); [`BandFile::lookup`] finds the ordinals of the entries whose
+//! band equals the query's, checking each page against its CRC the first time it is read;
+//! [`BandFile::verify`] checks every page and that the file is exactly the one its segment's
+//! sketches make.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::build::{emit, segment_identity, BuildBudget, Emit};
+use super::layout::{BandHead, Geometry, BANDS_MAGIC, BANDS_VERSION, ENDS_PER_PAGE, ENTRIES_PER_PAGE, ENTRY_BYTES, PAGE_BYTES, PAGE_CRC_BYTES};
+use super::{tag, BandDesign};
+use crate::error::{Error, Location, Result};
+use crate::integrity::{check_magic_and_version, verify_crc};
+use crate::segment::layout::slice;
+use crate::segment::Segment;
+use crate::storage::{FileBytes, Storage};
+
+/// An open band file.
+#[derive(Debug)]
+pub(crate) struct BandFile {
+    path: PathBuf,
+    bytes: FileBytes,
+    head: BandHead,
+    geometry: Geometry,
+    /// One bit per page, set once the page matched its CRC (the mapped bytes never change).
+    verified: Box<[AtomicU64]>,
+}
+
+impl BandFile {
+    /// Opens the band file at `path` of `segment`: its magic, version and head, and that
+    /// it belongs to `segment` (entries, length, footer, sketch layout) and has the length
+    /// its head implies. Reads no page.
+    pub(crate) fn open(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<BandFile> {
+        let bytes = storage.read(path).map_err(|e| Error::io(path, "read", e))?;
+        check_magic_and_version(path, &bytes, &BANDS_MAGIC, "band file (magic SIMDXBND)", BANDS_VERSION..=BANDS_VERSION)?;
+        let head = BandHead::decode(&bytes).map_err(|f| f.into_error(path))?;
+        let (segment_len, footer_crc) = segment_identity(segment);
+        let layout = segment.sketch_layout();
+        let problem = if head.entries != segment.len() || head.segment_len != segment_len || head.segment_footer_crc != footer_crc {
+            Some(format!("it was made for another segment ({} entries, {} bytes), not {} ({} entries, {segment_len} bytes)", head.entries, head.segment_len, segment.path().display(), segment.len()))
+        } else if layout != Some((usize::from(head.sketch_bytes), head.scheme)) {
+            Some(format!("its sketches ({} bytes, scheme {:02x?}) are not the segment's", head.sketch_bytes, head.scheme))
+        } else if BandDesign::for_segment(head.entries, usize::from(head.sketch_bytes)) != Some(head.design) {
+            Some(format!("its design ({} bands, {} bucket bits) is not the one for {} entries", head.design.bands, head.design.bucket_bits, head.entries))
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            return Err(Error::corrupt(path, 0, p));
+        }
+        let geometry = head.geometry();
+        let len = geometry.file_len(head.design.bands);
+        if bytes.len() as u64 != len {
+            return Err(Error::corrupt(path, bytes.len() as u64, format!("the file is {} bytes, its head implies {len}", bytes.len())));
+        }
+        let pages = (len / PAGE_BYTES).div_ceil(64) as usize;
+        Ok(BandFile { path: path.to_path_buf(), bytes, head, geometry, verified: (0..pages).map(|_| AtomicU64::new(0)).collect() })
+    }
+
+    /// The design.
+    pub(crate) fn design(&self) -> BandDesign {
+        self.head.design
+    }
+
+    /// The file's length in bytes.
+    pub(crate) fn file_len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// The payload of the page at `offset`, after its CRC check (once per open file).
+    fn page(&self, offset: u64) -> Result<&[u8]> {
+        let what = "band page";
+        let page = slice(&self.bytes, offset, PAGE_BYTES, what).map_err(|f| f.into_error(&self.path))?;
+        let (body, crc) = page.split_at((PAGE_BYTES - PAGE_CRC_BYTES) as usize);
+        let n = offset / PAGE_BYTES;
+        let word = self.verified.get((n / 64) as usize);
+        let bit = 1u64 << (n % 64);
+        if word.is_none_or(|w| w.load(Ordering::Relaxed) & bit == 0) {
+            let stored = u32::from_le_bytes(crc.try_into().unwrap_or([0; 4]));
+            verify_crc(body, stored).map_err(|m| m.corrupt(&self.path, offset, Location::default(), what))?;
+            if let Some(w) = word {
+                w.fetch_or(bit, Ordering::Relaxed);
+            }
+        }
+        Ok(body)
+    }
+
+    /// Bucket end `i` of band `b` (entries in buckets `0..=i`).
+    fn end(&self, b: u32, i: u64) -> Result<u64> {
+        let page = self.page(self.geometry.dir_page(b, i / ENDS_PER_PAGE))?;
+        let at = (i % ENDS_PER_PAGE) as usize * 4;
+        let v = page.get(at..at + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
+        let v = v.ok_or_else(|| Error::corrupt(&self.path, self.geometry.dir_page(b, i / ENDS_PER_PAGE), "bucket end outside its page"))?;
+        if u64::from(v) > self.geometry.banded {
+            return Err(Error::corrupt(&self.path, self.geometry.dir_page(b, i / ENDS_PER_PAGE), format!("band {b} bucket {i} ends at entry {v} of {}", self.geometry.banded)));
+        }
+        Ok(u64::from(v))
+    }
+
+    /// Appends to `out` the ordinals of the entries whose band `b` equals `key` (and some
+    /// whose band shares its bucket and tag only: the caller compares the sketches).
+    pub(crate) fn lookup(&self, b: u32, key: u32, out: &mut Vec<u32>) -> Result<()> {
+        if b >= self.head.design.bands {
+            return Ok(());
+        }
+        let bucket = u64::from(self.head.design.bucket(key));
+        let start = if bucket == 0 { 0 } else { self.end(b, bucket - 1)? };
+        let end = self.end(b, bucket)?;
+        let want = tag(key);
+        let mut at = start;
+        while at < end {
+            let page_no = at / ENTRIES_PER_PAGE;
+            let page = self.page(self.geometry.entry_page(b, page_no))?;
+            let last = end.min((page_no + 1) * ENTRIES_PER_PAGE);
+            let from = ((at % ENTRIES_PER_PAGE) * ENTRY_BYTES) as usize;
+            let to = from + ((last - at) * ENTRY_BYTES) as usize;
+            for e in page.get(from..to).unwrap_or_default().chunks_exact(ENTRY_BYTES as usize) {
+                if let [a, b1, c, d, t] = *e {
+                    if t == want {
+                        out.push(u32::from_le_bytes([a, b1, c, d]));
+                    }
+                }
+            }
+            at = last;
+        }
+        Ok(())
+    }
+
+    /// Checks every page's CRC, then that the file is byte for byte the band file
+    /// `segment`'s sketches make (so every entry is where a lookup finds it).
+    pub(crate) fn verify(&self, segment: &Segment) -> Result<()> {
+        let pages = self.bytes.len() as u64 / PAGE_BYTES;
+        for p in 1..pages {
+            self.page(p * PAGE_BYTES)?;
+        }
+        let mut compare = Compare { expected: &self.bytes, at: 0, mismatch: None };
+        match emit(segment, &self.head, BuildBudget::default(), &mut compare) {
+            Ok(len) if compare.mismatch.is_none() && len == self.bytes.len() as u64 => Ok(()),
+            Ok(_) | Err(Emit::Io(_)) => {
+                let at = compare.mismatch.unwrap_or(compare.at as u64);
+                Err(Error::corrupt(&self.path, at, "the band file differs from the one the segment's sketches make"))
+            }
+            Err(Emit::Read(e)) => Err(e),
+        }
+    }
+}
+
+/// A sink that compares what is written with `expected`, recording the first difference.
+struct Compare<'a> {
+    expected: &'a [u8],
+    at: usize,
+    mismatch: Option<u64>,
+}
+
+impl Write for Compare<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.mismatch.is_none() {
+            let have = self.expected.get(self.at..self.at + buf.len());
+            if have != Some(buf) {
+                let first = have.map_or(0, |h| h.iter().zip(buf).take_while(|(a, b)| a == b).count());
+                self.mismatch = Some((self.at + first) as u64);
+                return Err(std::io::Error::other("band file differs"));
+            }
+        }
+        self.at += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use super::super::build::{head_for, write_band_file};
+    use super::*;
+    use crate::bands::band_key;
+    use crate::codec::{Codec, SymbolHistogram};
+    use crate::confirm::minhash_scheme;
+    use crate::segment::{IdColumn, SegmentWriter, SketchColumn};
+    use crate::storage::MemStorage;
+
+    /// A segment of `n` entries with random 64-byte sketches (every seventh without one),
+    /// written as the engine writes one (table 0 and the columns in `(fingerprint, id)` order).
+    fn segment(storage: &MemStorage, n: u64) -> (Segment, Vec<(u64, [u8; 64])>) {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut rows: Vec<(u64, u64, [u8; 64])> = (0..n)
+            .map(|id| {
+                let mut sketch = [0u8; 64];
+                if id % 7 != 0 {
+                    for c in sketch.chunks_mut(8) {
+                        // few distinct values per band, so buckets hold several entries
+                        c.copy_from_slice(&((next() % 5) | (next() << 40)).to_le_bytes());
+                    }
+                }
+                (next(), id, sketch)
+            })
+            .collect();
+        rows.sort_by_key(|r| (r.0, r.1));
+        let design = crate::plan::planned_design(&crate::plan::PlanOptions::new(n, 3)).unwrap();
+        let column = SketchColumn { bytes: 64, scheme: minhash_scheme(1, 512, 1) };
+        let path = std::path::Path::new("b/seg.sdx");
+        let mut w = SegmentWriter::create_with(storage, path, &design, &vec![Codec::Xor; design.tables().len()], IdColumn::Present, Some(column)).unwrap();
+        for t in design.tables() {
+            let mut v: Vec<u64> = rows.iter().map(|r| t.permutation.apply(r.0)).collect();
+            v.sort_unstable();
+            w.write_table(&SymbolHistogram::of_sorted(Codec::Xor, &v).code(), v).unwrap();
+        }
+        w.write_ids(rows.iter().map(|r| r.1)).unwrap();
+        w.write_sketches(rows.iter().map(|r| r.2)).unwrap();
+        w.finish().unwrap();
+        (Segment::open_with(storage, path).unwrap(), rows.iter().map(|r| (r.1, r.2)).collect())
+    }
+
+    #[test]
+    fn the_bytes_do_not_depend_on_the_budget_and_lookups_find_every_band() {
+        let storage = MemStorage::default();
+        let (seg, stored) = segment(&storage, 3000);
+        let head = head_for(&seg).expect("read").expect("banded");
+        assert_eq!(head.banded, 3000 - 3000u64.div_ceil(7));
+        let emit_with = |entries: u64| {
+            let mut out = Vec::new();
+            emit(&seg, &head, BuildBudget { entries }, &mut out).map_err(|_| "emit").expect("emit");
+            out
+        };
+        let whole = emit_with(1 << 30);
+        // several bands a pass, one band a pass, and a band in many bucket ranges
+        for budget in [9000, 2600, 700, 5] {
+            assert!(emit_with(budget) == whole, "budget {budget}");
+        }
+        let path = std::path::Path::new("b/x.sdb");
+        assert!(write_band_file(&storage, &seg, path, BuildBudget { entries: 5 }).expect("write").is_some());
+        let file = BandFile::open(&storage, path, &seg).expect("open");
+        file.verify(&seg).expect("verify");
+        // every entry with a sketch is found under each of its bands, and only entries
+        // that share the bucket and tag are returned
+        let ids: Vec<u64> = (0..seg.len()).map(|o| seg.doc_id(o).expect("id")).collect();
+        // the fingerprint at each ordinal is table 0's entry there
+        for (o, e) in (0u64..).zip(seg.entries()) {
+            assert_eq!(seg.fingerprint_at(o).unwrap(), e.unwrap().0, "ordinal {o}");
+        }
+        for &(id, sketch) in stored.iter().step_by(13) {
+            for b in 0..16 {
+                let key = band_key(&sketch, b).expect("band");
+                let mut found = Vec::new();
+                file.lookup(b, key, &mut found).expect("lookup");
+                let found_ids: Vec<u64> = found.iter().map(|&o| ids[o as usize]).collect();
+                assert_eq!(found_ids.contains(&id), id % 7 != 0, "id {id} band {b}");
+                for &o in &found {
+                    let other = band_key(seg.sketch(u64::from(o)).expect("sketch"), b).expect("band");
+                    assert_eq!((head.design.bucket(other), other as u8), (head.design.bucket(key), key as u8));
+                }
+            }
+        }
+    }
+}
