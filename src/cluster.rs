@@ -123,11 +123,17 @@ pub fn clusters<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Re
 /// the union-find, never all held), about 40 bytes per distinct paired fingerprint for the
 /// union-find, and the clusters' members.
 pub fn clusters_with<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions) -> Result<Vec<Cluster>> {
+    clusters_and_pairs(stored, options, |_| Ok(()))
+}
+
+/// [`clusters_with`], handing each near-duplicate pair to `each_pair` too, in the order
+/// (and with the memory) of [`near_pairs_each`]: the pairs and the clusters of one join.
+pub fn clusters_and_pairs<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions, mut each_pair: impl FnMut((u64, u64)) -> Result<()>) -> Result<Vec<Cluster>> {
     let stored = stored.into();
     let mut graph = PairGraph::default();
     near_pairs_each(stored, options, |(a, b)| {
         graph.union(a, b);
-        Ok(())
+        each_pair((a, b))
     })?;
     let mut members = Members::new(graph);
     // One pass over the entries in fingerprint order collects the members.
@@ -136,6 +142,20 @@ pub fn clusters_with<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions
         Ok(())
     })?;
     Ok(members.finish())
+}
+
+/// The connected components of `pairs` of fingerprints: every fingerprint of a pair with
+/// the smallest fingerprint of its component, sorted by fingerprint. Memory: about 40 bytes
+/// per distinct fingerprint (the pairs are streamed).
+pub fn pair_components(pairs: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
+    let mut graph = PairGraph::default();
+    pairs.into_iter().for_each(|(a, b)| graph.union(a, b));
+    let PairGraph { node_of, mut uf } = graph;
+    let mut nodes: Vec<(u64, u32)> = node_of.into_iter().collect();
+    nodes.sort_unstable();
+    // in fingerprint order, the first of a component is its smallest
+    let mut smallest: HashMap<u32, u64> = HashMap::new();
+    nodes.into_iter().map(|(fp, node)| (fp, *smallest.entry(uf.find(node)).or_insert(fp))).collect()
 }
 
 /// The union-find over paired fingerprints, built one pair at a time.

@@ -35,6 +35,8 @@
 //! - Near-duplicates confirmed by the sketches stored beside their fingerprints
 //!   ([`Index::query_confirmed`], [`ConfirmOptions`]), for sketches made anywhere
 //!   ([`minhash_scheme`], [`minhash_resemblance`]).
+//! - [`BlockSplit`]: the all-pairs self-join cut into partitions by block, for a cluster of
+//!   machines that moves each fingerprint `k + 1` times (`python -m simdex.spark cluster`).
 //! - Documents (text, HTML, JSON lines) to fingerprints and sketches are the text
 //!   pipeline's: the `simdex-fingerprint` crate (`tools/fingerprint`), whose
 //!   `DocumentIndex` adds the document calls to an [`Index`] and keeps its recipe in the
@@ -90,6 +92,7 @@ macro_rules! __with_fields {
 }
 
 mod batch;
+mod block_split;
 mod cluster;
 internal_mod!(codec);
 mod confirm;
@@ -114,9 +117,11 @@ mod sort;
 mod split;
 pub mod storage;
 mod stored;
+mod text_line;
 
 pub use batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
-pub use cluster::{clusters, clusters_from_pairs, clusters_with, near_pairs, near_pairs_each, Cluster, ClusterOptions};
+pub use block_split::{BlockSplit, PartitionPairs, Scattered};
+pub use cluster::{clusters, clusters_and_pairs, clusters_from_pairs, clusters_with, near_pairs, near_pairs_each, pair_components, Cluster, ClusterOptions};
 pub use codec::Codec;
 pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
@@ -133,6 +138,7 @@ pub use segment::SketchColumn;
 pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
 pub use split::{split, Chunk, Chunks, SplitOptions};
 pub use stored::{SortedTables, Source, Stored};
+pub use text_line::{parse_fingerprint_hex, parse_fingerprint_line, quoted, write_pair_line, BadLine, QUOTED_BYTES};
 
 // The README's Rust examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -165,14 +165,70 @@ MAX_K: int
 def doc_id(name: str) -> int:
     """The 64-bit document id of a name: what ``simdex fingerprint --for-index`` and ``dedup --index`` use."""
 
-# simdex.spark's library calls (python/src/spark.rs, spark_index.rs)
+# simdex.spark's library calls (python/src/spark.rs, spark_columns.rs, spark_index.rs)
 
 ReadDocument = Tuple[str, Optional[str], Optional[str], Optional[str]]
 """(id, content hash, text, error) of one record; a record that is not a document has no hash."""
 
-def read_documents(data: bytes, name: str, format: str, strict: bool = False) -> List[ReadDocument]:
+def read_documents(data: bytes, name: str, format: str, strict: bool = False, first_line: int = 1) -> List[ReadDocument]:
     """The documents of ``data`` read in ``format`` ("text", "html", "jsonl") as ``simdex dedup`` reads a
-    file named ``name``, each with the CLI's content hash and its text."""
+    file named ``name``, each with the corpus module's content hash and its text; a bad JSON line
+    names its line counting from ``first_line``."""
+
+StringColumn = Tuple[bytes, bytes, bytes]
+"""An Arrow string column's buffers: (data, i32 offsets, validity bitmap)."""
+
+def read_jsonl_range(path: Union[str, PathLike[str]], name: str, start: int, end: int, strict: bool = False) -> Tuple[bytes, List[StringColumn]]:
+    """The JSON-lines records whose lines start in ``[start, end)`` of ``path``: their places (u64s)
+    and the columns id, content, text, error."""
+
+def corpus_options(k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None) -> Tuple[int, Optional[float]]:
+    """(k, threshold) of a corpus dedup as every front decides it (the document calls' one limit and
+    message: ValueError past it)."""
+
+def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes) -> Tuple[bytes, bytes]:
+    """The IDF pass of one Arrow batch: (features, counts), u64 columns."""
+
+def fingerprint_column(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sketch: bool = True) -> Tuple[bytes, bytes, bytes, List[Tuple[int, str]], bytes, bytes]:
+    """(fps, has_fp, short, errors, sketch_data, sketch_offsets) of an Arrow batch's texts."""
+
+def similarity_column(a_data: bytes, a_offsets: bytes, b_data: bytes, b_offsets: bytes) -> Tuple[bytes, bytes, bytes]:
+    """(f64 similarities, text data, text offsets) of two Arrow binary columns of sketches."""
+
+# simdex.spark cluster's library calls (python/src/spark_cluster.rs)
+
+def read_fingerprints(path: str, start: int, end: int, ids: bool = False) -> Tuple[bytes, Optional[Tuple[bytes, bytes]], int, List[Tuple[int, str]]]:
+    """The FINGERPRINT[<TAB>ID] lines starting in ``[start, end)`` of ``path``: (fps, (id data, id
+    offsets) with ``ids``, bad lines, the first few as (line number, message))."""
+
+class BlockJoin:
+    """The library's BlockSplit for ``count`` fingerprints within ``k``; pickles as its arguments."""
+    def __init__(self, count: int, k: int, max_candidates_log2: float = 2.0) -> None: ...
+    @property
+    def groups(self) -> int: ...
+    @property
+    def tables(self) -> int: ...
+    @property
+    def summary(self) -> str: ...
+    def tables_of(self, group: int) -> List[int]: ...
+    def key_bits(self, group: int) -> Tuple[int, int]: ...
+    def scatter(self, fps: bytes, parts: List[int]) -> Tuple[List[int], List[bool], bytes, bytes]:
+        """A map task's fingerprints cut into partitions: (partition, repeated, data, offsets) per bucket."""
+    def join(self, group: int, fps: bytes, repeated: bytes) -> Tuple[bytes, bytes, bytes]:
+        """One partition's pairs (a, b) and (group 0) the fingerprints stored more than once."""
+
+def pairs_and_components(a: bytes, b: bytes, repeated: bytes, pairs_path: Optional[str] = None) -> Tuple[bytes, bytes]:
+    """The pairs sorted and written to ``pairs_path``; (vertices, clusters) of their components."""
+
+def cluster_members(vertices: bytes, clusters: bytes, fps: bytes) -> Tuple[bytes, bytes]:
+    """(positions, clusters) of the members among ``fps``."""
+
+def read_members(path: str, start: int, end: int, vertices: bytes, clusters: bytes) -> Tuple[bytes, bytes, bytes, bytes]:
+    """The entries of the lines starting in ``[start, end)`` whose fingerprint is clustered:
+    (fps, clusters, id data, id offsets)."""
+
+def write_members(path: str, fps: bytes, clusters: bytes, id_data: bytes, id_offsets: bytes, with_ids: bool) -> int:
+    """Cluster members sorted and written as fp<TAB>id<TAB>cluster lines."""
 
 def sketch_similarity(a: bytes, b: bytes) -> float:
     """The resemblance two 64-byte sketches estimate."""
@@ -187,14 +243,10 @@ class CorpusRecipe:
         """The descriptor ``simdex dedup`` prints as ``recipe:``."""
     @property
     def has_idf(self) -> bool: ...
-    def distinct_features(self, texts: List[str]) -> List[bytes]:
-        """Per text, its distinct feature hashes as little-endian u64s."""
     def with_document_frequencies(self, documents: int, features: bytes, counts: bytes) -> "CorpusRecipe":
         """This recipe with the IDF table of ``documents`` documents in which ``features[i]`` occurs ``counts[i]`` times."""
     def idf_table(self) -> Optional[bytes]:
         """The table's bytes (what ``simdex dedup --idf FILE`` reads)."""
-    def fingerprint_texts(self, texts: List[str], sketch: bool = True) -> List[Tuple[Optional[int], bool, Optional[str], Optional[bytes]]]:
-        """Per text (fingerprint, short, error, sketch)."""
 
 class TablePlan:
     """The permuted tables of the paper's batch mode for ``count`` fingerprints, probed for ``k``."""

@@ -20,6 +20,8 @@ mod batch;
 mod documents;
 mod errors;
 mod spark;
+mod spark_cluster;
+mod spark_columns;
 mod spark_index;
 
 use batch::{u64s, Row};
@@ -529,5 +531,7 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     spark::register(m)?;
     spark_index::register(m)?;
+    spark_cluster::register(m)?;
+    spark_columns::register(m)?;
     Ok(())
 }

@@ -1,10 +1,9 @@
 //! What `simdex.spark` runs inside Spark's executors (and its driver), as library calls:
-//! documents read from bytes as `simdex dedup` reads them (the library's `Documents`, the
-//! CLI's content hash), features for a distributed IDF pass and the table built back from
+//! documents read from bytes as `simdex dedup` reads them (the library's `Documents` and
+//! its corpus module's content hash and options), features for a distributed IDF pass and the table built back from
 //! document-frequency counts, fingerprints and sketches with a pinned recipe, and the permuted
 //! tables (with multi-probe flips) of the paper's batch mode. Nothing here knows Spark.
 
-use std::hash::Hasher;
 use std::io::Read;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -12,6 +11,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use simdex::plan::{planned_design, prefix_mask, PlanOptions, ProbePlan, TableDesign, DEFAULT_MAX_CANDIDATES_LOG2};
+use simdex_fingerprint::corpus::{ContentHash, CorpusOptions};
 use simdex_fingerprint::document::{Documents, Format, InvalidUtf8};
 use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, IdfBuilder, IdfTable, OptionNames, Recipe};
@@ -22,85 +22,101 @@ fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// The content hash `simdex dedup` groups exact duplicates by (`HashingReader` in
-/// tools/src/corpus.rs, which this must equal): two SipHash-1-3 streams of the document's
-/// bytes, 32 hex digits.
-struct ContentHash {
-    a: std::hash::DefaultHasher,
-    b: std::hash::DefaultHasher,
-}
-
-impl ContentHash {
-    fn new() -> Self {
-        let mut b = std::hash::DefaultHasher::new();
-        b.write_u64(0x5157_4c44_4f43_5321);
-        ContentHash { a: std::hash::DefaultHasher::new(), b }
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        self.a.write(bytes);
-        self.b.write(bytes);
-    }
-
-    fn hex(&self) -> String {
-        format!("{:016x}{:016x}", self.a.finish(), self.b.finish())
-    }
-}
-
 /// One document read from bytes: `(id, content hash, text, error)`. A record that is not a
 /// document (a bad JSON line) has no content hash and says why; a document whose text cannot
 /// be read (refused UTF-8) has a hash and an error.
-type ReadDocument = (String, Option<String>, Option<String>, Option<String>);
+pub(crate) type ReadDocument = (String, Option<String>, Option<String>, Option<String>);
 
 /// The documents of `data` read in `format` ("text", "html" or "jsonl") as `simdex dedup`
-/// reads a file named `name`; `strict` refuses invalid UTF-8 instead of replacing it.
+/// reads a file named `name` (the content hash is the corpus module's); `strict` refuses
+/// invalid UTF-8 instead of replacing it. A bad JSON line's error names its line counting
+/// from `first_line` (the line number of `data`'s first line in its file).
 #[pyfunction]
-#[pyo3(signature = (data, name, format, strict=false))]
-fn read_documents(py: Python<'_>, data: Vec<u8>, name: String, format: &str, strict: bool) -> PyResult<Vec<ReadDocument>> {
+#[pyo3(signature = (data, name, format, strict=false, first_line=1))]
+fn read_documents(py: Python<'_>, data: Vec<u8>, name: String, format: &str, strict: bool, first_line: u64) -> PyResult<Vec<ReadDocument>> {
     let format = match format {
         "text" => Format::Text,
         "html" => Format::Html,
         "jsonl" => Format::JsonLines,
         f => return Err(PyValueError::new_err(format!("format must be \"text\", \"html\" or \"jsonl\", not {f:?}"))),
     };
-    let utf8 = if strict { InvalidUtf8::Refuse } else { InvalidUtf8::Replace };
     py.allow_threads(|| {
         let mut out = Vec::new();
-        for doc in Documents::new(std::io::Cursor::new(data), name.clone(), format, utf8) {
-            match doc {
-                Ok(doc) => {
-                    let mut hash = ContentHash::new();
-                    let mut doc = doc.map_content(|c| HashingRead { inner: c, hash: &mut hash });
-                    let text = doc.text(utf8);
-                    std::io::copy(&mut doc.content, &mut std::io::sink()).map_err(value_error)?;
-                    let id = doc.id;
-                    drop(doc.content);
-                    let (text, error) = match text {
-                        Ok(t) => (Some(t), None),
-                        Err(e) => (None, Some(e.to_string())),
-                    };
-                    out.push((id, Some(hash.hex()), text, error));
-                }
-                Err(simdex_fingerprint::Error::Io(e)) => return Err(PyValueError::new_err(format!("cannot read {name}: {e}"))),
-                Err(e) => out.push((name.clone(), None, None, Some(e.to_string()))),
-            }
-        }
+        read_into(std::io::Cursor::new(data), &name, format, strict, &mut |line| Ok(line + first_line.saturating_sub(1)), &mut |d| {
+            out.push(d);
+            Ok(())
+        })?;
         Ok(out)
     })
 }
 
-/// A reader that hashes what passes through.
-struct HashingRead<'h, R> {
-    inner: R,
-    hash: &'h mut ContentHash,
+/// Reads the documents of `input` (named `name`) in `format` and hands each to `each`; a
+/// bad JSON line's error names the line `line_of(its line in input)` returns.
+pub(crate) fn read_into(
+    input: std::io::Cursor<Vec<u8>>,
+    name: &str,
+    format: Format,
+    strict: bool,
+    line_of: &mut dyn FnMut(u64) -> std::io::Result<u64>,
+    each: &mut dyn FnMut(ReadDocument) -> PyResult<()>,
+) -> PyResult<()> {
+    let utf8 = if strict { InvalidUtf8::Refuse } else { InvalidUtf8::Replace };
+    let failed = |e: std::io::Error| PyValueError::new_err(format!("cannot read {name}: {e}"));
+    for doc in Documents::new(input, name.to_owned(), format, utf8) {
+        match doc {
+            Ok(doc) => {
+                let mut doc = doc.map_content(ContentHash::new);
+                let text = doc.text(utf8);
+                let content = doc.content.finish().map_err(failed)?;
+                let (text, error) = match text {
+                    Ok(t) => (Some(t), None),
+                    Err(e) => (None, Some(e.to_string())),
+                };
+                each((doc.id, Some(content), text, error))?;
+            }
+            Err(simdex_fingerprint::Error::Io(e)) => return Err(failed(e)),
+            Err(simdex_fingerprint::Error::JsonLine { line, message }) => {
+                let e = simdex_fingerprint::Error::JsonLine { line: line_of(line).map_err(failed)?, message };
+                each((name.to_owned(), None, None, Some(e.to_string())))?;
+            }
+            Err(e) => each((name.to_owned(), None, None, Some(e.to_string())))?,
+        }
+    }
+    Ok(())
 }
 
-impl<R: Read> Read for HashingRead<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hash.write(buf.get(..n).unwrap_or_default());
-        Ok(n)
+/// Whole lines of `path` before byte `start`, when the line holding byte `start - 1`
+/// belongs to the range before (every byte range's rule): 0 for `start` 0.
+pub(crate) fn lines_before(path: &std::path::Path, start: u64) -> std::io::Result<u64> {
+    if start == 0 {
+        return Ok(0);
     }
+    Ok(count_newlines(path, 0, start - 1)? + 1)
+}
+
+fn count_newlines(path: &std::path::Path, start: u64, end: u64) -> std::io::Result<u64> {
+    let mut file = std::fs::File::open(path)?;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))?;
+    let mut file = file.take(end.saturating_sub(start));
+    let mut buf = vec![0u8; 1 << 20];
+    let mut lines = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(lines);
+        }
+        lines += buf.get(..n).unwrap_or_default().iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+}
+
+/// The corpus dedup options every front shares: `(k, threshold)` with `k`'s default (8
+/// confirmed by sketch, 3 without) and its one limit and message; `threshold` None when not
+/// confirmed.
+#[pyfunction]
+#[pyo3(signature = (k=None, confirm=true, threshold=None))]
+fn corpus_options(k: Option<u32>, confirm: bool, threshold: Option<f64>) -> PyResult<(u32, Option<f64>)> {
+    let o = CorpusOptions::new(k, confirm, threshold).map_err(crate::errors::fp_error)?;
+    Ok((o.k, o.confirm))
 }
 
 /// A fingerprint recipe for a corpus job: the options, the IDF table once learned, and the
@@ -127,19 +143,18 @@ impl CorpusRecipe {
         Ok(CorpusRecipe { fp: Mutex::new(fp), sketcher: Mutex::new(sketcher) })
     }
 
-    fn fp(&self) -> std::sync::MutexGuard<'_, RustFingerprinter> {
+    /// The sketcher (one per recipe object, behind its lock).
+    pub(crate) fn sketcher(&self) -> std::sync::MutexGuard<'_, Sketcher> {
+        self.sketcher.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn fp(&self) -> std::sync::MutexGuard<'_, RustFingerprinter> {
         self.fp.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// One document's fingerprint and sketch: `(fingerprint, short, error, sketch)`.
-type Fingerprinted<'py> = (Option<u64>, bool, Option<String>, Option<Bound<'py, PyBytes>>);
-
 /// What `__reduce__` returns: the constructor and its arguments (options text, IDF table).
 type Reduced<'py> = (PyObject, (String, Option<Bound<'py, PyBytes>>));
-
-/// A text's fingerprint `(value, short)` or why it has none, and its sketch.
-type Made = (Result<(u64, bool), String>, Option<Sketch>);
 
 #[pymethods]
 impl CorpusRecipe {
@@ -180,16 +195,6 @@ impl CorpusRecipe {
         self.fp().idf_table().is_some()
     }
 
-    /// Per text, its distinct feature hashes (little-endian u64s): what one document counts
-    /// in an IDF table.
-    fn distinct_features<'py>(&self, py: Python<'py>, texts: Vec<String>) -> Vec<Bound<'py, PyBytes>> {
-        let features: Vec<Vec<u8>> = py.allow_threads(|| {
-            let mut fp = self.fp();
-            texts.iter().map(|t| fp.distinct_features(t).iter().flat_map(|h| h.to_le_bytes()).collect()).collect()
-        });
-        features.iter().map(|f| PyBytes::new(py, f)).collect()
-    }
-
     /// This recipe weighted by the IDF table of `documents` documents in which `features[i]`
     /// (little-endian u64s) occurs `counts[i]` times: the table `simdex dedup` learns from
     /// the same documents, whatever order the counts come in.
@@ -225,26 +230,6 @@ impl CorpusRecipe {
     fn idf_table<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         self.fp().idf_table().map(|t| PyBytes::new(py, &t.encode()))
     }
-
-    /// Per text, `(fingerprint, short, error, sketch)` as `simdex dedup` makes them: a text
-    /// too short for a fingerprint has `error` (and still a sketch); `sketch=False` makes none.
-    #[pyo3(signature = (texts, sketch=true))]
-    fn fingerprint_texts<'py>(&self, py: Python<'py>, texts: Vec<String>, sketch: bool) -> Vec<Fingerprinted<'py>> {
-        let made: Vec<Made> = py.allow_threads(|| {
-            let mut fp = self.fp();
-            let mut sketcher = self.sketcher.lock().unwrap_or_else(PoisonError::into_inner);
-            texts.iter().map(|t| (fp.fingerprint(t).map(|f| (f.value, f.short)).map_err(|e| e.to_string()), sketch.then(|| sketcher.sketch(t)))).collect()
-        });
-        made.into_iter()
-            .map(|(outcome, s)| {
-                let s = s.map(|s| PyBytes::new(py, s.as_bytes()));
-                match outcome {
-                    Ok((value, short)) => (Some(value), short, None, s),
-                    Err(e) => (None, true, Some(e), s),
-                }
-            })
-            .collect()
-    }
 }
 
 /// The resemblance two documents' sketches estimate (`simdex dedup`'s confirmation).
@@ -269,37 +254,6 @@ struct TablePlan {
     max_candidates_log2: f64,
     tables: Vec<TableDesign>,
     probe: ProbePlan,
-    terms: Vec<Vec<KeyTerm>>,
-}
-
-/// One run of a table key's bits: `((fp >> shift_right) & mask) << shift_left` (logical
-/// shift); a key is the OR of its table's terms.
-type KeyTerm = (u32, u64, u32);
-
-/// The terms of the key of a table permuted by `order` (`order[dst] = src`, positions from
-/// the most significant bit; the library's `Permutation::order`) and cut to its leading
-/// `bits`: one per run of destination positions below `bits` whose sources are consecutive.
-fn key_terms(order: &[u8; 64], bits: u32) -> Vec<KeyTerm> {
-    let bits = bits.min(64) as usize;
-    let mut terms = Vec::new();
-    let mut i = 0usize;
-    while i < bits {
-        let mut j = i + 1;
-        while j < bits && order.get(j).zip(order.get(j - 1)).is_some_and(|(&b, &a)| b == a + 1) {
-            j += 1;
-        }
-        let width = j - i;
-        let src = order.get(i).map_or(0, |&s| s as usize);
-        let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
-        terms.push(((64 - (src + width)) as u32, mask, (64 - j) as u32));
-        i = j;
-    }
-    terms
-}
-
-/// The key `terms` give `fp`.
-fn apply_terms(terms: &[KeyTerm], fp: u64) -> u64 {
-    terms.iter().fold(0, |key, &(r, mask, l)| key | ((fp >> r) & mask) << l)
 }
 
 #[pymethods]
@@ -313,18 +267,7 @@ impl TablePlan {
         let design = planned_design(&options).map_err(value_error)?;
         let probe = ProbePlan::new(&design, k, count).map_err(value_error)?;
         let tables = design.tables().to_vec();
-        let mut terms = Vec::with_capacity(tables.len());
-        for (t, p) in tables.iter().zip(probe.tables()) {
-            let these = key_terms(t.permutation.order(), p.probe_bits);
-            // every bit goes where `keys` puts it (a bit permutation is linear: the 64 unit
-            // fingerprints check it whole)
-            let mask = prefix_mask(p.probe_bits);
-            if let Some(b) = (0..64).find(|&b| apply_terms(&these, 1u64 << b) != t.permutation.apply(1u64 << b) & mask) {
-                return Err(PyValueError::new_err(format!("key terms {these:?} move bit {b} elsewhere than the permutation {:?}", t.permutation)));
-            }
-            terms.push(these);
-        }
-        Ok(TablePlan { count, k, design_k, max_candidates_log2, tables, probe, terms })
+        Ok(TablePlan { count, k, design_k, max_candidates_log2, tables, probe })
     }
 
     fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (u64, u32, u32, f64))> {
@@ -350,15 +293,6 @@ impl TablePlan {
         self.tables.iter().zip(self.probe.tables()).map(|(t, p)| (t.prefix_bits, p.probe_bits, p.flips.clone())).collect()
     }
 
-    /// Per table, its key as bit operations: `(shift_right, mask, shift_left)` terms (logical
-    /// shifts; masks as u64) whose OR over `((fp >> shift_right) & mask) << shift_left` is
-    /// the table's key of `fp`, what `keys` computes (derived from the same permutation and
-    /// checked against it bit by bit when the plan is made).
-    #[getter]
-    fn key_terms(&self) -> Vec<Vec<KeyTerm>> {
-        self.terms.clone()
-    }
-
     /// The keys of `fps` (little-endian u64s) in every table, table by table: each
     /// fingerprint permuted and cut to the table's leading `probe_bits`.
     fn keys<'py>(&self, py: Python<'py>, fps: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
@@ -379,6 +313,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CorpusRecipe>()?;
     m.add_class::<TablePlan>()?;
     m.add_function(wrap_pyfunction!(read_documents, m)?)?;
+    m.add_function(wrap_pyfunction!(corpus_options, m)?)?;
     m.add_function(wrap_pyfunction!(sketch_similarity, m)?)?;
     Ok(())
 }

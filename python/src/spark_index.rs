@@ -75,6 +75,30 @@ impl IndexReader {
         Ok((PyBytes::new(py, &fps), PyBytes::new(py, &ids)))
     }
 
+    /// Every live stored fingerprint within `k` of each of `fps` (little-endian u64s):
+    /// `(queries, stored)`, two u64 columns, one row per distinct pair of a query and a
+    /// stored fingerprint (equal ones included). The library probes the index's tables per
+    /// query, or joins them when the batch is large against the index (`simdex::query_many`
+    /// decides), so a small batch costs what it probes, not the index's size.
+    fn near<'py>(&self, py: Python<'py>, fps: &[u8], k: u32) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let fps = u64s(fps, "fps")?;
+        let (queries, stored) = py
+            .allow_threads(|| {
+                let grouped = simdex::query_many(&self.inner, &fps, &QueryOptions::within(k))?;
+                let mut found: Vec<(u64, u64)> = grouped.flat().filter_map(|(i, m)| fps.get(i).map(|&q| (q, m.fingerprint))).collect();
+                found.sort_unstable();
+                found.dedup();
+                let (mut queries, mut stored) = (Vec::with_capacity(found.len() * 8), Vec::with_capacity(found.len() * 8));
+                for (q, f) in found {
+                    queries.extend_from_slice(&q.to_le_bytes());
+                    stored.extend_from_slice(&f.to_le_bytes());
+                }
+                Ok::<_, simdex::Error>((queries, stored))
+            })
+            .map_err(crate::errors::to_py)?;
+        Ok((PyBytes::new(py, &queries), PyBytes::new(py, &stored)))
+    }
+
     /// The sketch stored with `(fp, doc_id)`, or None (stored without one).
     fn sketch<'py>(&self, py: Python<'py>, fp: u64, doc_id: u64) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let found = py.allow_threads(|| self.inner.query_sketched(fp, &QueryOptions::within(0))).map_err(crate::errors::to_py)?;

@@ -3,6 +3,7 @@
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -23,3 +24,23 @@ def cli():
         return p.stdout.decode()
 
     return run
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession (local[2], two attempts per task) for every Spark test."""
+    pyspark = pytest.importorskip("pyspark.sql")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import the wheel under test
+    s = (
+        pyspark.SparkSession.builder.master("local[2,2]")
+        .appName("simdex tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()

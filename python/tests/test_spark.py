@@ -4,7 +4,6 @@ a skewed corpus, bad records, and tasks that fail once and run again. One SparkS
 (local[2], two attempts per task) is shared by every test; skipped only without java."""
 
 import json
-import os
 import pathlib
 import re
 import shutil
@@ -16,25 +15,6 @@ import pytest
 from conftest import PAGES
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs java")
-
-
-@pytest.fixture(scope="session")
-def spark():
-    pyspark = pytest.importorskip("pyspark.sql")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import the wheel under test
-    s = (
-        pyspark.SparkSession.builder.master("local[2,2]")
-        .appName("simdex tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
 
 
 def run_spark(spark, *argv):
@@ -119,6 +99,13 @@ def test_jsonl_bad_records_are_counted_and_retried_tasks_give_the_same_pairs(spa
     skipped = sorted_lines(tmp_path / "skipped.tsv")
     assert len(skipped) == 4, skipped
     assert {s.split("\t")[0] for s in skipped} >= {"short-1", "short-2"}
+    # the bad records named by their real line, as simdex dedup names them (issue 36)
+    first_bad = len(page_records()) + len(short) + 1
+    bad = sorted(s for s in skipped if s.startswith(f"{corpus}\t"))
+    assert [b.split("\t")[1].split(":")[0] for b in bad] == [f"line {first_bad}", f"line {first_bad + 1}"], bad
+    report = cli("dedup", corpus, "--format", "jsonl", "--json")
+    cli_bad = sorted(f"{r['id']}\t{r['reason']}" for r in map(json.loads, report.splitlines()) if r.get("kind") == "skipped" and r["id"] == str(corpus))
+    assert bad == cli_bad
     assert "4 skipped" in capsys.readouterr().err
     from simdex.spark.__main__ import main
 
@@ -181,30 +168,3 @@ def test_user_errors_are_one_line_and_exit_2(tmp_path):
     (tmp_path / "not-an-index").mkdir()
     p = subprocess.run([sys.executable, "-m", "simdex.spark", "dedup", PAGES, "--index", tmp_path / "not-an-index", "--master", "local[1]"], capture_output=True, text=True)
     assert p.returncode == 1 and "not-an-index" in p.stderr and "Traceback" not in p.stderr, p.stderr
-
-
-def test_sql_keys_equal_table_plan_keys(spark):
-    """The pair step's keys, Spark SQL bit operations on signed longs (``sql_keys``), are the
-    library's ``TablePlan.keys``: random fingerprints (half with the top bit set) and the
-    edges, for designs with and without multi-probe flips."""
-    import array
-    import random
-
-    from simdex._simdex import TablePlan
-    from simdex.spark._pipeline import keyed_rows, signed, unsigned
-
-    rng = random.Random(22)
-    fps = [rng.getrandbits(64) for _ in range(3000)] + [rng.getrandbits(63) | 1 << 63 for _ in range(1000)]
-    fps += [0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1]
-    df = spark.createDataFrame([(signed(f),) for f in fps], "fp long")
-    probed = []
-    for count, k, design_k in [(1 << 20, 3, None), (1 << 24, 3, None), (1 << 20, 5, 3), (5000, 4, 2)]:
-        plan = TablePlan(count, k, design_k)
-        probed.append(any(flips != [0] for _, _, flips in plan.tables))
-        want = array.array("Q")
-        want.frombytes(plan.keys(array.array("Q", fps).tobytes()))
-        m = len(fps)
-        expected = {(t, f): want[t * m + i] for t in range(len(plan.tables)) for i, f in enumerate(fps)}
-        got = {(r.t, unsigned(r.fp)): unsigned(r.key) for r in keyed_rows(plan, df).collect()}
-        assert got == expected, (count, k, design_k, plan.key_terms)
-    assert probed == [False, False, True, True]

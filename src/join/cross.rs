@@ -4,7 +4,7 @@
 /// Calls `hit(a, b)` for every `a` of `xs` and `b` of `ys` within distance `k`: the inner
 /// loop of both joins, compiled for the widest population count the CPU has (AVX-512
 /// VPOPCNTQ checks eight pairs per instruction, POPCNT one).
-pub(super) fn cross_pairs(xs: &[u64], ys: &[u64], k: u32, hit: &mut dyn FnMut(u64, u64)) {
+pub(crate) fn cross_pairs(xs: &[u64], ys: &[u64], k: u32, hit: &mut dyn FnMut(u64, u64)) {
     #[cfg(target_arch = "x86_64")]
     {
         if crate::cpu::has_avx512_popcnt() {

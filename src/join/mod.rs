@@ -27,6 +27,7 @@ mod merge;
 mod records;
 mod tables;
 
+pub(crate) use cross::cross_pairs;
 pub(crate) use merge::{join, self_join};
 pub(crate) use records::{near_pair, QueryPair};
 pub(crate) use tables::{Part, Tables};

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod batch;
+mod block_split;
 mod codec;
 mod common;
 mod corruption;

@@ -6,6 +6,7 @@
 use anyhow::Context;
 use clap::ValueEnum;
 use indicatif::ProgressBar;
+use simdex_fingerprint::corpus::ContentHash;
 use simdex_fingerprint::document::{self, Document, Documents, IdfLearner, InvalidUtf8};
 use simdex_fingerprint::{Fingerprinter, IdfTable};
 use std::io::Read;
@@ -246,16 +247,16 @@ pub fn learn_idf_keeping_text(fp: &mut Fingerprinter, files: &[PathBuf], read: &
             read,
             bar,
             |doc| {
-                let mut doc = doc.map_content(HashingReader::new);
+                let mut doc = doc.map_content(ContentHash::new);
                 let text = doc.text(utf8);
                 if let Ok(text) = &text {
                     learner.add_text(text);
                 }
-                std::io::copy(&mut doc.content, &mut std::io::sink())?;
+                let content = doc.content.finish()?;
                 if kept.is_some() {
                     let text = text.map_err(|e| e.to_string());
                     bytes += doc.id.len() + text.as_ref().map_or_else(String::len, String::len) + 64;
-                    file.push(Kept::Doc(KeptDoc { id: doc.id, content: doc.content.hex(), text }));
+                    file.push(Kept::Doc(KeptDoc { id: doc.id, content, text }));
                 }
                 Ok(None)
             },
@@ -274,38 +275,4 @@ pub fn learn_idf_keeping_text(fp: &mut Fingerprinter, files: &[PathBuf], read: &
         }
     }
     Ok((learner.finish(), kept))
-}
-
-/// A reader that also hashes what passes through (for exact-duplicate detection): 128 bits
-/// from two SipHash states with different keys. Not persisted.
-pub struct HashingReader<R> {
-    inner: R,
-    a: std::hash::DefaultHasher,
-    b: std::hash::DefaultHasher,
-}
-
-impl<R: Read> HashingReader<R> {
-    pub fn new(inner: R) -> Self {
-        use std::hash::Hasher;
-        let a = std::hash::DefaultHasher::new();
-        let mut b = std::hash::DefaultHasher::new();
-        b.write_u64(0x5157_4c44_4f43_5321);
-        HashingReader { inner, a, b }
-    }
-
-    /// The content hash of everything read so far, as 32 hex digits.
-    pub fn hex(&self) -> String {
-        use std::hash::Hasher;
-        format!("{:016x}{:016x}", self.a.finish(), self.b.finish())
-    }
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use std::hash::Hasher;
-        let n = self.inner.read(buf)?;
-        self.a.write(&buf[..n]);
-        self.b.write(&buf[..n]);
-        Ok(n)
-    }
 }

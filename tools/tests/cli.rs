@@ -356,6 +356,27 @@ fn batch_cluster_and_split_agree_with_query() {
     let o = run(&["cluster", p(&seg), "-k", "9"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("k = 9"), "{}", stderr(&o));
+
+    // cluster --pairs: every pair within k once, sorted, as python -m simdex.spark cluster
+    // writes them (a brute-force oracle over the stored fingerprints)
+    let pairs_file = dir.path().join("pairs.tsv");
+    ok(&run(&["cluster", p(&seg), "-k", "3", "--pairs", p(&pairs_file), "-o", p(&dir.path().join("c.jsonl"))]));
+    let mut fps: Vec<u64> = std::fs::read_to_string(&stored).unwrap().lines().map(|l| u64::from_str_radix(&l[..16], 16).unwrap()).collect();
+    fps.sort_unstable();
+    fps.dedup();
+    let mut want = String::new();
+    for (i, &a) in fps.iter().enumerate() {
+        for &b in &fps[i + 1..] {
+            if (a ^ b).count_ones() <= 3 {
+                want.push_str(&format!("{a:016x}\t{b:016x}\t{}\n", (a ^ b).count_ones()));
+            }
+        }
+    }
+    assert!(want.lines().count() >= 250);
+    assert_eq!(std::fs::read_to_string(&pairs_file).unwrap(), want);
+    let o = run(&["cluster", p(&seg), "--pairs", p(&dir.path().join("no/such/folder.tsv"))]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("no/such/folder.tsv"), "{}", stderr(&o));
 }
 
 #[test]

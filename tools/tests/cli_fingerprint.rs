@@ -63,6 +63,12 @@ fn bad_inputs_fail_with_a_clear_message() {
 
     let out = simdex(&["dedup", "-k", "99", "fixtures/corpus/pages"], b"");
     assert_eq!(out.status.code(), Some(2));
+    // one k limit and one message for every front (the document calls', which
+    // python -m simdex.spark dedup prints too); 8 is answered
+    let out = simdex(&["dedup", "-k", "9", "fixtures/corpus/pages"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("k = 9: document near-duplicates are found within at most k = 8 bits"), "{}", text(&out.stderr));
+    assert!(simdex(&["dedup", "-k", "8", "fixtures/corpus/pages"], b"").status.success());
 }
 
 #[test]

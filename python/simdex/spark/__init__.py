@@ -2,9 +2,14 @@
 with the simdex library in every executor. ``pip install simdex[spark]`` adds pyspark.
 
 From the command line (local mode, or ``--master spark://HOST:7077``; or ``spark-submit``
-this package's ``__main__``)::
+this package's ``__main__``), documents or bare fingerprints::
 
     python -m simdex.spark dedup corpus.jsonl --format jsonl --pairs pairs.tsv --clusters clusters.tsv
+    python -m simdex.spark cluster fingerprints.txt --pairs pairs.tsv --clusters clusters.tsv
+
+``cluster`` (``_cluster``) answers as ``simdex cluster`` does: the pairs within ``k`` of
+fingerprints (``FINGERPRINT_HEX[<TAB>ID]`` lines, or Parquet with a 64-bit ``fp`` column) and
+their clusters, by the library's block-split join (see ``_cluster`` for its steps).
 
 From Python::
 
@@ -29,16 +34,18 @@ The answers are ``simdex dedup``'s on the same input, found the same way, step b
    output with the table (``OUT.recipe``, ``OUT.idf``: ``simdex dedup --idf OUT.idf`` gives the
    same fingerprints on one machine).
 4. **fingerprint and sketch** in the executors, by the library, with the broadcast recipe.
-5. **candidate pairs**: the library's table design for the number of distinct fingerprints
-   (``TablePlan``, the one ``simdex dedup`` sorts in memory); every fingerprint is keyed in
-   every table by its permuted leading bits and the keys are joined (a shuffle per job, the
-   join within each key), with the multi-probe flips when the tables are for a smaller k
-   than asked (always against an index, whose tables are for k = 3).
+5. **candidate pairs**: the library's block-split join (``BlockSplit``, as ``cluster`` runs
+   it): each distinct fingerprint sent, packed 8 bytes a value, to one partition of each of
+   the design's ``k + 1`` groups, each partition joined in Rust; every pair comes out once.
 6. **confirm by sketch**: pairs within k kept when the sketches estimate a resemblance of at
    least 0.90 (``simdex dedup``'s default), expanded to every pair of their exact copies.
-7. **clusters**: connected components by large-star/small-star over the confirmed pairs,
-   in Spark (no JVM package); ``cluster`` is the id of the cluster's first document in
-   corpus order, which is the one ``kept`` keeps (plus every document that is alone).
+7. **clusters**: connected components of the confirmed pairs by the library's union-find on
+   the driver (up to 2^26 pairs), past it by large-star/small-star in Spark (no JVM
+   package); ``cluster`` is the id of the cluster's first document in corpus order, which is
+   the one ``kept`` keeps (plus every document that is alone).
+
+Steps 3, 4 and 6 hand each Arrow batch's buffers to the library (``mapInArrow``): no
+document, feature or sketch is a Python object there.
 
 ``dedup_against_index`` (``--index DIR``) also checks every document against an existing
 index and can add the corpus to it (``--add``). See ``_incremental`` for how.

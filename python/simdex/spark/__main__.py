@@ -1,4 +1,5 @@
-"""``python -m simdex.spark dedup INPUT... --pairs OUT.tsv``: ``simdex dedup`` on Spark.
+"""``python -m simdex.spark dedup INPUT... --pairs OUT.tsv``: ``simdex dedup`` on Spark;
+``python -m simdex.spark cluster INPUT... --pairs OUT.tsv``: ``simdex cluster`` on Spark.
 
 Also runs under ``spark-submit`` (give this file, or ``-m``-less: ``spark-submit
 $(python -c 'import simdex.spark.__main__ as m; print(m.__file__)') dedup ...``); without
@@ -28,34 +29,70 @@ def parse_args(argv):
     d.add_argument("--skipped", metavar="FILE", help="id<TAB>reason of every bad record and every document without a fingerprint")
     d.add_argument("-k", type=int, help="near-duplicates differ in at most K bits [default: 8 confirmed by sketch, 3 with --no-confirm]")
     d.add_argument("--no-confirm", action="store_true", help="pairs within k by fingerprint alone, not confirmed by sketch")
-    d.add_argument("--confirm-threshold", type=float, default=0.9, help="resemblance a confirmed pair needs (default 0.9)")
+    d.add_argument("--confirm-threshold", type=float, default=None, help="resemblance a confirmed pair needs (default 0.9)")
     d.add_argument("--preset", default="pages", help="fingerprint recipe preset (default pages, as simdex dedup)")
-    d.add_argument("--design-k", type=int, help="tables for this k, the rest by multi-probe (default: tables for k)")
     d.add_argument("--index", metavar="DIR", help="also check every document against this index (its pinned recipe is used)")
     d.add_argument("--matches", metavar="FILE", help="with --index: id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity of each match")
     d.add_argument("--add", action="store_true", help="with --index: add the corpus to the index afterwards")
     d.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
+    d.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
     d.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any record is bad or any document gets no fingerprint")
+    c = sub.add_parser("cluster", help="near-duplicate pairs and clusters of fingerprints (simdex cluster's answers)")
+    c.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (walked recursively, in name order)")
+    c.add_argument("--format", default="fingerprints", choices=["fingerprints", "parquet"], help="fingerprints: FINGERPRINT_HEX[<TAB>ID] a line (simdex bench generate --with-ids); parquet: a 64-bit fp column and an optional id")
+    c.add_argument("-k", type=int, default=3, help="near-duplicates differ in at most K bits (default 3, as simdex cluster)")
+    c.add_argument("--pairs", metavar="FILE", help="every pair, as simdex cluster --pairs: fp_a<TAB>fp_b<TAB>distance, sorted")
+    c.add_argument("--clusters", metavar="FILE", help="every entry in a cluster: fp<TAB>id<TAB>cluster (the cluster's smallest fingerprint; no id column without ids)")
+    c.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
+    c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
+    c.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any line or record is bad (by default they are counted, named and skipped)")
+    c.add_argument("--driver-pairs", type=int, default=None, help="pairs the driver takes for its union-find at most (default 2^26, 1 GiB); past it, Spark sorts them and finds the components itself")
+    c.add_argument("--against", metavar="DIR", help="the input is a new batch: also its pairs with the fingerprints stored in this index (time grows with the batch); --clusters lists the batch's entries")
+    c.add_argument("--split-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.k is not None and not 0 <= args.k <= 8:
-        p.error(f"-k {args.k}: must be between 0 and 8")
-    if not 0.0 <= args.confirm_threshold <= 1.0:
-        p.error(f"--confirm-threshold {args.confirm_threshold}: must be between 0 and 1")
-    if (args.matches or args.add) and not args.index:
-        p.error("--matches and --add need --index DIR")
+    for setting in args.conf:
+        if "=" not in setting:
+            p.error(f"--conf {setting}: expected KEY=VALUE")
     for path in args.inputs:
         if not os.path.exists(path):
             p.error(f"cannot read {path}: no such file or folder")
+    if args.command == "cluster":
+        if not 0 <= args.k <= 8:
+            p.error(f"-k {args.k}: must be between 0 and 8")
+        if args.against and not os.path.isdir(args.against):
+            p.error(f"--against {args.against}: no such index folder")
+        check_outputs(p, args, ("pairs", "clusters"))
+        return args
+    from simdex._simdex import corpus_options
+
+    try:  # the library's rule and message, as simdex dedup's
+        corpus_options(args.k, not args.no_confirm, args.confirm_threshold)
+    except ValueError as e:
+        p.error(str(e))
+    if (args.matches or args.add) and not args.index:
+        p.error("--matches and --add need --index DIR")
     if args.index and not os.path.isdir(args.index):
         p.error(f"--index {args.index}: no such index folder")
-    for what in ("pairs", "clusters", "kept", "skipped", "matches"):
-        path = getattr(args, what)
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            p.error(f"--{what} {path}: its folder does not exist")
+    check_outputs(p, args, ("pairs", "clusters", "kept", "skipped", "matches"))
     return args
 
 
-def session(master):
+def check_outputs(p, args, names) -> None:
+    """Refuses, before Spark starts, an output whose folder is missing or not writable."""
+    for what in names:
+        path = getattr(args, what)
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            p.error(f"--{what} {path}: its folder does not exist")
+        if os.path.isdir(path):
+            p.error(f"--{what} {path}: is a folder, not a file")
+        if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+            p.error(f"--{what} {path}: not writable")
+
+
+def session(master, conf=(), defaults=None):
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -70,6 +107,10 @@ def session(master):
         os.environ["PYSPARK_PYTHON"] = sys.executable
     if master:
         b = b.master(master)
+    given = dict(setting.split("=", 1) for setting in conf)
+    for key, value in {**(defaults or {}), **given}.items():
+        if key in given or not SparkConf().contains(key):
+            b = b.config(key, value)
     if not sys.stderr.isatty():
         b = b.config("spark.ui.showConsoleProgress", "false")
     spark = b.getOrCreate()
@@ -79,7 +120,52 @@ def session(master):
     return spark
 
 
+def print_steps(log) -> None:
+    """Each step's seconds, in order (the Spark UI names the same steps' jobs)."""
+    from simdex.spark._pipeline import STEP_SECONDS
+
+    print("steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in STEP_SECONDS), file=log)
+
+
+def run_cluster(args, spark=None) -> int:
+    from simdex.spark import _cluster as C
+
+    started = time.monotonic()
+    options = {}
+    if args.against:  # before Spark starts: a bad index is a quick error
+        from simdex._simdex import IndexReader
+
+        IndexReader(args.against)
+        options["against"] = os.path.abspath(args.against)
+    # the shuffle moves fingerprints, which do not compress: skip the work (unless set)
+    spark = spark or session(args.master, args.conf, {"spark.shuffle.compress": "false"})
+    log = sys.stderr
+    if args.driver_pairs is not None:
+        options["driver_pairs"] = args.driver_pairs
+    if args.split_bytes:
+        options["split_bytes"] = args.split_bytes
+    found = C.cluster(spark, args.inputs, args.format, args.k, args.pairs, args.clusters, **options)
+    for line in found.bad_shown:
+        print(f"bad line {line}", file=log)
+    if found.bad_lines and args.fail_on_bad:
+        print(f"error: {found.bad_lines} bad lines or records (--fail-on-bad)", file=log)
+        return 1
+    print(f"fingerprints: {found.fingerprints} ({found.bad_lines} bad lines or records skipped)", file=log)
+    print(f"design: {found.design}; each fingerprint sent to {found.groups} of {found.partitions} partitions", file=log)
+    where = "on the driver (union-find)" if found.on_driver else "in Spark (large-star/small-star)"
+    print(f"pairs within {args.k}: {found.pairs}; {found.clustered} fingerprints in clusters, found {where}", file=log)
+    if args.pairs:
+        print(f"pairs written to {args.pairs}", file=log)
+    if args.clusters:
+        print(f"cluster members written to {args.clusters}", file=log)
+    print_steps(log)
+    print(f"done in {time.monotonic() - started:.1f} s", file=log)
+    return 0
+
+
 def run(args, spark=None) -> int:
+    if args.command == "cluster":
+        return run_cluster(args, spark)
     from pyspark.sql import functions as F
 
     from simdex.spark import _output as O
@@ -93,10 +179,10 @@ def run(args, spark=None) -> int:
         recipe = IndexReader(args.index).recipe()
     else:
         recipe = None
-    spark = spark or session(args.master)
+    spark = spark or session(args.master, args.conf)
     log = sys.stderr
     docs = read_files(spark, args.inputs, args.format, args.strict)
-    result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe, design_k=args.design_k)
+    result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe)
     from simdex.spark._pipeline import step
 
     sc = spark.sparkContext
@@ -139,7 +225,7 @@ def run(args, spark=None) -> int:
     if args.index:
         from simdex.spark._incremental import add_new_documents, index_matches
 
-        matches = index_matches(spark, result, args.index, result.k, not args.no_confirm, args.confirm_threshold)
+        matches = index_matches(spark, result, args.index, result.k, result.threshold is not None, result.threshold)
         if args.matches:
             sc.setJobGroup("simdex dedup", "simdex dedup: write index matches")
             hexfp = F.lpad(F.lower(F.hex(F.col("sfp"))), 16, "0")
@@ -150,6 +236,7 @@ def run(args, spark=None) -> int:
             sc.setJobGroup("simdex dedup", "simdex dedup: add to the index")
             added = add_new_documents(result, args.index)
             print(f"index {args.index}: {added} documents added (durable)", file=log)
+    print_steps(log)
     print(f"done in {time.monotonic() - started:.1f} s", file=log)
     return 0
 

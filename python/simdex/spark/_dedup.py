@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .._simdex import CorpusRecipe
+from .._simdex import CorpusRecipe, corpus_options
 from . import _pipeline as P
-from ._components import components
+from ._cluster import fingerprint_pairs
+from ._components import components_within
 
 
 @dataclass
@@ -46,19 +47,17 @@ class Dedup:
     fingerprinted: object
 
 
-def dedup(spark, docs, k: Optional[int] = None, confirm: bool = True, threshold: float = P.DEFAULT_THRESHOLD, preset: str = "pages", recipe: Optional[CorpusRecipe] = None, design_k: Optional[int] = None) -> Dedup:
+def dedup(spark, docs, k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None, preset: str = "pages", recipe: Optional[CorpusRecipe] = None) -> Dedup:
     """``simdex dedup``'s answer for ``docs`` (a DataFrame from ``read_files`` or
-    ``read_dataframe``): k defaults to 8 confirmed by sketch at ``threshold``, 3 with
-    ``confirm=False``; the IDF table is learned from the corpus unless ``recipe`` is given
-    (one already pinned, e.g. an index's). ``design_k``: build the tables for this distance and
-    reach ``k`` by multi-probe (default: tables for ``k`` itself, as the CLI)."""
+    ``read_dataframe``): the library's corpus options decide k (8 confirmed by sketch at
+    ``threshold``, default 0.9; 3 with ``confirm=False``; at most 8, one message for every
+    front); the IDF table is learned from the corpus unless ``recipe`` is given (one already
+    pinned, e.g. an index's)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
-    k = k if k is not None else (P.DEFAULT_CONFIRMED_K if confirm else P.DEFAULT_UNCONFIRMED_K)
-    if not 0 <= k <= 8:
-        raise ValueError(f"k must be between 0 and 8, not {k}")
+    k, threshold = corpus_options(k, confirm, threshold)
     level = StorageLevel.MEMORY_AND_DISK
     docs = docs.persist(level)
     good = docs.where("content is not null")
@@ -75,16 +74,16 @@ def dedup(spark, docs, k: Optional[int] = None, confirm: bool = True, threshold:
     with P.step(sc, "fingerprint and sketch"):
         fped = P.fingerprint(spark, reps, recipe, confirm).persist(level)
     with_fp = fped.where("fp is not null").select("ord", "fp")
-    with P.step(sc, "candidate pairs (permuted tables)"):
-        fp_pairs, _ = P.candidate_pairs(spark, with_fp.select("fp").distinct(), k, design_k)
+    with P.step(sc, "candidate pairs (block-split join)"):
+        fp_pairs = fingerprint_pairs(spark, with_fp, k, fped.count())
         ra, rb = with_fp.toDF("a", "fa"), with_fp.toDF("b", "fb")
         near = fp_pairs.join(ra, "fa").join(rb, "fb").select("a", "b", F.bit_count(F.col("fa").bitwiseXOR(F.col("fb"))).cast("int").alias("distance"))
         same = ra.join(rb, (F.col("fa") == F.col("fb")) & (F.col("a") < F.col("b"))).select("a", "b", F.lit(0).alias("distance"))
         candidates = near.union(same)
     with P.step(sc, "confirm by sketch"):
-        links = P.confirm(spark, candidates, fped, threshold if confirm else None).persist(level)
-    with P.step(sc, "clusters (large-star/small-star)"):
-        comp = components(links.select("a", "b"))
+        links = P.confirm(spark, candidates, fped, threshold).persist(level)
+    with P.step(sc, "clusters (union-find on the driver, or large-star/small-star)"):
+        comp = components_within(spark, links)
         cl = members.join(comp.withColumnRenamed("vertex", "rep"), "rep", "left").select("ord", "id", F.coalesce("component", "rep").alias("cluster_ord"))
         sizes = cl.groupBy("cluster_ord").agg(F.count(F.lit(1)).alias("cluster_size"))
         cl = cl.join(sizes, "cluster_ord").persist(level)
@@ -101,4 +100,4 @@ def dedup(spark, docs, k: Optional[int] = None, confirm: bool = True, threshold:
         members.join(fped.where("fp is null").select(F.col("ord").alias("rep"), "error"), "rep").select("id", F.col("error").alias("reason"))
     ).union(good.where("text is null").select("id", F.col("error").alias("reason")))
     new_documents = members.join(fped.where("fp is not null").select(F.col("ord").alias("rep"), "fp", "sketch"), "rep").select("ord", "id", "fp", "sketch")
-    return Dedup(fingerprinted=fped, new_documents=new_documents, pairs=pairs, clusters=clusters, kept=kept, skipped=skipped, recipe=recipe, k=k, threshold=threshold if confirm else None, documents=good, links=links)
+    return Dedup(fingerprinted=fped, new_documents=new_documents, pairs=pairs, clusters=clusters, kept=kept, skipped=skipped, recipe=recipe, k=k, threshold=threshold, documents=good, links=links)

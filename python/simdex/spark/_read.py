@@ -5,7 +5,11 @@ order, file by file in path order, then by byte offset; it breaks ties the way t
 ``id``, ``content`` (the CLI's content hash, None for a record that is not a document, such
 as a bad JSON line), ``text`` (what the fingerprint is made of, None when it cannot be read)
 and ``error`` (why not). Files are split among tasks by the executors themselves: JSON lines
-by Hadoop's line reader (any file size), text and HTML pages one file per record.
+in byte ranges the library reads into Arrow columns (``read_jsonl_range``; any file size),
+text and HTML pages one file per record. A record that is not a document is named as
+``simdex dedup`` names it: its file, and its line number in the reason (counted only for
+such records). The executors read the inputs at the driver's paths (local mode, or a shared
+file system).
 """
 
 from __future__ import annotations
@@ -13,12 +17,38 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator, List, Sequence, Tuple
 
-from .._simdex import read_documents
+from .._simdex import read_documents, read_jsonl_range
 
-# ord = file rank << OFFSET_BITS | byte offset of the record in its file
+# ord = file rank << OFFSET_BITS | the record's place in its file (a byte offset: a text or
+# HTML file's 0; a JSON-lines record's range start plus its number in the range)
 OFFSET_BITS = 40
 FORMATS = ("auto", "text", "html", "jsonl", "parquet")
 SCHEMA = "ord long, id string, content string, text string, error string"
+JSONL_SPLIT_BYTES = 32 << 20  # a JSON-lines file's byte range per read task
+
+
+def splits(files: Sequence[str], split_bytes: int) -> List[Tuple[str, str, int, int]]:
+    """``(path, name, start, end)`` byte ranges that tile every file (a line belongs to the
+    range holding its first byte)."""
+    out = []
+    for path in files:
+        size = os.path.getsize(path)
+        name = escape_name(path)
+        for start in range(0, max(size, 1), split_bytes):
+            out.append((os.path.abspath(path), name, start, min(start + split_bytes, size)))
+    return out
+
+
+def _ranges(spark, ranges: list):
+    """One task per byte range: a JVM range of their numbers (no Python worker reads it),
+    which the task's function maps to its range (``_ranges_of``)."""
+    return spark.range(0, len(ranges), 1, max(len(ranges), 1))
+
+
+def _ranges_of(batches, ranges: list):
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            yield ranges[i]
 
 
 class InputError(ValueError):
@@ -77,16 +107,23 @@ def format_of(path: str, format: str) -> str:
     return "text"
 
 
-def _jsonl_records(rank: int, name: str, strict: bool):
-    def records(rows: Iterable[Tuple[int, str]]) -> Iterator[tuple]:
-        for offset, line in rows:
-            ord_ = rank << OFFSET_BITS | offset
-            for n, (id_, content, text, error) in enumerate(read_documents(line.encode("utf-8", "surrogatepass"), name, "jsonl", strict)):
-                if content is None:
-                    id_, error = f"{name}:{offset}", f"byte {offset}: {error}"
-                yield (ord_ + n, id_, content, text, error)
+def _jsonl_reader(ranges: list, strict: bool):
+    """Each task's byte range of a JSON-lines file read by the library
+    (``read_jsonl_range``) into the rows of ``SCHEMA``, as Arrow columns."""
 
-    return records
+    def run(batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for path, name, start, end, rank in _ranges_of(batches, ranges):
+            places, columns = read_jsonl_range(path, name, start, end, strict)
+            n = len(places) // 8
+            place = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(places)])
+            ord_ = pc.bit_wise_or(place, pa.scalar(rank << OFFSET_BITS, pa.int64()))
+            strings = [pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(v), pa.py_buffer(o), pa.py_buffer(d)]) for d, o, v in columns]
+            yield pa.RecordBatch.from_arrays([ord_, *strings], names=["ord", "id", "content", "text", "error"])
+
+    return run
 
 
 def _whole_files(ranks: dict, strict: bool):
@@ -124,20 +161,14 @@ def read_files(spark, inputs: Sequence[str], format: str = "auto", strict: bool 
         else:
             whole[os.path.realpath(path)] = (rank, escape_name(path), fmt)
     parts = []
-    for rank, path in jsonl:
-        lines = sc.newAPIHadoopFile(
-            os.path.abspath(path),
-            "org.apache.hadoop.mapreduce.lib.input.TextInputFormat",
-            "org.apache.hadoop.io.LongWritable",
-            "org.apache.hadoop.io.Text",
-        )
-        parts.append(lines.mapPartitions(_jsonl_records(rank, escape_name(path), strict)))
+    if jsonl:
+        ranges = [(*r, rank) for rank, path in jsonl for r in splits([path], JSONL_SPLIT_BYTES)]
+        parts.append(_ranges(spark, ranges).mapInArrow(_jsonl_reader(ranges, strict), SCHEMA))
     if whole:
         # (one task would read every small file: ask for a few per core)
         blobs = sc.binaryFiles(",".join(os.path.abspath(p) for p in whole), minPartitions=2 * sc.defaultParallelism)
-        parts.append(blobs.mapPartitions(_whole_files(whole, strict)))
-    rdd = parts[0] if len(parts) == 1 else sc.union(parts)
-    return spark.createDataFrame(rdd, SCHEMA)
+        parts.append(spark.createDataFrame(blobs.mapPartitions(_whole_files(whole, strict)), SCHEMA))
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 def read_dataframe(df, id_column: str = "id"):

@@ -4,7 +4,8 @@
 //! stop words ([`stopwords`]), stemming ([`stem`]), features ([`features`]), the feature hash
 //! ([`hash`]), weights and the bit rule ([`weights`]), IDF tables ([`idf`]), and reading
 //! documents ([`input`], `html`): [`document`] is the entry point from an input's bytes
-//! to fingerprints and IDF tables. It knows nothing of indexes: a fingerprint is a `u64`.
+//! to fingerprints and IDF tables, [`corpus`] the dedup of a whole corpus. It knows nothing
+//! of indexes' files: a fingerprint is a `u64`.
 //!
 //! The recipe is persisted with every fingerprint an index stores, so it is specified byte by
 //! byte in `format-spec/fingerprint.md` and pinned by golden tests. [`RECIPE_VERSION`] changes
@@ -19,6 +20,7 @@
 //! ```
 
 pub mod chunks;
+pub mod corpus;
 pub mod document;
 mod documents;
 mod error;

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::{clusters_with, ClusterOptions};
+use simdex::{clusters_and_pairs, ClusterOptions};
 use simdex::{Source, Stored};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -13,6 +13,9 @@ use std::time::Instant;
 use crate::input::hex;
 
 /// Group the stored fingerprints into near-duplicate clusters (all pairs within k).
+///
+/// `--pairs FILE` also writes every pair, one a line, `fp_a<TAB>fp_b<TAB>distance` (16 hex
+/// digits each, `fp_a < fp_b`, sorted), as `python -m simdex.spark cluster --pairs` does.
 ///
 /// Finds every pair of stored fingerprints within k bits (a self-join over the permuted
 /// tables), joins pairs into clusters with union-find, and adds fingerprints stored more
@@ -35,6 +38,9 @@ pub struct Args {
     /// Write the JSON lines here instead of stdout.
     #[arg(long, short)]
     out: Option<PathBuf>,
+    /// Also write every near-duplicate pair to FILE: fp_a<TAB>fp_b<TAB>distance, sorted.
+    #[arg(long, value_name = "FILE")]
+    pairs: Option<PathBuf>,
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -71,7 +77,26 @@ pub fn run(args: Args) -> Result<()> {
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let options = ClusterOptions::new(args.k).with_threads(threads).with_pair_memory(args.pair_memory).with_spill_dir(args.spill_dir.clone());
-    let found = clusters_with(&source, &options)?;
+    let mut pairs = match &args.pairs {
+        Some(path) => Some(BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?)),
+        None => None,
+    };
+    let mut pair_error = None;
+    let found = clusters_and_pairs(&source, &options, |(a, b)| {
+        if let Some(out) = pairs.as_mut() {
+            if let Err(e) = simdex::write_pair_line(out, a, b) {
+                // the first write error, reported with the file's name below
+                pair_error.get_or_insert(e);
+            }
+        }
+        Ok(())
+    })?;
+    if let (Some(path), Some(mut out)) = (&args.pairs, pairs) {
+        match pair_error {
+            Some(e) => bail!("cannot write {}: {e}", path.display()),
+            None => out.flush().map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
+        }
+    }
     let sink: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?),
         None => Box::new(std::io::stdout().lock()),

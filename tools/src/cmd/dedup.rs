@@ -1,10 +1,12 @@
 //! `simdex dedup`: exact duplicates by content hash, then near-duplicates within Hamming
 //! distance k among the remaining documents, grouped into clusters by union-find.
 //!
-//! Near-duplicate pairs are found exactly by the library's self-join of the fingerprints,
-//! sorted into permuted tables in memory (`simdex::near_pairs` over
-//! `SortedTables`). By default every pair within k is then confirmed: kept only when the
-//! documents' sketches (`simdex_fingerprint::sketch`, computed in memory) estimate a
+//! The decision is the text crate's corpus dedup (`simdex_fingerprint::corpus`, which
+//! `python -m simdex.spark dedup` shares: the k limit, the content hash, exact groups, near
+//! links by the library's self-join of the fingerprints, the pairs and report files); this
+//! front reads the inputs, checks an index and prints the summary.
+//!
+//! By default every pair within k is confirmed: kept only when the documents' sketches (`simdex_fingerprint::sketch`, computed in memory) estimate a
 //! resemblance of at least `--confirm-threshold`. On the dev corpus this lifts F1 from 0.72
 //! (k = 3, fingerprints only) to 0.89 (k = 8, confirmed at 0.90); see `benches/QUALITY.md`.
 //!
@@ -14,17 +16,16 @@
 //! Output: a JSON-lines report (`--report FILE`, or stdout with `--json`) and a readable
 //! summary (stdout, or stderr with `--json`).
 
-use crate::corpus::{self, HashingReader, ReadArgs};
+use crate::corpus::{self, ReadArgs};
 use crate::progress;
 use crate::recipe_args::RecipeArgs;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::SortedTables;
-use simdex::{clusters_from_pairs, near_pairs};
+use simdex_fingerprint::corpus::{ContentHash, CorpusDedup, CorpusDoc, CorpusOptions};
 use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::Fingerprinter;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,7 +41,7 @@ pub struct Args {
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Near-duplicates differ in at most K bits [default: 8 confirmed by sketch, 3 with --no-confirm]
-    #[arg(short, long, value_parser = clap::value_parser!(u32).range(0..=16))]
+    #[arg(short, long)]
     pub k: Option<u32>,
     /// Report pairs within k by their fingerprints alone, without confirming them by sketch
     #[arg(long, alias = "no-verify")]
@@ -93,55 +94,22 @@ pub struct Args {
     pub recipe: RecipeArgs,
 }
 
-struct DocInfo {
-    id: String,
-    content: String,
-    fingerprint: Option<u64>,
-    sketch: Option<Sketch>,
-    short: bool,
-}
-
-// Candidate distance of confirmed mode, and without confirmation (chosen on the dev corpus,
-// `benches/QUALITY.md`), and the estimated resemblance a confirmed pair needs (the ground
-// truth's own threshold, which the dev corpus also picks: 0.88-0.92 are within 0.01 of F1):
-// the library's document calls default to the same decision.
-use simdex_fingerprint::{DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY as DEFAULT_CONFIRM_THRESHOLD, DEFAULT_UNCONFIRMED_K};
+// The confirmed mode's threshold default (the library's document calls decide the same).
+use simdex_fingerprint::{DEFAULT_MIN_SIMILARITY as DEFAULT_CONFIRM_THRESHOLD, DEFAULT_UNCONFIRMED_K};
 
 /// What the fingerprint pass read.
 struct Corpus {
-    docs: Vec<DocInfo>,
+    docs: Vec<CorpusDoc>,
     /// Documents without a fingerprint, and why: `(id, reason)`.
     skipped: Vec<(String, String)>,
     /// The fingerprint recipe's descriptor.
     recipe: String,
 }
 
-impl Corpus {
-    fn content_of(&self, i: u32) -> &str {
-        &self.docs[i as usize].content
-    }
-
-    fn ids(&self, group: &[u32]) -> Vec<String> {
-        group.iter().map(|&i| self.docs[i as usize].id.clone()).collect()
-    }
-}
-
-/// Near-duplicate clusters (each with at least two distinct contents), largest first.
-struct Near {
-    clusters: Vec<Vec<u32>>,
-    /// Pairs of representatives within `k` (and confirmed, unless `--no-confirm`).
-    pairs: u64,
-    /// Those pairs: `(representative a, representative b, distance, estimated similarity)`.
-    links: Vec<NearPair>,
-}
-
-/// Two documents, their fingerprints' distance and their sketches' estimated resemblance.
-type NearPair = (u32, u32, u32, f64);
-
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
-    let k = args.k.unwrap_or(if args.no_confirm { DEFAULT_UNCONFIRMED_K } else { DEFAULT_CONFIRMED_K });
+    let options = CorpusOptions::new(args.k, !args.no_confirm, Some(args.confirm_threshold))?;
+    let (k, confirm) = (options.k, options.confirm);
     args.k = Some(k);
-    let confirm = (!args.no_confirm).then_some(args.confirm_threshold);
     let files = corpus::expand(&args.inputs)?;
     let index = match &args.index {
         Some(dir) => Some(
@@ -179,17 +147,22 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let corpus = read(&args, &files, fp, kept)?;
-    let exact = exact_groups(&corpus);
-    let near = near_duplicates(&corpus, &exact, k, confirm)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let found = CorpusDedup::new(&corpus.docs, &options, threads)?;
     if let Some(path) = &args.pairs {
-        write_pairs(path, &corpus, &exact, &near).with_context(|| format!("cannot write {}", path.display()))?;
+        let write = || -> std::io::Result<()> {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+            found.write_pairs(&mut out, &corpus.docs)?;
+            out.flush()
+        };
+        write().with_context(|| format!("cannot write {}", path.display()))?;
     }
     let mut report: Box<dyn Write> = match (&args.report, args.json) {
         (Some(p), _) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?)),
         (None, true) => Box::new(std::io::BufWriter::new(std::io::stdout())),
         (None, false) => Box::new(std::io::sink()),
     };
-    write_report(&mut report, &corpus, &exact, &near)?;
+    found.write_report(&mut report, &corpus.docs, &corpus.skipped)?;
     let indexed = match index {
         Some(index) => {
             // An index created without sketches (or with another kind) cannot confirm: its
@@ -211,7 +184,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     report.flush()?;
     let mut summary: Box<dyn Write> = if args.json { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
-    write_summary(&mut summary, &args, &corpus, &exact, &near, indexed)?;
+    write_summary(&mut summary, &args, &corpus, &found, indexed)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -246,7 +219,7 @@ fn from_text(fp: &mut Fingerprinter, sketcher: &mut Sketcher, text: Result<&str,
 /// the first pass's texts, when it kept them).
 fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corpus::KeptCorpus>) -> anyhow::Result<Corpus> {
     let bar = progress::steps(files.len() as u64, "fingerprinting");
-    let mut docs: Vec<DocInfo> = Vec::new();
+    let mut docs: Vec<CorpusDoc> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     let utf8 = args.read.invalid_utf8();
     let mut sketcher = (!args.no_confirm).then(|| Sketcher::new(SketchOptions::default())).transpose()?;
@@ -259,7 +232,7 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corp
                     Ok((value, short)) => (Some(value), short, None),
                     Err(e) => (None, true, Some(e)),
                 };
-                docs.push(DocInfo { content: doc.content, id: doc.id, fingerprint, sketch, short });
+                docs.push(CorpusDoc { content: doc.content, id: doc.id, fingerprint, sketch, short });
                 Ok(failed)
             },
             |s| skipped.push((s.id, s.reason)),
@@ -272,7 +245,7 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corp
         &args.read,
         &bar,
         |doc| {
-            let mut doc = doc.map_content(HashingReader::new);
+            let mut doc = doc.map_content(ContentHash::new);
             // With sketches, the text is read whole (both are made of it); without, the
             // fingerprint streams.
             let (outcome, sketch) = match sketcher.as_mut() {
@@ -280,12 +253,12 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corp
                 None => (doc.fingerprint(&mut fp, utf8).map(|o| (o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string()), None),
             };
             // hash the whole content even where the fingerprinter stopped early
-            std::io::copy(&mut doc.content, &mut std::io::sink())?;
+            let content = doc.content.finish()?;
             let (fingerprint, short, failed) = match outcome {
                 Ok((value, short)) => (Some(value), short, None),
                 Err(e) => (None, true, Some(e)),
             };
-            docs.push(DocInfo { content: doc.content.hex(), id: doc.id, fingerprint, sketch, short });
+            docs.push(CorpusDoc { content, id: doc.id, fingerprint, sketch, short });
             Ok(failed)
         },
         |s| skipped.push((s.id, s.reason)),
@@ -294,126 +267,13 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corp
     Ok(Corpus { docs, skipped, recipe: fp.recipe() })
 }
 
-/// Exact duplicates: groups of documents with the same content hash (documents without a
-/// fingerprint included), largest first.
-fn exact_groups(corpus: &Corpus) -> Vec<Vec<u32>> {
-    let mut by_content: HashMap<&str, Vec<u32>> = HashMap::new();
-    for (i, d) in corpus.docs.iter().enumerate() {
-        by_content.entry(d.content.as_str()).or_default().push(i as u32);
-    }
-    let mut exact: Vec<Vec<u32>> = by_content.into_values().filter(|g| g.len() > 1).collect();
-    exact.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
-    exact
-}
-
-/// Near duplicates among one representative per content (confirmed by sketch when `confirm`
-/// gives a threshold), clustered by union-find together with their exact copies.
-fn near_duplicates(corpus: &Corpus, exact: &[Vec<u32>], k: u32, confirm: Option<f64>) -> anyhow::Result<Near> {
-    let docs = &corpus.docs;
-    let mut representative = vec![true; docs.len()];
-    for g in exact {
-        for &i in &g[1..] {
-            representative[i as usize] = false;
-        }
-    }
-    let reps: Vec<(u64, u32)> = docs.iter().enumerate().filter_map(|(i, d)| d.fingerprint.filter(|_| representative[i]).map(|f| (f, i as u32))).collect();
-    let mut links = near_links(&reps, k)?;
-    let similarity = |a: u32, b: u32| match (&docs[a as usize].sketch, &docs[b as usize].sketch) {
-        (Some(x), Some(y)) => x.similarity(y).unwrap_or(0.0),
-        _ => f64::NAN,
-    };
-    for l in links.iter_mut() {
-        l.3 = similarity(l.0, l.1);
-    }
-    if let Some(threshold) = confirm {
-        links.retain(|l| l.3 >= threshold);
-    }
-    let pairs = links.len() as u64;
-    let exact_links = exact.iter().flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
-    let clusters = clusters_from_pairs(docs.len(), links.iter().map(|l| (l.0, l.1)).chain(exact_links))
-        .into_iter()
-        // clusters made of exact copies only are reported as exact groups, not again as near ones
-        .filter(|c| c.iter().any(|&i| corpus.content_of(i) != corpus.content_of(c[0])))
-        .collect();
-    Ok(Near { clusters, pairs, links })
-}
-
-/// Every pair of representatives whose fingerprints are equal or within `k`, with its
-/// distance (the similarity is filled in by the caller).
-fn near_links(reps: &[(u64, u32)], k: u32) -> anyhow::Result<Vec<NearPair>> {
-    let tables = SortedTables::new(reps.iter().map(|&(fp, i)| (fp, u64::from(i))).collect(), k)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let fp_pairs = near_pairs(&tables, k, threads)?;
-    let mut by_fp = reps.to_vec();
-    by_fp.sort_unstable();
-    let docs_of = |fp: u64| {
-        let from = by_fp.partition_point(|r| r.0 < fp);
-        &by_fp[from..from + by_fp[from..].partition_point(|r| r.0 == fp)]
-    };
-    let mut links = Vec::new();
-    for run in by_fp.chunk_by(|a, b| a.0 == b.0) {
-        for (x, a) in run.iter().enumerate() {
-            links.extend(run[x + 1..].iter().map(|b| (a.1, b.1, 0, f64::NAN)));
-        }
-    }
-    for (fa, fb) in fp_pairs {
-        let distance = (fa ^ fb).count_ones();
-        for a in docs_of(fa) {
-            links.extend(docs_of(fb).iter().map(|b| (a.1, b.1, distance, f64::NAN)));
-        }
-    }
-    Ok(links)
-}
-
-/// `--pairs`: every near-duplicate pair of documents, exact copies included (distance 0,
-/// similarity 1): a pair of representatives stands for every pair of their copies.
-fn write_pairs(path: &std::path::Path, corpus: &Corpus, exact: &[Vec<u32>], near: &Near) -> anyhow::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut copies: HashMap<u32, &[u32]> = HashMap::new();
-    for g in exact {
-        copies.insert(g[0], g);
-        for (x, &a) in g.iter().enumerate() {
-            for &b in &g[x + 1..] {
-                writeln!(out, "{}\t{}\t0\t1.0000", corpus.docs[a as usize].id, corpus.docs[b as usize].id)?;
-            }
-        }
-    }
-    for &(a, b, distance, similarity) in &near.links {
-        let (ga, gb) = (copies.get(&a).copied().unwrap_or(std::slice::from_ref(&a)), copies.get(&b).copied().unwrap_or(std::slice::from_ref(&b)));
-        let similarity = if similarity.is_nan() { "-".to_owned() } else { format!("{similarity:.4}") };
-        for &x in ga {
-            for &y in gb {
-                writeln!(out, "{}\t{}\t{distance}\t{similarity}", corpus.docs[x as usize].id, corpus.docs[y as usize].id)?;
-            }
-        }
-    }
-    out.flush()?;
-    Ok(())
-}
-
-/// The JSON-lines report: exact groups, near clusters, skipped documents.
-fn write_report(report: &mut dyn Write, corpus: &Corpus, exact: &[Vec<u32>], near: &Near) -> anyhow::Result<()> {
-    for (n, g) in exact.iter().enumerate() {
-        writeln!(report, "{}", json!({"kind": "exact", "group": n + 1, "size": g.len(), "content_hash": corpus.content_of(g[0]), "members": corpus.ids(g)}))?;
-    }
-    for (n, c) in near.clusters.iter().enumerate() {
-        let fps: Vec<u64> = c.iter().filter_map(|&i| corpus.docs[i as usize].fingerprint).collect();
-        let max_d = fps.iter().flat_map(|a| fps.iter().map(move |b| (a ^ b).count_ones())).max().unwrap_or(0);
-        let short = c.iter().filter(|&&i| corpus.docs[i as usize].short).count();
-        writeln!(report, "{}", json!({"kind": "near", "cluster": n + 1, "size": c.len(), "max_distance": max_d, "short_members": short, "members": corpus.ids(c)}))?;
-    }
-    for (id, reason) in &corpus.skipped {
-        writeln!(report, "{}", json!({"kind": "skipped", "id": id, "reason": reason}))?;
-    }
-    Ok(())
-}
-
 /// The readable summary: counts, the size histogram, then the largest near-duplicate
 /// clusters and exact-duplicate groups, `--show` members each.
-fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, exact: &[Vec<u32>], near: &Near, indexed: Option<(usize, usize)>) -> anyhow::Result<()> {
+fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, found: &CorpusDedup, indexed: Option<(usize, usize)>) -> anyhow::Result<()> {
     let docs = &corpus.docs;
+    let (exact, near) = (&found.exact, &found.clusters);
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
-    let in_near: usize = near.clusters.iter().map(|c| c.len()).sum();
+    let in_near: usize = near.iter().map(|c| c.len()).sum();
     writeln!(summary, "documents: {} ({} fingerprinted, {} skipped)", docs.len(), docs.iter().filter(|d| d.fingerprint.is_some()).count(), corpus.skipped.len())?;
     writeln!(summary, "recipe: {}", corpus.recipe)?;
     if let (Some(dir), Some((known, added))) = (&args.index, indexed) {
@@ -425,19 +285,19 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, exact: &
         summary,
         "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {} pairs within k",
         args.k.unwrap_or_default(),
-        near.clusters.len(),
+        near.len(),
         in_near,
-        near.pairs
+        found.links.len()
     )?;
     let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
-    near.clusters.iter().for_each(|c| *sizes.entry(c.len()).or_default() += 1);
+    near.iter().for_each(|c| *sizes.entry(c.len()).or_default() += 1);
     if !sizes.is_empty() {
         let hist: Vec<String> = sizes.iter().rev().map(|(s, n)| format!("{n}x{s}")).collect();
         writeln!(summary, "cluster sizes (count x size): {}", hist.join(", "))?;
     }
     // the largest near-duplicate clusters, then the largest exact-duplicate groups
-    let listed = (near.clusters.iter().take(args.show).map(|c| ("near-duplicate cluster", c)).enumerate())
-        .chain(exact.iter().take(args.show).map(|g| ("exact-duplicate group", g)).enumerate());
+    let listed =
+        (near.iter().take(args.show).map(|c| ("near-duplicate cluster", c)).enumerate()).chain(exact.iter().take(args.show).map(|g| ("exact-duplicate group", g)).enumerate());
     for (n, (what, c)) in listed {
         writeln!(summary, "\n{what} {} ({} documents):", n + 1, c.len())?;
         for &i in c.iter().take(args.show) {
@@ -451,7 +311,7 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, exact: &
     for (id, reason) in corpus.skipped.iter().take(args.show) {
         writeln!(summary, "skipped {id}: {reason}")?;
     }
-    let left_out = LeftOut::of(&near.clusters, exact, corpus.skipped.len(), args.show);
+    let left_out = LeftOut::of(near, exact, corpus.skipped.len(), args.show);
     if let Some(line) = left_out.line() {
         let everything = match (&args.report, args.json) {
             (Some(file), _) => format!("the report in {} lists every one", file.display()),
@@ -514,7 +374,7 @@ fn index_doc_id(id: &str) -> u64 {
 /// Checks every document against the index (confirmed by sketch with `confirm`, else by
 /// fingerprint within `k`), reports those already there, then adds them all (with their
 /// sketches, in an index that stores them). Returns (documents found, documents added).
-fn check_and_add(index: simdex::Index, docs: &[DocInfo], confirm: Option<simdex::ConfirmOptions>, k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
+fn check_and_add(index: simdex::Index, docs: &[CorpusDoc], confirm: Option<simdex::ConfirmOptions>, k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     if k > simdex::plan::MAX_K.max(index.k()) {
         bail!("-k {k} is above what the index answers (k = {}, or up to {} by multi-probe) ({})", index.k(), simdex::plan::MAX_K, index.dir().display());
     }

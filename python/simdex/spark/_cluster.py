@@ -1,0 +1,519 @@
+"""``cluster``: fingerprints in, near-duplicate pairs and clusters out, as ``simdex cluster``
+finds them on one machine (``python -m simdex.spark cluster``).
+
+The steps, and what crosses Spark's shuffle (one shuffle in all):
+
+1. **plan**: the library's ``BlockSplit`` for the number of fingerprints (estimated from the
+   text files' sizes and their first lines, or Parquet's row count): for ``k = 3`` and
+   millions of fingerprints, 10 tables of 5 blocks. Each table belongs to the group of its
+   first leading block: 4 groups (``k + 1``), each with its partitions.
+2. **read and scatter** (map tasks): text files (``FINGERPRINT_HEX[<TAB>ID]`` a line) are cut
+   into byte ranges that the executors parse in Rust (``read_fingerprints``: a line belongs
+   to the range holding its first byte; a bad line is counted and named with its file and
+   line number), or Spark reads Parquet's 64-bit ``fp`` column. The library scatters a task's
+   fingerprints (``BlockJoin.scatter``): each distinct one to its partition in every group
+   (a hash of the group's block), packed 8 bytes a fingerprint into one binary row per
+   partition, so the shuffle moves ``k + 1`` copies of each fingerprint as bare 8-byte
+   values, without a row each; a fingerprint the task holds more than once goes once, and
+   is marked repeated.
+3. **join** (reduce tasks, one per partition): the library joins the partition
+   (``BlockJoin.join``): the group's tables built one at a time, each prefix group checked by
+   popcount, every pair reported by its first shared table only (no distinct follows).
+4. **components**: pairs that fit ``driver_pairs`` go to the driver as Arrow batches; the
+   library sorts them, writes ``--pairs`` and runs its union-find (16 bytes a pair plus about
+   40 per clustered fingerprint); past it, Spark sorts and writes the pairs and
+   ``_components`` runs large-star/small-star (locally checkpointed each round).
+5. **members** (``--clusters``): the input is read again and every entry of a cluster (a
+   component, or a fingerprint stored more than once) is written with its cluster, the
+   smallest fingerprint of the component.
+
+With ``--against DIR`` (``index_rows``) every map task also queries an index through the
+library for its fingerprints' stored neighbours: a new batch against an earlier corpus costs
+what the batch probes, not what the index holds.
+
+No step touches a fingerprint in Python: the batches pass from Spark to the library as
+Arrow buffers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import List, Sequence
+
+from .._simdex import BlockJoin, cluster_members, pairs_and_components, read_fingerprints, read_members, write_members
+from . import _pipeline as P
+from ._read import InputError, _ranges, _ranges_of, expand, splits
+
+SPLIT_BYTES = 128 << 20  # a text file's byte range per read task
+ROWS_PER_JOIN = 1 << 24  # fingerprint-tables a join task expects (its values times its tables)
+DRIVER_PAIRS = 1 << 26  # pairs collected to the driver at most (1 GiB of pairs)
+JOIN_CANDIDATES_LOG2 = 2.0  # the planner's bound on a prefix group, for joins in memory
+FORMATS = ("fingerprints", "parquet")
+BAD_SHOWN = 20
+# the shuffle's rows: a partition's packed fingerprints (``fps``), or a map task's count of
+# entries (``count``, ``bad`` null) or of bad lines (``bad`` the first's message) for partition 0
+SCATTERED = "pid long, repeated boolean, fps binary, bad string, count long"
+# the join's rows: a pair ``(a, b)``, a repeated fingerprint ``(fp, fp)``, or (``a`` null) the
+# counts passed on
+JOINED = "a long, b long, bad string, count long"
+
+
+@dataclass
+class Clustered:
+    """What ``cluster`` found: counts, the design, and where the components were found."""
+
+    fingerprints: int
+    bad_lines: int
+    bad_shown: List[str]
+    design: str
+    groups: int
+    partitions: int
+    pairs: int
+    clustered: int
+    on_driver: bool
+
+
+def _int64(buf):
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(pa.int64(), len(buf) // 8, [None, pa.py_buffer(buf)])
+
+
+def _u64_bytes(col) -> bytes:
+    """The little-endian u64s of an int64 Arrow column without nulls (one copy, no rows)."""
+    if col.null_count:
+        raise ValueError("a fingerprint column holds nulls")
+    if len(col) == 0:
+        return b""
+    return col.buffers()[1].slice(col.offset * 8, len(col) * 8).to_pybytes()
+
+
+def estimate_count(spark, files: Sequence[str], format: str) -> int:
+    """The number of fingerprints, for the plan: Parquet's row count, or the text files'
+    bytes over the mean line length of the first 64 KiB (any count gives the same answers;
+    a close one gives the fastest design)."""
+    if format == "parquet":
+        return spark.read.parquet(*files).count()
+    total = sum(os.path.getsize(p) for p in files)
+    for path in files:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+        lines = head.count(b"\n")
+        if lines:
+            return max(1, total * lines // len(head))
+    return max(1, total // 17)
+
+
+def _reducers(spark, total: int) -> List[int]:
+    """A ``pid`` per partition ``0..total`` that Spark's hash partitioning into ``total``
+    (``pmod(hash(pid), total)``, the partitioning of ``repartition(total, "pid")``) sends to
+    that partition, so that no two partitions share a reduce task."""
+    from pyspark.sql import functions as F
+
+    found = {}
+    upto = 0
+    while len(found) < total:
+        rows = spark.range(upto, upto + 64 * total).select("id", F.expr(f"pmod(hash(id), {total})").alias("r")).collect()
+        for i, r in rows:
+            found.setdefault(r, i)
+        upto += 64 * total
+    return [found[r] for r in range(total)]
+
+
+def _scattered_batches(split: BlockJoin, parts: List[int], pids: List[int], fps: bytes, bad_rows=()):
+    """The scattered rows of one map task's fingerprints (``SCATTERED``), its count of
+    them and its bad lines (``(message, count)``), the counts for partition 0."""
+    import pyarrow as pa
+
+    partitions, reps, data, offsets = split.scatter(fps, parts)
+    rows = len(partitions)
+    bad_rows = [(None, len(fps) // 8)] + list(bad_rows)
+    ids = [pids[i] for i in partitions] + [pids[0]] * len(bad_rows)
+    reps = reps + [False] * len(bad_rows)
+    last = offsets[-4:] if rows else b"\0\0\0\0"
+    blobs = pa.Array.from_buffers(pa.binary(), rows + len(bad_rows), [None, pa.py_buffer(offsets + last * len(bad_rows)), pa.py_buffer(data)])
+    bad = [None] * rows + [m for m, _ in bad_rows]
+    counts = [None] * rows + [c for _, c in bad_rows]
+    cols = [pa.array(ids, pa.int64()), pa.array(reps, pa.bool_()), blobs, pa.array(bad, pa.string()), pa.array(counts, pa.int64())]
+    return pa.RecordBatch.from_arrays(cols, names=["pid", "repeated", "fps", "bad", "count"])
+
+
+def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list):
+    def run(batches):
+        for path, name, start, end in _ranges_of(batches, ranges):
+            fps, _, bad, shown = read_fingerprints(path, start, end, False)
+            bad_rows = [(f"{name}:{line}: {reason}", bad if i == 0 else 0) for i, (line, reason) in enumerate(shown)]
+            yield _scattered_batches(split, parts, pids, fps, bad_rows)
+
+    return run
+
+
+def _scatter_arrow(split: BlockJoin, parts: List[int], pids: List[int]):
+    """Map tasks over Arrow batches of a nullable ``fp`` column (Parquet): one scatter per
+    task; rows without ``fp`` are counted."""
+    import pyarrow.compute as pc
+
+    def run(batches):
+        chunks, missing = [], 0
+        for batch in batches:
+            col = batch.column(0)
+            missing += col.null_count
+            chunks.append(_u64_bytes(pc.drop_null(col) if col.null_count else col))
+        bad_rows = [(f"{missing} rows without fp", missing)] if missing else []
+        yield _scattered_batches(split, parts, pids, b"".join(chunks), bad_rows)
+
+    return run
+
+
+def _blob_bytes(col) -> bytes:
+    """The values of a binary Arrow column back to back (one copy, no rows)."""
+    if len(col) == 0:
+        return b""
+    col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    import pyarrow as pa
+
+    offsets = pa.Array.from_buffers(pa.int32(), len(col) + 1, [None, col.buffers()[1]], offset=col.offset)
+    start, end = offsets[0].as_py(), offsets[len(col)].as_py()
+    return col.buffers()[2].slice(start, end - start).to_pybytes()
+
+
+def _join(split: BlockJoin, group_of: dict):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def run(batches):
+        P._fail_first_attempt("join")
+        fps, repeated, bad, counts, group = [], [], [], [], None
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            group = group_of[b.column(0)[0].as_py()]
+            counted = pc.is_valid(b.column(4))
+            if pc.any(counted).as_py():
+                c = b.filter(counted)
+                bad += c.column(3).to_pylist()
+                counts += c.column(4).to_pylist()
+            values = b.filter(pc.invert(counted))
+            is_repeated = values.column(1)
+            fps.append(_blob_bytes(values.column(2).filter(pc.invert(is_repeated))))
+            repeated.append(_blob_bytes(values.column(2).filter(is_repeated)))
+        if group is None:
+            return
+        a, b, rep = split.join(group, b"".join(fps), b"".join(repeated))
+        nulls = pa.nulls(len(a) // 8, pa.string()), pa.nulls(len(a) // 8, pa.int64())
+        out = pa.RecordBatch.from_arrays([_int64(a), _int64(b), *nulls], names=["a", "b", "bad", "count"])
+        for at in range(0, out.num_rows, 1 << 20):
+            yield out.slice(at, 1 << 20)
+        if rep:
+            r = _int64(rep)
+            yield pa.RecordBatch.from_arrays([r, r, pa.nulls(len(r), pa.string()), pa.nulls(len(r), pa.int64())], names=["a", "b", "bad", "count"])
+        if bad:
+            m = len(bad)
+            yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.int64()), pa.nulls(m, pa.int64()), pa.array(bad, pa.string()), pa.array(counts, pa.int64())], names=["a", "b", "bad", "count"])
+
+    return run
+
+
+def _split_bytes(spark, files, most: int) -> int:
+    """Byte ranges of at most ``most``: two per core when that keeps them over 1 MiB."""
+    total = sum(os.path.getsize(p) for p in files)
+    return min(most, max(1 << 20, -(-total // (2 * spark.sparkContext.defaultParallelism))))
+
+
+def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int):
+    """The split for ``n`` fingerprints, the partitions of each group, a ``pid`` per
+    partition (``_reducers``) and the group of each ``pid``."""
+    split = BlockJoin(n, k, candidates_log2)
+    parallel = spark.sparkContext.defaultParallelism
+    parts = [max(parallel, math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
+    pids = _reducers(spark, sum(parts))
+    group_of = {}
+    at = 0
+    for g, count in enumerate(parts):
+        for i in range(at, at + count):
+            group_of[pids[i]] = g
+        at += count
+    return split, parts, pids, group_of
+
+
+def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):
+    """``(a, b, bad, count)`` (``JOINED``): every pair of distinct fingerprints of the input
+    within ``k`` once (``a < b`` unsigned), every fingerprint stored more than once as
+    ``(fp, fp)``, and with ``a`` null each map task's count of entries (``bad`` null) and its
+    bad lines (``bad`` the message, ``count`` the task's count on the first). Returns them
+    with the ``BlockJoin`` and the partitions per group."""
+    from pyspark.sql import functions as F
+
+    files = expand(inputs)
+    if not files:
+        raise InputError(f"no input files in {', '.join(inputs)}")
+    split, parts, pids, group_of = _plan(spark, estimate_count(spark, files, format), k, candidates_log2, rows_per_join)
+    if format == "parquet":
+        fps = _parquet_fps(spark, files)
+        scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
+    else:
+        ranges = splits(files, _split_bytes(spark, files, split_bytes))
+        scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges), SCATTERED)
+    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
+    return rows, split, parts
+
+
+def fingerprint_pairs(spark, fps, k: int, n: int, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):
+    """``(fa, fb)``: every pair of distinct fingerprints of the ``long`` column ``fp`` of
+    ``fps`` (about ``n`` rows; nulls and repeats allowed) within ``k``, once, ``fa < fb``
+    unsigned: the block-split join of ``cluster``, for any DataFrame."""
+    from pyspark.sql import functions as F
+
+    split, parts, pids, group_of = _plan(spark, max(n, 1), k, candidates_log2, rows_per_join)
+    scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
+    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
+    return rows.where("a is not null and a != b").select(F.col("a").alias("fa"), F.col("b").alias("fb"))
+
+
+def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, split_bytes: int = SPLIT_BYTES):
+    """``JOINED`` rows of the input's fingerprints against the index at ``index``: every pair
+    of an input fingerprint and a live stored one within ``k`` (``(fp, fp)`` where they are
+    equal: stored more than once). Each task queries the index through the library
+    (``IndexReader.near``), so the work grows with the input, not with the index."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._incremental import _reader
+
+    def rows(fps: bytes):
+        queries, stored = _reader(index).near(fps, k)
+        n = len(queries) // 8
+        q, f = (pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(b)]) for b in (queries, stored))
+        a, b = pc.min_element_wise(q, f).view(pa.int64()), pc.max_element_wise(q, f).view(pa.int64())
+        return pa.RecordBatch.from_arrays([a, b, pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())], names=["a", "b", "bad", "count"])
+
+    files = expand(inputs)
+    if format == "parquet":
+
+        def run(batches):
+            for batch in batches:
+                col = batch.column(0)
+                yield rows(_u64_bytes(pc.drop_null(col) if col.null_count else col))
+
+        return _parquet_fps(spark, files).select("fp").mapInArrow(run, JOINED)
+    ranges = splits(files, _split_bytes(spark, files, split_bytes))
+
+    def run(batches):
+        for path, _, start, end in _ranges_of(batches, ranges):
+            yield rows(read_fingerprints(path, start, end, False)[0])
+
+    return _ranges(spark, ranges).mapInArrow(run, JOINED)
+
+
+def _parquet_fps(spark, files, with_ids: bool = False):
+    """``fp`` (a long of the fingerprint's bits, null where missing) and, with ``with_ids``,
+    ``id`` as text, of Parquet files with a 64-bit ``fp`` column."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    df = spark.read.parquet(*files)
+    if "fp" not in df.columns:
+        raise InputError(f"Parquet input has no 'fp' column (it has {df.columns})")
+    kind = df.schema["fp"].dataType
+    if isinstance(kind, T.LongType):
+        fp = F.col("fp")
+    elif isinstance(kind, T.DecimalType) and kind.scale == 0 and kind.precision >= 20:
+        # an unsigned 64-bit column reads as decimal(20, 0): to the long of the same bits
+        two63, two64 = F.expr("CAST('9223372036854775808' AS DECIMAL(20,0))"), F.expr("CAST('18446744073709551616' AS DECIMAL(21,0))")
+        fp = F.when(F.col("fp") >= two63, F.col("fp") - two64).otherwise(F.col("fp")).cast("long")
+    else:
+        raise InputError(f"Parquet column 'fp' is {kind.simpleString()}: a 64-bit integer is needed")
+    cols = [fp.alias("fp")]
+    if with_ids:
+        cols.append((F.col("id").cast("string") if "id" in df.columns else F.lit(None).cast("string")).alias("id"))
+    return df.select(*cols)
+
+
+def _hex(col):
+    from pyspark.sql import functions as F
+
+    return F.lpad(F.lower(F.hex(col)), 16, "0")
+
+
+def _unsigned_order(col):
+    from pyspark.sql import functions as F
+
+    return F.col(col).bitwiseXOR(F.lit(P.SIGN))
+
+
+def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int = 3, pairs_path=None, clusters_path=None, driver_pairs: int = DRIVER_PAIRS, split_bytes: int = SPLIT_BYTES, against=None) -> Clustered:
+    """The command's work (see the module docs): writes ``pairs_path`` and
+    ``clusters_path`` when given, returns the counts. With ``against`` (an index directory,
+    readable at the same path by every executor), the input is a new batch: the pairs are
+    those with at least one fingerprint of the batch (the other of the batch or stored), found
+    by the block split within the batch and by the library's queries of the index, so the
+    time grows with the batch; the clusters are those of these pairs, and list the batch's
+    entries."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from . import _output as O
+    from ._components import components
+
+    if not 0 <= k <= 8:
+        raise ValueError(f"k must be between 0 and 8, not {k}")
+    if format not in FORMATS:
+        raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
+    sc = spark.sparkContext
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
+    with P.step(sc, "read, scatter and join (block split)"):
+        rows, split, parts = pair_rows(spark, inputs, format, k, split_bytes)
+        if against:
+            rows = rows.union(index_rows(spark, inputs, format, k, against, split_bytes))
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        c = rows.select(
+            F.sum(F.when(F.col("a") != F.col("b"), 1).otherwise(0)).alias("pairs"),
+            F.sum(F.when(F.col("bad").isNotNull(), F.col("count"))).alias("bad"),
+            F.sum(F.when(F.col("a").isNull() & F.col("bad").isNull(), F.col("count"))).alias("entries"),
+        ).first()
+        total, bad, entries = c["pairs"] or 0, c["bad"] or 0, c["entries"] or 0
+        shown = [r[0] for r in rows.where("bad is not null").select("bad").limit(BAD_SHOWN).collect()] if bad else []
+    good = rows.where("a is not null").select("a", "b")
+    near = good.where("a != b")
+    if against:
+        # (a pair of two fingerprints both in the batch and stored is found three times)
+        good, near = good.distinct(), near.distinct()
+        total = near.count()
+    on_driver = total <= driver_pairs
+    if on_driver:
+        with P.step(sc, "pairs to the driver: sorted, written, union-find"):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            table = pa.Table.from_batches(good._collect_as_arrow(), schema=pa.schema([("a", pa.int64()), ("b", pa.int64())]))
+            ca, cb = table.column("a").combine_chunks(), table.column("b").combine_chunks()
+            # repeated fingerprints came as (fp, fp): split them off (columnar, no rows)
+            same = pc.equal(ca, cb)
+            differ = pc.invert(same)
+            members_map = pairs_and_components(_u64_bytes(pc.filter(ca, differ)), _u64_bytes(pc.filter(cb, differ)), _u64_bytes(pc.filter(ca, same)), pairs_path)
+        clustered = len(members_map[0]) // 8
+    else:
+        if pairs_path:
+            with P.step(sc, "write pairs (sorted by Spark)"):
+                line = F.concat_ws("\t", _hex(F.col("a")), _hex(F.col("b")), F.bit_count(F.col("a").bitwiseXOR(F.col("b"))).cast("string"))
+                O.write_lines(near.select("a", "b", _unsigned_order("a").alias("ua"), _unsigned_order("b").alias("ub")), line, ["ua", "ub"], pairs_path)
+        with P.step(sc, "clusters (large-star/small-star)"):
+            # in unsigned order (the components' smallest vertex names them, as on the driver)
+            flip = F.lit(P.SIGN)
+            comp = components(near.select(F.col("a").bitwiseXOR(flip).alias("a"), F.col("b").bitwiseXOR(flip).alias("b")))
+            comp = comp.select(F.col("vertex").bitwiseXOR(flip).alias("vertex"), F.col("component").bitwiseXOR(flip).alias("component"))
+            repeated = good.where("a = b").select(F.col("a").alias("vertex"))
+            alone = repeated.join(comp, "vertex", "left_anti").select("vertex", F.col("vertex").alias("component"))
+            members_map = comp.union(alone).persist(StorageLevel.MEMORY_AND_DISK)
+            clustered = members_map.count()
+    if clusters_path:
+        with P.step(sc, "write cluster members"):
+            _write_members(spark, inputs, format, members_map, clusters_path, split_bytes, driver_pairs)
+    rows.unpersist()
+    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver)
+
+
+def _has_ids(inputs, format, spark) -> bool:
+    """Whether the entries carry document ids: a Parquet ``id`` column, or a tab on the
+    first line of the first text file."""
+    files = expand(inputs)
+    if format == "parquet":
+        return "id" in spark.read.parquet(*files).columns
+    for path in files:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.strip():
+                    return b"\t" in line
+    return False
+
+
+def _member_batch(vertices: bytes, clusters: bytes, fps_col, ids_col):
+    """The members among a batch's entries: ``fp, id, cluster`` (columnar)."""
+    import pyarrow as pa
+
+    positions, found = cluster_members(vertices, clusters, _u64_bytes(fps_col))
+    if not positions:
+        return None
+    idx = pa.Array.from_buffers(pa.uint64(), len(positions) // 8, [None, pa.py_buffer(positions)])
+    return pa.RecordBatch.from_arrays([fps_col.take(idx), ids_col.take(idx), _int64(found)], names=["fp", "id", "cluster"])
+
+
+def _write_members(spark, inputs, format, members_map, path: str, split_bytes: int, driver_rows: int) -> int:
+    """Every entry of a cluster: ``fp<TAB>id<TAB>cluster`` (``fp<TAB>cluster`` when the input
+    has no ids), sorted by cluster, fingerprint and id (unsigned); by the driver when the
+    clusters were found there and hold at most ``driver_rows`` fingerprints, else by Spark."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from . import _output as O
+
+    files = expand(inputs)
+    schema = "fp long, id string, cluster long"
+    if isinstance(members_map, tuple):
+        bc = spark.sparkContext.broadcast(members_map)
+        if format == "parquet":
+
+            def run(batches):
+                vertices, clusters = bc.value
+                for batch in batches:
+                    keep = pc.is_valid(batch.column(0))
+                    batch = batch.filter(keep)
+                    out = _member_batch(vertices, clusters, batch.column(0), batch.column(1))
+                    if out is not None:
+                        yield out
+
+            members = _parquet_fps(spark, files, with_ids=True).mapInArrow(run, schema)
+        else:
+
+            ranges = splits(files, _split_bytes(spark, files, split_bytes))
+
+            def run(batches):
+                vertices, clusters = bc.value
+                for p, _, start, end in _ranges_of(batches, ranges):
+                    # the library reads the range and keeps the members only
+                    fps, found, data, offsets = read_members(p, start, end, vertices, clusters)
+                    n = len(fps) // 8
+                    ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+                    yield pa.RecordBatch.from_arrays([_int64(fps), ids, _int64(found)], names=["fp", "id", "cluster"])
+
+            members = _ranges(spark, ranges).mapInArrow(run, schema)
+    else:
+        if format == "parquet":
+            entries = _parquet_fps(spark, files, with_ids=True).where("fp is not null")
+        else:
+            entries = _text_entries(spark, files, split_bytes)
+        members = entries.join(F.broadcast(members_map).withColumnRenamed("vertex", "fp"), "fp").withColumnRenamed("component", "cluster")
+    has_ids = _has_ids(inputs, format, spark)
+    if isinstance(members_map, tuple) and len(members_map[0]) // 8 <= driver_rows:
+        # as few as the map: sorted and written by the driver (no Spark sort)
+        table = pa.Table.from_batches(members._collect_as_arrow(), schema=pa.schema([("fp", pa.int64()), ("id", pa.string()), ("cluster", pa.int64())])).combine_chunks()
+        ids = pc.fill_null(table.column("id").combine_chunks(), "")
+        offsets = ids.buffers()[1].slice(ids.offset * 4, (len(ids) + 1) * 4).to_pybytes() if len(ids) else b"\0\0\0\0"
+        data = ids.buffers()[2].to_pybytes() if len(ids) and ids.buffers()[2] is not None else b""
+        fps, clusters = (_u64_bytes(table.column(c).combine_chunks()) for c in ("fp", "cluster"))
+        return write_members(path, fps, clusters, data, offsets, has_ids)
+    fields = [_hex(F.col("fp"))] + ([F.coalesce(F.col("id"), F.lit(""))] if has_ids else []) + [_hex(F.col("cluster"))]
+    # cached, so that the sort's sampling pass does not read the input again
+    ordered = members.select("fp", "id", "cluster", _unsigned_order("cluster").alias("uc"), _unsigned_order("fp").alias("uf")).persist(StorageLevel.MEMORY_AND_DISK)
+    written = O.write_lines(ordered, F.concat_ws("\t", *fields), ["uc", "uf", "id"], path)
+    ordered.unpersist()
+    return written
+
+
+def _text_entries(spark, files, split_bytes: int):
+    """``fp, id`` of every line of the text files (the Spark path's members)."""
+    import pyarrow as pa
+
+    ranges = splits(files, _split_bytes(spark, files, split_bytes))
+
+    def run(batches):
+        for p, _, start, end in _ranges_of(batches, ranges):
+            fps, (data, offsets), _, _ = read_fingerprints(p, start, end, True)
+            n = len(fps) // 8
+            yield pa.RecordBatch.from_arrays([_int64(fps), pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])], names=["fp", "id"])
+
+    return _ranges(spark, ranges).mapInArrow(run, "fp long, id string")

@@ -1,0 +1,188 @@
+"""``python -m simdex.spark cluster`` (issue 38) against its oracle, ``simdex cluster --pairs``
+on a segment of the same fingerprints: the pairs line for line and the clusters' members, on
+planted sets with skew (one fingerprint stored 10,000 times, 10,000 templated fingerprints
+within 2 bits of one centre), bad lines named by file and line number, byte ranges that cut
+lines, Parquet input, a task that fails once, and the components past the driver's bound."""
+
+import json
+import pathlib
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs java")
+
+HOT = 0x0123456789ABCDEF
+CENTRE = 0xFEDCBA9876543210
+
+
+def planted(cli, dir: pathlib.Path):
+    """Two fingerprint files with ids, their union for the CLI, and the bad lines planted in
+    the second (file, line number) for the Spark run."""
+    gen = cli("bench", "generate", "-n", "8000", "--clusters", "300", "--cluster-size", "4", "--flips", "2", "--with-ids", "--seed", "38")
+    lines = gen.splitlines()
+    rng = random.Random(38)
+    next_id = 10_000_000
+    extra = []
+    for _ in range(10_000):
+        extra.append(f"{HOT:016x}\t{next_id}")
+        next_id += 1
+    for _ in range(10_000):
+        fp = CENTRE
+        for _ in range(rng.randrange(3)):
+            fp ^= 1 << rng.randrange(64)
+        extra.append(f"{fp:016x}\t{next_id}")
+        next_id += 1
+    rng.shuffle(extra)
+    first, second = lines[:5_000], lines[5_000:] + extra
+    (dir / "in").mkdir()
+    (dir / "in" / "a.txt").write_text("\n".join(first) + "\n")
+    # bad lines in the second file: the line numbers a reader must name
+    bad_at = {}
+    out = []
+    for i, line in enumerate(second):
+        if i in (5, 4000, 20_000):
+            bad = {5: "xyz", 4000: f"{HOT:015x}\t1", 20_000: f"{HOT:016x}\tnot-a-number"}[i]
+            out.append(bad)
+            bad_at[len(out)] = bad
+        out.append(line)
+    (dir / "in" / "b.txt").write_text("\n".join(out) + "\n")
+    (dir / "all.txt").write_text("\n".join(first + second) + "\n")
+    return dir / "in", dir / "all.txt", bad_at
+
+
+def cli_members(path):
+    """``fp<TAB>id<TAB>cluster`` lines of ``simdex cluster``'s JSON clusters (cluster: the
+    smallest fingerprint of its members)."""
+    out = []
+    for line in pathlib.Path(path).read_text().splitlines():
+        members = json.loads(line)["members"]
+        cluster = min(m["fingerprint"] for m in members)
+        out += [f"{m['fingerprint']}\t{m['doc_id']}\t{cluster}" for m in members]
+    return sorted(out)
+
+
+def lines(path):
+    return pathlib.Path(path).read_text().splitlines()
+
+
+@pytest.fixture(scope="module")
+def oracle(cli, tmp_path_factory):
+    d = tmp_path_factory.mktemp("cluster")
+    inputs, whole, bad_at = planted(cli, d)
+    cli("build", "--out", d / "seg.sdx", whole)
+    out = {}
+    for k in (3, 4):
+        cli("cluster", d / "seg.sdx", "-k", k, "--pairs", d / f"cli-{k}.tsv", "-o", d / f"cli-{k}.jsonl")
+        out[k] = (lines(d / f"cli-{k}.tsv"), cli_members(d / f"cli-{k}.jsonl"))
+    return inputs, out, bad_at
+
+
+def run(spark, *argv):
+    from simdex.spark.__main__ import main
+
+    return main([str(a) for a in argv], spark=spark)
+
+
+def test_cluster_pairs_and_members_equal_simdex_cluster(spark, oracle, tmp_path, capsys):
+    inputs, cli, bad_at = oracle
+    pairs, members = cli[3]
+    assert len(pairs) > 100_000 and sum(1 for m in members if m.startswith(f"{HOT:016x}")) == 10_000
+    # byte ranges of 64 KiB: lines cut at every range's edges, bad lines past the first
+    assert run(spark, "cluster", inputs, "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv", "--split-bytes", 65536) == 0
+    assert lines(tmp_path / "p.tsv") == pairs
+    assert sorted(lines(tmp_path / "c.tsv")) == members
+    err = capsys.readouterr().err
+    name = str(inputs / "b.txt")
+    for line_no, text in bad_at.items():
+        assert f"bad line {name}:{line_no}: " in err, (line_no, text, err)
+    assert "(3 bad lines or records skipped)" in err and "sent to 4 of" in err
+    (tmp_path / "bad.txt").write_text(f"{HOT:016x}\nnot a fingerprint\n")
+    assert run(spark, "cluster", tmp_path / "bad.txt", "--fail-on-bad") == 1
+    assert f"bad line {tmp_path / 'bad.txt'}:2: " in capsys.readouterr().err
+
+
+def test_cluster_past_the_driver_bound_at_another_k(spark, oracle, tmp_path):
+    inputs, cli, _ = oracle
+    pairs, members = cli[4]
+    # Spark sorts the pairs and finds the components itself (large-star/small-star)
+    assert run(spark, "cluster", inputs, "-k", 4, "--driver-pairs", 1000, "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv") == 0
+    assert lines(tmp_path / "p.tsv") == pairs
+    assert sorted(lines(tmp_path / "c.tsv")) == members
+
+
+def test_cluster_reads_parquet_and_tasks_that_fail_once_give_the_same_answers(spark, oracle, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    inputs, cli, _ = oracle
+    fps, ids = [], []
+    for path in sorted(inputs.iterdir()):
+        for line in lines(path):
+            parts = line.split("\t")
+            if len(parts) == 2 and len(parts[0]) == 16 and parts[1].isdigit():
+                fps.append(int(parts[0], 16))
+                ids.append(int(parts[1]))
+    # unsigned (Spark reads it as decimal(20, 0)), and signed on a small sample
+    (tmp_path / "u").mkdir()
+    pq.write_table(pa.table({"fp": pa.array(fps, pa.uint64()), "id": pa.array(ids, pa.int64())}), tmp_path / "u" / "part.parquet")
+    sc = spark.sparkContext
+    sc.setLocalProperty("simdex.test.fail_first_attempt", "join")
+    try:
+        assert run(spark, "cluster", tmp_path / "u", "--format", "parquet", "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv") == 0
+    finally:
+        sc.setLocalProperty("simdex.test.fail_first_attempt", None)
+    tracker = sc.statusTracker()
+    stages = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup("simdex dedup") for s in tracker.getJobInfo(j).stageIds]
+    assert sum(s.numFailedTasks for s in stages if s is not None) > 0, "no task failed: the hook did not run"
+    assert lines(tmp_path / "p.tsv") == cli[3][0]
+    assert sorted(lines(tmp_path / "c.tsv")) == cli[3][1]
+    near = [(int(a, 16), int(b, 16)) for a, b, _ in (p.split("\t") for p in cli[3][0][:50])]
+    sample = sorted({f for p in near for f in p})
+    (tmp_path / "s").mkdir()
+    pq.write_table(pa.table({"fp": pa.array([f - (1 << 64) if f >= 1 << 63 else f for f in sample], pa.int64())}), tmp_path / "s" / "part.parquet")
+    assert run(spark, "cluster", tmp_path / "s", "--format", "parquet", "--pairs", tmp_path / "s.tsv") == 0
+    want = sorted(f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for i, a in enumerate(sample) for b in sample[i + 1 :] if bin(a ^ b).count("1") <= 3)
+    assert lines(tmp_path / "s.tsv") == want
+
+
+def test_cluster_refuses_bad_arguments_before_spark_starts(tmp_path):
+    (tmp_path / "f.txt").write_text(f"{HOT:016x}\n")
+    (tmp_path / "out").mkdir()
+    for argv, what in [
+        ([tmp_path / "missing.txt"], "missing.txt"),
+        ([tmp_path / "f.txt", "--pairs", tmp_path / "no" / "p.tsv"], "--pairs"),
+        ([tmp_path / "f.txt", "--clusters", tmp_path / "out"], "is a folder"),
+        ([tmp_path / "f.txt", "-k", "9"], "-k 9"),
+    ]:
+        p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", *map(str, argv)], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and what in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_cluster_of_a_new_batch_against_an_index(spark, cli, tmp_path):
+    """``--against``: the pairs with at least one fingerprint of the new batch, the other of
+    the batch or stored in the index, as brute force finds them over both."""
+    stored = cli("bench", "generate", "-n", "6000", "--clusters", "200", "--cluster-size", "4", "--flips", "2", "--with-ids", "--seed", "7")
+    (tmp_path / "stored.txt").write_text(stored)
+    cli("insert", tmp_path / "idx", tmp_path / "stored.txt")
+    rng = random.Random(7)
+    old = [int(line.split("\t")[0], 16) for line in stored.splitlines()]
+    new = [rng.choice(old) ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)) for _ in range(1500)]
+    new += [rng.choice(old) for _ in range(100)] + [rng.getrandbits(64) for _ in range(1500)]
+    new += new[:50]
+    (tmp_path / "new.txt").write_text("".join(f"{f:016x}\t{i}\n" for i, f in enumerate(new)))
+    assert run(spark, "cluster", tmp_path / "new.txt", "--against", tmp_path / "idx", "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv") == 0
+    batch, both = set(new), set(new) | set(old)
+    want = sorted({(min(a, b), max(a, b)) for a in batch for b in both if a != b and bin(a ^ b).count("1") <= 3})
+    assert len(want) > 1500
+    assert lines(tmp_path / "p.tsv") == [f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for a, b in want]
+    members = lines(tmp_path / "c.tsv")
+    # every batch entry with a pair, or stored twice (in the batch or the index), is listed once
+    paired = {f for p in want for f in p}
+    counts = {f: new.count(f) + (f in set(old)) for f in batch}
+    assert sorted(int(m.split("\t")[1]) for m in members) == sorted(i for i, f in enumerate(new) if f in paired or counts[f] > 1)
+    p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", tmp_path / "new.txt", "--against", tmp_path / "nope"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--against" in p.stderr, p.stderr
