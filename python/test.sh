@@ -7,8 +7,8 @@
 # was imported from), then the Scrapy tests again on Scrapy 2.13 (the oldest supported) in a
 # second new virtualenv. maturin lives in a tool virtualenv under the cargo target directory,
 # created the first time; the extension builds in $target/python (its own workspace).
-# The tests use the simdex CLI as their oracle: $SIMDEX, else target/debug/simdex (built if
-# missing). pytest's "no tests collected" (exit 5) counts as a failure.
+# The tests use the simdex CLI as their oracle: $SIMDEX, else target/debug/simdex (built, or
+# brought up to date, first). pytest's "no tests collected" (exit 5) counts as a failure.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -33,10 +33,11 @@ venv="$target/python-test-venv"
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest numpy "scrapy>=2.13" -r "$root/tools/spark/requirements.txt"
-export SIMDEX="${SIMDEX:-$target/debug/simdex}"
-if [ ! -x "$SIMDEX" ]; then
+if [ -z "${SIMDEX:-}" ]; then
+  # always (cheap when up to date): a stale binary would be an oracle of other code
   cargo build --quiet -p simdex-cli --manifest-path "$root/Cargo.toml"
 fi
+export SIMDEX="${SIMDEX:-$target/debug/simdex}"
 # from the repository root, where no `simdex` package is importable (it is python/simdex)
 cd "$root"
 set +e

@@ -273,5 +273,5 @@ class IndexReader:
         """The live (fingerprints, doc_ids) whose top ``bits`` bits equal ``part``."""
     def sketch(self, fp: int, doc_id: int) -> Optional[bytes]: ...
 
-def add_to_index(path: Union[str, PathLike[str]], recipe: CorpusRecipe, fps: bytes, doc_ids: bytes, sketches: bytes) -> int:
+def insert_into_index(path: Union[str, PathLike[str]], recipe: CorpusRecipe, fps: bytes, doc_ids: bytes, sketches: bytes) -> int:
     """Adds the pairs (with their sketches, if given) to the index at ``path``, pinning ``recipe``; syncs."""

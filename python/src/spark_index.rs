@@ -106,11 +106,11 @@ impl IndexReader {
     }
 }
 
-/// Adds `(fps[i], doc_ids[i])` (little-endian u64s) with `sketches` (64 bytes each,
-/// concatenated; empty for none) to the index at `path` (created with sketches if missing),
+/// Inserts `(fps[i], doc_ids[i])` (little-endian u64s) with `sketches` (64 bytes each,
+/// concatenated; empty for none) into the index at `path` (created with sketches if missing),
 /// pinning `recipe` (refused when the index pins another); syncs. Returns the count.
 #[pyfunction]
-fn add_to_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, fps: &[u8], doc_ids: &[u8], sketches: &[u8]) -> PyResult<usize> {
+fn insert_into_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, fps: &[u8], doc_ids: &[u8], sketches: &[u8]) -> PyResult<usize> {
     let pairs: Vec<simdex::Entry> = u64s(fps, "fps")?.into_iter().zip(u64s(doc_ids, "doc_ids")?).map(simdex::Entry::from).collect();
     let recipe = recipe.pinned();
     py.allow_threads(|| {
@@ -131,6 +131,6 @@ fn add_to_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, fps: &[u8]
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<IndexReader>()?;
-    m.add_function(wrap_pyfunction!(add_to_index, m)?)?;
+    m.add_function(wrap_pyfunction!(insert_into_index, m)?)?;
     Ok(())
 }

@@ -143,7 +143,7 @@ def test_incremental_against_an_index_matches_simdex_dedup_index(spark, cli, tmp
     cli("dedup", tmp_path / "a.jsonl", "--format", "jsonl", "--index", tmp_path / "idx")
     shutil.copytree(tmp_path / "idx", tmp_path / "idx-spark")
     cli("dedup", tmp_path / "b.jsonl", "--format", "jsonl", "--index", tmp_path / "idx", "--report", tmp_path / "b.jsonl.report", "--pairs", tmp_path / "cli.tsv")
-    run_spark(spark, "dedup", tmp_path / "b.jsonl", "--format", "jsonl", "--index", tmp_path / "idx-spark", "--matches", tmp_path / "m.tsv", "--pairs", tmp_path / "p.tsv", "--add")
+    run_spark(spark, "dedup", tmp_path / "b.jsonl", "--format", "jsonl", "--index", tmp_path / "idx-spark", "--matches", tmp_path / "m.tsv", "--pairs", tmp_path / "p.tsv", "--insert")
     expected = set()
     for line in (tmp_path / "b.jsonl.report").read_text().splitlines():
         r = json.loads(line)

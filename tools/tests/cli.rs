@@ -442,7 +442,7 @@ fn dedup_adds_the_corpus_to_an_index_and_finds_it_there_next_time() {
     let report1 = dir.path().join("r1.jsonl");
     let o = run(&["dedup", corpus, "--index", p(&index), "--report", p(&report1)]);
     ok(&o);
-    assert!(stdout(&o).contains("0 documents had near-duplicates stored before this run; 319 documents added"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("0 documents had near-duplicates stored before this run; 319 documents inserted"), "{}", stdout(&o));
     let stats: serde_json::Value = serde_json::from_str(&stdout(&run(&["stats", p(&index), "--json"]))).unwrap();
     assert_eq!(stats["last_seq"], 319, "{stats}");
     assert_eq!(stats["memtable"]["inserts"].as_u64().unwrap() + stats["segment_fingerprints"].as_u64().unwrap(), 319, "{stats}");
@@ -516,7 +516,7 @@ fn dedup_index_pins_its_recipe_so_identical_pages_match_on_a_later_run() {
     let index = dir.path().join("index");
     let o = run(&["dedup", p(&first), "--index", p(&index)]);
     ok(&o);
-    assert!(stdout(&o).contains("23 documents added"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("23 documents inserted"), "{}", stdout(&o));
     assert!(index.join("RECIPE").exists());
     let report = dir.path().join("r2.jsonl");
     let o = run(&["dedup", p(&second), "--index", p(&index), "--report", p(&report)]);

@@ -48,7 +48,7 @@ Steps 3, 4 and 6 hand each Arrow batch's buffers to the library (``mapInArrow``)
 document, feature or sketch is a Python object there.
 
 ``dedup_against_index`` (``--index DIR``) also checks every document against an existing
-index and can add the corpus to it (``--add``). See ``_incremental`` for how.
+index and can insert the corpus into it (``--insert``). See ``_incremental`` for how.
 """
 
 from ._dedup import Dedup, dedup
@@ -61,7 +61,7 @@ def dedup_against_index(spark, docs, index: str, k=None, confirm: bool = True, t
     """``dedup`` of ``docs`` with the index's pinned recipe (learned from ``docs`` when it has
     none), plus ``matches``: every document's confirmed matches among the entries stored in
     the index (``id, index_doc_id, fingerprint, distance, similarity``). Returns
-    ``(result, matches)``; ``_incremental.add_new_documents(result, index)`` writes back."""
+    ``(result, matches)``; ``_incremental.insert_new_documents(result, index)`` writes back."""
     from .._simdex import IndexReader
     from ._incremental import index_matches
 

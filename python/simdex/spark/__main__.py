@@ -33,7 +33,7 @@ def parse_args(argv):
     d.add_argument("--preset", default="pages", help="fingerprint recipe preset (default pages, as simdex dedup)")
     d.add_argument("--index", metavar="DIR", help="also check every document against this index (its pinned recipe is used)")
     d.add_argument("--matches", metavar="FILE", help="with --index: id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity of each match")
-    d.add_argument("--add", action="store_true", help="with --index: add the corpus to the index afterwards")
+    d.add_argument("--insert", "--add", dest="insert", action="store_true", help="with --index: insert the corpus into the index afterwards (--add: its name before issue 35)")
     d.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
     d.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
     d.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any record is bad or any document gets no fingerprint")
@@ -69,8 +69,8 @@ def parse_args(argv):
         corpus_options(args.k, not args.no_confirm, args.confirm_threshold)
     except ValueError as e:
         p.error(str(e))
-    if (args.matches or args.add) and not args.index:
-        p.error("--matches and --add need --index DIR")
+    if (args.matches or args.insert) and not args.index:
+        p.error("--matches and --insert need --index DIR")
     if args.index and not os.path.isdir(args.index):
         p.error(f"--index {args.index}: no such index folder")
     check_outputs(p, args, ("pairs", "clusters", "kept", "skipped", "matches"))
@@ -223,7 +223,7 @@ def run(args, spark=None) -> int:
         with step(sc, "write skipped"):
             O.write_lines(result.skipped, tab("id", "reason"), ["id", "reason"], args.skipped)
     if args.index:
-        from simdex.spark._incremental import add_new_documents, index_matches
+        from simdex.spark._incremental import insert_new_documents, index_matches
 
         matches = index_matches(spark, result, args.index, result.k, result.threshold is not None, result.threshold)
         if args.matches:
@@ -232,10 +232,10 @@ def run(args, spark=None) -> int:
             line = F.concat_ws("\t", "id", F.when(F.col("sid") < 0, F.col("sid").cast("decimal(20,0)") + F.expr("CAST('18446744073709551616' AS DECIMAL(20,0))")).otherwise(F.col("sid")).cast("decimal(20,0)").cast("string"), hexfp, F.col("distance").cast("string"), "similarity_text")
             n = O.write_lines(matches, line, ["ord", "distance", "sfp", "sid"], args.matches)
             print(f"index matches: {n} written to {args.matches}", file=log)
-        if args.add:
-            sc.setJobGroup("simdex dedup", "simdex dedup: add to the index")
-            added = add_new_documents(result, args.index)
-            print(f"index {args.index}: {added} documents added (durable)", file=log)
+        if args.insert:
+            sc.setJobGroup("simdex dedup", "simdex dedup: insert into the index")
+            inserted = insert_new_documents(result, args.index)
+            print(f"index {args.index}: {inserted} documents inserted (durable)", file=log)
     print_steps(log)
     print(f"done in {time.monotonic() - started:.1f} s", file=log)
     return 0

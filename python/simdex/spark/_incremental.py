@@ -9,7 +9,7 @@ without one match within 3 bits by fingerprint alone, as ``simdex dedup --index`
 
 Writing back is the driver's: an index has one writer, so the new documents' (fingerprint,
 document id, sketch) rows are streamed to the driver in batches (``toLocalIterator``) and
-added to the index (``add_to_index``: new log records, flushed into segments as the index
+inserted into the index (``insert_into_index``: new log records, flushed into segments as the index
 does). Document ids are ``simdex.doc_id(id)``, as ``simdex dedup --index`` stores them.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import array
 import sys
 
-from .._simdex import IndexReader, add_to_index, doc_id, sketch_similarity
+from .._simdex import IndexReader, insert_into_index, doc_id, sketch_similarity
 from . import _pipeline as P
 
 _READERS: dict = {}
@@ -114,7 +114,7 @@ def index_matches(spark, result, path: str, k: int, confirm: bool, threshold: fl
         return spark.createDataFrame(rdd, "ord long, id string, sfp long, sid long, distance int, similarity double, similarity_text string")
 
 
-def add_new_documents(result, path: str) -> int:
+def insert_new_documents(result, path: str) -> int:
     """Adds every new document with a fingerprint to the index (see the module docs)."""
     fps, ids, sketches, n = array.array("Q"), array.array("Q"), bytearray(), 0
 
@@ -125,9 +125,9 @@ def add_new_documents(result, path: str) -> int:
             fps.byteswap()
             ids.byteswap()
         whole = len(sketches) == 64 * len(fps)  # else some have none: store them all without
-        added = add_to_index(path, result.recipe, fps.tobytes(), ids.tobytes(), bytes(sketches) if whole else b"")
+        inserted = insert_into_index(path, result.recipe, fps.tobytes(), ids.tobytes(), bytes(sketches) if whole else b"")
         del fps[:], ids[:], sketches[:]
-        return added
+        return inserted
 
     for row in result.new_documents.select("fp", "id", "sketch").toLocalIterator():
         fps.append(P.unsigned(row[0]))

@@ -277,7 +277,7 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, found: &
     writeln!(summary, "documents: {} ({} fingerprinted, {} skipped)", docs.len(), docs.iter().filter(|d| d.fingerprint.is_some()).count(), corpus.skipped.len())?;
     writeln!(summary, "recipe: {}", corpus.recipe)?;
     if let (Some(dir), Some((known, added))) = (&args.index, indexed) {
-        writeln!(summary, "index {}: {known} documents had near-duplicates stored before this run; {added} documents added (durable)", dir.display())?;
+        writeln!(summary, "index {}: {known} documents had near-duplicates stored before this run; {added} documents inserted (durable)", dir.display())?;
     }
     writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies)", exact.len(), in_exact, in_exact - exact.len())?;
     let confirmed = if args.no_confirm { String::new() } else { format!(", confirmed: sketch resemblance >= {}", args.confirm_threshold) };
@@ -373,7 +373,7 @@ fn index_doc_id(id: &str) -> u64 {
 
 /// Checks every document against the index (confirmed by sketch with `confirm`, else by
 /// fingerprint within `k`), reports those already there, then adds them all (with their
-/// sketches, in an index that stores them). Returns (documents found, documents added).
+/// sketches, in an index that stores them). Returns (documents found, documents inserted).
 fn check_and_add(index: simdex::Index, docs: &[CorpusDoc], confirm: Option<simdex::ConfirmOptions>, k: u32, report: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     if k > simdex::plan::MAX_K.max(index.k()) {
         bail!("-k {k} is above what the index answers (k = {}, or up to {} by multi-probe) ({})", index.k(), simdex::plan::MAX_K, index.dir().display());
