@@ -105,7 +105,7 @@ check() {
 # Warm queries over the live set as `add` leaves it (several segments), then after a full
 # compaction (one segment).
 live_json=$("$simdex" bench query "$dir" --input "$work/q.txt" --json --rounds 2)
-check "live set as add left it"
+check "live set as insert left it"
 live_warm=$(echo "$live_json" | python3 -c 'import json, sys; r = json.load(sys.stdin); print("p50 %.1f us, p99 %.1f us" % (r["p50_us"], r["p99_us"]))')
 measure "$simdex" compact "$dir"
 compact_s=$SECONDS_TAKEN compact_mib=$PEAK_MIB
