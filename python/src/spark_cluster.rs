@@ -29,6 +29,41 @@ fn os_error(path: &str, e: std::io::Error) -> PyErr {
     PyOSError::new_err(format!("cannot read {path}: {e}"))
 }
 
+/// The lines of a file that start in its bytes `[start, end)`: a task's byte range of a
+/// line-oriented input (a line that holds byte `start - 1` belongs to the range before, so
+/// every line is read by exactly one range).
+struct RangeLines {
+    reader: BufReader<File>,
+    at: u64,
+    end: u64,
+    line: Vec<u8>,
+}
+
+impl RangeLines {
+    fn open(path: &str, start: u64, end: u64) -> std::io::Result<RangeLines> {
+        let mut file = File::open(path)?;
+        if start > 0 {
+            file.seek(SeekFrom::Start(start - 1))?;
+        }
+        let mut lines = RangeLines { reader: BufReader::with_capacity(1 << 20, file), at: start, end, line: Vec::with_capacity(64) };
+        if start > 0 {
+            lines.at = start - 1 + lines.reader.read_until(b'\n', &mut lines.line)? as u64;
+        }
+        Ok(lines)
+    }
+
+    /// The next line (with its newline), or None past the range or at the end of the file.
+    fn next_line(&mut self) -> std::io::Result<Option<&[u8]>> {
+        if self.at >= self.end {
+            return Ok(None);
+        }
+        self.line.clear();
+        let n = self.reader.read_until(b'\n', &mut self.line)?;
+        self.at += n as u64;
+        Ok((n > 0).then_some(self.line.as_slice()))
+    }
+}
+
 /// What a byte range of a fingerprint file held: the fingerprints and, when asked for,
 /// the document id text of each (`\0`-free UTF-8, joined with offsets), the count of bad
 /// lines and the first few as `(line number, message)`.
@@ -51,28 +86,12 @@ fn read_fingerprints<'py>(py: Python<'py>, path: &str, start: u64, end: u64, ids
         shown: Vec<(u64, String)>,
     }
     let out = py.allow_threads(|| -> std::io::Result<Out> {
-        let mut file = File::open(path)?;
-        let mut at = start;
-        if start > 0 {
-            // the line that holds byte `start - 1` belongs to the range before
-            file.seek(SeekFrom::Start(start - 1))?;
-        }
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        let mut line: Vec<u8> = Vec::with_capacity(64);
-        if start > 0 {
-            at = start - 1 + reader.read_until(b'\n', &mut line)? as u64;
-        }
+        let mut lines = RangeLines::open(path, start, end)?;
         let mut out = Out { fps: Vec::new(), id_data: Vec::new(), id_offsets: if ids { 0i32.to_le_bytes().to_vec() } else { Vec::new() }, bad: 0, shown: Vec::new() };
         let mut index = 0u64; // lines read in this range
-        while at < end {
-            line.clear();
-            let n = reader.read_until(b'\n', &mut line)?;
-            if n == 0 {
-                break;
-            }
-            at += n as u64;
+        while let Some(line) = lines.next_line()? {
             index += 1;
-            match simdex::parse_fingerprint_line(&line) {
+            match simdex::parse_fingerprint_line(line) {
                 Ok(Some((fp, id))) => {
                     out.fps.extend_from_slice(&fp.to_le_bytes());
                     if ids {
@@ -133,25 +152,10 @@ fn read_members<'py>(py: Python<'py>, path: &str, start: u64, end: u64, vertices
             let t = (fp >> (64 - TOP_BITS)) as usize;
             top.get(t >> 6).is_some_and(|w| w & (1 << (t & 63)) != 0)
         };
-        let mut file = File::open(path)?;
-        let mut at = start;
-        if start > 0 {
-            file.seek(SeekFrom::Start(start - 1))?;
-        }
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        let mut line: Vec<u8> = Vec::with_capacity(64);
-        if start > 0 {
-            at = start - 1 + reader.read_until(b'\n', &mut line)? as u64;
-        }
+        let mut lines = RangeLines::open(path, start, end)?;
         let [mut fps, mut found, mut data, mut offsets] = [Vec::new(), Vec::new(), Vec::new(), 0i32.to_le_bytes().to_vec()];
-        while at < end {
-            line.clear();
-            let n = reader.read_until(b'\n', &mut line)?;
-            if n == 0 {
-                break;
-            }
-            at += n as u64;
-            let Ok(Some((fp, id))) = simdex::parse_fingerprint_line(&line) else { continue };
+        while let Some(line) = lines.next_line()? {
+            let Ok(Some((fp, id))) = simdex::parse_fingerprint_line(line) else { continue };
             if !maybe(fp) {
                 continue;
             }
