@@ -70,22 +70,7 @@ impl Engine {
     /// reason is in the stats (`last_error`), and the policy tries again after the next flush.
     pub(super) fn compact_tiered(&self) -> Result<()> {
         self.drop_expired()?;
-        let _guard = lock(&self.compacting);
-        loop {
-            let v = self.current();
-            let metas = v.segment_metas();
-            let Choice::Merge(range) = compaction::expiry::choose_within_slices(Strategy::Automatic { flush_size: self.options.memtable_ops }, &metas, &self.options.compaction)
-            else {
-                return Ok(());
-            };
-            match self.compact_range(&v, range) {
-                Err(e @ Error::NoSpace { .. }) => {
-                    lock(&self.signals).last_error = Some(e.chain_message());
-                    return Ok(());
-                }
-                other => other?,
-            }
-        }
+        self.merge_while_chosen(Strategy::Automatic { flush_size: self.options.memtable_ops })
     }
 
     /// The settling merge when the index closes ([`compaction::Strategy::Settle`]): the
@@ -97,10 +82,16 @@ impl Engine {
     /// slice. A merge the disk has no room for is left out, as the automatic policy's are.
     pub(super) fn compact_settle(&self) -> Result<()> {
         let Some(percent) = self.options.compaction.settle_on_close else { return Ok(()) };
+        self.merge_while_chosen(Strategy::Settle { k: self.k, percent })
+    }
+
+    /// Merges what `strategy` chooses (within each expiry slice) until it chooses nothing; a
+    /// merge the disk has no room for ends the loop, its reason kept in the stats.
+    fn merge_while_chosen(&self, strategy: Strategy) -> Result<()> {
         let _guard = lock(&self.compacting);
         loop {
             let v = self.current();
-            let Choice::Merge(range) = compaction::expiry::choose_within_slices(Strategy::Settle { k: self.k, percent }, &v.segment_metas(), &self.options.compaction) else {
+            let Choice::Merge(range) = compaction::expiry::choose_within_slices(strategy, &v.segment_metas(), &self.options.compaction) else {
                 return Ok(());
             };
             match self.compact_range(&v, range) {
