@@ -18,13 +18,7 @@ fn temporary_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is_freed() {
-    let disk = match Tmpfs::mount(4 << 20) {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
-            return;
-        }
-    };
+    let Some(disk) = Tmpfs::mount_or_skip(4 << 20) else { return };
     // A filler takes a quarter of the disk; deleting it is how space comes back.
     let filler = disk.path().join("filler");
     std::fs::write(&filler, vec![0u8; 1 << 20]).unwrap();
@@ -116,13 +110,7 @@ fn a_real_full_disk_loses_nothing_acknowledged_and_the_index_opens_once_space_is
 
 #[test]
 fn a_write_the_full_disk_refuses_does_nothing_and_the_open_index_takes_writes_once_space_is_back() {
-    let disk = match Tmpfs::mount(4 << 20) {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
-            return;
-        }
-    };
+    let Some(disk) = Tmpfs::mount_or_skip(4 << 20) else { return };
     let idx = disk.path().join("idx");
     for durability in [Durability::default(), Durability::Sync] {
         // a memtable larger than the test writes: every failure is an append's, none a flush's

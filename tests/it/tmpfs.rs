@@ -23,6 +23,12 @@ impl Tmpfs {
         Ok(Tmpfs { dir })
     }
 
+    /// Mounts a tmpfs of `bytes` for a test, or says on stderr why the test skips and
+    /// returns None (`let Some(disk) = Tmpfs::mount_or_skip(n) else { return };`).
+    pub fn mount_or_skip(bytes: u64) -> Option<Tmpfs> {
+        Tmpfs::mount(bytes).map_err(|why| eprintln!("skipped: a real full disk needs a tmpfs mount ({why})")).ok()
+    }
+
     /// Where it is mounted.
     pub fn path(&self) -> &Path {
         self.dir.path()

@@ -57,13 +57,7 @@ fn fill(path: &std::path::Path) -> std::fs::File {
 
 #[test]
 fn a_full_disk_answers_507_with_retry_after_and_loses_nothing_acknowledged() {
-    let disk = match Tmpfs::mount(16 << 20) {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
-            return;
-        }
-    };
+    let Some(disk) = Tmpfs::mount_or_skip(16 << 20) else { return };
     let idx = disk.path().join("idx");
     let mut server = Server::start(&idx, &[]);
     let mut c = server.client();
@@ -142,13 +136,7 @@ fn pairs(rng: &mut Rng, n: usize) -> (Vec<u64>, Vec<u64>) {
 
 #[test]
 fn a_full_disk_is_a_read_only_mode_queries_and_health_answer_over_a_large_log_without_a_reopen() {
-    let disk = match Tmpfs::mount(48 << 20) {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
-            return;
-        }
-    };
+    let Some(disk) = Tmpfs::mount_or_skip(48 << 20) else { return };
     let idx = disk.path().join("idx");
     let server = Server::start(&idx, &[]);
     let mut c = server.client();
@@ -205,13 +193,7 @@ fn a_full_disk_is_a_read_only_mode_queries_and_health_answer_over_a_large_log_wi
 
 #[test]
 fn a_batch_meeting_a_full_disk_is_stored_whole_or_as_the_prefix_its_answer_reports() {
-    let disk = match Tmpfs::mount(8 << 20) {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
-            return;
-        }
-    };
+    let Some(disk) = Tmpfs::mount_or_skip(8 << 20) else { return };
     let server = Server::start(&disk.path().join("idx"), &[]);
     let mut c = server.client();
     let mut rng = Rng(5);
@@ -257,13 +239,7 @@ fn a_batch_meeting_a_full_disk_is_stored_whole_or_as_the_prefix_its_answer_repor
 
 #[test]
 fn many_documents_meeting_a_full_disk_report_the_prefix_that_was_stored() {
-    let disk = match Tmpfs::mount(8 << 20) {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("skipped: a real full disk needs a tmpfs mount ({why})");
-            return;
-        }
-    };
+    let Some(disk) = Tmpfs::mount_or_skip(8 << 20) else { return };
     let server = Server::start(&disk.path().join("idx"), &[]);
     let mut c = server.client();
     let mut rng = Rng(11);
