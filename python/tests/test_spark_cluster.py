@@ -186,3 +186,13 @@ def test_cluster_of_a_new_batch_against_an_index(spark, cli, tmp_path):
     assert sorted(int(m.split("\t")[1]) for m in members) == sorted(i for i, f in enumerate(new) if f in paired or counts[f] > 1)
     p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", tmp_path / "new.txt", "--against", tmp_path / "nope"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--against" in p.stderr, p.stderr
+
+
+def test_the_driver_computes_sparks_partition_hash(spark):
+    """The join's partition numbers are chosen on the driver with Spark's hash of a long (no
+    job): it must be Spark's own."""
+    from simdex.spark._cluster import spark_hash
+
+    values = [0, 1, -1, 7, 1 << 40, -(1 << 63), (1 << 63) - 1, 123456789, -987654321987]
+    rows = spark.createDataFrame([(v,) for v in values], "v long").selectExpr("v", "hash(v) as h").collect()
+    assert [spark_hash(r.v) for r in rows] == [r.h for r in rows]

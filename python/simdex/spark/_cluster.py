@@ -40,9 +40,9 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
-from .._simdex import BlockJoin, cluster_members, pairs_and_components, read_fingerprints, read_members, write_members
+from .._simdex import BlockJoin, cluster_members, corpus_options, pairs_and_components, read_fingerprints, read_members, write_members
 from . import _pipeline as P
 from ._read import InputError, _ranges, _ranges_of, expand, splits
 
@@ -106,19 +106,41 @@ def estimate_count(spark, files: Sequence[str], format: str) -> int:
     return max(1, total // 17)
 
 
-def _reducers(spark, total: int) -> List[int]:
+def spark_hash(value: int) -> int:
+    """Spark SQL's ``hash`` of a ``long`` (Murmur3 x86 32-bit, seed 42), as a signed int."""
+    m = 0xFFFFFFFF
+
+    def mix_k1(k):
+        k = (k * 0xCC9E2D51) & m
+        k = ((k << 15) | (k >> 17)) & m
+        return (k * 0x1B873593) & m
+
+    def mix_h1(h, k):
+        h ^= k
+        h = ((h << 13) | (h >> 19)) & m
+        return (h * 5 + 0xE6546B64) & m
+
+    v = value & 0xFFFFFFFFFFFFFFFF
+    h = mix_h1(mix_h1(42, mix_k1(v & m)), mix_k1(v >> 32))
+    h ^= 8
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & m
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & m
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _reducers(total: int) -> List[int]:
     """A ``pid`` per partition ``0..total`` that Spark's hash partitioning into ``total``
     (``pmod(hash(pid), total)``, the partitioning of ``repartition(total, "pid")``) sends to
-    that partition, so that no two partitions share a reduce task."""
-    from pyspark.sql import functions as F
-
+    that partition, so that no two partitions share a reduce task (found on the driver, with
+    Spark's hash function: no job)."""
     found = {}
-    upto = 0
+    i = 0
     while len(found) < total:
-        rows = spark.range(upto, upto + 64 * total).select("id", F.expr(f"pmod(hash(id), {total})").alias("r")).collect()
-        for i, r in rows:
-            found.setdefault(r, i)
-        upto += 64 * total
+        found.setdefault(spark_hash(i) % total, i)
+        i += 1
     return [found[r] for r in range(total)]
 
 
@@ -227,8 +249,9 @@ def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int):
     partition (``_reducers``) and the group of each ``pid``."""
     split = BlockJoin(n, k, candidates_log2)
     parallel = spark.sparkContext.defaultParallelism
-    parts = [max(parallel, math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
-    pids = _reducers(spark, sum(parts))
+    # at least the cores in all (each partition is a task of the join: a Python worker)
+    parts = [max(-(-parallel // split.groups), math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
+    pids = _reducers(sum(parts))
     group_of = {}
     at = 0
     for g, count in enumerate(parts):
@@ -343,7 +366,7 @@ def _unsigned_order(col):
     return F.col(col).bitwiseXOR(F.lit(P.SIGN))
 
 
-def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int = 3, pairs_path=None, clusters_path=None, driver_pairs: int = DRIVER_PAIRS, split_bytes: int = SPLIT_BYTES, against=None) -> Clustered:
+def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optional[int] = None, pairs_path=None, clusters_path=None, driver_pairs: int = DRIVER_PAIRS, split_bytes: int = SPLIT_BYTES, against=None) -> Clustered:
     """The command's work (see the module docs): writes ``pairs_path`` and
     ``clusters_path`` when given, returns the counts. With ``against`` (an index directory,
     readable at the same path by every executor), the input is a new batch: the pairs are
@@ -357,8 +380,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int =
     from . import _output as O
     from ._components import components
 
-    if not 0 <= k <= 8:
-        raise ValueError(f"k must be between 0 and 8, not {k}")
+    k = corpus_options(k, False, None)[0]  # the library's default and limit
     if format not in FORMATS:
         raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     sc = spark.sparkContext
