@@ -168,13 +168,19 @@ fn read_jsonl_range<'py>(py: Python<'py>, path: std::path::PathBuf, name: String
     Ok((PyBytes::new(py, &places), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)]))
 }
 
-
 /// The documents of whole files (text or HTML: one record each), read as `simdex dedup`
 /// reads them: `paths[i]` named `names[i]` in `formats[i]`, its record's place `places[i]`
 /// (little-endian u64s). The same columns as [`read_jsonl_range`].
 #[pyfunction]
 #[pyo3(signature = (paths, names, formats, places, strict=false))]
-fn read_whole_files<'py>(py: Python<'py>, paths: Vec<std::path::PathBuf>, names: Vec<String>, formats: Vec<String>, places: &[u8], strict: bool) -> PyResult<(Bound<'py, PyBytes>, [StringColumn<'py>; 4])> {
+fn read_whole_files<'py>(
+    py: Python<'py>,
+    paths: Vec<std::path::PathBuf>,
+    names: Vec<String>,
+    formats: Vec<String>,
+    places: &[u8],
+    strict: bool,
+) -> PyResult<(Bound<'py, PyBytes>, [StringColumn<'py>; 4])> {
     let places = u64s(places, "places")?;
     if names.len() != paths.len() || formats.len() != paths.len() || places.len() != paths.len() {
         return Err(PyValueError::new_err("paths, names, formats and places differ in length"));

@@ -127,7 +127,8 @@ fn records(mut bytes: &[u8]) -> PyResult<Vec<Rec<'_>>> {
 /// reasons_offsets, fps, sketches)`: one binary row per non-empty partition bucket, per
 /// document 0 (fingerprinted), 1 (no fingerprint: the reason is in `reasons`) or 2 (no text),
 /// and with `keep`, the fingerprint and sketch of every fingerprinted document in order.
-type ScatteredDocs<'py> = (Vec<usize>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+type ScatteredDocs<'py> =
+    (Vec<usize>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// Fingerprints, sketches (with `sketch`) and scatters one batch of documents (see the module
 /// docs): `ords` little-endian u64s, `ids`, `contents` and `texts` Arrow string columns'
@@ -153,7 +154,8 @@ fn scatter_documents<'py>(
     keep: bool,
 ) -> PyResult<ScatteredDocs<'py>> {
     let ords = u64s(ords, "ords")?;
-    let (ids, contents, texts) = (Column::new(id_data, id_offsets, "ids")?, Column::new(content_data, content_offsets, "contents")?, Column::new(text_data, text_offsets, "texts")?);
+    let (ids, contents, texts) =
+        (Column::new(id_data, id_offsets, "ids")?, Column::new(content_data, content_offsets, "contents")?, Column::new(text_data, text_offsets, "texts")?);
     let n = ords.len();
     if ids.len() != n || contents.len() != n || texts.len() != n || has_text.len() != n {
         return Err(PyValueError::new_err(format!("{n} ords, {} ids, {} contents, {} texts, {} text flags", ids.len(), contents.len(), texts.len(), has_text.len())));
@@ -226,7 +228,17 @@ fn scatter_documents<'py>(
 
 /// One partition's answer: links `(a, b, distance, similarity)` between representatives and
 /// members `(ord, rep, flags, id)`.
-type Joined<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+type Joined<'py> = (
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+);
 
 /// Joins one partition of `group` (see the module docs): `data` the partition's blobs back to
 /// back. With `threshold`, a pair of representatives within k is kept when their sketches
@@ -409,7 +421,11 @@ fn finish_dedup(
                 let g = &copies[rep];
                 for (x, &a) in g.iter().enumerate() {
                     for &b in &g[x + 1..] {
-                        out.write_all(id_of(a)).and_then(|_| out.write_all(b"\t")).and_then(|_| out.write_all(id_of(b))).and_then(|_| out.write_all(b"\t0\t1.0000\n")).map_err(failed)?;
+                        out.write_all(id_of(a))
+                            .and_then(|_| out.write_all(b"\t"))
+                            .and_then(|_| out.write_all(id_of(b)))
+                            .and_then(|_| out.write_all(b"\t0\t1.0000\n"))
+                            .map_err(failed)?;
                         pairs += 1;
                     }
                 }
@@ -419,7 +435,11 @@ fn finish_dedup(
                 let (ga, gb) = (copies.get(&a).map_or(std::slice::from_ref(&a), Vec::as_slice), copies.get(&b).map_or(std::slice::from_ref(&b), Vec::as_slice));
                 for &x in ga {
                     for &y in gb {
-                        out.write_all(id_of(x)).and_then(|_| out.write_all(b"\t")).and_then(|_| out.write_all(id_of(y))).and_then(|_| writeln!(out, "\t{d}\t{text}")).map_err(failed)?;
+                        out.write_all(id_of(x))
+                            .and_then(|_| out.write_all(b"\t"))
+                            .and_then(|_| out.write_all(id_of(y)))
+                            .and_then(|_| writeln!(out, "\t{d}\t{text}"))
+                            .map_err(failed)?;
                         pairs += 1;
                     }
                 }

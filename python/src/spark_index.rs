@@ -91,7 +91,18 @@ impl IndexReader {
     /// (`-` without one). Returns the number of matches.
     #[pyo3(signature = (out, fps, sketches, id_data, id_offsets, k=None, confirm=true, threshold=None))]
     #[allow(clippy::too_many_arguments)]
-    fn check_documents(&self, py: Python<'_>, out: &str, fps: &[u8], sketches: &[u8], id_data: &[u8], id_offsets: &[u8], k: Option<u32>, confirm: bool, threshold: Option<f64>) -> PyResult<u64> {
+    fn check_documents(
+        &self,
+        py: Python<'_>,
+        out: &str,
+        fps: &[u8],
+        sketches: &[u8],
+        id_data: &[u8],
+        id_offsets: &[u8],
+        k: Option<u32>,
+        confirm: bool,
+        threshold: Option<f64>,
+    ) -> PyResult<u64> {
         let fps = u64s(fps, "fps")?;
         let ids = crate::spark_columns::Column::new(id_data, id_offsets, "ids")?;
         if ids.len() != fps.len() {

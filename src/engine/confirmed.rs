@@ -95,46 +95,25 @@ fn uses_bands(hashes: u32, bits: u32, min_similarity: f64) -> bool {
 /// The lowest threshold the band files serve: the crawler's default.
 pub(crate) const BANDS_MIN_SIMILARITY: f64 = 0.9;
 
-impl super::Index {
-    /// [`super::Index::query_confirmed`] of many documents over one version of the live set:
-    /// item `i` is `fps[i]` with the sketch `sketches[i * w..(i + 1) * w]` (`w` the index's
-    /// sketch width), judged by the same rule and code as the single check (and so as the
-    /// crawler's check-then-add); with `sketches` empty, no item has a sketch and each is
-    /// answered by fingerprint alone within `options.unsketched_k`, by [`crate::query_many`]
-    /// (one merge join of the sorted batch with each stored table when the batch is large
-    /// against the index, the paper's batch mode; else a probe per item). Sketched items are
-    /// split over every core. For front ends that check a batch against an index
-    /// (`simdex.spark dedup --index` and `cluster --against`).
-    pub fn query_confirmed_many(&self, fps: &[u64], sketches: &[u8], options: &ConfirmOptions) -> Result<crate::Grouped> {
-        let engine = &self.engine;
-        let version = engine.visible();
-        let width = engine.sketch_width();
-        let sketched = !sketches.is_empty();
-        if sketched && (width == 0 || sketches.len() != fps.len() * width) {
-            return Err(Error::InvalidArgument(format!("{} bytes of sketches for {} fingerprints: the index's sketches are {width} bytes", sketches.len(), fps.len())));
-        }
-        let unsketched = QueryOptions::within(options.unsketched_k);
-        if !sketched {
-            return crate::query_many(self, fps, &unsketched);
-        }
-        let items: Vec<usize> = (0..fps.len()).collect();
-        let parts = crate::many::on_every_core(&items, 256, |part| {
-            let mut out = crate::Grouped::with_capacity(part.len());
-            let mut found = Vec::new();
-            for &i in part {
-                let fp = fps.get(i).copied().unwrap_or(0);
-                match sketches.get(i * width..(i + 1) * width).filter(|_| sketched) {
-                    Some(sketch) => out.push_item(confirmed(engine, &version, fp, sketch, options)?),
-                    None => {
-                        version.query_into(fp, &unsketched, &mut found)?;
-                        out.push_item(found.iter().copied());
-                    }
-                }
-            }
-            Ok::<_, Error>(out)
-        })?;
-        let mut out = crate::Grouped::with_capacity(fps.len());
-        parts.into_iter().for_each(|p| out.append(p));
-        Ok(out)
+/// One version of an index's live set and its engine, for the confirmed checks of many
+/// documents that must agree with each other ([`crate::query_confirmed_many`]).
+pub(crate) struct ConfirmedView<'a> {
+    engine: &'a Engine,
+    version: std::sync::Arc<Version>,
+}
+
+impl<'a> ConfirmedView<'a> {
+    pub(super) fn new(engine: &'a Engine) -> Self {
+        ConfirmedView { engine, version: engine.visible() }
+    }
+
+    /// Bytes of the index's sketches (0 without).
+    pub(crate) fn sketch_width(&self) -> usize {
+        self.engine.sketch_width()
+    }
+
+    /// [`confirmed`] over this view's version.
+    pub(crate) fn confirmed(&self, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
+        confirmed(self.engine, &self.version, fingerprint, sketch, options)
     }
 }

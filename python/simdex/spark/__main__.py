@@ -259,6 +259,19 @@ def main(argv=None, spark=None) -> int:
     except Error as e:  # the library's (a damaged or locked index, a recipe mismatch)
         print(f"error: {e}", file=sys.stderr)
         return 1
+    finally:
+        if spark is None:  # the session this command started: stopped (its event log closed)
+            stop_session()
+
+
+def stop_session() -> None:
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
 
 
 if __name__ == "__main__":
