@@ -78,6 +78,7 @@ def oracle(cli, tmp_path_factory):
     for k in (3, 4):
         cli("cluster", d / "seg.sdx", "-k", k, "--pairs", d / f"cli-{k}.tsv", "-o", d / f"cli-{k}.jsonl")
         out[k] = (lines(d / f"cli-{k}.tsv"), cli_members(d / f"cli-{k}.jsonl"))
+        out[f"clusters-{k}"] = len(lines(d / f"cli-{k}.jsonl"))
     return inputs, out, bad_at
 
 
@@ -100,6 +101,8 @@ def test_cluster_pairs_and_members_equal_simdex_cluster(spark, oracle, tmp_path,
     for line_no, text in bad_at.items():
         assert f"bad line {name}:{line_no}: " in err, (line_no, text, err)
     assert "(3 bad lines or records skipped)" in err and "sent to 4 of" in err
+    # the summary counts as simdex cluster's: N clusters holding M entries (the lines written)
+    assert f"{cli['clusters-3']} clusters holding {len(members)} entries" in err, err
     (tmp_path / "bad.txt").write_text(f"{HOT:016x}\nnot a fingerprint\n")
     assert run(spark, "cluster", tmp_path / "bad.txt", "--fail-on-bad") == 1
     assert f"bad line {tmp_path / 'bad.txt'}:2: " in capsys.readouterr().err

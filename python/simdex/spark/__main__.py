@@ -160,7 +160,8 @@ def run_cluster(args, spark=None) -> int:
     print(f"fingerprints: {found.fingerprints} ({found.bad_lines} bad lines or records skipped)", file=log)
     print(f"design: {found.design}; each fingerprint sent to {found.groups} of {found.partitions} partitions", file=log)
     where = "on the driver (union-find)" if found.on_driver else "in Spark (large-star/small-star)"
-    print(f"pairs within {args.k}: {found.pairs}; {found.clustered} fingerprints in clusters, found {where}", file=log)
+    holding = f"{found.members} entries" if found.members is not None else f"{found.clustered} distinct fingerprints"
+    print(f"pairs within {args.k}: {found.pairs}; {found.clusters} clusters holding {holding}, found {where}", file=log)
     if args.pairs:
         print(f"pairs written to {args.pairs}", file=log)
     if args.clusters:

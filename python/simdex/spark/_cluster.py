@@ -73,6 +73,10 @@ class Clustered:
     pairs: int
     clustered: int
     on_driver: bool
+    # clusters, and the entries (lines) of ``--clusters`` when written: ``simdex cluster``'s
+    # "N clusters holding M entries"
+    clusters: int = 0
+    members: Optional[int] = None
 
 
 def _int64(buf):
@@ -416,6 +420,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
             differ = pc.invert(same)
             members_map = pairs_and_components(_u64_bytes(pc.filter(ca, differ)), _u64_bytes(pc.filter(cb, differ)), _u64_bytes(pc.filter(ca, same)), pairs_path)
         clustered = len(members_map[0]) // 8
+        n_clusters = pc.count_distinct(_int64(members_map[1])).as_py() if clustered else 0
     else:
         if pairs_path:
             with P.step(sc, "write pairs (sorted by Spark)"):
@@ -430,11 +435,13 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
             alone = repeated.join(comp, "vertex", "left_anti").select("vertex", F.col("vertex").alias("component"))
             members_map = comp.union(alone).persist(StorageLevel.MEMORY_AND_DISK)
             clustered = members_map.count()
+            n_clusters = members_map.select("component").distinct().count()
+    members = None
     if clusters_path:
         with P.step(sc, "write cluster members"):
-            _write_members(spark, inputs, format, members_map, clusters_path, split_bytes, driver_pairs)
+            members = _write_members(spark, inputs, format, members_map, clusters_path, split_bytes, driver_pairs)
     rows.unpersist()
-    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver)
+    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver, clusters=n_clusters, members=members if clusters_path else None)
 
 
 def _has_ids(inputs, format, spark) -> bool:
