@@ -77,10 +77,14 @@ def run_cli(data, simdex, work):
 
 
 def spark_jobs(events):
-    """Spark jobs of the one event log in ``events``."""
-    logs = [os.path.join(events, n) for n in os.listdir(events)]
-    with open(max(logs, key=os.path.getmtime), encoding="utf-8") as f:
-        return sum(1 for line in f if '"Event":"SparkListenerJobStart"' in line)
+    """Spark jobs of the newest event log in ``events`` (a file, or Spark 4's folder of files)."""
+    log = max((os.path.join(events, n) for n in os.listdir(events)), key=os.path.getmtime)
+    files = [os.path.join(log, n) for n in sorted(os.listdir(log))] if os.path.isdir(log) else [log]
+    jobs = 0
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            jobs += sum(1 for line in f if '"Event":"SparkListenerJobStart"' in line)
+    return jobs
 
 
 def run_simdex(data, python, work):
