@@ -64,7 +64,7 @@ def parse_args(argv):
         try:  # the library's default, limit and message for fingerprints alone
             args.k = corpus_options(args.k, False, None)[0]
         except ValueError as e:
-            p.error(str(e))
+            p.error(f"-k {args.k}: {e}")
         if args.against and not os.path.isdir(args.against):
             p.error(f"--against {args.against}: no such index folder")
         check_outputs(p, args, ("pairs", "clusters"))
