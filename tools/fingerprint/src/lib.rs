@@ -1,4 +1,4 @@
-//! Text -> 64-bit simhash fingerprint (Charikar's simhash, PAPER.md section 1).
+//! Text -> 64-bit simhash fingerprint (Charikar's simhash: format-spec/DESIGN.md, section 1).
 //!
 //! Owns the whole fingerprint recipe: normalisation, words, stop words, stemming, features,
 //! the feature hash ([`hash`]), weights and the bit rule, IDF tables ([`IdfTable`]), and
