@@ -10,6 +10,7 @@ mod codec;
 mod common;
 mod corruption;
 mod engine;
+mod engine_band_healing;
 mod engine_bands;
 mod engine_compaction_kills;
 mod engine_crash;
