@@ -93,7 +93,7 @@ def run_simdex(data, python, work):
     os.makedirs(events, exist_ok=True)
     os.environ["PYSPARK_PYTHON"] = python
     cmd = [python, "-m", "simdex.spark", "dedup", os.path.join(data, "docs.jsonl"), "--format", "jsonl", "--pairs", pairs, "--clusters", clusters, "--master", MASTER]
-    cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{events}"]
+    cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false", "--conf", f"spark.eventLog.dir=file://{events}"]
     start = time.monotonic()
     p = subprocess.run(cmd, check=True, stderr=subprocess.PIPE, text=True)
     took = time.monotonic() - start
