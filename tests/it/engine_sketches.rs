@@ -308,8 +308,10 @@ fn a_batch_of_confirmed_checks_answers_as_the_single_check_and_as_brute_force() 
     let mut stored: Vec<(u64, u64)> = Vec::new();
     for i in 0..2000u64 {
         let (c, cs) = centers[(rng.next() % 20) as usize];
-        let fp = rng.flip(c, (rng.next() % 8) as u32);
-        let sketch = near_sketch(cs, (rng.next() % 10) as u32, &mut rng);
+        let flips = (rng.next() % 8) as u32;
+        let fp = rng.flip(c, flips);
+        let differ = (rng.next() % 10) as u32;
+        let sketch = near_sketch(cs, differ, &mut rng);
         if i % 5 == 0 {
             index.insert(fp, i).unwrap();
         } else {
