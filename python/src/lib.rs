@@ -145,10 +145,7 @@ impl Index {
         if let Some(asked) = bits(k).filter(|&asked| asked != index.k()) {
             let has = index.k();
             py.allow_threads(|| index.close()).map_err(fp_error)?;
-            return Err(PyValueError::new_err(format!(
-                "k = {asked}: the index {} was created with k = {has}, which it keeps (open it with k=None, or k={has})",
-                path.display()
-            )));
+            return Err(PyValueError::new_err(format!("k = {asked}: the index {} was created with k = {has}, which it keeps (open it with k=None, or k={has})", path.display())));
         }
         Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
     }

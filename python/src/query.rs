@@ -17,7 +17,8 @@ pub(crate) struct Distance(pub(crate) u32);
 
 impl<'py> FromPyObject<'py> for Distance {
     fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
-        let wide: i64 = ob.extract().map_err(|_| PyValueError::new_err(format!("k = {}: a distance in bits is a whole number", ob.repr().map(|r| r.to_string()).unwrap_or_default())))?;
+        let wide: i64 =
+            ob.extract().map_err(|_| PyValueError::new_err(format!("k = {}: a distance in bits is a whole number", ob.repr().map(|r| r.to_string()).unwrap_or_default())))?;
         match u32::try_from(wide) {
             Ok(k) => Ok(Distance(k)),
             Err(_) if wide < 0 => Err(PyValueError::new_err(format!("k = {wide}: a distance in bits is not negative"))),

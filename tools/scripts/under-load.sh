@@ -12,7 +12,10 @@ n="$1"
 shift
 busy=()
 stop() {
-  [ "${#busy[@]}" -eq 0 ] || kill "${busy[@]}" 2>/dev/null
+  if [ "${#busy[@]}" -gt 0 ]; then
+    kill "${busy[@]}" 2>/dev/null
+    wait "${busy[@]}" 2>/dev/null
+  fi
   busy=()
 }
 trap stop EXIT INT TERM

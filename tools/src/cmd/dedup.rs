@@ -286,14 +286,10 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, found: &
     let (exact_pairs, near_pairs) = found.pair_counts();
     writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies), {exact_pairs} pairs", exact.len(), in_exact, in_exact - exact.len())?;
     let confirmed = if args.no_confirm { String::new() } else { format!(", confirmed: sketch resemblance >= {}", args.confirm_threshold) };
-    writeln!(
-        summary,
-        "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {near_pairs} pairs ({} between distinct contents, the rest their copies)",
-        args.k.unwrap_or_default(),
-        near.len(),
-        in_near,
-        found.links.len()
-    )?;
+    let links = found.links.len() as u64;
+    // a link between two contents stands for every pair of their exact copies
+    let copies = if near_pairs > links { format!(" ({links} between distinct contents, {} more between their exact copies)", near_pairs - links) } else { String::new() };
+    writeln!(summary, "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {near_pairs} pairs{copies}", args.k.unwrap_or_default(), near.len(), in_near)?;
     if let Some(path) = &args.pairs {
         writeln!(summary, "pairs written to {}: {} ({exact_pairs} exact, {near_pairs} near)", path.display(), exact_pairs + near_pairs)?;
     }

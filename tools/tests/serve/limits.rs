@@ -40,17 +40,20 @@ fn four_at_once_stay_within_the_budget(op: &str, body: Vec<u8>, document: bool, 
     let charge = simdex_serve::charge(body.len(), document);
     let budget_mib = (charge + charge / 2) >> 20;
     // long timeouts: the held request and the waiting clients wait for the test, not a clock
-    let server = Server::start(
-        &dir.path().join("idx"),
-        &["--max-memory-mib", &budget_mib.to_string(), "--max-in-flight", "8", "--body-timeout", "600", "--header-timeout", "600"],
-    );
+    let server = Server::start(&dir.path().join("idx"), &["--max-memory-mib", &budget_mib.to_string(), "--max-in-flight", "8", "--body-timeout", "600", "--header-timeout", "600"]);
     // warm: the index open and a request served, so the baseline holds what every request needs
     server.client().ok("query", json!({"fp": 1}));
     let before_kb = server.status_kb("VmRSS");
     let size = body.len();
     let path = format!("/v1/{op}");
     // distinct document ids, so that each document call stores its own
-    let numbered = |n: u64| -> Vec<u8> { if document { String::from_utf8_lossy(&body).replace("\"doc_id\":0", &format!("\"doc_id\":{n}")).into_bytes() } else { body.clone() } };
+    let numbered = |n: u64| -> Vec<u8> {
+        if document {
+            String::from_utf8_lossy(&body).replace("\"doc_id\":0", &format!("\"doc_id\":{n}")).into_bytes()
+        } else {
+            body.clone()
+        }
+    };
     let held = Held::start(&server, &path, "application/json", &numbered(4));
     // the four start together, and the held request is let go once each was refused once
     let start = Arc::new(Barrier::new(4));
