@@ -91,7 +91,7 @@ fn read_fingerprints<'py>(py: Python<'py>, path: &str, start: u64, end: u64, ids
         let mut index = 0u64; // lines read in this range
         while let Some(line) = lines.next_line()? {
             index += 1;
-            match simdex::parse_fingerprint_line(line) {
+            match simdex_fingerprint::parse_fingerprint_line(line) {
                 Ok(Some((fp, id))) => {
                     out.fps.extend_from_slice(&fp.to_le_bytes());
                     if ids {
@@ -155,7 +155,7 @@ fn read_members<'py>(py: Python<'py>, path: &str, start: u64, end: u64, vertices
         let mut lines = RangeLines::open(path, start, end)?;
         let [mut fps, mut found, mut data, mut offsets] = [Vec::new(), Vec::new(), Vec::new(), 0i32.to_le_bytes().to_vec()];
         while let Some(line) = lines.next_line()? {
-            let Ok(Some((fp, id))) = simdex::parse_fingerprint_line(line) else { continue };
+            let Ok(Some((fp, id))) = simdex_fingerprint::parse_fingerprint_line(line) else { continue };
             if !maybe(fp) {
                 continue;
             }
@@ -178,7 +178,7 @@ fn read_members<'py>(py: Python<'py>, path: &str, start: u64, end: u64, vertices
 /// `BlockSplit`): how each group keys a fingerprint, and one partition's join. Pickles as
 /// its arguments (every executor plans the same design).
 #[pyclass(module = "simdex._simdex", frozen)]
-struct BlockJoin {
+pub(crate) struct BlockJoin {
     count: u64,
     k: u32,
     max_candidates_log2: f64,
@@ -191,6 +191,13 @@ type Scattered<'py> = (Vec<usize>, Vec<bool>, Bound<'py, PyBytes>, Bound<'py, Py
 
 /// One partition's pairs `(a, b)` as two columns, and (group 0) the repeated fingerprints.
 type Joined<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+impl BlockJoin {
+    /// The library's split.
+    pub(crate) fn split(&self) -> &BlockSplit {
+        &self.inner
+    }
+}
 
 #[pymethods]
 impl BlockJoin {
@@ -300,7 +307,7 @@ fn pairs_and_components<'py>(py: Python<'py>, a: &[u8], b: &[u8], repeated: &[u8
             let failed = |e: std::io::Error| PyOSError::new_err(format!("cannot write {path}: {e}"));
             let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(failed)?);
             for &(x, y) in &pairs {
-                simdex::write_pair_line(&mut out, x, y).map_err(failed)?;
+                simdex_fingerprint::write_pair_line(&mut out, x, y).map_err(failed)?;
             }
             out.flush().map_err(failed)?;
         }

@@ -300,41 +300,55 @@ fn sketch_misuse_is_a_clear_error() {
 }
 
 #[test]
-fn documents_carry_their_sketch_and_are_confirmed() {
-    use simdex_fingerprint::document::DocumentKind;
-    use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
-    use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
+fn a_batch_of_confirmed_checks_answers_as_the_single_check_and_as_brute_force() {
     let storage = MemStorage::default();
-    let index = DocumentIndex::new(Index::open("d", mem_options(&storage, 100).with_sketches(Some(SketchOptions::default().column()))).unwrap()).unwrap();
-    let words: Vec<String> = (0..300).map(|i| format!("w{}", (i * 7919) % 1000)).collect();
-    let page = words.join(" ");
-    fn doc(t: &str) -> DocumentInput<'_> {
-        DocumentInput { bytes: t.as_bytes(), kind: DocumentKind::Text }
+    let index = Index::open("v", sketched_options(&storage, 300)).unwrap();
+    let mut rng = Rng(48);
+    let centers: Vec<(u64, [u8; WIDTH])> = (0..20).map(|_| (rng.next(), rng.next().to_le_bytes())).collect();
+    let mut stored: Vec<(u64, u64)> = Vec::new();
+    for i in 0..2000u64 {
+        let (c, cs) = centers[(rng.next() % 20) as usize];
+        let flips = (rng.next() % 8) as u32;
+        let fp = rng.flip(c, flips);
+        let differ = (rng.next() % 10) as u32;
+        let sketch = near_sketch(cs, differ, &mut rng);
+        if i % 5 == 0 {
+            index.insert(fp, i).unwrap();
+        } else {
+            index.insert_sketched(fp, i, &sketch).unwrap();
+        }
+        stored.push((fp, i));
+        if i == 1000 {
+            index.flush().unwrap();
+        }
     }
-    let f = index.insert_document(doc(&page), 1).unwrap();
-    // The oracle: an independent sketcher of the same text.
-    let want = Sketcher::new(SketchOptions::default()).unwrap().sketch(&page);
-    let got = index.query_sketched(f.value, &QueryOptions::within(0)).unwrap();
-    assert_eq!(got[0].1.as_deref(), Some(want.as_bytes()));
-    assert_eq!(index.sketch_document(doc(&page)).unwrap().as_ref(), Some(&want));
-    // The same page again: found, confirmed (resemblance 1).
-    let (_, found) = index.find_or_insert_document(doc(&page), 2, &DocumentQuery::within(3)).unwrap();
-    assert!(matches!(found, FindOrInsert::Found(ref m) if m[0].doc_id == Some(1)), "{found:?}");
-    // A page with the same fingerprint but different text is refused by its sketch: the
-    // fingerprint is made of word 2-shingles, the sketch of 3-shingles, so reversing the
-    // order of word pairs... simplest: insert a pair with doc 1's fingerprint and a far sketch.
-    let far = Sketcher::new(SketchOptions::default()).unwrap().sketch("an entirely different page about other things altogether");
-    index.insert_sketched(f.value ^ 1, 3, far.as_bytes()).unwrap();
-    let (_, found) = index.find_or_insert_document(doc(&page), 4, &DocumentQuery::within(3)).unwrap();
-    match found {
-        FindOrInsert::Found(m) => assert_eq!(m.iter().map(|m| m.doc_id).collect::<Vec<_>>(), vec![Some(1)], "doc 3 is within k but not confirmed"),
-        other => panic!("{other:?}"),
+    // 600 queries (more than one core's share), near the centres
+    let (mut fps, mut sketches) = (Vec::new(), Vec::new());
+    for n in 0..600usize {
+        let (c, cs) = centers[n % 20];
+        fps.push(rng.flip(c, (n % 4) as u32));
+        sketches.extend_from_slice(&near_sketch(cs, (n % 6) as u32, &mut rng));
     }
-    // Confirmation off: fingerprints alone find both.
-    let (_, found) = index.find_or_insert_document(doc(&page), 5, &DocumentQuery::within(3).with_confirm(false)).unwrap();
-    assert!(matches!(found, FindOrInsert::Found(ref m) if m.len() == 2), "{found:?}");
-    // Too short for min_words: refused, not stored.
-    assert!(matches!(index.find_or_insert_document(doc("a b c"), 6, &DocumentQuery::within(3).with_min_words(10)), Err(simdex_fingerprint::Error::EmptyDocument { .. })));
+    let options = ConfirmOptions::default().with_k(8).with_min_similarity(0.8).with_unsketched_k(2);
+    let many = simdex::query_confirmed_many(&index, &fps, &sketches, &options).unwrap();
+    assert_eq!(many.len(), fps.len());
+    let mut found = 0;
+    for (i, got) in many.items().enumerate() {
+        let want = index.query_confirmed(fps[i], &sketches[i * WIDTH..(i + 1) * WIDTH], &options).unwrap();
+        assert_eq!(got, want.as_slice(), "item {i}");
+        found += got.len();
+    }
+    assert!(found > 600, "the queries found too little to test: {found}");
+    // without sketches: fingerprints alone within unsketched_k, as brute force finds them
+    let plain = simdex::query_confirmed_many(&index, &fps, &[], &options).unwrap();
+    for (i, got) in plain.items().enumerate() {
+        let mut want: Vec<Match> =
+            stored.iter().filter(|&&(fp, _)| (fp ^ fps[i]).count_ones() <= 2).map(|&(fp, id)| Match::new(fp, (fp ^ fps[i]).count_ones(), Some(id))).collect();
+        want.sort_by_key(|m| (m.distance, m.fingerprint, m.doc_id));
+        assert_eq!(got, want.as_slice(), "item {i} without sketches");
+    }
+    // a sketch column of the wrong length is refused
+    assert!(matches!(simdex::query_confirmed_many(&index, &fps, &sketches[1..], &options), Err(Error::InvalidArgument(_))));
 }
 
 #[test]

@@ -27,7 +27,6 @@ mod engine_model;
 mod engine_readers;
 mod engine_salvage;
 mod engine_sketches;
-mod fingerprint;
 mod fixtures;
 mod segment_columns;
 mod segment_queries;
