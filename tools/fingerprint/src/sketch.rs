@@ -367,7 +367,7 @@ impl Sketcher {
 /// The slot of a 64-bit hash among `m`: its high 32 bits scaled to `0..m`.
 #[inline]
 fn slot_of(h: u64, m: usize) -> usize {
-    ((h >> 32) * m as u64 >> 32) as usize
+    (((h >> 32) * m as u64) >> 32) as usize
 }
 
 /// Recipe 2's minima of a non-empty `set` in `m` slots, by rounds (one-permutation hashing
