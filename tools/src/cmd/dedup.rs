@@ -368,24 +368,28 @@ fn write_summary(
     let (exact, near) = (&found.exact, &found.clusters);
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
     let in_near: usize = near.iter().map(|c| c.len()).sum();
-    writeln!(summary, "documents: {} ({} fingerprinted, {} skipped)", docs.len(), docs.iter().filter(|d| d.fingerprint.is_some()).count(), corpus.skipped.len())?;
+    // a document without a fingerprint is skipped too (its reason listed); a record that is
+    // no document (a bad JSON line) is only skipped: every one counted once
+    let fingerprinted = docs.iter().filter(|d| d.fingerprint.is_some()).count();
+    let unreadable = corpus.skipped.len().saturating_sub(docs.len() - fingerprinted);
+    writeln!(summary, "documents: {} ({fingerprinted} fingerprinted, {} skipped)", docs.len() + unreadable, corpus.skipped.len())?;
     writeln!(summary, "recipe: {}", corpus.recipe)?;
     if let (Some(dir), Some((known, added))) = (&args.index, indexed) {
         writeln!(summary, "index {}: {known} documents had near-duplicates stored before this run; {added} documents inserted (durable)", dir.display())?;
     }
-    writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies)", exact.len(), in_exact, in_exact - exact.len())?;
+    let (exact_pairs, near_pairs) = found.pair_counts();
+    writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies), {exact_pairs} pairs", exact.len(), in_exact, in_exact - exact.len())?;
     let confirmed = if args.no_confirm { String::new() } else { format!(", confirmed: sketch resemblance >= {}", args.confirm_threshold) };
-    writeln!(
-        summary,
-        "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {} pairs within k",
-        args.k.unwrap_or_default(),
-        near.len(),
-        in_near,
-        found.links.iter().filter(|l| l.distance <= args.k.unwrap_or_default()).count()
-    )?;
+    let links = found.links.len() as u64;
+    // a link between two contents stands for every pair of their exact copies
+    let copies = if near_pairs > links { format!(" ({links} between distinct contents, {} more between their exact copies)", near_pairs - links) } else { String::new() };
+    writeln!(summary, "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {near_pairs} pairs{copies}", args.k.unwrap_or_default(), near.len(), in_near)?;
     let beyond = found.links.iter().filter(|l| l.distance > args.k.unwrap_or_default()).count();
     if beyond > 0 {
-        writeln!(summary, "  and {beyond} pairs beyond k whose sketches share a band")?;
+        writeln!(summary, "  of them {beyond} beyond k, found because their sketches share a band")?;
+    }
+    if let Some(path) = &args.pairs {
+        writeln!(summary, "pairs written to {}: {} ({exact_pairs} exact, {near_pairs} near)", path.display(), exact_pairs + near_pairs)?;
     }
     if let Some((decided, changed)) = second_look {
         writeln!(summary, "second look (exact Jaccard) at {decided} pairs estimated within the sketch's noise of the threshold: {changed} changed side")?;
