@@ -38,7 +38,10 @@ near-duplicate, ``duplicate_of`` (its URL), ``doc_id``, ``distance`` and ``simil
 sketches' estimate). While the crawl runs, a log line gives the counts every
 ``SIMDEX_LOG_INTERVAL`` seconds.
 
-Settings:
+Settings (all of them checked when the crawler is created, before anything is written: a bad
+value stops the crawl with one ERROR line naming the setting and the values it takes, and
+``scrapy crawl`` exits 1; so do a locked index, a directory of other files, another expiry
+window than an existing index's and a server out of reach):
 
 - ``SIMDEX_INDEX``: the index directory, opened by this process (one process writes an index
   at a time). A directory that is not an index and holds other files is refused
