@@ -26,18 +26,18 @@ pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, s
         Some(_) => Some(BandFile::open(storage, &path, &segment)?),
         None => None,
     };
-    Ok(LiveSegment { meta, segment, bands })
+    Ok(LiveSegment { meta, segment, bands, ids: Default::default() })
 }
 
 /// A segment the manifest lists, live with its band file: opened, or (`writable`) built
 /// again when missing or not this segment's (its name added to `rebuilt`).
 pub(super) fn attach_on_open(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment, writable: bool, rebuilt: &mut Vec<String>) -> Result<LiveSegment> {
     if !segment.has_sketches() {
-        return Ok(LiveSegment { meta, segment, bands: None });
+        return Ok(LiveSegment { meta, segment, bands: None, ids: Default::default() });
     }
     let path = dir.join(bands_name(meta.number));
     match BandFile::open(storage, &path, &segment) {
-        Ok(bands) => Ok(LiveSegment { meta, segment, bands: Some(bands) }),
+        Ok(bands) => Ok(LiveSegment { meta, segment, bands: Some(bands), ids: Default::default() }),
         Err(_) if writable => {
             let live = attach_new(storage, dir, meta, segment)?;
             if live.bands.is_some() {
@@ -45,7 +45,7 @@ pub(super) fn attach_on_open(storage: &dyn Storage, dir: &Path, meta: SegmentMet
             }
             Ok(live)
         }
-        Err(_) => Ok(LiveSegment { meta, segment, bands: None }),
+        Err(_) => Ok(LiveSegment { meta, segment, bands: None, ids: Default::default() }),
     }
 }
 

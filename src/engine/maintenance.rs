@@ -191,7 +191,7 @@ impl Engine {
                     max_seq: inputs[inputs.len() - 1].meta.max_seq,
                     epoch: inputs[0].meta.epoch,
                 };
-                Some(Arc::new(super::banded::attach_new(&*self.storage, &self.dir, meta, segment)?))
+                Some(Arc::new(super::id_tables::attach_new(&*self.storage, &self.dir, meta, segment)?))
             }
             None => None,
         };

@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use super::compaction::checkpoint::MergeFiles;
 use super::expiry;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
-use super::log::{header_epoch, scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
+use super::log::{header_epoch, scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES, LOG_VERSION_REPLACE};
 use super::manifest::{LogMeta, Manifest, TombstoneMeta};
 use super::memtable::Memtable;
 use super::options::{LogRecovery, OpenMode};
@@ -110,6 +110,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         spilled_runs: AtomicU64::new(0),
         resumed_merges: AtomicU64::new(0),
         expired_segments: AtomicU64::new(0),
+        rebuilt_id_tables: AtomicU64::new(0),
         report,
         _lock: lock,
         options,
@@ -222,7 +223,6 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let read_only = mode == OpenMode::ReadOnly;
     let mut report = OpenReport::default();
     let (manifest, names) = read_manifest(storage, dir, options, read_only, &mut report)?;
-    let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
     let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
     let listing = classify(&names, &manifest, &mut report);
     if !read_only {
@@ -236,7 +236,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
         remove_orphans(storage, dir, orphans, &mut report)?;
     }
     let mut next_file = manifest.next_file.max(listing.max_number + 1);
-    let segments = open_segments(storage, dir, &manifest, !read_only, &mut report.rebuilt_bands)?;
+    let segments = open_segments(storage, dir, &manifest, !read_only, &mut report)?;
     let tombstone_files = load_tombstones(storage, dir, &manifest)?;
     let Replayed { mut memtable, next_seq, append_to, accepted_loss, seen } =
         replay_logs(storage, dir, &listing.logs, &manifest, mem_design.clone(), (mode, options.log_recovery), &mut report)?;
@@ -249,7 +249,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let mut writer =
         WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false, syncing: false };
     if !read_only {
-        writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable, sketch_width)?);
+        writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable)?);
     }
     let version = Version { active: Arc::new(memtable), frozen: Vec::new(), segments, tombstones: Arc::new(TombstoneSet::new(tombstone_files)) };
     Ok(Recovered { manifest, version, writer, next_file, report, mem_design, accepted_loss, seen })
@@ -320,7 +320,7 @@ fn classify(names: &[String], manifest: &Manifest, report: &mut OpenReport) -> L
                     orphans.push(name.clone());
                 }
             }
-            FileKind::Bands(n) => {
+            FileKind::Bands(n) | FileKind::Ids(n) => {
                 max_number = max_number.max(n);
                 if !manifest.segments.iter().any(|s| s.number == n) {
                     orphans.push(name.clone());
@@ -362,7 +362,7 @@ fn remove_orphans(storage: &dyn Storage, dir: &Path, orphans: Vec<String>, repor
 }
 
 /// Opens the segments the manifest names, checking each against its manifest entry.
-fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest, writable: bool, rebuilt: &mut Vec<String>) -> Result<Vec<Arc<LiveSegment>>> {
+fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest, writable: bool, report: &mut OpenReport) -> Result<Vec<Arc<LiveSegment>>> {
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for meta in &manifest.segments {
         let path = dir.join(segment_name(meta.number));
@@ -383,7 +383,7 @@ fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest, writabl
         if let Some(p) = problem {
             return Err(Error::corrupt(&path, 0, p));
         }
-        segments.push(Arc::new(super::banded::attach_on_open(storage, dir, *meta, segment, writable, rebuilt)?));
+        segments.push(Arc::new(super::id_tables::attach_on_open(storage, dir, *meta, segment, writable, report)?));
     }
     Ok(segments)
 }
@@ -482,6 +482,11 @@ fn replay_logs(
             match r.kind {
                 OpKind::Insert => memtable.insert(r.seq, &pairs, r.sketches()),
                 OpKind::Delete => memtable.delete(r.seq, &pairs),
+                OpKind::Replace => {
+                    let (insert, deletes) = pairs.split_last().ok_or_else(|| Error::corrupt(&path, r.offset, "an empty replace record"))?;
+                    let sketch = r.sketches().and_then(|s| s.get(deletes.len() * sketch_width..));
+                    memtable.replace(r.seq, deletes, *insert, sketch);
+                }
             }
             ops += pairs.len() as u64;
             next_seq = r.last_seq() + 1;
@@ -524,7 +529,8 @@ fn replay_logs(
             }
         }
         seen.push(LogMeta { number: n, len: scan.valid_len, last_seq: next_seq - 1 });
-        if Some(n) == last_log {
+        // A log of an older version takes no replace record: the writer starts a new one.
+        if Some(n) == last_log && scan.version >= LOG_VERSION_REPLACE {
             append_to = Some((n, scan.valid_len));
         }
     }
@@ -553,7 +559,7 @@ fn replay_logs(
 
 /// Opens the log a writable index appends to: the newest live log (`append_to`, synced, as
 /// what was replayed from it may not have been), or a new one numbered `next_file`.
-fn open_log(storage: &dyn Storage, dir: &Path, append_to: Option<(u64, u64)>, next_file: &mut u64, memtable: &mut Memtable, sketch_width: usize) -> Result<LogWriter> {
+fn open_log(storage: &dyn Storage, dir: &Path, append_to: Option<(u64, u64)>, next_file: &mut u64, memtable: &mut Memtable) -> Result<LogWriter> {
     match append_to {
         Some((n, len)) => {
             let mut log = LogWriter::reopen(storage, &dir.join(log_name(n)), n, len)?;
@@ -565,7 +571,7 @@ fn open_log(storage: &dyn Storage, dir: &Path, append_to: Option<(u64, u64)>, ne
             let n = *next_file;
             *next_file += 1;
             memtable.log_number = n;
-            LogWriter::create(storage, &dir.join(log_name(n)), n, sketch_width > 0, memtable.epoch)
+            LogWriter::create(storage, &dir.join(log_name(n)), n, memtable.epoch)
         }
     }
 }

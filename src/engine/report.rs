@@ -41,4 +41,8 @@ pub struct OpenReport {
     /// Band files (`seg-N.sdb`, derived from a segment's sketches) that were missing or
     /// not their segment's, built again (writable opens).
     pub rebuilt_bands: Vec<String>,
+    /// Id tables (`seg-N.sdi`, derived from a segment's document ids) that were missing or
+    /// not their segment's, built again (writable opens; how an index of an older build
+    /// gains them).
+    pub rebuilt_id_tables: Vec<String>,
 }

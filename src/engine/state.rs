@@ -78,6 +78,8 @@ pub(super) struct Engine {
     pub(super) resumed_merges: AtomicU64,
     /// Segments dropped whole since open because their time slice expired.
     pub(super) expired_segments: AtomicU64,
+    /// Id tables built again since open after a lookup found a page damaged.
+    pub(super) rebuilt_id_tables: AtomicU64,
     pub(super) report: OpenReport,
     pub(super) _lock: Option<LockGuard>,
 }

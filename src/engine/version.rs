@@ -25,6 +25,8 @@ pub(crate) struct LiveSegment {
     /// Its band file (`crate::bands`), when it stores sketches (`None` also in a read-only
     /// open that found none: its tables answer instead).
     pub bands: Option<crate::bands::BandFile>,
+    /// Its id table (`crate::ids`; empty: its id column is scanned).
+    pub ids: super::id_tables::IdSlot,
 }
 
 /// The tombstones of the live tombstone files, by pair.

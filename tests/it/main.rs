@@ -11,6 +11,7 @@ mod common;
 mod corruption;
 mod engine;
 mod engine_bands;
+mod engine_by_id;
 mod engine_compaction_kills;
 mod engine_crash;
 mod engine_damage;

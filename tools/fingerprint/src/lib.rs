@@ -19,6 +19,7 @@
 //! assert!((a.value ^ b.value).count_ones() <= 12);
 //! ```
 
+mod by_id;
 pub mod chunks;
 pub mod corpus;
 pub mod document;
