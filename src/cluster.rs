@@ -1,5 +1,5 @@
-//! Near-duplicate pairs and clusters of a stored set, and the union-find under them (PAPER.md
-//! section 3: near-duplicate pairs are grouped with union-find).
+//! Near-duplicate pairs and clusters of a stored set, and the union-find under them
+//! (format-spec/DESIGN.md, "Batch queries": near-duplicate pairs are grouped with union-find).
 //!
 //! [`near_pairs`] is the self-join of a set's permuted tables (`join/`): a segment's, an
 //! in-memory set's ([`SortedTables`]), or, for an index snapshot of several parts, each

@@ -4,7 +4,9 @@ between the modules (files) of a crate or of the Python package, and a narrow pu
 (issue 35): the index crate's `src/lib.rs` declares at most 5 public modules, every public
 `...Options` struct of the library crates is `#[non_exhaustive]` (built from a default with
 `with_...` methods), and the Python package takes the document calls' defaults from the
-library instead of declaring them again. The results page (`benches/RESULTS.md`) holds the
+library instead of declaring them again. The README stays at most 250 lines, and no document
+or source names a Markdown file the repository does not hold or links out of it (the project
+stands on its own). The results page (`benches/RESULTS.md`) holds the
 capability tables only: at most 400 lines, every relative link to a file that exists (the
 per-issue diaries live under `benches/history/`).
 
@@ -385,9 +387,67 @@ def results_page_problems():
     return out
 
 
+README_LIMIT = 250
+DOC_SUFFIXES = (".md", ".rs", ".py", ".sh", ".toml", ".txt", ".cfg")
+# a path that names a Markdown file: `format-spec/DESIGN.md`, ../x/PAPER.md, README.md#anchor
+MD_NAME = re.compile(r"(?<![\w./-])((?:\.\.?/)*[\w-]+(?:/[\w.-]+)*\.md)\b")
+
+
+def doc_files():
+    for top, dirs, files in os.walk(ROOT):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        for f in sorted(files):
+            if f.endswith(DOC_SUFFIXES):
+                yield os.path.join(top, f)
+
+
+def docs_problems():
+    """The README over its length limit; a Markdown link that leaves the repository or names a
+    file that is not there; a Markdown file named anywhere that the repository does not hold
+    (the project stands on its own: nothing it cites lives outside it)."""
+    out = []
+    readme = os.path.join(ROOT, "README.md")
+    if os.path.exists(readme):
+        with open(readme, encoding="utf-8") as fh:
+            lines = fh.read().count("\n")
+        if lines > README_LIMIT:
+            out.append(f"README.md has {lines} lines (at most {README_LIMIT}: the guides live in python/README.md and format-spec/)")
+    held = set()
+    for top, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+        held.update(f for f in files if f.endswith(".md"))
+    for path in doc_files():
+        rel = os.path.relpath(path, ROOT)
+        if rel.startswith(os.path.join("tools", "scripts")) and "check_shape" in rel.replace("-", "_"):
+            continue  # this check and its self-test name files they make up
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        if path.endswith(".md"):
+            for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+                if "://" in target or target.startswith("mailto:"):
+                    continue
+                dest = os.path.normpath(os.path.join(os.path.dirname(path), target))
+                if os.path.relpath(dest, ROOT).startswith(".."):
+                    out.append(f"{rel} links to {target}, outside the repository")
+                elif not os.path.exists(dest):
+                    out.append(f"{rel} links to {target}, which does not exist")
+        for name in MD_NAME.findall(text):
+            if "://" in name:
+                continue
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), name))
+            if name.startswith("..") and os.path.relpath(dest, ROOT).startswith(".."):
+                out.append(f"{rel} names {name}, outside the repository")
+            elif os.path.basename(name) not in held:
+                out.append(f"{rel} names {name}, which the repository does not hold")
+    return out
+
+
 def main():
     report = "--report" in sys.argv
     failed = False
+    for msg in docs_problems():
+        print(f"check-shape: {msg}")
+        failed = True
     for msg in results_page_problems():
         print(f"check-shape: {msg}")
         failed = True

@@ -74,9 +74,21 @@ def main():
         write(root, "benches/RESULTS.md", "[a](history/a.md#run)\n")
         r = run(root)
         assert r.returncode == 0 and "ok" in r.stdout, r.stdout
+        # the docs: a long README, a link out of the repository, a cited file it does not hold
+        write(root, "README.md", "[p](../shared/PAPER.md) [d](docs/DESIGN.md)\n" + "x\n" * 250)
+        write(root, "src/a.rs", "//! As PAPER.md section 1 says.\n")
+        r = run(root)
+        assert r.returncode == 1 and "README.md has 251 lines" in r.stdout and "links to ../shared/PAPER.md, outside the repository" in r.stdout, r.stdout
+        assert "links to docs/DESIGN.md, which does not exist" in r.stdout and "src/a.rs names PAPER.md, which the repository does not hold" in r.stdout, r.stdout
+        os.makedirs(os.path.join(root, "docs"))
+        write(root, "docs/DESIGN.md", "x\n")
+        write(root, "README.md", "[d](docs/DESIGN.md#fingerprints) as `docs/DESIGN.md` says\n")
+        write(root, "src/a.rs", "//! As docs/DESIGN.md section 1 says.\n")
+        r = run(root)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stdout
     finally:
         shutil.rmtree(root)
-    print("check-shape self-test ok (9 cases: a circle, a parent-child circle, none, a long file, a wide API, a Python circle and constant, a clean package, a long results page with a dead link, a clean one)")
+    print("check-shape self-test ok (11 cases: a circle, a parent-child circle, none, a long file, a wide API, a Python circle and constant, a clean package, a long results page with a dead link, a clean one, docs that leave the repository, clean docs)")
 
 
 if __name__ == "__main__":

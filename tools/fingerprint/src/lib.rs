@@ -1,4 +1,4 @@
-//! Text -> 64-bit simhash fingerprint (Charikar's simhash, PAPER.md section 1).
+//! Text -> 64-bit simhash fingerprint (Charikar's simhash: format-spec/DESIGN.md, section 1).
 //!
 //! Owns the whole fingerprint recipe: normalisation ([`normalize`]), words ([`tokenize`]),
 //! stop words ([`stopwords`]), stemming ([`stem`]), features ([`features`]), the feature hash
