@@ -98,7 +98,10 @@ impl CheckedPages {
     /// its last 4 bytes, the CRC-32 of the rest), after its CRC check the first time.
     pub(crate) fn page<'b>(&self, path: &Path, bytes: &'b [u8], offset: u64, page_bytes: u64, what: &str) -> Result<&'b [u8]> {
         use std::sync::atomic::Ordering;
-        let page = crate::segment::layout::slice(bytes, offset, page_bytes, what).map_err(|f| f.into_error(path))?;
+        let page = usize::try_from(offset)
+            .ok()
+            .and_then(|at| bytes.get(at..at.checked_add(usize::try_from(page_bytes).ok()?)?))
+            .ok_or_else(|| Error::corrupt(path, offset, format!("{what} at offset {offset} is past the end of the file ({} bytes)", bytes.len())))?;
         let (body, crc) = page.split_at(page.len().saturating_sub(4));
         let n = offset / page_bytes.max(1);
         let word = self.verified.get((n / 64) as usize);

@@ -13,7 +13,7 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use super::banded;
 use super::files::ids_name;
@@ -25,22 +25,6 @@ use crate::error::Result;
 use crate::ids::{write_id_table, IdBuildBudget, IdTable};
 use crate::segment::Segment;
 use crate::storage::Storage;
-
-/// A live segment's id table: opened or built with the segment, replaced when a writer
-/// builds it again after a lookup found it damaged. Empty: the segment's id column is
-/// scanned instead.
-#[derive(Debug, Default)]
-pub(crate) struct IdSlot(RwLock<Option<Arc<IdTable>>>);
-
-impl IdSlot {
-    fn get(&self) -> Option<Arc<IdTable>> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn set(&self, table: IdTable) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(table));
-    }
-}
 
 /// Writes segment `live`'s id table (when it has ids) and puts it in its slot.
 fn build(storage: &dyn Storage, dir: &Path, live: &LiveSegment) -> Result<bool> {

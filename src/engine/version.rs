@@ -26,7 +26,7 @@ pub(crate) struct LiveSegment {
     /// open that found none: its tables answer instead).
     pub bands: Option<crate::bands::BandFile>,
     /// Its id table (`crate::ids`; empty: its id column is scanned).
-    pub ids: super::id_tables::IdSlot,
+    pub ids: crate::ids::IdSlot,
 }
 
 /// The tombstones of the live tombstone files, by pair.

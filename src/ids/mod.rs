@@ -29,7 +29,7 @@ pub(crate) mod layout;
 mod read;
 
 pub(crate) use build::{write_id_table, IdBuildBudget};
-pub(crate) use read::IdTable;
+pub(crate) use read::{IdSlot, IdTable};
 
 /// The mixed id an id table sorts by: the SplitMix64 finalizer, a bijection on u64 whose
 /// top bits are close to uniform whatever the ids (sequential ids, URL hashes).

@@ -5,6 +5,7 @@
 //! id column makes.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use super::build::{emit, IdBuildBudget};
 use super::layout::{Geometry, IdHead, ENDS_PER_PAGE, IDS_MAGIC, IDS_VERSION, PAGE_BYTES};
@@ -12,6 +13,22 @@ use crate::error::{Error, Result};
 use crate::integrity::{check_magic_and_version, CheckedPages};
 use crate::segment::Segment;
 use crate::storage::{FileBytes, Storage};
+
+/// A live segment's id table: opened or built with the segment, replaced when a writer
+/// builds it again after a lookup found it damaged. Empty: the segment's id column is
+/// scanned instead.
+#[derive(Debug, Default)]
+pub(crate) struct IdSlot(RwLock<Option<Arc<IdTable>>>);
+
+impl IdSlot {
+    pub(crate) fn get(&self) -> Option<Arc<IdTable>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, table: IdTable) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(table));
+    }
+}
 
 /// An open id table.
 #[derive(Debug)]
