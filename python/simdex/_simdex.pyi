@@ -54,7 +54,7 @@ class Index:
     def __init__(
         self,
         path: Union[str, PathLike[str]],
-        k: int = 3,
+        k: Optional[int] = None,
         durability: str = "group",
         read_only: bool = False,
         create: bool = True,
@@ -63,7 +63,8 @@ class Index:
         expire_after: Union[None, str, int, float, "datetime.timedelta"] = None,
         create_in_nonempty: bool = False,
     ) -> None:
-        """``expire_after``: the expiry window of a new index (``"30d"``, seconds, or a timedelta): pairs stored
+        """``k``: the largest query distance of a new index (None: the library's default design); an existing
+        index keeps its own (another k raises ValueError, as a negative one does). ``expire_after``: the expiry window of a new index (``"30d"``, seconds, or a timedelta): pairs stored
         longer ago than it (plus its granularity, at most an eighth of it) stop matching; an existing index keeps its
         own (another window raises ValueError). ``create_in_nonempty``: create the index even in a directory that
         holds other files (refused by default with ``simdex.Error``)."""
@@ -105,8 +106,10 @@ class Index:
         """Fingerprints a document with the index's recipe (pinning the default one if none), inserts it; returns the fingerprint."""
     def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None) -> Tuple[int, List[DocumentMatch], int]:
         """(fingerprint, matches, words): the matches (``DocumentMatch``, with the sketches' similarity estimate)
-        if near-duplicates are stored (nothing inserted), else [] after inserting. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the
-        sketches estimate a resemblance of at least 0.90 (``confirm=False``: fingerprints alone; ``verify`` is the old name of ``confirm``). Raises
+        if near-duplicates are stored (nothing inserted), else [] after inserting, judged as
+        ``DocumentQuery(k, confirm, min_words=min_words)`` says. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the
+        sketches estimate a resemblance of at least ``DEFAULT_MIN_SIMILARITY`` (``confirm=False``: fingerprints alone; ``verify`` is the deprecated name
+        of ``confirm``: it warns, DeprecationWarning). Raises
         EmptyDocumentError for a document with fewer words than the recipe's minimum, or than ``min_words`` when
         given (nothing stored)."""
     def query_many(self, fps: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Union[List[List[Match]], MatchColumns]:
@@ -150,8 +153,47 @@ class Fingerprinter:
 class Segment:
     """A read-only segment file (``simdex build``)."""
     def __init__(self, path: Union[str, PathLike[str]]) -> None: ...
-    def query(self, fp: int, k: int = 3) -> List[Match]: ...
+    def query(self, fp: int, k: Optional[int] = None) -> List[Match]:
+        """Every entry within k (default: the segment's design's) bits of fp."""
     def __len__(self) -> int: ...
+
+class DocumentQuery:
+    """How the document calls judge a document: the library's rule, for every front (Python, Scrapy, the server,
+    ``simdex dedup``, ``simdex.spark``), so that none restates a default or a range.
+
+    >>> q = simdex.DocumentQuery()            # what find_or_insert_document does by default
+    >>> q.k, q.unconfirmed_k, q.min_similarity
+    (8, 3, 0.9)
+    >>> simdex.DocumentQuery(confirm=False).k  # fingerprints alone
+    3
+    >>> simdex.DocumentQuery(k=12).check()
+    Traceback (most recent call last):
+    ValueError: k = 12: document near-duplicates are found within at most k = 8 bits
+    """
+    def __init__(self, k: Optional[int] = None, confirm: bool = True, min_similarity: Optional[float] = None, min_words: Optional[int] = None) -> None:
+        """``k``: the candidates' distance (None: ``DEFAULT_CONFIRMED_K`` when confirming, ``DEFAULT_UNCONFIRMED_K``
+        otherwise; a negative k raises ValueError); ``confirm``: confirm candidates by sketch where the index stores
+        sketches; ``min_similarity``: the resemblance a confirmed candidate needs (None: ``DEFAULT_MIN_SIMILARITY``);
+        ``min_words``: a document of fewer words is refused (None: none beyond the recipe's)."""
+    @property
+    def k(self) -> int:
+        """The candidates' distance: the one given, else the library's default for ``confirm``."""
+    @property
+    def unconfirmed_k(self) -> int:
+        """The distance within which fingerprints alone decide (a document or a stored candidate without a sketch)."""
+    @property
+    def confirm(self) -> bool: ...
+    @property
+    def min_similarity(self) -> float:
+        """The resemblance (Jaccard of word shingles, as the sketches estimate it) a confirmed candidate needs."""
+    @property
+    def min_words(self) -> int: ...
+    def check(self) -> None:
+        """Raises ValueError (the library's message, the one every front gives) unless the query can be answered:
+        k at most ``MAX_K``, a resemblance within 0 and 1."""
+    def decision(self, sketches: bool) -> Tuple[int, Optional[float]]:
+        """(k, min_similarity) on an index that stores sketches or not: the distance candidates are found within and
+        the resemblance sketches confirm them at (None: fingerprints alone decide, within ``unconfirmed_k``)."""
 
 DEFAULT_CONFIRMED_K: int
 """The document calls' candidate distance when sketches confirm them (8)."""

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::banded;
+use super::banded::{self, OnOpen};
 use super::files::ids_name;
 use super::manifest::SegmentMeta;
 use super::report::OpenReport;
@@ -44,14 +44,14 @@ pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, s
     Ok(live)
 }
 
-/// A segment the manifest lists, live with its derived files: opened, or (`writable`) built
-/// again when missing or not this segment's (named in `report.rebuilt_bands` and
-/// `report.rebuilt_id_tables`).
-pub(super) fn attach_on_open(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment, writable: bool, report: &mut OpenReport) -> Result<LiveSegment> {
-    let live = banded::attach_on_open(storage, dir, meta, segment, writable, &mut report.rebuilt_bands)?;
+/// A segment the manifest lists, live with its derived files: its band file as `banded`
+/// decides (`on_open`), and its id table opened or, in a writable open, built again at once
+/// when missing or not this segment's (named in `report.rebuilt_id_tables`).
+pub(super) fn attach_on_open(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment, on_open: OnOpen, report: &mut OpenReport) -> Result<LiveSegment> {
+    let live = banded::attach_on_open(storage, dir, meta, segment, on_open, &mut report.rebuilt_bands, &mut report.set_aside)?;
     match IdTable::open(storage, &dir.join(ids_name(meta.number)), &live.segment) {
         Ok(table) => live.ids.set(table),
-        Err(_) if writable => {
+        Err(_) if on_open != OnOpen::GoWithout => {
             if build(storage, dir, &live)? {
                 report.rebuilt_id_tables.push(ids_name(meta.number));
             }

@@ -11,7 +11,9 @@ capability tables only: at most 400 lines, every relative link to a file that ex
 per-issue diaries live under `benches/history/`).
 
     python3 tools/scripts/check-shape.py            # exit 1 and name each offender
-    python3 tools/scripts/check-shape.py --report   # also the largest files and each crate's edges
+    python3 tools/scripts/check-shape.py --report   # also the largest files and functions, each crate's edges
+    python3 tools/scripts/check-shape.py --doc-items  # also count the crates' public items in
+                                                      # target/doc/*/all.html (after cargo doc)
 
 An edge A -> B means file A names an item of file B: a `use` path or an inline path
 (`crate::x::y`, `super::z`, `self::w`) that resolves into B's module. A module's facade
@@ -296,19 +298,24 @@ def crate_roots():
 
 
 MAX_PUB_MODS = 5
+# the library crates' roots: each declares at most MAX_PUB_MODS public modules
+LIBRARY_ROOTS = (os.path.join("src", "lib.rs"), os.path.join("tools", "fingerprint", "src", "lib.rs"))
 LIBRARY_SRC = ("src", os.path.join("tools", "fingerprint", "src"))
 LIBRARY_CONSTANTS = ("DEFAULT_CONFIRMED_K", "DEFAULT_UNCONFIRMED_K", "DEFAULT_MIN_SIMILARITY", "MAX_K")
+# the index crate's public items as `cargo doc` lists them (target/doc/simdex/all.html)
+MAX_PUBLIC_ITEMS = 110
 
 
 def api_problems():
     """The narrow-API rules: (file, message) for each breach."""
     out = []
-    lib = os.path.join(ROOT, "src", "lib.rs")
-    if os.path.exists(lib):
-        with open(lib, encoding="utf-8") as fh:
-            mods = re.findall(r"^pub mod (\w+);", strip(fh.read()), re.M)
-        if len(mods) > MAX_PUB_MODS:
-            out.append(("src/lib.rs", f"{len(mods)} public modules ({', '.join(mods)}), at most {MAX_PUB_MODS}: make the rest private and re-export their API at the root"))
+    for rel in LIBRARY_ROOTS:
+        lib = os.path.join(ROOT, rel)
+        if os.path.exists(lib):
+            with open(lib, encoding="utf-8") as fh:
+                mods = re.findall(r"^pub mod (\w+);", strip(fh.read()), re.M)
+            if len(mods) > MAX_PUB_MODS:
+                out.append((rel, f"{len(mods)} public modules ({', '.join(mods)}), at most {MAX_PUB_MODS}: make the rest private and re-export their API at the root"))
     for f in rust_files():
         rel = os.path.relpath(f, ROOT)
         if not rel.startswith(LIBRARY_SRC) or rel.startswith(os.path.join("src", "bin")):
@@ -320,16 +327,56 @@ def api_problems():
                 out.append((rel, f"pub struct {m.group(2)} is not #[non_exhaustive] (options grow: give it with_... builders)"))
     pkg = os.path.join(ROOT, "python", "simdex")
     for top, dirs, files in os.walk(pkg):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in files:
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
             if name.endswith(".py"):
                 path = os.path.join(top, name)
                 with open(path, encoding="utf-8") as fh:
-                    for i, line in enumerate(fh, 1):
-                        m = re.match(r"(\w+)\s*=\s*[0-9.]+\s*(#.*)?$", line)
-                        if m and m.group(1) in LIBRARY_CONSTANTS:
-                            out.append((os.path.relpath(path, ROOT), f"line {i}: {m.group(1)} is declared again; take it from the library (simdex.{m.group(1)})"))
+                    text = fh.read()
+                for i, line in enumerate(text.splitlines(), 1):
+                    m = re.match(r"(\w+)\s*=\s*[0-9.]+\s*(#.*)?$", line)
+                    if m and m.group(1) in LIBRARY_CONSTANTS:
+                        out.append((os.path.relpath(path, ROOT), f"line {i}: {m.group(1)} is declared again; take it from the library (simdex.{m.group(1)})"))
     return out
+
+
+def function_lengths(text):
+    """(lines, first line, name) of every function with a body in stripped source `text`."""
+    out = []
+    for m in re.finditer(r"\bfn\s+(\w+)", text):
+        i, depth = m.end(), 0
+        while i < len(text):
+            c = text[i]
+            if c in "([<":
+                depth += 1
+            elif c in ")]>" and not (c == ">" and text[i - 1] == "-"):
+                depth -= 1
+            elif c == ";" and depth <= 0:
+                i = -1
+                break
+            elif c == "{" and depth <= 0:
+                break
+            i += 1
+        if i < 0 or i >= len(text):
+            continue
+        j, braces = i, 0
+        while j < len(text):
+            if text[j] == "{":
+                braces += 1
+            elif text[j] == "}":
+                braces -= 1
+                if braces == 0:
+                    break
+            j += 1
+        first = text.count("\n", 0, m.start()) + 1
+        out.append((text.count("\n", 0, j) + 2 - first, first, m.group(1)))
+    return out
+
+
+def public_items(doc_dir):
+    """The names `cargo doc` lists in `doc_dir/all.html` (a crate's every public item)."""
+    with open(os.path.join(doc_dir, "all.html"), encoding="utf-8") as fh:
+        return re.findall(r'<li><a href="[^"]+">([^<]+)</a></li>', fh.read())
 
 
 def python_cycles():
@@ -470,6 +517,35 @@ def main():
         print("largest source files:")
         for n, f in sizes[:10]:
             print(f"  {n:5} {f}")
+    if report:
+        print("longest functions in the crates' src/:")
+        every = []
+        for f in rust_files():
+            rel = os.path.relpath(f, ROOT)
+            if "src" in rel.split(os.sep)[:-1]:
+                with open(f, encoding="utf-8") as fh:
+                    every.extend((n, rel, line, name) for n, line, name in function_lengths(strip(fh.read())))
+        for n, f, line, name in sorted(every, reverse=True)[:10]:
+            print(f"  {n:5} {f}:{line} {name}")
+        for rel in LIBRARY_ROOTS:
+            lib = os.path.join(ROOT, rel)
+            if os.path.exists(lib):
+                with open(lib, encoding="utf-8") as fh:
+                    mods = re.findall(r"^pub mod (\w+);", strip(fh.read()), re.M)
+                print(f"{rel}: {len(mods)} public modules ({', '.join(mods)})")
+    if "--doc-items" in sys.argv:
+        # after `cargo doc --no-deps -p simdex`: the index crate's public items, as rustdoc lists them
+        doc = os.path.join(ROOT, "target", "doc")
+        for crate, limit in (("simdex", MAX_PUBLIC_ITEMS), ("simdex_fingerprint", None)):
+            if not os.path.exists(os.path.join(doc, crate, "all.html")):
+                print(f"check-shape: --doc-items: {doc}/{crate}/all.html is missing (run cargo doc --no-deps -p simdex -p simdex-fingerprint first)")
+                failed = True
+                continue
+            items = public_items(os.path.join(doc, crate))
+            print(f"{crate}: {len(items)} public items (cargo doc's all.html)")
+            if limit is not None and len(items) > limit:
+                print(f"check-shape: {crate} has {len(items)} public items (at most {limit}): make the fronts' helpers theirs, fold variants into options")
+                failed = True
     for root in crate_roots():
         crate = Crate(root)
         edges = crate_edges(crate)

@@ -190,6 +190,25 @@ impl DocumentQuery {
         }
     }
 
+    /// How the query decides on an index that stores sketches of the library's recipe
+    /// (`sketched`) or not: the distance its candidates are found within, and the resemblance
+    /// sketches confirm them at (`None`: fingerprints alone decide). What a front reports
+    /// before it checks documents (the Scrapy middleware's start line).
+    ///
+    /// ```
+    /// use simdex_fingerprint::DocumentQuery;
+    /// assert_eq!(DocumentQuery::default().decision(true), (8, Some(0.9)));
+    /// assert_eq!(DocumentQuery::default().decision(false), (3, None)); // no sketches: the fallback
+    /// assert_eq!(DocumentQuery::within(5).with_confirm(false).decision(true), (5, None));
+    /// ```
+    pub fn decision(&self, sketched: bool) -> (u32, Option<f64>) {
+        if sketched && self.confirm {
+            (self.k(), Some(self.min_similarity))
+        } else {
+            (self.unconfirmed_k(), None)
+        }
+    }
+
     /// Fails with [`Error::InvalidOptions`] unless the query can be answered: `k` at most
     /// [`simdex::MAX_K`] (the tables answer any `k` up to 8 exactly, whatever the design), a
     /// resemblance within `0..=1`. Every front checks its arguments with this, so they refuse
