@@ -23,6 +23,7 @@ mod query;
 mod spark;
 mod spark_cluster;
 mod spark_columns;
+mod spark_dedup;
 mod spark_index;
 
 use batch::{u64s, Row};
@@ -546,5 +547,6 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     spark_index::register(m)?;
     spark_cluster::register(m)?;
     spark_columns::register(m)?;
+    spark_dedup::register(m)?;
     Ok(())
 }

@@ -399,6 +399,17 @@ impl DocumentIndex {
         })
     }
 
+    /// [`Self::query_analysed`] of many documents already fingerprinted (`fps`) and sketched
+    /// (`sketches`: one sketch of the index's recipe per fingerprint, back to back; empty
+    /// when there are none), over one version of the index, judged by the same rule and code
+    /// ([`simdex::query_confirmed_many`]): item `i`'s matches are the answer's item
+    /// `i`. No minimum length is checked (the callers' documents have fingerprints).
+    pub fn query_analysed_many(&self, fps: &[u64], sketches: &[u8], query: &DocumentQuery) -> Result<simdex::Grouped> {
+        query.check()?;
+        let sketches = if self.sketch_options().is_some() { sketches } else { &[] };
+        Ok(simdex::query_confirmed_many(&self.index, fps, sketches, &query.confirm_options())?)
+    }
+
     /// The fingerprint (and, when the index stores sketches of the library's recipe, the
     /// sketch, made of the same text) of a document.
     pub(crate) fn analyse(&self, doc: DocumentInput<'_>, pin: bool) -> Result<(Fingerprint, Option<Sketch>)> {
