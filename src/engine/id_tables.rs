@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::banded::{self, OnOpen};
+use super::compaction::checkpoint::MergeFiles;
 use super::files::ids_name;
 use super::manifest::SegmentMeta;
 use super::report::OpenReport;
@@ -41,6 +42,15 @@ fn build(storage: &dyn Storage, dir: &Path, live: &LiveSegment) -> Result<bool> 
 pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment) -> Result<LiveSegment> {
     let live = banded::attach_new(storage, dir, meta, segment)?;
     build(storage, dir, &live)?;
+    Ok(live)
+}
+
+/// A merge's output live with its band file ([`banded::attach_merged`]) and its id table,
+/// built from the segment under its new name before the manifest installs it (a crash in
+/// between leaves a segment without its table: the next writable open builds it).
+pub(super) fn attach_merged(engine: &Engine, files: &MergeFiles, meta: SegmentMeta) -> Result<LiveSegment> {
+    let live = banded::attach_merged(engine, files, meta)?;
+    build(&*engine.storage, &engine.dir, &live)?;
     Ok(live)
 }
 
