@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use simdex::inspect::verify_index;
+use simdex::recovery::verify_index;
 use simdex::storage::{MemStorage, Storage};
 use simdex::Index;
 

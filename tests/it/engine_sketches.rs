@@ -301,7 +301,7 @@ fn sketch_misuse_is_a_clear_error() {
 
 #[test]
 fn recovery_keeps_the_sketches_of_segments_and_logs_and_names_those_it_loses() {
-    use simdex::inspect::salvage;
+    use simdex::recovery::salvage;
     use simdex::storage::Storage;
     use std::path::Path;
     let storage = MemStorage::default();
