@@ -87,7 +87,9 @@ fn recover_names_a_damaged_id_page_once_and_its_summary_adds_up() {
     let text: String = (0..1000u64).map(|i| format!("{:016x}\t{}\n", (i / 4 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15), 1000 + i)).collect();
     let input = dir.path().join("pairs.txt");
     std::fs::write(&input, text).unwrap();
-    ok(&run(&["insert", p(&idx), p(&input)]));
+    // (insert's batches of records are "synced groups", not the library's group commit)
+    let inserted: serde_json::Value = serde_json::from_str(&ok(&run(&["insert", p(&idx), p(&input), "--json"]))).unwrap();
+    assert!(inserted["synced_groups"].as_u64().is_some_and(|n| n >= 1) && inserted.get("group_commits").is_none(), "{inserted}");
     ok(&run(&["compact", p(&idx)]));
     let seg = seg_of(&idx);
     let mut bytes = std::fs::read(&seg).unwrap();
