@@ -6,9 +6,13 @@
 //! links by the library's self-join of the fingerprints, the pairs and report files); this
 //! front reads the inputs, checks an index and prints the summary.
 //!
-//! By default every pair within k is confirmed: kept only when the documents' sketches (`simdex_fingerprint::sketch`, computed in memory) estimate a
-//! resemblance of at least `--confirm-threshold`. On the dev corpus this lifts F1 from 0.72
-//! (k = 3, fingerprints only) to 0.89 (k = 8, confirmed at 0.90); see `benches/QUALITY.md`.
+//! By default every candidate pair (fingerprints within k, or sketches sharing a band) is
+//! confirmed: kept only when the documents' sketches (`simdex_fingerprint::sketch`, computed
+//! in memory) estimate a resemblance of at least `--confirm-threshold`, and, when the
+//! estimate is within the sketch's noise of it, when the exact Jaccard of the two
+//! documents' shingle sets is (the second look: the sets are kept in memory within
+//! `--keep-text-bytes`, else the inputs are read again for the documents it needs). See
+//! `benches/QUALITY.md` for what each step does to F1.
 //!
 //! `--pairs FILE` writes every near-duplicate pair of documents (exact copies included),
 //! one a line: `id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity`.
@@ -23,7 +27,7 @@ use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex_fingerprint::corpus::{ContentHash, CorpusDedup, CorpusDoc, CorpusOptions};
-use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
+use simdex_fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::Fingerprinter;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -56,6 +60,15 @@ pub struct Args {
     /// The old name of --confirm-threshold: still accepted, with a warning.
     #[arg(long, hide = true, value_parser = crate::value_parsers::fraction, conflicts_with_all = ["no_confirm", "no_verify", "confirm_threshold"])]
     pub verify_threshold: Option<f64>,
+    /// Decide by the sketch estimate alone, also where it is within the sketch's noise of the
+    /// threshold (by default those pairs get a second look: the exact Jaccard of their word
+    /// 3-shingle sets)
+    #[arg(long, conflicts_with_all = ["no_confirm", "no_verify"])]
+    pub no_second_look: bool,
+    /// Take as candidates only the pairs whose fingerprints are within k (by default pairs
+    /// whose sketches share a band are candidates too, whatever their distance)
+    #[arg(long, conflicts_with_all = ["no_confirm", "no_verify"])]
+    pub no_band_candidates: bool,
     /// Write every near-duplicate pair of documents to FILE, one a line:
     /// id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity
     #[arg(long, value_name = "FILE")]
@@ -110,6 +123,51 @@ struct Corpus {
     skipped: Vec<(String, String)>,
     /// The fingerprint recipe's descriptor.
     recipe: String,
+    /// Every document's shingle set (empty for those without a sketch), when the run
+    /// confirms and they fitted `--keep-text-bytes`; `None` beyond it.
+    sets: Option<Vec<Vec<u64>>>,
+}
+
+/// The second look: the exact Jaccard of the pairs whose estimate is within the sketch's
+/// noise of the threshold, from the shingle sets kept by the read pass or, beyond its
+/// budget, of the documents it needs, read again. Returns (pairs decided, of which changed
+/// side), `None` when there was none to take.
+fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut CorpusDedup, options: SketchOptions) -> anyhow::Result<Option<(usize, usize)>> {
+    let wanted = found.undecided_docs();
+    if wanted.is_empty() {
+        return Ok(None);
+    }
+    if let Some(sets) = &corpus.sets {
+        let get = |i: u32| sets.get(i as usize).filter(|s| !s.is_empty());
+        return Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(get(a)?, get(b)?)))));
+    }
+    if files.iter().any(|f| f.as_os_str() == "-") {
+        eprintln!("note: no second look by exact Jaccard: the shingle sets did not fit --keep-text-bytes and standard input cannot be read again");
+        return Ok(None);
+    }
+    // read the inputs again, keeping the sets of the wanted documents only
+    let mut sketcher = Sketcher::new(options)?;
+    let mut sets: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::with_capacity(wanted.len());
+    let mut at = 0u32;
+    let utf8 = args.read.invalid_utf8();
+    let bar = progress::steps(files.len() as u64, "second look");
+    corpus::for_each_doc(
+        files,
+        &args.read,
+        &bar,
+        |mut doc| {
+            if wanted.binary_search(&at).is_ok() {
+                if let Ok(text) = doc.text(utf8) {
+                    sets.insert(at, sketcher.shingles(&text).to_vec());
+                }
+            }
+            at += 1;
+            Ok(None)
+        },
+        |_| {},
+    )?;
+    bar.finish_and_clear();
+    Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(sets.get(&a)?, sets.get(&b)?)))))
 }
 
 /// The flags' names before "confirm" was the one word for the sketch check: the same
@@ -127,7 +185,7 @@ fn old_names(args: &mut Args) {
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     old_names(&mut args);
-    let options = CorpusOptions::new(args.k, !args.no_confirm, Some(args.confirm_threshold))?;
+    let options = CorpusOptions::new(args.k, !args.no_confirm, Some(args.confirm_threshold))?.with_band_candidates(!args.no_band_candidates).with_second_look(!args.no_second_look);
     let (k, confirm) = (options.k, options.confirm);
     args.k = Some(k);
     let files = corpus::expand(&args.inputs)?;
@@ -166,9 +224,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             index.pin_recipe(recipe)?;
         }
     }
-    let corpus = read(&args, &files, fp, kept)?;
+    // an index keeps the sketch recipe it was created with (an older one included)
+    let sketch_options = index.as_ref().and_then(|i| i.sketch_options()).unwrap_or_default();
+    let corpus = read(&args, &files, fp, kept, sketch_options)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let found = CorpusDedup::new(&corpus.docs, &options, threads)?;
+    let mut found = CorpusDedup::new(&corpus.docs, &options, threads)?;
+    let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options)?;
     if let Some(path) = &args.pairs {
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -187,7 +248,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         Some(index) => {
             // An index created without sketches (or with another kind) cannot confirm: its
             // matches are by fingerprint alone, at the unconfirmed distance.
-            let confirm = confirm.filter(|_| index.sketch_options() == Some(SketchOptions::default()));
+            let confirm = confirm.filter(|_| index.sketch_options() == Some(sketch_options));
             let check = match confirm {
                 Some(min_similarity) => simdex::ConfirmOptions::default().with_k(k).with_min_similarity(min_similarity).with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K)),
                 None => simdex::ConfirmOptions::default().with_k(k.min(DEFAULT_UNCONFIRMED_K)).with_min_similarity(0.0).with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K)),
@@ -204,7 +265,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     report.flush()?;
     let mut summary: Box<dyn Write> = if args.json { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
-    write_summary(&mut summary, &args, &corpus, &found, indexed)?;
+    write_summary(&mut summary, &args, &corpus, &found, indexed, second_look)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -227,27 +288,53 @@ fn fingerprinter(args: &Args, files: &[PathBuf], keep_text: bool) -> anyhow::Res
     Ok((fp.with_idf(std::sync::Arc::new(table))?, kept.filter(|_| keep_text)))
 }
 
-/// Fingerprint and sketch of a document's text (or why it has none).
-fn from_text(fp: &mut Fingerprinter, sketcher: &mut Sketcher, text: Result<&str, String>) -> (Result<(u64, bool), String>, Option<Sketch>) {
+/// Fingerprint and sketch of a document's text (or why it has none); its shingle set goes
+/// to `sets` while they fit `budget` bytes (all of them are dropped beyond it).
+fn from_text(
+    fp: &mut Fingerprinter,
+    sketcher: &mut Sketcher,
+    text: Result<&str, String>,
+    sets: &mut Option<Vec<Vec<u64>>>,
+    budget: &mut usize,
+) -> (Result<(u64, bool), String>, Option<Sketch>) {
     match text {
-        Ok(text) => (fp.fingerprint(text).map(|f| (f.value, f.short)).map_err(|e| e.to_string()), Some(sketcher.sketch(text))),
-        Err(e) => (Err(e), None),
+        Ok(text) => {
+            let set = sketcher.shingles(text).to_vec();
+            let sketch = sketcher.sketch_of_set(&set);
+            let bytes = set.len() * 8 + 24;
+            match sets {
+                Some(kept) if bytes <= *budget => {
+                    *budget -= bytes;
+                    kept.push(set);
+                }
+                _ => *sets = None,
+            }
+            (fp.fingerprint(text).map(|f| (f.value, f.short)).map_err(|e| e.to_string()), Some(sketch))
+        }
+        Err(e) => {
+            if let Some(kept) = sets {
+                kept.push(Vec::new());
+            }
+            (Err(e), None)
+        }
     }
 }
 
 /// The pass over the inputs: content hash and fingerprint of every document (from `kept`,
 /// the first pass's texts, when it kept them).
-fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corpus::KeptCorpus>) -> anyhow::Result<Corpus> {
+fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corpus::KeptCorpus>, sketch_options: SketchOptions) -> anyhow::Result<Corpus> {
     let bar = progress::steps(files.len() as u64, "fingerprinting");
     let mut docs: Vec<CorpusDoc> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     let utf8 = args.read.invalid_utf8();
-    let mut sketcher = (!args.no_confirm).then(|| Sketcher::new(SketchOptions::default())).transpose()?;
+    let mut sketcher = (!args.no_confirm).then(|| Sketcher::new(sketch_options)).transpose()?;
+    let mut sets = (!args.no_confirm && !args.no_second_look).then(Vec::new);
+    let mut budget = args.keep_text_bytes;
     if let (Some(kept), Some(sketcher)) = (kept, sketcher.as_mut()) {
         kept.for_each_doc(
             &bar,
             |doc| {
-                let (outcome, sketch) = from_text(&mut fp, sketcher, doc.text.as_deref().map_err(Clone::clone));
+                let (outcome, sketch) = from_text(&mut fp, sketcher, doc.text.as_deref().map_err(Clone::clone), &mut sets, &mut budget);
                 let (fingerprint, short, failed) = match outcome {
                     Ok((value, short)) => (Some(value), short, None),
                     Err(e) => (None, true, Some(e)),
@@ -258,7 +345,7 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corp
             |s| skipped.push((s.id, s.reason)),
         )?;
         bar.finish_and_clear();
-        return Ok(Corpus { docs, skipped, recipe: fp.recipe() });
+        return Ok(Corpus { docs, skipped, recipe: fp.recipe(), sets });
     }
     corpus::for_each_doc(
         files,
@@ -269,7 +356,7 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corp
             // With sketches, the text is read whole (both are made of it); without, the
             // fingerprint streams.
             let (outcome, sketch) = match sketcher.as_mut() {
-                Some(sketcher) => from_text(&mut fp, sketcher, doc.text(utf8).as_deref().map_err(ToString::to_string)),
+                Some(sketcher) => from_text(&mut fp, sketcher, doc.text(utf8).as_deref().map_err(ToString::to_string), &mut sets, &mut budget),
                 None => (doc.fingerprint(&mut fp, utf8).map(|o| (o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string()), None),
             };
             // hash the whole content even where the fingerprinter stopped early
@@ -284,12 +371,19 @@ fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corp
         |s| skipped.push((s.id, s.reason)),
     )?;
     bar.finish_and_clear();
-    Ok(Corpus { docs, skipped, recipe: fp.recipe() })
+    Ok(Corpus { docs, skipped, recipe: fp.recipe(), sets })
 }
 
 /// The readable summary: counts, the size histogram, then the largest near-duplicate
 /// clusters and exact-duplicate groups, `--show` members each.
-fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, found: &CorpusDedup, indexed: Option<(usize, usize)>) -> anyhow::Result<()> {
+fn write_summary(
+    summary: &mut dyn Write,
+    args: &Args,
+    corpus: &Corpus,
+    found: &CorpusDedup,
+    indexed: Option<(usize, usize)>,
+    second_look: Option<(usize, usize)>,
+) -> anyhow::Result<()> {
     let docs = &corpus.docs;
     let (exact, near) = (&found.exact, &found.clusters);
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
@@ -310,8 +404,15 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, found: &
     // a link between two contents stands for every pair of their exact copies
     let copies = if near_pairs > links { format!(" ({links} between distinct contents, {} more between their exact copies)", near_pairs - links) } else { String::new() };
     writeln!(summary, "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {near_pairs} pairs{copies}", args.k.unwrap_or_default(), near.len(), in_near)?;
+    let beyond = found.links.iter().filter(|l| l.distance > args.k.unwrap_or_default()).count();
+    if beyond > 0 {
+        writeln!(summary, "  of them {beyond} beyond k, found because their sketches share a band")?;
+    }
     if let Some(path) = &args.pairs {
         writeln!(summary, "pairs written to {}: {} ({exact_pairs} exact, {near_pairs} near)", path.display(), exact_pairs + near_pairs)?;
+    }
+    if let Some((decided, changed)) = second_look {
+        writeln!(summary, "second look (exact Jaccard) at {decided} pairs estimated within the sketch's noise of the threshold: {changed} changed side")?;
     }
     let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
     near.iter().for_each(|c| *sizes.entry(c.len()).or_default() += 1);
