@@ -145,11 +145,11 @@ struct UnreadableIds {
 
 impl UnreadableIds {
     fn add(&mut self, ordinal: u64, e: &Error, lost: &mut Vec<(u64, String)>) {
-        let offset = match e {
-            Error::Corrupt { offset, .. } => Some(*offset),
-            _ => None,
+        // (the line names the file and the offset: a checksum fault says only what failed)
+        let (offset, message) = match e {
+            Error::Corrupt { offset, detail, .. } => (Some(*offset), detail.clone()),
+            _ => (None, e.chain_message()),
         };
-        let message = e.chain_message();
         match &mut self.run {
             Some((o, m, _, last)) if *o == offset && *m == message && *last + 1 == ordinal => *last = ordinal,
             _ => {

@@ -104,7 +104,7 @@ fn recover_names_a_damaged_id_page_once_and_its_summary_adds_up() {
 
     let listed = stdout(&run(&["verify", &format!("{}/", p(&idx))]));
     assert!(!listed.contains("//"), "paths are joined: {listed}");
-    assert!(listed.contains("DAMAGED; `simdex recover` can rebuild 1000 of 1000 fingerprints; 127 document ids are lost"), "{listed}");
+    assert!(listed.contains("DAMAGED; `simdex recover` can rebuild 1000 of 1000 fingerprints (from tables 0, 1, 2, 3); 127 document ids are lost"), "{listed}");
 
     let fixed = dir.path().join("fixed");
     let text = ok(&run(&["recover", p(&idx), "--out", p(&fixed)]));
