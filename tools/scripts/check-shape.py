@@ -352,7 +352,7 @@ K_NAME = re.compile(r"(?i)^(k|\w+_k)$")
 SIMILARITY_NAME = re.compile(r"(?i)(threshold|similarity)$")
 K_FLAGS = ("-k", "--k", "--max-k")
 SIMILARITY_FLAG = re.compile(r"^--[\w-]*(threshold|similarity)$")
-ASK = "DocumentQuery decides it (simdex.DocumentQuery(k=..., min_similarity=...).check(), .k, .unconfirmed_k, .min_similarity)"
+ASK = "ask the library (simdex.DocumentQuery(k=..., min_similarity=...): .check(), .k, .unconfirmed_k, .min_similarity)"
 
 
 def python_restated(text):
@@ -394,13 +394,13 @@ def python_restated(text):
             given = list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + [(x, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
             for arg, d in given:
                 if number(d) and ruled(arg.arg):
-                    out.append((line, f"`{arg.arg}={ast.unparse(d)}`: a default of the library's restated; default to None and let {ASK}"))
+                    out.append((line, f"`{arg.arg}={ast.unparse(d)}`: a default of the library's restated; default to None and {ASK}"))
         elif isinstance(node, ast.Call):
             flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
             if any(f in K_FLAGS or SIMILARITY_FLAG.match(f) for f in flags):
                 for kw in node.keywords:
                     if kw.arg == "default" and number(kw.value):
-                        out.append((line, f"`{flags[0]}` default={ast.unparse(kw.value)}: a default of the library's restated; default to None and let {ASK}"))
+                        out.append((line, f"`{flags[0]}` default={ast.unparse(kw.value)}: a default of the library's restated; default to None and {ASK}"))
     return sorted(set(out))
 
 
