@@ -67,7 +67,10 @@ fn verify_names_each_kind_of_band_file_damage() {
             "directory" | "unreadable" => {
                 let named = named(&problems);
                 assert_eq!(named.len(), 1, "{kind}: {report:?}");
-                assert!(named[0].contains(if kind == "directory" { "a directory, not a band file" } else { "not readable" }) && named[0].contains("sets it aside"), "{kind}: {named:?}");
+                assert!(
+                    named[0].contains(if kind == "directory" { "a directory, not a band file" } else { "not readable" }) && named[0].contains("sets it aside"),
+                    "{kind}: {named:?}"
+                );
             }
             _ => assert_eq!(named(&problems).len(), 1, "{kind}: one problem names the file: {report:?}"),
         }
