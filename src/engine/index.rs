@@ -226,11 +226,13 @@ impl Index {
     /// running when the close comes stops at its next checkpoint (within a few milliseconds:
     /// it looks every 1,024 entries, block or page), keeping what it wrote, and the next
     /// writable open goes on from there (nothing is redone from scratch, nothing
-    /// acknowledged is lost). What a close waits for is the sync and the flush of at most
-    /// [`IndexOptions::memtable_ops`](super::IndexOptions::memtable_ops) operations (about a
-    /// second at the default 2^20 with sketches; `benches/RESULTS.md`, "Scale IV"). So the
-    /// live set a close leaves may hold its last flush beside the rest, settled by the next
-    /// open's maintenance.
+    /// acknowledged is lost). What a close waits for is the sync and the flush of the
+    /// memtables not yet written: the active one and those frozen for the background flush
+    /// (at most `max_frozen + 2` times
+    /// [`IndexOptions::memtable_ops`](super::IndexOptions::memtable_ops) operations, whatever
+    /// the index's size; `benches/RESULTS.md`, "Scale IV"; with `flush_on_close` off, none:
+    /// the next open replays them). So the live set a close leaves may hold its last flushes
+    /// beside the rest, settled by the next open's maintenance.
     pub fn close(self) -> Result<()> {
         self.stop_background();
         if self.engine.read_only {
