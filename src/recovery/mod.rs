@@ -42,3 +42,5 @@ pub use report::{FileProblem, IndexVerifyReport, SalvageReport, UNKNOWN_DOC_ID};
 pub use salvage::salvage;
 pub use verify::verify_index;
 pub use verify_segment::{verify_segment, Problem, VerifyReport};
+#[cfg(feature = "fuzzing")]
+pub(crate) use verify_segment::verify_segment_bytes;
