@@ -82,7 +82,7 @@ impl<'a> Salvage<'a> {
         let index_file = |name: &String| match files::parse(name) {
             FileKind::Manifest | FileKind::Recipe | FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_) => true,
             // band files are derived from segments: a recovered index builds its own
-            FileKind::Bands(_) | FileKind::Lock | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
+            FileKind::Bands(_) | FileKind::Ids(_) | FileKind::Lock | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
         };
         if !names.iter().any(index_file) {
             return Err(Error::InvalidArgument(format!("{} holds no index (no MANIFEST, segment, tombstone or log file): nothing to recover", src.display())));

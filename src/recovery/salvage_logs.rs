@@ -54,8 +54,14 @@ impl Salvage<'_> {
             let width = r.sketch_bytes();
             for (i, (fp, id)) in r.ops().enumerate() {
                 let seq = r.seq + i as u64;
-                match r.kind {
-                    OpKind::Insert => {
+                // a replace deletes with every operation but its last, which inserts
+                let is_insert = match r.kind {
+                    OpKind::Insert => true,
+                    OpKind::Delete => false,
+                    OpKind::Replace => i + 1 == r.len(),
+                };
+                match is_insert {
+                    true => {
                         pairs.push((fp, id, seq));
                         inserts += 1;
                         match r.sketches().and_then(|s| s.get(i * width..(i + 1) * width)).filter(|s| s.iter().any(|&b| b != 0)) {
@@ -63,7 +69,7 @@ impl Salvage<'_> {
                             None => sketches.remove(&(fp, id)),
                         };
                     }
-                    OpKind::Delete => {
+                    false => {
                         let e = deletes.entry((fp, id)).or_insert(0);
                         *e = (*e).max(seq);
                     }

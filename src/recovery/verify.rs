@@ -26,7 +26,7 @@ use crate::engine::files::{self, FileKind};
 use crate::engine::log::{scan_log, LogEnd, ScanMode};
 use crate::engine::manifest::{Manifest, MANIFEST_NAME};
 use crate::engine::seal::{missing_log, shortfall};
-use crate::engine::{banded, pinned_recipe, tombstone};
+use crate::engine::{banded, id_tables, pinned_recipe, tombstone};
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 use crate::storage::Storage;
@@ -138,6 +138,7 @@ impl Pass<'_> {
             FileKind::Unknown => self.report.unknown.push(name.to_string()),
             FileKind::Segment(n) => self.segment(name, n),
             FileKind::Bands(n) => self.bands(name, n),
+            FileKind::Ids(n) => self.id_table(name, n),
             FileKind::Tombstones(n) => self.tombstones(name, n),
             FileKind::Log(n) => {
                 if self.manifest.as_ref().is_some_and(|m| n < m.log_number) {
@@ -210,6 +211,23 @@ impl Pass<'_> {
             Err(e) => {
                 self.report.problem(name, &e);
                 self.report.notes.push(format!("{name}: derived from the segment's sketches: remove it, and the next writable open builds it again"));
+            }
+        }
+    }
+
+    /// An id table (`seg-N.sdi`): every page, derived from the segment's document ids.
+    fn id_table(&mut self, name: &str, n: u64) {
+        if self.manifest.as_ref().is_some_and(|m| !m.segments.iter().any(|s| s.number == n)) {
+            self.report.notes.push(format!("{name}: the id table of a segment not in the manifest: an orphan (removed by the next writable open)"));
+            return;
+        }
+        match id_tables::verify_id_table(self.storage, self.dir, n) {
+            Ok(summary) => self.report.checked.push((name.to_string(), summary)),
+            Err(e) => {
+                self.report.problem(name, &e);
+                self.report.notes.push(format!(
+                    "{name}: derived from the segment's document ids (nothing is lost): a writer builds it again when a lookup reads a damaged page; remove it to have the next writable open build it"
+                ));
             }
         }
     }
