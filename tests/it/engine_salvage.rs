@@ -222,7 +222,7 @@ fn recover_accounts_for_every_entry_when_an_id_page_is_lost() {
     index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     index.close().unwrap();
-    let seg = Path::new("/idx").join(storage.list(Path::new("/idx")).unwrap().into_iter().find(|n| n.starts_with("seg-")).unwrap());
+    let seg = Path::new("/idx").join(storage.list(Path::new("/idx")).unwrap().into_iter().find(|n| n.starts_with("seg-") && n.ends_with(".sdx")).unwrap());
     let mut bytes = storage.file(&seg).unwrap();
     // Id page 2 holds the ids of entries 254..381 (127 a page) in fingerprint order.
     let ids_head = SegmentMap::of(&bytes).ids_head;
