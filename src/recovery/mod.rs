@@ -41,6 +41,6 @@ pub use recover::recover_into;
 pub use report::{FileProblem, IndexVerifyReport, SalvageReport, UNKNOWN_DOC_ID};
 pub use salvage::salvage;
 pub use verify::verify_index;
-pub use verify_segment::{verify_segment, Problem, VerifyReport};
 #[cfg(feature = "fuzzing")]
 pub(crate) use verify_segment::verify_segment_bytes;
+pub use verify_segment::{verify_segment, Problem, VerifyReport};
