@@ -67,7 +67,7 @@ fn paths_name_operations() {
     assert_eq!(Op::from_path("/v1/"), None);
     assert_eq!(Op::from_path("/v2/query"), None);
     assert_eq!(Op::from_path("/query"), None);
-    // the names before issue 35 are the same operations
+    // the old names (before "insert" was the one word for a write) are the same operations
     assert_eq!(Op::from_path("/v1/add"), Some(Op::Insert));
     assert_eq!(Op::from_path("/v1/add_many"), Some(Op::InsertMany));
     assert_eq!(Op::from_path("/v1/add_document"), Some(Op::InsertDocument));
