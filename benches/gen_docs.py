@@ -18,8 +18,8 @@ same source and seed give the same bytes (the generator is a splitmix64 of its o
 Python version changes it); the source's sentence count and a hash of its sentences are
 printed, to say which text a corpus was made of.
 
-Documents: a length drawn log-normally (median 5,000 bytes, sigma 0.6, within 300..60,000:
-6 KB on average), filled with sentences drawn uniformly from the pool, a third of them with
+Documents: a length drawn log-normally (median `--median-bytes`, default 5,000, sigma 0.6,
+within 300 bytes and 12 medians: 6 KB on average by default), filled with sentences drawn uniformly from the pool, a third of them with
 one word replaced by a random word of the pool's vocabulary (so that the pool's sentences
 recur with variations, as boilerplate does). Of the documents, `--exact` (default 2%) are
 byte-identical copies of an earlier original and `--near` (default 6%) near copies: 1, 2, 4,
@@ -143,8 +143,9 @@ def page(doc_id, paragraphs):
 
 
 class Generator:
-    def __init__(self, pool, seed):
+    def __init__(self, pool, seed, median):
         self.pool = pool
+        self.median = median
         self.rng = SplitMix(seed)
         vocab = sorted({w for s in pool for w in s.split()})
         self.vocab = vocab
@@ -158,7 +159,7 @@ class Generator:
         return s
 
     def original(self):
-        target = min(60_000, max(300, int(5000 * math.exp(0.6 * self.rng.normal()))))
+        target = min(12 * self.median, max(300, int(self.median * math.exp(0.6 * self.rng.normal()))))
         out, size = [], 0
         while size < target:
             s = self.sentence()
@@ -208,6 +209,7 @@ def main():
     ap.add_argument("--exact", type=float, default=0.02, help="share of exact copies")
     ap.add_argument("--near", type=float, default=0.06, help="share of near copies")
     ap.add_argument("--source", default=None, help="folder of the Rust documentation's HTML")
+    ap.add_argument("--median-bytes", type=int, default=5000, help="median text length of a document")
     a = ap.parse_args()
     source = a.source or default_source()
     pool = sentences_of(source)
@@ -215,7 +217,7 @@ def main():
         sys.exit(f"only {len(pool)} sentences under {source}: give --source")
     digest = hashlib.sha256("\n".join(pool).encode()).hexdigest()[:16]
     print(f"source {source}: {len(pool)} sentences, sha256 {digest}", file=sys.stderr)
-    gen = Generator(pool, a.seed)
+    gen = Generator(pool, a.seed, a.median_bytes)
     rng = gen.rng
     os.makedirs(a.out, exist_ok=True)
     originals = []  # (id, sentences) of the documents copies are made of

@@ -443,10 +443,11 @@ impl DocumentIndex {
     }
 }
 
-/// The text a document's fingerprint and sketch are made of.
-fn document_text(doc: DocumentInput<'_>) -> Result<String> {
+/// The text a document's fingerprint and sketch are made of (borrowed where it is the
+/// document's bytes).
+fn document_text(doc: DocumentInput<'_>) -> Result<std::borrow::Cow<'_, str>> {
     let mut d = Document { id: String::new(), kind: doc.kind, content: doc.bytes, replaced_utf8: 0 };
-    d.text(InvalidUtf8::Replace)
+    d.text_in_memory(InvalidUtf8::Replace)
 }
 
 fn fingerprint(fp: &mut Fingerprinter, doc: DocumentInput<'_>) -> Result<Fingerprint> {

@@ -8,7 +8,7 @@ use crate::options::FingerprintOptions;
 use crate::stem::Stemmer;
 use crate::stopwords::StopWords;
 use crate::tokenize::Tokenizer;
-use crate::weights::{self, Accumulator};
+use crate::weights::{self, Accumulator, TfMode};
 
 /// A fingerprint and what went into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +22,36 @@ pub struct Fingerprint {
     /// Fewer words than [`FingerprintOptions::short_words`]: simhash is weak on short texts,
     /// so near-duplicate answers for this document deserve less trust.
     pub short: bool,
+}
+
+/// A document's features, counted once ([`Fingerprinter::document_features`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocumentFeatures {
+    /// Distinct feature hashes, in the order they first occur.
+    distinct: Vec<u64>,
+    /// Occurrences of each (empty for binary weights, which count each feature once).
+    counts: Vec<u32>,
+    /// Words kept (after stop words).
+    words: u64,
+    /// Feature occurrences.
+    occurrences: u64,
+}
+
+impl DocumentFeatures {
+    /// The distinct feature hashes (what [`IdfBuilder::add_document`](crate::IdfBuilder::add_document) counts).
+    pub fn distinct(&self) -> &[u64] {
+        &self.distinct
+    }
+
+    /// Words kept (after stop words).
+    pub fn words(&self) -> u64 {
+        self.words
+    }
+
+    /// Bytes of memory these features hold (what a budget for keeping many counts).
+    pub fn heap_bytes(&self) -> usize {
+        8 * self.distinct.capacity() + 4 * self.counts.capacity()
+    }
 }
 
 /// Turns documents into fingerprints. Reusable; clone it for another thread.
@@ -121,6 +151,61 @@ impl Fingerprinter {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// The features of `text`, counted once: a fingerprint with any IDF table of this
+    /// recipe follows from them without reading the text again
+    /// ([`Fingerprinter::fingerprint_features`]), and an IDF table counts their distinct
+    /// hashes ([`DocumentFeatures::distinct`]). What `simdex dedup` keeps between learning
+    /// its IDF table and fingerprinting.
+    pub fn document_features(&mut self, text: &str) -> DocumentFeatures {
+        let mut out = DocumentFeatures::default();
+        self.document_features_into(text, &mut out);
+        out
+    }
+
+    /// [`Fingerprinter::document_features`] into `out`, reusing its buffers.
+    pub fn document_features_into(&mut self, text: &str, out: &mut DocumentFeatures) {
+        let Fingerprinter { tokenizer, stop, stemmer, options, scratch, batch, .. } = self;
+        batch.words.clear();
+        batch.features.clear();
+        let mut s = Session {
+            features: FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits),
+            acc: Accumulator::counting(scratch),
+            tokenizer,
+            options,
+            batch,
+            pending: String::new(),
+        };
+        s.push_complete(text);
+        let Session { mut features, mut acc, batch, .. } = s;
+        batch.flush(&mut features, &mut acc);
+        features.finish(&mut |h| acc.add(h));
+        out.words = features.words();
+        out.occurrences = acc.features();
+        // binary weights count a feature once, however often it occurs
+        acc.into_counts(&mut out.distinct, &mut out.counts, options.tf != TfMode::Binary);
+    }
+
+    /// The fingerprint of a document from its features ([`Fingerprinter::document_features`],
+    /// made with this recipe): the same as [`Fingerprinter::fingerprint`] of its text.
+    pub fn fingerprint_features(&mut self, f: &DocumentFeatures) -> Result<Fingerprint, Error> {
+        self.check_features(f)?;
+        let Fingerprinter { idf, options, scratch, .. } = self;
+        let mut acc = Accumulator::new(options.tf, idf.as_deref(), scratch);
+        acc.add_distinct(&f.distinct, &f.counts);
+        // (binary weights keep no counts: the occurrences are the ones counted when reading)
+        Ok(Fingerprint { words: f.words, features: f.occurrences, short: f.words < options.short_words, value: acc.finish() })
+    }
+
+    /// Fails as [`Fingerprinter::fingerprint_features`] would (too few words), without making
+    /// the fingerprint.
+    pub fn check_features(&self, f: &DocumentFeatures) -> Result<(), Error> {
+        let min_words = self.options.min_words.max(1);
+        if f.words < min_words {
+            return Err(Error::EmptyDocument { words: f.words, min_words });
+        }
+        Ok(())
     }
 
     /// A streaming fingerprint: push text in pieces of any size, then `finish`. Memory stays

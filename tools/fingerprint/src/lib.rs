@@ -24,6 +24,7 @@ pub mod corpus;
 pub mod document;
 mod documents;
 mod error;
+mod feature_map;
 pub mod features;
 mod fingerprinter;
 pub mod hash;
@@ -51,7 +52,7 @@ pub fn doc_id(name: &str) -> u64 {
 pub use documents::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY, DEFAULT_UNCONFIRMED_K};
 pub use error::Error;
 pub use features::FeatureKind;
-pub use fingerprinter::{Fingerprint, Fingerprinter, Session, MAX_PENDING};
+pub use fingerprinter::{DocumentFeatures, Fingerprint, Fingerprinter, Session, MAX_PENDING};
 pub use idf::{IdfBuilder, IdfTable};
 pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION};
 pub use recipe::Recipe;
