@@ -21,7 +21,7 @@ use std::time::Instant;
 use simdex::storage::FsStorage;
 use simdex::{batch_query_each, BatchOptions};
 use simdex::{build_segment, BuildOptions, Segment};
-use simdex::{clusters_with, ClusterOptions};
+use simdex::{clusters, ClusterOptions};
 
 #[path = "common.rs"]
 mod common;
@@ -113,7 +113,7 @@ fn main() {
             let options = ClusterOptions::new(3).with_threads(threads).with_pair_memory(pair_memory).with_spill_dir(Some(spill.path().to_path_buf()));
             let base = reset_peak();
             let t = Instant::now();
-            let found = clusters_with(&seg, &options).expect("clusters");
+            let found = clusters(&seg, &options).expect("clusters");
             let wall = t.elapsed().as_secs_f64();
             let peak = PEAK.load(Ordering::Relaxed) - base;
             let members: usize = found.iter().map(|c| c.members.len()).sum();

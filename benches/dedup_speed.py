@@ -57,12 +57,9 @@ def timed(cmd):
 
 
 def pair_set(path):
-    out = set()
+    """The unordered pairs of a pairs file."""
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            a, b = line.split("\t")[:2]
-            out.add((a, b) if a < b else (b, a))
-    return out
+        return {tuple(sorted(line.split("\t")[:2])) for line in f}
 
 
 def truth(corpus):

@@ -1,5 +1,5 @@
 //! The self-join of a set too large for one machine, cut by block ([`BlockSplit`]): the
-//! paper's batch mode (PAPER.md section 3.3) laid out for a cluster that moves data by
+//! paper's batch mode (format-spec/DESIGN.md, "Batch queries") laid out for a cluster that moves data by
 //! key, as Spark does.
 //!
 //! A design of `r > k` blocks (its first level) has one table per choice of leading blocks;

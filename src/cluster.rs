@@ -1,5 +1,5 @@
-//! Near-duplicate pairs and clusters of a stored set, and the union-find under them (PAPER.md
-//! section 3: near-duplicate pairs are grouped with union-find).
+//! Near-duplicate pairs and clusters of a stored set, and the union-find under them
+//! (format-spec/DESIGN.md, "Batch queries": near-duplicate pairs are grouped with union-find).
 //!
 //! [`near_pairs`] is the self-join of a set's permuted tables (`join/`): a segment's, an
 //! in-memory set's ([`SortedTables`]), or, for an index snapshot of several parts, each
@@ -112,21 +112,16 @@ pub struct Cluster {
     pub members: Vec<(u64, Option<u64>)>,
 }
 
-/// Near-duplicate clusters of a stored set: entries whose fingerprints are within `k`
-/// (transitively, by union-find), plus fingerprints stored more than once. Largest first.
-/// [`clusters_with`] takes a memory bound for the pairs.
-pub fn clusters<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Result<Vec<Cluster>> {
-    clusters_with(stored, &ClusterOptions { threads, ..ClusterOptions::new(k) })
-}
-
-/// [`clusters`] with options. Memory: the pairs as in [`near_pairs_each`] (streamed into
-/// the union-find, never all held), about 40 bytes per distinct paired fingerprint for the
+/// Near-duplicate clusters of a stored set: entries whose fingerprints are within
+/// `options.k` (transitively, by union-find), plus fingerprints stored more than once.
+/// Largest first. Memory: the pairs as in [`near_pairs_each`] (streamed into the
+/// union-find, never all held), about 40 bytes per distinct paired fingerprint for the
 /// union-find, and the clusters' members.
-pub fn clusters_with<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions) -> Result<Vec<Cluster>> {
+pub fn clusters<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions) -> Result<Vec<Cluster>> {
     clusters_and_pairs(stored, options, |_| Ok(()))
 }
 
-/// [`clusters_with`], handing each near-duplicate pair to `each_pair` too, in the order
+/// [`clusters`], handing each near-duplicate pair to `each_pair` too, in the order
 /// (and with the memory) of [`near_pairs_each`]: the pairs and the clusters of one join.
 pub fn clusters_and_pairs<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions, mut each_pair: impl FnMut((u64, u64)) -> Result<()>) -> Result<Vec<Cluster>> {
     let stored = stored.into();

@@ -56,7 +56,10 @@
 
 /// Declares a module private to the crate, or public and hidden from the docs with the
 /// `test-support` feature, so the integration tests and benches can check its internals
-/// against their oracles. Not an API: nothing behind `test-support` is stable.
+/// against their oracles. Not an API: nothing behind `test-support` is stable. Shared by the
+/// workspace's library crates (the feature is the calling crate's).
+#[doc(hidden)]
+#[macro_export]
 macro_rules! internal_mod {
     ($name:ident) => {
         #[cfg(feature = "test-support")]
@@ -117,11 +120,10 @@ mod sort;
 mod split;
 pub mod storage;
 mod stored;
-mod text_line;
 
 pub use batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
 pub use block_split::{BlockSplit, PartitionPairs, Scattered};
-pub use cluster::{clusters, clusters_and_pairs, clusters_from_pairs, clusters_with, near_pairs, near_pairs_each, pair_components, Cluster, ClusterOptions};
+pub use cluster::{clusters, clusters_and_pairs, clusters_from_pairs, near_pairs, near_pairs_each, pair_components, Cluster, ClusterOptions};
 pub use codec::Codec;
 pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
@@ -135,12 +137,6 @@ pub use many::{find_or_insert_many, query_many, Grouped, MatchColumns};
 pub use plan::MAX_K;
 pub use query::{Entry, Match, QueryOptions};
 pub use segment::SketchColumn;
-pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table, TableEntries};
+pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table};
 pub use split::{split, Chunk, Chunks, SplitOptions};
 pub use stored::{SortedTables, Source, Stored};
-pub use text_line::{parse_fingerprint_hex, parse_fingerprint_line, quoted, write_pair_line, BadLine, QUOTED_BYTES};
-
-// The README's Rust examples, compiled and run as doctests so they cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;

@@ -479,7 +479,7 @@ impl Fingerprinter {
     fn fingerprint_html(&self, py: Python<'_>, html: &[u8]) -> PyResult<u64> {
         py.allow_threads(|| {
             let mut fp = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            simdex_fingerprint::html::fingerprint_html_reader(&mut fp, html, simdex_fingerprint::input::InvalidUtf8::Replace)
+            simdex_fingerprint::fingerprint_html_reader(&mut fp, html, simdex_fingerprint::InvalidUtf8::Replace)
         })
         .map(|o| o.fingerprint.value)
         .map_err(fp_error)

@@ -91,7 +91,7 @@ fn read_fingerprints<'py>(py: Python<'py>, path: &str, start: u64, end: u64, ids
         let mut index = 0u64; // lines read in this range
         while let Some(line) = lines.next_line()? {
             index += 1;
-            match simdex::parse_fingerprint_line(line) {
+            match simdex_fingerprint::parse_fingerprint_line(line) {
                 Ok(Some((fp, id))) => {
                     out.fps.extend_from_slice(&fp.to_le_bytes());
                     if ids {
@@ -155,7 +155,7 @@ fn read_members<'py>(py: Python<'py>, path: &str, start: u64, end: u64, vertices
         let mut lines = RangeLines::open(path, start, end)?;
         let [mut fps, mut found, mut data, mut offsets] = [Vec::new(), Vec::new(), Vec::new(), 0i32.to_le_bytes().to_vec()];
         while let Some(line) = lines.next_line()? {
-            let Ok(Some((fp, id))) = simdex::parse_fingerprint_line(line) else { continue };
+            let Ok(Some((fp, id))) = simdex_fingerprint::parse_fingerprint_line(line) else { continue };
             if !maybe(fp) {
                 continue;
             }
@@ -300,7 +300,7 @@ fn pairs_and_components<'py>(py: Python<'py>, a: &[u8], b: &[u8], repeated: &[u8
             let failed = |e: std::io::Error| PyOSError::new_err(format!("cannot write {path}: {e}"));
             let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(failed)?);
             for &(x, y) in &pairs {
-                simdex::write_pair_line(&mut out, x, y).map_err(failed)?;
+                simdex_fingerprint::write_pair_line(&mut out, x, y).map_err(failed)?;
             }
             out.flush().map_err(failed)?;
         }

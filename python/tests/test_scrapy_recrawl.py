@@ -220,12 +220,12 @@ def test_a_directory_of_other_files_is_refused_unless_asked(tmp_path):
 
 
 def test_the_readme_scrapy_snippets_run_together(maintenance_site, tmp_path):
-    """The README's settings.py, as pasted, in a project with the example spider; then its
+    """The Python guide's settings.py (python/README.md), as pasted, in a project with the example spider; then its
     shared-server commands (`simdex serve crawl.simdex`, `scrapy crawl site -s SIMDEX_URL=...`,
     with a free port instead of 7878): the command line's SIMDEX_URL outranks settings.py's
     SIMDEX_INDEX, the crawl goes to the server, and the maintenance pages are never stored."""
     base, pages, maintenance, _ = maintenance_site
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
     snippet = re.search(r"```python\n(# settings\.py\n.*?)```", readme, re.S).group(1)
     commands = re.search(r"```sh\n(simdex serve crawl\.simdex .*?)```", readme, re.S).group(1).splitlines()
     example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "scrapy"

@@ -1,19 +1,26 @@
 //! The engine's band files (`crate::bands`, `format-spec/bands.md`): every segment that
 //! stores sketches gets one when it is written (flush, merge) and before it is installed;
-//! an open finds it beside its segment, or builds it again when it is missing or its head
-//! does not match (a read-only open goes without: that segment's candidates then come from
-//! its tables, as before bands). And the band half of the crawler's check: the stored
-//! pairs whose sketch shares a band with the query's, judged by today's rule
-//! (`confirmed`).
+//! an open finds it beside its segment. Band files are derived data and heal themselves: one
+//! missing, not its segment's, or set aside (a page failed its checksum during a check) is
+//! built again by the maintenance thread, or by a writable open without one; until then
+//! that segment's check is answered from its tables (right answers, slower), and a read-only
+//! open goes without. A directory or an unreadable file in a band file's place is set aside
+//! (renamed `seg-N.sdb.set-aside`) by a writable open. And the band half of the crawler's
+//! check: the stored pairs whose sketch shares a band with the query's, judged by today's
+//! rule (`confirmed`).
 
 use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
+use super::band_slot::BandSlot;
 use super::files::bands_name;
 use super::manifest::SegmentMeta;
+use super::state::{lock, Engine};
 use super::version::{LiveSegment, MemViews, Version};
 use crate::bands::{band_key, shares_band, write_band_file, BandFile, BuildBudget};
 use crate::confirm::minhash_resemblance;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::query::Match;
 use crate::segment::Segment;
 use crate::storage::Storage;
@@ -23,29 +30,134 @@ use crate::storage::Storage;
 pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment) -> Result<LiveSegment> {
     let path = dir.join(bands_name(meta.number));
     let bands = match write_band_file(storage, &segment, &path, BuildBudget::default())? {
-        Some(_) => Some(BandFile::open(storage, &path, &segment)?),
-        None => None,
+        Some(_) => BandSlot::with(BandFile::open(storage, &path, &segment)?),
+        None => BandSlot::default(),
     };
     Ok(LiveSegment { meta, segment, bands })
 }
 
-/// A segment the manifest lists, live with its band file: opened, or (`writable`) built
-/// again when missing or not this segment's (its name added to `rebuilt`).
-pub(super) fn attach_on_open(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment, writable: bool, rebuilt: &mut Vec<String>) -> Result<LiveSegment> {
+/// What an open does about a band file it cannot use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OnOpen {
+    /// Read-only: goes without (the segment's tables answer its check).
+    GoWithout,
+    /// Writable with a maintenance thread: sets aside what is in the way, and leaves the
+    /// build to the thread.
+    BuildLater,
+    /// Writable without one: sets aside what is in the way and builds it now.
+    BuildNow,
+}
+
+/// A segment the manifest lists, live with its band file: opened, or (`on_open`) built
+/// again when missing or not this segment's (its name added to `rebuilt`); a directory or
+/// an unreadable file in its place is set aside first (its new name added to `set_aside`).
+pub(super) fn attach_on_open(
+    storage: &dyn Storage,
+    dir: &Path,
+    meta: SegmentMeta,
+    segment: Segment,
+    on_open: OnOpen,
+    rebuilt: &mut Vec<String>,
+    set_aside: &mut Vec<String>,
+) -> Result<LiveSegment> {
     if !segment.has_sketches() {
-        return Ok(LiveSegment { meta, segment, bands: None });
+        return Ok(LiveSegment { meta, segment, bands: BandSlot::default() });
     }
     let path = dir.join(bands_name(meta.number));
-    match BandFile::open(storage, &path, &segment) {
-        Ok(bands) => Ok(LiveSegment { meta, segment, bands: Some(bands) }),
-        Err(_) if writable => {
-            let live = attach_new(storage, dir, meta, segment)?;
-            if live.bands.is_some() {
-                rebuilt.push(bands_name(meta.number));
-            }
-            Ok(live)
+    let fault = match BandFile::open(storage, &path, &segment) {
+        Ok(bands) => return Ok(LiveSegment { meta, segment, bands: BandSlot::with(bands) }),
+        Err(e) => e,
+    };
+    if on_open != OnOpen::GoWithout {
+        if let Some(name) = set_aside_unreadable(storage, &path)? {
+            set_aside.push(name);
         }
-        Err(_) => Ok(LiveSegment { meta, segment, bands: None }),
+    }
+    if on_open != OnOpen::BuildNow {
+        return Ok(LiveSegment { meta, segment, bands: BandSlot::without(describe(&fault)) });
+    }
+    let live = attach_new(storage, dir, meta, segment)?;
+    if live.bands.file().is_some() {
+        rebuilt.push(bands_name(meta.number));
+    }
+    Ok(live)
+}
+
+/// Why a band file could not be opened, in words.
+fn describe(fault: &Error) -> String {
+    match fault {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => "missing; its segment's check is answered from the tables until it is built".to_string(),
+        other => format!("{other}; its segment's check is answered from the tables until it is rebuilt"),
+    }
+}
+
+/// When what is at `path` exists but cannot be read as a file (a directory, a file without
+/// read permission, a symbolic link that leads nowhere readable), renames it to
+/// `NAME.set-aside` (`NAME.set-aside.2`, ... when taken), so that a band file can be
+/// written there; returns the new name. A readable file is left (a rebuild replaces it).
+pub(super) fn set_aside_unreadable(storage: &dyn Storage, path: &Path) -> Result<Option<String>> {
+    match storage.read(path) {
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(_) => {}
+    }
+    let dir = crate::storage::parent_dir(path);
+    let names = storage.list(&dir).map_err(|e| Error::io(path, "list the directory of", e))?;
+    let base = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // (the listing names files only: a name a directory took fails the rename, and the next is tried)
+    let mut last = None;
+    for n in 1..=MAX_SET_ASIDE {
+        let aside = if n == 1 { format!("{base}.set-aside") } else { format!("{base}.set-aside.{n}") };
+        if names.contains(&aside) {
+            continue;
+        }
+        match storage.rename(path, &path.with_file_name(&aside)) {
+            Ok(()) => {
+                storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
+                return Ok(Some(aside));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(Error::io(path, "set aside (rename)", last.unwrap_or_else(|| std::io::Error::other(format!("{MAX_SET_ASIDE} set-aside names are taken")))))
+}
+
+/// Names tried for what is set aside in one place.
+const MAX_SET_ASIDE: u32 = 100;
+
+impl Engine {
+    /// Builds the band file of every live segment that stores sketches and has none in use
+    /// (missing at open, or set aside after a lookup failed), one at a time, each under the
+    /// compaction lock (so its segment cannot be merged away meanwhile). Stops early when
+    /// the index is closing.
+    pub(super) fn heal_band_files(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        for s in self.current().segments.iter().filter(|s| s.segment.has_sketches() && s.bands.file().is_none()) {
+            if self.stopping() {
+                return Ok(());
+            }
+            let _guard = lock(&self.compacting);
+            if !self.current().segments.iter().any(|live| Arc::ptr_eq(live, s)) {
+                continue;
+            }
+            let path = self.dir.join(bands_name(s.meta.number));
+            set_aside_unreadable(&*self.storage, &path)?;
+            if write_band_file(&*self.storage, &s.segment, &path, BuildBudget::default())?.is_some() {
+                s.bands.install(BandFile::open(&*self.storage, &path, &s.segment)?);
+                self.bands_rebuilt.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a band lookup answered from the tables instead, and gets the file rebuilt.
+    pub(super) fn band_fault(&self) {
+        self.band_fallbacks.fetch_add(1, Ordering::Relaxed);
+        if self.options.background && !self.read_only {
+            self.wake_background();
+        }
     }
 }
 
@@ -81,21 +193,27 @@ impl BandQuery<'_> {
 /// and that today's rule accepts: within `q.k`, resemblance at least `q.min_similarity`,
 /// judged by the sketch of the pair's newest copy. Segments without a band file are asked
 /// through their tables instead (`fallback`: every pair within `q.k` and its sketch).
-pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuery<'_>, out: &mut Vec<Match>) -> Result<()> {
+///
+/// A segment whose band file fails a lookup (a page failing its checksum) is set aside the
+/// same way: its tables answer, and the count of such faults is returned (the caller
+/// counts them and gets the file rebuilt).
+pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuery<'_>, out: &mut Vec<Match>) -> Result<u32> {
     let mut ordinals = Vec::new();
+    let mut faults = 0;
     let newest = version.segments.len().saturating_sub(1);
     // where a newer copy of a pair may be: a later segment or a memtable
     let memtables_hold_inserts = views.0.iter().any(|v| v.entries().next().is_some());
     for (i, s) in version.segments.iter().enumerate() {
-        let Some(bands) = &s.bands else {
+        let Some(bands) = s.bands.file() else {
             fallback(version, views, s, q, out)?;
             continue;
         };
         ordinals.clear();
-        for b in 0..bands.design().bands {
-            if let Some(key) = band_key(q.sketch, b) {
-                bands.lookup(b, key, &mut ordinals)?;
-            }
+        if let Err(fault) = (0..bands.design().bands).try_for_each(|b| band_key(q.sketch, b).map_or(Ok(()), |key| bands.lookup(b, key, &mut ordinals))) {
+            s.bands.set_aside(&bands, &fault);
+            faults += 1;
+            fallback(version, views, s, q, out)?;
+            continue;
         }
         ordinals.sort_unstable();
         ordinals.dedup();
@@ -142,11 +260,11 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
             out.push(Match { distance, fingerprint: e.fp, doc_id: Some(e.id), similarity: Some(similarity) });
         }
     }
-    Ok(())
+    Ok(faults)
 }
 
-/// A segment without a band file (a read-only open of an index whose band file is
-/// missing): every pair within `q.k` from its tables, judged by the newest copy's sketch.
+/// A segment without a band file in use (missing or damaged, until it is built again; a
+/// read-only open goes without): every pair within `q.k` from its tables, judged by the newest copy's sketch.
 fn fallback(version: &Version, views: &MemViews<'_>, s: &LiveSegment, q: &BandQuery<'_>, out: &mut Vec<Match>) -> Result<()> {
     let mut found = Vec::new();
     s.segment.query_into(q.fingerprint, &crate::query::QueryOptions::within(q.k), &mut found)?;

@@ -78,7 +78,9 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
     }
     if banded {
         let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity };
-        band_matches(version, &version.views(), &query, &mut out)?;
+        for _ in 0..band_matches(version, &version.views(), &query, &mut out)? {
+            engine.band_fault();
+        }
         out.sort_by_key(|m| (m.distance, m.fingerprint, m.doc_id));
         out.dedup_by_key(|m| (m.fingerprint, m.doc_id));
     }

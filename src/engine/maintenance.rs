@@ -65,12 +65,14 @@ impl Engine {
     }
 
     /// Runs the automatic policy (tiered, then the small tiers absorbing the newest segment:
-    /// [`compaction::Strategy::Automatic`]) until it picks nothing. A merge the disk has no
-    /// room for is put off, not failed: the writes go on (each flush needs far less), the
-    /// reason is in the stats (`last_error`), and the policy tries again after the next flush.
+    /// [`compaction::Strategy::Automatic`]) until it picks nothing, then builds the band
+    /// files that are missing or were set aside (`banded`). A merge the disk has no room for
+    /// is put off, not failed: the writes go on (each flush needs far less), the reason is in
+    /// the stats (`last_error`), and the policy tries again after the next flush.
     pub(super) fn compact_tiered(&self) -> Result<()> {
         self.drop_expired()?;
-        self.merge_while_chosen(Strategy::Automatic { flush_size: self.options.memtable_ops })
+        self.merge_while_chosen(Strategy::Automatic { flush_size: self.options.memtable_ops })?;
+        self.heal_band_files()
     }
 
     /// The settling merge when the index closes ([`compaction::Strategy::Settle`]): the
@@ -215,7 +217,9 @@ impl Engine {
                 }
                 bg.wake = false;
             }
-            let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { self.drop_expired() });
+            let result =
+                self.flush_frozen()
+                    .and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { self.drop_expired().and_then(|()| self.heal_band_files()) });
             if let Err(e) = result {
                 self.record_error(&e);
             }

@@ -57,6 +57,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod band_slot;
 mod banded;
 mod commit;
 pub mod compaction;

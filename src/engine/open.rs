@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
+use super::banded::OnOpen;
 use super::compaction::checkpoint::MergeFiles;
 use super::expiry;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
@@ -110,6 +111,8 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         spilled_runs: AtomicU64::new(0),
         resumed_merges: AtomicU64::new(0),
         expired_segments: AtomicU64::new(0),
+        band_fallbacks: AtomicU64::new(0),
+        bands_rebuilt: AtomicU64::new(0),
         report,
         _lock: lock,
         options,
@@ -236,7 +239,12 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
         remove_orphans(storage, dir, orphans, &mut report)?;
     }
     let mut next_file = manifest.next_file.max(listing.max_number + 1);
-    let segments = open_segments(storage, dir, &manifest, !read_only, &mut report.rebuilt_bands)?;
+    let on_open = match (read_only, options.background) {
+        (true, _) => OnOpen::GoWithout,
+        (false, true) => OnOpen::BuildLater,
+        (false, false) => OnOpen::BuildNow,
+    };
+    let segments = open_segments(storage, dir, &manifest, on_open, &mut report)?;
     let tombstone_files = load_tombstones(storage, dir, &manifest)?;
     let Replayed { mut memtable, next_seq, append_to, accepted_loss, seen } =
         replay_logs(storage, dir, &listing.logs, &manifest, mem_design.clone(), (mode, options.log_recovery), &mut report)?;
@@ -362,7 +370,7 @@ fn remove_orphans(storage: &dyn Storage, dir: &Path, orphans: Vec<String>, repor
 }
 
 /// Opens the segments the manifest names, checking each against its manifest entry.
-fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest, writable: bool, rebuilt: &mut Vec<String>) -> Result<Vec<Arc<LiveSegment>>> {
+fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest, on_open: OnOpen, report: &mut OpenReport) -> Result<Vec<Arc<LiveSegment>>> {
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for meta in &manifest.segments {
         let path = dir.join(segment_name(meta.number));
@@ -383,7 +391,7 @@ fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest, writabl
         if let Some(p) = problem {
             return Err(Error::corrupt(&path, 0, p));
         }
-        segments.push(Arc::new(super::banded::attach_on_open(storage, dir, *meta, segment, writable, rebuilt)?));
+        segments.push(Arc::new(super::banded::attach_on_open(storage, dir, *meta, segment, on_open, &mut report.rebuilt_bands, &mut report.set_aside)?));
     }
     Ok(segments)
 }

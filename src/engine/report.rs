@@ -41,4 +41,8 @@ pub struct OpenReport {
     /// Band files (`seg-N.sdb`, derived from a segment's sketches) that were missing or
     /// not their segment's, built again (writable opens).
     pub rebuilt_bands: Vec<String>,
+    /// What a writable open found in a band file's place that cannot be read as a file (a
+    /// directory, an unreadable file), renamed aside so that the band file can be built
+    /// again: the new names (`seg-N.sdb.set-aside`). Left for a person to look at or remove.
+    pub set_aside: Vec<String>,
 }

@@ -78,6 +78,11 @@ pub(super) struct Engine {
     pub(super) resumed_merges: AtomicU64,
     /// Segments dropped whole since open because their time slice expired.
     pub(super) expired_segments: AtomicU64,
+    /// Band lookups since open that failed (a page failing its checksum) and were answered
+    /// from the segment's tables instead (`banded`).
+    pub(super) band_fallbacks: AtomicU64,
+    /// Band files built again since open (missing, or set aside after a failed lookup).
+    pub(super) bands_rebuilt: AtomicU64,
     pub(super) report: OpenReport,
     pub(super) _lock: Option<LockGuard>,
 }
@@ -140,6 +145,11 @@ impl Engine {
     /// Bytes of sketch per document (0 when the index stores none).
     pub(super) fn sketch_width(&self) -> usize {
         self.sketches.map_or(0, |s| usize::from(s.bytes))
+    }
+
+    /// True once the index is closing: background work stops at its next check.
+    pub(super) fn stopping(&self) -> bool {
+        lock(&self.signals).stop
     }
 
     /// A new file number (segments, tombstone files and logs share one sequence).

@@ -98,6 +98,16 @@ pub struct Stats {
     pub lost: Vec<String>,
     /// Operations lost ([`super::OpenReport::lost_ops`]).
     pub lost_ops: u64,
+    /// Checks since open whose band lookup in a segment failed (a band file page failing
+    /// its checksum): that segment answered from its tables instead (right answers, slower),
+    /// and its band file is built again (by the maintenance thread, or the next write of an
+    /// index without one; a read-only open goes without).
+    pub band_fallbacks: u64,
+    /// Band files built again since open (missing, or set aside after a failed lookup).
+    pub band_files_rebuilt: u64,
+    /// Band files not in use now, each `seg-N.sdb: why` (missing, damaged, set aside): those
+    /// segments' checks are answered from their tables until the file is built again.
+    pub band_files_unusable: Vec<String>,
 }
 
 /// One value of [`Stats::summary`].
@@ -122,7 +132,7 @@ impl Stats {
     /// adds `recipe`): `path`, `read_only`, `k`, `segments`, `segment_fingerprints`,
     /// `memtable_inserts`, `memtable_deletes`, `frozen_ops`, `tombstones`, `log_bytes`,
     /// `last_seq`, `synced_seq`, `flushed_seq`, `flushes`, `compactions`,
-    /// `maintenance_error`, `lost`, `lost_ops`, and the expiry window's `expire_after_secs`,
+    /// `maintenance_error`, `lost`, `lost_ops`, `band_fallbacks`, `band_files_unusable`, and the expiry window's `expire_after_secs`,
     /// `expire_granularity_secs` and `oldest_live_secs` (nothing without a window).
     pub fn summary(&self) -> Vec<(&'static str, StatValue)> {
         use StatValue::{Bool, Int, List, OptionalInt, Text};
@@ -146,6 +156,8 @@ impl Stats {
             ("maintenance_error", Text(self.maintenance_error.clone())),
             ("lost", List(self.lost.clone())),
             ("lost_ops", Int(self.lost_ops)),
+            ("band_fallbacks", Int(self.band_fallbacks)),
+            ("band_files_unusable", List(self.band_files_unusable.clone())),
             ("expire_after_secs", OptionalInt(self.expiry.map(|x| x.window().as_secs()))),
             ("expire_granularity_secs", OptionalInt(self.expiry.map(|x| x.granularity().as_secs()))),
             ("oldest_live_secs", OptionalInt(self.oldest_live_secs)),
@@ -224,6 +236,9 @@ impl Stats {
             maintenance_error: lock(&engine.signals).last_error.clone(),
             lost: engine.report.lost.clone(),
             lost_ops: engine.report.lost_ops,
+            band_fallbacks: engine.band_fallbacks.load(Ordering::Relaxed),
+            band_files_rebuilt: engine.bands_rebuilt.load(Ordering::Relaxed),
+            band_files_unusable: v.segments.iter().filter_map(|s| s.bands.unusable().map(|why| format!("{}: {why}", files::bands_name(s.meta.number)))).collect(),
         }
     }
 }

@@ -22,9 +22,9 @@ use crate::segment::Segment;
 pub(crate) struct LiveSegment {
     pub meta: SegmentMeta,
     pub segment: Segment,
-    /// Its band file (`crate::bands`), when it stores sketches (`None` also in a read-only
-    /// open that found none: its tables answer instead).
-    pub bands: Option<crate::bands::BandFile>,
+    /// Its band file (`crate::bands`), when it stores sketches (none in use also while one
+    /// is missing or damaged, until it is built again: its tables answer instead).
+    pub bands: super::band_slot::BandSlot,
 }
 
 /// The tombstones of the live tombstone files, by pair.

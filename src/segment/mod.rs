@@ -18,7 +18,7 @@ pub mod verify;
 mod writer;
 
 pub use layout::{FORMAT_VERSION, OLDEST_VERSION};
-pub use reader::{Segment, Table, TableEntries};
+pub use reader::{Segment, Table};
 pub(crate) use resumable::{take_u32, take_u64, Section, WriterState};
 pub(crate) use sections::TableProgress;
 pub use writer::{build_segment, build_segment_with_progress, BuildOptions, IdColumn, SegmentWriter, SketchColumn};

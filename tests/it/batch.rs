@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use simdex::plan::{Design, MAX_K};
 use simdex::SortedTables;
 use simdex::{batch_query, batch_query_each, BatchMatch, BatchOptions};
-use simdex::{clusters, clusters_with, near_pairs, near_pairs_each, ClusterOptions};
+use simdex::{clusters, near_pairs, near_pairs_each, ClusterOptions};
 use simdex::{BuildOptions, Segment};
 use std::collections::BTreeSet;
 
@@ -116,7 +116,7 @@ fn clusters_are_the_connected_components_plus_exact_duplicates() {
     let ids: Vec<u64> = (0..fps.len() as u64).collect();
     let dir = tempfile::tempdir().unwrap();
     let (_, seg) = build(dir.path(), "s.sdx", &fps, Some(&ids), &BuildOptions::default());
-    let got = clusters(&seg, 3, 2).unwrap();
+    let got = clusters(&seg, &ClusterOptions::new(3).with_threads(2)).unwrap();
     let noise_pairs = brute_pairs(&noise, 3);
     assert!(noise_pairs.is_empty(), "random noise is far apart");
     assert_eq!(got.len(), 2);
@@ -194,7 +194,7 @@ fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
         let options = BatchOptions::new(k).with_threads(2);
         assert_eq!(batch_query(&snapshot, &queries, &options).unwrap(), batch_query(&seg, &queries, &options).unwrap(), "k = {k}");
         assert_eq!(near_pairs(&snapshot, k, 2).unwrap(), near_pairs(&seg, k, 2).unwrap(), "k = {k}");
-        assert_eq!(clusters(&snapshot, k, 2).unwrap(), clusters(&seg, k, 2).unwrap(), "k = {k}");
+        assert_eq!(clusters(&snapshot, &ClusterOptions::new(k).with_threads(2)).unwrap(), clusters(&seg, &ClusterOptions::new(k).with_threads(2)).unwrap(), "k = {k}");
     }
     assert!(matches!(near_pairs(&snapshot, 9, 2), Err(simdex::Error::KTooLarge { requested: 9, design_k: 3 })));
     for &q in queries.iter().take(40) {
@@ -221,10 +221,10 @@ fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
 /// above the planner's largest k too.
 #[test]
 fn near_pairs_of_sorted_tables_equal_brute_force() {
-    let mut s = 0x1234_5678u64;
+    let mut rng = Rng(0x1234_5678);
     let mut fps = Vec::new();
     for i in 0..400u32 {
-        s = simdex_fingerprint::hash::fmix64(s.wrapping_add(i as u64));
+        let s = rng.next();
         // clustered values: a few bases with a few bits flipped
         let base = [0u64, u64::MAX, 0xF0F0_F0F0_F0F0_F0F0][i as usize % 3];
         let flips = (s & 0xFF) as u32 % 7;
@@ -356,7 +356,7 @@ proptest! {
             Ok(())
         }).unwrap();
         prop_assert_eq!(pairs, brute_pairs(&fps, k));
-        prop_assert_eq!(clusters_with(&seg, &options).unwrap(), brute_clusters(&fps, with_ids.then_some(&ids[..]), k));
+        prop_assert_eq!(clusters(&seg, &options).unwrap(), brute_clusters(&fps, with_ids.then_some(&ids[..]), k));
         prop_assert!(listing(spill.path()).is_empty());
     }
 }
@@ -404,7 +404,7 @@ fn spilled_snapshot_jobs_equal_jobs_over_the_live_pairs() {
             })
             .unwrap();
             assert_eq!(got, near_pairs(&seg, k, 2).unwrap(), "k = {k}, {memory} bytes");
-            assert_eq!(clusters_with(&snapshot, &spilling).unwrap(), clusters(&seg, k, 2).unwrap(), "k = {k}, {memory} bytes");
+            assert_eq!(clusters(&snapshot, &spilling).unwrap(), clusters(&seg, &ClusterOptions::new(k).with_threads(2)).unwrap(), "k = {k}, {memory} bytes");
             assert!(listing(spill.path()).is_empty());
         }
     }
@@ -427,7 +427,7 @@ fn spill_errors_name_the_directory_and_leave_nothing_behind() {
     assert!(matches!(&err, simdex::Error::Io { path, .. } if path.starts_with(&not_a_dir)), "{err:?}");
     assert!(err.to_string().contains(&*not_a_dir.to_string_lossy()), "{err}");
     let cluster = ClusterOptions::new(3).with_threads(2).with_pair_memory(256).with_spill_dir(Some(not_a_dir.clone()));
-    let err = clusters_with(&seg, &cluster).unwrap_err();
+    let err = clusters(&seg, &cluster).unwrap_err();
     assert!(err.to_string().contains(&*not_a_dir.to_string_lossy()), "{err}");
     // With room enough nothing is written, so the bad directory is never touched.
     let roomy = batch.clone().with_match_memory(Some(1 << 24));

@@ -244,32 +244,6 @@ fn deletes_that_recover_cannot_apply_are_counted_never_silently_undone() {
     assert!(report.lost.iter().any(|(f, d)| f.starts_with("tomb-") && d.contains("15 tombstones at byte offset")), "{:?}", report.lost);
 }
 
-#[test]
-fn the_pinned_recipe_is_verified_and_salvaged() {
-    use simdex_fingerprint::document::DocumentKind;
-    let storage = MemStorage::default();
-    let index = simdex_fingerprint::DocumentIndex::open("/idx", mem_options(&storage, 1 << 20)).unwrap();
-    let doc = simdex_fingerprint::DocumentInput { bytes: b"the cat sat on the mat and looked at the dog", kind: DocumentKind::Text };
-    index.insert_document(doc, 7).unwrap();
-    let pinned = index.recipe().expect("the first document pins the recipe");
-    index.close().unwrap();
-    let dir = Path::new("/idx");
-    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
-    assert!(report.is_clean() && report.unknown.is_empty(), "{report:?}");
-    assert!(report.checked.iter().any(|(f, _)| f == "RECIPE"), "RECIPE is checked: {:?}", report.checked);
-    let report = salvage(&storage, dir, Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
-    assert!(report.recovered.iter().any(|(f, _)| f == "RECIPE"), "{report:?}");
-    assert_eq!(simdex_fingerprint::DocumentIndex::open("/out", mem_options(&storage, 1 << 20)).unwrap().recipe(), Some(pinned));
-    // A damaged recipe is a problem verify names.
-    let path = dir.join("RECIPE");
-    let mut bytes = storage.file(&path).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 1;
-    storage.put(&path, &bytes);
-    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
-    assert!(report.problems.iter().any(|p| p.file == "RECIPE"), "{report:?}");
-}
-
 /// Where a version-2 segment's structures are, read from its footer and directory
 /// (`format-spec/segment.md`), to damage them on purpose.
 struct SegmentMap {

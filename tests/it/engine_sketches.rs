@@ -300,44 +300,6 @@ fn sketch_misuse_is_a_clear_error() {
 }
 
 #[test]
-fn documents_carry_their_sketch_and_are_confirmed() {
-    use simdex_fingerprint::document::DocumentKind;
-    use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
-    use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
-    let storage = MemStorage::default();
-    let index = DocumentIndex::new(Index::open("d", mem_options(&storage, 100).with_sketches(Some(SketchOptions::default().column()))).unwrap()).unwrap();
-    let words: Vec<String> = (0..300).map(|i| format!("w{}", (i * 7919) % 1000)).collect();
-    let page = words.join(" ");
-    fn doc(t: &str) -> DocumentInput<'_> {
-        DocumentInput { bytes: t.as_bytes(), kind: DocumentKind::Text }
-    }
-    let f = index.insert_document(doc(&page), 1).unwrap();
-    // The oracle: an independent sketcher of the same text.
-    let want = Sketcher::new(SketchOptions::default()).unwrap().sketch(&page);
-    let got = index.query_sketched(f.value, &QueryOptions::within(0)).unwrap();
-    assert_eq!(got[0].1.as_deref(), Some(want.as_bytes()));
-    assert_eq!(index.sketch_document(doc(&page)).unwrap().as_ref(), Some(&want));
-    // The same page again: found, confirmed (resemblance 1).
-    let (_, found) = index.find_or_insert_document(doc(&page), 2, &DocumentQuery::within(3)).unwrap();
-    assert!(matches!(found, FindOrInsert::Found(ref m) if m[0].doc_id == Some(1)), "{found:?}");
-    // A page with the same fingerprint but different text is refused by its sketch: the
-    // fingerprint is made of word 2-shingles, the sketch of 3-shingles, so reversing the
-    // order of word pairs... simplest: insert a pair with doc 1's fingerprint and a far sketch.
-    let far = Sketcher::new(SketchOptions::default()).unwrap().sketch("an entirely different page about other things altogether");
-    index.insert_sketched(f.value ^ 1, 3, far.as_bytes()).unwrap();
-    let (_, found) = index.find_or_insert_document(doc(&page), 4, &DocumentQuery::within(3)).unwrap();
-    match found {
-        FindOrInsert::Found(m) => assert_eq!(m.iter().map(|m| m.doc_id).collect::<Vec<_>>(), vec![Some(1)], "doc 3 is within k but not confirmed"),
-        other => panic!("{other:?}"),
-    }
-    // Confirmation off: fingerprints alone find both.
-    let (_, found) = index.find_or_insert_document(doc(&page), 5, &DocumentQuery::within(3).with_confirm(false)).unwrap();
-    assert!(matches!(found, FindOrInsert::Found(ref m) if m.len() == 2), "{found:?}");
-    // Too short for min_words: refused, not stored.
-    assert!(matches!(index.find_or_insert_document(doc("a b c"), 6, &DocumentQuery::within(3).with_min_words(10)), Err(simdex_fingerprint::Error::EmptyDocument { .. })));
-}
-
-#[test]
 fn recovery_keeps_the_sketches_of_segments_and_logs_and_names_those_it_loses() {
     use simdex::inspect::salvage;
     use simdex::storage::Storage;

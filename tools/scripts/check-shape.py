@@ -4,12 +4,16 @@ between the modules (files) of a crate or of the Python package, and a narrow pu
 (issue 35): the index crate's `src/lib.rs` declares at most 5 public modules, every public
 `...Options` struct of the library crates is `#[non_exhaustive]` (built from a default with
 `with_...` methods), and the Python package takes the document calls' defaults from the
-library instead of declaring them again. The results page (`benches/RESULTS.md`) holds the
+library instead of declaring them again. The README stays at most 250 lines, and no document
+or source names a Markdown file the repository does not hold or links out of it (the project
+stands on its own). The results page (`benches/RESULTS.md`) holds the
 capability tables only: at most 400 lines, every relative link to a file that exists (the
 per-issue diaries live under `benches/history/`).
 
     python3 tools/scripts/check-shape.py            # exit 1 and name each offender
-    python3 tools/scripts/check-shape.py --report   # also the largest files and each crate's edges
+    python3 tools/scripts/check-shape.py --report   # also the largest files and functions, each crate's edges
+    python3 tools/scripts/check-shape.py --doc-items  # also count the crates' public items in
+                                                      # target/doc/*/all.html (after cargo doc)
 
 An edge A -> B means file A names an item of file B: a `use` path or an inline path
 (`crate::x::y`, `super::z`, `self::w`) that resolves into B's module. A module's facade
@@ -294,19 +298,24 @@ def crate_roots():
 
 
 MAX_PUB_MODS = 5
+# the library crates' roots: each declares at most MAX_PUB_MODS public modules
+LIBRARY_ROOTS = (os.path.join("src", "lib.rs"), os.path.join("tools", "fingerprint", "src", "lib.rs"))
 LIBRARY_SRC = ("src", os.path.join("tools", "fingerprint", "src"))
 LIBRARY_CONSTANTS = ("DEFAULT_CONFIRMED_K", "DEFAULT_UNCONFIRMED_K", "DEFAULT_MIN_SIMILARITY", "MAX_K")
+# the index crate's public items as `cargo doc` lists them (target/doc/simdex/all.html)
+MAX_PUBLIC_ITEMS = 110
 
 
 def api_problems():
     """The narrow-API rules: (file, message) for each breach."""
     out = []
-    lib = os.path.join(ROOT, "src", "lib.rs")
-    if os.path.exists(lib):
-        with open(lib, encoding="utf-8") as fh:
-            mods = re.findall(r"^pub mod (\w+);", strip(fh.read()), re.M)
-        if len(mods) > MAX_PUB_MODS:
-            out.append(("src/lib.rs", f"{len(mods)} public modules ({', '.join(mods)}), at most {MAX_PUB_MODS}: make the rest private and re-export their API at the root"))
+    for rel in LIBRARY_ROOTS:
+        lib = os.path.join(ROOT, rel)
+        if os.path.exists(lib):
+            with open(lib, encoding="utf-8") as fh:
+                mods = re.findall(r"^pub mod (\w+);", strip(fh.read()), re.M)
+            if len(mods) > MAX_PUB_MODS:
+                out.append((rel, f"{len(mods)} public modules ({', '.join(mods)}), at most {MAX_PUB_MODS}: make the rest private and re-export their API at the root"))
     for f in rust_files():
         rel = os.path.relpath(f, ROOT)
         if not rel.startswith(LIBRARY_SRC) or rel.startswith(os.path.join("src", "bin")):
@@ -318,16 +327,56 @@ def api_problems():
                 out.append((rel, f"pub struct {m.group(2)} is not #[non_exhaustive] (options grow: give it with_... builders)"))
     pkg = os.path.join(ROOT, "python", "simdex")
     for top, dirs, files in os.walk(pkg):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in files:
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
             if name.endswith(".py"):
                 path = os.path.join(top, name)
                 with open(path, encoding="utf-8") as fh:
-                    for i, line in enumerate(fh, 1):
-                        m = re.match(r"(\w+)\s*=\s*[0-9.]+\s*(#.*)?$", line)
-                        if m and m.group(1) in LIBRARY_CONSTANTS:
-                            out.append((os.path.relpath(path, ROOT), f"line {i}: {m.group(1)} is declared again; take it from the library (simdex.{m.group(1)})"))
+                    text = fh.read()
+                for i, line in enumerate(text.splitlines(), 1):
+                    m = re.match(r"(\w+)\s*=\s*[0-9.]+\s*(#.*)?$", line)
+                    if m and m.group(1) in LIBRARY_CONSTANTS:
+                        out.append((os.path.relpath(path, ROOT), f"line {i}: {m.group(1)} is declared again; take it from the library (simdex.{m.group(1)})"))
     return out
+
+
+def function_lengths(text):
+    """(lines, first line, name) of every function with a body in stripped source `text`."""
+    out = []
+    for m in re.finditer(r"\bfn\s+(\w+)", text):
+        i, depth = m.end(), 0
+        while i < len(text):
+            c = text[i]
+            if c in "([<":
+                depth += 1
+            elif c in ")]>" and not (c == ">" and text[i - 1] == "-"):
+                depth -= 1
+            elif c == ";" and depth <= 0:
+                i = -1
+                break
+            elif c == "{" and depth <= 0:
+                break
+            i += 1
+        if i < 0 or i >= len(text):
+            continue
+        j, braces = i, 0
+        while j < len(text):
+            if text[j] == "{":
+                braces += 1
+            elif text[j] == "}":
+                braces -= 1
+                if braces == 0:
+                    break
+            j += 1
+        first = text.count("\n", 0, m.start()) + 1
+        out.append((text.count("\n", 0, j) + 2 - first, first, m.group(1)))
+    return out
+
+
+def public_items(doc_dir):
+    """The names `cargo doc` lists in `doc_dir/all.html` (a crate's every public item)."""
+    with open(os.path.join(doc_dir, "all.html"), encoding="utf-8") as fh:
+        return re.findall(r'<li><a href="[^"]+">([^<]+)</a></li>', fh.read())
 
 
 def python_cycles():
@@ -385,9 +434,67 @@ def results_page_problems():
     return out
 
 
+README_LIMIT = 250
+DOC_SUFFIXES = (".md", ".rs", ".py", ".sh", ".toml", ".txt", ".cfg")
+# a path that names a Markdown file: `format-spec/DESIGN.md`, ../x/PAPER.md, README.md#anchor
+MD_NAME = re.compile(r"(?<![\w./-])((?:\.\.?/)*[\w-]+(?:/[\w.-]+)*\.md)\b")
+
+
+def doc_files():
+    for top, dirs, files in os.walk(ROOT):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        for f in sorted(files):
+            if f.endswith(DOC_SUFFIXES):
+                yield os.path.join(top, f)
+
+
+def docs_problems():
+    """The README over its length limit; a Markdown link that leaves the repository or names a
+    file that is not there; a Markdown file named anywhere that the repository does not hold
+    (the project stands on its own: nothing it cites lives outside it)."""
+    out = []
+    readme = os.path.join(ROOT, "README.md")
+    if os.path.exists(readme):
+        with open(readme, encoding="utf-8") as fh:
+            lines = fh.read().count("\n")
+        if lines > README_LIMIT:
+            out.append(f"README.md has {lines} lines (at most {README_LIMIT}: the guides live in python/README.md and format-spec/)")
+    held = set()
+    for top, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+        held.update(f for f in files if f.endswith(".md"))
+    for path in doc_files():
+        rel = os.path.relpath(path, ROOT)
+        if rel.startswith(os.path.join("tools", "scripts")) and "check_shape" in rel.replace("-", "_"):
+            continue  # this check and its self-test name files they make up
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        if path.endswith(".md"):
+            for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+                if "://" in target or target.startswith("mailto:"):
+                    continue
+                dest = os.path.normpath(os.path.join(os.path.dirname(path), target))
+                if os.path.relpath(dest, ROOT).startswith(".."):
+                    out.append(f"{rel} links to {target}, outside the repository")
+                elif not os.path.exists(dest):
+                    out.append(f"{rel} links to {target}, which does not exist")
+        for name in MD_NAME.findall(text):
+            if "://" in name:
+                continue
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), name))
+            if name.startswith("..") and os.path.relpath(dest, ROOT).startswith(".."):
+                out.append(f"{rel} names {name}, outside the repository")
+            elif os.path.basename(name) not in held:
+                out.append(f"{rel} names {name}, which the repository does not hold")
+    return out
+
+
 def main():
     report = "--report" in sys.argv
     failed = False
+    for msg in docs_problems():
+        print(f"check-shape: {msg}")
+        failed = True
     for msg in results_page_problems():
         print(f"check-shape: {msg}")
         failed = True
@@ -410,6 +517,35 @@ def main():
         print("largest source files:")
         for n, f in sizes[:10]:
             print(f"  {n:5} {f}")
+    if report:
+        print("longest functions in the crates' src/:")
+        every = []
+        for f in rust_files():
+            rel = os.path.relpath(f, ROOT)
+            if "src" in rel.split(os.sep)[:-1]:
+                with open(f, encoding="utf-8") as fh:
+                    every.extend((n, rel, line, name) for n, line, name in function_lengths(strip(fh.read())))
+        for n, f, line, name in sorted(every, reverse=True)[:10]:
+            print(f"  {n:5} {f}:{line} {name}")
+        for rel in LIBRARY_ROOTS:
+            lib = os.path.join(ROOT, rel)
+            if os.path.exists(lib):
+                with open(lib, encoding="utf-8") as fh:
+                    mods = re.findall(r"^pub mod (\w+);", strip(fh.read()), re.M)
+                print(f"{rel}: {len(mods)} public modules ({', '.join(mods)})")
+    if "--doc-items" in sys.argv:
+        # after `cargo doc --no-deps -p simdex`: the index crate's public items, as rustdoc lists them
+        doc = os.path.join(ROOT, "target", "doc")
+        for crate, limit in (("simdex", MAX_PUBLIC_ITEMS), ("simdex_fingerprint", None)):
+            if not os.path.exists(os.path.join(doc, crate, "all.html")):
+                print(f"check-shape: --doc-items: {doc}/{crate}/all.html is missing (run cargo doc --no-deps -p simdex -p simdex-fingerprint first)")
+                failed = True
+                continue
+            items = public_items(os.path.join(doc, crate))
+            print(f"{crate}: {len(items)} public items (cargo doc's all.html)")
+            if limit is not None and len(items) > limit:
+                print(f"check-shape: {crate} has {len(items)} public items (at most {limit}): make the fronts' helpers theirs, fold variants into options")
+                failed = True
     for root in crate_roots():
         crate = Crate(root)
         edges = crate_edges(crate)

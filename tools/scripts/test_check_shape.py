@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The shape check fails where it must: a tiny crate in a temporary folder, with an import
-circle, then without, then with a file over the limit (run by .ci/run before the check)."""
+"""The shape check fails where it must: a tiny workspace in a temporary folder, with an import
+circle, then without, then with a file over the limit, a wide API in either library crate,
+too many public items (run by .ci/run before the check)."""
 import os
 import shutil
 import subprocess
@@ -10,8 +11,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(root):
-    return subprocess.run([sys.executable, os.path.join(root, "tools/scripts/check-shape.py")], capture_output=True, text=True)
+def run(root, *args):
+    return subprocess.run([sys.executable, os.path.join(root, "tools/scripts/check-shape.py"), *args], capture_output=True, text=True)
 
 
 def write(root, name, text):
@@ -54,6 +55,31 @@ def main():
         assert r.returncode == 1 and "6 public modules" in r.stdout and "AOptions is not #[non_exhaustive]" in r.stdout, r.stdout
         write(root, "src/lib.rs", "mod a;\nmod b;\nmod c;\n")
         write(root, "src/a.rs", "/// How.\n#[derive(Debug)]\n#[non_exhaustive]\npub struct AOptions { pub x: u32 }\n")
+        # the text crate: six public modules, one of them declared through the index crate's
+        # internal_mod! (private, so not counted, but a module whose circle is found)
+        os.makedirs(os.path.join(root, "tools/fingerprint/src"))
+        write(root, "tools/fingerprint/Cargo.toml", "[package]\n")
+        write(root, "tools/fingerprint/src/lib.rs", "".join(f"pub mod m{i};\n" for i in range(6)) + "simdex::internal_mod!(x);\n")
+        for i in range(6):
+            write(root, f"tools/fingerprint/src/m{i}.rs", "pub struct M;\n")
+        write(root, "tools/fingerprint/src/x.rs", "use crate::m0::M;\npub struct X(M);\n")
+        write(root, "tools/fingerprint/src/m0.rs", "pub struct M;\nfn f(_: &super::x::X) {}\n")
+        r = run(root)
+        assert r.returncode == 1 and "tools/fingerprint/src/lib.rs: 6 public modules" in r.stdout and "m0.rs <-> tools/fingerprint/src/x.rs" in r.stdout, r.stdout
+        write(root, "tools/fingerprint/src/lib.rs", "".join(f"pub mod m{i};\n" for i in range(5)) + "mod m5;\nsimdex::internal_mod!(x);\n")
+        write(root, "tools/fingerprint/src/m0.rs", "pub struct M;\n")
+        r = run(root)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stdout
+        # the public items cargo doc lists: at most 110 for the index crate
+        for crate, n in (("simdex", 111), ("simdex_fingerprint", 200)):
+            os.makedirs(os.path.join(root, "target/doc", crate))
+            write(root, f"target/doc/{crate}/all.html", "".join(f'<li><a href="fn.f{i}.html">f{i}</a></li>' for i in range(n)))
+        r = run(root, "--doc-items")
+        assert r.returncode == 1 and "simdex has 111 public items (at most 110)" in r.stdout and "simdex_fingerprint: 200 public items" in r.stdout, r.stdout
+        write(root, "target/doc/simdex/all.html", "".join(f'<li><a href="fn.f{i}.html">f{i}</a></li>' for i in range(110)))
+        r = run(root, "--doc-items")
+        assert r.returncode == 0 and "simdex: 110 public items" in r.stdout, r.stdout
+        shutil.rmtree(os.path.join(root, "target"))
         # the Python package: an import circle, a library constant declared again
         os.makedirs(os.path.join(root, "python/simdex"))
         write(root, "python/simdex/__init__.py", "from .client import Client\nMAX_K = 8\n")
@@ -74,9 +100,25 @@ def main():
         write(root, "benches/RESULTS.md", "[a](history/a.md#run)\n")
         r = run(root)
         assert r.returncode == 0 and "ok" in r.stdout, r.stdout
+        # the docs: a long README, a link out of the repository, a cited file it does not hold
+        write(root, "README.md", "[p](../shared/PAPER.md) [d](docs/DESIGN.md)\n" + "x\n" * 250)
+        write(root, "src/a.rs", "//! As PAPER.md section 1 says.\n")
+        r = run(root)
+        assert r.returncode == 1 and "README.md has 251 lines" in r.stdout and "links to ../shared/PAPER.md, outside the repository" in r.stdout, r.stdout
+        assert "links to docs/DESIGN.md, which does not exist" in r.stdout and "src/a.rs names PAPER.md, which the repository does not hold" in r.stdout, r.stdout
+        os.makedirs(os.path.join(root, "docs"))
+        write(root, "docs/DESIGN.md", "x\n")
+        write(root, "README.md", "[d](docs/DESIGN.md#fingerprints) as `docs/DESIGN.md` says\n")
+        write(root, "src/a.rs", "//! As docs/DESIGN.md section 1 says.\n")
+        r = run(root)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stdout
     finally:
         shutil.rmtree(root)
-    print("check-shape self-test ok (9 cases: a circle, a parent-child circle, none, a long file, a wide API, a Python circle and constant, a clean package, a long results page with a dead link, a clean one)")
+    print(
+        "check-shape self-test ok (15 cases: a circle, a parent-child circle, none, a long file, a wide API, a wide text crate with a circle through internal_mod!, "
+        "a narrow one, too many public items, few enough, a Python circle and constant, a clean package, a long results page with a dead link, a clean one, "
+        "docs that leave the repository, clean docs)"
+    )
 
 
 if __name__ == "__main__":

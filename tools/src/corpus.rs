@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::ValueEnum;
 use indicatif::ProgressBar;
 use simdex_fingerprint::document::{self, Document, DocumentKind, Documents, IdfLearner, InvalidUtf8};
-use simdex_fingerprint::input::JsonDoc;
+use simdex_fingerprint::JsonDoc;
 use simdex_fingerprint::{Fingerprinter, IdfTable};
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
@@ -201,27 +201,30 @@ enum Outcome<W> {
 const BATCH_PIECES: usize = 64;
 const BATCH_BYTES: usize = 1 << 20;
 
-/// [`for_each_doc`] on `threads` threads: `work` reads each document on a worker thread
-/// (each worker with its own state made by `init`), and `each` gets the documents' results
-/// on the calling thread in the inputs' order, with `skip` and `bar` called exactly as
-/// [`for_each_doc`] calls them. Returns the workers' states.
-pub fn for_each_doc_parallel<S: Send, W: Send>(
+/// [`for_each_doc`] on `threads` threads: each worker thread reads documents with a `work`
+/// function of its own (made by `worker`), and `each` gets the documents' results on the
+/// calling thread in the inputs' order, with `skip` and `bar` called exactly as
+/// [`for_each_doc`] calls them.
+pub fn for_each_doc_parallel<F, W>(
     files: &[PathBuf],
     read: &ReadArgs,
     bar: &ProgressBar,
     threads: usize,
-    init: impl Fn() -> S + Sync,
-    work: impl Fn(&mut S, Document<Box<dyn Read>>) -> anyhow::Result<W> + Sync,
+    worker: impl Fn() -> F + Sync,
     mut each: impl FnMut(String, W) -> anyhow::Result<Option<String>>,
     mut skip: impl FnMut(Skip),
-) -> anyhow::Result<Vec<S>> {
+) -> anyhow::Result<()>
+where
+    F: FnMut(Document<Box<dyn Read>>) -> anyhow::Result<W> + Send,
+    W: Send,
+{
     let utf8 = read.invalid_utf8();
     let mut failed: Vec<Skip> = Vec::new();
     crate::ordered::run(
         threads,
         |send| produce_pieces(files, read, send),
-        init,
-        |state, pieces: Vec<Piece>| pieces.into_iter().map(|p| read_piece(state, p, utf8, &work)).collect::<Vec<_>>(),
+        worker,
+        |work, pieces: Vec<Piece>| pieces.into_iter().map(|p| read_piece(p, utf8, work)).collect::<Vec<_>>(),
         |outcomes| {
             for outcome in outcomes {
                 match outcome {
@@ -242,6 +245,7 @@ pub fn for_each_doc_parallel<S: Send, W: Send>(
             Ok(())
         },
     )
+    .map(drop)
 }
 
 /// Hands out the pieces of `files` in batches, until `send` says stop.
@@ -312,7 +316,7 @@ fn produce_pieces(files: &[PathBuf], read: &ReadArgs, send: &mut dyn FnMut(Vec<P
 }
 
 /// A worker's reading of one piece.
-fn read_piece<S, W>(state: &mut S, piece: Piece, utf8: InvalidUtf8, work: &impl Fn(&mut S, Document<Box<dyn Read>>) -> anyhow::Result<W>) -> Outcome<W> {
+fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document<Box<dyn Read>>) -> anyhow::Result<W>) -> Outcome<W> {
     let doc = match piece {
         Piece::EndOfFile => return Outcome::EndOfFile,
         Piece::Failed(e) => return Outcome::Failed(e),
@@ -334,7 +338,7 @@ fn read_piece<S, W>(state: &mut S, piece: Piece, utf8: InvalidUtf8, work: &impl 
         },
     };
     let id = doc.id.clone();
-    match work(state, doc) {
+    match work(doc) {
         Ok(work) => Outcome::Doc { id, work },
         Err(e) => Outcome::Failed(e),
     }

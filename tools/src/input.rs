@@ -364,7 +364,7 @@ pub fn display_name(path: &Path) -> String {
 
 /// Parses one text line: `None` for a blank line (the library's parser).
 pub fn parse_line(raw: &[u8]) -> Result<(Option<u64>, Option<u64>)> {
-    match simdex::parse_fingerprint_line(raw)? {
+    match simdex_fingerprint::parse_fingerprint_line(raw)? {
         Some((fp, id)) => Ok((Some(fp), id)),
         None => Ok((None, None)),
     }
@@ -372,7 +372,7 @@ pub fn parse_line(raw: &[u8]) -> Result<(Option<u64>, Option<u64>)> {
 
 /// Parses exactly 16 hex digits.
 pub fn parse_hex(hex: &str) -> Result<u64> {
-    Ok(simdex::parse_fingerprint_hex(hex)?)
+    Ok(simdex_fingerprint::parse_fingerprint_hex(hex)?)
 }
 
 /// Formats a fingerprint as 16 lower-case hex digits.
@@ -389,7 +389,7 @@ pub fn size_hint(path: &Path) -> Option<u64> {
     }
 }
 
-use simdex::QUOTED_BYTES;
+use simdex_fingerprint::QUOTED_BYTES;
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,12 @@ use super::Segment;
 
 impl Segment {
     /// Every entry of table `t` in stored (permuted, sorted) order.
-    pub fn table_entries(&self, t: usize) -> TableEntries<'_> {
+    pub fn table_entries(&self, t: usize) -> impl Iterator<Item = Result<u64>> + '_ {
+        self.table_iter(t)
+    }
+
+    /// [`Self::table_entries`], its type named.
+    fn table_iter(&self, t: usize) -> TableEntries<'_> {
         // An unknown table has one "block": visiting it reports the error once.
         let blocks = self.tables.get(t).map_or(1, |table| table.dir.block_count);
         TableEntries { segment: self, table: t, block: 0, blocks, buf: Vec::new(), at: 0 }
@@ -62,7 +67,7 @@ impl Segment {
     /// All stored `(fingerprint, document id)` pairs in fingerprint order (ids are `None`
     /// without an id column).
     pub fn entries(&self) -> impl Iterator<Item = Result<(u64, Option<u64>)>> + '_ {
-        self.pair_up(self.table_entries(0), 0)
+        self.pair_up(self.table_iter(0), 0)
     }
 
     /// Table 0's entries from position `ordinal` (where `table` starts), each with its id.
@@ -117,7 +122,7 @@ pub(super) fn skip_ok<T>(mut n: usize) -> impl FnMut(&Result<T>) -> bool {
 }
 
 /// Iterator over one table's entries in stored order, decoding a block at a time.
-pub struct TableEntries<'s> {
+pub(crate) struct TableEntries<'s> {
     segment: &'s Segment,
     table: usize,
     block: u64,

@@ -12,7 +12,7 @@
 //! - `table`: one permuted table ([`Table`]), its block index and key search.
 //! - `open`: opening a segment and checking its structure.
 //! - `block`: reading one block, checked against its CRC once, and decoding it.
-//! - `entries`: iterating over a table's entries ([`TableEntries`]) and the document ids.
+//! - `entries`: iterating over a table's entries (`TableEntries`) and the document ids.
 //! - `sketches`: the sketch column by document.
 //! - `probe`: one table's probe, decoded on its own.
 //! - `seek_hints`: where a seek inside an XOR block may start.
@@ -38,7 +38,6 @@ mod values;
 mod table;
 
 pub(crate) use column::{open_column, ColumnAt};
-pub use entries::TableEntries;
 pub use segment::Segment;
 pub(crate) use open::{design_from_header, read_directory};
 pub(crate) use table::open_table;

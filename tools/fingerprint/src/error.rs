@@ -25,7 +25,7 @@ pub enum Error {
         offset: u64,
     },
     /// The document is binary, not text: a NUL byte among its first
-    /// [`input::BINARY_SNIFF_BYTES`](crate::input::BINARY_SNIFF_BYTES) bytes (an executable, an image, UTF-16 text). It is not
+    /// 8,000 bytes (`BINARY_SNIFF_BYTES`) (an executable, an image, UTF-16 text). It is not
     /// fingerprinted; convert text in UTF-16 to UTF-8 first.
     #[error("binary document (a NUL byte at byte offset {offset}): not fingerprinted")]
     BinaryDocument {

@@ -258,7 +258,7 @@ impl<F: FnMut(&str)> Emitter for TextEmitter<F> {
 
 /// Streams the visible text of the HTML read from `reader` into `sink`, in pieces; pieces
 /// from different text nodes come with a separating space.
-/// The reader's own refusals (strict-mode UTF-8, a binary document: a [`Utf8Stream`]'s)
+/// The reader's own refusals (strict-mode UTF-8, a binary document: the UTF-8 stream's)
 /// come back with their type.
 pub fn extract_text(reader: impl Read, sink: impl FnMut(&str)) -> Result<(), Error> {
     let emitter = TextEmitter::new(sink);

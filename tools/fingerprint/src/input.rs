@@ -199,6 +199,7 @@ pub fn fingerprint_text_reader(fp: &mut Fingerprinter, reader: impl Read, utf8: 
 }
 
 /// The body of a JSON-lines document.
+#[cfg(feature = "jsonl")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     /// Plain text (the `text` field).
@@ -208,6 +209,7 @@ pub enum Body {
 }
 
 /// One document of a JSON-lines file.
+#[cfg(feature = "jsonl")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonDoc {
     /// The `id` field (a number is turned into its decimal text).

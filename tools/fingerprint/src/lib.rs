@@ -1,11 +1,16 @@
-//! Text -> 64-bit simhash fingerprint (Charikar's simhash, PAPER.md section 1).
+//! Text -> 64-bit simhash fingerprint (Charikar's simhash: format-spec/DESIGN.md, section 1).
 //!
-//! Owns the whole fingerprint recipe: normalisation ([`normalize`]), words ([`tokenize`]),
-//! stop words ([`stopwords`]), stemming ([`stem`]), features ([`features`]), the feature hash
-//! ([`hash`]), weights and the bit rule ([`weights`]), IDF tables ([`idf`]), and reading
-//! documents ([`input`], `html`): [`document`] is the entry point from an input's bytes
-//! to fingerprints and IDF tables, [`corpus`] the dedup of a whole corpus. It knows nothing
-//! of indexes' files: a fingerprint is a `u64`.
+//! Owns the whole fingerprint recipe: normalisation, words, stop words, stemming, features,
+//! the feature hash ([`hash`]), weights and the bit rule, IDF tables ([`IdfTable`]), and
+//! reading documents (plain text, HTML, JSON lines): [`document`] is the entry point from an
+//! input's bytes to fingerprints and IDF tables, [`corpus`] the dedup of a whole corpus,
+//! [`many`] many documents through an index at once, [`sketch`] the documents' sketches. It
+//! knows nothing of indexes' files: a fingerprint is a `u64`. It also owns the text form of
+//! fingerprints that the fronts read and write ([`parse_fingerprint_line`],
+//! [`write_pair_line`]).
+//!
+//! The public modules are those five; everything else a front needs is re-exported here at
+//! the root (the recipe's internals are private: `FingerprintOptions` names every choice).
 //!
 //! The recipe is persisted with every fingerprint an index stores, so it is specified byte by
 //! byte in `format-spec/fingerprint.md` and pinned by golden tests. [`RECIPE_VERSION`] changes
@@ -19,28 +24,29 @@
 //! assert!((a.value ^ b.value).count_ones() <= 12);
 //! ```
 
-pub mod chunks;
+mod chunks;
 pub mod corpus;
 pub mod document;
 mod documents;
 mod error;
 mod feature_map;
-pub mod features;
+simdex::internal_mod!(features);
 mod fingerprinter;
 pub mod hash;
 #[cfg(feature = "html")]
-pub mod html;
-pub mod idf;
-pub mod input;
+mod html;
+simdex::internal_mod!(idf);
+mod input;
 pub mod many;
-pub mod normalize;
+mod normalize;
 mod options;
-pub mod recipe;
+mod recipe;
 pub mod sketch;
-pub mod stem;
-pub mod stopwords;
-pub mod tokenize;
-pub mod weights;
+mod stem;
+mod stopwords;
+mod text_line;
+simdex::internal_mod!(tokenize);
+mod weights;
 
 /// The document id of a document's name (a URL, a file name, a record's `id`): `sfh64(0,
 /// name)`, what `simdex fingerprint --for-index`, `simdex dedup --index`, the Python
@@ -49,13 +55,30 @@ pub fn doc_id(name: &str) -> u64 {
     hash::sfh64(0, name.as_bytes())
 }
 
+pub use corpus::{ContentHash, CorpusDedup, CorpusDoc, CorpusOptions};
+pub use document::{Document, DocumentKind, Documents, Format, IdfLearner};
 pub use documents::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY, DEFAULT_UNCONFIRMED_K};
 pub use error::Error;
 pub use features::FeatureKind;
 pub use fingerprinter::{DocumentFeatures, Fingerprint, Fingerprinter, Session, MAX_PENDING};
+#[cfg(feature = "html")]
+pub use html::{extract_text, fingerprint_html_reader, visible_text};
+/// The entry point of the IDF table decoder's fuzz target (`tools/fuzz`); not an API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use idf::fuzz_decode as fuzz_idf_decode;
 pub use idf::{IdfBuilder, IdfTable};
+pub use input::{decode_utf8, fingerprint_text_reader, InvalidUtf8, JsonDoc, Outcome};
 pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION};
 pub use recipe::Recipe;
+pub use sketch::{Sketch, SketchOptions, Sketcher};
 pub use stopwords::Language;
+pub use text_line::{parse_fingerprint_hex, parse_fingerprint_line, write_pair_line, BadLine, QUOTED_BYTES};
 pub use tokenize::CjkSegmenter;
 pub use weights::TfMode;
+
+// The README's Rust examples (of both library crates), compiled and run as doctests so they
+// cannot rot: here, in the crate that depends on both.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -4,4 +4,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| simdex_fingerprint::idf::fuzz_decode(data));
+fuzz_target!(|data: &[u8]| simdex_fingerprint::fuzz_idf_decode(data));

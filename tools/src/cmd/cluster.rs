@@ -84,7 +84,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut pair_error = None;
     let found = clusters_and_pairs(&source, &options, |(a, b)| {
         if let Some(out) = pairs.as_mut() {
-            if let Err(e) = simdex::write_pair_line(out, a, b) {
+            if let Err(e) = simdex_fingerprint::write_pair_line(out, a, b) {
                 // the first write error, reported with the file's name below
                 pair_error.get_or_insert(e);
             }

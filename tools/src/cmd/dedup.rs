@@ -255,13 +255,16 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, t
     let sketcher = (!args.no_confirm).then(|| Sketcher::new(SketchOptions::default())).transpose()?;
     let mut pass = FirstPass { docs: Vec::new(), features: Some(Vec::new()), skipped: Vec::new(), idf: learn.then(|| IdfBuilder::new(fp.options().feature_recipe())) };
     let mut kept_bytes = 0usize;
+    let worker = || {
+        let (mut fp, mut sketcher) = (fp.clone(), sketcher.clone());
+        move |doc| analyse(&mut fp, sketcher.as_mut(), learn, utf8, doc)
+    };
     corpus::for_each_doc_parallel(
         files,
         &args.read,
         &bar,
         threads,
-        || (fp.clone(), sketcher.clone()),
-        |(fp, sketcher), doc| analyse(fp, sketcher.as_mut(), learn, utf8, doc),
+        worker,
         |id, a| {
             let (fingerprint, short, features, failed) = match a.made {
                 Ok(Made::Fingerprint(value, short)) => (Some(value), short, None, None),
@@ -325,13 +328,16 @@ fn fingerprint_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, pass: &m
             let utf8 = args.read.invalid_utf8();
             let mut next = 0;
             let docs = &mut pass.docs;
+            let worker = || {
+                let mut fp = fp.clone();
+                move |mut doc: Document<Box<dyn Read>>| Ok(doc.fingerprint(&mut fp, utf8).ok().map(|o| (o.fingerprint.value, o.fingerprint.short)))
+            };
             corpus::for_each_doc_parallel(
                 files,
                 &args.read,
                 &bar,
                 threads,
-                || fp.clone(),
-                |fp, mut doc| Ok(doc.fingerprint(fp, utf8).ok().map(|o| (o.fingerprint.value, o.fingerprint.short))),
+                worker,
                 |_, made| {
                     let Some(d) = docs.get_mut(next) else { bail!("the inputs changed between the two passes over them: more documents the second time") };
                     next += 1;

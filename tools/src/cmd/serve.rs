@@ -19,7 +19,7 @@ use simdex_serve::ServeOptions;
 /// `listening on http://ADDR` once the index is open; /health answers 200 from then on,
 /// /metrics gives Prometheus' text format. SIGTERM or SIGINT stops accepting, lets the
 /// requests in flight finish, syncs and closes the index. TLS is left to a proxy in front
-/// (README, "Several crawler processes").
+/// (python/README.md, "Several crawler processes").
 ///
 /// Memory is bounded by configuration: each request takes a share of --max-memory-mib (8
 /// bytes per byte of its Content-Length, or of --max-body-mib without one, 24 for the

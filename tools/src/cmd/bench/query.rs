@@ -153,7 +153,29 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
         let how = confirmed.map_or(String::new(), |s| format!(", confirmed by sketch at {s}{}", if args.exhaustive { ", exhaustive" } else { "" }));
         out!("{n} queries (k = {}{how}){on}, {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
     }
+    if let Target::Verified { index, .. } = &target {
+        warn_band_fallbacks(index);
+    }
     Ok(())
+}
+
+/// Warns on stderr when checks on `index` found a band file damaged or missing and were
+/// answered from the tables instead (right answers, slower): which files, and what
+/// rebuilds them.
+fn warn_band_fallbacks(index: &simdex::Index) {
+    let stats = index.stats();
+    if stats.band_fallbacks == 0 && stats.band_files_unusable.is_empty() {
+        return;
+    }
+    let how = if stats.read_only {
+        "a writing process rebuilds a missing band file when it opens the index, a damaged one when its own checks meet the damage; `simdex verify` names every damaged page"
+    } else {
+        "they are being rebuilt"
+    };
+    eprintln!("warning: {} check(s) answered from the tables instead of a band file ({how}):", stats.band_fallbacks);
+    for why in &stats.band_files_unusable {
+        eprintln!("  {why}");
+    }
 }
 
 /// Queries a thread takes from the shared cursor at a time.

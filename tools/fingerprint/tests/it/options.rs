@@ -1,8 +1,6 @@
 //! `FingerprintOptions::from_names`: the names every front (CLI flags, Python keywords) gives,
 //! against options built field by field.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // tests: a panic is a failed test
-
 use simdex_fingerprint::{CjkSegmenter, Error, FeatureKind, FingerprintOptions, Language, OptionNames, TfMode};
 
 fn names() -> OptionNames {

@@ -1,8 +1,9 @@
 //! The text form of fingerprints, one `FINGERPRINT[<TAB>DOC_ID]` a line (16 hex digits and
 //! an optional decimal id: what `simdex bench generate --with-ids` writes and every command
 //! that reads fingerprints reads), and of a near-duplicate pair. The one parser of a line and
-//! writer of a pair, shared by the `simdex` tool and `simdex.spark`; reading files, counting
-//! lines and naming them is theirs.
+//! writer of a pair, shared by the fronts (the `simdex` tool and `simdex.spark`): here, in the
+//! text crate both fronts use, not in the index crate, which compiles no text code. Reading
+//! files, counting lines and naming them is the fronts'.
 
 // Indexing: a 256-entry table indexed by a byte.
 #![allow(clippy::indexing_slicing)]
@@ -78,7 +79,7 @@ pub fn parse_fingerprint_hex(hex: &str) -> Result<u64, BadLine> {
 }
 
 /// `text`, quoted and escaped, cut to about [`QUOTED_BYTES`] with its full length said.
-pub fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     if text.len() <= QUOTED_BYTES {
         return format!("{text:?}");
     }

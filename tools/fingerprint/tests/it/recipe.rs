@@ -3,8 +3,7 @@
 //! cases, HTML extraction, IDF tables and streaming.
 
 use proptest::prelude::*;
-use simdex_fingerprint::input::{decode_utf8, fingerprint_text_reader, InvalidUtf8};
-use simdex_fingerprint::{Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, IdfTable, Language, TfMode};
+use simdex_fingerprint::{decode_utf8, fingerprint_text_reader, Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, IdfTable, InvalidUtf8, Language, TfMode};
 use std::sync::Arc;
 
 const EN: &str = "Near-duplicate web documents are abundant. Two such documents differ from each other in \
@@ -194,7 +193,7 @@ fn missing_cargo_features_and_bad_options_are_errors() {
 
 mod html {
     use super::*;
-    use simdex_fingerprint::html::{fingerprint_html_reader, visible_text};
+    use simdex_fingerprint::{fingerprint_html_reader, visible_text};
 
     const PAGE: &str = r#"<!DOCTYPE html><html><head><title>Page title</title>
         <style>body { color: red }</style><script>var x = "<p>script text</p>";</script></head>
@@ -311,7 +310,7 @@ fn corpus_fingerprints_are_pinned() {
             actual.push_str(&format!("{id}\t{name}\t{value}\n"));
         }
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/fingerprints-recipe1.tsv");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus/fingerprints-recipe1.tsv");
     if std::env::var_os("SIMDEX_REGENERATE_FIXTURES").is_some() {
         std::fs::write(&path, &actual).unwrap();
     }
@@ -327,14 +326,14 @@ fn corpus_fingerprints_are_pinned() {
 /// `(id, text)`: the visible text of every HTML page of `fixtures/corpus/pages` (the text of
 /// the `.txt` pages), then 64 generated texts.
 fn pinned_documents() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/pages");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus/pages");
     let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     let mut docs = Vec::new();
     for name in names {
         let raw = std::fs::read_to_string(dir.join(&name)).unwrap();
         if name.ends_with(".html") {
-            docs.push((name, simdex_fingerprint::html::visible_text(&raw)));
+            docs.push((name, simdex_fingerprint::visible_text(&raw)));
         } else {
             docs.push((name, raw));
         }

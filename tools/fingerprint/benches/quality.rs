@@ -2,13 +2,13 @@
 //! "Hamming distance <= k" (k = 0..10) against near-duplicate pairs defined independently of
 //! any fingerprint: exact Jaccard similarity >= 0.9 of the documents' word 3-shingle sets.
 //!
-//!     cargo bench --bench quality -- [--sample N] [--seed S] [--root DIR]... [--manifest TSV]
-//!                                    [--configs a,b,..] [--write-fp DIR] [--dump-k K --dump FILE]
+//!     cargo bench -p simdex-fingerprint --bench quality -- [--sample N] [--seed S] [--root DIR]... [--manifest TSV]
+//!                                                           [--configs a,b,..] [--write-fp DIR] [--dump-k K --dump FILE]
 //!
 //! Documents: the HTML pages under every `~/.rustup/toolchains/*/share/doc/rust/html` (or the
 //! `--root`s), sampled by groups as `shared/eval/extract.py` does (copies of one page across
 //! toolchains, and std/core/alloc copies, are kept or dropped together), visible text by
-//! `simdex_fingerprint::html`, pages under 20 words dropped. `--manifest id<TAB>path` takes a
+//! `simdex_fingerprint::extract_text`, pages under 20 words dropped. `--manifest id<TAB>path` takes a
 //! fixed list instead (e.g. the harness's `manifest.tsv`, for the cross-check).
 //!
 //! Ground truth: 3-shingles of the recipe's words (NFKC, lowercase, UAX #29, nothing dropped or
@@ -21,7 +21,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use simdex_fingerprint::idf::idf_weight;
-use simdex_fingerprint::{hash, html, tokenize::Tokenizer, CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, TfMode};
+use simdex_fingerprint::{extract_text, hash, tokenize::Tokenizer, CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, TfMode};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -121,7 +121,7 @@ struct Doc {
 
 fn extract(path: &Path) -> String {
     let mut text = String::new();
-    let read = std::fs::File::open(path).map_err(simdex_fingerprint::Error::from).and_then(|f| html::extract_text(std::io::BufReader::new(f), |p| text.push_str(p)));
+    let read = std::fs::File::open(path).map_err(simdex_fingerprint::Error::from).and_then(|f| extract_text(std::io::BufReader::new(f), |p| text.push_str(p)));
     if let Err(e) = read {
         eprintln!("quality: skipping {}: {e}", path.display());
     }

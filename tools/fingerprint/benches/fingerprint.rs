@@ -4,7 +4,7 @@
 //! `CLOCK_THREAD_CPUTIME_ID`), so that a machine shared with other jobs still reports what one
 //! core does; elsewhere it is wall-clock time.
 //!
-//!     cargo bench --bench fingerprint
+//!     cargo bench -p simdex-fingerprint --bench fingerprint
 //!
 //! Results and the machine they were measured on: benches/FINGERPRINT.md.
 
@@ -13,8 +13,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use simdex_fingerprint::html::{extract_text, fingerprint_html_reader};
-use simdex_fingerprint::input::InvalidUtf8;
+use simdex_fingerprint::InvalidUtf8;
+use simdex_fingerprint::{extract_text, fingerprint_html_reader};
 use simdex_fingerprint::{FeatureKind, FingerprintOptions, Fingerprinter, TfMode};
 use std::hint::black_box;
 use std::path::Path;
@@ -47,7 +47,7 @@ fn timed<T>(iters: u64, mut work: impl FnMut() -> T) -> Duration {
 
 /// The corpus pages whose names start with `prefix`, in name order.
 fn pages(prefix: &str) -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/corpus/pages");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus/pages");
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .expect("fixtures/corpus/pages")
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
