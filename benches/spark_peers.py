@@ -1,7 +1,9 @@
-"""Issue 22, item 5: simdex.spark beside distributed-curator's Spark MinHash LSH on one corpus,
-one machine, one Spark master: wall time, and precision / recall / F1 of the pairs each
-reports against the ground truth of ../shared/eval (exact Jaccard >= 0.9 of word
-3-shingles; its ``groundtruth.py`` writes ``DATA/pairs.tsv``).
+"""simdex.spark beside the Spark tools a dataset builder would otherwise pick (distributed-curator's
+Spark MinHash LSH, text-dedup's MinHash) and ``simdex dedup`` on one corpus, one machine, one
+Spark master: wall time, and precision / recall / F1 of the pairs each reports against the
+ground truth (exact Jaccard >= 0.9 of word 3-shingles: ``DATA/pairs.tsv``, written by
+../shared/eval's ``groundtruth.py`` or by ``benches/gen_documents.py``, whose planted corpus
+has the same layout).
 
 A tool that outputs clusters (distributed-curator marks each document's representative) is
 scored on the pairs its clusters imply (every two members of one cluster); simdex is scored on
@@ -12,6 +14,12 @@ Each tool runs in its own process, in its own virtualenv (peers are never vendor
     python benches/spark_peers.py simdex DATA --python target/spark-venv/bin/python
     python benches/spark_peers.py curator DATA --python target/peers-venv/bin/python [--tuned]
     python benches/spark_peers.py textdedup DATA --python target/peers-venv/bin/python [--tuned]
+    python benches/spark_peers.py cli DATA --simdex target/release/simdex
+
+or all four in one run, one after the other, each with the load average before it (``--tuned``
+for the peers, as Spark II measured them):
+
+    python benches/spark_peers.py all DATA --python SPARK_VENV/bin/python --peers-python PEERS_VENV/bin/python --simdex target/release/simdex
 """
 
 import argparse
@@ -52,18 +60,46 @@ def cluster_pairs(groups):
     return out
 
 
-def run_simdex(data, python, work):
-    pairs, clusters = os.path.join(work, "pairs.tsv"), os.path.join(work, "clusters.tsv")
-    os.environ["PYSPARK_PYTHON"] = python
-    cmd = [python, "-m", "simdex.spark", "dedup", os.path.join(data, "docs.jsonl"), "--format", "jsonl", "--pairs", pairs, "--clusters", clusters, "--master", MASTER]
-    start = time.monotonic()
-    subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
-    took = time.monotonic() - start
+def pair_set(path):
     reported = set()
-    with open(pairs, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         for line in f:
             a, b = line.split("\t")[:2]
             reported.add((a, b) if a < b else (b, a))
+    return reported
+
+
+def run_cli(data, simdex, work):
+    pairs = os.path.join(work, "cli-pairs.tsv")
+    start = time.monotonic()
+    subprocess.run([simdex, "dedup", os.path.join(data, "docs.jsonl"), "--format", "jsonl", "--pairs", pairs], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - start, {"pairs": pair_set(pairs)}
+
+
+def spark_jobs(events):
+    """Spark jobs of the newest event log in ``events`` (a file, or Spark 4's folder of files)."""
+    log = max((os.path.join(events, n) for n in os.listdir(events)), key=os.path.getmtime)
+    files = [os.path.join(log, n) for n in sorted(os.listdir(log))] if os.path.isdir(log) else [log]
+    jobs = 0
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            jobs += sum(1 for line in f if '"Event":"SparkListenerJobStart"' in line)
+    return jobs
+
+
+def run_simdex(data, python, work):
+    pairs, clusters = os.path.join(work, "pairs.tsv"), os.path.join(work, "clusters.tsv")
+    events = os.path.join(work, "events")
+    os.makedirs(events, exist_ok=True)
+    os.environ["PYSPARK_PYTHON"] = python
+    cmd = [python, "-m", "simdex.spark", "dedup", os.path.join(data, "docs.jsonl"), "--format", "jsonl", "--pairs", pairs, "--clusters", clusters, "--master", MASTER]
+    cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false", "--conf", f"spark.eventLog.dir=file://{events}"]
+    start = time.monotonic()
+    p = subprocess.run(cmd, check=True, stderr=subprocess.PIPE, text=True)
+    took = time.monotonic() - start
+    steps = [line for line in p.stderr.splitlines() if line.startswith("steps:")]
+    print(json.dumps({"tool": "simdex", "jobs": spark_jobs(events), "steps": steps[-1] if steps else ""}), file=sys.stderr)
+    reported = pair_set(pairs)
     groups = {}
     with open(clusters, encoding="utf-8") as f:
         for line in f:
@@ -131,17 +167,35 @@ def run_textdedup(data, python, work, tuned):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("tool", choices=["simdex", "curator", "curator-child", "textdedup"])
+    ap.add_argument("tool", choices=["simdex", "curator", "curator-child", "textdedup", "cli", "all"])
     ap.add_argument("data", help="the eval folder: docs.jsonl and pairs.tsv")
     ap.add_argument("--python", default=sys.executable, help="the interpreter (virtualenv) to run the tool with")
+    ap.add_argument("--peers-python", help="all: the peers' interpreter")
+    ap.add_argument("--simdex", default="target/release/simdex", help="cli, all: the simdex CLI")
     ap.add_argument("--tuned", action="store_true")
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.tool == "curator-child":
         return curator_child(a.data, a.out, a.tuned)
     true = truth(a.data)
+    if a.tool == "all":
+        runs = [("simdex", lambda w: run_simdex(a.data, a.python, w)), ("textdedup tuned", lambda w: run_textdedup(a.data, a.peers_python, w, True)), ("simdex dedup", lambda w: run_cli(a.data, a.simdex, w)), ("curator tuned", lambda w: run_curator(a.data, a.peers_python, w, True))]
+        for name, run in runs:
+            load = open("/proc/loadavg").read().split()[0]
+            with tempfile.TemporaryDirectory(dir=os.environ.get("WORK")) as work:
+                try:
+                    took, sets = run(work)
+                except (subprocess.CalledProcessError, OSError) as e:
+                    print(json.dumps({"tool": name, "failed": str(e), "load before": load}))
+                    continue
+            for what, reported in sets.items():
+                if isinstance(reported, set):
+                    print(json.dumps({"tool": name, "scored": what, "seconds": round(took, 1), "load before": load, **score(reported, true)}), flush=True)
+        return 0
     with tempfile.TemporaryDirectory() as work:
-        if a.tool == "simdex":
+        if a.tool == "cli":
+            took, sets = run_cli(a.data, a.simdex, work)
+        elif a.tool == "simdex":
             took, sets = run_simdex(a.data, a.python, work)
         elif a.tool == "textdedup":
             took, sets = run_textdedup(a.data, a.python, work, a.tuned)

@@ -51,6 +51,41 @@ fi
 if [ "$rc" -ne 0 ] || [ "$#" -ne 0 ]; then
   exit "$rc"
 fi
+# `pip install "simdex[spark]"` as a user does it: the built wheel with its extra, from the
+# registry, into a NEW virtualenv that already has numpy 2 (which must stay where it was),
+# then both commands of the README on the bundled corpus and planted fingerprints, their
+# answers checked against the CLI's
+fresh="$target/python-spark-extra-venv"
+rm -rf "$fresh"
+python3 -m venv "$fresh"
+"$fresh/bin/pip" install --quiet --disable-pip-version-check "numpy>=2"
+numpy_before="$("$fresh/bin/python" -c 'import numpy; print(numpy.__version__)')"
+"$fresh/bin/pip" install --quiet --disable-pip-version-check "$wheel[spark]"
+numpy_after="$("$fresh/bin/python" -c 'import numpy; print(numpy.__version__)')"
+if [ "$numpy_before" != "$numpy_after" ]; then
+  echo "pip install simdex[spark] moved numpy from $numpy_before to $numpy_after" >&2
+  exit 1
+fi
+readme="$(mktemp -d)"
+trap 'rm -rf "$readme"' EXIT
+"$fresh/bin/python" - "$root/fixtures/corpus/pages" "$readme/corpus.jsonl" << 'EOF'
+import json, pathlib, sys
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    for p in sorted(pathlib.Path(sys.argv[1]).iterdir()):
+        out.write(json.dumps({"id": p.name, "html" if p.suffix == ".html" else "text": p.read_text(encoding="utf-8", errors="replace")}) + "\n")
+EOF
+"$SIMDEX" bench generate -n 20000 --clusters 300 --cluster-size 4 --flips 2 --with-ids > "$readme/fingerprints.txt"
+(
+  cd "$readme"
+  env -u PYSPARK_PYTHON "$fresh/bin/python" -m simdex.spark dedup corpus.jsonl --format jsonl --pairs pairs.tsv --clusters clusters.tsv --kept kept.jsonl --master 'local[*]' 2> dedup.log || { cat dedup.log >&2; exit 1; }
+  env -u PYSPARK_PYTHON "$fresh/bin/python" -m simdex.spark cluster fingerprints.txt --pairs fp-pairs.tsv --clusters fp-clusters.tsv --master 'local[*]' 2> cluster.log || { cat cluster.log >&2; exit 1; }
+  "$SIMDEX" dedup corpus.jsonl --format jsonl --pairs cli.tsv > /dev/null
+  cmp -s <(sort pairs.tsv) <(sort cli.tsv) || { echo "the README's dedup: pairs differ from simdex dedup's" >&2; exit 1; }
+  "$SIMDEX" build --out fps.sdx fingerprints.txt 2> /dev/null
+  "$SIMDEX" cluster fps.sdx --pairs cli-fp.tsv -o /dev/null 2> /dev/null
+  cmp -s fp-pairs.tsv cli-fp.tsv || { echo "the README's cluster: pairs differ from simdex cluster's" >&2; exit 1; }
+  echo "pip install simdex[spark] into a new virtualenv with numpy $numpy_before: pyspark $("$fresh/bin/python" -c 'import pyspark; print(pyspark.__version__)'), pyarrow $("$fresh/bin/python" -c 'import pyarrow; print(pyarrow.__version__)'); the README's two commands: $(wc -l < pairs.tsv) and $(wc -l < fp-pairs.tsv) pairs, equal to the CLI's"
+)
 # the oldest Scrapy the middleware supports (issue 20): the real crawls again, on 2.13
 old="$target/python-scrapy213-venv"
 rm -rf "$old"

@@ -133,7 +133,7 @@ pub use engine::{
 };
 pub use error::{Error, ErrorKind, Location, Result};
 pub use integrity::{verify_crc, CrcMismatch};
-pub use many::{find_or_insert_many, query_many, Grouped, MatchColumns};
+pub use many::{find_or_insert_many, query_confirmed_many, query_many, Grouped, MatchColumns};
 pub use plan::MAX_K;
 pub use query::{Entry, Match, QueryOptions};
 pub use segment::SketchColumn;

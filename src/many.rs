@@ -8,6 +8,7 @@
 //! same kind of snapshot. Both are exact, so the choice is only about speed.
 
 use crate::batch::{batch_query, BatchOptions};
+use crate::confirm::ConfirmOptions;
 use crate::engine::snapshot::Snapshot;
 use crate::engine::{FindOrInsert, Index};
 use crate::error::Result;
@@ -121,6 +122,36 @@ pub fn query_many(index: &Index, fps: &[u64], options: &QueryOptions) -> Result<
     } else {
         query_many_probed(&snapshot, fps, options)
     }
+}
+
+/// [`Index::query_confirmed`] of many documents over one version of the live set: item `i` is
+/// `fps[i]` with the sketch `sketches[i * w..(i + 1) * w]` (`w` the index's sketch width),
+/// judged by the same rule and code as the single check (and so as the crawler's
+/// check-then-add), the items split over every core. With `sketches` empty no item has a
+/// sketch: each is answered by fingerprint alone within `options.unsketched_k`, by
+/// [`query_many`] (one merge join of the sorted batch with each stored table when the batch
+/// is large against the index, the paper's batch mode; else a probe per item). For front ends
+/// that check a batch against an index (`simdex.spark dedup --index` and `cluster --against`).
+pub fn query_confirmed_many(index: &Index, fps: &[u64], sketches: &[u8], options: &ConfirmOptions) -> Result<Grouped> {
+    if sketches.is_empty() {
+        return query_many(index, fps, &QueryOptions::within(options.unsketched_k));
+    }
+    let view = index.confirmed_view();
+    let width = view.sketch_width();
+    if width == 0 || sketches.len() != fps.len() * width {
+        return Err(crate::Error::InvalidArgument(format!("{} bytes of sketches for {} fingerprints: the index's sketches are {width} bytes", sketches.len(), fps.len())));
+    }
+    let items: Vec<(u64, &[u8])> = fps.iter().copied().zip(sketches.chunks_exact(width)).collect();
+    let parts = on_every_core(&items, 256, |part| {
+        let mut out = Grouped::with_capacity(part.len());
+        for &(fp, sketch) in part {
+            out.push_item(view.confirmed(fp, sketch, options)?);
+        }
+        Ok::<_, crate::Error>(out)
+    })?;
+    let mut out = Grouped::with_capacity(fps.len());
+    parts.into_iter().for_each(|p| out.append(p));
+    Ok(out)
 }
 
 /// The batch path: one merge join of the distinct queries with every table (any `k` up to

@@ -21,12 +21,24 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
+try:
+    from . import _simdex  # noqa: F401  (the compiled extension)
+except ImportError as e:
+    import os as _os
+
+    _here = _os.path.dirname(__file__)
+    if any(n.startswith("_simdex.") and n.endswith((".so", ".pyd")) for n in _os.listdir(_here)):
+        raise
+    # the source folder (python/simdex, found first from python/ as the working directory)
+    raise ImportError(f"simdex was imported from its source folder {_here}, which has no compiled extension: run Python outside python/ to use the installed wheel") from e
+
 from ._simdex import (
     DEFAULT_CONFIRMED_K,
     DEFAULT_MIN_SIMILARITY,
     DEFAULT_UNCONFIRMED_K,
     MAX_K,
     CorruptError,
+    DocumentQuery,
     EmptyDocumentError,
     BinaryDocumentError,
     Error,
@@ -37,7 +49,7 @@ from ._simdex import (
     doc_id,
 )
 from ._simdex import Index as _Index
-from ._types import DocumentMatch, MatchColumns, _columns, _deprecated, _document_answer, _numpy, _u64_bytes  # noqa: F401
+from ._types import DocumentMatch, MatchColumns, _columns, _deprecated, _deprecated_keyword, _document_answer, _numpy, _u64_bytes  # noqa: F401
 
 __all__ = [
     "Index",
@@ -45,6 +57,7 @@ __all__ = [
     "OutcomeUnknownError",
     "ServerUnavailableError",
     "DocumentMatch",
+    "DocumentQuery",
     "MatchColumns",
     "Fingerprinter",
     "Segment",
@@ -65,10 +78,12 @@ __all__ = [
 class Index(_Index):
     """An on-disk index of (fingerprint, doc_id) pairs.
 
-    ``Index(path, k=3, durability="group", read_only=False, create=True, sketches=True,
+    ``Index(path, k=None, durability="group", read_only=False, create=True, sketches=True,
     log_recovery="strict", expire_after=None, create_in_nonempty=False)`` opens
     (or creates) the index in directory ``path``. ``k`` is the largest query distance, fixed when
-    the index is created; so is ``sketches``: a new index stores a 64-byte sketch per document
+    the index is created (``None``: the library's default design for a new index, the index's
+    own for an existing one; another ``k`` than an existing index's raises ValueError, as a
+    negative one does); so is ``sketches``: a new index stores a 64-byte sketch per document
     and its document calls confirm near-duplicates by it (``sketches=False``: fingerprints only,
     8 to 60 bytes per document less). ``durability``: ``"sync"`` (fsync before every write returns),
     ``"group"`` (a write survives a process crash at once and a power loss within 10 ms),
@@ -119,13 +134,17 @@ class Index(_Index):
         (``DocumentMatch``, with the sketches' similarity estimate) when near-duplicates are
         stored (nothing inserted), else ``[]`` after inserting. ``k`` defaults to
         ``DEFAULT_CONFIRMED_K`` (8) with confirmation and ``DEFAULT_UNCONFIRMED_K`` (3) without
-        (the library's ``DocumentQuery`` decides, for every front). In an index with sketches a
-        stored document within ``k`` is a match only when the sketches estimate a resemblance
-        of at least ``DEFAULT_MIN_SIMILARITY`` (0.90) (``confirm=False``: fingerprints alone;
-        ``verify`` is the old name of ``confirm``). A str is text, bytes an HTML page (``html``
+        (the library's ``DocumentQuery`` decides, for every front: ``simdex.DocumentQuery(k,
+        confirm)`` says how). In an index with sketches a stored document within ``k`` is a
+        match only when the sketches estimate a resemblance of at least
+        ``DEFAULT_MIN_SIMILARITY`` (0.90) (``confirm=False``: fingerprints alone; ``verify`` is
+        the deprecated name of ``confirm``: it warns, DeprecationWarning). A str is text, bytes an HTML page (``html``
         overrides). Raises EmptyDocumentError for a document with fewer words than the recipe's
         minimum or ``min_words``, BinaryDocumentError for a binary one (nothing stored)."""
-        return _document_answer(super().find_or_insert_document(data, doc_id, k=k, html=html, min_words=min_words, confirm=confirm, verify=verify))
+        if verify is not None:
+            _deprecated_keyword("Index.find_or_insert_document", "verify", "confirm")
+            confirm = verify
+        return _document_answer(super().find_or_insert_document(data, doc_id, k=k, html=html, min_words=min_words, confirm=confirm))
 
     def query_many(self, fps: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Union[List[List[Tuple[int, int, Optional[int]]]], MatchColumns]:
         """``query`` of every fingerprint (a numpy integer array or a sequence of ints), all

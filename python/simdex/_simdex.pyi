@@ -54,7 +54,7 @@ class Index:
     def __init__(
         self,
         path: Union[str, PathLike[str]],
-        k: int = 3,
+        k: Optional[int] = None,
         durability: str = "group",
         read_only: bool = False,
         create: bool = True,
@@ -63,7 +63,8 @@ class Index:
         expire_after: Union[None, str, int, float, "datetime.timedelta"] = None,
         create_in_nonempty: bool = False,
     ) -> None:
-        """``expire_after``: the expiry window of a new index (``"30d"``, seconds, or a timedelta): pairs stored
+        """``k``: the largest query distance of a new index (None: the library's default design); an existing
+        index keeps its own (another k raises ValueError, as a negative one does). ``expire_after``: the expiry window of a new index (``"30d"``, seconds, or a timedelta): pairs stored
         longer ago than it (plus its granularity, at most an eighth of it) stop matching; an existing index keeps its
         own (another window raises ValueError). ``create_in_nonempty``: create the index even in a directory that
         holds other files (refused by default with ``simdex.Error``)."""
@@ -105,8 +106,10 @@ class Index:
         """Fingerprints a document with the index's recipe (pinning the default one if none), inserts it; returns the fingerprint."""
     def find_or_insert_document(self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None) -> Tuple[int, List[DocumentMatch], int]:
         """(fingerprint, matches, words): the matches (``DocumentMatch``, with the sketches' similarity estimate)
-        if near-duplicates are stored (nothing inserted), else [] after inserting. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the
-        sketches estimate a resemblance of at least 0.90 (``confirm=False``: fingerprints alone; ``verify`` is the old name of ``confirm``). Raises
+        if near-duplicates are stored (nothing inserted), else [] after inserting, judged as
+        ``DocumentQuery(k, confirm, min_words=min_words)`` says. In an index with sketches (``sketches``) a stored document within ``k`` is a match only when the
+        sketches estimate a resemblance of at least ``DEFAULT_MIN_SIMILARITY`` (``confirm=False``: fingerprints alone; ``verify`` is the deprecated name
+        of ``confirm``: it warns, DeprecationWarning). Raises
         EmptyDocumentError for a document with fewer words than the recipe's minimum, or than ``min_words`` when
         given (nothing stored)."""
     def query_many(self, fps: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Union[List[List[Match]], MatchColumns]:
@@ -150,8 +153,47 @@ class Fingerprinter:
 class Segment:
     """A read-only segment file (``simdex build``)."""
     def __init__(self, path: Union[str, PathLike[str]]) -> None: ...
-    def query(self, fp: int, k: int = 3) -> List[Match]: ...
+    def query(self, fp: int, k: Optional[int] = None) -> List[Match]:
+        """Every entry within k (default: the segment's design's) bits of fp."""
     def __len__(self) -> int: ...
+
+class DocumentQuery:
+    """How the document calls judge a document: the library's rule, for every front (Python, Scrapy, the server,
+    ``simdex dedup``, ``simdex.spark``), so that none restates a default or a range.
+
+    >>> q = simdex.DocumentQuery()            # what find_or_insert_document does by default
+    >>> q.k, q.unconfirmed_k, q.min_similarity
+    (8, 3, 0.9)
+    >>> simdex.DocumentQuery(confirm=False).k  # fingerprints alone
+    3
+    >>> simdex.DocumentQuery(k=12).check()
+    Traceback (most recent call last):
+    ValueError: k = 12: document near-duplicates are found within at most k = 8 bits
+    """
+    def __init__(self, k: Optional[int] = None, confirm: bool = True, min_similarity: Optional[float] = None, min_words: Optional[int] = None) -> None:
+        """``k``: the candidates' distance (None: ``DEFAULT_CONFIRMED_K`` when confirming, ``DEFAULT_UNCONFIRMED_K``
+        otherwise; a negative k raises ValueError); ``confirm``: confirm candidates by sketch where the index stores
+        sketches; ``min_similarity``: the resemblance a confirmed candidate needs (None: ``DEFAULT_MIN_SIMILARITY``);
+        ``min_words``: a document of fewer words is refused (None: none beyond the recipe's)."""
+    @property
+    def k(self) -> int:
+        """The candidates' distance: the one given, else the library's default for ``confirm``."""
+    @property
+    def unconfirmed_k(self) -> int:
+        """The distance within which fingerprints alone decide (a document or a stored candidate without a sketch)."""
+    @property
+    def confirm(self) -> bool: ...
+    @property
+    def min_similarity(self) -> float:
+        """The resemblance (Jaccard of word shingles, as the sketches estimate it) a confirmed candidate needs."""
+    @property
+    def min_words(self) -> int: ...
+    def check(self) -> None:
+        """Raises ValueError (the library's message, the one every front gives) unless the query can be answered:
+        k at most ``MAX_K``, a resemblance within 0 and 1."""
+    def decision(self, sketches: bool) -> Tuple[int, Optional[float]]:
+        """(k, min_similarity) on an index that stores sketches or not: the distance candidates are found within and
+        the resemblance sketches confirm them at (None: fingerprints alone decide, within ``unconfirmed_k``)."""
 
 DEFAULT_CONFIRMED_K: int
 """The document calls' candidate distance when sketches confirm them (8)."""
@@ -167,14 +209,6 @@ def doc_id(name: str) -> int:
 
 # simdex.spark's library calls (python/src/spark.rs, spark_columns.rs, spark_index.rs)
 
-ReadDocument = Tuple[str, Optional[str], Optional[str], Optional[str]]
-"""(id, content hash, text, error) of one record; a record that is not a document has no hash."""
-
-def read_documents(data: bytes, name: str, format: str, strict: bool = False, first_line: int = 1) -> List[ReadDocument]:
-    """The documents of ``data`` read in ``format`` ("text", "html", "jsonl") as ``simdex dedup`` reads a
-    file named ``name``, each with the corpus module's content hash and its text; a bad JSON line
-    names its line counting from ``first_line``."""
-
 StringColumn = Tuple[bytes, bytes, bytes]
 """An Arrow string column's buffers: (data, i32 offsets, validity bitmap)."""
 
@@ -189,11 +223,41 @@ def corpus_options(k: Optional[int] = None, confirm: bool = True, threshold: Opt
 def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes) -> Tuple[bytes, bytes]:
     """The IDF pass of one Arrow batch: (features, counts), u64 columns."""
 
-def fingerprint_column(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sketch: bool = True) -> Tuple[bytes, bytes, bytes, List[Tuple[int, str]], bytes, bytes]:
-    """(fps, has_fp, short, errors, sketch_data, sketch_offsets) of an Arrow batch's texts."""
+def read_whole_files(paths: List[str], names: List[str], formats: List[str], places: bytes, strict: bool = False) -> Tuple[bytes, List[StringColumn]]:
+    """Whole text or HTML files as records: their places (u64s) and the columns id, content, text, error."""
 
-def similarity_column(a_data: bytes, a_offsets: bytes, b_data: bytes, b_offsets: bytes) -> Tuple[bytes, bytes, bytes]:
-    """(f64 similarities, text data, text offsets) of two Arrow binary columns of sketches."""
+def read_bodies(data: bytes, offsets: bytes, format: str) -> List[StringColumn]:
+    """A DataFrame's bodies (an Arrow column's buffers) as the columns content, text, error."""
+
+def write_tsv(path: str, columns: List[Tuple[bytes, bytes]], append: bool = False) -> int:
+    """Lines of tab-joined values of Arrow string columns (data, offsets)."""
+
+# simdex.spark dedup's library calls (python/src/spark_dedup.rs)
+
+def scatter_documents(recipe: "CorpusRecipe", split: "BlockJoin", parts: List[int], ords: bytes, id_data: bytes, id_offsets: bytes, content_data: bytes, content_offsets: bytes, text_data: bytes, text_offsets: bytes, has_text: bytes, sketch: bool, keep: bool = False) -> Tuple[List[int], bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
+    """A batch fingerprinted, sketched and packed into its block-split partitions: (partitions, data,
+    offsets, status, reason data, reason offsets, fps, sketches)."""
+
+def join_documents(split: "BlockJoin", group: int, data: bytes, threshold: Optional[float] = None) -> Tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
+    """One partition's exact groups and confirmed links: (a, b, distance, similarity, member ords,
+    representatives, flags, id data, id offsets)."""
+
+class DedupFound:
+    exact_groups: int
+    exact_documents: int
+    redundant: int
+    redundant_fingerprinted: int
+    links: int
+    clusters: int
+    clustered: int
+    pairs: int
+    dropped: bytes
+
+def finish_dedup(la: bytes, lb: bytes, ld: bytes, ls: bytes, mo: bytes, mr: bytes, mf: bytes, id_data: bytes, id_offsets: bytes, pairs_path: Optional[str] = None, clusters_path: Optional[str] = None) -> DedupFound:
+    """The driver's union-find over the links and exact groups; the pairs and clusters files."""
+
+def write_kept(path: str, ords: bytes, id_data: bytes, id_offsets: bytes, text_data: bytes, text_offsets: bytes, has_text: bytes, dropped: bytes) -> int:
+    """Appends a batch's kept documents to ``path`` as JSON lines."""
 
 # simdex.spark cluster's library calls (python/src/spark_cluster.rs)
 
@@ -230,9 +294,6 @@ def read_members(path: str, start: int, end: int, vertices: bytes, clusters: byt
 def write_members(path: str, fps: bytes, clusters: bytes, id_data: bytes, id_offsets: bytes, with_ids: bool) -> int:
     """Cluster members sorted and written as fp<TAB>id<TAB>cluster lines."""
 
-def sketch_similarity(a: bytes, b: bytes) -> float:
-    """The resemblance two 64-byte sketches estimate."""
-
 class CorpusRecipe:
     """A fingerprint recipe for a corpus job (options, IDF table, sketcher); pickles as its options and table."""
     def __init__(self, preset: str = "pages") -> None: ...
@@ -248,19 +309,6 @@ class CorpusRecipe:
     def idf_table(self) -> Optional[bytes]:
         """The table's bytes (what ``simdex dedup --idf FILE`` reads)."""
 
-class TablePlan:
-    """The permuted tables of the paper's batch mode for ``count`` fingerprints, probed for ``k``."""
-    def __init__(self, count: int, k: int, design_k: Optional[int] = None) -> None: ...
-    @property
-    def k(self) -> int: ...
-    @property
-    def design_k(self) -> int: ...
-    @property
-    def tables(self) -> List[Tuple[int, int, List[int]]]:
-        """Per table (prefix_bits, probe_bits, flips)."""
-    def keys(self, fps: bytes) -> bytes:
-        """Every fingerprint's key in every table, table by table, as little-endian u64s."""
-
 class IndexReader:
     """An index directory opened read-only; pickles as its path."""
     def __init__(self, path: Union[str, PathLike[str]]) -> None: ...
@@ -269,9 +317,15 @@ class IndexReader:
     @property
     def sketches(self) -> bool: ...
     def recipe(self) -> Optional[CorpusRecipe]: ...
-    def entries(self, part: int, bits: int) -> Tuple[bytes, bytes]:
-        """The live (fingerprints, doc_ids) whose top ``bits`` bits equal ``part``."""
-    def sketch(self, fp: int, doc_id: int) -> Optional[bytes]: ...
+    def near(self, fps: bytes, k: Optional[int] = None) -> Tuple[bytes, bytes]:
+        """(queries, stored): every live stored fingerprint within ``k`` of each of ``fps``, by the
+        library's batch check without sketches (the batch-mode merge join for a large batch)."""
+    def check_documents(self, out: str, fps: bytes, sketches: bytes, id_data: bytes, id_offsets: bytes, k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None) -> int:
+        """A batch of documents checked by the library's document rule; appends
+        id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity lines to ``out``."""
 
-def insert_into_index(path: Union[str, PathLike[str]], recipe: CorpusRecipe, fps: bytes, doc_ids: bytes, sketches: bytes) -> int:
-    """Adds the pairs (with their sketches, if given) to the index at ``path``, pinning ``recipe``; syncs."""
+def append_new_documents(out: str, fps: bytes, sketches: bytes, id_data: bytes, id_offsets: bytes) -> int:
+    """Appends (fingerprint, doc_id(id), sketch) rows to ``out`` for ``insert_files_into_index``."""
+
+def insert_files_into_index(path: Union[str, PathLike[str]], recipe: CorpusRecipe, parts: List[str], sketch_width: int) -> int:
+    """Inserts the rows of ``parts`` into the index at ``path``, pinning ``recipe``; syncs."""

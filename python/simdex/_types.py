@@ -85,3 +85,9 @@ def _deprecated(old: str, new: str) -> None:
     """Warns once per call site that ``old`` is the name before issue 35 (one word per
     concept: the index's writes are inserts) of ``new``."""
     warnings.warn(f"{old} is deprecated: use {new} (the same call)", DeprecationWarning, stacklevel=3)
+
+
+def _deprecated_keyword(call: str, old: str, new: str) -> None:
+    """Warns once per call site that ``call``'s keyword ``old`` is the name before issue 35
+    of ``new`` (``verify`` checked nothing: it confirms candidates by sketch)."""
+    warnings.warn(f"{call}({old}=...) is deprecated: use {new}=... (the same meaning)", DeprecationWarning, stacklevel=3)

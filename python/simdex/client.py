@@ -50,7 +50,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import urlsplit
 
 from ._simdex import BinaryDocumentError, CorruptError, EmptyDocumentError, Error, RecipeMismatchError
-from ._types import DocumentMatch, MatchColumns, _deprecated, _numpy, _u64_bytes
+from ._types import DocumentMatch, MatchColumns, _deprecated, _deprecated_keyword, _numpy, _u64_bytes
 
 __all__ = ["Client", "OutcomeUnknownError", "ServerUnavailableError"]
 
@@ -513,8 +513,12 @@ class Client:
         self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True, verify: Optional[bool] = None
     ) -> Tuple[int, List[Any], int]:
         """As ``Index.find_or_insert_document``: ``(fingerprint, matches, words)``, atomic
-        across every client of the server. Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
-        body = {"doc": _document(data, html), "doc_id": doc_id, "k": k, "min_words": min_words, "confirm": confirm if verify is None else verify}
+        across every client of the server. Never sent twice: a lost answer raises ``OutcomeUnknownError``.
+        ``verify`` is the deprecated name of ``confirm`` (it warns, DeprecationWarning)."""
+        if verify is not None:
+            _deprecated_keyword("Client.find_or_insert_document", "verify", "confirm")
+            confirm = verify
+        body = {"doc": _document(data, html), "doc_id": doc_id, "k": k, "min_words": min_words, "confirm": confirm}
         return _answer(self._call("find_or_insert_document", body))
 
     def query_document(self, data: Union[str, bytes], k: Optional[int] = None, html: Optional[bool] = None, confirm: bool = True) -> Tuple[int, List[Any], int]:

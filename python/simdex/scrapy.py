@@ -114,7 +114,6 @@ The middleware and the pipeline of one process share one open index (or client).
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -128,13 +127,10 @@ from twisted.internet.threads import deferToThread
 
 import simdex
 
+from ._scrapy_settings import CrawlSettings, SettingError, fail
+
 logger = logging.getLogger(__name__)
 
-DEFAULT_MIN_WORDS = 20
-# the candidate distance of the document calls by default (simdex dedup's), and the largest the
-# index answers (multi-probe above the design's k): the library's
-DEFAULT_K = simdex.DEFAULT_CONFIRMED_K
-MAX_K = simdex.MAX_K
 # the place documented above: process_response after RetryMiddleware (550) and everything above it
 RECOMMENDED_PRIORITY = 540
 # built-in downloader middlewares whose process_response must run before this one's
@@ -152,20 +148,16 @@ class _Store:
     _open: Dict[str, Tuple["_Store", int]] = {}
     _lock = threading.Lock()
 
-    def __init__(self, where: str, remote: bool, token: Optional[str], durability: str, urls: Optional[str], expire_after: Optional[str] = None, create_in_nonempty: bool = False) -> None:
-        # a new index gets the library's design (k = 3); SIMDEX_K is the query's distance
-        self.index: Any
+    def __init__(self, c: CrawlSettings) -> None:
+        # a new index gets the library's design; SIMDEX_K is the query's distance
+        self.index: Any = _open_index(c)
         self.db: Optional[sqlite3.Connection] = None
-        if remote:
-            self.index = simdex.Client(where, token=token)
-            # asked now, so that a server out of reach fails the crawl before any request
-            self.index.k
-        else:
-            self.index = simdex.Index(where, durability=durability, expire_after=expire_after, create_in_nonempty=create_in_nonempty)
-            urls = urls or where.rstrip("/") + ".urls.sqlite3"
+        urls = c.urls if c.remote else (c.urls or c.where.rstrip("/") + ".urls.sqlite3")
         # what the middleware found for each page it checked in this process (its first
         # check): the pipeline goes by it for the page's items instead of storing them again
         self.pages: Dict[int, str] = {}
+        # the start line is logged once, by the first of the middleware and the pipeline
+        self.announced = False
         # checks run on the reactor's thread pool: the URL map (one SQLite connection) and
         # a URL's replacement are used under this lock
         self.lock = threading.Lock()
@@ -183,14 +175,14 @@ class _Store:
             self.db.execute("ALTER TABLE urls ADD COLUMN fp INTEGER")
 
     @classmethod
-    def acquire(cls, where: str, remote: bool, token: Optional[str], durability: str, urls: Optional[str], expire_after: Optional[str] = None, create_in_nonempty: bool = False) -> "_Store":
+    def acquire(cls, c: CrawlSettings) -> "_Store":
         with cls._lock:
-            if where in cls._open:
-                store, n = cls._open[where]
-                cls._open[where] = (store, n + 1)
+            if c.where in cls._open:
+                store, n = cls._open[c.where]
+                cls._open[c.where] = (store, n + 1)
                 return store
-            store = cls(where, remote, token, durability, urls, expire_after, create_in_nonempty)
-            cls._open[where] = (store, 1)
+            store = cls(c)
+            cls._open[c.where] = (store, 1)
             return store
 
     @classmethod
@@ -223,6 +215,36 @@ class _Store:
         with self.lock:
             row = self.db.execute("SELECT url FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
         return row[0] if row else f"<doc id {doc_id}>"
+
+
+def _open_index(c: CrawlSettings) -> Any:
+    """The crawl's index (or the server's client); a start-up error stops the crawl with one
+    line saying what to do (``fail``)."""
+    setting = "SIMDEX_URL" if c.remote else "SIMDEX_INDEX"
+    try:
+        if c.remote:
+            client = simdex.Client(c.where, token=c.token)
+            # asked now, so that a server out of reach fails the crawl before any request
+            client.k
+            return client
+        return simdex.Index(c.where, durability=c.durability, expire_after=c.expire_after, create_in_nonempty=c.create_in_nonempty)
+    except simdex.LockedError as e:
+        fail(
+            e,
+            f"the index {c.where} is locked by another process (its LOCK file): one process writes an index at a time; "
+            "stop the other crawl, give this one its own SIMDEX_INDEX, or share the index through `simdex serve` and SIMDEX_URL",
+        )
+    except simdex.ServerUnavailableError as e:
+        fail(e, f"SIMDEX_URL = {c.where}: no simdex server answers there (start one with `simdex serve DIR`)")
+    except (simdex.Error, ValueError) as e:
+        message = str(e)
+        if "refused to create an index among other files" in message:
+            # the library names the CLI's, Rust's and Python's spellings: this is Scrapy's
+            message = message.split("; use an empty", 1)[0] + "; use an empty or new directory, or set SIMDEX_CREATE_IN_NONEMPTY = True"
+        elif "expiry window" in message and c.expire_after:
+            # an existing index keeps its own window
+            setting = f"SIMDEX_EXPIRE_AFTER = {c.expire_after!r} with {setting}"
+        fail(e, f"{setting} = {c.where}: {message}")
 
 
 def _signed(u: int) -> int:
@@ -261,62 +283,22 @@ class _Base:
     stats_prefix = "simdex"
 
     def __init__(self, crawler: Any) -> None:
-        s = crawler.settings
-        path, url = s.get("SIMDEX_INDEX"), s.get("SIMDEX_URL")
-        self.overridden: Optional[str] = None
-        if path and url:
-            # the README's settings.py sets SIMDEX_INDEX, its shared-server command adds
-            # `-s SIMDEX_URL=...`: the setting with the higher priority wins
-            index_priority, url_priority = s.getpriority("SIMDEX_INDEX"), s.getpriority("SIMDEX_URL")
-            if index_priority == url_priority:
-                raise ValueError("SIMDEX_INDEX and SIMDEX_URL are both set, at the same priority: a crawl opens an index directory or uses a server, not both")
-            if url_priority > index_priority:
-                self.overridden, path = f"SIMDEX_URL overrides SIMDEX_INDEX = {path} (set with a lower priority)", None
-            else:
-                self.overridden, url = f"SIMDEX_INDEX overrides SIMDEX_URL = {url} (set with a lower priority)", None
-        if not path and not url:
+        # every setting checked before anything is created: a bad one stops the crawl with
+        # one line naming it, and leaves no file behind
+        try:
+            self.settings = CrawlSettings.read(crawler.settings)
+        except SettingError as e:
+            fail(e, str(e))
+        if not self.settings.where:
             raise NotConfigured("neither SIMDEX_INDEX (an index directory) nor SIMDEX_URL (a simdex serve server) is set")
-        self.path = str(path or url)
-        remote = bool(url)
-        token = s.get("SIMDEX_TOKEN") or os.environ.get("SIMDEX_TOKEN")
-        k = s.get("SIMDEX_K")
-        self.k: Optional[int] = None if k in (None, "") else int(k)
-        self.min_words = s.getint("SIMDEX_MIN_WORDS", DEFAULT_MIN_WORDS)
-        self.confirm = s.getbool("SIMDEX_CONFIRM", True)
-        self.action = s.get("SIMDEX_ACTION", "drop")
-        if self.action not in ("drop", "flag"):
-            raise ValueError(f'SIMDEX_ACTION = {self.action!r}: "drop" or "flag"')
-        self.log_interval = s.getfloat("SIMDEX_LOG_INTERVAL", 60.0)
-        self.revisit_items = s.get("SIMDEX_REVISIT_ITEMS", "drop")
-        if self.revisit_items not in ("drop", "pass"):
-            raise ValueError(f'SIMDEX_REVISIT_ITEMS = {self.revisit_items!r}: "drop" or "pass"')
-        self.statuses = frozenset(int(x) for x in s.getlist("SIMDEX_STATUSES", list(range(200, 300))))
-        expire_after = s.get("SIMDEX_EXPIRE_AFTER") or None
-        if expire_after is not None and remote:
-            raise ValueError(
-                f"SIMDEX_EXPIRE_AFTER = {expire_after!r} with SIMDEX_URL: a server's index has its own expiry window "
-                "(`simdex serve DIR --expire-after 30d` when it creates the index); unset SIMDEX_EXPIRE_AFTER"
-            )
+        c = self.settings
+        self.path, self.k, self.min_words, self.confirm, self.query = c.where, c.k, c.min_words, c.confirm, c.query
+        self.action, self.revisit_items, self.log_interval, self.statuses = c.action, c.revisit_items, c.log_interval, c.statuses
+        self.overridden = c.overridden
         self.last_log = time.monotonic()
         self.stats = crawler.stats
         # opened now, so that a locked index fails the crawl before any request
-        try:
-            self.store = _Store.acquire(
-                self.path, remote, token, s.get("SIMDEX_DURABILITY", "group"), s.get("SIMDEX_URLS"), expire_after, s.getbool("SIMDEX_CREATE_IN_NONEMPTY", False)
-            )
-        except simdex.LockedError:
-            logger.error(
-                "simdex: the index %s is locked by another process (its LOCK file): one process writes an index at a time; "
-                "stop the other crawl, give this one its own SIMDEX_INDEX, or share the index through `simdex serve` and SIMDEX_URL",
-                self.path,
-            )
-            raise
-        except simdex.ServerUnavailableError:
-            logger.error("simdex: SIMDEX_URL = %s: no simdex server answers there (start one with `simdex serve DIR`)", self.path)
-            raise
-        if self.k is not None and not 0 <= self.k <= MAX_K:
-            _Store.release(self.path)
-            raise ValueError(f"SIMDEX_K = {self.k}: the index answers k = 0 to {MAX_K}")
+        self.store = _Store.acquire(c)
         self.closed = False
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -326,27 +308,29 @@ class _Base:
         return cls(crawler)
 
     def spider_opened(self, spider: Any) -> None:
+        if self.store.announced:
+            # the middleware and the pipeline share the store: one start line
+            return
+        self.store.announced = True
         idx = self.store.index
-        # the library's default k: by sketch when confirming, by fingerprints alone otherwise
-        k = self.k if self.k is not None else (DEFAULT_K if self.confirm else simdex.DEFAULT_UNCONFIRMED_K)
-        k, how = self.decision(k, idx.sketches)
+        k, how = self.decision(idx.sketches)
         window = idx.expire_after
         expiry = f"pages stored more than {_secs(window)} ago are new again" if window else "nothing expires"
         spider.logger.info("simdex: near-duplicates within k = %s %s, against %s (recipe: %s; %s)", k, how, self.path, idx.recipe or "default, pinned on the first page", expiry)
         if self.overridden:
             spider.logger.info("simdex: %s", self.overridden)
 
-    def decision(self, k: int, sketches: bool) -> Tuple[int, str]:
-        """The distance the document calls run at and how they decide, in words, as the
-        library does it: sketches confirm when the index has them and SIMDEX_CONFIRM is on;
-        otherwise fingerprints alone decide, within k only when asked (SIMDEX_CONFIRM = False),
-        else within at most simdex.DEFAULT_UNCONFIRMED_K."""
-        if sketches and self.confirm:
-            return k, "confirmed by sketch (resemblance >= 0.90)"
+    def decision(self, sketches: bool) -> Tuple[int, str]:
+        """The distance the document calls run at on an index with or without sketches, and
+        how they decide, in words: the library's ``DocumentQuery.decision``."""
+        k, min_similarity = self.query.decision(sketches)
+        if min_similarity is not None:
+            return k, f"confirmed by sketch (resemblance >= {min_similarity:.2f})"
         if not self.confirm:
             return k, "by fingerprints alone (SIMDEX_CONFIRM = False)"
-        if k > simdex.DEFAULT_UNCONFIRMED_K:
-            return simdex.DEFAULT_UNCONFIRMED_K, f"by fingerprints alone (SIMDEX_K = {k}, but the index has no sketches: fingerprints alone decide beyond {simdex.DEFAULT_UNCONFIRMED_K} only with SIMDEX_CONFIRM = False)"
+        if k < self.query.k:
+            asked = f"SIMDEX_K = {self.query.k}" if self.k is not None else f"SIMDEX_K unset: {self.query.k}"
+            return k, f"by fingerprints alone ({asked}, but the index has no sketches: fingerprints alone decide beyond {k} only with SIMDEX_CONFIRM = False)"
         return k, "by fingerprints alone (the index has no sketches)"
 
     def spider_closed(self, spider: Any) -> None:
@@ -466,21 +450,22 @@ class NearDuplicatePipeline(_Base):
     def __init__(self, crawler: Any) -> None:
         super().__init__(crawler)
         self.crawler = crawler
-        self.text_field = crawler.settings.get("SIMDEX_TEXT_FIELD", "text")
-        self.id_field = crawler.settings.get("SIMDEX_ID_FIELD", "url")
+        self.text_field = self.settings.text_field
+        self.id_field = self.settings.id_field
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         text = item.get(self.text_field) if hasattr(item, "get") else None
         name = item.get(self.id_field) if hasattr(item, "get") else None
-        if not isinstance(text, (str, bytes)) or name is None:
-            self.stats.inc_value(f"{self.stats_prefix}/without_text")
-            return item
-        page = self.store.pages.get(simdex.doc_id(str(name)))
+        page = None if name is None else self.store.pages.get(simdex.doc_id(str(name)))
         if page is not None:
-            # the middleware checked (and stored) this page already: its outcome decides
+            # the middleware checked (and stored) this page already: its outcome decides,
+            # whatever the item carries
             self.stats.inc_value(f"{self.stats_prefix}/page_{page}")
             if page == "revisit" and self.revisit_items == "drop":
                 raise DropItem(f"{name}: unchanged since a crawl stored it (a revisit); its item was produced then")
+            return item
+        if not isinstance(text, (str, bytes)) or name is None:
+            self.stats.inc_value(f"{self.stats_prefix}/without_text")
             return item
         outcome, found = await maybe_deferred_to_future(deferToThread(self.check, text, str(name), None))
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")

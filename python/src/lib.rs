@@ -13,20 +13,23 @@ use pyo3::IntoPyObjectExt;
 use simdex::{Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::sketch::SketchOptions;
-use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
+use simdex_fingerprint::{DocumentIndex, DocumentInput};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, OptionNames};
 
 mod batch;
 mod documents;
 mod errors;
+mod query;
 mod spark;
 mod spark_cluster;
 mod spark_columns;
+mod spark_dedup;
 mod spark_index;
 
 use batch::{u64s, Row};
 use documents::DocumentAnswer;
 use errors::{fp_error, to_py};
+use query::{bits, Distance};
 use simdex::Grouped;
 use simdex_fingerprint::many as docs_many;
 
@@ -66,7 +69,7 @@ fn document<'a>(data: &'a Bound<'_, PyAny>, html: Option<bool>) -> PyResult<(Cow
     Err(pyo3::exceptions::PyTypeError::new_err("a document is a str (text) or bytes (an HTML page)"))
 }
 
-/// An open index: `Index(path, k=3, durability="group", read_only=False, create=True, sketches=True, log_recovery="strict", expire_after=None, create_in_nonempty=False)`.
+/// An open index: `Index(path, k=None, durability="group", read_only=False, create=True, sketches=True, log_recovery="strict", expire_after=None, create_in_nonempty=False)`.
 /// `simdex.Index` (the Python class) adds `insert_many`.
 #[pyclass(module = "simdex._simdex", frozen, subclass)]
 struct Index {
@@ -79,16 +82,8 @@ impl Index {
     }
 }
 
-fn query_options(index: &simdex::Index, k: Option<u32>) -> QueryOptions {
-    QueryOptions::within(k.unwrap_or_else(|| index.k()))
-}
-
-/// How the document calls judge a document: the library's [`DocumentQuery`] (its k when none
-/// is given: 8 confirmed by sketch, 3 by fingerprints alone).
-fn document_query(k: Option<u32>, min_words: Option<u64>, confirm: bool) -> PyResult<DocumentQuery> {
-    let query = DocumentQuery::default().with_confirm(confirm).with_k(k).with_min_words(min_words.unwrap_or(0));
-    query.check().map_err(fp_error)?;
-    Ok(query)
+fn query_options(index: &simdex::Index, k: Option<Distance>) -> QueryOptions {
+    QueryOptions::within(bits(k).unwrap_or_else(|| index.k()))
 }
 
 /// An expiry window from Python: `None`, a str as the CLI takes it (`"30d"`), a number of
@@ -108,12 +103,12 @@ fn expiry_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<simdex::Expir
 #[pymethods]
 impl Index {
     #[new]
-    #[pyo3(signature = (path, k=3, durability="group", read_only=false, create=true, sketches=true, log_recovery="strict", expire_after=None, create_in_nonempty=false))]
+    #[pyo3(signature = (path, k=None, durability="group", read_only=false, create=true, sketches=true, log_recovery="strict", expire_after=None, create_in_nonempty=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        k: u32,
+        k: Option<Distance>,
         durability: &str,
         read_only: bool,
         create: bool,
@@ -135,8 +130,10 @@ impl Index {
             d => return Err(PyValueError::new_err(format!("durability must be \"sync\", \"group\" or \"nosync\", not {d:?}"))),
         };
         let sketches = sketches.then(|| SketchOptions::default().column());
-        let options = IndexOptions::default()
-            .with_k(k)
+        let defaults = IndexOptions::default();
+        let design_k = bits(k).unwrap_or(defaults.k);
+        let options = defaults
+            .with_k(design_k)
             .with_durability(durability)
             .with_create(create && !read_only)
             .with_sketches(sketches)
@@ -144,6 +141,13 @@ impl Index {
             .with_expiry(expiry)
             .with_create_in_nonempty(create_in_nonempty);
         let index = py.allow_threads(|| if read_only { DocumentIndex::open_read_only(&path, options) } else { DocumentIndex::open(&path, options) }).map_err(fp_error)?;
+        // an existing index keeps the k it was created with: another one asked for is refused,
+        // as another expiry window is (k=None opens it with its own)
+        if let Some(asked) = bits(k).filter(|&asked| asked != index.k()) {
+            let has = index.k();
+            py.allow_threads(|| index.close()).map_err(fp_error)?;
+            return Err(PyValueError::new_err(format!("k = {asked}: the index {} was created with k = {has}, which it keeps (open it with k=None, or k={has})", path.display())));
+        }
         Ok(Index { inner: RwLock::new(Some(Arc::new(index))) })
     }
 
@@ -214,7 +218,7 @@ impl Index {
     /// Every live pair within k (default: the index's) bits of fp, as (fingerprint, distance,
     /// doc_id), sorted by distance, fingerprint and id.
     #[pyo3(signature = (fp, k=None))]
-    fn query(&self, py: Python<'_>, fp: u64, k: Option<u32>) -> PyResult<Vec<Row>> {
+    fn query(&self, py: Python<'_>, fp: u64, k: Option<Distance>) -> PyResult<Vec<Row>> {
         let index = self.get()?;
         py.allow_threads(|| index.query(fp, &query_options(&index, k))).map(rows).map_err(to_py)
     }
@@ -222,7 +226,7 @@ impl Index {
     /// Atomic check-then-add: the matches within k (default: the index's) when there are
     /// any, and nothing is inserted; else inserts (fp, doc_id) and returns [].
     #[pyo3(signature = (fp, doc_id, k=None))]
-    fn find_or_insert(&self, py: Python<'_>, fp: u64, doc_id: u64, k: Option<u32>) -> PyResult<Vec<Row>> {
+    fn find_or_insert(&self, py: Python<'_>, fp: u64, doc_id: u64, k: Option<Distance>) -> PyResult<Vec<Row>> {
         let index = self.get()?;
         match py.allow_threads(|| index.find_or_insert(fp, doc_id, &query_options(&index, k))).map_err(to_py)? {
             FindOrInsert::Found(m) => Ok(rows(m)),
@@ -250,23 +254,22 @@ impl Index {
 
     /// (fingerprint, matches, words); with `min_words`, a document of fewer words raises
     /// EmptyDocumentError and is not stored.
-    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None, confirm=true, verify=None))]
+    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None, confirm=true))]
     #[allow(clippy::too_many_arguments)]
     fn find_or_insert_document(
         &self,
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
         doc_id: u64,
-        k: Option<u32>,
+        k: Option<Distance>,
         html: Option<bool>,
         min_words: Option<u64>,
         confirm: bool,
-        verify: Option<bool>,
     ) -> PyResult<DocumentAnswer> {
         let index = self.get()?;
         let (bytes, kind) = document(data, html)?;
         let doc = DocumentInput { bytes: &bytes, kind };
-        let query = document_query(k, min_words, verify.unwrap_or(confirm))?;
+        let query = query::DocumentQuery::checked(k, min_words, confirm, None)?;
         let (f, found) = py.allow_threads(|| index.find_or_insert_document(doc, doc_id, &query)).map_err(fp_error)?;
         Ok(documents::answer(docs_many::DocumentAnswer::new(&f, found)))
     }
@@ -274,7 +277,7 @@ impl Index {
     /// Per item of `fps` (u64 LE bytes), its matches within k, all items over one snapshot;
     /// `columnar`: (item, fingerprint, doc_id, distance) columns of bytes.
     #[pyo3(signature = (fps, k=None, columnar=false))]
-    fn _query_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, k: Option<u32>, columnar: bool) -> PyResult<PyObject> {
+    fn _query_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, k: Option<Distance>, columnar: bool) -> PyResult<PyObject> {
         let index = self.get()?;
         let fps = u64s(fps.as_bytes(), "fps")?;
         let grouped = py.allow_threads(|| simdex::query_many(&index, &fps, &query_options(&index, k))).map_err(to_py)?;
@@ -283,7 +286,7 @@ impl Index {
 
     /// `find_or_insert` of each pair (u64 LE bytes), in order; answers as `_query_many`.
     #[pyo3(signature = (fps, doc_ids, k=None, columnar=false))]
-    fn _find_or_insert_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, doc_ids: &Bound<'_, PyBytes>, k: Option<u32>, columnar: bool) -> PyResult<PyObject> {
+    fn _find_or_insert_many(&self, py: Python<'_>, fps: &Bound<'_, PyBytes>, doc_ids: &Bound<'_, PyBytes>, k: Option<Distance>, columnar: bool) -> PyResult<PyObject> {
         let index = self.get()?;
         let (fps, ids) = (u64s(fps.as_bytes(), "fps")?, u64s(doc_ids.as_bytes(), "doc_ids")?);
         if fps.len() != ids.len() {
@@ -317,7 +320,7 @@ impl Index {
         py: Python<'_>,
         docs: Vec<Bound<'_, PyAny>>,
         doc_ids: &Bound<'_, PyBytes>,
-        k: Option<u32>,
+        k: Option<Distance>,
         html: Option<bool>,
         min_words: Option<u64>,
         confirm: bool,
@@ -328,7 +331,7 @@ impl Index {
             return Err(PyValueError::new_err(format!("docs and doc_ids differ in length ({} and {})", docs.len(), ids.len())));
         }
         let docs = documents(&docs, html)?;
-        let query = document_query(k, min_words, confirm)?;
+        let query = query::DocumentQuery::checked(k, min_words, confirm, None)?;
         let item = |o: simdex_fingerprint::many::DocumentOutcome| match o {
             Ok(a) => documents::answer(a).into_py_any(py),
             Err(e) => Ok(fp_error(e).into_value(py).into_any()),
@@ -499,15 +502,24 @@ impl Segment {
         Ok(Segment { inner: py.allow_threads(|| simdex::Segment::open(&path)).map_err(to_py)? })
     }
 
-    /// Every entry within k bits of fp, as (fingerprint, distance, doc_id).
-    #[pyo3(signature = (fp, k=3))]
-    fn query(&self, py: Python<'_>, fp: u64, k: u32) -> PyResult<Vec<Row>> {
+    /// Every entry within k bits of fp (default: the segment's design's), as (fingerprint,
+    /// distance, doc_id).
+    #[pyo3(signature = (fp, k=None))]
+    fn query(&self, py: Python<'_>, fp: u64, k: Option<Distance>) -> PyResult<Vec<Row>> {
+        let k = bits(k).unwrap_or_else(|| self.inner.design().k());
         py.allow_threads(|| self.inner.query(fp, &QueryOptions::within(k))).map(rows).map_err(to_py)
     }
 
     fn __len__(&self) -> usize {
         self.inner.len() as usize
     }
+}
+
+/// The seconds of an expiry window as `Index(expire_after=...)` takes it (a ValueError
+/// otherwise; None: 0), for fronts that check their settings before they open anything.
+#[pyfunction]
+fn _expiry_secs(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    Ok(expiry_arg(Some(value))?.map_or(0, |x| x.window().as_secs()))
 }
 
 /// 64-bit hash of a document name (what `simdex fingerprint --for-index` and
@@ -522,7 +534,9 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Index>()?;
     m.add_class::<Fingerprinter>()?;
     m.add_class::<Segment>()?;
+    m.add_class::<query::DocumentQuery>()?;
     m.add_function(wrap_pyfunction!(doc_id, m)?)?;
+    m.add_function(wrap_pyfunction!(_expiry_secs, m)?)?;
     // the document calls' defaults, decided once in the library (`DocumentQuery`)
     m.add("DEFAULT_CONFIRMED_K", simdex_fingerprint::DEFAULT_CONFIRMED_K)?;
     m.add("DEFAULT_UNCONFIRMED_K", simdex_fingerprint::DEFAULT_UNCONFIRMED_K)?;
@@ -533,5 +547,6 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     spark_index::register(m)?;
     spark_cluster::register(m)?;
     spark_columns::register(m)?;
+    spark_dedup::register(m)?;
     Ok(())
 }

@@ -10,10 +10,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use simdex::plan::{planned_design, prefix_mask, PlanOptions, ProbePlan, TableDesign, DEFAULT_MAX_CANDIDATES_LOG2};
 use simdex_fingerprint::corpus::{ContentHash, CorpusOptions};
 use simdex_fingerprint::document::{Documents, Format, InvalidUtf8};
-use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
+use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, IdfBuilder, IdfTable, OptionNames, Recipe};
 
 use crate::batch::u64s;
@@ -26,29 +25,6 @@ fn value_error(e: impl std::fmt::Display) -> PyErr {
 /// document (a bad JSON line) has no content hash and says why; a document whose text cannot
 /// be read (refused UTF-8) has a hash and an error.
 pub(crate) type ReadDocument = (String, Option<String>, Option<String>, Option<String>);
-
-/// The documents of `data` read in `format` ("text", "html" or "jsonl") as `simdex dedup`
-/// reads a file named `name` (the content hash is the corpus module's); `strict` refuses
-/// invalid UTF-8 instead of replacing it. A bad JSON line's error names its line counting
-/// from `first_line` (the line number of `data`'s first line in its file).
-#[pyfunction]
-#[pyo3(signature = (data, name, format, strict=false, first_line=1))]
-fn read_documents(py: Python<'_>, data: Vec<u8>, name: String, format: &str, strict: bool, first_line: u64) -> PyResult<Vec<ReadDocument>> {
-    let format = match format {
-        "text" => Format::Text,
-        "html" => Format::Html,
-        "jsonl" => Format::JsonLines,
-        f => return Err(PyValueError::new_err(format!("format must be \"text\", \"html\" or \"jsonl\", not {f:?}"))),
-    };
-    py.allow_threads(|| {
-        let mut out = Vec::new();
-        read_into(std::io::Cursor::new(data), &name, format, strict, &mut |line| Ok(line + first_line.saturating_sub(1)), &mut |d| {
-            out.push(d);
-            Ok(())
-        })?;
-        Ok(out)
-    })
-}
 
 /// Reads the documents of `input` (named `name`) in `format` and hands each to `each`; a
 /// bad JSON line's error names the line `line_of(its line in input)` returns.
@@ -232,88 +208,8 @@ impl CorpusRecipe {
     }
 }
 
-/// The resemblance two documents' sketches estimate (`simdex dedup`'s confirmation).
-#[pyfunction]
-fn sketch_similarity(a: &[u8], b: &[u8]) -> PyResult<f64> {
-    let options = SketchOptions::default();
-    let (a, b) = (Sketch::from_bytes(options, a).map_err(value_error)?, Sketch::from_bytes(options, b).map_err(value_error)?);
-    a.similarity(&b).map_err(value_error)
-}
-
-/// The permuted tables of the paper's batch mode for `count` fingerprints: the library's
-/// planned design for `design_k` (default `k`), probed for `k` (multi-probe when `k` is
-/// above `design_k`). A pair within `k` shares, in at least one table, the leading
-/// `probe_bits` of one fingerprint's permutation with one flip of the other's.
-/// `max_candidates_log2` bounds the fingerprints a key is expected to share (the planner's
-/// bound, 2^8 by default: one block of a segment; a join wants far fewer).
-#[pyclass(module = "simdex._simdex", frozen)]
-struct TablePlan {
-    count: u64,
-    k: u32,
-    design_k: u32,
-    max_candidates_log2: f64,
-    tables: Vec<TableDesign>,
-    probe: ProbePlan,
-}
-
-#[pymethods]
-impl TablePlan {
-    #[new]
-    #[pyo3(signature = (count, k, design_k=None, max_candidates_log2=None))]
-    fn new(count: u64, k: u32, design_k: Option<u32>, max_candidates_log2: Option<f64>) -> PyResult<Self> {
-        let design_k = design_k.unwrap_or(k).min(k);
-        let max_candidates_log2 = max_candidates_log2.unwrap_or(DEFAULT_MAX_CANDIDATES_LOG2);
-        let options = PlanOptions::new(count, design_k).with_max_candidates_log2(max_candidates_log2);
-        let design = planned_design(&options).map_err(value_error)?;
-        let probe = ProbePlan::new(&design, k, count).map_err(value_error)?;
-        let tables = design.tables().to_vec();
-        Ok(TablePlan { count, k, design_k, max_candidates_log2, tables, probe })
-    }
-
-    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (u64, u32, u32, f64))> {
-        let me = slf.get();
-        Ok((slf.get_type().into_any().unbind(), (me.count, me.k, me.design_k, me.max_candidates_log2)))
-    }
-
-    #[getter]
-    fn k(&self) -> u32 {
-        self.k
-    }
-
-    #[getter]
-    fn design_k(&self) -> u32 {
-        self.design_k
-    }
-
-    /// Per table `(prefix_bits, probe_bits, flips)`: the leading permuted bits the design
-    /// fixes, those each probe fixes, and the XOR masks of the probes (top bits; `[0]` when
-    /// `k` is within the design's).
-    #[getter]
-    fn tables(&self) -> Vec<(u32, u32, Vec<u64>)> {
-        self.tables.iter().zip(self.probe.tables()).map(|(t, p)| (t.prefix_bits, p.probe_bits, p.flips.clone())).collect()
-    }
-
-    /// The keys of `fps` (little-endian u64s) in every table, table by table: each
-    /// fingerprint permuted and cut to the table's leading `probe_bits`.
-    fn keys<'py>(&self, py: Python<'py>, fps: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-        let fps = u64s(fps, "fps")?;
-        let out: Vec<u8> = py.allow_threads(|| {
-            let mut out = Vec::with_capacity(fps.len() * 8 * self.tables.len());
-            for (t, p) in self.tables.iter().zip(self.probe.tables()) {
-                let mask = prefix_mask(p.probe_bits);
-                out.extend(fps.iter().flat_map(|&f| (t.permutation.apply(f) & mask).to_le_bytes()));
-            }
-            out
-        });
-        Ok(PyBytes::new(py, &out))
-    }
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CorpusRecipe>()?;
-    m.add_class::<TablePlan>()?;
-    m.add_function(wrap_pyfunction!(read_documents, m)?)?;
     m.add_function(wrap_pyfunction!(corpus_options, m)?)?;
-    m.add_function(wrap_pyfunction!(sketch_similarity, m)?)?;
     Ok(())
 }

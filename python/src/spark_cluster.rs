@@ -178,7 +178,7 @@ fn read_members<'py>(py: Python<'py>, path: &str, start: u64, end: u64, vertices
 /// `BlockSplit`): how each group keys a fingerprint, and one partition's join. Pickles as
 /// its arguments (every executor plans the same design).
 #[pyclass(module = "simdex._simdex", frozen)]
-struct BlockJoin {
+pub(crate) struct BlockJoin {
     count: u64,
     k: u32,
     max_candidates_log2: f64,
@@ -191,6 +191,13 @@ type Scattered<'py> = (Vec<usize>, Vec<bool>, Bound<'py, PyBytes>, Bound<'py, Py
 
 /// One partition's pairs `(a, b)` as two columns, and (group 0) the repeated fingerprints.
 type Joined<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+impl BlockJoin {
+    /// The library's split.
+    pub(crate) fn split(&self) -> &BlockSplit {
+        &self.inner
+    }
+}
 
 #[pymethods]
 impl BlockJoin {

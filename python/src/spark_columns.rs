@@ -9,22 +9,20 @@ use std::collections::HashMap;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use simdex_fingerprint::corpus::similarity_text;
 use simdex_fingerprint::document::Format;
-use simdex_fingerprint::sketch::{Sketch, SketchOptions};
 
 use crate::batch::u64s;
 use crate::spark::CorpusRecipe;
 
 /// The values of an Arrow string or binary column without nulls: `data` and the i32
 /// `offsets` (one more than values, the first 0 or any base).
-struct Column<'a> {
+pub(crate) struct Column<'a> {
     data: &'a [u8],
     offsets: Vec<usize>,
 }
 
 impl<'a> Column<'a> {
-    fn new(data: &'a [u8], offsets: &[u8], what: &str) -> PyResult<Self> {
+    pub(crate) fn new(data: &'a [u8], offsets: &[u8], what: &str) -> PyResult<Self> {
         if offsets.len() % 4 != 0 || offsets.is_empty() {
             return Err(PyValueError::new_err(format!("{what}: offsets are not i32s")));
         }
@@ -35,11 +33,11 @@ impl<'a> Column<'a> {
         Ok(Column { data, offsets })
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.offsets.len() - 1
     }
 
-    fn bytes(&self, i: usize) -> &'a [u8] {
+    pub(crate) fn bytes(&self, i: usize) -> &'a [u8] {
         self.offsets.get(i).zip(self.offsets.get(i + 1)).and_then(|(&a, &b)| self.data.get(a..b)).unwrap_or_default()
     }
 
@@ -75,83 +73,6 @@ fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offs
         (bytes_of(counts.keys().copied()), bytes_of(counts.values().copied()))
     });
     Ok((PyBytes::new(py, &features), PyBytes::new(py, &counts)))
-}
-
-/// Fingerprints and sketches of one batch's texts, as columns.
-type Fingerprinted<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<(usize, String)>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
-
-/// Fingerprints (and with `sketch`, sketches) of `texts` (an Arrow string column's buffers)
-/// as `simdex dedup` makes them: `(fps, has_fp, short, errors, sketch_data,
-/// sketch_offsets)`: u64 fingerprints (0 where none), a u8 per text saying whether it has
-/// one and whether it is short, `(row, reason)` for each text without one, and the sketches
-/// as an Arrow binary column's buffers (empty without `sketch`).
-#[pyfunction]
-#[pyo3(signature = (recipe, data, offsets, sketch=true))]
-fn fingerprint_column<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offsets: &[u8], sketch: bool) -> PyResult<Fingerprinted<'py>> {
-    let texts = Column::new(data, offsets, "texts")?;
-    let (fps, has, short, errors, sketches, sketch_offsets) = py.allow_threads(|| {
-        let mut fp = recipe.fp();
-        let mut sketcher = recipe.sketcher();
-        let n = texts.len();
-        let (mut fps, mut has, mut short, mut errors) = (Vec::with_capacity(n * 8), Vec::with_capacity(n), Vec::with_capacity(n), Vec::new());
-        let (mut sketches, mut sketch_offsets) = (Vec::new(), 0i32.to_le_bytes().to_vec());
-        for i in 0..n {
-            let text = texts.text(i);
-            match fp.fingerprint(text) {
-                Ok(f) => {
-                    fps.extend_from_slice(&f.value.to_le_bytes());
-                    has.push(1u8);
-                    short.push(u8::from(f.short));
-                }
-                Err(e) => {
-                    fps.extend_from_slice(&0u64.to_le_bytes());
-                    has.push(0);
-                    short.push(1);
-                    errors.push((i, e.to_string()));
-                }
-            }
-            if sketch {
-                sketches.extend_from_slice(sketcher.sketch(text).as_bytes());
-                sketch_offsets.extend_from_slice(&(sketches.len() as i32).to_le_bytes());
-            }
-        }
-        (fps, has, short, errors, sketches, sketch_offsets)
-    });
-    let b = |v: &[u8]| PyBytes::new(py, v);
-    Ok((b(&fps), b(&has), b(&short), errors, b(&sketches), b(&sketch_offsets)))
-}
-
-/// The resemblance each pair of sketches estimates (`simdex dedup`'s confirmation): `a[i]`
-/// and `b[i]` from two Arrow binary columns' buffers: `(similarities, text_data,
-/// text_offsets)`, f64s (NaN where a sketch is missing) and their text as `simdex dedup
-/// --pairs` writes it (the corpus module's `similarity_text`) as an Arrow string column.
-#[pyfunction]
-fn similarity_column<'py>(
-    py: Python<'py>,
-    a_data: &[u8],
-    a_offsets: &[u8],
-    b_data: &[u8],
-    b_offsets: &[u8],
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let (a, b) = (Column::new(a_data, a_offsets, "a")?, Column::new(b_data, b_offsets, "b")?);
-    if a.len() != b.len() {
-        return Err(PyValueError::new_err(format!("{} sketches against {}", a.len(), b.len())));
-    }
-    let (values, text, offsets) = py.allow_threads(|| {
-        let options = SketchOptions::default();
-        let (mut values, mut text, mut offsets) = (Vec::with_capacity(a.len() * 8), Vec::new(), 0i32.to_le_bytes().to_vec());
-        for i in 0..a.len() {
-            let x = match (Sketch::from_bytes(options, a.bytes(i)), Sketch::from_bytes(options, b.bytes(i))) {
-                (Ok(x), Ok(y)) => x.similarity(&y).unwrap_or(f64::NAN),
-                _ => f64::NAN,
-            };
-            values.extend_from_slice(&x.to_le_bytes());
-            text.extend_from_slice(similarity_text(x).as_bytes());
-            offsets.extend_from_slice(&(text.len() as i32).to_le_bytes());
-        }
-        (values, text, offsets)
-    });
-    Ok((PyBytes::new(py, &values), PyBytes::new(py, &text), PyBytes::new(py, &offsets)))
 }
 
 /// A nullable Arrow string column being built: UTF-8 data, i32 offsets, validity bitmap.
@@ -247,10 +168,108 @@ fn read_jsonl_range<'py>(py: Python<'py>, path: std::path::PathBuf, name: String
     Ok((PyBytes::new(py, &places), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)]))
 }
 
+/// The documents of whole files (text or HTML: one record each), read as `simdex dedup`
+/// reads them: `paths[i]` named `names[i]` in `formats[i]`, its record's place `places[i]`
+/// (little-endian u64s). The same columns as [`read_jsonl_range`].
+#[pyfunction]
+#[pyo3(signature = (paths, names, formats, places, strict=false))]
+fn read_whole_files<'py>(
+    py: Python<'py>,
+    paths: Vec<std::path::PathBuf>,
+    names: Vec<String>,
+    formats: Vec<String>,
+    places: &[u8],
+    strict: bool,
+) -> PyResult<(Bound<'py, PyBytes>, [StringColumn<'py>; 4])> {
+    let places = u64s(places, "places")?;
+    if names.len() != paths.len() || formats.len() != paths.len() || places.len() != paths.len() {
+        return Err(PyValueError::new_err("paths, names, formats and places differ in length"));
+    }
+    let (out, columns) = py.allow_threads(|| -> PyResult<(Vec<u8>, [StringBuilder; 4])> {
+        let (mut out, mut columns) = (Vec::new(), [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()]);
+        for (((path, name), format), place) in paths.iter().zip(&names).zip(&formats).zip(&places) {
+            let format = match format.as_str() {
+                "html" => Format::Html,
+                "jsonl" => Format::JsonLines,
+                _ => Format::Text,
+            };
+            let data = std::fs::read(path).map_err(|e| PyValueError::new_err(format!("cannot read {name}: {e}")))?;
+            crate::spark::read_into(std::io::Cursor::new(data), name, format, strict, &mut Ok, &mut |(id, content, text, error)| {
+                out.extend_from_slice(&place.to_le_bytes());
+                let [i, c, t, e] = &mut columns;
+                i.push(Some(&id))?;
+                c.push(content.as_deref())?;
+                t.push(text.as_deref())?;
+                e.push(error.as_deref())
+            })?;
+        }
+        Ok((out, columns))
+    })?;
+    let [i, c, t, e] = columns;
+    Ok((PyBytes::new(py, &out), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)]))
+}
+
+/// Documents from a DataFrame's column of bodies (`bodies`, an Arrow string or binary
+/// column's buffers, nulls filled with empty values) in `format` ("text" or "html"): the
+/// content hash, text and error columns of [`read_jsonl_range`], one row per body.
+#[pyfunction]
+fn read_bodies<'py>(py: Python<'py>, data: &[u8], offsets: &[u8], format: &str) -> PyResult<[StringColumn<'py>; 3]> {
+    let bodies = Column::new(data, offsets, "bodies")?;
+    let format = if format == "html" { Format::Html } else { Format::Text };
+    let columns = py.allow_threads(|| -> PyResult<[StringBuilder; 3]> {
+        let mut columns = [StringBuilder::new(), StringBuilder::new(), StringBuilder::new()];
+        for i in 0..bodies.len() {
+            let mut row = None;
+            crate::spark::read_into(std::io::Cursor::new(bodies.bytes(i).to_vec()), "", format, false, &mut Ok, &mut |d| {
+                row.get_or_insert(d);
+                Ok(())
+            })?;
+            let (_, content, text, error) = row.unwrap_or_default();
+            let [c, t, e] = &mut columns;
+            c.push(content.as_deref())?;
+            t.push(text.as_deref())?;
+            e.push(error.as_deref())?;
+        }
+        Ok(columns)
+    })?;
+    let [c, t, e] = columns;
+    Ok([c.into_py(py), t.into_py(py), e.into_py(py)])
+}
+
+/// Writes `rows` lines to `path` (appending when `append`), each the values of `columns`
+/// (Arrow string columns' data and offsets, nulls filled) joined by tabs. Returns the lines.
+#[pyfunction]
+#[pyo3(signature = (path, columns, append=false))]
+fn write_tsv(py: Python<'_>, path: &str, columns: Vec<(Vec<u8>, Vec<u8>)>, append: bool) -> PyResult<u64> {
+    let columns: Vec<Column<'_>> = columns.iter().map(|(d, o)| Column::new(d, o, "column")).collect::<PyResult<_>>()?;
+    let rows = columns.first().map_or(0, Column::len);
+    if columns.iter().any(|c| c.len() != rows) {
+        return Err(PyValueError::new_err("columns of different lengths"));
+    }
+    py.allow_threads(|| {
+        use std::io::Write;
+        let failed = |e: std::io::Error| pyo3::exceptions::PyOSError::new_err(format!("cannot write {path}: {e}"));
+        let file = std::fs::OpenOptions::new().create(true).write(true).append(append).truncate(!append).open(path).map_err(failed)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        for i in 0..rows {
+            for (j, c) in columns.iter().enumerate() {
+                if j > 0 {
+                    out.write_all(b"\t").map_err(failed)?;
+                }
+                out.write_all(c.bytes(i)).map_err(failed)?;
+            }
+            out.write_all(b"\n").map_err(failed)?;
+        }
+        out.flush().map_err(failed)?;
+        Ok(rows as u64)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read_whole_files, m)?)?;
+    m.add_function(wrap_pyfunction!(read_bodies, m)?)?;
+    m.add_function(wrap_pyfunction!(write_tsv, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl_range, m)?)?;
     m.add_function(wrap_pyfunction!(feature_counts, m)?)?;
-    m.add_function(wrap_pyfunction!(fingerprint_column, m)?)?;
-    m.add_function(wrap_pyfunction!(similarity_column, m)?)?;
     Ok(())
 }

@@ -2,12 +2,13 @@
 //! pinned recipe, its live entries one fingerprint range at a time (one Spark task each), the
 //! sketches stored with a fingerprint, and the new documents added back in batches.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use simdex::{IndexOptions, QueryOptions};
+use simdex::IndexOptions;
 use simdex_fingerprint::sketch::SketchOptions;
 use simdex_fingerprint::DocumentIndex;
 
@@ -53,38 +54,19 @@ impl IndexReader {
         self.inner.recipe().map(|r| r.fingerprinter().map_err(fp_error).and_then(CorpusRecipe::from_fingerprinter)).transpose()
     }
 
-    /// The live `(fingerprints, doc_ids)` (little-endian u64s) whose top `bits` bits equal
-    /// `part`: one of `2^bits` disjoint ranges (streamed from the segments, one range kept).
-    fn entries<'py>(&self, py: Python<'py>, part: u64, bits: u32) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        if bits == 0 || bits > 16 || part >> bits != 0 {
-            return Err(PyValueError::new_err(format!("part {part} of 2^{bits}: need 1 <= bits <= 16 and part < 2^bits")));
-        }
-        let (fps, ids) = py
-            .allow_threads(|| {
-                let (mut fps, mut ids) = (Vec::new(), Vec::new());
-                self.inner.snapshot().for_each_live(|fp, id| {
-                    if fp >> (64 - bits) == part {
-                        fps.extend_from_slice(&fp.to_le_bytes());
-                        ids.extend_from_slice(&id.to_le_bytes());
-                    }
-                    Ok(())
-                })?;
-                Ok::<_, simdex::Error>((fps, ids))
-            })
-            .map_err(crate::errors::to_py)?;
-        Ok((PyBytes::new(py, &fps), PyBytes::new(py, &ids)))
-    }
-
     /// Every live stored fingerprint within `k` of each of `fps` (little-endian u64s):
     /// `(queries, stored)`, two u64 columns, one row per distinct pair of a query and a
-    /// stored fingerprint (equal ones included). The library probes the index's tables per
-    /// query, or joins them when the batch is large against the index (`simdex::query_many`
-    /// decides), so a small batch costs what it probes, not the index's size.
-    fn near<'py>(&self, py: Python<'py>, fps: &[u8], k: u32) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    /// stored fingerprint (equal ones included). The library's batch check without sketches
+    /// (`DocumentIndex::query_analysed_many`, fingerprints alone within `k`; `None`: the
+    /// library's default), which joins the sorted batch with each stored table when the batch
+    /// is large against the index and probes per query otherwise.
+    #[pyo3(signature = (fps, k=None))]
+    fn near<'py>(&self, py: Python<'py>, fps: &[u8], k: Option<u32>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let fps = u64s(fps, "fps")?;
+        let query = simdex_fingerprint::DocumentQuery::default().with_confirm(false).with_k(k);
         let (queries, stored) = py
             .allow_threads(|| {
-                let grouped = simdex::query_many(&self.inner, &fps, &QueryOptions::within(k))?;
+                let grouped = self.inner.query_analysed_many(&fps, &[], &query)?;
                 let mut found: Vec<(u64, u64)> = grouped.flat().filter_map(|(i, m)| fps.get(i).map(|&q| (q, m.fingerprint))).collect();
                 found.sort_unstable();
                 found.dedup();
@@ -93,44 +75,128 @@ impl IndexReader {
                     queries.extend_from_slice(&q.to_le_bytes());
                     stored.extend_from_slice(&f.to_le_bytes());
                 }
-                Ok::<_, simdex::Error>((queries, stored))
+                Ok::<_, simdex_fingerprint::Error>((queries, stored))
             })
-            .map_err(crate::errors::to_py)?;
+            .map_err(fp_error)?;
         Ok((PyBytes::new(py, &queries), PyBytes::new(py, &stored)))
     }
 
-    /// The sketch stored with `(fp, doc_id)`, or None (stored without one).
-    fn sketch<'py>(&self, py: Python<'py>, fp: u64, doc_id: u64) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let found = py.allow_threads(|| self.inner.query_sketched(fp, &QueryOptions::within(0))).map_err(crate::errors::to_py)?;
-        Ok(found.into_iter().find(|(m, _)| m.doc_id == Some(doc_id)).and_then(|(_, s)| s).map(|s| PyBytes::new(py, &s)))
+    /// The documents of a batch checked against the index by the library's document rule
+    /// (`DocumentIndex::query_analysed_many`: candidates within `k`, confirmed by sketch at
+    /// `threshold` when `confirm` and the index stores the library's sketches; `k`,
+    /// `confirm` and `threshold` decided as every document call decides them): `fps` and
+    /// `sketches` (little-endian u64s; 64-byte sketches back to back, or empty) of documents
+    /// with ids `ids` (an Arrow string column's data and offsets). Appends a line per match to
+    /// `out`: `id<TAB>index_doc_id<TAB>stored fingerprint (16 hex)<TAB>distance<TAB>similarity`
+    /// (`-` without one). Returns the number of matches.
+    #[pyo3(signature = (out, fps, sketches, id_data, id_offsets, k=None, confirm=true, threshold=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn check_documents(
+        &self,
+        py: Python<'_>,
+        out: &str,
+        fps: &[u8],
+        sketches: &[u8],
+        id_data: &[u8],
+        id_offsets: &[u8],
+        k: Option<u32>,
+        confirm: bool,
+        threshold: Option<f64>,
+    ) -> PyResult<u64> {
+        let fps = u64s(fps, "fps")?;
+        let ids = crate::spark_columns::Column::new(id_data, id_offsets, "ids")?;
+        if ids.len() != fps.len() {
+            return Err(PyValueError::new_err(format!("{} fingerprints but {} ids", fps.len(), ids.len())));
+        }
+        let mut query = simdex_fingerprint::DocumentQuery::default().with_k(k).with_confirm(confirm);
+        if let Some(t) = threshold {
+            query = query.with_min_similarity(t);
+        }
+        let sketches = if confirm { sketches } else { &[] };
+        py.allow_threads(|| {
+            let found = self.inner.query_analysed_many(&fps, sketches, &query).map_err(fp_error)?;
+            let failed = |e: std::io::Error| pyo3::exceptions::PyOSError::new_err(format!("cannot write {out}: {e}"));
+            let file = std::fs::OpenOptions::new().create(true).append(true).open(out).map_err(failed)?;
+            let mut w = std::io::BufWriter::new(file);
+            let mut n = 0u64;
+            for (i, m) in found.flat() {
+                let similarity = m.similarity.map_or_else(|| "-".to_owned(), simdex_fingerprint::corpus::similarity_text);
+                w.write_all(ids.bytes(i)).map_err(failed)?;
+                writeln!(w, "\t{}\t{:016x}\t{}\t{similarity}", m.doc_id.unwrap_or(0), m.fingerprint, m.distance).map_err(failed)?;
+                n += 1;
+            }
+            w.flush().map_err(failed)?;
+            Ok(n)
+        })
     }
 }
 
-/// Inserts `(fps[i], doc_ids[i])` (little-endian u64s) with `sketches` (64 bytes each,
-/// concatenated; empty for none) into the index at `path` (created with sketches if missing),
-/// pinning `recipe` (refused when the index pins another); syncs. Returns the count.
+/// Appends new documents to `out` for [`insert_file_into_index`]: a 16-byte row per
+/// document (`fps[i]`, `doc_id(ids[i])`, little-endian), its sketch (`sketches`, 64 bytes a
+/// document, or none) after it. Returns the documents.
 #[pyfunction]
-fn insert_into_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, fps: &[u8], doc_ids: &[u8], sketches: &[u8]) -> PyResult<usize> {
-    let pairs: Vec<simdex::Entry> = u64s(fps, "fps")?.into_iter().zip(u64s(doc_ids, "doc_ids")?).map(simdex::Entry::from).collect();
+fn append_new_documents(py: Python<'_>, out: &str, fps: &[u8], sketches: &[u8], id_data: &[u8], id_offsets: &[u8]) -> PyResult<u64> {
+    let fps = u64s(fps, "fps")?;
+    let ids = crate::spark_columns::Column::new(id_data, id_offsets, "ids")?;
+    let width = if sketches.is_empty() { 0 } else { sketches.len() / fps.len().max(1) };
+    py.allow_threads(|| {
+        let failed = |e: std::io::Error| pyo3::exceptions::PyOSError::new_err(format!("cannot write {out}: {e}"));
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(out).map_err(failed)?;
+        let mut w = std::io::BufWriter::new(file);
+        for (i, fp) in fps.iter().enumerate() {
+            let id = simdex_fingerprint::doc_id(&String::from_utf8_lossy(ids.bytes(i)));
+            w.write_all(&fp.to_le_bytes()).and_then(|_| w.write_all(&id.to_le_bytes())).map_err(failed)?;
+            w.write_all(sketches.get(i * width..(i + 1) * width).unwrap_or_default()).map_err(failed)?;
+        }
+        w.flush().map_err(failed)?;
+        Ok(fps.len() as u64)
+    })
+}
+
+/// Inserts the new documents of the files `parts` ([`append_new_documents`]'s, with
+/// `sketch_width` bytes of sketch a row) into the index at `path`, 2^16 documents at a time (created with sketches if missing, pinning `recipe`, refused
+/// when the index pins another; synced). Returns the count.
+#[pyfunction]
+fn insert_files_into_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, parts: Vec<PathBuf>, sketch_width: usize) -> PyResult<u64> {
     let recipe = recipe.pinned();
     py.allow_threads(|| {
         let options = IndexOptions::default().with_sketches(Some(SketchOptions::default().column()));
         let index = DocumentIndex::open(&path, options)?;
         index.pin_recipe(recipe)?;
-        if sketches.is_empty() || index.sketch_options() != Some(SketchOptions::default()) {
-            index.insert_many(&pairs)?;
-        } else {
-            index.insert_many_sketched(&pairs, sketches)?;
+        let sketched = sketch_width > 0 && index.sketch_options() == Some(SketchOptions::default());
+        let row = 16 + sketch_width;
+        let mut n = 0u64;
+        for part in &parts {
+            let data = std::fs::read(part).map_err(simdex_fingerprint::Error::Io)?;
+            for chunk in data.chunks(row << 16) {
+                let rows: Vec<&[u8]> = chunk.chunks_exact(row).collect();
+                let entries: Vec<simdex::Entry> = rows
+                    .iter()
+                    .map(|r| {
+                        let fp = u64::from_le_bytes(r.get(..8).and_then(|b| b.try_into().ok()).unwrap_or_default());
+                        let id = u64::from_le_bytes(r.get(8..16).and_then(|b| b.try_into().ok()).unwrap_or_default());
+                        simdex::Entry::new(fp, id)
+                    })
+                    .collect();
+                if sketched {
+                    let sketches: Vec<u8> = rows.iter().flat_map(|r| r.get(16..).unwrap_or_default().iter().copied()).collect();
+                    index.insert_many_sketched(&entries, &sketches)?;
+                } else {
+                    index.insert_many(&entries)?;
+                }
+                n += entries.len() as u64;
+            }
         }
         index.sync()?;
         index.close()?;
-        Ok(pairs.len())
+        Ok(n)
     })
     .map_err(|e: simdex_fingerprint::Error| PyValueError::new_err(format!("{}: {e}", path.display())))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<IndexReader>()?;
-    m.add_function(wrap_pyfunction!(insert_into_index, m)?)?;
+    m.add_function(wrap_pyfunction!(append_new_documents, m)?)?;
+    m.add_function(wrap_pyfunction!(insert_files_into_index, m)?)?;
     Ok(())
 }

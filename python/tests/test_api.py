@@ -241,8 +241,9 @@ def test_an_index_with_sketches_confirms_near_duplicates_by_resemblance(tmp_path
             idx.insert_document(ta, 1)
         _, found, _ = plain.find_or_insert_document(tb, 2, k=8, confirm=False)
         assert [m[2] for m in found] == [1], "fingerprints alone call it a near-duplicate"
-        _, found, _ = sk.find_or_insert_document(tb, 2, k=8, verify=False)
-        assert [m[2] for m in found] == [1], "verify=False is fingerprints alone"
+        with pytest.warns(DeprecationWarning, match=r"Index.find_or_insert_document\(verify=...\) is deprecated: use confirm=..."):
+            _, found, _ = sk.find_or_insert_document(tb, 2, k=8, verify=False)
+        assert [m[2] for m in found] == [1], "verify=False (deprecated) is fingerprints alone"
         _, found, _ = sk.find_or_insert_document(tb, 2, k=8, confirm=False)
         assert [m[2] for m in found] == [1], "confirm=False (verify's new name) is fingerprints alone"
         _, found, _ = sk.find_or_insert_document(tb, 2, k=8)
@@ -301,3 +302,79 @@ def test_the_names_before_issue_35_still_work_and_warn(tmp_path):
         assert [m[2] for m in idx.query(1, k=0)] == [10]
         assert [m[2] for m in idx.query(3, k=0)] == [30]
         assert [m[2] for m in idx.query(fp, k=0)] == [40]
+
+
+def test_document_query_is_the_decision_the_document_calls_make(tmp_path):
+    """simdex.DocumentQuery is the library's rule (the README's: k = 8 confirmed by sketch at
+    0.90, fingerprints alone within 3): its check refuses exactly what the document calls
+    refuse, with their message, and its decision is what they do on an index with and
+    without sketches (the oracle: a planted pair at a known distance and exact Jaccard)."""
+    q = simdex.DocumentQuery()
+    assert (q.k, q.unconfirmed_k, q.min_similarity, q.confirm, q.min_words) == (8, 3, 0.9, True, 0)
+    assert q.decision(True) == (8, 0.9) and q.decision(False) == (3, None)
+    assert simdex.DocumentQuery(confirm=False).k == 3 and simdex.DocumentQuery(confirm=False).decision(True) == (3, None)
+    assert simdex.DocumentQuery(k=5, confirm=False).decision(False) == (5, None)
+    assert simdex.DocumentQuery(k=5).decision(False) == (3, None), "without sketches fingerprints alone decide within at most 3"
+    assert simdex.DocumentQuery(k=2, min_similarity=0.5).decision(True) == (2, 0.5)
+    assert simdex.DocumentQuery(k=4) == simdex.DocumentQuery(k=4) and "k=4" in repr(simdex.DocumentQuery(k=4))
+    doc = " ".join(f"w{i}" for i in range(40))
+    with simdex.Index(tmp_path / "i") as idx:
+        for k in range(simdex.MAX_K + 3):
+            for confirm in (True, False):
+                query = simdex.DocumentQuery(k=k, confirm=confirm)
+                try:
+                    query.check()
+                    refused = None
+                except ValueError as e:
+                    refused = str(e)
+                try:
+                    idx.find_or_insert_document(doc, 1, k=k, confirm=confirm)
+                    call = None
+                except ValueError as e:
+                    call = str(e)
+                assert (refused is None) == (call is None) == (k <= 8), (k, refused, call)
+                if refused:
+                    assert call.endswith(refused) and refused.startswith(f"k = {k}:"), (refused, call)
+    for bad in (1.5, -0.1):
+        with pytest.raises(ValueError, match="min_similarity"):
+            simdex.DocumentQuery(min_similarity=bad).check()
+    with pytest.raises(ValueError, match="k = -1: a distance in bits is not negative"):
+        simdex.DocumentQuery(k=-1)
+
+
+def test_k_is_a_distance_and_an_index_keeps_its_own(tmp_path):
+    """A negative k is a ValueError (not an OverflowError), and nothing is created; an
+    existing index opened with another k is refused with a message naming both (k=None, the
+    default, opens it with its own), as another expiry window is."""
+    with pytest.raises(ValueError, match="k = -1: a distance in bits is not negative"):
+        simdex.Index(tmp_path / "neg", k=-1)
+    assert not (tmp_path / "neg").exists()
+    with simdex.Index(tmp_path / "five", k=5) as idx:
+        assert idx.k == 5
+        with pytest.raises(ValueError, match="k = -2"):
+            idx.query(1, k=-2)
+        with pytest.raises(ValueError, match="k = -2"):
+            idx.find_or_insert_document("some words " * 20, 1, k=-2)
+    with pytest.raises(ValueError, match=r"k = 3: the index .*five was created with k = 5, which it keeps"):
+        simdex.Index(tmp_path / "five", k=3)
+    with simdex.Index(tmp_path / "five") as idx:
+        assert idx.k == 5, "k=None opens an index with its own (and the refused open left no lock behind)"
+    with simdex.Index(tmp_path / "five", k=5, read_only=True) as idx:
+        assert idx.k == 5
+    with simdex.Index(tmp_path / "new") as idx:
+        assert idx.k == 3, "a new index gets the library's default design"
+
+
+def test_import_from_the_source_folder_says_where_to_stand():
+    """Inside python/, where `cd python && maturin build` used to leave a reader, `import
+    simdex` finds the source folder, which has no extension: the error says so and where to
+    run Python instead (the README's build commands now run from the repository root)."""
+    import pathlib
+    import subprocess
+    import sys
+
+    here = pathlib.Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, "-c", "import simdex"], cwd=here, capture_output=True, text=True)
+    assert p.returncode != 0 and "imported from its source folder" in p.stderr and "outside python/" in p.stderr, p.stderr[-2000:]
+    p = subprocess.run([sys.executable, "-c", "import simdex; print(simdex.DocumentQuery().k)"], cwd=here.parent, capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip().isdigit(), p.stderr[-2000:]

@@ -208,3 +208,15 @@ def _new(items):
 
 
 from test_scrapy import site  # noqa: E402,F401  (the local site fixture)
+
+
+def test_the_client_warns_of_verify_as_the_index_does(served, tmp_path):
+    """``verify=`` is the deprecated name of ``confirm=`` in both fronts: the same answers,
+    each with a DeprecationWarning naming the new keyword."""
+    text = words(random.Random(9), 80)
+    with simdex.Index(tmp_path / "local") as local, simdex.Client(served.url) as remote:
+        for idx, name in ((local, "Index"), (remote, "Client")):
+            idx.insert_document(text, 1)
+            with pytest.warns(DeprecationWarning, match=rf"{name}.find_or_insert_document\(verify=...\) is deprecated: use confirm="):
+                _, found, _ = idx.find_or_insert_document(text, 2, verify=False)
+            assert [m[2] for m in found] == [1]

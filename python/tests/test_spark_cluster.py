@@ -78,6 +78,7 @@ def oracle(cli, tmp_path_factory):
     for k in (3, 4):
         cli("cluster", d / "seg.sdx", "-k", k, "--pairs", d / f"cli-{k}.tsv", "-o", d / f"cli-{k}.jsonl")
         out[k] = (lines(d / f"cli-{k}.tsv"), cli_members(d / f"cli-{k}.jsonl"))
+        out[f"clusters-{k}"] = len(lines(d / f"cli-{k}.jsonl"))
     return inputs, out, bad_at
 
 
@@ -100,6 +101,8 @@ def test_cluster_pairs_and_members_equal_simdex_cluster(spark, oracle, tmp_path,
     for line_no, text in bad_at.items():
         assert f"bad line {name}:{line_no}: " in err, (line_no, text, err)
     assert "(3 bad lines or records skipped)" in err and "sent to 4 of" in err
+    # the summary counts as simdex cluster's: N clusters holding M entries (the lines written)
+    assert f"{cli['clusters-3']} clusters holding {len(members)} entries" in err, err
     (tmp_path / "bad.txt").write_text(f"{HOT:016x}\nnot a fingerprint\n")
     assert run(spark, "cluster", tmp_path / "bad.txt", "--fail-on-bad") == 1
     assert f"bad line {tmp_path / 'bad.txt'}:2: " in capsys.readouterr().err
@@ -186,3 +189,13 @@ def test_cluster_of_a_new_batch_against_an_index(spark, cli, tmp_path):
     assert sorted(int(m.split("\t")[1]) for m in members) == sorted(i for i, f in enumerate(new) if f in paired or counts[f] > 1)
     p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", tmp_path / "new.txt", "--against", tmp_path / "nope"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--against" in p.stderr, p.stderr
+
+
+def test_the_driver_computes_sparks_partition_hash(spark):
+    """The join's partition numbers are chosen on the driver with Spark's hash of a long (no
+    job): it must be Spark's own."""
+    from simdex.spark._cluster import spark_hash
+
+    values = [0, 1, -1, 7, 1 << 40, -(1 << 63), (1 << 63) - 1, 123456789, -987654321987]
+    rows = spark.createDataFrame([(v,) for v in values], "v long").selectExpr("v", "hash(v) as h").collect()
+    assert [spark_hash(r.v) for r in rows] == [r.h for r in rows]

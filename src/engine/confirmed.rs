@@ -96,3 +96,26 @@ fn uses_bands(hashes: u32, bits: u32, min_similarity: f64) -> bool {
 
 /// The lowest threshold the band files serve: the crawler's default.
 pub(crate) const BANDS_MIN_SIMILARITY: f64 = 0.9;
+
+/// One version of an index's live set and its engine, for the confirmed checks of many
+/// documents that must agree with each other ([`crate::query_confirmed_many`]).
+pub(crate) struct ConfirmedView<'a> {
+    engine: &'a Engine,
+    version: std::sync::Arc<Version>,
+}
+
+impl<'a> ConfirmedView<'a> {
+    pub(super) fn new(engine: &'a Engine) -> Self {
+        ConfirmedView { engine, version: engine.visible() }
+    }
+
+    /// Bytes of the index's sketches (0 without).
+    pub(crate) fn sketch_width(&self) -> usize {
+        self.engine.sketch_width()
+    }
+
+    /// [`confirmed`] over this view's version.
+    pub(crate) fn confirmed(&self, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
+        confirmed(self.engine, &self.version, fingerprint, sketch, options)
+    }
+}

@@ -139,6 +139,11 @@ impl Index {
         confirmed::confirmed(&self.engine, &self.engine.visible(), fingerprint, sketch, options)
     }
 
+    /// One version for the confirmed checks of many documents ([`crate::query_confirmed_many`]).
+    pub(crate) fn confirmed_view(&self) -> confirmed::ConfirmedView<'_> {
+        confirmed::ConfirmedView::new(&self.engine)
+    }
+
     /// The crawler's check-then-add, confirmed: when no confirmed near-duplicate of the
     /// document is live, inserts `(fingerprint, doc_id)` with its sketch. `Found` lists the
     /// accepted matches, each with its similarity. Atomic with respect to other writers of the index.

@@ -300,6 +300,58 @@ fn sketch_misuse_is_a_clear_error() {
 }
 
 #[test]
+fn a_batch_of_confirmed_checks_answers_as_the_single_check_and_as_brute_force() {
+    let storage = MemStorage::default();
+    let index = Index::open("v", sketched_options(&storage, 300)).unwrap();
+    let mut rng = Rng(48);
+    let centers: Vec<(u64, [u8; WIDTH])> = (0..20).map(|_| (rng.next(), rng.next().to_le_bytes())).collect();
+    let mut stored: Vec<(u64, u64)> = Vec::new();
+    for i in 0..2000u64 {
+        let (c, cs) = centers[(rng.next() % 20) as usize];
+        let flips = (rng.next() % 8) as u32;
+        let fp = rng.flip(c, flips);
+        let differ = (rng.next() % 10) as u32;
+        let sketch = near_sketch(cs, differ, &mut rng);
+        if i % 5 == 0 {
+            index.insert(fp, i).unwrap();
+        } else {
+            index.insert_sketched(fp, i, &sketch).unwrap();
+        }
+        stored.push((fp, i));
+        if i == 1000 {
+            index.flush().unwrap();
+        }
+    }
+    // 600 queries (more than one core's share), near the centres
+    let (mut fps, mut sketches) = (Vec::new(), Vec::new());
+    for n in 0..600usize {
+        let (c, cs) = centers[n % 20];
+        fps.push(rng.flip(c, (n % 4) as u32));
+        sketches.extend_from_slice(&near_sketch(cs, (n % 6) as u32, &mut rng));
+    }
+    let options = ConfirmOptions::default().with_k(8).with_min_similarity(0.8).with_unsketched_k(2);
+    let many = simdex::query_confirmed_many(&index, &fps, &sketches, &options).unwrap();
+    assert_eq!(many.len(), fps.len());
+    let mut found = 0;
+    for (i, got) in many.items().enumerate() {
+        let want = index.query_confirmed(fps[i], &sketches[i * WIDTH..(i + 1) * WIDTH], &options).unwrap();
+        assert_eq!(got, want.as_slice(), "item {i}");
+        found += got.len();
+    }
+    assert!(found > 600, "the queries found too little to test: {found}");
+    // without sketches: fingerprints alone within unsketched_k, as brute force finds them
+    let plain = simdex::query_confirmed_many(&index, &fps, &[], &options).unwrap();
+    for (i, got) in plain.items().enumerate() {
+        let mut want: Vec<Match> =
+            stored.iter().filter(|&&(fp, _)| (fp ^ fps[i]).count_ones() <= 2).map(|&(fp, id)| Match::new(fp, (fp ^ fps[i]).count_ones(), Some(id))).collect();
+        want.sort_by_key(|m| (m.distance, m.fingerprint, m.doc_id));
+        assert_eq!(got, want.as_slice(), "item {i} without sketches");
+    }
+    // a sketch column of the wrong length is refused
+    assert!(matches!(simdex::query_confirmed_many(&index, &fps, &sketches[1..], &options), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
 fn recovery_keeps_the_sketches_of_segments_and_logs_and_names_those_it_loses() {
     use simdex::inspect::salvage;
     use simdex::storage::Storage;

@@ -174,3 +174,50 @@ fn dedup_answers_the_same_whether_the_idf_pass_keeps_the_text_or_not() {
     assert!(kept == outputs(&["--keep-text-bytes", "0"]), "reading the inputs again gives the same answers");
     assert!(kept == outputs(&["--keep-text-bytes", "200000"]), "a budget exceeded part-way gives the same answers");
 }
+
+#[test]
+fn dedup_summary_counts_what_it_wrote() {
+    // The bundled corpus and a JSON-lines file with an exact copy, a document too short to
+    // fingerprint and a line that is no document: the summary's counts add up, and match
+    // the pairs file line for line and the report's groups (the oracles).
+    let dir = tempfile::tempdir().unwrap();
+    let words: Vec<String> = (0..300).map(|i| format!("w{}", (i * 7919) % 1009)).collect();
+    let text = words.join(" ");
+    let jsonl = dir.path().join("extra.jsonl");
+    let lines = [
+        serde_json::json!({"id": "a", "text": text}).to_string(),
+        serde_json::json!({"id": "b", "text": text}).to_string(),
+        serde_json::json!({"id": "short", "text": "two words"}).to_string(),
+        "this line is no JSON".to_owned(),
+    ];
+    std::fs::write(&jsonl, lines.join("\n") + "\n").unwrap();
+    let (pairs, report) = (dir.path().join("pairs.tsv"), dir.path().join("report.jsonl"));
+    let o = run(&["dedup", PAGES, p(&jsonl), "--pairs", p(&pairs), "--report", p(&report)]);
+    ok(&o);
+    let out = stdout(&o);
+    let number_after = |prefix: &str| -> u64 {
+        let at = out.find(prefix).unwrap_or_else(|| panic!("no {prefix:?} in {out}")) + prefix.len();
+        out[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap_or_else(|_| panic!("no number after {prefix:?} in {out}"))
+    };
+    let line = |start: &str| out.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no {start:?} line in {out}")).to_owned();
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let skipped = records.iter().filter(|v| v["kind"] == "skipped").count() as u64;
+    let exact: u64 = records.iter().filter(|v| v["kind"] == "exact").map(|g| g["size"].as_u64().unwrap()).map(|n| n * (n - 1) / 2).sum();
+    fn files(dir: &Path) -> u64 {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { files(&p) } else { 1 }).sum()
+    }
+    // documents: every record once, fingerprinted or skipped (the short one and the bad line)
+    let documents = line("documents: ");
+    let (total, fingerprinted) = (number_after("documents: "), number_after("documents: ") - skipped);
+    assert_eq!(total, files(Path::new(PAGES)) + lines.len() as u64, "{documents}");
+    assert_eq!(documents, format!("documents: {total} ({fingerprinted} fingerprinted, {skipped} skipped)"));
+    assert!(skipped >= 2, "{documents}");
+    // pairs: exact + near = the file's lines; exact = the pairs of the report's groups
+    let written = line("pairs written to ");
+    let lines_written = std::fs::read_to_string(&pairs).unwrap().lines().count() as u64;
+    assert_eq!(written, format!("pairs written to {}: {lines_written} ({exact} exact, {} near)", p(&pairs), lines_written - exact));
+    assert!(line("exact duplicates: ").ends_with(&format!(", {exact} pairs")), "{out}");
+    let near_line = line("near-duplicate clusters");
+    assert!(near_line.ends_with(&format!(" {} pairs", lines_written - exact)) || near_line.contains(&format!(" {} pairs (", lines_written - exact)), "{out}");
+    assert!(exact > 0 && lines_written > exact, "both kinds present: {out}");
+}

@@ -17,6 +17,8 @@ USAGE_ERROR = 2
 
 
 def parse_args(argv):
+    from simdex._simdex import DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY, DEFAULT_UNCONFIRMED_K
+
     p = argparse.ArgumentParser(prog="python -m simdex.spark", description="Near-duplicate documents of a corpus on Spark (simdex dedup's answers).")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("dedup", help="exact and near-duplicate pairs, clusters and the deduplicated documents")
@@ -27,9 +29,9 @@ def parse_args(argv):
     d.add_argument("--clusters", metavar="FILE", help="id<TAB>cluster of every document in a cluster of two or more (cluster: its first document's id)")
     d.add_argument("--kept", metavar="FILE", help="the deduplicated corpus as JSON lines {id, text}: the first document of each cluster and every document alone")
     d.add_argument("--skipped", metavar="FILE", help="id<TAB>reason of every bad record and every document without a fingerprint")
-    d.add_argument("-k", type=int, help="near-duplicates differ in at most K bits [default: 8 confirmed by sketch, 3 with --no-confirm]")
+    d.add_argument("-k", type=int, help=f"near-duplicates differ in at most K bits [default: {DEFAULT_CONFIRMED_K} confirmed by sketch, {DEFAULT_UNCONFIRMED_K} with --no-confirm]")
     d.add_argument("--no-confirm", action="store_true", help="pairs within k by fingerprint alone, not confirmed by sketch")
-    d.add_argument("--confirm-threshold", type=float, default=None, help="resemblance a confirmed pair needs (default 0.9)")
+    d.add_argument("--confirm-threshold", type=float, default=None, help=f"resemblance a confirmed pair needs (default {DEFAULT_MIN_SIMILARITY})")
     d.add_argument("--preset", default="pages", help="fingerprint recipe preset (default pages, as simdex dedup)")
     d.add_argument("--index", metavar="DIR", help="also check every document against this index (its pinned recipe is used)")
     d.add_argument("--matches", metavar="FILE", help="with --index: id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity of each match")
@@ -40,7 +42,7 @@ def parse_args(argv):
     c = sub.add_parser("cluster", help="near-duplicate pairs and clusters of fingerprints (simdex cluster's answers)")
     c.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (walked recursively, in name order)")
     c.add_argument("--format", default="fingerprints", choices=["fingerprints", "parquet"], help="fingerprints: FINGERPRINT_HEX[<TAB>ID] a line (simdex bench generate --with-ids); parquet: a 64-bit fp column and an optional id")
-    c.add_argument("-k", type=int, default=3, help="near-duplicates differ in at most K bits (default 3, as simdex cluster)")
+    c.add_argument("-k", type=int, help=f"near-duplicates differ in at most K bits (default {DEFAULT_UNCONFIRMED_K}, as simdex cluster)")
     c.add_argument("--pairs", metavar="FILE", help="every pair, as simdex cluster --pairs: fp_a<TAB>fp_b<TAB>distance, sorted")
     c.add_argument("--clusters", metavar="FILE", help="every entry in a cluster: fp<TAB>id<TAB>cluster (the cluster's smallest fingerprint; no id column without ids)")
     c.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
@@ -56,15 +58,17 @@ def parse_args(argv):
     for path in args.inputs:
         if not os.path.exists(path):
             p.error(f"cannot read {path}: no such file or folder")
+    from simdex._simdex import corpus_options
+
     if args.command == "cluster":
-        if not 0 <= args.k <= 8:
-            p.error(f"-k {args.k}: must be between 0 and 8")
+        try:  # the library's default, limit and message for fingerprints alone
+            args.k = corpus_options(args.k, False, None)[0]
+        except ValueError as e:
+            p.error(f"-k {args.k}: {e}")
         if args.against and not os.path.isdir(args.against):
             p.error(f"--against {args.against}: no such index folder")
         check_outputs(p, args, ("pairs", "clusters"))
         return args
-    from simdex._simdex import corpus_options
-
     try:  # the library's rule and message, as simdex dedup's
         corpus_options(args.k, not args.no_confirm, args.confirm_threshold)
     except ValueError as e:
@@ -102,6 +106,9 @@ def session(master, conf=(), defaults=None):
 
     b = SparkSession.builder.appName("simdex dedup")
     local = (master or SparkConf().get("spark.master", "local")).startswith("local")
+    if local and "SPARK_LOCAL_IP" not in os.environ:
+        # local mode: the driver and its executors bind the loopback interface only
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     if local and "PYSPARK_PYTHON" not in os.environ:
         # local mode: the Python workers are this interpreter, which has simdex
         os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -153,7 +160,8 @@ def run_cluster(args, spark=None) -> int:
     print(f"fingerprints: {found.fingerprints} ({found.bad_lines} bad lines or records skipped)", file=log)
     print(f"design: {found.design}; each fingerprint sent to {found.groups} of {found.partitions} partitions", file=log)
     where = "on the driver (union-find)" if found.on_driver else "in Spark (large-star/small-star)"
-    print(f"pairs within {args.k}: {found.pairs}; {found.clustered} fingerprints in clusters, found {where}", file=log)
+    holding = f"{found.members} entries" if found.members is not None else f"{found.clustered} distinct fingerprints"
+    print(f"pairs within {args.k}: {found.pairs}; {found.clusters} clusters holding {holding}, found {where}", file=log)
     if args.pairs:
         print(f"pairs written to {args.pairs}", file=log)
     if args.clusters:
@@ -166,9 +174,6 @@ def run_cluster(args, spark=None) -> int:
 def run(args, spark=None) -> int:
     if args.command == "cluster":
         return run_cluster(args, spark)
-    from pyspark.sql import functions as F
-
-    from simdex.spark import _output as O
     from simdex.spark._dedup import dedup
     from simdex.spark._read import read_files
 
@@ -181,61 +186,61 @@ def run(args, spark=None) -> int:
         recipe = None
     spark = spark or session(args.master, args.conf)
     log = sys.stderr
-    docs = read_files(spark, args.inputs, args.format, args.strict)
-    result = dedup(spark, docs, k=args.k, confirm=not args.no_confirm, threshold=args.confirm_threshold, preset=args.preset, recipe=recipe)
-    from simdex.spark._pipeline import step
-
+    corpus = read_files(spark, args.inputs, args.format, args.strict)
     sc = spark.sparkContext
-    with step(sc, "count skipped records"):
-        skipped = result.skipped.count()
-    if skipped and args.fail_on_bad:
-        print(f"error: {skipped} bad records or documents without a fingerprint (--fail-on-bad); first: {result.skipped.first()}", file=log)
+    sc.setJobGroup("simdex dedup", "simdex dedup")
+    index = None
+    if args.index:
+        from simdex.spark._incremental import IndexCheck
+
+        index = IndexCheck(args.index, args.matches, args.insert)
+    found = dedup(
+        spark,
+        corpus,
+        k=args.k,
+        confirm=not args.no_confirm,
+        threshold=args.confirm_threshold,
+        preset=args.preset,
+        recipe=recipe,
+        pairs=args.pairs,
+        clusters=args.clusters,
+        kept=args.kept,
+        skipped=args.skipped,
+        index=index,
+    )
+    if found.skipped and args.fail_on_bad:
+        first = found.skipped_shown[0] if found.skipped_shown else ""
+        print(f"error: {found.skipped} bad records or documents without a fingerprint (--fail-on-bad); first: {first}", file=log)
         return 1
-    print(f"recipe: {result.recipe.recipe}", file=log)
+    print(f"recipe: {found.recipe.recipe}", file=log)
     out = args.pairs or args.clusters or args.kept
     if out:
         with open(out + ".recipe", "w") as f:
-            f.write(result.recipe.recipe + "\n")
-        table = result.recipe.idf_table()
+            f.write(found.recipe.recipe + "\n")
+        table = found.recipe.idf_table()
         if table is not None:
             with open(out + ".idf", "wb") as f:
                 f.write(table)
-    tab = lambda *cols: F.concat_ws("\t", *[F.col(c).cast("string") for c in cols])  # noqa: E731
-    with step(sc, "summary counts"):
-        documents = result.documents.count()
-        print(f"documents: {documents} ({skipped} skipped: bad records or no fingerprint)", file=log)
-        print(f"representatives fingerprinted: {result.fingerprinted.where('fp is not null').count()}", file=log)
-        for row in result.skipped.limit(5).collect():
-            print(f"skipped {row[0]}: {row[1]}", file=log)
+    print(f"documents: {found.documents} ({found.skipped} skipped: bad records or no fingerprint)", file=log)
+    print(f"representatives fingerprinted: {found.representatives}", file=log)
+    for line in found.skipped_shown:
+        print(f"skipped {line}", file=log)
+    print(f"exact duplicates: {found.exact_groups} groups ({found.redundant} redundant copies)", file=log)
+    confirmed = f", confirmed: sketch resemblance >= {found.threshold}" if found.threshold is not None else ""
+    print(f"near-duplicate links (k = {found.k}{confirmed}): {found.links}; clusters of exact copies and near-duplicates: {found.clusters} clusters, {found.clustered} documents", file=log)
     if args.pairs:
-        with step(sc, "write pairs"):
-            n = O.write_lines(result.pairs, tab("id_a", "id_b", "distance", "similarity"), ["ord_a", "ord_b"], args.pairs)
-        print(f"pairs: {n} written to {args.pairs}", file=log)
+        print(f"pairs: {found.pairs} written to {args.pairs}", file=log)
     if args.clusters:
-        with step(sc, "write clusters"):
-            n = O.write_lines(result.clusters, tab("id", "cluster"), ["cluster_ord", "ord"], args.clusters)
-        print(f"clusters: {n} documents in clusters written to {args.clusters}", file=log)
+        print(f"clusters: {found.clustered} documents in clusters written to {args.clusters}", file=log)
     if args.kept:
-        with step(sc, "write kept documents"):
-            n = O.write_lines(result.kept, F.to_json(F.struct("id", "text")), ["ord"], args.kept)
-        print(f"kept: {n} documents written to {args.kept}", file=log)
+        print(f"kept: {found.kept} documents written to {args.kept}", file=log)
     if args.skipped:
-        with step(sc, "write skipped"):
-            O.write_lines(result.skipped, tab("id", "reason"), ["id", "reason"], args.skipped)
-    if args.index:
-        from simdex.spark._incremental import insert_new_documents, index_matches
-
-        matches = index_matches(spark, result, args.index, result.k, result.threshold is not None, result.threshold)
+        print(f"skipped: {found.skipped} written to {args.skipped}", file=log)
+    if index is not None:
         if args.matches:
-            sc.setJobGroup("simdex dedup", "simdex dedup: write index matches")
-            hexfp = F.lpad(F.lower(F.hex(F.col("sfp"))), 16, "0")
-            line = F.concat_ws("\t", "id", F.when(F.col("sid") < 0, F.col("sid").cast("decimal(20,0)") + F.expr("CAST('18446744073709551616' AS DECIMAL(20,0))")).otherwise(F.col("sid")).cast("decimal(20,0)").cast("string"), hexfp, F.col("distance").cast("string"), "similarity_text")
-            n = O.write_lines(matches, line, ["ord", "distance", "sfp", "sid"], args.matches)
-            print(f"index matches: {n} written to {args.matches}", file=log)
+            print(f"index matches: {index.matches} written to {args.matches}", file=log)
         if args.insert:
-            sc.setJobGroup("simdex dedup", "simdex dedup: insert into the index")
-            inserted = insert_new_documents(result, args.index)
-            print(f"index {args.index}: {inserted} documents inserted (durable)", file=log)
+            print(f"index {args.index}: {index.inserted} documents inserted (durable)", file=log)
     print_steps(log)
     print(f"done in {time.monotonic() - started:.1f} s", file=log)
     return 0
@@ -255,6 +260,19 @@ def main(argv=None, spark=None) -> int:
     except Error as e:  # the library's (a damaged or locked index, a recipe mismatch)
         print(f"error: {e}", file=sys.stderr)
         return 1
+    finally:
+        if spark is None:  # the session this command started: stopped (its event log closed)
+            stop_session()
+
+
+def stop_session() -> None:
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
 
 
 if __name__ == "__main__":

@@ -40,9 +40,9 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
-from .._simdex import BlockJoin, cluster_members, pairs_and_components, read_fingerprints, read_members, write_members
+from .._simdex import BlockJoin, cluster_members, corpus_options, pairs_and_components, read_fingerprints, read_members, write_members
 from . import _pipeline as P
 from ._read import InputError, _ranges, _ranges_of, expand, splits
 
@@ -73,6 +73,10 @@ class Clustered:
     pairs: int
     clustered: int
     on_driver: bool
+    # clusters, and the entries (lines) of ``--clusters`` when written: ``simdex cluster``'s
+    # "N clusters holding M entries"
+    clusters: int = 0
+    members: Optional[int] = None
 
 
 def _int64(buf):
@@ -106,19 +110,41 @@ def estimate_count(spark, files: Sequence[str], format: str) -> int:
     return max(1, total // 17)
 
 
-def _reducers(spark, total: int) -> List[int]:
+def spark_hash(value: int) -> int:
+    """Spark SQL's ``hash`` of a ``long`` (Murmur3 x86 32-bit, seed 42), as a signed int."""
+    m = 0xFFFFFFFF
+
+    def mix_k1(k):
+        k = (k * 0xCC9E2D51) & m
+        k = ((k << 15) | (k >> 17)) & m
+        return (k * 0x1B873593) & m
+
+    def mix_h1(h, k):
+        h ^= k
+        h = ((h << 13) | (h >> 19)) & m
+        return (h * 5 + 0xE6546B64) & m
+
+    v = value & 0xFFFFFFFFFFFFFFFF
+    h = mix_h1(mix_h1(42, mix_k1(v & m)), mix_k1(v >> 32))
+    h ^= 8
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & m
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & m
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _reducers(total: int) -> List[int]:
     """A ``pid`` per partition ``0..total`` that Spark's hash partitioning into ``total``
     (``pmod(hash(pid), total)``, the partitioning of ``repartition(total, "pid")``) sends to
-    that partition, so that no two partitions share a reduce task."""
-    from pyspark.sql import functions as F
-
+    that partition, so that no two partitions share a reduce task (found on the driver, with
+    Spark's hash function: no job)."""
     found = {}
-    upto = 0
+    i = 0
     while len(found) < total:
-        rows = spark.range(upto, upto + 64 * total).select("id", F.expr(f"pmod(hash(id), {total})").alias("r")).collect()
-        for i, r in rows:
-            found.setdefault(r, i)
-        upto += 64 * total
+        found.setdefault(spark_hash(i) % total, i)
+        i += 1
     return [found[r] for r in range(total)]
 
 
@@ -227,8 +253,9 @@ def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int):
     partition (``_reducers``) and the group of each ``pid``."""
     split = BlockJoin(n, k, candidates_log2)
     parallel = spark.sparkContext.defaultParallelism
-    parts = [max(parallel, math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
-    pids = _reducers(spark, sum(parts))
+    # at least the cores in all (each partition is a task of the join: a Python worker)
+    parts = [max(-(-parallel // split.groups), math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
+    pids = _reducers(sum(parts))
     group_of = {}
     at = 0
     for g, count in enumerate(parts):
@@ -343,7 +370,7 @@ def _unsigned_order(col):
     return F.col(col).bitwiseXOR(F.lit(P.SIGN))
 
 
-def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int = 3, pairs_path=None, clusters_path=None, driver_pairs: int = DRIVER_PAIRS, split_bytes: int = SPLIT_BYTES, against=None) -> Clustered:
+def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optional[int] = None, pairs_path=None, clusters_path=None, driver_pairs: int = DRIVER_PAIRS, split_bytes: int = SPLIT_BYTES, against=None) -> Clustered:
     """The command's work (see the module docs): writes ``pairs_path`` and
     ``clusters_path`` when given, returns the counts. With ``against`` (an index directory,
     readable at the same path by every executor), the input is a new batch: the pairs are
@@ -357,8 +384,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int =
     from . import _output as O
     from ._components import components
 
-    if not 0 <= k <= 8:
-        raise ValueError(f"k must be between 0 and 8, not {k}")
+    k = corpus_options(k, False, None)[0]  # the library's default and limit
     if format not in FORMATS:
         raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     sc = spark.sparkContext
@@ -394,6 +420,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int =
             differ = pc.invert(same)
             members_map = pairs_and_components(_u64_bytes(pc.filter(ca, differ)), _u64_bytes(pc.filter(cb, differ)), _u64_bytes(pc.filter(ca, same)), pairs_path)
         clustered = len(members_map[0]) // 8
+        n_clusters = pc.count_distinct(_int64(members_map[1])).as_py() if clustered else 0
     else:
         if pairs_path:
             with P.step(sc, "write pairs (sorted by Spark)"):
@@ -408,11 +435,13 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: int =
             alone = repeated.join(comp, "vertex", "left_anti").select("vertex", F.col("vertex").alias("component"))
             members_map = comp.union(alone).persist(StorageLevel.MEMORY_AND_DISK)
             clustered = members_map.count()
+            n_clusters = members_map.select("component").distinct().count()
+    members = None
     if clusters_path:
         with P.step(sc, "write cluster members"):
-            _write_members(spark, inputs, format, members_map, clusters_path, split_bytes, driver_pairs)
+            members = _write_members(spark, inputs, format, members_map, clusters_path, split_bytes, driver_pairs)
     rows.unpersist()
-    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver)
+    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver, clusters=n_clusters, members=members if clusters_path else None)
 
 
 def _has_ids(inputs, format, spark) -> bool:

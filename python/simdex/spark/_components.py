@@ -43,30 +43,3 @@ def components(edges, src: str = "a", dst: str = "b", max_rounds: int = 64):
         raise RuntimeError(f"connected components did not converge in {max_rounds} rounds")
     centres = e.select(F.col("v").alias("vertex"), F.col("v").alias("component")).distinct()
     return e.select(F.col("u").alias("vertex"), F.col("v").alias("component")).union(centres)
-
-
-DRIVER_EDGES = 1 << 26  # edges the driver takes for its union-find at most (1 GiB)
-
-
-def components_within(spark, edges, src: str = "a", dst: str = "b", driver_edges: int = DRIVER_EDGES):
-    """``components`` of ``edges`` (non-negative ``long`` vertices), by the library's
-    union-find on the driver (the edges as Arrow batches, 16 bytes each, and about 40 bytes
-    per vertex) when there are at most ``driver_edges``, else by large-star/small-star."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
-    from .._simdex import pairs_and_components
-
-    e = edges.select(F.col(src).alias("a"), F.col(dst).alias("b"))
-    if e.count() > driver_edges:
-        return components(e)
-    table = pa.Table.from_batches(e._collect_as_arrow(), schema=pa.schema([("a", pa.int64()), ("b", pa.int64())]))
-    a, b = (table.column(c).combine_chunks() for c in ("a", "b"))
-    u64 = lambda col: col.buffers()[1].slice(col.offset * 8, len(col) * 8).to_pybytes() if len(col) else b""  # noqa: E731
-    vertices, clusters = pairs_and_components(u64(a), u64(b), b"")
-    import numpy as np
-    import pandas as pd
-
-    frame = pd.DataFrame({"vertex": np.frombuffer(vertices, "<i8"), "component": np.frombuffer(clusters, "<i8")})
-    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-    return spark.createDataFrame(frame, "vertex long, component long")

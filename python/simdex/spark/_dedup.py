@@ -1,103 +1,340 @@
-"""``dedup``: documents in, near-duplicate pairs, clusters and the kept documents out."""
+"""``dedup``: documents in; near-duplicate pairs, clusters, kept and skipped documents out, in
+a handful of Spark jobs (see the package docs for the steps).
+
+1. **learn IDF** (one job, unless a recipe is given): every task reads its documents and the
+   library counts their distinct features; Spark sums the counts per feature and writes them
+   (Parquet), and the driver builds the table from the files (the JVM never holds them).
+2. **fingerprint, scatter, join, confirm** (one job): every task reads its documents again;
+   the library fingerprints and sketches each text and packs each document (ord, content
+   hash, fingerprint, sketch, id) into its block-split partitions (``scatter_documents``);
+   after the one shuffle, each partition forms the exact groups and joins and confirms its
+   representatives (``join_documents``); the driver collects the links and members (small:
+   the documents in clusters), and the library writes the pairs and clusters files from them
+   (``finish_dedup``). Skipped records are written by the map tasks as they find them; the
+   report's counts come back as rows of the same job.
+3. **kept** (one job, with ``kept``): every task reads its documents once more and the library
+   writes those the deduplicated corpus keeps.
+
+Each task writes its part of an output into ``OUT.parts/`` under a name of its own (a task
+that runs again writes the same bytes); the driver joins the parts in task order, which is
+corpus order.
+"""
 
 from __future__ import annotations
 
+import glob
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional
 
-from .._simdex import CorpusRecipe, corpus_options
+from .._simdex import CorpusRecipe, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, write_kept, write_tsv
 from . import _pipeline as P
-from ._cluster import fingerprint_pairs
-from ._components import components_within
+from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _plan
+
+# a map task's rows: packed documents for partition ``pid``, or (``fps`` null) its counts
+SCATTERED = "pid long, fps binary, documents long, bad long, skipped long, fingerprinted long, shown string"
+JOINED = "la binary, lb binary, ld binary, ls binary, mo binary, mr binary, mf binary, ids binary, id_offsets binary, documents long, bad long, skipped long, fingerprinted long, shown string"
+SHOWN = 5  # skipped records named in the summary
+
+
+def _schema(ddl: str):
+    import pyarrow as pa
+
+    kinds = {"long": pa.int64(), "binary": pa.binary(), "string": pa.string()}
+    return pa.schema([(name, kinds[kind]) for name, kind in (f.split() for f in ddl.split(", "))])
+
 
 
 @dataclass
 class Dedup:
-    """What ``dedup`` found. The DataFrames are lazy and persisted where reused; nothing of the
-    corpus is held by the driver.
+    """What ``dedup`` found and wrote: the counts of the report, the recipe, ``k`` and the
+    threshold (None when not confirmed)."""
 
-    * ``pairs``: ``id_a, id_b, distance, similarity`` (a string, as ``simdex dedup --pairs``
-      writes it) and ``ord_a, ord_b`` (the documents' places in the corpus), every pair of
-      near-duplicate documents, exact copies included (distance 0, similarity 1.0000);
-    * ``clusters``: ``id, cluster`` for every document in a cluster of two or more (exact
-      copies and near-duplicates, transitively), ``cluster`` the id of its first document in
-      corpus order;
-    * ``kept``: ``id, text`` of the deduplicated corpus: every document that is alone, and the
-      first document (corpus order) of every cluster;
-    * ``skipped``: ``id, reason`` of the records that are not documents (a bad JSON line) and of
-      the documents that got no fingerprint (too few words, unreadable text): counted and
-      reported, never failing the job;
-    * ``fingerprinted``: ``ord, fp, short, error, sketch`` of every representative (one per
-      distinct content) with a text;
-    * ``new_documents``: ``ord, id, fp, sketch`` of every document with a fingerprint;
-    * ``recipe``: the pinned recipe (``recipe.recipe`` is its descriptor, ``recipe.idf_table()``
-      the learned table's bytes, which ``simdex dedup --idf FILE`` reads).
-    """
-
-    pairs: object
-    clusters: object
-    kept: object
-    skipped: object
+    documents: int
+    bad: int
+    skipped: int
+    fingerprinted: int
+    representatives: int
+    exact_groups: int
+    redundant: int
+    links: int
+    clusters: int
+    clustered: int
+    pairs: int
+    kept: Optional[int]
+    skipped_shown: List[str]
     recipe: CorpusRecipe
     k: int
     threshold: Optional[float]
-    documents: object
-    links: object
-    new_documents: object
-    fingerprinted: object
 
 
-def dedup(spark, docs, k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None, preset: str = "pages", recipe: Optional[CorpusRecipe] = None) -> Dedup:
-    """``simdex dedup``'s answer for ``docs`` (a DataFrame from ``read_files`` or
-    ``read_dataframe``): the library's corpus options decide k (8 confirmed by sketch at
-    ``threshold``, default 0.9; 3 with ``confirm=False``; at most 8, one message for every
-    front); the IDF table is learned from the corpus unless ``recipe`` is given (one already
-    pinned, e.g. an index's)."""
-    from pyspark import StorageLevel
+class Parts:
+    """An output written by tasks as part files (``PATH.parts/part-TASK``), joined in task
+    order into ``PATH`` by ``join``. A task writes ``tmp(task)`` and ``done(task)`` renames it."""
+
+    def __init__(self, path: str):
+        self.path, self.dir = path, path + ".parts"
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+
+    def tmp(self, task: int) -> str:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        attempt = f"{ctx.stageId()}.{ctx.attemptNumber()}" if ctx else "0"
+        return os.path.join(self.dir, f".part-{task:08d}.{attempt}")
+
+    def done(self, tmp: str, task: int) -> None:
+        os.replace(tmp, os.path.join(self.dir, f"part-{task:08d}"))
+
+    def join(self, prefix: bytes = b"") -> int:
+        lines = 0
+        tmp = self.path + ".tmp"
+        with open(tmp, "wb") as out:
+            out.write(prefix)
+            for part in sorted(glob.glob(os.path.join(self.dir, "part-*"))):
+                with open(part, "rb") as f:
+                    while True:
+                        chunk = f.read(1 << 20)
+                        if not chunk:
+                            break
+                        lines += chunk.count(b"\n")
+                        out.write(chunk)
+        os.replace(tmp, self.path)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return lines
+
+
+def _flags(mask) -> bytes:
+    """A u8 (0 or 1) per value of a boolean Arrow array."""
+    import pyarrow as pa
+
+    a = mask.cast(pa.uint8())
+    return a.buffers()[1].to_pybytes()[a.offset : a.offset + len(a)] if len(a) else b""
+
+
+def _u8(buf: bytes):
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(pa.uint8(), len(buf), [None, pa.py_buffer(buf)])
+
+
+def learn_idf(spark, corpus, recipe: CorpusRecipe, work: str):
+    """The IDF table of the corpus (step 1): the library's distinct features of every document
+    with a text, counted per batch; Spark's sum per feature written as Parquet into ``work``;
+    the table built by the library from the files, streamed through the driver's Python (not
+    its JVM). A row with a null feature carries each batch's count of documents. Returns the
+    recipe with the table and the number of documents with a text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
+    bc = spark.sparkContext.broadcast(recipe)
+
+    def run(task, batches):
+        r = bc.value
+        for b in batches:
+            texts = b.column(3).filter(pc.is_valid(b.column(3)))
+            n = len(texts)
+            data, offsets = P.arrow_buffers(texts)
+            features, counts = feature_counts(r, data, offsets, (1).to_bytes(8, "little") * n)
+            f, c = P._int64(features), P._int64(counts)
+            yield pa.RecordBatch.from_arrays([pa.concat_arrays([f, pa.array([None], pa.int64())]), pa.concat_arrays([c, pa.array([n], pa.int64())])], names=["feature", "n"])
+
+    counts = corpus.map(run, "feature long, n long").groupBy("feature").agg(F.sum("n").alias("df"))
+    out = os.path.join(work, "idf")
+    counts.write.mode("overwrite").parquet(out)
+    table = pq.read_table(out, schema=pa.schema([("feature", pa.int64()), ("df", pa.int64())]))
+    feature, df = table.column("feature"), table.column("df")
+    documents = pc.sum(df.filter(pc.is_null(feature))).as_py() or 0
+    known = pc.is_valid(feature)
+    fs, ns = (P._u64s(c.filter(known).combine_chunks()) if table.num_rows else b"" for c in (feature, df))
+    del table, feature, df
+    return recipe.with_document_frequencies(documents, fs, ns), documents
+
+
+def _skipped_rows(b, good, status, reasons):
+    """``(ord, id, reason)`` of a batch's skipped records: those that are not documents, then
+    documents without a text or a fingerprint, in corpus order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bad = b.filter(pc.invert(good))
+    g = b.filter(good)
+    no_fp = pc.not_equal(status, 0)
+    reason = pc.if_else(pc.equal(status, 1), reasons, g.column(4))
+    rows = pa.table({"ord": pa.concat_arrays([bad.column(0), g.column(0).filter(no_fp)]), "id": pa.concat_arrays([bad.column(1), g.column(1).filter(no_fp)]), "reason": pa.concat_arrays([bad.column(4), reason.filter(no_fp)])})
+    return rows.sort_by("ord")
+
+
+def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[float], estimate: int, skipped_parts: Optional[Parts], index=None):
+    """Step 2's one job (see the module docs): the driver's table of every partition's links
+    and members (one row each) and every map batch's counts (rows with ``la`` null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    split, parts, pids, group_of = _plan(spark, max(estimate, 1), k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN)
+    bc = spark.sparkContext.broadcast(recipe)
+    sketches = threshold is not None
+    _SCATTERED, _JOINED = _schema(SCATTERED), _schema(JOINED)
+
+    def scatter(task, batches):
+        P._fail_first_attempt("fingerprint")
+        r = bc.value
+        tmp = skipped_parts.tmp(task) if skipped_parts else None
+        check = index.task(task) if index is not None else None
+        for b in batches:
+            good = pc.is_valid(b.column(2))
+            g = b.filter(good)
+            has_text = pc.is_valid(g.column(3))
+            ids = P.arrow_buffers(pc.fill_null(g.column(1), ""))
+            texts = P.arrow_buffers(pc.fill_null(g.column(3), ""))
+            partitions, data, offsets, status, r_data, r_offsets, fps, sks = scatter_documents(
+                r, split, parts, P._u64s(g.column(0)), *ids, *P.arrow_buffers(g.column(2)), *texts, _flags(has_text), sketches, check is not None
+            )
+            status = _u8(status)
+            if check is not None:
+                check.check(fps, sks, *P.arrow_buffers(pc.fill_null(g.column(1), "").filter(pc.equal(status, 0))))
+            reasons = pa.Array.from_buffers(pa.string(), len(g), [None, pa.py_buffer(r_offsets), pa.py_buffer(r_data)])
+            skipped = _skipped_rows(b, good, status, reasons)
+            if tmp and skipped.num_rows:
+                write_tsv(tmp, [P.arrow_buffers(pc.fill_null(skipped.column(c).combine_chunks(), "")) for c in ("id", "reason")], True)
+            shown = "\n".join(f"{i}: {x}" for i, x in zip(skipped.column("id").slice(0, SHOWN).to_pylist(), skipped.column("reason").slice(0, SHOWN).to_pylist()))
+            fps = pa.Array.from_buffers(pa.binary(), len(partitions), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+            m = len(partitions)
+            yield pa.RecordBatch.from_arrays([pa.array([pids[p] for p in partitions], pa.int64()), fps, *(pa.nulls(m, pa.int64()) for _ in range(4)), pa.nulls(m, pa.string())], schema=_SCATTERED)
+            fingerprinted = pc.sum(pc.equal(status, 0).cast(pa.int64())).as_py() or 0
+            counts = [len(g), b.num_rows - len(g), skipped.num_rows, fingerprinted]
+            yield pa.RecordBatch.from_arrays([pa.array([pids[0]], pa.int64()), pa.nulls(1, pa.binary()), *(pa.array([c], pa.int64()) for c in counts), pa.array([shown or None], pa.string())], schema=_SCATTERED)
+        if check is not None:
+            check.done()
+        if tmp:
+            if not os.path.exists(tmp):
+                open(tmp, "wb").close()
+            skipped_parts.done(tmp, task)
+
+    def join(batches):
+        P._fail_first_attempt("confirm")
+        blobs, group = [], None
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            group = group_of[b.column(0)[0].as_py()]
+            has = pc.is_valid(b.column(1))
+            counted = b.filter(pc.invert(has))
+            if counted.num_rows:
+                m = counted.num_rows
+                yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.binary()) for _ in range(9)] + [counted.column(i) for i in range(2, 7)], schema=_JOINED)
+            blobs.append(_blob_bytes(b.column(1).filter(has)))
+        if group is None:
+            return
+        found = join_documents(split, group, b"".join(blobs), threshold)
+        yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found] + [pa.nulls(1, pa.int64()) for _ in range(4)] + [pa.nulls(1, pa.string())], schema=_JOINED)
+
+    from pyspark.sql import functions as F
+
+    scattered = corpus.map(scatter, SCATTERED)
+    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(join, JOINED)
+    return pa.Table.from_batches(rows._collect_as_arrow(), schema=_JOINED), split
+
+
+def _write_kept(spark, corpus, dropped: bytes, path: str) -> int:
+    """Step 3: every task writes its kept documents (``write_kept``) into a part file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    out = Parts(path)
+    bc = spark.sparkContext.broadcast(dropped)
+
+    def run(task, batches):
+        tmp = out.tmp(task)
+        n = 0
+        open(tmp, "wb").close()
+        for b in batches:
+            g = b.filter(pc.is_valid(b.column(2)))
+            n += write_kept(tmp, P._u64s(g.column(0)), *P.arrow_buffers(pc.fill_null(g.column(1), "")), *P.arrow_buffers(pc.fill_null(g.column(3), "")), _flags(pc.is_valid(g.column(3))), bc.value)
+        out.done(tmp, task)
+        yield pa.RecordBatch.from_arrays([pa.array([n], pa.int64())], names=["n"])
+
+    corpus.map(run, "n long").agg(F.sum("n")).collect()
+    return out.join()
+
+
+def _concat(column) -> bytes:
+    return b"".join(v for v in column.to_pylist() if v is not None)
+
+
+def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None, preset: str = "pages", recipe: Optional[CorpusRecipe] = None, pairs: Optional[str] = None, clusters: Optional[str] = None, kept: Optional[str] = None, skipped: Optional[str] = None, index=None) -> Dedup:
+    """``simdex dedup``'s answer for ``corpus`` (``read_files`` or ``read_dataframe``), written
+    to the files given: the library's corpus options decide k and the threshold (one rule and
+    message for every front); the IDF table is learned from the corpus unless ``recipe`` is
+    given (one already pinned, e.g. an index's). With ``index`` (an ``_incremental.IndexCheck``)
+    every document is also checked against an index. Returns the counts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     sc = spark.sparkContext
+    asked = (k, confirm, threshold)
     k, threshold = corpus_options(k, confirm, threshold)
-    level = StorageLevel.MEMORY_AND_DISK
-    docs = docs.persist(level)
-    good = docs.where("content is not null")
-    with P.step(sc, "exact duplicates (group by content hash)"):
-        # min and count combine map-side: a page repeated 100,000 times is one row per task
-        groups = good.groupBy("content").agg(F.min("ord").alias("rep"), F.count(F.lit(1)).alias("size"))
-        members = good.join(groups, "content").select("ord", "id", "content", "rep", "size").persist(level)
-        reps = good.join(groups.select(F.col("rep").alias("ord"), "size"), "ord").select("ord", "text", "size").where("text is not null").persist(level)
-    if recipe is None:
-        recipe = CorpusRecipe(preset)
-        with P.step(sc, "learn IDF (document frequencies)"):
-            readable = good.where("text is not null").count()
-            recipe = P.learn_idf(spark, reps, readable, recipe)
-    with P.step(sc, "fingerprint and sketch"):
-        fped = P.fingerprint(spark, reps, recipe, confirm).persist(level)
-    with_fp = fped.where("fp is not null").select("ord", "fp")
-    with P.step(sc, "candidate pairs (block-split join)"):
-        fp_pairs = fingerprint_pairs(spark, with_fp, k, fped.count())
-        ra, rb = with_fp.toDF("a", "fa"), with_fp.toDF("b", "fb")
-        near = fp_pairs.join(ra, "fa").join(rb, "fb").select("a", "b", F.bit_count(F.col("fa").bitwiseXOR(F.col("fb"))).cast("int").alias("distance"))
-        same = ra.join(rb, (F.col("fa") == F.col("fb")) & (F.col("a") < F.col("b"))).select("a", "b", F.lit(0).alias("distance"))
-        candidates = near.union(same)
-    with P.step(sc, "confirm by sketch"):
-        links = P.confirm(spark, candidates, fped, threshold).persist(level)
-    with P.step(sc, "clusters (union-find on the driver, or large-star/small-star)"):
-        comp = components_within(spark, links)
-        cl = members.join(comp.withColumnRenamed("vertex", "rep"), "rep", "left").select("ord", "id", F.coalesce("component", "rep").alias("cluster_ord"))
-        sizes = cl.groupBy("cluster_ord").agg(F.count(F.lit(1)).alias("cluster_size"))
-        cl = cl.join(sizes, "cluster_ord").persist(level)
-    names = members.select(F.col("ord").alias("cluster_ord"), F.col("id").alias("cluster"))
-    clusters = cl.where("cluster_size > 1").join(names, "cluster_ord").select("id", "cluster", "ord", "cluster_ord")
-    kept = cl.where("ord = cluster_ord").join(good.select("ord", "text"), "ord").select("id", "text", "ord")
-    x = members.select(F.col("ord").alias("ord_a"), F.col("id").alias("id_a"), F.col("rep").alias("a"), F.col("content").alias("ca"))
-    y = members.select(F.col("ord").alias("ord_b"), F.col("id").alias("id_b"), F.col("rep").alias("b"), F.col("content").alias("cb"))
-    columns = ["id_a", "id_b", "distance", "similarity", "ord_a", "ord_b"]
-    exact = x.join(y, (F.col("ca") == F.col("cb")) & (F.col("ord_a") < F.col("ord_b"))).select("id_a", "id_b", F.lit(0).alias("distance"), F.lit("1.0000").alias("similarity"), "ord_a", "ord_b")
-    expanded = links.join(x, "a").join(y, "b").select("id_a", "id_b", "distance", F.col("similarity_text").alias("similarity"), "ord_a", "ord_b")
-    pairs = exact.select(*columns).union(expanded.select(*columns))
-    skipped = docs.where("content is null").select("id", F.col("error").alias("reason")).union(
-        members.join(fped.where("fp is null").select(F.col("ord").alias("rep"), "error"), "rep").select("id", F.col("error").alias("reason"))
-    ).union(good.where("text is null").select("id", F.col("error").alias("reason")))
-    new_documents = members.join(fped.where("fp is not null").select(F.col("ord").alias("rep"), "fp", "sketch"), "rep").select("ord", "id", "fp", "sketch")
-    return Dedup(fingerprinted=fped, new_documents=new_documents, pairs=pairs, clusters=clusters, kept=kept, skipped=skipped, recipe=recipe, k=k, threshold=threshold, documents=good, links=links)
+    outputs = [p for p in (pairs, clusters, kept, skipped) if p]
+    work = (outputs[0] + ".work") if outputs else tempfile.mkdtemp(prefix="simdex-dedup-")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    adaptive = spark.conf.get("spark.sql.adaptive.enabled", "true")
+    # (adaptive execution would submit each shuffle's map stage as a job of its own; this plan
+    # is fixed: the join's partitions are the design's)
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        if recipe is None:
+            with P.step(sc, "learn IDF (document frequencies)"):
+                recipe, estimate = learn_idf(spark, corpus, CorpusRecipe(preset), work)
+        else:
+            estimate = corpus.estimate()
+        skipped_parts = Parts(skipped) if skipped else None
+        if index is not None:
+            index.prepare(work, *asked, Parts)
+        with P.step(sc, "fingerprint, scatter, join and confirm"):
+            table, split = _pairs(spark, corpus, recipe, k, threshold, estimate, skipped_parts, index)
+        counts = {c: pc.sum(table.column(c)).as_py() or 0 for c in ("documents", "bad", "skipped", "fingerprinted")}
+        shown = [line for s in table.column("shown").to_pylist() if s for line in s.split("\n")][:SHOWN]
+        found = table.filter(pc.is_valid(table.column("la")))
+        cols = [_concat(found.column(c)) for c in ("la", "lb", "ld", "ls", "mo", "mr", "mf")]
+        ids = [pa.Array.from_buffers(pa.binary(), len(o) // 4 - 1, [None, pa.py_buffer(o), pa.py_buffer(d)]) for d, o in zip(found.column("ids").to_pylist(), found.column("id_offsets").to_pylist())]
+        ids = pa.concat_arrays(ids) if ids else pa.array([], pa.binary())
+        if skipped_parts:
+            skipped_parts.join()
+        with P.step(sc, "clusters, pairs and clusters files (driver)"):
+            f = finish_dedup(*cols, *P.arrow_buffers(ids), pairs, clusters)
+        del table, found, cols, ids
+        if index is not None:
+            with P.step(sc, "index: matches written, new documents inserted (driver)"):
+                index.finish(recipe, threshold is not None)
+        n_kept = None
+        if kept:
+            with P.step(sc, "write kept documents"):
+                n_kept = _write_kept(spark, corpus, f.dropped, kept)
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", adaptive)
+        shutil.rmtree(work, ignore_errors=True)
+    return Dedup(
+        documents=counts["documents"],
+        bad=counts["bad"],
+        skipped=counts["skipped"],
+        fingerprinted=counts["fingerprinted"],
+        representatives=counts["fingerprinted"] - f.redundant_fingerprinted,
+        exact_groups=f.exact_groups,
+        redundant=f.redundant,
+        links=f.links,
+        clusters=f.clusters,
+        clustered=f.clustered,
+        pairs=f.pairs,
+        kept=n_kept,
+        skipped_shown=shown,
+        recipe=recipe,
+        k=k,
+        threshold=threshold,
+    )

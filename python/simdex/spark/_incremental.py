@@ -1,29 +1,28 @@
-"""Incremental dedup: a new corpus against an existing index directory.
+"""Incremental dedup: a new corpus against an existing index directory (``dedup --index``).
 
-The index's live entries are read by the executors through the library (``IndexReader``,
-one fingerprint range per task, so the index directory must be readable at the same path on
-every executor), keyed into the index's own table design (its ``k``, usually 3) and joined
-with the new documents' fingerprints probed for ``k`` (8 by default: multi-probe above the
-design's k). Candidates are confirmed by the sketch stored with the entry (entries stored
-without one match within 3 bits by fingerprint alone, as ``simdex dedup --index``).
+Every map task of ``dedup``'s one pass checks its documents against the index as they are
+fingerprinted, through the library's check on an index reader
+(``IndexReader.check_documents``: the documents' own rule, the same code a crawler's
+check-then-add runs, which decides k, the confirmation by stored sketch and the fallback for
+entries stored without one), one reader per executor process, opened once and reused by every
+batch and task. The matches are written by the tasks as part files. So the index directory
+must be readable at the same path on every executor.
 
-Writing back is the driver's: an index has one writer, so the new documents' (fingerprint,
-document id, sketch) rows are streamed to the driver in batches (``toLocalIterator``) and
-inserted into the index (``insert_into_index``: new log records, flushed into segments as the index
-does). Document ids are ``simdex.doc_id(id)``, as ``simdex dedup --index`` stores them.
+Writing back is the driver's: an index has one writer, so each task appends its new documents
+(fingerprint, document id, sketch) to a part file, and the driver inserts the files into the
+index afterwards, 2^16 documents at a time (new log records, flushed into segments as the
+index does). Document ids are ``simdex.doc_id(id)``, as ``simdex dedup --index`` stores them.
 """
 
 from __future__ import annotations
 
-import array
-import sys
+import glob
+import os
+from typing import Optional
 
-from .._simdex import IndexReader, insert_into_index, doc_id, sketch_similarity
-from . import _pipeline as P
+from .._simdex import IndexReader, append_new_documents, insert_files_into_index
 
 _READERS: dict = {}
-UNSKETCHED_K = 3
-ADD_BATCH = 100_000
 
 
 def _reader(path: str) -> IndexReader:
@@ -34,106 +33,56 @@ def _reader(path: str) -> IndexReader:
     return r
 
 
-def stored_entries(spark, path: str, bits: int = 4):
-    """``(sfp, sid)`` of every live entry of the index, read by ``2^bits`` tasks."""
-    from pyspark.sql import functions as F
+class IndexCheck:
+    """What ``dedup`` does with an index: check every document against it (writing the
+    matches to ``matches`` when given) and, with ``insert``, add the corpus afterwards."""
 
-    def read(parts):
-        for part in parts:
-            fps, ids = array.array("Q"), array.array("Q")
-            f, i = _reader(path).entries(part, bits)
-            fps.frombytes(f)
-            ids.frombytes(i)
-            if sys.byteorder != "little":
-                fps.byteswap()
-                ids.byteswap()
-            for fp, id_ in zip(fps, ids):
-                yield (P.signed(fp), P.signed(id_))
+    def __init__(self, path: str, matches: Optional[str] = None, insert: bool = False):
+        self.path, self.matches_path, self.insert = os.path.abspath(path), matches, insert
+        self.matches: Optional[int] = None
+        self.inserted: Optional[int] = None
+        self._matches_parts = self._insert_dir = None
+        self.k = self.confirm = self.threshold = None
 
-    rdd = spark.sparkContext.parallelize(range(1 << bits), 1 << bits).mapPartitions(read)
-    return spark.createDataFrame(rdd, "sfp long, sid long").select(F.col("sfp"), F.col("sid"))
+    def prepare(self, work: str, k, confirm: bool, threshold, parts_of) -> None:
+        """Before the pass: the user's k, confirmation and threshold (the library decides what
+        they mean), part files for the matches (``parts_of(path)``) and the new documents."""
+        self.k, self.confirm, self.threshold = k, confirm, threshold
+        self._matches_parts = parts_of(self.matches_path or os.path.join(work, "matches.tsv"))
+        if self.insert:
+            self._insert_dir = os.path.join(work, "insert")
+            os.makedirs(self._insert_dir, exist_ok=True)
 
+    def task(self, task: int):
+        """A map task's writer: ``check(fps, sketches, ids)`` per batch, ``done()`` at the end."""
+        parts, insert_dir = self._matches_parts, self._insert_dir
+        tmp = parts.tmp(task)
+        new = os.path.join(insert_dir, os.path.basename(tmp)) if insert_dir else None
+        open(tmp, "wb").close()
+        if new:
+            open(new, "wb").close()
+        reader = _reader(self.path)
+        k, confirm, threshold = self.k, self.confirm, self.threshold
 
-def index_matches(spark, result, path: str, k: int, confirm: bool, threshold: float):
-    """Every new document's matches in the index: ``id, index_doc_id, fingerprint, distance,
-    similarity`` (``fingerprint`` the stored one, 16 hex digits; ``similarity`` ``-`` when
-    not confirmed by sketch), with ``ord`` for ordering."""
-    from pyspark.sql import functions as F
+        class Writer:
+            def check(self, fps: bytes, sketches: bytes, id_data: bytes, id_offsets: bytes) -> None:
+                reader.check_documents(tmp, fps, sketches, id_data, id_offsets, k, confirm, threshold)
+                if new:
+                    append_new_documents(new, fps, sketches, id_data, id_offsets)
 
-    reader = IndexReader(path)
-    confirm = confirm and reader.sketches
-    if not confirm:
-        k = min(k, UNSKETCHED_K)
-    stored = stored_entries(spark, path)
-    new = result.new_documents  # ord, id, fp, sketch: every new document with a fingerprint
-    fps = new.select("fp").distinct()
-    with P.step(spark.sparkContext, "index: candidate pairs (the index's tables, multi-probed)"):
-        plan_count = max(stored.count(), 1)
-        from .._simdex import TablePlan
+            def done(self) -> None:
+                parts.done(tmp, task)
+                if new:
+                    os.replace(new, os.path.join(insert_dir, f"part-{task:08d}"))
 
-        plan = TablePlan(plan_count, k, min(reader.k, k))
-        bc = spark.sparkContext.broadcast(plan)
-        tables = plan.tables
+        return Writer()
 
-        def keys(rows):
-            p = bc.value
-            for batch in P._batches(rows, 4096):
-                a = array.array("Q", (P.unsigned(r[0]) for r in batch))
-                out = array.array("Q")
-                out.frombytes(p.keys(a.tobytes()))
-                m = len(batch)
-                for t in range(len(out) // m):
-                    for i in range(m):
-                        yield (t, P.signed(out[t * m + i]), batch[i][0])
-
-        s_keys = spark.createDataFrame(stored.select("sfp").distinct().rdd.mapPartitions(keys), "t int, key long, sfp long")
-        q_keys = spark.createDataFrame(fps.rdd.mapPartitions(keys), "t int, key long, fp long")
-        flips = spark.createDataFrame([(t, P.signed(f)) for t, (_, _, fl) in enumerate(tables) for f in fl], "t int, flip long")
-        probes = q_keys.join(F.broadcast(flips), "t").select("t", F.col("key").bitwiseXOR(F.col("flip")).alias("key"), "fp")
-        d = F.bit_count(F.col("fp").bitwiseXOR(F.col("sfp")))
-        cand = probes.join(s_keys, ["t", "key"]).where(d <= k).select("fp", "sfp").distinct()
-        cand = cand.join(stored, "sfp").join(new, "fp").select("ord", "id", "fp", "sketch", "sfp", "sid", d.cast("int").alias("distance"))
-
-    def check(rows):
-        r = _reader(path)
-        for ord_, id_, fp, sk, sfp, sid, dist in rows:
-            if not confirm:
-                yield (ord_, id_, sfp, sid, dist, None, "-")
-                continue
-            stored_sketch = r.sketch(P.unsigned(sfp), P.unsigned(sid))
-            if stored_sketch is None or sk is None:
-                if dist <= UNSKETCHED_K:
-                    yield (ord_, id_, sfp, sid, dist, None, "-")
-                continue
-            x = sketch_similarity(bytes(sk), stored_sketch)
-            if x >= threshold:
-                yield (ord_, id_, sfp, sid, dist, x, P.similarity_text(x))
-
-    with P.step(spark.sparkContext, "index: confirm by stored sketch"):
-        rdd = cand.rdd.mapPartitions(check)
-        return spark.createDataFrame(rdd, "ord long, id string, sfp long, sid long, distance int, similarity double, similarity_text string")
-
-
-def insert_new_documents(result, path: str) -> int:
-    """Adds every new document with a fingerprint to the index (see the module docs)."""
-    fps, ids, sketches, n = array.array("Q"), array.array("Q"), bytearray(), 0
-
-    def flush() -> int:
-        if not fps:
-            return 0
-        if sys.byteorder != "little":
-            fps.byteswap()
-            ids.byteswap()
-        whole = len(sketches) == 64 * len(fps)  # else some have none: store them all without
-        inserted = insert_into_index(path, result.recipe, fps.tobytes(), ids.tobytes(), bytes(sketches) if whole else b"")
-        del fps[:], ids[:], sketches[:]
-        return inserted
-
-    for row in result.new_documents.select("fp", "id", "sketch").toLocalIterator():
-        fps.append(P.unsigned(row[0]))
-        ids.append(doc_id(row[1]))
-        if row[2] is not None:
-            sketches.extend(row[2])
-        if len(fps) >= ADD_BATCH:
-            n += flush()
-    return n + flush()
+    def finish(self, recipe, sketches: bool) -> None:
+        """After the pass: the matches file, and the new documents inserted."""
+        n = self._matches_parts.join()
+        self.matches = n if self.matches_path else None
+        if not self.matches_path:
+            os.remove(self._matches_parts.path)
+        if self.insert:
+            parts = sorted(glob.glob(os.path.join(self._insert_dir, "part-*")))
+            self.inserted = insert_files_into_index(self.path, recipe, parts, 64 if sketches else 0)

@@ -15,9 +15,9 @@ file system).
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
-from .._simdex import read_documents, read_jsonl_range
+from .._simdex import read_bodies, read_jsonl_range, read_whole_files
 
 # ord = file rank << OFFSET_BITS | the record's place in its file (a byte offset: a text or
 # HTML file's 0; a JSON-lines record's range start plus its number in the range)
@@ -107,44 +107,96 @@ def format_of(path: str, format: str) -> str:
     return "text"
 
 
-def _jsonl_reader(ranges: list, strict: bool):
-    """Each task's byte range of a JSON-lines file read by the library
-    (``read_jsonl_range``) into the rows of ``SCHEMA``, as Arrow columns."""
-
-    def run(batches):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        for path, name, start, end, rank in _ranges_of(batches, ranges):
-            places, columns = read_jsonl_range(path, name, start, end, strict)
-            n = len(places) // 8
-            place = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(places)])
-            ord_ = pc.bit_wise_or(place, pa.scalar(rank << OFFSET_BITS, pa.int64()))
-            strings = [pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(v), pa.py_buffer(o), pa.py_buffer(d)]) for d, o, v in columns]
-            yield pa.RecordBatch.from_arrays([ord_, *strings], names=["ord", "id", "content", "text", "error"])
-
-    return run
+FILES_PER_TASK = 256  # text or HTML files read by one task
 
 
-def _whole_files(ranks: dict, strict: bool):
-    def records(files: Iterable[Tuple[str, bytes]]) -> Iterator[tuple]:
-        for uri, data in files:
-            rank, name, fmt = ranks[_local(uri)]
-            for id_, content, text, error in read_documents(bytes(data), name, fmt, strict):
-                yield (rank << OFFSET_BITS, id_, content, text, error)
+class Corpus:
+    """Documents to read in Spark tasks, as Arrow batches of ``SCHEMA`` made by the library
+    (no record is a Python object): ``map(fn, schema)`` is the DataFrame of
+    ``fn(task, batches)`` over every task, ``task`` a number that orders the tasks as the
+    corpus is ordered (a file corpus's byte range or run of files; a DataFrame's partition)."""
 
-    return records
+    def __init__(self, spark, tasks=None, frame=None, body: str = "text", strict: bool = False):
+        self.spark, self.tasks, self.frame, self.body, self.strict = spark, tasks, frame, body, strict
+
+    def estimate(self) -> int:
+        """About how many documents (for the join's plan: any count gives the same answers)."""
+        if self.frame is not None:
+            return 1 << 20
+        n = 0
+        for task in self.tasks:
+            if task[0] == "files":
+                n += len(task[1])
+            else:
+                _, path, _, start, end, _ = task
+                with open(path, "rb") as f:
+                    f.seek(start)
+                    head = f.read(1 << 16)
+                n += max(1, (end - start) * max(head.count(b"\n"), 1) // max(len(head), 1))
+        return n
+
+    def map(self, fn, schema: str):
+        if self.frame is not None:
+            body = self.body
+
+            def run(batches):
+                from pyspark import TaskContext
+
+                yield from fn(TaskContext.get().partitionId(), (_bodies_batch(b, body) for b in batches))
+
+            return self.frame.mapInArrow(run, schema)
+        tasks, strict = self.tasks, self.strict
+
+        def run(batches):
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    yield from fn(i, iter([_read_task(tasks[i], strict)]))
+
+        return self.spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(run, schema)
 
 
-def _local(uri: str) -> str:
-    path = uri[len("file:") :] if uri.startswith("file:") else uri
-    while path.startswith("//"):
-        path = path[1:]
-    return os.path.realpath(path)
+def _strings(columns):
+    import pyarrow as pa
+
+    return [pa.Array.from_buffers(pa.string(), len(o) // 4 - 1, [pa.py_buffer(v), pa.py_buffer(o), pa.py_buffer(d)]) for d, o, v in columns]
 
 
-def read_files(spark, inputs: Sequence[str], format: str = "auto", strict: bool = False):
-    """The documents of files and folders as a DataFrame (see the module docs)."""
+def _read_task(task, strict: bool):
+    """One task's documents as a RecordBatch of ``SCHEMA``, read by the library."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if task[0] == "jsonl":
+        _, path, name, start, end, rank = task
+        places, columns = read_jsonl_range(path, name, start, end, strict)
+        n = len(places) // 8
+        place = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(places)])
+        ords = pc.bit_wise_or(place, pa.scalar(rank << OFFSET_BITS, pa.int64()))
+    else:
+        files = task[1]
+        places = b"".join((rank << OFFSET_BITS).to_bytes(8, "little") for _, _, _, rank in files)
+        places, columns = read_whole_files([f[0] for f in files], [f[1] for f in files], [f[2] for f in files], places, strict)
+        ords = pa.Array.from_buffers(pa.int64(), len(places) // 8, [None, pa.py_buffer(places)])
+    return pa.RecordBatch.from_arrays([ords, *_strings(columns)], names=["ord", "id", "content", "text", "error"])
+
+
+def _bodies_batch(batch, body: str):
+    """A DataFrame's batch (``ord``, ``id``, the body) as a RecordBatch of ``SCHEMA``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._pipeline import arrow_buffers
+
+    bodies = batch.column(2)
+    if pa.types.is_binary(bodies.type) or pa.types.is_large_binary(bodies.type) or pa.types.is_large_string(bodies.type):
+        bodies = bodies.cast(pa.binary())
+    content, text, error = _strings(read_bodies(*arrow_buffers(pc.fill_null(bodies, "" if pa.types.is_string(bodies.type) else b"")), "html" if body == "html" else "text"))
+    ids = batch.column(1)
+    return pa.RecordBatch.from_arrays([batch.column(0), ids, content, text, error], names=["ord", "id", "content", "text", "error"])
+
+
+def read_files(spark, inputs: Sequence[str], format: str = "auto", strict: bool = False) -> Corpus:
+    """The documents of files and folders (see the module docs)."""
     if format not in FORMATS:
         raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     files = expand(inputs)
@@ -152,26 +204,37 @@ def read_files(spark, inputs: Sequence[str], format: str = "auto", strict: bool 
         raise InputError(f"no input files in {', '.join(inputs)}")
     if format == "parquet":
         return read_dataframe(spark.read.parquet(*files))
-    sc = spark.sparkContext
-    jsonl, whole = [], {}
+    tasks, run = [], []
     for rank, path in enumerate(files):
         fmt = format_of(path, format)
         if fmt == "jsonl":
-            jsonl.append((rank, path))
+            if run:
+                tasks.append(("files", run))
+                run = []
+            tasks += [("jsonl", *r, rank) for r in splits([path], JSONL_SPLIT_BYTES)]
         else:
-            whole[os.path.realpath(path)] = (rank, escape_name(path), fmt)
-    parts = []
-    if jsonl:
-        ranges = [(*r, rank) for rank, path in jsonl for r in splits([path], JSONL_SPLIT_BYTES)]
-        parts.append(_ranges(spark, ranges).mapInArrow(_jsonl_reader(ranges, strict), SCHEMA))
-    if whole:
-        # (one task would read every small file: ask for a few per core)
-        blobs = sc.binaryFiles(",".join(os.path.abspath(p) for p in whole), minPartitions=2 * sc.defaultParallelism)
-        parts.append(spark.createDataFrame(blobs.mapPartitions(_whole_files(whole, strict)), SCHEMA))
-    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+            run.append((os.path.abspath(path), escape_name(path), fmt, rank))
+            if len(run) == FILES_PER_TASK:
+                tasks.append(("files", run))
+                run = []
+    if run:
+        tasks.append(("files", run))
+    # (a few tasks per core when the files are few and small)
+    return Corpus(spark, tasks=_spread(tasks, 2 * spark.sparkContext.defaultParallelism), strict=strict)
 
 
-def read_dataframe(df, id_column: str = "id"):
+def _spread(tasks: list, want: int) -> list:
+    """Runs of whole files cut further until there are about ``want`` tasks."""
+    while len(tasks) < want:
+        i = max(range(len(tasks)), key=lambda t: len(tasks[t][1]) if tasks[t][0] == "files" else 0, default=None)
+        if i is None or tasks[i][0] != "files" or len(tasks[i][1]) < 2:
+            break
+        run = tasks[i][1]
+        tasks[i : i + 1] = [("files", run[: len(run) // 2]), ("files", run[len(run) // 2 :])]
+    return tasks
+
+
+def read_dataframe(df, id_column: str = "id") -> Corpus:
     """Documents from a DataFrame with ``id`` and ``text`` (plain text) or ``html`` columns; a
     row's place in the corpus is its place in the DataFrame (``monotonically_increasing_id``)."""
     from pyspark.sql import functions as F
@@ -181,11 +244,4 @@ def read_dataframe(df, id_column: str = "id"):
         raise InputError(f"a DataFrame of documents needs an {id_column!r} column and a 'text' or 'html' column; it has {sorted(columns)}")
     body = "text" if "text" in columns else "html"
     rows = df.select(F.monotonically_increasing_id().alias("ord"), F.col(id_column).cast("string").alias("id"), F.col(body).alias("body"))
-
-    def records(it):
-        for ord_, id_, value in it:
-            data = b"" if value is None else (value if isinstance(value, (bytes, bytearray)) else str(value).encode("utf-8", "surrogatepass"))
-            for _, content, text, error in read_documents(bytes(data), id_ or "", "text" if body == "text" else "html"):
-                yield (ord_, id_, content, text, error)
-
-    return df.sparkSession.createDataFrame(rows.rdd.mapPartitions(records), SCHEMA)
+    return Corpus(df.sparkSession, frame=rows, body=body)

@@ -165,9 +165,8 @@ impl CorpusDedup {
     /// similarity 1), one a line: `id_a<TAB>id_b<TAB>distance<TAB>similarity` (a pair of
     /// representatives stands for every pair of their copies).
     pub fn write_pairs(&self, out: &mut dyn Write, docs: &[CorpusDoc]) -> std::io::Result<()> {
-        let mut copies: HashMap<u32, &[u32]> = HashMap::new();
+        let copies = self.copies();
         for g in &self.exact {
-            copies.insert(g[0], g);
             for (x, &a) in g.iter().enumerate() {
                 for &b in &g[x + 1..] {
                     writeln!(out, "{}\t{}\t0\t1.0000", docs[a as usize].id, docs[b as usize].id)?;
@@ -184,6 +183,22 @@ impl CorpusDedup {
             }
         }
         Ok(())
+    }
+
+    /// What [`Self::write_pairs`] writes: `(exact, near)`, the pairs within each exact group
+    /// and, for each near link, the pairs between the two representatives' copies (what a
+    /// summary counts, so that it matches the pairs file line for line).
+    pub fn pair_counts(&self) -> (u64, u64) {
+        let copies = self.copies();
+        let exact = self.exact.iter().map(|g| g.len() as u64 * (g.len() as u64).saturating_sub(1) / 2).sum();
+        let size = |i: u32| copies.get(&i).map_or(1, |g| g.len() as u64);
+        let near = self.links.iter().map(|l| size(l.a) * size(l.b)).sum();
+        (exact, near)
+    }
+
+    /// Each exact group by its representative (its first document).
+    fn copies(&self) -> HashMap<u32, &[u32]> {
+        self.exact.iter().map(|g| (g[0], g.as_slice())).collect()
     }
 
     /// Writes the JSON-lines report: exact groups, near clusters, then `skipped` documents

@@ -190,6 +190,25 @@ impl DocumentQuery {
         }
     }
 
+    /// How the query decides on an index that stores sketches of the library's recipe
+    /// (`sketched`) or not: the distance its candidates are found within, and the resemblance
+    /// sketches confirm them at (`None`: fingerprints alone decide). What a front reports
+    /// before it checks documents (the Scrapy middleware's start line).
+    ///
+    /// ```
+    /// use simdex_fingerprint::DocumentQuery;
+    /// assert_eq!(DocumentQuery::default().decision(true), (8, Some(0.9)));
+    /// assert_eq!(DocumentQuery::default().decision(false), (3, None)); // no sketches: the fallback
+    /// assert_eq!(DocumentQuery::within(5).with_confirm(false).decision(true), (5, None));
+    /// ```
+    pub fn decision(&self, sketched: bool) -> (u32, Option<f64>) {
+        if sketched && self.confirm {
+            (self.k(), Some(self.min_similarity))
+        } else {
+            (self.unconfirmed_k(), None)
+        }
+    }
+
     /// Fails with [`Error::InvalidOptions`] unless the query can be answered: `k` at most
     /// [`simdex::MAX_K`] (the tables answer any `k` up to 8 exactly, whatever the design), a
     /// resemblance within `0..=1`. Every front checks its arguments with this, so they refuse
@@ -378,6 +397,17 @@ impl DocumentIndex {
             Some(s) => self.query_confirmed(f.value, s.as_bytes(), &query.confirm_options())?,
             None => self.query(f.value, &QueryOptions::within(query.unconfirmed_k()))?,
         })
+    }
+
+    /// [`Self::query_analysed`] of many documents already fingerprinted (`fps`) and sketched
+    /// (`sketches`: one sketch of the index's recipe per fingerprint, back to back; empty
+    /// when there are none), over one version of the index, judged by the same rule and code
+    /// ([`simdex::query_confirmed_many`]): item `i`'s matches are the answer's item
+    /// `i`. No minimum length is checked (the callers' documents have fingerprints).
+    pub fn query_analysed_many(&self, fps: &[u64], sketches: &[u8], query: &DocumentQuery) -> Result<simdex::Grouped> {
+        query.check()?;
+        let sketches = if self.sketch_options().is_some() { sketches } else { &[] };
+        Ok(simdex::query_confirmed_many(&self.index, fps, sketches, &query.confirm_options())?)
     }
 
     /// The fingerprint (and, when the index stores sketches of the library's recipe, the

@@ -364,21 +364,25 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, found: &
     let (exact, near) = (&found.exact, &found.clusters);
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
     let in_near: usize = near.iter().map(|c| c.len()).sum();
-    writeln!(summary, "documents: {} ({} fingerprinted, {} skipped)", docs.len(), docs.iter().filter(|d| d.fingerprint.is_some()).count(), corpus.skipped.len())?;
+    // a document without a fingerprint is skipped too (its reason listed); a record that is
+    // no document (a bad JSON line) is only skipped: every one counted once
+    let fingerprinted = docs.iter().filter(|d| d.fingerprint.is_some()).count();
+    let unreadable = corpus.skipped.len().saturating_sub(docs.len() - fingerprinted);
+    writeln!(summary, "documents: {} ({fingerprinted} fingerprinted, {} skipped)", docs.len() + unreadable, corpus.skipped.len())?;
     writeln!(summary, "recipe: {}", corpus.recipe)?;
     if let (Some(dir), Some((known, added))) = (&args.index, indexed) {
         writeln!(summary, "index {}: {known} documents had near-duplicates stored before this run; {added} documents inserted (durable)", dir.display())?;
     }
-    writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies)", exact.len(), in_exact, in_exact - exact.len())?;
+    let (exact_pairs, near_pairs) = found.pair_counts();
+    writeln!(summary, "exact duplicates: {} groups, {} documents ({} redundant copies), {exact_pairs} pairs", exact.len(), in_exact, in_exact - exact.len())?;
     let confirmed = if args.no_confirm { String::new() } else { format!(", confirmed: sketch resemblance >= {}", args.confirm_threshold) };
-    writeln!(
-        summary,
-        "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {} pairs within k",
-        args.k.unwrap_or_default(),
-        near.len(),
-        in_near,
-        found.links.len()
-    )?;
+    let links = found.links.len() as u64;
+    // a link between two contents stands for every pair of their exact copies
+    let copies = if near_pairs > links { format!(" ({links} between distinct contents, {} more between their exact copies)", near_pairs - links) } else { String::new() };
+    writeln!(summary, "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {near_pairs} pairs{copies}", args.k.unwrap_or_default(), near.len(), in_near)?;
+    if let Some(path) = &args.pairs {
+        writeln!(summary, "pairs written to {}: {} ({exact_pairs} exact, {near_pairs} near)", path.display(), exact_pairs + near_pairs)?;
+    }
     let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
     near.iter().for_each(|c| *sizes.entry(c.len()).or_default() += 1);
     if !sizes.is_empty() {

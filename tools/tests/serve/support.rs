@@ -190,6 +190,44 @@ impl Drop for Server {
     }
 }
 
+/// A request sent but for the last byte of its body: the server has taken its place among
+/// the requests in flight and its share of the memory budget (both taken before a body is
+/// read) and holds them until [`Held::finish`] sends the rest, so that a test fills the
+/// server's bounds without racing a slow request (start the server with a long enough
+/// `--body-timeout`).
+pub struct Held {
+    client: Client,
+    rest: Vec<u8>,
+}
+
+impl Held {
+    /// Sends `POST path` with `body` but its last byte, then waits until the server counts
+    /// one more request in flight than before (a generous bound: a hang fails, a slow
+    /// machine does not).
+    pub fn start(server: &Server, path: &str, content_type: &str, body: &[u8]) -> Held {
+        assert!(!body.is_empty(), "a held request needs a body");
+        let before = server.metric("simdex_in_flight_requests");
+        let mut client = server.client();
+        client.stream().set_read_timeout(Some(Duration::from_secs(600))).unwrap();
+        client.stream().set_write_timeout(Some(Duration::from_secs(600))).unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nHost: simdex\r\nContent-Length: {}\r\nContent-Type: {content_type}\r\n\r\n", body.len());
+        let (sent, rest) = body.split_at(body.len() - 1);
+        client.raw(&[head.as_bytes(), sent].concat()).unwrap();
+        let started = Instant::now();
+        while server.metric("simdex_in_flight_requests") < before + 1.0 {
+            assert!(started.elapsed() < Duration::from_secs(300), "the held request never showed in flight");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Held { client, rest: rest.to_vec() }
+    }
+
+    /// Sends the rest of the body and reads the answer.
+    pub fn finish(mut self) -> Response {
+        self.client.raw(&self.rest).unwrap();
+        self.client.read_response().unwrap()
+    }
+}
+
 /// A response as the wire had it.
 #[derive(Debug)]
 pub struct Response {
