@@ -122,7 +122,7 @@ fn dedup_index_stores_sketches_and_confirms_by_them_next_time() {
     ok(&inspect);
     assert!(String::from_utf8_lossy(&inspect.stdout).contains("64-byte sketches"), "{}", String::from_utf8_lossy(&inspect.stdout));
     let stats: serde_json::Value = serde_json::from_slice(&run(&["stats", p(&index), "--json"]).stdout).unwrap();
-    assert_eq!((stats["sketch_bytes"].as_u64(), stats["sketch_scheme"].as_str()), (Some(64), Some("4d48010100020000")), "{stats}");
+    assert_eq!((stats["sketch_bytes"].as_u64(), stats["sketch_scheme"].as_str()), (Some(64), Some("4d48020100020000")), "{stats}");
     // Second run: every document is found, confirmed against its own stored sketch.
     let report = dir.path().join("r.jsonl");
     ok(&run(&["dedup", PAGES, "--index", p(&index), "--report", p(&report)]));

@@ -1,7 +1,10 @@
 //! Whole-corpus dedup, decided once for every front (`simdex dedup`, `python -m simdex.spark
 //! dedup`): the options (k's default and its one limit, with one message), the content hash
 //! that groups exact copies, the exact groups, the near links among one representative per
-//! content (confirmed by sketch), the clusters, and the pairs and report files.
+//! content (candidates within k, or sharing a sketch band; confirmed by sketch, and, where
+//! the estimate is within the sketch's noise of the threshold, by the exact Jaccard of the
+//! shingle sets when the caller can give it: [`CorpusDedup::settle`]), the clusters, and the
+//! pairs and report files.
 //!
 //! Reading the inputs, the index and the printed summary are the fronts'; this module takes
 //! documents already read ([`CorpusDoc`]: id, content hash, fingerprint, sketch).
@@ -28,6 +31,14 @@ pub struct CorpusOptions {
     /// The sketches' estimated resemblance a pair within `k` needs, or `None` to keep every
     /// pair within `k` by fingerprint alone.
     pub confirm: Option<f64>,
+    /// With `confirm`, also take as candidates the pairs whose sketches share a band (one of
+    /// their 32-bit words, as an index's band files do), whatever their fingerprints'
+    /// distance: near-duplicates the fingerprints put beyond `k`.
+    pub band_candidates: bool,
+    /// With `confirm`, leave the pairs whose estimate is within the sketch's noise of the
+    /// threshold ([`noise_window`]) to [`CorpusDedup::settle`], which decides them by exact
+    /// Jaccard.
+    pub second_look: bool,
 }
 
 impl CorpusOptions {
@@ -41,8 +52,30 @@ impl CorpusOptions {
             query = query.with_min_similarity(t);
         }
         query.check()?;
-        Ok(Self { k: query.k(), confirm: confirm.then(|| threshold.unwrap_or(DEFAULT_MIN_SIMILARITY)) })
+        Ok(Self { k: query.k(), confirm: confirm.then(|| threshold.unwrap_or(DEFAULT_MIN_SIMILARITY)), band_candidates: false, second_look: false })
     }
+
+    /// The same options with candidates by shared sketch band on or off.
+    pub fn with_band_candidates(self, band_candidates: bool) -> Self {
+        Self { band_candidates, ..self }
+    }
+
+    /// The same options with the second look by exact Jaccard on or off.
+    pub fn with_second_look(self, second_look: bool) -> Self {
+        Self { second_look, ..self }
+    }
+}
+
+/// The estimates a second look decides at `threshold` for sketches of `options`:
+/// `threshold` plus or minus three standard deviations of the estimate there (b-bit
+/// MinHash: `sqrt(P (1 - P) / n) / (1 - c)` with `c = 2^-b`, `P = t + (1 - t) c`; 0.058 for
+/// 512 one-bit values at 0.90). A true pair at the threshold is estimated below the window
+/// with probability about 0.1%.
+pub fn noise_window(threshold: f64, options: crate::sketch::SketchOptions) -> (f64, f64) {
+    let c = 0.5f64.powi(options.bits as i32);
+    let p = threshold + (1.0 - threshold) * c;
+    let sd = (p * (1.0 - p) / f64::from(options.hashes.max(1))).sqrt() / (1.0 - c);
+    (threshold - 3.0 * sd, threshold + 3.0 * sd)
 }
 
 /// A reader that hashes what passes through: the content hash exact copies are grouped by,
@@ -104,7 +137,8 @@ pub struct CorpusDoc {
 
 /// A near-duplicate pair of representatives (documents `a` and `b`, numbered by their
 /// places in the corpus), their fingerprints' distance and their sketches' estimated
-/// resemblance (NaN without sketches).
+/// resemblance (NaN without sketches; the exact Jaccard once [`CorpusDedup::settle`]
+/// decided it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NearLink {
     /// The first document.
@@ -125,8 +159,13 @@ pub struct CorpusDedup {
     pub exact: Vec<Vec<u32>>,
     /// Near-duplicate clusters (each with at least two distinct contents), largest first.
     pub clusters: Vec<Vec<u32>>,
-    /// Pairs of representatives within `k` (confirmed, when the options confirm).
+    /// Pairs of representatives within `k` or sharing a sketch band (confirmed, when the
+    /// options confirm).
     pub links: Vec<NearLink>,
+    /// The candidates whose estimate is within the noise of the threshold, for
+    /// [`Self::settle`] (empty without a second look), and the threshold.
+    undecided: Vec<NearLink>,
+    threshold: f64,
 }
 
 impl CorpusDedup {
@@ -143,22 +182,69 @@ impl CorpusDedup {
         }
         let reps: Vec<(u64, u32)> = docs.iter().enumerate().filter_map(|(i, d)| d.fingerprint.filter(|_| representative[i]).map(|f| (f, i as u32))).collect();
         let mut links = near_links(&reps, options.k, threads)?;
+        if options.confirm.is_some() && options.band_candidates {
+            links.extend(band_links(docs, &reps, &links));
+        }
         for l in links.iter_mut() {
             l.similarity = match (&docs[l.a as usize].sketch, &docs[l.b as usize].sketch) {
                 (Some(x), Some(y)) => x.similarity(y).unwrap_or(0.0),
                 _ => f64::NAN,
             };
         }
+        let mut undecided = Vec::new();
+        let threshold = options.confirm.unwrap_or(0.0);
         if let Some(threshold) = options.confirm {
+            if options.second_look {
+                if let Some(sketch_options) = docs.iter().find_map(|d| d.sketch.as_ref().map(|s| s.options())) {
+                    let (low, high) = noise_window(threshold, sketch_options);
+                    undecided = links.iter().filter(|l| l.similarity >= low && l.similarity < high).copied().collect();
+                }
+            }
             links.retain(|l| l.similarity >= threshold);
         }
-        let exact_links = exact.iter().flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
-        let clusters = clusters_from_pairs(docs.len(), links.iter().map(|l| (l.a, l.b)).chain(exact_links))
+        let mut found = CorpusDedup { exact, clusters: Vec::new(), links, undecided, threshold };
+        found.cluster(docs);
+        Ok(found)
+    }
+
+    /// The documents of the pairs a second look would decide, ascending (none without one).
+    pub fn undecided_docs(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = self.undecided.iter().flat_map(|l| [l.a, l.b]).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Decides the pairs whose estimate is within the noise of the threshold by `exact`, the
+    /// exact Jaccard of two documents' shingle sets (`None`: unknown, the estimate stands),
+    /// and clusters again. Returns how many pairs it decided and how many of them changed
+    /// sides.
+    pub fn settle(&mut self, docs: &[CorpusDoc], mut exact: impl FnMut(u32, u32) -> Option<f64>) -> (usize, usize) {
+        let undecided = std::mem::take(&mut self.undecided);
+        let key = |l: &NearLink| (l.a, l.b);
+        let mut by_pair: HashMap<(u32, u32), f64> = HashMap::with_capacity(undecided.len());
+        let (mut decided, mut changed) = (0, 0);
+        for l in &undecided {
+            if let Some(j) = exact(l.a, l.b) {
+                decided += 1;
+                changed += usize::from((j >= self.threshold) != (l.similarity >= self.threshold));
+                by_pair.insert(key(l), j);
+            }
+        }
+        self.links.retain(|l| !by_pair.contains_key(&key(l)));
+        self.links.extend(undecided.iter().filter_map(|l| by_pair.get(&key(l)).filter(|&&j| j >= self.threshold).map(|&j| NearLink { similarity: j, ..*l })));
+        self.cluster(docs);
+        (decided, changed)
+    }
+
+    /// The clusters of the links and the exact groups.
+    fn cluster(&mut self, docs: &[CorpusDoc]) {
+        let exact_links = self.exact.iter().flat_map(|g| g[1..].iter().map(move |&i| (g[0], i)));
+        self.clusters = clusters_from_pairs(docs.len(), self.links.iter().map(|l| (l.a, l.b)).chain(exact_links))
             .into_iter()
             // clusters made of exact copies only are exact groups, not near ones again
             .filter(|c| c.iter().any(|&i| docs[i as usize].content != docs[c[0] as usize].content))
             .collect();
-        Ok(CorpusDedup { exact, clusters, links })
     }
 
     /// Writes every near-duplicate pair of documents, exact copies included (distance 0,
@@ -243,6 +329,35 @@ fn exact_groups(docs: &[CorpusDoc]) -> Vec<Vec<u32>> {
     exact
 }
 
+/// Every pair of representatives with sketches that share a band (a 32-bit word of the
+/// sketch, as the index's band files, `format-spec/bands.md`) and is not in `known`, with its
+/// fingerprints' distance (the similarity is filled in by the caller). Each pair once, `a < b`.
+fn band_links(docs: &[CorpusDoc], reps: &[(u64, u32)], known: &[NearLink]) -> Vec<NearLink> {
+    let mut buckets: HashMap<(u8, u32), Vec<u32>> = HashMap::new();
+    for &(_, i) in reps {
+        let Some(sketch) = &docs[i as usize].sketch else { continue };
+        for (band, word) in sketch.as_bytes().chunks_exact(4).enumerate() {
+            let word = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+            buckets.entry((band as u8, word)).or_default().push(i);
+        }
+    }
+    let mut seen: std::collections::HashSet<(u32, u32)> = known.iter().map(|l| (l.a.min(l.b), l.a.max(l.b))).collect();
+    let mut out = Vec::new();
+    for members in buckets.values().filter(|m| m.len() > 1) {
+        for (x, &a) in members.iter().enumerate() {
+            for &b in &members[x + 1..] {
+                let (a, b) = (a.min(b), a.max(b));
+                if seen.insert((a, b)) {
+                    let (fa, fb) = (docs[a as usize].fingerprint.unwrap_or(0), docs[b as usize].fingerprint.unwrap_or(0));
+                    out.push(NearLink { a, b, distance: (fa ^ fb).count_ones(), similarity: f64::NAN });
+                }
+            }
+        }
+    }
+    out.sort_unstable_by_key(|l| (l.a, l.b));
+    out
+}
+
 /// Every pair of representatives whose fingerprints are equal or within `k`, with its
 /// distance (the similarity is filled in by the caller).
 fn near_links(reps: &[(u64, u32)], k: u32, threads: usize) -> Result<Vec<NearLink>, Error> {
@@ -272,12 +387,94 @@ fn near_links(reps: &[(u64, u32)], k: u32, threads: usize) -> Result<Vec<NearLin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sketch::{jaccard, SketchOptions, Sketcher};
     use crate::{DEFAULT_CONFIRMED_K, DEFAULT_UNCONFIRMED_K};
+
+    /// 300 words; `changed` of them (spread out) replaced, so that the shingle sets of two
+    /// versions differ by about 3 shingles per changed word.
+    fn text(seed: u32, changed: &[usize]) -> String {
+        (0..300usize).map(|i| if changed.contains(&i) { format!("x{i}y{seed}") } else { format!("w{}", (i as u64 * 7919 + 13) % 1009) }).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Documents with sketches, fingerprints as given.
+    fn docs(texts: &[String], fps: &[u64]) -> (Vec<CorpusDoc>, Vec<Vec<u64>>) {
+        let mut s = Sketcher::new(SketchOptions::default()).unwrap();
+        let sets: Vec<Vec<u64>> = texts.iter().map(|t| s.shingles(t).to_vec()).collect();
+        let docs = texts
+            .iter()
+            .zip(fps)
+            .enumerate()
+            .map(|(i, (t, &fp))| CorpusDoc { id: format!("d{i}"), content: format!("c{i}"), fingerprint: Some(fp), sketch: Some(s.sketch(t)), short: false })
+            .collect();
+        (docs, sets)
+    }
+
+    /// A pair whose fingerprints are 40 bits apart is found by a shared sketch band, and only
+    /// with band candidates on.
+    #[test]
+    fn band_candidates_find_pairs_beyond_k() {
+        let texts = [text(0, &[]), text(1, &[150]), text(2, &(0..300).step_by(2).collect::<Vec<_>>())];
+        let (docs, sets) = docs(&texts, &[0, (1u64 << 40) - 1, 0xFFFF_0000_0000_0000]);
+        assert!(jaccard(&sets[0], &sets[1]) > 0.95 && jaccard(&sets[0], &sets[2]) < 0.2);
+        let options = CorpusOptions::new(None, true, None).unwrap();
+        let without = CorpusDedup::new(&docs, &options, 1).unwrap();
+        assert!(without.links.is_empty(), "{:?}", without.links);
+        let with = CorpusDedup::new(&docs, &options.with_band_candidates(true), 1).unwrap();
+        let pairs: Vec<(u32, u32, u32)> = with.links.iter().map(|l| (l.a.min(l.b), l.a.max(l.b), l.distance)).collect();
+        assert_eq!(pairs, vec![(0, 1, 40)]);
+        assert_eq!(with.clusters, vec![vec![0, 1]]);
+    }
+
+    /// With a second look, every pair estimated within the noise window is decided by its
+    /// exact Jaccard (the oracle), whatever its estimate; without, by the estimate.
+    #[test]
+    fn the_second_look_decides_by_exact_jaccard_within_the_noise() {
+        // versions of one text at exact Jaccard 0.85-0.97 of the first, all within k
+        let texts: Vec<String> = (0..14u32).map(|n| text(n, &(0..n as usize).map(|i| 11 + i * 21).collect::<Vec<_>>())).collect();
+        let (docs, sets) = docs(&texts, &vec![7; texts.len()]);
+        let options = CorpusOptions::new(None, true, None).unwrap().with_second_look(true);
+        let (low, high) = noise_window(0.9, SketchOptions::default());
+        assert!((high - low - 2.0 * 3.0 * (0.19f64 / 512.0).sqrt()).abs() < 1e-9, "3 sd each side at 0.90");
+        let mut found = CorpusDedup::new(&docs, &options, 1).unwrap();
+        let estimate_only = CorpusDedup::new(&docs, &options.with_second_look(false), 1).unwrap();
+        let wanted = found.undecided_docs();
+        let mut asked = 0;
+        found.settle(&docs, |a, b| {
+            asked += 1;
+            assert!(wanted.contains(&a) && wanted.contains(&b));
+            Some(jaccard(&sets[a as usize], &sets[b as usize]))
+        });
+        assert!(asked > 0);
+        let key = |l: &NearLink| (l.a.min(l.b), l.a.max(l.b));
+        let kept: std::collections::HashSet<(u32, u32)> = found.links.iter().map(key).collect();
+        let mut within = 0;
+        for a in 0..texts.len() as u32 {
+            for b in a + 1..texts.len() as u32 {
+                let exact = jaccard(&sets[a as usize], &sets[b as usize]);
+                let est = docs[a as usize].sketch.as_ref().unwrap().similarity(docs[b as usize].sketch.as_ref().unwrap()).unwrap();
+                let want = if est >= low && est < high { exact >= 0.9 } else { est >= 0.9 };
+                within += usize::from(est >= low && est < high);
+                assert_eq!(kept.contains(&(a, b)), want, "pair {a} {b}: exact {exact:.3}, estimate {est:.3}");
+                let by_estimate = estimate_only.links.iter().any(|l| key(l) == (a, b));
+                assert_eq!(by_estimate, est >= 0.9, "without the second look, pair {a} {b}");
+            }
+        }
+        assert!(within > 10, "the test needs pairs within the window: {within}");
+        // a decided pair reports its exact Jaccard
+        for l in &found.links {
+            let (est, exact) =
+                (docs[l.a as usize].sketch.as_ref().unwrap().similarity(docs[l.b as usize].sketch.as_ref().unwrap()).unwrap(), jaccard(&sets[l.a as usize], &sets[l.b as usize]));
+            assert_eq!(l.similarity, if est >= low && est < high { exact } else { est });
+        }
+    }
 
     #[test]
     fn one_k_limit_and_one_message() {
-        assert_eq!(CorpusOptions::new(None, true, None).unwrap(), CorpusOptions { k: DEFAULT_CONFIRMED_K, confirm: Some(DEFAULT_MIN_SIMILARITY) });
-        assert_eq!(CorpusOptions::new(None, false, None).unwrap(), CorpusOptions { k: DEFAULT_UNCONFIRMED_K, confirm: None });
+        assert_eq!(
+            CorpusOptions::new(None, true, None).unwrap(),
+            CorpusOptions { k: DEFAULT_CONFIRMED_K, confirm: Some(DEFAULT_MIN_SIMILARITY), band_candidates: false, second_look: false }
+        );
+        assert_eq!(CorpusOptions::new(None, false, None).unwrap(), CorpusOptions { k: DEFAULT_UNCONFIRMED_K, confirm: None, band_candidates: false, second_look: false });
         assert_eq!(CorpusOptions::new(Some(8), true, Some(0.5)).unwrap().k, 8);
         let e = CorpusOptions::new(Some(9), true, None).unwrap_err().to_string();
         // the document calls' limit and message

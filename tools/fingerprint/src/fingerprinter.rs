@@ -5,9 +5,10 @@ use crate::error::Error;
 use crate::features::FeatureExtractor;
 use crate::idf::IdfTable;
 use crate::options::FingerprintOptions;
+use crate::sketch::{Sketch, Sketcher};
 use crate::stem::Stemmer;
 use crate::stopwords::StopWords;
-use crate::tokenize::Tokenizer;
+use crate::tokenize::{feed_chunks, ChunkSink, Tokenizer};
 use crate::weights::{self, Accumulator, TfMode};
 
 /// A fingerprint and what went into it.
@@ -166,6 +167,35 @@ impl Fingerprinter {
 
     /// [`Fingerprinter::document_features`] into `out`, reusing its buffers.
     pub fn document_features_into(&mut self, text: &str, out: &mut DocumentFeatures) {
+        self.features_into(text, out, &mut ());
+    }
+
+    /// [`Fingerprinter::fingerprint`] and [`Sketcher::sketch`] of `text` in one scan of it
+    /// (where the recipe's features are made of word hashes alone, the default: a stemmer,
+    /// stop words or character n-grams need the words' text, and the sketch's tokens are
+    /// then found by a scan of their own). The same fingerprint and sketch as the two calls;
+    /// the text's shingle set stays in the sketcher ([`Sketcher::last_shingles`]).
+    pub fn fingerprint_and_sketch(&mut self, text: &str, sketcher: &mut Sketcher) -> (Result<Fingerprint, Error>, Sketch) {
+        let mut scan = sketcher.scan();
+        let mut s = self.session();
+        s.push_complete_and(text, &mut scan);
+        let f = s.finish();
+        scan.finish();
+        (f, sketcher.sketch_of_scanned())
+    }
+
+    /// [`Fingerprinter::document_features`] and [`Sketcher::sketch`] of `text` in one scan
+    /// of it, as [`Fingerprinter::fingerprint_and_sketch`].
+    pub fn document_features_and_sketch(&mut self, text: &str, sketcher: &mut Sketcher) -> (DocumentFeatures, Sketch) {
+        let mut out = DocumentFeatures::default();
+        let mut scan = sketcher.scan();
+        self.features_into(text, &mut out, &mut scan);
+        scan.finish();
+        (out, sketcher.sketch_of_scanned())
+    }
+
+    /// [`Fingerprinter::document_features_into`], the text's chunks handed to `chunks` too.
+    fn features_into(&mut self, text: &str, out: &mut DocumentFeatures, chunks: &mut impl ChunkSink) {
         let Fingerprinter { tokenizer, stop, stemmer, options, scratch, batch, .. } = self;
         batch.words.clear();
         batch.features.clear();
@@ -177,7 +207,7 @@ impl Fingerprinter {
             batch,
             pending: String::new(),
         };
-        s.push_complete(text);
+        s.push_complete_and(text, chunks);
         let Session { mut features, mut acc, batch, .. } = s;
         batch.flush(&mut features, &mut acc);
         features.finish(&mut |h| acc.add(h));
@@ -274,22 +304,33 @@ impl Session<'_> {
 
     /// Adds text that ends at a word boundary (no pending partial word).
     fn push_complete(&mut self, text: &str) {
+        self.push_complete_and(text, &mut ());
+    }
+
+    /// [`Session::push_complete`], the text's chunks handed to `chunks` too (by the same
+    /// scan where the features are made of word hashes).
+    fn push_complete_and(&mut self, text: &str, chunks: &mut impl ChunkSink) {
         let Session { tokenizer, features, acc, batch, .. } = self;
         if text.is_empty() {
             return;
         }
         if features.needs_text() {
             tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
+            feed_chunks(text, chunks);
             return;
         }
         // the batch is flushed when full and by `finish`, so that many small pieces (the text
         // nodes of a page) do not each pay for a pass through the later stages
-        tokenizer.word_hashes(text, |h| {
-            batch.words.push(h);
-            if batch.words.len() == BATCH {
-                batch.flush(features, acc);
-            }
-        });
+        tokenizer.word_hashes_and(
+            text,
+            |h| {
+                batch.words.push(h);
+                if batch.words.len() == BATCH {
+                    batch.flush(features, acc);
+                }
+            },
+            chunks,
+        );
     }
 
     /// The fingerprint of everything pushed.

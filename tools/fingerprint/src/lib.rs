@@ -41,6 +41,7 @@ pub mod many;
 mod normalize;
 mod options;
 mod recipe;
+mod shingles;
 pub mod sketch;
 mod stem;
 mod stopwords;

@@ -6,9 +6,13 @@
 //! links by the library's self-join of the fingerprints, the pairs and report files); this
 //! front reads the inputs, checks an index and prints the summary.
 //!
-//! By default every pair within k is confirmed: kept only when the documents' sketches (`simdex_fingerprint::sketch`, computed in memory) estimate a
-//! resemblance of at least `--confirm-threshold`. On the dev corpus this lifts F1 from 0.72
-//! (k = 3, fingerprints only) to 0.89 (k = 8, confirmed at 0.90); see `benches/QUALITY.md`.
+//! By default every candidate pair (fingerprints within k, or sketches sharing a band) is
+//! confirmed: kept only when the documents' sketches (`simdex_fingerprint::sketch`, computed
+//! in memory) estimate a resemblance of at least `--confirm-threshold`, and, when the
+//! estimate is within the sketch's noise of it, when the exact Jaccard of the two
+//! documents' shingle sets is (the second look: the sets are kept in memory within
+//! `--keep-text-bytes`, else the inputs are read again for the documents it needs). See
+//! `benches/QUALITY.md` for what each step does to F1.
 //!
 //! `--pairs FILE` writes every near-duplicate pair of documents (exact copies included),
 //! one a line: `id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity`.
@@ -24,7 +28,7 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex_fingerprint::corpus::{ContentHash, CorpusDedup, CorpusDoc, CorpusOptions};
 use simdex_fingerprint::document::{Document, InvalidUtf8};
-use simdex_fingerprint::sketch::{Sketch, SketchOptions, Sketcher};
+use simdex_fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::{DocumentFeatures, Fingerprinter, IdfBuilder};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -51,6 +55,15 @@ pub struct Args {
     /// 3-shingles) of at least this
     #[arg(long, alias = "verify-threshold", default_value_t = DEFAULT_CONFIRM_THRESHOLD, value_parser = crate::value_parsers::fraction, conflicts_with = "no_confirm")]
     pub confirm_threshold: f64,
+    /// Decide by the sketch estimate alone, also where it is within the sketch's noise of the
+    /// threshold (by default those pairs get a second look: the exact Jaccard of their word
+    /// 3-shingle sets)
+    #[arg(long, conflicts_with = "no_confirm")]
+    pub no_second_look: bool,
+    /// Take as candidates only the pairs whose fingerprints are within k (by default pairs
+    /// whose sketches share a band are candidates too, whatever their distance)
+    #[arg(long, conflicts_with = "no_confirm")]
+    pub no_band_candidates: bool,
     /// Write every near-duplicate pair of documents to FILE, one a line:
     /// id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity
     #[arg(long, value_name = "FILE")]
@@ -67,8 +80,9 @@ pub struct Args {
     /// only on an index you are about to refill.
     #[arg(long, requires = "index", conflicts_with_all = ["no_idf", "idf"])]
     pub relearn_idf: bool,
-    /// What the IDF pass keeps in memory for the fingerprint pass (each document's features),
-    /// in bytes (beyond it, the inputs are read and extracted again); 0 reads them again
+    /// What the first pass keeps in memory for the later ones, in bytes: each document's
+    /// features for the fingerprint pass (beyond it, the inputs are read again) and its
+    /// shingle set for the second look (beyond it, the documents it needs are read again)
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, hide_short_help = true)]
     pub keep_text_bytes: usize,
     /// Write the JSON-lines report to FILE
@@ -109,10 +123,55 @@ struct Corpus {
     skipped: Vec<(String, String)>,
     /// The fingerprint recipe's descriptor.
     recipe: String,
+    /// Every document's shingle set (empty for those without a sketch), when the run
+    /// confirms and they fitted `--keep-text-bytes`; `None` beyond it.
+    sets: Option<Vec<Vec<u64>>>,
+}
+
+/// The second look: the exact Jaccard of the pairs whose estimate is within the sketch's
+/// noise of the threshold, from the shingle sets kept by the read pass or, beyond its
+/// budget, of the documents it needs, read again. Returns (pairs decided, of which changed
+/// side), `None` when there was none to take.
+fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut CorpusDedup, options: SketchOptions) -> anyhow::Result<Option<(usize, usize)>> {
+    let wanted = found.undecided_docs();
+    if wanted.is_empty() {
+        return Ok(None);
+    }
+    if let Some(sets) = &corpus.sets {
+        let get = |i: u32| sets.get(i as usize).filter(|s| !s.is_empty());
+        return Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(get(a)?, get(b)?)))));
+    }
+    if files.iter().any(|f| f.as_os_str() == "-") {
+        eprintln!("note: no second look by exact Jaccard: the shingle sets did not fit --keep-text-bytes and standard input cannot be read again");
+        return Ok(None);
+    }
+    // read the inputs again, keeping the sets of the wanted documents only
+    let mut sketcher = Sketcher::new(options)?;
+    let mut sets: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::with_capacity(wanted.len());
+    let mut at = 0u32;
+    let utf8 = args.read.invalid_utf8();
+    let bar = progress::steps(files.len() as u64, "second look");
+    corpus::for_each_doc(
+        files,
+        &args.read,
+        &bar,
+        |mut doc| {
+            if wanted.binary_search(&at).is_ok() {
+                if let Ok(text) = doc.text(utf8) {
+                    sets.insert(at, sketcher.shingles(&text).to_vec());
+                }
+            }
+            at += 1;
+            Ok(None)
+        },
+        |_| {},
+    )?;
+    bar.finish_and_clear();
+    Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(sets.get(&a)?, sets.get(&b)?)))))
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
-    let options = CorpusOptions::new(args.k, !args.no_confirm, Some(args.confirm_threshold))?;
+    let options = CorpusOptions::new(args.k, !args.no_confirm, Some(args.confirm_threshold))?.with_band_candidates(!args.no_band_candidates).with_second_look(!args.no_second_look);
     let (k, confirm) = (options.k, options.confirm);
     args.k = Some(k);
     let files = corpus::expand(&args.inputs)?;
@@ -143,7 +202,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if learn && files.iter().any(|f| f.as_os_str() == "-") {
         bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
     }
-    let mut pass = first_pass(&args, &files, &fp, learn, threads)?;
+    // an index keeps the sketch recipe it was created with (an older one included)
+    let sketch_options = index.as_ref().and_then(|i| i.sketch_options()).unwrap_or_default();
+    let mut pass = first_pass(&args, &files, &fp, learn, sketch_options, threads)?;
     let fp = match pass.idf.take() {
         Some(idf) => fp.with_idf(std::sync::Arc::new(idf.build(1)))?,
         None => fp,
@@ -165,8 +226,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if learn {
         fingerprint_pass(&args, &files, &fp, &mut pass, threads)?;
     }
-    let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe() };
-    let found = CorpusDedup::new(&corpus.docs, &options, threads)?;
+    let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets };
+    let mut found = CorpusDedup::new(&corpus.docs, &options, threads)?;
+    let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options)?;
     if let Some(path) = &args.pairs {
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -185,7 +247,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         Some(index) => {
             // An index created without sketches (or with another kind) cannot confirm: its
             // matches are by fingerprint alone, at the unconfirmed distance.
-            let confirm = confirm.filter(|_| index.sketch_options() == Some(SketchOptions::default()));
+            let confirm = confirm.filter(|_| index.sketch_options() == Some(sketch_options));
             let check = match confirm {
                 Some(min_similarity) => simdex::ConfirmOptions::default().with_k(k).with_min_similarity(min_similarity).with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K)),
                 None => simdex::ConfirmOptions::default().with_k(k.min(DEFAULT_UNCONFIRMED_K)).with_min_similarity(0.0).with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K)),
@@ -202,7 +264,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     report.flush()?;
     let mut summary: Box<dyn Write> = if args.json { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
-    write_summary(&mut summary, &args, &corpus, &found, indexed)?;
+    write_summary(&mut summary, &args, &corpus, &found, indexed, second_look)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -213,6 +275,8 @@ struct Analysed {
     /// learned) or its fingerprint and whether it is short, or why it has none.
     made: Result<Made, String>,
     sketch: Option<Sketch>,
+    /// Its shingle set, for the second look (a run that takes one).
+    set: Option<Vec<u64>>,
 }
 
 enum Made {
@@ -221,43 +285,71 @@ enum Made {
 }
 
 /// Reads one document on a worker: its content hash, and its features (`learn`) or
-/// fingerprint, and its sketch (with a sketcher). The text is read whole when it is needed
-/// twice (features for IDF weights, a sketch); otherwise the fingerprint streams.
-fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool, utf8: InvalidUtf8, doc: Document<Box<dyn Read>>) -> anyhow::Result<Analysed> {
+/// fingerprint, and its sketch (with a sketcher) and shingle set (`keep_set`). The text is
+/// read whole when it is needed twice (features for IDF weights, a sketch); otherwise the
+/// fingerprint streams.
+fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool, keep_set: bool, utf8: InvalidUtf8, doc: Document<Box<dyn Read>>) -> anyhow::Result<Analysed> {
     let mut doc = doc.map_content(ContentHash::new);
-    let (made, sketch) = if learn || sketcher.is_some() {
+    let (made, sketch, set) = if learn || sketcher.is_some() {
         match doc.text(utf8) {
             Ok(text) => {
-                let made = if learn {
-                    let features = fp.document_features(&text);
-                    fp.check_features(&features).map(|()| Made::Features(features))
-                } else {
-                    fp.fingerprint(&text).map(|f| Made::Fingerprint(f.value, f.short))
+                let features = |fp: &mut Fingerprinter, features: DocumentFeatures| fp.check_features(&features).map(|()| Made::Features(features));
+                // the features or fingerprint and the sketch, in one scan of the text
+                let (made, sketch) = match (learn, sketcher) {
+                    (true, Some(sketcher)) => {
+                        let (f, sketch) = fp.document_features_and_sketch(&text, sketcher);
+                        (features(fp, f), Some((sketch, sketcher)))
+                    }
+                    (false, Some(sketcher)) => {
+                        let (f, sketch) = fp.fingerprint_and_sketch(&text, sketcher);
+                        (f.map(|f| Made::Fingerprint(f.value, f.short)), Some((sketch, sketcher)))
+                    }
+                    (true, None) => {
+                        let f = fp.document_features(&text);
+                        (features(fp, f), None)
+                    }
+                    (false, None) => (fp.fingerprint(&text).map(|f| Made::Fingerprint(f.value, f.short)), None),
                 };
-                (made.map_err(|e| e.to_string()), sketcher.map(|s| s.sketch(&text)))
+                let set = sketch.as_ref().filter(|_| keep_set).map(|(_, s)| s.last_shingles().to_vec());
+                (made.map_err(|e| e.to_string()), sketch.map(|(s, _)| s), set)
             }
-            Err(e) => (Err(e.to_string()), None),
+            Err(e) => (Err(e.to_string()), None, None),
         }
     } else {
-        (doc.fingerprint(fp, utf8).map(|o| Made::Fingerprint(o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string()), None)
+        (doc.fingerprint(fp, utf8).map(|o| Made::Fingerprint(o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string()), None, None)
     };
     // hash the whole content even where the fingerprinter stopped early
     let content = doc.content.finish()?;
-    Ok(Analysed { content, made, sketch })
+    Ok(Analysed { content, made, sketch, set })
+}
+
+/// Bytes a kept shingle set takes.
+fn set_bytes(set: &[u64]) -> usize {
+    set.len() * 8 + std::mem::size_of::<Vec<u64>>()
 }
 
 /// The first pass over the inputs on `threads` threads: every document read once (content
-/// hash, features or fingerprint, sketch), IDF weights counted when `learn`. The documents'
-/// features are kept for the fingerprint pass while they take at most `--keep-text-bytes`.
-fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, threads: usize) -> anyhow::Result<FirstPass> {
+/// hash, features or fingerprint, sketch of recipe `sketch_options`, shingle set), IDF
+/// weights counted when `learn`. What the later passes need is kept while it takes at most
+/// `--keep-text-bytes` in all: the documents' features for the fingerprint pass (dropped
+/// first beyond it: that pass then reads the inputs again) and their shingle sets for the
+/// second look (dropped next: it then reads again the documents it needs).
+fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, sketch_options: SketchOptions, threads: usize) -> anyhow::Result<FirstPass> {
     let bar = progress::steps(files.len() as u64, if learn { "learning IDF" } else { "fingerprinting" });
     let utf8 = args.read.invalid_utf8();
-    let sketcher = (!args.no_confirm).then(|| Sketcher::new(SketchOptions::default())).transpose()?;
-    let mut pass = FirstPass { docs: Vec::new(), features: Some(Vec::new()), skipped: Vec::new(), idf: learn.then(|| IdfBuilder::new(fp.options().feature_recipe())) };
-    let mut kept_bytes = 0usize;
+    let sketcher = (!args.no_confirm).then(|| Sketcher::new(sketch_options)).transpose()?;
+    let keep_sets = !args.no_confirm && !args.no_second_look;
+    let mut pass = FirstPass {
+        docs: Vec::new(),
+        features: learn.then(Vec::new),
+        sets: keep_sets.then(Vec::new),
+        skipped: Vec::new(),
+        idf: learn.then(|| IdfBuilder::new(fp.options().feature_recipe())),
+    };
+    let (mut features_bytes, mut sets_bytes) = (0usize, 0usize);
     let worker = || {
         let (mut fp, mut sketcher) = (fp.clone(), sketcher.clone());
-        move |doc| analyse(&mut fp, sketcher.as_mut(), learn, utf8, doc)
+        move |doc| analyse(&mut fp, sketcher.as_mut(), learn, keep_sets, utf8, doc)
     };
     corpus::for_each_doc_parallel(
         files,
@@ -275,12 +367,19 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, t
                 idf.add_document(f.distinct());
             }
             if let Some(kept) = pass.features.as_mut() {
-                kept_bytes += features.as_ref().map_or(0, DocumentFeatures::heap_bytes);
-                if kept_bytes > args.keep_text_bytes {
-                    // beyond the budget: the fingerprint pass reads the inputs again
-                    pass.features = None;
-                } else {
-                    kept.push(features);
+                features_bytes += features.as_ref().map_or(0, DocumentFeatures::heap_bytes);
+                kept.push(features);
+            }
+            if let Some(kept) = pass.sets.as_mut() {
+                let set = a.set.unwrap_or_default();
+                sets_bytes += set_bytes(&set);
+                kept.push(set);
+            }
+            if features_bytes + sets_bytes > args.keep_text_bytes {
+                if pass.features.take().is_some() {
+                    features_bytes = 0;
+                } else if pass.sets.take().is_some() {
+                    sets_bytes = 0;
                 }
             }
             pass.docs.push(CorpusDoc { content: a.content, id, fingerprint, sketch: a.sketch, short });
@@ -296,8 +395,12 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, t
 struct FirstPass {
     /// Every document, its fingerprint still missing in a run that learns IDF weights.
     docs: Vec<CorpusDoc>,
-    /// Each document's features (`None` for one without), while within the budget.
+    /// Each document's features (`None` for one without), in a run that learns IDF weights,
+    /// while within the budget.
     features: Option<Vec<Option<DocumentFeatures>>>,
+    /// Each document's shingle set (empty for one without a sketch), in a run that takes a
+    /// second look, while within the budget.
+    sets: Option<Vec<Vec<u64>>>,
     skipped: Vec<(String, String)>,
     /// The document frequencies counted (a run that learns IDF weights).
     idf: Option<IdfBuilder>,
@@ -359,7 +462,14 @@ fn fingerprint_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, pass: &m
 
 /// The readable summary: counts, the size histogram, then the largest near-duplicate
 /// clusters and exact-duplicate groups, `--show` members each.
-fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, found: &CorpusDedup, indexed: Option<(usize, usize)>) -> anyhow::Result<()> {
+fn write_summary(
+    summary: &mut dyn Write,
+    args: &Args,
+    corpus: &Corpus,
+    found: &CorpusDedup,
+    indexed: Option<(usize, usize)>,
+    second_look: Option<(usize, usize)>,
+) -> anyhow::Result<()> {
     let docs = &corpus.docs;
     let (exact, near) = (&found.exact, &found.clusters);
     let in_exact: usize = exact.iter().map(|g| g.len()).sum();
@@ -380,8 +490,15 @@ fn write_summary(summary: &mut dyn Write, args: &Args, corpus: &Corpus, found: &
     // a link between two contents stands for every pair of their exact copies
     let copies = if near_pairs > links { format!(" ({links} between distinct contents, {} more between their exact copies)", near_pairs - links) } else { String::new() };
     writeln!(summary, "near-duplicate clusters (k = {}{confirmed}): {} clusters, {} documents, {near_pairs} pairs{copies}", args.k.unwrap_or_default(), near.len(), in_near)?;
+    let beyond = found.links.iter().filter(|l| l.distance > args.k.unwrap_or_default()).count();
+    if beyond > 0 {
+        writeln!(summary, "  of them {beyond} beyond k, found because their sketches share a band")?;
+    }
     if let Some(path) = &args.pairs {
         writeln!(summary, "pairs written to {}: {} ({exact_pairs} exact, {near_pairs} near)", path.display(), exact_pairs + near_pairs)?;
+    }
+    if let Some((decided, changed)) = second_look {
+        writeln!(summary, "second look (exact Jaccard) at {decided} pairs estimated within the sketch's noise of the threshold: {changed} changed side")?;
     }
     let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
     near.iter().for_each(|c| *sizes.entry(c.len()).or_default() += 1);

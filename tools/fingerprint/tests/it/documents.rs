@@ -204,3 +204,39 @@ fn the_pinned_recipe_is_verified_and_salvaged() {
     let report = simdex::inspect::verify_index(&storage, dir).unwrap();
     assert!(report.problems.iter().any(|p| p.file == "RECIPE"), "{report:?}");
 }
+
+/// An index created with recipe 1's sketches (before recipe 2 was the default) keeps
+/// working: reopened with today's default options, it still sketches its documents with
+/// recipe 1 (the oracle: recipe 1's own sketcher), so a near copy is confirmed by a
+/// comparable similarity; a new index gets recipe 2.
+#[test]
+fn an_index_keeps_the_sketch_recipe_it_was_created_with() {
+    use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
+    use simdex_fingerprint::DocumentQuery;
+    fn text(s: &str) -> DocumentInput<'_> {
+        DocumentInput { bytes: s.as_bytes(), kind: DocumentKind::Text }
+    }
+    let words: Vec<String> = (0..400).map(|i| format!("word{}", (i * 7919) % 1009)).collect();
+    let a = words.join(" ");
+    let b = words.iter().enumerate().map(|(i, w)| if i % 97 == 5 { "edited".to_string() } else { w.clone() }).collect::<Vec<_>>().join(" ");
+    let v1 = SketchOptions::default().with_version(1);
+    let dir = tempfile::tempdir().unwrap();
+    let created = IndexOptions::default().with_background(false).with_sketches(Some(v1.column()));
+    let index = DocumentIndex::open(dir.path(), created).unwrap();
+    index.insert_document(text(&a), 1).unwrap();
+    index.close().unwrap();
+    // reopened as today's fronts open it: the index's own column wins
+    let today = IndexOptions::default().with_background(false).with_sketches(Some(SketchOptions::default().column()));
+    let index = DocumentIndex::open(dir.path(), today.clone()).unwrap();
+    assert_eq!(index.sketch_options(), Some(v1));
+    let mut old = Sketcher::new(v1).unwrap();
+    let want = old.sketch(&a).similarity(&old.sketch(&b)).unwrap();
+    let (_, found) = index.find_or_insert_document(text(&b), 2, &DocumentQuery::default()).unwrap();
+    let FindOrInsert::Found(m) = found else { panic!("a near copy is found in a recipe-1 index") };
+    assert_eq!((m[0].doc_id, m[0].similarity), (Some(1), Some(want)));
+    index.close().unwrap();
+    let fresh = tempfile::tempdir().unwrap();
+    let index = DocumentIndex::open(fresh.path(), today).unwrap();
+    assert_eq!(index.sketch_options().map(|o| o.version), Some(2));
+    index.close().unwrap();
+}

@@ -1,9 +1,11 @@
 //! A document's features counted once (`Fingerprinter::document_features`) give the
 //! fingerprint of its text with any IDF table of the recipe (`fingerprint_features`), for
-//! every kind of recipe: the oracle is `Fingerprinter::fingerprint` of the text.
+//! every kind of recipe: the oracle is `Fingerprinter::fingerprint` of the text. And the
+//! one-scan calls (`fingerprint_and_sketch`, `document_features_and_sketch`) give what the
+//! separate calls give (`fingerprint`/`document_features` and `Sketcher::sketch`).
 
 use proptest::prelude::*;
-use simdex_fingerprint::{Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, TfMode};
+use simdex_fingerprint::{Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, SketchOptions, Sketcher, TfMode};
 use std::sync::Arc;
 
 fn recipes() -> Vec<FingerprintOptions> {
@@ -45,6 +47,18 @@ fn check(corpus: &[String]) {
                 assert_eq!(distinct, fp.distinct_features(text), "{o:?} {text:?}");
                 let expect = fp.fingerprint(text);
                 assert_eq!(format!("{:?}", fp.fingerprint_features(&features)), format!("{expect:?}"), "{} {text:?}", fp.recipe());
+                for version in [1, 2] {
+                    let options = SketchOptions::default().with_version(version);
+                    let (mut joint, mut alone) = (Sketcher::new(options).unwrap(), Sketcher::new(options).unwrap());
+                    let sketch = alone.sketch(text);
+                    let (f, s) = fp.fingerprint_and_sketch(text, &mut joint);
+                    assert_eq!(format!("{f:?}"), format!("{expect:?}"), "{} {text:?}", fp.recipe());
+                    assert_eq!(s, sketch, "{} {text:?}", fp.recipe());
+                    assert_eq!(joint.last_shingles(), alone.last_shingles());
+                    let (f, s) = fp.document_features_and_sketch(text, &mut joint);
+                    assert_eq!(f, features, "{} {text:?}", fp.recipe());
+                    assert_eq!(s, sketch, "{} {text:?}", fp.recipe());
+                }
             }
         }
     }
@@ -81,5 +95,11 @@ proptest! {
     #[test]
     fn features_once_on_generated_texts(texts in proptest::collection::vec(proptest::collection::vec("[a-dé]{1,3}|[0-9]{1,2}|回家|the|\\.|, ", 0..40), 1..5)) {
         check(&texts.iter().map(|w| w.join(" ")).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn one_scan_on_texts_of_every_kind_of_chunk(texts in proptest::collection::vec(proptest::collection::vec("[a-cA-C0-2_:.,;'!]{1,4}|[àÀßΣσςжЁ中文回ｶﬁ½Ⅻ\u{301}\u{64B}]{1,3}|dön't|1.95.0", 0..30), 1..4), seps in proptest::collection::vec("[ \t\n\u{b}\u{a0}\u{3000}]", 1..4)) {
+        let texts: Vec<String> = texts.iter().enumerate().map(|(i, w)| w.join(&seps[i % seps.len()])).collect();
+        check(&texts);
     }
 }

@@ -62,14 +62,47 @@ pub struct Pair {
     distance: u8,
     truth: bool,
     passes: u8,
+    /// Whether the two sketches share a band (a candidate of `dedup`'s whatever the distance).
+    band: bool,
+    /// Whether `dedup`'s rule keeps it: estimate at least the threshold, or, within the
+    /// sketch's noise of it, exact Jaccard at least the threshold (the second look).
+    dedup: bool,
 }
 
-/// The true near-duplicate pairs `(i, j)`, `i < j`, sorted: MinHash-LSH candidates whose
-/// exact Jaccard is at least `threshold`.
-pub fn ground_truth(sets: &[&[u64]], threshold: f64) -> anyhow::Result<Vec<(u32, u32)>> {
+/// How `dedup` decides a candidate by default: the threshold and the noise window around it
+/// where the exact Jaccard decides (`simdex_fingerprint::corpus::noise_window`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DedupRule {
+    pub threshold: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl DedupRule {
+    /// `dedup`'s rule at `threshold` for sketches of `options`.
+    pub fn new(threshold: f64, options: SketchOptions) -> Self {
+        let (low, high) = simdex_fingerprint::corpus::noise_window(threshold, options);
+        DedupRule { threshold, low, high }
+    }
+
+    fn keeps(&self, estimate: f64, exact: impl FnOnce() -> f64) -> bool {
+        if estimate >= self.low && estimate < self.high {
+            exact() >= self.threshold
+        } else {
+            estimate >= self.threshold
+        }
+    }
+}
+
+/// Candidate pairs `(i, j, Jaccard)`, `i < j`, sorted, whose exact Jaccard is at least
+/// `floor`: MinHash-LSH candidates (the ground truth is those at the threshold or above;
+/// those a little below it are where the sketch's noise shows).
+pub fn near_pairs(sets: &[&[u64]], floor: f64) -> anyhow::Result<Vec<(u32, u32, f64)>> {
     const BANDS: usize = 20;
     const ROWS: usize = 5;
-    let lsh = Sketcher::new(SketchOptions::new((BANDS * ROWS) as u32, 4))?;
+    // independent hash functions (recipe 1): bands of them miss a pair with the probability
+    // above, which one-permutation hashing's correlated slots would not guarantee
+    let lsh = Sketcher::new(SketchOptions::new((BANDS * ROWS) as u32, 4).with_version(1))?;
     let mut buckets: HashMap<(usize, u64), Vec<u32>> = HashMap::new();
     for (i, set) in sets.iter().enumerate() {
         let sig = lsh.min_shingles(set);
@@ -86,24 +119,79 @@ pub fn ground_truth(sets: &[&[u64]], threshold: f64) -> anyhow::Result<Vec<(u32,
     }
     candidates.sort_unstable();
     candidates.dedup();
-    candidates.retain(|&(a, b)| jaccard(sets[a as usize], sets[b as usize]) >= threshold);
-    Ok(candidates)
+    Ok(candidates.into_iter().map(|(a, b)| (a, b, jaccard(sets[a as usize], sets[b as usize]))).filter(|p| p.2 >= floor).collect())
+}
+
+/// The true near-duplicate pairs among `near` (Jaccard at least `threshold`), sorted.
+pub fn ground_truth(near: &[(u32, u32, f64)], threshold: f64) -> Vec<(u32, u32)> {
+    near.iter().filter(|p| p.2 >= threshold).map(|p| (p.0, p.1)).collect()
+}
+
+/// Bands of exact Jaccard the noise is reported by (lower bounds; the last is "identical").
+pub const NOISE_BANDS: [f64; 9] = [0.80, 0.85, 0.88, 0.90, 0.92, 0.94, 0.97, 1.0, f64::INFINITY];
+
+/// How the sketch's estimate strays from the exact Jaccard in one band of Jaccard: pairs,
+/// bias (mean of estimate minus exact), standard deviation of that difference, and how many
+/// pairs the estimate puts on the other side of the threshold.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Noise {
+    pub low: f64,
+    pub high: f64,
+    pub pairs: u64,
+    pub bias: f64,
+    pub sd: f64,
+    /// Pairs at or above the threshold estimated below it, and pairs below it estimated at
+    /// or above it.
+    pub wrong_side: u64,
+}
+
+/// The noise of `estimate` against the exact Jaccard of every pair of `near`, by band of
+/// Jaccard ([`NOISE_BANDS`]), with `threshold` for the wrong-side count.
+pub fn noise(near: &[(u32, u32, f64)], threshold: f64, mut estimate: impl FnMut(u32, u32) -> anyhow::Result<f64>) -> anyhow::Result<Vec<Noise>> {
+    let mut sums = vec![(0u64, 0.0f64, 0.0f64, 0u64); NOISE_BANDS.len() - 1];
+    for &(a, b, exact) in near {
+        let Some(band) = NOISE_BANDS.windows(2).position(|w| exact >= w[0] && exact < w[1]) else { continue };
+        let est = estimate(a, b)?;
+        let d = est - exact;
+        let s = &mut sums[band];
+        s.0 += 1;
+        s.1 += d;
+        s.2 += d * d;
+        s.3 += u64::from((exact >= threshold) != (est >= threshold));
+    }
+    Ok(sums
+        .iter()
+        .zip(NOISE_BANDS.windows(2))
+        .map(|(&(n, sum, sq, wrong_side), w)| {
+            let mean = if n == 0 { 0.0 } else { sum / n as f64 };
+            let sd = if n < 2 { 0.0 } else { ((sq - n as f64 * mean * mean) / (n - 1) as f64).max(0.0).sqrt() };
+            Noise { low: w[0], high: w[1], pairs: n, bias: mean, sd, wrong_side }
+        })
+        .collect())
+}
+
+/// Whether two sketches agree on a whole 32-bit word (a band of `dedup` and the index's
+/// band files).
+fn share_band(a: &Sketch, b: &Sketch) -> bool {
+    a.as_bytes().chunks_exact(4).zip(b.as_bytes().chunks_exact(4)).any(|(x, y)| x == y)
 }
 
 /// Every pair that counts in a figure: all pairs of documents are compared (a popcount
-/// each); those within `K_MAX` or in `truth` are kept.
-pub fn pairs(fps: &[u64], sketches: &[&Sketch], truth: &[(u32, u32)]) -> anyhow::Result<Vec<Pair>> {
+/// each); those within `K_MAX`, sharing a sketch band or in `truth` are kept.
+pub fn pairs(fps: &[u64], sketches: &[&Sketch], sets: &[&[u64]], truth: &[(u32, u32)], rule: DedupRule) -> anyhow::Result<Vec<Pair>> {
     let mut out = Vec::new();
     for i in 0..fps.len() {
         for j in i + 1..fps.len() {
             let d = (fps[i] ^ fps[j]).count_ones();
             let truth = truth.binary_search(&(i as u32, j as u32)).is_ok();
-            if d > K_MAX && !truth {
+            let band = share_band(sketches[i], sketches[j]);
+            if d > K_MAX && !truth && !band {
                 continue;
             }
             let est = sketches[i].similarity(sketches[j])?;
             let passes = THRESHOLDS.filter(|&t| est >= f64::from(t) / 100.0).count() as u8;
-            out.push(Pair { distance: d.min(K_MAX + 1) as u8, truth, passes });
+            let dedup = rule.keeps(est, || jaccard(sets[i], sets[j]));
+            out.push(Pair { distance: d.min(K_MAX + 1) as u8, truth, passes, band, dedup });
         }
     }
     Ok(out)
@@ -120,6 +208,15 @@ pub struct Tally {
     /// into `THRESHOLDS`), and the true ones.
     confirmed_reported: Vec<[u64; SLOTS]>,
     confirmed_tp: Vec<[u64; SLOTS]>,
+    /// `dedup`'s rule: kept pairs at distance `d` (`kept`), the true ones (`kept_tp`), and
+    /// the same of those sharing a sketch band (candidates beyond k).
+    kept: [u64; SLOTS],
+    kept_tp: [u64; SLOTS],
+    kept_band: [u64; SLOTS],
+    kept_band_tp: [u64; SLOTS],
+    /// True pairs at distance `d`, and those of them sharing a band.
+    true_at: [u64; SLOTS],
+    true_band_at: [u64; SLOTS],
 }
 
 impl Tally {
@@ -128,10 +225,34 @@ impl Tally {
         let levels = THRESHOLDS.len() + 1;
         let mut by_passes_reported = vec![[0u64; SLOTS]; levels];
         let mut by_passes_tp = vec![[0u64; SLOTS]; levels];
-        let mut tally = Tally { true_pairs: 0, reported: [0; SLOTS], tp: [0; SLOTS], confirmed_reported: Vec::new(), confirmed_tp: Vec::new() };
+        let z = [0u64; SLOTS];
+        let mut tally = Tally {
+            true_pairs: 0,
+            reported: z,
+            tp: z,
+            confirmed_reported: Vec::new(),
+            confirmed_tp: Vec::new(),
+            kept: z,
+            kept_tp: z,
+            kept_band: z,
+            kept_band_tp: z,
+            true_at: z,
+            true_band_at: z,
+        };
         for p in pairs {
             let (d, truth) = (usize::from(p.distance), u64::from(p.truth));
             tally.true_pairs += truth;
+            tally.true_at[d] += truth;
+            tally.true_band_at[d] += truth * u64::from(p.band);
+            let (kept, band) = (u64::from(p.dedup), u64::from(p.dedup && p.band));
+            tally.kept[d] += kept;
+            tally.kept_tp[d] += kept * truth;
+            tally.kept_band[d] += band;
+            tally.kept_band_tp[d] += band * truth;
+            if p.distance > K_MAX as u8 && !p.truth {
+                // only a band made it a candidate: it counts in dedup's figures alone
+                continue;
+            }
             tally.reported[d] += 1;
             tally.tp[d] += truth;
             by_passes_reported[usize::from(p.passes)][d] += 1;
@@ -157,6 +278,21 @@ impl Tally {
     /// True near-duplicate pairs.
     pub fn true_pairs(&self) -> u64 {
         self.true_pairs
+    }
+
+    /// True pairs further apart than `k`, and how many of them share a sketch band.
+    pub fn beyond(&self, k: u32) -> (u64, u64) {
+        let from = (k.min(K_MAX) as usize) + 1;
+        (self.true_at[from..].iter().sum(), self.true_band_at[from..].iter().sum())
+    }
+
+    /// `dedup`'s figures at `k`: candidates within `k` or sharing a sketch band, decided by
+    /// its rule (`DedupRule`, the second look included).
+    pub fn dedup_score(&self, k: u32) -> Score {
+        let upto = (k.min(K_MAX) as usize) + 1;
+        let reported = self.kept[..upto].iter().sum::<u64>() + self.kept_band[upto..].iter().sum::<u64>();
+        let tp = self.kept_tp[..upto].iter().sum::<u64>() + self.kept_band_tp[upto..].iter().sum::<u64>();
+        Score::new(reported, tp, self.true_pairs)
     }
 
     /// Precision, recall and F1 of `setting` (a threshold outside `THRESHOLDS` counts nothing).
@@ -235,13 +371,40 @@ fn percentiles(values: &mut [f64]) -> Interval {
 impl Pair {
     /// A pair at `distance` (`K_MAX + 1` for further), true or not, of estimated resemblance `est`.
     pub fn of(distance: u8, truth: bool, est: f64) -> Pair {
-        Pair { distance: distance.min(K_MAX as u8 + 1), truth, passes: THRESHOLDS.filter(|&t| est >= f64::from(t) / 100.0).count() as u8 }
+        Pair { distance: distance.min(K_MAX as u8 + 1), truth, passes: THRESHOLDS.filter(|&t| est >= f64::from(t) / 100.0).count() as u8, band: false, dedup: est >= 0.9 }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bias and standard deviation per band equal a direct computation over the pairs.
+    #[test]
+    fn noise_by_band_is_the_mean_and_spread_of_the_error() {
+        let near = vec![(0, 1, 0.91), (0, 2, 0.915), (1, 2, 0.93), (2, 3, 0.86), (3, 4, 1.0)];
+        let est = |a: u32, b: u32| {
+            Ok(match (a, b) {
+                (0, 1) => 0.89,
+                (0, 2) => 0.935,
+                (1, 2) => 0.93,
+                (2, 3) => 0.91,
+                _ => 1.0,
+            })
+        };
+        let n = noise(&near, 0.9, est).unwrap();
+        let band = |lo: f64| *n.iter().find(|x| x.low == lo).unwrap();
+        let b = band(0.90);
+        assert_eq!(b.pairs, 2);
+        assert!((b.bias - 0.0).abs() < 1e-12, "errors -0.02 and +0.02: {b:?}");
+        assert!((b.sd - (0.0008f64).sqrt()).abs() < 1e-12, "{b:?}");
+        assert_eq!(b.wrong_side, 1, "0.91 estimated 0.89");
+        assert_eq!((band(0.92).pairs, band(0.92).sd, band(0.92).wrong_side), (1, 0.0, 0));
+        assert_eq!((band(0.85).pairs, band(0.85).wrong_side), (1, 1));
+        assert!((band(0.85).bias - 0.05).abs() < 1e-12);
+        assert_eq!(band(1.0).pairs, 1);
+        assert_eq!(band(0.80).pairs, 0);
+    }
 
     fn pair(distance: u8, truth: bool, est: f64) -> Pair {
         Pair::of(distance, truth, est)
@@ -262,6 +425,24 @@ mod tests {
                 assert_eq!(tally.score(setting), Score::new(reported, tp, n_true), "{setting:?}");
             }
         }
+    }
+
+    /// dedup's figures: within k by its rule, plus the band pairs beyond k.
+    #[test]
+    fn dedup_scores_count_band_pairs_beyond_k() {
+        let mut far = Pair::of(K_MAX as u8 + 1, true, 0.95);
+        far.band = true;
+        let mut far_false = Pair::of(K_MAX as u8 + 1, false, 0.95);
+        far_false.band = true;
+        let pairs = vec![Pair::of(1, true, 0.95), Pair::of(2, false, 0.85), Pair::of(5, true, 0.95), far, far_false];
+        let tally = Tally::of(&pairs);
+        assert_eq!(tally.dedup_score(3), Score::new(3, 2, 3), "k = 3: the pair at 1 and the two band pairs beyond");
+        assert_eq!(tally.dedup_score(8), Score::new(4, 3, 3));
+        assert_eq!(tally.beyond(3), (2, 1));
+        // the false band pair beyond K_MAX counts in no fingerprint figure
+        assert_eq!(tally.score(Setting { k: 8, confirm: None }), Score::new(3, 2, 3));
+        let rule = DedupRule { threshold: 0.9, low: 0.85, high: 0.95 };
+        assert!(rule.keeps(0.86, || 0.91) && !rule.keeps(0.93, || 0.89) && rule.keeps(0.96, || 0.0) && !rule.keeps(0.84, || 1.0));
     }
 
     /// All pairs alike: every resample gives the same figures, so the interval is a point.

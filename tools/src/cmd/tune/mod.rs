@@ -62,7 +62,11 @@ pub struct Args {
     /// and Scrapy use none)
     #[arg(long)]
     pub no_idf: bool,
-    /// Sketch hash functions (with --sketch-bits; at most 64 bytes in all)
+    /// Sketch recipe version (2: one-permutation hashing, the default; 1: independent hash
+    /// functions, what indexes created before recipe 2 keep)
+    #[arg(long, default_value_t = SketchOptions::default().version)]
+    pub sketch_recipe: u32,
+    /// Sketch values (with --sketch-bits; at most 64 bytes in all)
     #[arg(long, default_value_t = SketchOptions::default().hashes)]
     pub sketch_hashes: u32,
     /// Bits kept per sketch hash (1, 2, 4, 8 or 16)
@@ -95,6 +99,10 @@ struct Report {
     recipe: String,
     sketch: String,
     tally: Tally,
+    /// The sketch's estimate against the exact Jaccard, by band of Jaccard.
+    noise: Vec<measure::Noise>,
+    /// `dedup`'s default rule (second look) the dedup figures are for.
+    rule: measure::DedupRule,
     counted_pairs: usize,
     rows: Vec<Row>,
     advice: Option<Advice>,
@@ -103,7 +111,7 @@ struct Report {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let options = SketchOptions::new(args.sketch_hashes, args.sketch_bits);
+    let options = SketchOptions::new(args.sketch_hashes, args.sketch_bits).with_version(args.sketch_recipe);
     let mut sketcher = Sketcher::new(options)?;
     let files = corpus::expand(&args.inputs)?;
     let (docs, read) = sample(&args, &files)?;
@@ -120,10 +128,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     bar.finish_and_clear();
     let sets: Vec<&[u64]> = kept.iter().map(|d| d.1.as_slice()).collect();
-    let truth = measure::ground_truth(&sets, args.threshold)?;
+    let near = measure::near_pairs(&sets, measure::NOISE_BANDS[0])?;
+    let truth = measure::ground_truth(&near, args.threshold);
     let fps: Vec<u64> = kept.iter().map(|d| d.0).collect();
     let sketches: Vec<&Sketch> = kept.iter().map(|d| &d.2).collect();
-    let pairs = measure::pairs(&fps, &sketches, &truth)?;
+    let noise = measure::noise(&near, args.threshold, |a, b| Ok(sketches[a as usize].similarity(sketches[b as usize])?))?;
+    let rule = measure::DedupRule::new(args.threshold, options);
+    let pairs = measure::pairs(&fps, &sketches, &sets, &truth, rule)?;
     let tally = Tally::of(&pairs);
     let rows = (0..=K_MAX).map(|k| Row { fingerprint: Setting { k, confirm: None }, confirmed: Setting { k, confirm: Some(advice::best_threshold(&tally, k)) } }).collect();
     let advice = advice::recommend(&tally, args.margin);
@@ -131,8 +142,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let i = measure::bootstrap(&pairs, &[a.recommended.0, a.best.0], args.seed);
         (i[0], i[1])
     });
-    let report =
-        Report { read, sampled: docs.len(), fingerprinted: kept.len(), recipe: fp.recipe(), sketch: options.recipe(), tally, counted_pairs: pairs.len(), rows, advice, intervals };
+    let report = Report {
+        read,
+        sampled: docs.len(),
+        fingerprinted: kept.len(),
+        recipe: fp.recipe(),
+        sketch: options.recipe(),
+        tally,
+        noise,
+        rule,
+        counted_pairs: pairs.len(),
+        rows,
+        advice,
+        intervals,
+    };
     if let Some(path) = &args.plot {
         plot(path, &args, &report).with_context(|| format!("cannot draw {}", path.display()))?;
     }
@@ -203,6 +226,10 @@ fn print_text(args: &Args, r: &Report) -> anyhow::Result<()> {
         );
     }
     out!();
+    print_noise(args, r)?;
+    out!();
+    print_dedup(r)?;
+    out!();
     let (Some(a), Some((ri, bi))) = (r.advice, r.intervals) else {
         out!(
             "no recommendation: no two of the {} fingerprinted documents have a Jaccard similarity of {} or more, so recall cannot be measured ({}); the defaults stand",
@@ -249,6 +276,62 @@ fn print_text(args: &Args, r: &Report) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The sketch's bias and noise by band of exact Jaccard, and what they do at the threshold.
+fn print_noise(args: &Args, r: &Report) -> anyhow::Result<()> {
+    out!("sketch estimate minus exact Jaccard, by band of exact Jaccard (every pair of the sample at {:.2} or more):", measure::NOISE_BANDS[0]);
+    out!("  {:<11} {:>8} {:>8} {:>7} {:>13}", "Jaccard", "pairs", "bias", "sd", format!("wrong side of {:.2}", args.threshold));
+    for n in &r.noise {
+        let band = if n.high.is_infinite() { "1 (equal)".to_owned() } else { format!("{:.2}-{:.2}", n.low, n.high) };
+        out!("  {:<11} {:>8} {:>+8.4} {:>7.4} {:>13}", band, n.pairs, n.bias, n.sd, n.wrong_side);
+    }
+    if let Some(at) = threshold_noise(args, r) {
+        out!(
+            "  at the threshold ({:.2}-{:.2}, {} pairs): bias {:+.4}, sd {:.4}: pairs within about {:.3} of {:.2} fall on either side by chance",
+            at.low,
+            at.high,
+            at.pairs,
+            at.bias,
+            at.sd,
+            2.0 * at.sd,
+            args.threshold
+        );
+    }
+    Ok(())
+}
+
+/// `dedup`'s figures by k (candidates within k or sharing a sketch band, the second look),
+/// and the true pairs beyond k.
+fn print_dedup(r: &Report) -> anyhow::Result<()> {
+    let rule = r.rule;
+    out!(
+        "simdex dedup's rule: candidates within k or sharing a sketch band; kept at an estimate of {:.2} or more, or by exact Jaccard when the estimate is within {:.3}-{:.3}:",
+        rule.threshold,
+        rule.low,
+        rule.high
+    );
+    out!("{:>3}  {:>9} {:>9} {:>7} {:>7}   {:>12} {:>16}", "k", "reported", "precision", "recall", "F1", "true beyond k", "of them in a band");
+    for k in [3, 6, K_MAX] {
+        let s = r.tally.dedup_score(k);
+        let (beyond, banded) = r.tally.beyond(k);
+        out!("{k:>3}  {:>9} {:>9.4} {:>7.4} {:>7.4}   {beyond:>12} {banded:>16}", s.reported, s.precision, s.recall, s.f1);
+    }
+    Ok(())
+}
+
+/// The noise of the pairs nearest the threshold: the bands that touch it, pooled.
+fn threshold_noise(args: &Args, r: &Report) -> Option<measure::Noise> {
+    let near: Vec<&measure::Noise> = r.noise.iter().filter(|n| n.pairs > 0 && n.high.is_finite() && n.low >= args.threshold - 0.021 && n.high <= args.threshold + 0.021).collect();
+    let pairs: u64 = near.iter().map(|n| n.pairs).sum();
+    if pairs < 2 {
+        return None;
+    }
+    let bias = near.iter().map(|n| n.bias * n.pairs as f64).sum::<f64>() / pairs as f64;
+    // pooled second moment about the pooled mean
+    let second: f64 = near.iter().map(|n| (n.sd * n.sd + (n.bias - bias).powi(2)) * n.pairs as f64).sum::<f64>() / pairs as f64;
+    let (low, high) = (near.iter().map(|n| n.low).fold(f64::INFINITY, f64::min), near.iter().map(|n| n.high).fold(0.0, f64::max));
+    Some(measure::Noise { low, high, pairs, bias, sd: second.sqrt(), wrong_side: near.iter().map(|n| n.wrong_side).sum() })
+}
+
 fn to_json(args: &Args, r: &Report) -> serde_json::Value {
     let score = |s: Setting| {
         let x = r.tally.score(s);
@@ -276,6 +359,16 @@ fn to_json(args: &Args, r: &Report) -> serde_json::Value {
         "documents": {"read": r.read, "sampled": r.sampled, "fingerprinted": r.fingerprinted},
         "true_pairs": r.tally.true_pairs(), "threshold": args.threshold, "recipe": r.recipe, "sketch": r.sketch,
         "rows": rows,
+        "noise": r.noise.iter().map(|n| json!({"jaccard": [n.low, if n.high.is_finite() { n.high } else { 1.0 }], "pairs": n.pairs, "bias": n.bias, "sd": n.sd, "wrong_side": n.wrong_side})).collect::<Vec<_>>(),
+        "dedup": {
+            "rule": {"threshold": r.rule.threshold, "second_look": [r.rule.low, r.rule.high], "band_candidates": true},
+            "rows": (0..=K_MAX).map(|k| {
+                let s = r.tally.dedup_score(k);
+                let (beyond, banded) = r.tally.beyond(k);
+                json!({"k": k, "reported": s.reported, "precision": s.precision, "recall": s.recall, "f1": s.f1, "true_beyond_k": beyond, "true_beyond_k_in_a_band": banded})
+            }).collect::<Vec<_>>(),
+        },
+        "noise_at_threshold": threshold_noise(args, r).map(|n| json!({"jaccard": [n.low, n.high], "pairs": n.pairs, "bias": n.bias, "sd": n.sd})),
         "margin": args.margin,
         "weak": r.tally.true_pairs() < MIN_TRUE_PAIRS,
         "bootstrap": {"pairs": r.counted_pairs, "resamples": RESAMPLES, "seed": args.seed, "level": 0.95},
