@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use crate::plan::DesignError;
 
+/// The message of [`Error::stopped`].
+const STOPPED: &str = "stopped: the index is closing";
+
 /// Result alias for the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -245,6 +248,19 @@ impl Error {
     /// Wraps an I/O error with the path and the operation.
     pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
         Error::Io { path: path.into(), op, source: Arc::new(source) }
+    }
+
+    /// What background work (a merge, a band file's build) returns when it was asked to
+    /// stop because the index is closing: its files and last checkpoint stay, and the next
+    /// merge of the same segments goes on from there. Told apart by [`Self::is_stopped`];
+    /// the engine never reports it.
+    pub(crate) fn stopped(path: &std::path::Path) -> Self {
+        Error::io(path, "stop (the index is closing)", io::Error::new(io::ErrorKind::Interrupted, STOPPED))
+    }
+
+    /// True for the error [`Self::stopped`] makes.
+    pub(crate) fn is_stopped(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::Interrupted && source.to_string() == STOPPED)
     }
 
     /// The message followed by every cause, joined by `": "` (what `anyhow`'s `{:#}`

@@ -10,6 +10,7 @@
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::layout::{seal_page, BandHead, ENDS_PER_PAGE, ENTRIES_PER_PAGE, ENTRY_BYTES};
 use super::{band_key, is_empty_sketch, tag, BandDesign};
@@ -56,12 +57,13 @@ pub(crate) fn segment_identity(segment: &Segment) -> (u64, u32) {
 
 /// Writes the band file of `segment` at `path` (under `NAME.tmp`, synced, renamed into
 /// place); returns its length, or `None` (nothing written) when the segment is not banded.
-pub(crate) fn write_band_file(storage: &dyn Storage, segment: &Segment, path: &Path, budget: BuildBudget) -> Result<Option<u64>> {
+/// When `stop` is set it fails with [`Error::stopped`] (nothing is left behind).
+pub(crate) fn write_band_file(storage: &dyn Storage, segment: &Segment, path: &Path, budget: BuildBudget, stop: Option<&AtomicBool>) -> Result<Option<u64>> {
     let Some(head) = head_for(segment)? else { return Ok(None) };
     let tmp = TempFile::new(storage, temporary_path(path));
     let file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    let len = emit(segment, &head, budget, &mut out).map_err(|e| match e {
+    let len = emit(segment, &head, budget, stop, &mut out).map_err(|e| match e {
         Emit::Io(e) => Error::io(tmp.path(), "write", e),
         Emit::Read(e) => e,
     })?;
@@ -88,7 +90,7 @@ impl From<Error> for Emit {
 }
 
 /// Writes the whole band file of `segment` with `head` to `out`; returns its length.
-pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, out: &mut impl Write) -> std::result::Result<u64, Emit> {
+pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop: Option<&AtomicBool>, out: &mut impl Write) -> std::result::Result<u64, Emit> {
     let design = head.design;
     let mut written = 0u64;
     let mut put = |out: &mut dyn Write, bytes: &[u8]| -> std::result::Result<(), Emit> {
@@ -108,7 +110,7 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, out:
         for slice in 0..slices {
             let lo = (design.buckets() * slice / slices) as u32;
             let hi = (design.buckets() * (slice + 1) / slices) as u32;
-            let gathered = gather(segment, &design, group.clone(), lo..hi)?;
+            let gathered = gather(segment, &design, group.clone(), lo..hi, stop)?;
             // Band by band: a band's entries, after its last slice its last page and its
             // directory, then the next band (several bands a pass only with one slice).
             for ((mut values, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
@@ -146,9 +148,12 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, out:
 }
 
 /// The packed entries of bands `bands` whose bucket is in `buckets`, one vector a band.
-fn gather(segment: &Segment, design: &BandDesign, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>) -> Result<Vec<Vec<u64>>> {
+fn gather(segment: &Segment, design: &BandDesign, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Vec<u64>>> {
     let mut out: Vec<Vec<u64>> = bands.clone().map(|_| Vec::new()).collect();
     for (ordinal, sketch) in (0u64..).zip(segment.sketches_in_order()) {
+        if ordinal % 4096 == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            return Err(Error::stopped(segment.path()));
+        }
         let sketch = sketch?;
         if is_empty_sketch(sketch) {
             continue;

@@ -136,7 +136,7 @@ impl BandFile {
             self.page(p * PAGE_BYTES)?;
         }
         let mut compare = Compare { expected: &self.bytes, at: 0, mismatch: None };
-        match emit(segment, &self.head, BuildBudget::default(), &mut compare) {
+        match emit(segment, &self.head, BuildBudget::default(), None, &mut compare) {
             Ok(len) if compare.mismatch.is_none() && len == self.bytes.len() as u64 => Ok(()),
             Ok(_) | Err(Emit::Io(_)) => {
                 let at = compare.mismatch.unwrap_or(compare.at as u64);
@@ -230,7 +230,7 @@ mod tests {
         assert_eq!(head.banded, 3000 - 3000u64.div_ceil(7));
         let emit_with = |entries: u64| {
             let mut out = Vec::new();
-            emit(&seg, &head, BuildBudget { entries }, &mut out).map_err(|_| "emit").expect("emit");
+            emit(&seg, &head, BuildBudget { entries }, None, &mut out).map_err(|_| "emit").expect("emit");
             out
         };
         let whole = emit_with(1 << 30);
@@ -239,7 +239,7 @@ mod tests {
             assert!(emit_with(budget) == whole, "budget {budget}");
         }
         let path = std::path::Path::new("b/x.sdb");
-        assert!(write_band_file(&storage, &seg, path, BuildBudget { entries: 5 }).expect("write").is_some());
+        assert!(write_band_file(&storage, &seg, path, BuildBudget { entries: 5 }, None).expect("write").is_some());
         let file = BandFile::open(&storage, path, &seg).expect("open");
         file.verify(&seg).expect("verify");
         // every entry with a sketch is found under each of its bands, and only entries

@@ -14,7 +14,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::band_slot::BandSlot;
-use super::files::bands_name;
+use super::compaction::checkpoint::MergeFiles;
+use super::files::{bands_name, segment_name};
 use super::manifest::SegmentMeta;
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, MemViews, Version};
@@ -29,10 +30,35 @@ use crate::storage::Storage;
 /// sketches).
 pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment) -> Result<LiveSegment> {
     let path = dir.join(bands_name(meta.number));
-    let bands = match write_band_file(storage, &segment, &path, BuildBudget::default())? {
+    let bands = match write_band_file(storage, &segment, &path, BuildBudget::default(), None)? {
         Some(_) => BandSlot::with(BandFile::open(storage, &path, &segment)?),
         None => BandSlot::default(),
     };
+    Ok(LiveSegment { meta, segment, bands })
+}
+
+/// A merge's output (`files.output()`, described by `meta` but for its number), live with
+/// its band file: the band file is built as `files.bands()` (stopped when the index
+/// closes: the merge's checkpoint stays, and the next merge of its segments finds the
+/// output there), then both take the names of a new segment number.
+pub(super) fn attach_merged(engine: &Engine, files: &MergeFiles, meta: SegmentMeta) -> Result<LiveSegment> {
+    let storage = &*engine.storage;
+    let (out, bands_part) = (files.output(), files.bands());
+    if engine.stopping() {
+        return Err(Error::stopped(&out));
+    }
+    let segment = Segment::open_with(storage, &out)?;
+    let banded = write_band_file(storage, &segment, &bands_part, BuildBudget::default(), Some(&engine.closing))?.is_some();
+    drop(segment);
+    let meta = SegmentMeta { number: engine.alloc_number(), ..meta };
+    let (path, bands_path) = (engine.dir.join(segment_name(meta.number)), engine.dir.join(bands_name(meta.number)));
+    if banded {
+        storage.rename(&bands_part, &bands_path).map_err(|e| Error::io(&bands_path, "rename", e))?;
+    }
+    storage.rename(&out, &path).map_err(|e| Error::io(&path, "rename", e))?;
+    storage.sync_dir(&engine.dir).map_err(|e| Error::io(&engine.dir, "fsync directory", e))?;
+    let segment = Segment::open_with(storage, &path)?;
+    let bands = if banded { BandSlot::with(BandFile::open(storage, &bands_path, &segment)?) } else { BandSlot::default() };
     Ok(LiveSegment { meta, segment, bands })
 }
 
@@ -144,7 +170,7 @@ impl Engine {
             }
             let path = self.dir.join(bands_name(s.meta.number));
             set_aside_unreadable(&*self.storage, &path)?;
-            if write_band_file(&*self.storage, &s.segment, &path, BuildBudget::default())?.is_some() {
+            if write_band_file(&*self.storage, &s.segment, &path, BuildBudget::default(), Some(&self.closing))?.is_some() {
                 s.bands.install(BandFile::open(&*self.storage, &path, &s.segment)?);
                 self.bands_rebuilt.fetch_add(1, Ordering::Relaxed);
             }

@@ -1,6 +1,13 @@
 //! Background work and its triggers: what a write does when the memtable fills (freeze,
 //! flush, the write stall when merges fall behind), the maintenance thread, and running
 //! compactions (the policy and the merge itself are `compaction`'s).
+//!
+//! The maintenance thread flushes, merges by the automatic policy, settles the live set
+//! (`CompactionOptions::settle`) and builds missing band files, all while the index is
+//! open; the write path never waits for a merge it did not start. A close stops it: a merge
+//! in progress stops at its next look at the clock (every 1,024 entries, block or page),
+//! keeping its files and last checkpoint, and the next open's maintenance goes on with it
+//! before choosing anything else (`pending_merge`).
 
 // Indexing: indexes the live version's segment list by a merge range the policy chose from that same list.
 #![allow(clippy::indexing_slicing)]
@@ -8,14 +15,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
+use super::compaction::checkpoint::MergeFiles;
 use super::compaction::{self, Choice, Strategy};
-use super::files::segment_name;
 use super::manifest::SegmentMeta;
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, Version};
 use super::writer::WriterState;
 use crate::error::{Error, Result};
-use crate::segment::Segment;
 
 impl Engine {
     /// After a write: freeze a full memtable and get it flushed (by the background thread,
@@ -30,8 +36,10 @@ impl Engine {
             // A write stall: flushes outran the merges (twice the segments the policy
             // keeps). This writer merges until the policy is met *before* it freezes,
             // holding the writer's lock, so no segment is added while over budget: the
-            // count stays bounded even when every merge is cut short by a crash.
-            if let Err(e) = self.compact_tiered() {
+            // count stays bounded even when every merge is cut short by a crash. A merge the
+            // maintenance thread is running meanwhile is not waited for: the thread catches
+            // up when it ends (the write path never waits on settling).
+            if let Err(e) = self.merge_while_chosen(Strategy::Automatic { flush_size: self.options.memtable_ops }, false) {
                 self.record_error(&e);
                 return;
             }
@@ -64,36 +72,56 @@ impl Engine {
         signals.unreported = Some(e.clone());
     }
 
-    /// Runs the automatic policy (tiered, then the small tiers absorbing the newest segment:
-    /// [`compaction::Strategy::Automatic`]) until it picks nothing, then builds the band
-    /// files that are missing or were set aside (`banded`). A merge the disk has no room for
-    /// is put off, not failed: the writes go on (each flush needs far less), the reason is in
-    /// the stats (`last_error`), and the policy tries again after the next flush.
+    /// What the maintenance thread does after flushes: the automatic policy (tiered, then
+    /// the small tiers absorbing the newest segment: [`compaction::Strategy::Automatic`])
+    /// until it picks nothing, then the settling merges ([`Self::compact_settle`]), then the
+    /// band files that are missing or were set aside (`banded`). A merge the disk has no
+    /// room for is put off, not failed: the writes go on (each flush needs far less), the
+    /// reason is in the stats (`last_error`), and the policy tries again after the next flush.
     pub(super) fn compact_tiered(&self) -> Result<()> {
         self.drop_expired()?;
-        self.merge_while_chosen(Strategy::Automatic { flush_size: self.options.memtable_ops })?;
+        self.merge_while_chosen(Strategy::Automatic { flush_size: self.options.memtable_ops }, true)?;
+        self.compact_settle()?;
         self.heal_band_files()
     }
 
-    /// The settling merge when the index closes ([`compaction::Strategy::Settle`]): the
-    /// newest segments merge until the live set's modeled query cost is within
-    /// `CompactionOptions::settle_on_close` percent of one segment's. In an index with an
-    /// expiry window each time slice settles on its own, newest first, and never merges with
-    /// another (the window drops whole slices' segments: a segment holding two slices' pairs
-    /// would keep the older one's past its expiry); without a window every segment is one
-    /// slice. A merge the disk has no room for is left out, as the automatic policy's are.
+    /// The settling merges ([`compaction::Strategy::Settle`]), run by the maintenance thread
+    /// while the index is open: the newest segments merge until the live set's modeled query
+    /// cost is within `CompactionOptions::settle` percent of one segment's. In an index with
+    /// an expiry window each time slice settles on its own, newest first, and never merges
+    /// with another (the window drops whole slices' segments: a segment holding two slices'
+    /// pairs would keep the older one's past its expiry); without a window every segment is
+    /// one slice. A merge the disk has no room for is left out, as the automatic policy's are.
     pub(super) fn compact_settle(&self) -> Result<()> {
-        let Some(percent) = self.options.compaction.settle_on_close else { return Ok(()) };
-        self.merge_while_chosen(Strategy::Settle { k: self.k, percent })
+        let Some(percent) = self.options.compaction.settle else { return Ok(()) };
+        self.merge_while_chosen(Strategy::Settle { k: self.k, percent }, true)
     }
 
-    /// Merges what `strategy` chooses (within each expiry slice) until it chooses nothing; a
-    /// merge the disk has no room for ends the loop, its reason kept in the stats.
-    fn merge_while_chosen(&self, strategy: Strategy) -> Result<()> {
-        let _guard = lock(&self.compacting);
+    /// Merges what `strategy` chooses (within each expiry slice) until it chooses nothing,
+    /// after the merge a stopped maintenance left unfinished, when there is one
+    /// ([`Self::pending_merge`]). A merge the disk has no room for ends the loop, its reason
+    /// kept in the stats; a close ends it with [`Error::stopped`]. Without `wait`, returns at
+    /// once when another merge is running.
+    fn merge_while_chosen(&self, strategy: Strategy, wait: bool) -> Result<()> {
+        let _guard = if wait {
+            lock(&self.compacting)
+        } else {
+            match self.compacting.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(()),
+            }
+        };
         loop {
+            if self.closing.load(Ordering::Relaxed) {
+                return Err(Error::stopped(&self.dir));
+            }
             let v = self.current();
-            let Choice::Merge(range) = compaction::expiry::choose_within_slices(strategy, &v.segment_metas(), &self.options.compaction) else {
+            let chosen = match self.pending_merge(&v) {
+                Some(range) => Choice::Merge(range),
+                None => compaction::expiry::choose_within_slices(strategy, &v.segment_metas(), &self.options.compaction),
+            };
+            let Choice::Merge(range) = chosen else {
                 return Ok(());
             };
             match self.compact_range(&v, range) {
@@ -171,29 +199,46 @@ impl Engine {
         Ok(())
     }
 
+    /// The live segments a stopped merge had begun (its checkpoint in the directory names
+    /// them, and they are still adjacent and live): the maintenance goes on with it first.
+    fn pending_merge(&self, v: &Version) -> Option<std::ops::Range<usize>> {
+        let inputs = MergeFiles::in_dir(&self.dir).load(&*self.storage)?.identity.inputs;
+        let first = *inputs.first()?;
+        let start = v.segments.iter().position(|s| s.meta.number == first)?;
+        let live: Vec<u64> = v.segments.get(start..start + inputs.len())?.iter().map(|s| s.meta.number).collect();
+        (live == inputs).then_some(start..start + inputs.len())
+    }
+
+    /// Merges the segments `range` of `v` and installs the output with its band file. The
+    /// output is written as `merge.out` and its band file as `merge.bands`, under the merge's
+    /// checkpoint, and take their segment names only when both are whole: a close while
+    /// either is built leaves the merge to go on from its checkpoint.
     pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>) -> Result<()> {
         let inputs: Vec<Arc<LiveSegment>> = v.segments[range].to_vec();
         self.check_space_for_merge(&inputs)?;
-        let number = self.alloc_number();
-        let path = self.dir.join(segment_name(number));
-        let options = compaction::MergeOptions { buffer_entries: self.options.compaction.buffer_entries, checkpoint_interval: self.options.compaction.checkpoint_interval };
-        let merged = compaction::merge(&*self.storage, &inputs, &v.tombstones, &path, &self.output_format(), &options)?;
+        let files = MergeFiles::in_dir(&self.dir);
+        let options = compaction::MergeOptions {
+            buffer_entries: self.options.compaction.buffer_entries,
+            checkpoint_interval: self.options.compaction.checkpoint_interval,
+            stop: Some(&self.closing),
+        };
+        let merged = compaction::merge(&*self.storage, &inputs, &v.tombstones, &files.output(), &self.output_format(), &options)?;
         let output = match merged {
             Some(m) => {
-                self.dropped_deleted.fetch_add(m.deleted, Ordering::Relaxed);
-                self.dropped_repeats.fetch_add(m.repeated, Ordering::Relaxed);
-                self.spilled_runs.fetch_add(m.spilled_runs as u64, Ordering::Relaxed);
-                self.resumed_merges.fetch_add(u64::from(m.resumed), Ordering::Relaxed);
-                let segment = Segment::open_with(&*self.storage, &path)?;
                 let meta = SegmentMeta {
-                    number,
+                    number: 0,
                     entries: m.entries,
                     file_len: m.file_len,
                     min_seq: inputs[0].meta.min_seq,
                     max_seq: inputs[inputs.len() - 1].meta.max_seq,
                     epoch: inputs[0].meta.epoch,
                 };
-                Some(Arc::new(super::banded::attach_new(&*self.storage, &self.dir, meta, segment)?))
+                let live = super::banded::attach_merged(self, &files, meta)?;
+                self.dropped_deleted.fetch_add(m.deleted, Ordering::Relaxed);
+                self.dropped_repeats.fetch_add(m.repeated, Ordering::Relaxed);
+                self.spilled_runs.fetch_add(m.spilled_runs as u64, Ordering::Relaxed);
+                self.resumed_merges.fetch_add(u64::from(m.resumed), Ordering::Relaxed);
+                Some(Arc::new(live))
             }
             None => None,
         };
@@ -201,6 +246,7 @@ impl Engine {
         // A merge of every live segment applied every tombstone file of the version.
         let applied: Vec<u64> = if inputs.len() == v.segments.len() { v.tombstones.files.iter().map(|(t, _)| t.number).collect() } else { Vec::new() };
         self.install(&numbers, output, &applied)?;
+        files.remove_all(&*self.storage)?;
         self.compactions.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -220,18 +266,19 @@ impl Engine {
             let result =
                 self.flush_frozen()
                     .and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { self.drop_expired().and_then(|()| self.heal_band_files()) });
-            if let Err(e) = result {
-                self.record_error(&e);
+            match result {
+                // the index is closing: what was stopped goes on at the next open
+                Err(e) if e.is_stopped() => break,
+                Err(e) => self.record_error(&e),
+                Ok(()) => {}
             }
         }
-        // Stopped (a close or a drop): memtables frozen but not flushed yet are flushed here,
-        // through the policy, when the index flushes on close anyway; otherwise close would
-        // flush them after this thread is gone and the live set would keep them as small
-        // segments beside the rest (issue 13: the index `add` leaves). Errors are recorded
-        // for close to report.
+        // Stopped (a close or a drop): memtables frozen but not flushed yet are flushed here
+        // when the index flushes on close anyway (a flush is at most `memtable_ops`
+        // operations: a close stays short); merges wait for the next open. Errors are
+        // recorded for close to report.
         if self.options.flush_on_close && !self.current().frozen.is_empty() {
-            let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { Ok(()) });
-            if let Err(e) = result {
+            if let Err(e) = self.flush_frozen() {
                 self.record_error(&e);
             }
         }

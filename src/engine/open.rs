@@ -4,7 +4,7 @@
 //! background threads. Salvage of a damaged directory is `salvage`'s, not this module's.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::banded::OnOpen;
@@ -98,6 +98,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         manifest: Mutex::new(manifest),
         seals: Mutex::new(Vec::new()),
         compacting: Mutex::new(()),
+        closing: AtomicBool::new(false),
         next_file: AtomicU64::new(next_file),
         signals: Mutex::new(MaintenanceSignals::default()),
         wake: Condvar::new(),
@@ -321,6 +322,8 @@ fn classify(names: &[String], manifest: &Manifest, report: &mut OpenReport) -> L
         match files::parse(name) {
             FileKind::Manifest | FileKind::Lock | FileKind::Recipe => {}
             FileKind::Temporary => orphans.push(name.clone()),
+            // a merge's unfinished write (its band file's, a checkpoint's) is never gone on from
+            FileKind::Merge if name.ends_with(".tmp") => orphans.push(name.clone()),
             FileKind::Merge => merge_files.push(name.clone()),
             FileKind::Segment(n) => {
                 max_number = max_number.max(n);

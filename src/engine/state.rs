@@ -4,7 +4,7 @@
 //! `flush` and `maintenance`; this module holds the state and its small accessors.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 use super::expiry::Expiry;
@@ -61,6 +61,9 @@ pub(super) struct Engine {
     /// Seals of logs a rotation synced whole, for the next manifest (`seal`).
     pub(super) seals: Mutex<Vec<LogMeta>>,
     pub(super) compacting: Mutex<()>,
+    /// Set when the index starts to close: background merges and band file builds stop at
+    /// their next look at the clock (`maintenance`).
+    pub(super) closing: AtomicBool,
     pub(super) next_file: AtomicU64,
     pub(super) signals: Mutex<MaintenanceSignals>,
     pub(super) wake: Condvar,
@@ -149,7 +152,7 @@ impl Engine {
 
     /// True once the index is closing: background work stops at its next check.
     pub(super) fn stopping(&self) -> bool {
-        lock(&self.signals).stop
+        self.closing.load(Ordering::Relaxed)
     }
 
     /// A new file number (segments, tombstone files and logs share one sequence).

@@ -397,7 +397,7 @@ fn insert_near(index: &Index, model: &mut Model, centers: &[(u64, Sketch)], ids:
 }
 
 /// An index with an expiry window (issue 36): every segment has its band file and the
-/// check is the band rule's; the settling merge on close merges within a time slice, never
+/// check is the band rule's; the settling merge merges within a time slice, never
 /// two slices (the window drops whole segments: one holding both slices' pairs would drop
 /// the newer slice's with the older's). Two segments of one slice (two flushes) settle into
 /// one; the same writes without a window settle into one segment in all, so the rule is
@@ -436,9 +436,11 @@ fn an_expiring_index_has_band_files_and_settles_each_time_slice_alone() {
         index.flush().unwrap();
         assert_eq!(segments(&storage, "x"), 3);
         drop(index);
-        // the settling merge runs when an index that compacts automatically closes
+        // the settling merge runs in the maintenance of an index that compacts automatically
         o.compaction.automatic = true;
-        Index::open("x", o.clone()).unwrap().close().unwrap();
+        let index = Index::open("x", o.clone()).unwrap();
+        index.compact_tiered().unwrap();
+        index.close().unwrap();
         let index = Index::open("x", o.clone()).unwrap();
         if window.is_none() {
             assert_eq!(segments(&storage, "x"), 1, "without a window the live set settles into one segment");

@@ -29,7 +29,7 @@ fn checkpointing(storage: &MemStorage, max_merge_entries: u64, checkpoint_interv
             .with_automatic(false)
             .with_max_merge_entries(max_merge_entries)
             .with_checkpoint_interval(checkpoint_interval)
-            .with_settle_on_close(None),
+            .with_settle(None),
     )
 }
 

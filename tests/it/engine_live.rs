@@ -20,7 +20,8 @@ fn options(storage: &MemStorage, memtable_ops: u64) -> IndexOptions {
         .with_background(false)
         .with_memtable_ops(memtable_ops)
         .with_durability(Durability::NoSync)
-        .with_compaction(CompactionOptions::default().with_buffer_entries(4096))
+        // the tiered policy's own shape (no settling merges): what these tests pin
+        .with_compaction(CompactionOptions::default().with_buffer_entries(4096).with_settle(None))
 }
 
 fn segment_sizes(index: &Index) -> Vec<u64> {

@@ -12,6 +12,7 @@ mod corruption;
 mod engine;
 mod engine_band_healing;
 mod engine_bands;
+mod engine_bounded_close;
 mod engine_compaction_kills;
 mod engine_crash;
 mod engine_damage;

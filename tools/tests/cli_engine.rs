@@ -64,16 +64,23 @@ fn add_query_delete_compact_stats_verify() {
     ok(&run(&["insert", p(&idx), p(&write_pairs(dir.path(), "b.txt", &b))]));
     assert_eq!(ok(&run(&["query", p(&idx), &q])), "");
 
-    // Each command flushed its memtable when it closed the index, and the second add's close
-    // ran the compaction policy, whose small tiers absorbed its flush into the first
-    // segment: one segment of the 4,999 live pairs (that merge of every live segment applied
-    // the delete's tombstone file and dropped it), and the logs hold nothing to replay.
+    // Each command flushed its memtable when it closed the index, and the logs hold nothing
+    // to replay. Merges run in the background while an index is open, never in a close:
+    // the second add's flush joins the first segment when its maintenance got to it (the
+    // small tiers absorb it, and that merge of every live segment applies the delete's
+    // tombstone file and drops it), else it waits for the next writer's.
     let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(&idx), "--json"]))).unwrap();
     assert_eq!(stats["memtable"]["inserts"], 0);
     assert_eq!(stats["memtable"]["deletes"], 0);
-    assert_eq!(stats["segments"].as_array().unwrap().len(), 1, "{stats}");
-    assert_eq!(stats["segment_fingerprints"], 4999);
-    assert_eq!((stats["tombstone_files"].as_u64(), stats["tombstones"].as_u64()), (Some(0), Some(0)));
+    let merged = stats["segments"].as_array().unwrap().len() == 1;
+    if merged {
+        assert_eq!(stats["segment_fingerprints"], 4999);
+        assert_eq!((stats["tombstone_files"].as_u64(), stats["tombstones"].as_u64()), (Some(0), Some(0)));
+    } else {
+        assert_eq!(stats["segments"].as_array().unwrap().len(), 2, "{stats}");
+        assert_eq!(stats["segment_fingerprints"], 5000, "the deleted pair stays in its segment, hidden by the tombstone file");
+        assert_eq!((stats["tombstone_files"].as_u64(), stats["tombstones"].as_u64()), (Some(1), Some(1)));
+    }
     assert!(stats["logs"].as_array().unwrap().iter().all(|l| l["operations"] == 0), "{stats}");
 
     let out = run(&["compact", p(&idx)]);

@@ -22,6 +22,10 @@ pub(crate) const PREFIX: &str = "merge.";
 pub(crate) const CHECKPOINT_NAME: &str = "merge.checkpoint";
 /// The output being written.
 pub(crate) const PART_NAME: &str = "merge.part";
+/// The finished output, before the engine installs it under a segment's name.
+const OUTPUT_NAME: &str = "merge.out";
+/// The finished output's band file, before the engine installs it.
+const BANDS_NAME: &str = "merge.bands";
 /// Run files are `merge.tT.rR.run`.
 const RUNS_BASE: &str = "merge";
 
@@ -63,6 +67,9 @@ pub(crate) enum Stage {
     /// Writing the output: the runs, the codes known, the writer's state and, inside a
     /// column, the live stream's last fingerprint and how many of its pairs are written.
     Write { counted: Counted, codes: Vec<Option<[u8; SYMBOLS]>>, runs: Vec<u32>, column: (u64, u64), writer: WriterState },
+    /// Written: the output is whole at `merge.out` (`file_len` bytes); what is left is the
+    /// engine's (its band file, then installing it).
+    Finished { counted: Counted, file_len: u64 },
 }
 
 /// Where the feed stands.
@@ -100,6 +107,23 @@ impl MergeFiles {
         self.dir.join(CHECKPOINT_NAME)
     }
 
+    /// Where a merge whose caller installs the output itself writes it (`merge.out`): the
+    /// merge then records it as finished, and a merge stopped after it (while the caller
+    /// builds the band file) finds it there.
+    pub(crate) fn output(&self) -> PathBuf {
+        self.dir.join(OUTPUT_NAME)
+    }
+
+    /// True when `path` is [`Self::output`].
+    pub(crate) fn is_output(&self, path: &Path) -> bool {
+        path == self.output()
+    }
+
+    /// Where the output's band file is built before it is installed.
+    pub(crate) fn bands(&self) -> PathBuf {
+        self.dir.join(BANDS_NAME)
+    }
+
     /// The base the sorters name their runs after.
     pub(crate) fn runs_base(&self) -> PathBuf {
         self.dir.join(RUNS_BASE)
@@ -128,8 +152,17 @@ impl MergeFiles {
 
     /// Removes every file of a merge (a merge that finished, failed, or will not resume).
     pub(crate) fn remove_all(&self, storage: &dyn Storage) -> Result<()> {
+        self.remove_except(storage, &[])
+    }
+
+    /// Removes every file of a finished merge but its output and checkpoint.
+    pub(crate) fn remove_all_but_output(&self, storage: &dyn Storage) -> Result<()> {
+        self.remove_except(storage, &[OUTPUT_NAME, CHECKPOINT_NAME])
+    }
+
+    fn remove_except(&self, storage: &dyn Storage, keep: &[&str]) -> Result<()> {
         let names = storage.list(&self.dir).map_err(|e| Error::io(&self.dir, "list", e))?;
-        for name in names.iter().filter(|n| is_merge_file(n)) {
+        for name in names.iter().filter(|n| is_merge_file(n) && !keep.contains(&n.as_str())) {
             let path = self.dir.join(name);
             storage.remove(&path).map_err(|e| Error::io(&path, "remove", e))?;
         }
@@ -216,6 +249,11 @@ pub(crate) fn encode(c: &Checkpoint) -> Vec<u8> {
             put_u64(&mut out, column.1);
             writer.encode(&mut out);
         }
+        Stage::Finished { counted, file_len } => {
+            out.push(4);
+            put_counted(&mut out, counted);
+            put_u64(&mut out, *file_len);
+        }
     }
     let crc = crc32fast::hash(&out);
     put_u32(&mut out, crc);
@@ -291,6 +329,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Checkpoint> {
             let writer = WriterState::decode(&mut r)?;
             Stage::Write { counted, codes, runs, column, writer }
         }
+        4 => Stage::Finished { counted: take_counted(&mut r)?, file_len: take_u64(&mut r)? },
         _ => return None,
     };
     r.is_empty().then_some(Checkpoint { identity, stage })
@@ -318,6 +357,7 @@ mod tests {
             Stage::Count { counted: Counted { entries: 10, deleted: 1, repeated: 2 }, last: (5, 6), symbols: Box::new([9; SYMBOLS]) },
             Stage::Feed { counted: Counted::default(), code0: [3; SYMBOLS], position: FeedPosition { input: 2, ordinal: 40, last: 0, tail: 0 }, runs: vec![0, 4, 4] },
             Stage::Write { counted: Counted::default(), codes: vec![Some([2; SYMBOLS]), None], runs: vec![1, 2], column: (11, 1), writer },
+            Stage::Finished { counted: Counted { entries: 10, deleted: 1, repeated: 2 }, file_len: 123_456 },
         ];
         for stage in stages {
             let c = Checkpoint { identity: identity(), stage };

@@ -31,6 +31,7 @@
 // Indexing: inputs and output tables indexed by the table number of the output's own design.
 #![allow(clippy::indexing_slicing)]
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::checkpoint::{Checkpoint, Counted, FeedPosition, Identity, MergeFiles, Stage};
@@ -68,12 +69,16 @@ pub(crate) struct OutputFormat {
     pub sketches: Option<SketchColumn>,
 }
 
-/// How a merge runs: its sort buffer, and how often it records a checkpoint (`None`:
-/// never; the output is then written as an unnamed file, and a killed merge starts over).
+/// How a merge runs: its sort buffer, how often it records a checkpoint (`None`: never;
+/// the output is then written as an unnamed file, and a killed merge starts over), and the
+/// flag that stops it (the index is closing): it returns [`Error::stopped`] at its next
+/// look at the clock, its files and last checkpoint kept for the next merge of the same
+/// segments.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct MergeOptions {
+pub(crate) struct MergeOptions<'a> {
     pub buffer_entries: usize,
     pub checkpoint_interval: Option<Duration>,
+    pub stop: Option<&'a AtomicBool>,
 }
 
 type Inputs = [std::sync::Arc<LiveSegment>];
@@ -88,8 +93,11 @@ type WriteResume = (Vec<Option<Lengths>>, (u64, u64), WriterState);
 
 /// Merges `inputs` into a new segment at `path` (nothing is written when no pair is left),
 /// going on from the checkpoint a merge of the same inputs left in `path`'s directory.
-/// Every `merge.*` file is gone when it returns (it is killed: they stay, for the next).
-pub(crate) fn merge(storage: &dyn Storage, inputs: &Inputs, tombstones: &TombstoneSet, path: &Path, format: &OutputFormat, options: &MergeOptions) -> Result<Option<Merged>> {
+/// Every `merge.*` file is gone when it returns, but for a finished merge's checkpoint
+/// when `path` is a merge file itself (`MergeFiles::output`: the caller builds the output's
+/// band file, then installs it and removes them) and for a merge that was stopped or
+/// killed (they stay, for the next).
+pub(crate) fn merge(storage: &dyn Storage, inputs: &Inputs, tombstones: &TombstoneSet, path: &Path, format: &OutputFormat, options: &MergeOptions<'_>) -> Result<Option<Merged>> {
     let files = MergeFiles::in_dir(&parent_dir(path));
     let identity = identity(inputs, tombstones, format);
     let resume = options.checkpoint_interval.and_then(|_| files.load(storage)).filter(|c| c.identity == identity);
@@ -107,21 +115,34 @@ pub(crate) fn merge(storage: &dyn Storage, inputs: &Inputs, tombstones: &Tombsto
         identity,
         buffer_entries: options.buffer_entries,
         every: options.checkpoint_interval,
+        stop: options.stop,
         last_save: std::sync::Mutex::new(now),
         started: now,
     };
     let mut result = job.run(resume.as_ref().map(|c| &c.stage));
     let mut restarted = false;
+    if matches!(&result, Err(e) if e.is_stopped()) {
+        return result;
+    }
     if resume.is_some() && result.is_err() {
         // a checkpoint that does not resume (its files damaged or gone): start over once
         files.remove_all(storage)?;
         result = job.run(None);
         restarted = true;
+        if matches!(&result, Err(e) if e.is_stopped()) {
+            return result;
+        }
     }
-    let cleanup = files.remove_all(storage);
+    let keep_checkpoint = result.as_ref().is_ok_and(Option::is_some) && files.is_output(path);
+    let cleanup = if keep_checkpoint { files.remove_all_but_output(storage) } else { files.remove_all(storage) };
     let merged = result?.map(|m| Merged { resumed: resume.is_some() && !restarted, restarted, ..m });
     cleanup?;
     Ok(merged)
+}
+
+/// The error of a stage no merge resumes at this point (a finished merge returns before).
+fn unreachable_stage() -> Result<(Counted, Lengths)> {
+    Err(Error::InvalidArgument("merge checkpoint: a finished merge has nothing to count".into()))
 }
 
 /// What the merge is of, as its checkpoint records it.
@@ -147,6 +168,7 @@ struct Job<'a> {
     identity: Identity,
     buffer_entries: usize,
     every: Option<Duration>,
+    stop: Option<&'a AtomicBool>,
     last_save: std::sync::Mutex<Instant>,
     started: Instant,
 }
@@ -193,6 +215,14 @@ fn code_of(lengths: &Lengths) -> Result<Code> {
 }
 
 impl<'a> Job<'a> {
+    /// Fails with [`Error::stopped`] when the merge is asked to stop.
+    fn check_stop(&self) -> Result<()> {
+        match self.stop {
+            Some(flag) if flag.load(Ordering::Relaxed) => Err(Error::stopped(self.path)),
+            _ => Ok(()),
+        }
+    }
+
     fn due(&self) -> bool {
         self.every.is_some_and(|e| self.last_save.lock().map_or(true, |t| t.elapsed() >= e))
     }
@@ -206,6 +236,9 @@ impl<'a> Job<'a> {
     }
 
     fn run(&self, stage: Option<&Stage>) -> Result<Option<Merged>> {
+        if let Some(Stage::Finished { counted, file_len }) = stage {
+            return self.finished(*counted, *file_len);
+        }
         let (counted, code0) = match stage {
             None => self.count(Counted::default(), None, SymbolHistogram::new())?,
             Some(Stage::Count { counted, last, symbols }) => self.count(*counted, Some(*last), SymbolHistogram::resume(**symbols, Some(last.0)))?,
@@ -213,6 +246,7 @@ impl<'a> Job<'a> {
             Some(Stage::Write { counted, codes, .. }) => {
                 (*counted, codes.first().copied().flatten().ok_or_else(|| Error::InvalidArgument("merge checkpoint: no code for table 0".into()))?)
             }
+            Some(Stage::Finished { .. }) => unreachable_stage()?,
         };
         if counted.entries == 0 {
             return Ok(None);
@@ -264,8 +298,11 @@ impl<'a> Job<'a> {
             self.write(&plan, &sorted, counted, code0, &runs, checkpoints, writer_state)
         })();
         let spilled_runs = sorters.iter().flatten().map(|s| s.spilled).sum();
-        for s in sorters.iter_mut().flatten() {
-            s.remove_runs();
+        // a stopped merge keeps its runs: its checkpoint names them
+        if !matches!(&result, Err(e) if e.is_stopped()) {
+            for s in sorters.iter_mut().flatten() {
+                s.remove_runs();
+            }
         }
         let file_len = result?;
         Ok(Some(Merged { entries: counted.entries, file_len, deleted: counted.deleted, repeated: counted.repeated, spilled_runs, resumed: false, restarted: false }))
@@ -278,6 +315,9 @@ impl<'a> Job<'a> {
         while let Some(pair) = stream.next() {
             hist.push(self.format.codec, pair.0);
             n += 1;
+            if n % CLOCK_EVERY == 0 {
+                self.check_stop()?;
+            }
             if n % CLOCK_EVERY == 0 && self.due() {
                 let counted = Counted { entries: n, deleted: base.deleted + stream.deleted, repeated: base.repeated + stream.repeated };
                 self.save(Stage::Count { counted, last: pair, symbols: Box::new(*hist.counts()) })?;
@@ -320,6 +360,9 @@ impl<'a> Job<'a> {
                 for fp in self.inputs[i].segment.table_entries_at(0, ordinal)? {
                     push(sorters, &wanted, fp?)?;
                     ordinal += 1;
+                    if ordinal % CLOCK_EVERY == 0 {
+                        self.check_stop()?;
+                    }
                     if ordinal % CLOCK_EVERY == 0 && self.due() {
                         checkpoint(sorters, FeedPosition { input: i as u32, ordinal, ..FeedPosition::default() })?;
                     }
@@ -334,6 +377,9 @@ impl<'a> Job<'a> {
             push(sorters, &plan.sorted, fp)?;
             (last, tail) = if fed > 0 && fp == last { (last, tail + 1) } else { (fp, 1) };
             fed += 1;
+            if fed % CLOCK_EVERY == 0 {
+                self.check_stop()?;
+            }
             if fed % CLOCK_EVERY == 0 && self.due() {
                 checkpoint(sorters, FeedPosition { input: 0, ordinal: fed, last, tail })?;
             }
@@ -365,8 +411,13 @@ impl<'a> Job<'a> {
     fn histogram(&self, plan: &Plan<'_>, sorted: &[Option<&Sorted>], t: usize) -> Result<Lengths> {
         let mut hist = SymbolHistogram::new();
         let mut source = self.table_source(plan, sorted, t, None)?;
+        let mut n = 0u64;
         for v in &mut source {
             hist.push(self.format.codec, v);
+            n += 1;
+            if n % (CLOCK_EVERY * 64) == 0 {
+                self.check_stop()?;
+            }
         }
         source.finish()?;
         Ok(*hist.code().lengths())
@@ -435,7 +486,11 @@ impl<'a> Job<'a> {
                     None => writer.begin_table(&code)?,
                 };
                 for v in &mut source {
-                    if table.push(v)? && checkpoints && self.due() {
+                    let block_done = table.push(v)?;
+                    if block_done {
+                        self.check_stop()?;
+                    }
+                    if block_done && checkpoints && self.due() {
                         let st = table.checkpoint()?;
                         save(&codes, (0, 0), st)?;
                     }
@@ -462,9 +517,25 @@ impl<'a> Job<'a> {
             self.write_column(&mut writer, resumed, resumed.map(|_| column), true, checkpoints, &|column, st| save(&codes, column, st))?;
         }
         // The checkpoint goes before the output takes its name: a checkpoint is never left
-        // naming a `merge.part` that is gone.
+        // naming a `merge.part` that is gone. An output named as a merge file
+        // (`MergeFiles::output`) is recorded as finished, so that a merge stopped while its
+        // caller builds the output's band file does not start over.
         self.files.remove_checkpoint(self.storage)?;
-        writer.finish()
+        let file_len = writer.finish()?;
+        if self.files.is_output(self.path) && self.every.is_some() {
+            self.save(Stage::Finished { counted, file_len })?;
+        }
+        Ok(file_len)
+    }
+
+    /// A merge that had finished (its output at `self.path`, `file_len` bytes), stopped
+    /// before its caller installed it.
+    fn finished(&self, counted: Counted, file_len: u64) -> Result<Option<Merged>> {
+        let on_disk = self.storage.read(self.path).map_err(|e| Error::io(self.path, "read", e))?.len() as u64;
+        if on_disk != file_len {
+            return Err(Error::InvalidArgument(format!("{}: a finished merge's output is {on_disk} bytes, its checkpoint says {file_len}", self.path.display())));
+        }
+        Ok(Some(Merged { entries: counted.entries, file_len, deleted: counted.deleted, repeated: counted.repeated, spilled_runs: 0, resumed: false, restarted: false }))
     }
 
     /// The id column (or with `sketches`, the sketch column: each live pair's sketch from
@@ -507,6 +578,9 @@ impl<'a> Job<'a> {
                 Some((last, n)) if last == fp => (last, n + 1),
                 _ => (fp, 1),
             });
+            if page_done {
+                self.check_stop()?;
+            }
             if page_done && checkpoints && self.due() {
                 let st = column.checkpoint()?;
                 save(at.unwrap_or_default(), st)?;
@@ -551,7 +625,8 @@ mod tests {
         }
         let out = dir.path().join("out.sdx");
         let format = OutputFormat { k: 3, codec: Codec::Xor, sketches: None };
-        let merged = merge(&storage, &inputs, &TombstoneSet::default(), &out, &format, &MergeOptions { buffer_entries: 1_500, checkpoint_interval: None }).unwrap().unwrap();
+        let merged =
+            merge(&storage, &inputs, &TombstoneSet::default(), &out, &format, &MergeOptions { buffer_entries: 1_500, checkpoint_interval: None, stop: None }).unwrap().unwrap();
         assert_eq!(merged.entries, pairs.len() as u64);
         let seg = Segment::open(&out).unwrap();
         assert_eq!(*seg.design(), planned_design(&PlanOptions::new(pairs.len() as u64, 3)).unwrap());

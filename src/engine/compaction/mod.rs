@@ -6,8 +6,8 @@
 //!   One file per strategy: `tiered` (the size-tiered policy, its backlog rule, and the
 //!   budget behind the write stall, [`over_budget`]), `absorb` (the small tiers absorbing
 //!   the newest segment while the index is small), `full` (a full compaction in merges of
-//!   bounded size), `settle` (on close: the live set within a bound of one segment's query
-//!   cost), `expiry` (an index with an expiry window: merges within one time slice, and
+//!   bounded size), `settle` (in the background: the live set within a bound of one
+//!   segment's query cost), `expiry` (an index with an expiry window: merges within one time slice, and
 //!   which segments expired, dropped whole). The policy reads sizes only: it opens no file.
 //! - the *mechanism* merges: [`merge()`] (in `merge`) writes the live pairs of the chosen
 //!   segments as one new segment, from the merge streams of `stream` (live pairs in
@@ -68,14 +68,15 @@ pub struct CompactionOptions {
     /// cut short starts over). Each checkpoint costs a few fsyncs; merges shorter than the
     /// interval record none.
     pub checkpoint_interval: Option<std::time::Duration>,
-    /// When the index closes (with [`Self::automatic`]), merge the newest segments (or all)
-    /// until the live set's modeled query cost is within this percentage of one segment's
-    /// (`settle`: a tiered live set costs a query up to 6x one segment at 2^28). `None`:
-    /// never. Default 150.
-    pub settle_on_close: Option<u32>,
+    /// With [`Self::automatic`], the maintenance thread merges the newest segments (or all),
+    /// in the background while the index is open, until the live set's modeled query cost is
+    /// within this percentage of one segment's (`settle`: a tiered live set costs a query up
+    /// to 6x one segment at 2^28). A close does not wait for it: a settling merge stopped by
+    /// a close goes on from its checkpoint at the next open. `None`: never. Default 150.
+    pub settle: Option<u32>,
 }
 
-__with_fields!(CompactionOptions { fanout: usize => with_fanout, buffer_entries: usize => with_buffer_entries, automatic: bool => with_automatic, max_merge_entries: u64 => with_max_merge_entries, checkpoint_interval: Option<std::time::Duration> => with_checkpoint_interval, settle_on_close: Option<u32> => with_settle_on_close });
+__with_fields!(CompactionOptions { fanout: usize => with_fanout, buffer_entries: usize => with_buffer_entries, automatic: bool => with_automatic, max_merge_entries: u64 => with_max_merge_entries, checkpoint_interval: Option<std::time::Duration> => with_checkpoint_interval, settle: Option<u32> => with_settle });
 
 impl Default for CompactionOptions {
     fn default() -> Self {
@@ -85,7 +86,7 @@ impl Default for CompactionOptions {
             automatic: true,
             max_merge_entries: u64::MAX,
             checkpoint_interval: Some(std::time::Duration::from_millis(500)),
-            settle_on_close: Some(150),
+            settle: Some(150),
         }
     }
 }

@@ -104,7 +104,7 @@ fn out() -> PathBuf {
 fn run(case: &Case, storage: &MemStorage, every: Option<Duration>) -> crate::Result<Option<super::merge::Merged>> {
     let (inputs, tombstones) = open(case, storage);
     let format = OutputFormat { k: 3, codec: Codec::Xor, sketches: Some(SKETCH) };
-    merge(storage, &inputs, &tombstones, &out(), &format, &MergeOptions { buffer_entries: 1_500, checkpoint_interval: every })
+    merge(storage, &inputs, &tombstones, &out(), &format, &MergeOptions { buffer_entries: 1_500, checkpoint_interval: every, stop: None })
 }
 
 fn merge_files(storage: &MemStorage) -> Vec<String> {

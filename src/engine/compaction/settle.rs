@@ -1,16 +1,15 @@
-//! The settling merge when an index closes: the live set a query meets afterwards within a
-//! bound of one segment's cost.
+//! The settling merge: the live set a query meets within a bound of one segment's cost,
+//! kept by the maintenance thread in the background while the index is open (after the
+//! automatic policy's merges; a close stops it at a checkpoint, and the next open goes on).
 //!
 //! Every live segment costs a query a search and a block of every table, whatever its size
 //! (about 1 us a table, against about 4 ns an entry decoded: `benches/RESULTS.md`, "Speed
 //! III"), so the size-tiered policy's shape (up to three segments a tier: 11 segments, 6x one
-//! segment's query at 2^28) is what a reopened index pays until its next merges. Keeping
-//! that bound while ingesting would rewrite the largest segment again and again (about 28
-//! minutes of merging at 2^28, past the ingest budget); merging once when the writer stops
-//! costs one rewrite of what needs it. So on close ([`pick`]): when the live set's modeled
-//! query cost is above `target` times one segment's holding everything, the newest segments
-//! merge, as few as bring it within the bound (a small tail merges alone when that is
-//! enough: a crawl resumed on a large index rewrites only what it added), else all of them.
+//! segment's query at 2^28) is what queries pay until more merges. So ([`pick`]): when the
+//! live set's modeled query cost is above `target` times one segment's holding everything,
+//! the newest segments merge, as few as bring it within the bound (a small tail merges alone
+//! when that is enough: a crawl resumed on a large index rewrites only what it added), else
+//! all of them.
 //!
 //! The model ([`query_cost`]) is the planner's: each table's probe decodes its expected run
 //! plus [`SEARCH_ENTRIES`] for the search and the entries before the run.
