@@ -2,7 +2,10 @@
 //! mode, query latency on 1e7 fingerprints spread over live segments and the memtable while
 //! a writer ingests (against one 1e7 segment), and compaction throughput.
 //!
-//! `cargo bench --bench engine` runs everything; `SIMDEX_BENCH_ENGINE=ingest,query,compact`
+//! Documents by id: the id tables' bytes per fingerprint and the cost of a check by id
+//! (`find_or_replace`) beside the plain check (`find_or_insert`).
+//!
+//! `cargo bench --bench engine` runs everything; `SIMDEX_BENCH_ENGINE=ingest,query,compact,by_id`
 //! picks parts; `SIMDEX_BENCH_N` changes the 1e7 size. Files go to `SIMDEX_BENCH_DIR` (a
 //! temporary directory under the target dir by default: a real disk, not tmpfs).
 
@@ -387,6 +390,54 @@ fn compact_table() {
     }
 }
 
+/// Bytes of the files of `idx` whose names end in `ext`.
+fn bytes_of(idx: &Path, ext: &str) -> u64 {
+    std::fs::read_dir(idx).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(ext)).map(|e| e.metadata().unwrap().len()).sum()
+}
+
+fn by_id_table() {
+    println!("\n## Documents by id: id tables (seg-N.sdi) and the check by id (k = 3, one segment, NoSync)\n");
+    println!("| stored | .sdi bytes | .sdi bytes/fp | .sdx bytes/fp | op | ops | µs/op | ratio to find_or_insert |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let n = std::env::var("SIMDEX_BENCH_BY_ID_N").ok().and_then(|s| s.parse().ok()).unwrap_or(1usize << 22);
+    let ops = 200_000usize;
+    let dir = bench_dir();
+    let idx = dir.path().join("idx");
+    let options = IndexOptions::default().with_memtable_ops(u64::MAX).with_background(false).with_durability(Durability::NoSync);
+    let index = Index::open(&idx, options).unwrap();
+    for chunk in pairs(n, 31).chunks(100_000) {
+        index.insert_many(&chunk.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
+    }
+    index.compact().unwrap();
+    let (sdi, sdx) = (bytes_of(&idx, ".sdi"), bytes_of(&idx, ".sdx"));
+    let head = format!("| {n} | {sdi} | {:.2} | {:.2} |", sdi as f64 / n as f64, sdx as f64 / n as f64);
+    let q = simdex::QueryOptions::default();
+    // fresh fingerprints (no near-duplicate among random ones at k = 3) under: new ids
+    // (find_or_insert inserts, find_or_replace inserts) and stored ids (find_or_replace
+    // replaces the id's fingerprint: a changed page); each op on its own copy of the index state
+    let fresh = common::random(3 * ops, 32);
+    let stored_ids = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9) % n as u64;
+    let time = |f: &mut dyn FnMut(usize)| {
+        let start = Instant::now();
+        for i in 0..ops {
+            f(i);
+        }
+        start.elapsed().as_secs_f64() * 1e6 / ops as f64
+    };
+    let base = time(&mut |i| assert!(matches!(index.find_or_insert(fresh[i], (n + i) as u64, &q).unwrap(), simdex::FindOrInsert::Inserted { .. })));
+    let rows: Vec<(&str, f64)> = vec![
+        ("find_or_insert, new id (inserts)", base),
+        ("find_or_replace, new id (inserts)", time(&mut |i| assert!(index.find_or_replace(fresh[ops + i], (n + ops + i) as u64, &q).unwrap().stored()))),
+        ("find_or_replace, stored id (replaces)", time(&mut |i| assert!(index.find_or_replace(fresh[2 * ops + i], stored_ids(i), &q).unwrap().stored()))),
+        ("fingerprints_of, stored id", time(&mut |i| assert!(!index.fingerprints_of(stored_ids(i) ^ 1).unwrap().is_empty()))),
+        ("replace, stored id (unchecked)", time(&mut |i| drop(index.replace(fresh[i] ^ 0xffff, stored_ids(i)).unwrap()))),
+        ("insert (unchecked)", time(&mut |i| assert!(index.insert(fresh[ops + i] ^ 0xffff, (n + 3 * ops + i) as u64).unwrap() > 0))),
+    ];
+    for (op, us) in rows {
+        println!("{head} {op} | {ops} | {us:.2} | {:.2} |", us / base);
+    }
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing else is accepted.
     println!("# simdex engine benchmarks");
@@ -398,5 +449,8 @@ fn main() {
     }
     if wants("compact") {
         compact_table();
+    }
+    if wants("by_id") {
+        by_id_table();
     }
 }

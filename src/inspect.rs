@@ -199,6 +199,7 @@ pub fn log_files(storage: &dyn Storage, dir: &Path) -> Result<Vec<LogFile>> {
             | FileKind::Recipe
             | FileKind::Segment(_)
             | FileKind::Bands(_)
+            | FileKind::Ids(_)
             | FileKind::Tombstones(_)
             | FileKind::Temporary
             | FileKind::Merge

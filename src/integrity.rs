@@ -80,6 +80,43 @@ impl CrcMismatch {
     }
 }
 
+/// The pages of a derived file (band file, id table) whose CRC already matched, one bit a
+/// page: the mapped bytes never change, so a page is checked once per open file, and a page
+/// that failed is never marked and fails every read.
+#[derive(Debug)]
+pub(crate) struct CheckedPages {
+    verified: Box<[std::sync::atomic::AtomicU64]>,
+}
+
+impl CheckedPages {
+    /// Room for `pages` pages, none checked yet.
+    pub(crate) fn new(pages: u64) -> Self {
+        Self { verified: (0..pages.div_ceil(64)).map(|_| std::sync::atomic::AtomicU64::new(0)).collect() }
+    }
+
+    /// The payload of the `page_bytes`-byte page at `offset` of `bytes` (everything before
+    /// its last 4 bytes, the CRC-32 of the rest), after its CRC check the first time.
+    pub(crate) fn page<'b>(&self, path: &Path, bytes: &'b [u8], offset: u64, page_bytes: u64, what: &str) -> Result<&'b [u8]> {
+        use std::sync::atomic::Ordering;
+        let page = usize::try_from(offset)
+            .ok()
+            .and_then(|at| bytes.get(at..at.checked_add(usize::try_from(page_bytes).ok()?)?))
+            .ok_or_else(|| Error::corrupt(path, offset, format!("{what} at offset {offset} is past the end of the file ({} bytes)", bytes.len())))?;
+        let (body, crc) = page.split_at(page.len().saturating_sub(4));
+        let n = offset / page_bytes.max(1);
+        let word = self.verified.get((n / 64) as usize);
+        let bit = 1u64 << (n % 64);
+        if word.is_none_or(|w| w.load(Ordering::Relaxed) & bit == 0) {
+            let stored = u32::from_le_bytes(crc.try_into().unwrap_or([0; 4]));
+            verify_crc(body, stored).map_err(|m| m.corrupt(path, offset, Location::default(), what))?;
+            if let Some(w) = word {
+                w.fetch_or(bit, Ordering::Relaxed);
+            }
+        }
+        Ok(body)
+    }
+}
+
 /// A damaged field: where it is and what is wrong, before the path is known. Offsets are
 /// absolute in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -101,6 +101,7 @@ internal_mod!(codec);
 mod confirm;
 mod cpu;
 mod engine;
+mod ids;
 #[cfg(feature = "test-support")]
 #[doc(hidden)]
 pub use engine::log;
@@ -129,7 +130,8 @@ pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, Con
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
 pub use engine::snapshot::{Deletes, Snapshot};
 pub use engine::{
-    Clock, CompactionOptions, Durability, Expiry, FindOrInsert, Index, IndexOptions, LogRecovery, LogReport, OpenReport, SegmentStats, StatValue, Stats, SystemClock,
+    Clock, CompactionOptions, Durability, Expiry, FindOrInsert, FindOrReplace, Index, IndexOptions, LogRecovery, LogReport, OpenReport, Replaced, SegmentStats, StatValue, Stats,
+    SystemClock,
 };
 pub use error::{Error, ErrorKind, Location, Result};
 pub use integrity::{verify_crc, CrcMismatch};

@@ -8,6 +8,12 @@ Match = Tuple[int, int, Optional[int]]
 """(fingerprint, distance, doc_id) of one stored pair within k of a fingerprint query (a bare
 fingerprint has no sketch, so these rows carry no similarity)."""
 
+Outcome = str
+"""What a check by document id did: ``"unchanged"`` (one of its near-duplicates is stored under
+its own id: a revisit; nothing written), ``"found"`` (near-duplicates of other documents;
+nothing written), ``"inserted"`` (a new id: stored), ``"replaced"`` (the id held other
+fingerprints, none near: deleted, and the new one stored, in one log record)."""
+
 class DocumentMatch(NamedTuple):
     """A stored document a document call matched. Changed in issue 20: a 4-tuple (it was
     (fingerprint, distance, doc_id)); index or name the fields rather than unpack three."""
@@ -112,6 +118,24 @@ class Index:
         of ``confirm``: it warns, DeprecationWarning). Raises
         EmptyDocumentError for a document with fewer words than the recipe's minimum, or than ``min_words`` when
         given (nothing stored)."""
+    def fingerprints_of(self, doc_id: int) -> List[int]:
+        """The fingerprints stored under ``doc_id``, sorted (``[]`` when none): read from each segment's id table and the memtable, no side map."""
+    def replace(self, fp: int, doc_id: int) -> List[int]:
+        """Stores ``(fp, doc_id)`` as what ``doc_id`` holds: every other fingerprint stored under it is deleted in the same
+        log record (a crash keeps the old version or the new one, never both or neither). Returns the fingerprints it held before."""
+    def find_or_replace(self, fp: int, doc_id: int, k: Optional[int] = None) -> Tuple[Outcome, List[Match], List[int]]:
+        """The check of a page fetched under ``doc_id``, atomic: ``(outcome, matches, previous)``. Its matches within ``k``
+        (default: the index's); one stored under ``doc_id`` itself: ``"unchanged"``; others: ``"found"``; none: ``(fp, doc_id)``
+        is stored, ``"inserted"``, or ``"replaced"`` with ``previous`` the fingerprints the id held (deleted in the same record)."""
+    def find_or_replace_document(
+        self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True
+    ) -> Tuple[int, Outcome, List[DocumentMatch], List[int]]:
+        """The crawler's check of a page fetched under ``doc_id`` (``simdex.doc_id(url)``), judged as ``find_or_insert_document``
+        judges (k = 8 confirmed by sketch by default): ``(fingerprint, outcome, matches, previous)``. ``"unchanged"``: a near copy
+        is stored under ``doc_id`` (a revisit: its item was produced then); ``"found"``: a near-duplicate of other documents
+        (``matches``); ``"inserted"``: a new page, stored; ``"replaced"``: the page changed, stored in place of what ``doc_id``
+        held (``previous``), in one log record, so the id keeps one entry. Nothing is written unless stored. Raises
+        EmptyDocumentError / BinaryDocumentError as ``find_or_insert_document`` (nothing stored)."""
     def query_many(self, fps: Iterable[int], k: Optional[int] = None, columnar: bool = False) -> Union[List[List[Match]], MatchColumns]:
         """``query`` of every fingerprint (numpy integer array or sequence of ints) over one snapshot: per item its
         matches; ``columnar=True``: one ``MatchColumns``. Large batches take the Rust batch path (merge join),

@@ -521,6 +521,34 @@ class Client:
         body = {"doc": _document(data, html), "doc_id": doc_id, "k": k, "min_words": min_words, "confirm": confirm}
         return _answer(self._call("find_or_insert_document", body))
 
+    def fingerprints_of(self, doc_id: int) -> List[int]:
+        """As ``Index.fingerprints_of``: the fingerprints stored under doc_id, sorted. Retried."""
+        return [int(f) for f in self._call("fingerprints_of", {"doc_id": doc_id}, safe=True)["fingerprints"]]
+
+    def replace(self, fp: int, doc_id: int) -> List[int]:
+        """As ``Index.replace``: (fp, doc_id) stored in place of what doc_id held, in one log
+        record; returns the fingerprints it held before. Never sent twice: a lost answer raises
+        ``OutcomeUnknownError`` (``fingerprints_of(doc_id)`` then says whether it was stored)."""
+        return [int(f) for f in self._call("replace", {"fp": fp, "doc_id": doc_id})["previous"]]
+
+    def find_or_replace(self, fp: int, doc_id: int, k: Optional[int] = None) -> Tuple[str, List[Tuple[int, int, Optional[int]]], List[int]]:
+        """As ``Index.find_or_replace``: ``(outcome, matches, previous)``, atomic across every
+        client of the server. Never sent twice: a lost answer raises ``OutcomeUnknownError``."""
+        r = self._call("find_or_replace", {"fp": fp, "doc_id": doc_id, "k": k})
+        return str(r["outcome"]), _matches(r["matches"]), [int(f) for f in r["previous"]]
+
+    def find_or_replace_document(
+        self, data: Union[str, bytes], doc_id: int, k: Optional[int] = None, html: Optional[bool] = None, min_words: Optional[int] = None, confirm: bool = True
+    ) -> Tuple[int, str, List[Any], List[int]]:
+        """As ``Index.find_or_replace_document``: ``(fingerprint, outcome, matches, previous)``,
+        atomic across every client of the server (a changed page leaves one entry whichever
+        process crawls it). Never sent twice: a lost answer raises ``OutcomeUnknownError``
+        (``fingerprints_of(doc_id) == [fingerprint]`` then says the page was stored)."""
+        body = {"doc": _document(data, html), "doc_id": doc_id, "k": k, "min_words": min_words, "confirm": confirm}
+        r = self._call("find_or_replace_document", body)
+        matches = [DocumentMatch(m[0], m[1], m[2], m[3]) for m in r["matches"]]
+        return int(r["fingerprint"]), str(r["outcome"]), matches, [int(f) for f in r["previous"]]
+
     def query_document(self, data: Union[str, bytes], k: Optional[int] = None, html: Optional[bool] = None, confirm: bool = True) -> Tuple[int, List[Any], int]:
         """The stored near-duplicates of a document, judged as ``find_or_insert_document``
         judges them, storing nothing: ``(fingerprint, matches, words)``. Retried."""

@@ -10,7 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use pyo3::IntoPyObjectExt;
-use simdex::{Durability, FindOrInsert, IndexOptions, Match, QueryOptions};
+use simdex::{Durability, FindOrInsert, FindOrReplace, IndexOptions, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::sketch::SketchOptions;
 use simdex_fingerprint::{DocumentIndex, DocumentInput};
@@ -35,6 +35,18 @@ use simdex_fingerprint::many as docs_many;
 
 fn rows(matches: Vec<Match>) -> Vec<Row> {
     matches.iter().map(batch::row).collect()
+}
+
+/// A check-then-replace as Python sees it: its outcome (`"unchanged"`, `"found"`,
+/// `"inserted"`, `"replaced"`), its matches, and the fingerprints the id held before a
+/// replace (`[]` otherwise).
+fn replace_outcome(found: FindOrReplace) -> (&'static str, Vec<Match>, Vec<u64>) {
+    let name = found.name();
+    match found {
+        FindOrReplace::Unchanged(m) | FindOrReplace::Found(m) => (name, m, Vec::new()),
+        FindOrReplace::Replaced { previous, .. } => (name, Vec::new(), previous),
+        _ => (name, Vec::new(), Vec::new()),
+    }
 }
 
 /// A batch's matches as Python wants them: lists of rows, or columns of bytes.
@@ -79,6 +91,22 @@ struct Index {
 impl Index {
     fn get(&self) -> PyResult<Arc<DocumentIndex>> {
         self.inner.read().unwrap_or_else(PoisonError::into_inner).clone().ok_or_else(|| PyValueError::new_err("the index is closed"))
+    }
+
+    /// A document call judged by a `DocumentQuery` of (k, min_words, confirm): the document
+    /// read from `data`, the query checked, then `call` without the GIL.
+    fn judged<T: Send>(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        html: Option<bool>,
+        (k, min_words, confirm): (Option<Distance>, Option<u64>, bool),
+        call: impl FnOnce(&DocumentIndex, DocumentInput<'_>, &simdex_fingerprint::DocumentQuery) -> Result<T, simdex_fingerprint::Error> + Send,
+    ) -> PyResult<T> {
+        let index = self.get()?;
+        let (bytes, kind) = document(data, html)?;
+        let query = query::DocumentQuery::checked(k, min_words, confirm, None)?;
+        py.allow_threads(|| call(&index, DocumentInput { bytes: &bytes, kind }, &query)).map_err(fp_error)
     }
 }
 
@@ -266,12 +294,47 @@ impl Index {
         min_words: Option<u64>,
         confirm: bool,
     ) -> PyResult<DocumentAnswer> {
-        let index = self.get()?;
-        let (bytes, kind) = document(data, html)?;
-        let doc = DocumentInput { bytes: &bytes, kind };
-        let query = query::DocumentQuery::checked(k, min_words, confirm, None)?;
-        let (f, found) = py.allow_threads(|| index.find_or_insert_document(doc, doc_id, &query)).map_err(fp_error)?;
+        let (f, found) = self.judged(py, data, html, (k, min_words, confirm), |index, doc, query| index.find_or_insert_document(doc, doc_id, query))?;
         Ok(documents::answer(docs_many::DocumentAnswer::new(&f, found)))
+    }
+
+    /// The fingerprints stored under doc_id, sorted ([] when none).
+    fn fingerprints_of(&self, py: Python<'_>, doc_id: u64) -> PyResult<Vec<u64>> {
+        let index = self.get()?;
+        py.allow_threads(|| index.fingerprints_of(doc_id)).map_err(to_py)
+    }
+
+    /// Stores (fp, doc_id) as what doc_id holds: every other fingerprint stored under doc_id is
+    /// deleted in the same log record; returns the fingerprints it held before.
+    fn replace(&self, py: Python<'_>, fp: u64, doc_id: u64) -> PyResult<Vec<u64>> {
+        let index = self.get()?;
+        py.allow_threads(|| index.replace(fp, doc_id)).map(|r| r.previous).map_err(to_py)
+    }
+
+    /// The check of a page fetched under doc_id: (outcome, matches, previous).
+    #[pyo3(signature = (fp, doc_id, k=None))]
+    fn find_or_replace(&self, py: Python<'_>, fp: u64, doc_id: u64, k: Option<Distance>) -> PyResult<(&'static str, Vec<Row>, Vec<u64>)> {
+        let index = self.get()?;
+        let (outcome, matches, previous) = replace_outcome(py.allow_threads(|| index.find_or_replace(fp, doc_id, &query_options(&index, k))).map_err(to_py)?);
+        Ok((outcome, rows(matches), previous))
+    }
+
+    /// The check of a document fetched under doc_id: (fingerprint, outcome, matches, previous).
+    #[pyo3(signature = (data, doc_id, k=None, html=None, min_words=None, confirm=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn find_or_replace_document(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        doc_id: u64,
+        k: Option<Distance>,
+        html: Option<bool>,
+        min_words: Option<u64>,
+        confirm: bool,
+    ) -> PyResult<(u64, &'static str, Vec<PyObject>, Vec<u64>)> {
+        let (f, found) = self.judged(py, data, html, (k, min_words, confirm), |index, doc, query| index.find_or_replace_document(doc, doc_id, query))?;
+        let (outcome, matches, previous) = replace_outcome(found);
+        Ok((f.value, outcome, documents::matches(py, &matches)?, previous))
     }
 
     /// Per item of `fps` (u64 LE bytes), its matches within k, all items over one snapshot;

@@ -34,7 +34,7 @@ pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, s
         Some(_) => BandSlot::with(BandFile::open(storage, &path, &segment)?),
         None => BandSlot::default(),
     };
-    Ok(LiveSegment { meta, segment, bands })
+    Ok(LiveSegment { meta, segment, bands, ids: Default::default() })
 }
 
 /// A merge's output (`files.output()`, described by `meta` but for its number), live with
@@ -59,7 +59,7 @@ pub(super) fn attach_merged(engine: &Engine, files: &MergeFiles, meta: SegmentMe
     storage.sync_dir(&engine.dir).map_err(|e| Error::io(&engine.dir, "fsync directory", e))?;
     let segment = Segment::open_with(storage, &path)?;
     let bands = if banded { BandSlot::with(BandFile::open(storage, &bands_path, &segment)?) } else { BandSlot::default() };
-    Ok(LiveSegment { meta, segment, bands })
+    Ok(LiveSegment { meta, segment, bands, ids: Default::default() })
 }
 
 /// What an open does about a band file it cannot use.
@@ -87,11 +87,11 @@ pub(super) fn attach_on_open(
     set_aside: &mut Vec<String>,
 ) -> Result<LiveSegment> {
     if !segment.has_sketches() {
-        return Ok(LiveSegment { meta, segment, bands: BandSlot::default() });
+        return Ok(LiveSegment { meta, segment, bands: BandSlot::default(), ids: Default::default() });
     }
     let path = dir.join(bands_name(meta.number));
     let fault = match BandFile::open(storage, &path, &segment) {
-        Ok(bands) => return Ok(LiveSegment { meta, segment, bands: BandSlot::with(bands) }),
+        Ok(bands) => return Ok(LiveSegment { meta, segment, bands: BandSlot::with(bands), ids: Default::default() }),
         Err(e) => e,
     };
     if on_open != OnOpen::GoWithout {
@@ -100,7 +100,7 @@ pub(super) fn attach_on_open(
         }
     }
     if on_open != OnOpen::BuildNow {
-        return Ok(LiveSegment { meta, segment, bands: BandSlot::without(describe(&fault)) });
+        return Ok(LiveSegment { meta, segment, bands: BandSlot::without(describe(&fault)), ids: Default::default() });
     }
     let live = attach_new(storage, dir, meta, segment)?;
     if live.bands.file().is_some() {

@@ -15,7 +15,7 @@ use super::log::{LogWriter, OpKind, SketchSlice};
 use super::state::{lock, Engine};
 use super::version::Version;
 use super::writer::WriterState;
-use super::{Durability, FindOrInsert};
+use super::{Durability, FindOrInsert, FindOrReplace};
 use crate::error::{Error, Result};
 use crate::query::Match;
 
@@ -53,6 +53,43 @@ impl Engine {
             return Ok(FindOrInsert::Found(found));
         }
         self.write_locked(w, kind, ops, sketches).map(|seq| FindOrInsert::Inserted { seq })
+    }
+
+    /// The check-then-replace of document `doc_id`: under one hold of the writer's lock,
+    /// reads what the id holds and what `find` finds in the current version, then decides
+    /// (`FindOrReplace`): a match stored under the id is `Unchanged`, other matches are
+    /// `Found` (both write nothing); else `(fingerprint, doc_id)` (with `sketch`) is
+    /// written, as an insert when the id held nothing and else as one replace record that
+    /// also deletes every other pair the id held. `find` returning nothing makes it an
+    /// unconditional replace.
+    pub(super) fn find_or_replace(&self, entry: Entry, sketch: Option<&[u8]>, find: impl FnOnce(&Version) -> Result<Vec<Match>>) -> Result<FindOrReplace> {
+        self.check_writable()?;
+        self.check_sketches(OpKind::Insert, 1, sketch)?;
+        let w = lock(&self.writer);
+        let version = self.visible();
+        let mut damaged = Vec::new();
+        let previous = super::id_tables::stored_under(&version, entry.doc_id, &mut damaged)?;
+        self.heal_id_tables(damaged)?;
+        let found = find(&version)?;
+        if found.iter().any(|m| m.doc_id == Some(entry.doc_id)) {
+            return Ok(FindOrReplace::Unchanged(found));
+        }
+        if !found.is_empty() {
+            return Ok(FindOrReplace::Found(found));
+        }
+        if previous.is_empty() {
+            return self.write_locked(w, OpKind::Insert, &[entry], sketch).map(|seq| FindOrReplace::Inserted { seq });
+        }
+        // the new pair's own fingerprint is not deleted: its new copy supersedes the old
+        let mut ops: Vec<Entry> = previous.iter().filter(|&&fp| fp != entry.fingerprint).map(|&fp| Entry::new(fp, entry.doc_id)).collect();
+        ops.push(entry);
+        let sketches = sketch.map(|s| {
+            let mut all = vec![0u8; (ops.len() - 1) * s.len()];
+            all.extend_from_slice(s);
+            all
+        });
+        let seq = self.write_locked(w, OpKind::Replace, &ops, sketches.as_deref())?;
+        Ok(FindOrReplace::Replaced { seq, previous })
     }
 
     /// The write path, under the writer's lock `w`: logs and applies `ops`, starts the
@@ -118,7 +155,7 @@ impl Engine {
         if let Some(first) = &w.failed {
             return Err(Error::WriterFailed { dir: self.dir.clone(), source: Box::new(first.clone()) });
         }
-        if kind == OpKind::Insert {
+        if kind.inserts() {
             self.roll_epoch(w)?;
         }
         let seq = w.next_seq;
@@ -145,9 +182,14 @@ impl Engine {
             Durability::Sync | Durability::NoSync => false,
         };
         let v = self.current();
-        match kind {
-            OpKind::Insert => v.active.insert(seq, ops, sketches),
-            OpKind::Delete => v.active.delete(seq, ops),
+        match (kind, ops.split_last()) {
+            (OpKind::Insert, _) => v.active.insert(seq, ops, sketches),
+            (OpKind::Delete, _) => v.active.delete(seq, ops),
+            (OpKind::Replace, Some((insert, deletes))) => {
+                let width = self.sketch_width();
+                v.active.replace(seq, deletes, *insert, sketches.and_then(|s| s.get(deletes.len() * width..)))
+            }
+            (OpKind::Replace, None) => {}
         }
         Ok((seq, group_due))
     }
@@ -160,7 +202,7 @@ impl Engine {
         if width == 0 {
             return Err(Error::InvalidArgument(format!("{}: the index stores no sketches (it was created without `IndexOptions::sketches`)", self.dir.display())));
         }
-        if kind != OpKind::Insert {
+        if !kind.inserts() {
             return Err(Error::InvalidArgument("only inserts carry sketches".into()));
         }
         if bytes.len() != ops * width {

@@ -5,6 +5,7 @@
 //! LOCK                  held by the one writer (fs2 lock)
 //! seg-000000000007.sdx  a segment (segment/)
 //! seg-000000000007.sdb  the sketch bands of segment 7 (bands/), derived from its sketches
+//! seg-000000000007.sdi  the id table of segment 7 (ids/), derived from its document ids
 //! tomb-000000000008.sdt the deletes of one flush (tombstone.rs)
 //! log-000000000009.wal  an append log (log.rs)
 //! *.tmp                 a file being written; an orphan if found on open
@@ -35,6 +36,9 @@ pub enum FileKind {
     /// `seg-N.sdb`: the band file of segment `N` (derived from its sketches; rebuilt when
     /// missing).
     Bands(u64),
+    /// `seg-N.sdi`: the id table of segment `N` (derived from its document ids; rebuilt
+    /// when missing or damaged).
+    Ids(u64),
     /// `tomb-N.sdt`.
     Tombstones(u64),
     /// `log-N.wal`.
@@ -50,6 +54,7 @@ pub enum FileKind {
 
 const SEGMENT: (&str, &str) = ("seg-", ".sdx");
 const BANDS: (&str, &str) = ("seg-", ".sdb");
+const IDS: (&str, &str) = ("seg-", ".sdi");
 const TOMBSTONES: (&str, &str) = ("tomb-", ".sdt");
 const LOG: (&str, &str) = ("log-", ".wal");
 
@@ -65,6 +70,11 @@ pub fn segment_name(n: u64) -> String {
 /// The file name of segment `n`'s band file.
 pub fn bands_name(n: u64) -> String {
     numbered(BANDS, n)
+}
+
+/// The file name of segment `n`'s id table.
+pub fn ids_name(n: u64) -> String {
+    numbered(IDS, n)
 }
 
 /// The file name of tombstone file `n`.
@@ -100,6 +110,8 @@ pub fn parse(name: &str) -> FileKind {
         FileKind::Segment(n)
     } else if let Some(n) = number(BANDS) {
         FileKind::Bands(n)
+    } else if let Some(n) = number(IDS) {
+        FileKind::Ids(n)
     } else if let Some(n) = number(TOMBSTONES) {
         FileKind::Tombstones(n)
     } else if let Some(n) = number(LOG) {
@@ -123,6 +135,7 @@ mod tests {
     fn names_parse_back() {
         assert_eq!(parse(&segment_name(7)), FileKind::Segment(7));
         assert_eq!(parse(&bands_name(7)), FileKind::Bands(7));
+        assert_eq!(parse(&ids_name(7)), FileKind::Ids(7));
         assert_eq!(parse(&tombstones_name(8)), FileKind::Tombstones(8));
         assert_eq!(parse(&log_name(9)), FileKind::Log(9));
         assert_eq!(parse("seg-000000000007.sdx.tmp"), FileKind::Temporary);

@@ -129,7 +129,7 @@ impl Engine {
             Some(x) => Some(expiry::stamp(x, self.options.clock.now_secs(), active_epoch)?),
             None => None,
         };
-        let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number, self.sketches.is_some(), epoch) {
+        let log = match LogWriter::create(&*self.storage, &self.dir.join(log_name(number)), number, epoch) {
             Ok(log) => log,
             Err(e) => {
                 w.failed = Some(e.clone());
@@ -217,7 +217,7 @@ impl Engine {
                 let segment = Segment::open_with(&*self.storage, &path)?;
                 let meta = SegmentMeta { number, entries, file_len, min_seq, max_seq, epoch: mem.epoch.unwrap_or(0) };
                 m.segments.push(meta);
-                new_segment = Some(Arc::new(super::banded::attach_new(&*self.storage, &self.dir, meta, segment)?));
+                new_segment = Some(Arc::new(super::id_tables::attach_new(&*self.storage, &self.dir, meta, segment)?));
             }
             let mut new_tombstones = None;
             if !tombs.is_empty() {
@@ -295,7 +295,7 @@ impl Engine {
         });
         drop(manifest);
         self.remove_files(|kind| match kind {
-            FileKind::Segment(n) | FileKind::Bands(n) => inputs.contains(&n),
+            FileKind::Segment(n) | FileKind::Bands(n) | FileKind::Ids(n) => inputs.contains(&n),
             FileKind::Tombstones(n) => dropped.contains(&n),
             FileKind::Manifest | FileKind::Lock | FileKind::Recipe | FileKind::Log(_) | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
         });

@@ -15,7 +15,7 @@ use super::report::OpenReport;
 use super::snapshot;
 use super::state::{lock, Engine};
 use super::stats::Stats;
-use super::FindOrInsert;
+use super::{FindOrInsert, FindOrReplace, Replaced};
 use crate::confirm::ConfirmOptions;
 use crate::error::{Error, Result};
 use crate::query::{Entry, Match, QueryOptions};
@@ -117,6 +117,86 @@ impl Index {
             version.query_into(fingerprint, options, &mut found)?;
             Ok(found)
         })
+    }
+
+    /// The fingerprints stored under document id `doc_id`: of every live pair `(fp, doc_id)`,
+    /// sorted, each once (empty when the id holds nothing). Sees every write that returned
+    /// before the call. Each segment answers from its id table (a few page reads), the
+    /// memtables from memory.
+    pub fn fingerprints_of(&self, doc_id: u64) -> Result<Vec<u64>> {
+        let mut damaged = Vec::new();
+        let found = super::id_tables::stored_under(&self.engine.visible(), doc_id, &mut damaged)?;
+        if !damaged.is_empty() && !self.engine.read_only {
+            let _w = lock(&self.engine.writer);
+            self.engine.heal_id_tables(damaged)?;
+        }
+        Ok(found)
+    }
+
+    /// Stores `(fingerprint, doc_id)` as what document `doc_id` holds: every other pair
+    /// stored under `doc_id` is deleted and the pair inserted, as one log record, so a crash
+    /// keeps the old version or the new one, never both or neither, and the id keeps one
+    /// entry. [`Replaced::previous`] lists what it held. The check-then-replace a crawler
+    /// wants is [`Self::find_or_replace`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let index = simdex::Index::open(dir.path(), simdex::IndexOptions::default())?;
+    /// index.insert(0x1111, 7)?;
+    /// assert_eq!(index.replace(0x2222, 7)?.previous, vec![0x1111]);
+    /// assert_eq!(index.fingerprints_of(7)?, vec![0x2222]);
+    /// # Ok::<(), simdex::Error>(())
+    /// ```
+    pub fn replace(&self, fingerprint: u64, doc_id: u64) -> Result<Replaced> {
+        self.replace_with(fingerprint, doc_id, None)
+    }
+
+    /// [`Self::replace`] with the document's sketch (exactly the index's width, as
+    /// [`Self::insert_sketched`]).
+    pub fn replace_sketched(&self, fingerprint: u64, doc_id: u64, sketch: &[u8]) -> Result<Replaced> {
+        self.replace_with(fingerprint, doc_id, Some(sketch))
+    }
+
+    fn replace_with(&self, fingerprint: u64, doc_id: u64, sketch: Option<&[u8]>) -> Result<Replaced> {
+        match self.engine.find_or_replace(Entry::new(fingerprint, doc_id), sketch, |_| Ok(Vec::new()))? {
+            FindOrReplace::Inserted { seq } => Ok(Replaced { seq, previous: Vec::new() }),
+            FindOrReplace::Replaced { seq, previous } => Ok(Replaced { seq, previous }),
+            FindOrReplace::Unchanged(_) | FindOrReplace::Found(_) => unreachable!("an unconditional replace finds nothing"),
+        }
+    }
+
+    /// The crawler's check for a document fetched under `doc_id` (its URL's id), by the rule
+    /// of [`FindOrReplace`]: its near-duplicates within `options.k`; one stored under
+    /// `doc_id` itself makes it `Unchanged`, others `Found`; with none, `(fingerprint,
+    /// doc_id)` is inserted, or replaces in one log record what `doc_id` held (a changed
+    /// page). Atomic with respect to other writers of the index.
+    ///
+    /// ```
+    /// use simdex::{FindOrReplace, QueryOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let index = simdex::Index::open(dir.path(), simdex::IndexOptions::default())?;
+    /// let within3 = QueryOptions::within(3);
+    /// assert!(matches!(index.find_or_replace(0xffff_0000, 7, &within3)?, FindOrReplace::Inserted { .. }));
+    /// // fetched again, a bit changed: a revisit
+    /// assert!(matches!(index.find_or_replace(0xffff_0001, 7, &within3)?, FindOrReplace::Unchanged(_)));
+    /// // rewritten: the new version replaces the old one
+    /// assert!(matches!(index.find_or_replace(0x0000_ffff, 7, &within3)?, FindOrReplace::Replaced { .. }));
+    /// assert_eq!(index.fingerprints_of(7)?, vec![0x0000_ffff]);
+    /// # Ok::<(), simdex::Error>(())
+    /// ```
+    pub fn find_or_replace(&self, fingerprint: u64, doc_id: u64, options: &QueryOptions) -> Result<FindOrReplace> {
+        self.engine.check_k(options)?;
+        self.engine.find_or_replace(Entry::new(fingerprint, doc_id), None, |version| {
+            let mut found = Vec::new();
+            version.query_into(fingerprint, options, &mut found)?;
+            Ok(found)
+        })
+    }
+
+    /// [`Self::find_or_replace`] judged as [`Self::find_or_insert_confirmed`] judges: the
+    /// near-duplicates are the confirmed ones, and the pair is stored with `sketch`.
+    pub fn find_or_replace_confirmed(&self, fingerprint: u64, doc_id: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<FindOrReplace> {
+        self.engine.find_or_replace(Entry::new(fingerprint, doc_id), Some(sketch), |version| confirmed::confirmed(&self.engine, version, fingerprint, sketch, options))
     }
 
     /// Every live pair within `options.k` of `fingerprint` (as [`Index::query`]), each with
@@ -226,11 +306,13 @@ impl Index {
     /// running when the close comes stops at its next checkpoint (within a few milliseconds:
     /// it looks every 1,024 entries, block or page), keeping what it wrote, and the next
     /// writable open goes on from there (nothing is redone from scratch, nothing
-    /// acknowledged is lost). What a close waits for is the sync and the flush of at most
-    /// [`IndexOptions::memtable_ops`](super::IndexOptions::memtable_ops) operations (about a
-    /// second at the default 2^20 with sketches; `benches/RESULTS.md`, "Scale IV"). So the
-    /// live set a close leaves may hold its last flush beside the rest, settled by the next
-    /// open's maintenance.
+    /// acknowledged is lost). What a close waits for is the sync and the flush of the
+    /// memtables not yet written: the active one and those frozen for the background flush
+    /// (at most `max_frozen + 2` times
+    /// [`IndexOptions::memtable_ops`](super::IndexOptions::memtable_ops) operations, whatever
+    /// the index's size; `benches/RESULTS.md`, "Scale IV"; with `flush_on_close` off, none:
+    /// the next open replays them). So the live set a close leaves may hold its last flushes
+    /// beside the rest, settled by the next open's maintenance.
     pub fn close(self) -> Result<()> {
         self.stop_background();
         if self.engine.read_only {

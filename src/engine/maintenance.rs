@@ -233,7 +233,7 @@ impl Engine {
                     max_seq: inputs[inputs.len() - 1].meta.max_seq,
                     epoch: inputs[0].meta.epoch,
                 };
-                let live = super::banded::attach_merged(self, &files, meta)?;
+                let live = super::id_tables::attach_merged(self, &files, meta)?;
                 self.dropped_deleted.fetch_add(m.deleted, Ordering::Relaxed);
                 self.dropped_repeats.fetch_add(m.repeated, Ordering::Relaxed);
                 self.spilled_runs.fetch_add(m.spilled_runs as u64, Ordering::Relaxed);

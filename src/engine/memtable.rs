@@ -9,6 +9,9 @@
 //! run would miss the cache at every step). Runs of similar size merge
 //! (linear merges: every run has the same design), so there are O(log n) of them.
 //! Deletes are a map from `(fingerprint, id)` to the sequence number of the last delete.
+//! The inserts under a document id are found by scanning the tail and, in each run, an
+//! array sorted by id that the first such lookup builds (and run merges keep), so writers
+//! that never look ids up pay nothing for it.
 //! In an index that stores sketches, each insert's sketch sits in an arena indexed by its
 //! sequence number (all zero: the insert carried none).
 //!
@@ -20,7 +23,7 @@
 #![allow(clippy::indexing_slicing)]
 use crate::query::Entry;
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::tombstone::Tombstone;
 use crate::interpolation::{lower_bound, lower_bound_by};
@@ -50,6 +53,8 @@ pub(crate) struct Run {
     /// memtable's first sketched one), so that the crawler's check finds the entries
     /// sharing a band with its sketch as it does in a segment's band file.
     pub bands: Vec<Vec<u64>>,
+    /// `(id, fingerprint, seq)` of every entry, sorted: built by the first lookup by id.
+    by_id: OnceLock<Vec<(u64, u64, u64)>>,
 }
 
 /// Where a run's band keys come from: the memtable's sketch arena.
@@ -102,15 +107,31 @@ impl Run {
                 v
             })
             .collect();
-        Run { entries, tables, bands }
+        Run { entries, tables, bands, by_id: OnceLock::new() }
     }
 
     fn merge(a: &Run, b: &Run) -> Run {
+        let by_id = OnceLock::new();
+        if let (Some(x), Some(y)) = (a.by_id.get(), b.by_id.get()) {
+            let _ = by_id.set(merge_sorted(x, y));
+        }
         Run {
             entries: merge_sorted(&a.entries, &b.entries),
             tables: a.tables.iter().zip(&b.tables).map(|(x, y)| merge_sorted(x, y)).collect(),
             bands: a.bands.iter().zip(&b.bands).map(|(x, y)| merge_sorted(x, y)).collect(),
+            by_id,
         }
+    }
+
+    /// The run's entries stored under document id `id`.
+    fn entries_of(&self, id: u64, out: &mut Vec<MemEntry>) {
+        let by_id = self.by_id.get_or_init(|| {
+            let mut v: Vec<(u64, u64, u64)> = self.entries.iter().map(|e| (e.id, e.fp, e.seq)).collect();
+            v.sort_unstable();
+            v
+        });
+        let start = by_id.partition_point(|e| e.0 < id);
+        out.extend(by_id[start..].iter().take_while(|e| e.0 == id).map(|&(id, fp, seq)| MemEntry { fp, id, seq }));
     }
 
     fn query(&self, design: &Design, q: u64, k: u32, out: &mut Vec<(Match, u64)>, scratch: &mut Vec<u64>) {
@@ -291,6 +312,13 @@ impl Memtable {
         }
     }
 
+    /// Applies a replace with sequence numbers `seq, seq + 1, ...`: the deletes of `deletes`,
+    /// then the insert of `insert` (with `sketch`). Only the writer calls this.
+    pub fn replace(&self, seq: u64, deletes: &[Entry], insert: Entry, sketch: Option<&[u8]>) {
+        self.delete(seq, deletes);
+        self.insert(seq + deletes.len() as u64, &[insert], sketch);
+    }
+
     /// Adds deletes with sequence numbers `seq, seq + 1, ...`. Only the writer calls this.
     pub fn delete(&self, seq: u64, ops: &[Entry]) {
         if ops.is_empty() {
@@ -464,6 +492,15 @@ impl MemView<'_> {
         Some((newest, self.sketch(newest)))
     }
 
+    /// Every insert held under document id `id`, with its sequence number (unsorted).
+    pub fn entries_of(&self, id: u64) -> Vec<MemEntry> {
+        let mut out: Vec<MemEntry> = self.data.tail.iter().filter(|e| e.id == id).copied().collect();
+        for r in &self.data.runs {
+            r.entries_of(id, &mut out);
+        }
+        out
+    }
+
     /// Sequence number of the last delete of `(fp, id)` held here.
     pub fn delete_seq(&self, fp: u64, id: u64) -> Option<u64> {
         self.data.deletes.get(&(fp, id)).copied()
@@ -520,6 +557,31 @@ mod tests {
         let (live, tombs) = m.flush_output();
         assert_eq!(live.len(), 4999);
         assert_eq!(tombs.len(), 1);
+    }
+
+    #[test]
+    fn the_inserts_under_an_id_are_found_in_the_tail_and_in_every_run() {
+        let design = Arc::new(Design::new(3, &[4]).unwrap());
+        let m = Memtable::new(design, 1, 0);
+        let all: Vec<(u64, u64)> = (0..5000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i % 97)).collect();
+        for (i, chunk) in all.chunks(700).enumerate() {
+            m.insert(1 + (i * 700) as u64, &entries(chunk), None);
+            // looked up between inserts: runs built before and after a lookup merge alike
+            let view = m.view();
+            let mut got: Vec<u64> = view.entries_of(3).iter().map(|e| e.fp).collect();
+            got.sort_unstable();
+            let mut want: Vec<u64> = all.iter().take((i + 1) * 700).filter(|p| p.1 == 3).map(|p| p.0).collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "after {} inserts", (i + 1) * 700);
+        }
+        let view = m.view();
+        for id in [0u64, 50, 96, 97] {
+            let mut got: Vec<(u64, u64)> = view.entries_of(id).iter().map(|e| (e.fp, e.seq)).collect();
+            got.sort_unstable();
+            let mut want: Vec<(u64, u64)> = (1u64..).zip(&all).filter(|(_, p)| p.1 == id).map(|(seq, p)| (p.0, seq)).collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "id {id}");
+        }
     }
 
     #[test]

@@ -63,6 +63,7 @@ mod commit;
 pub mod compaction;
 pub mod files;
 mod flush;
+mod id_tables;
 // public to the tests (`simdex::log` with `test-support`), whose oracles use what the engine does not
 mod confirmed;
 mod expiry;
@@ -89,6 +90,6 @@ mod writer;
 pub use compaction::CompactionOptions;
 pub use expiry::{Clock, Expiry, SystemClock};
 pub use index::Index;
-pub use options::{Durability, FindOrInsert, IndexOptions, LogRecovery};
+pub use options::{Durability, FindOrInsert, FindOrReplace, IndexOptions, LogRecovery, Replaced};
 pub use report::{LogReport, OpenReport};
 pub use stats::{SegmentStats, StatValue, Stats};

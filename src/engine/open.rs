@@ -11,7 +11,7 @@ use super::banded::OnOpen;
 use super::compaction::checkpoint::MergeFiles;
 use super::expiry;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
-use super::log::{header_epoch, scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES};
+use super::log::{header_epoch, scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES, LOG_VERSION_REPLACE};
 use super::manifest::{LogMeta, Manifest, TombstoneMeta};
 use super::memtable::Memtable;
 use super::options::{LogRecovery, OpenMode};
@@ -112,6 +112,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         spilled_runs: AtomicU64::new(0),
         resumed_merges: AtomicU64::new(0),
         expired_segments: AtomicU64::new(0),
+        rebuilt_id_tables: AtomicU64::new(0),
         band_fallbacks: AtomicU64::new(0),
         bands_rebuilt: AtomicU64::new(0),
         report,
@@ -226,7 +227,6 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let read_only = mode == OpenMode::ReadOnly;
     let mut report = OpenReport::default();
     let (manifest, names) = read_manifest(storage, dir, options, read_only, &mut report)?;
-    let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
     let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
     let listing = classify(&names, &manifest, &mut report);
     if !read_only {
@@ -258,7 +258,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let mut writer =
         WriterState { log: None, next_seq, failed: None, pending_ops: 0, first_pending: None, synced_seq: next_seq - 1, sync_generation: 0, sync_requested: false, syncing: false };
     if !read_only {
-        writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable, sketch_width)?);
+        writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable)?);
     }
     let version = Version { active: Arc::new(memtable), frozen: Vec::new(), segments, tombstones: Arc::new(TombstoneSet::new(tombstone_files)) };
     Ok(Recovered { manifest, version, writer, next_file, report, mem_design, accepted_loss, seen })
@@ -331,7 +331,7 @@ fn classify(names: &[String], manifest: &Manifest, report: &mut OpenReport) -> L
                     orphans.push(name.clone());
                 }
             }
-            FileKind::Bands(n) => {
+            FileKind::Bands(n) | FileKind::Ids(n) => {
                 max_number = max_number.max(n);
                 if !manifest.segments.iter().any(|s| s.number == n) {
                     orphans.push(name.clone());
@@ -394,7 +394,7 @@ fn open_segments(storage: &dyn Storage, dir: &Path, manifest: &Manifest, on_open
         if let Some(p) = problem {
             return Err(Error::corrupt(&path, 0, p));
         }
-        segments.push(Arc::new(super::banded::attach_on_open(storage, dir, *meta, segment, on_open, &mut report.rebuilt_bands, &mut report.set_aside)?));
+        segments.push(Arc::new(super::id_tables::attach_on_open(storage, dir, *meta, segment, on_open, report)?));
     }
     Ok(segments)
 }
@@ -493,6 +493,11 @@ fn replay_logs(
             match r.kind {
                 OpKind::Insert => memtable.insert(r.seq, &pairs, r.sketches()),
                 OpKind::Delete => memtable.delete(r.seq, &pairs),
+                OpKind::Replace => {
+                    let (insert, deletes) = pairs.split_last().ok_or_else(|| Error::corrupt(&path, r.offset, "an empty replace record"))?;
+                    let sketch = r.sketches().and_then(|s| s.get(deletes.len() * sketch_width..));
+                    memtable.replace(r.seq, deletes, *insert, sketch);
+                }
             }
             ops += pairs.len() as u64;
             next_seq = r.last_seq() + 1;
@@ -535,7 +540,8 @@ fn replay_logs(
             }
         }
         seen.push(LogMeta { number: n, len: scan.valid_len, last_seq: next_seq - 1 });
-        if Some(n) == last_log {
+        // A log of an older version takes no replace record: the writer starts a new one.
+        if Some(n) == last_log && scan.version >= LOG_VERSION_REPLACE {
             append_to = Some((n, scan.valid_len));
         }
     }
@@ -564,7 +570,7 @@ fn replay_logs(
 
 /// Opens the log a writable index appends to: the newest live log (`append_to`, synced, as
 /// what was replayed from it may not have been), or a new one numbered `next_file`.
-fn open_log(storage: &dyn Storage, dir: &Path, append_to: Option<(u64, u64)>, next_file: &mut u64, memtable: &mut Memtable, sketch_width: usize) -> Result<LogWriter> {
+fn open_log(storage: &dyn Storage, dir: &Path, append_to: Option<(u64, u64)>, next_file: &mut u64, memtable: &mut Memtable) -> Result<LogWriter> {
     match append_to {
         Some((n, len)) => {
             let mut log = LogWriter::reopen(storage, &dir.join(log_name(n)), n, len)?;
@@ -576,7 +582,7 @@ fn open_log(storage: &dyn Storage, dir: &Path, append_to: Option<(u64, u64)>, ne
             let n = *next_file;
             *next_file += 1;
             memtable.log_number = n;
-            LogWriter::create(storage, &dir.join(log_name(n)), n, sketch_width > 0, memtable.epoch)
+            LogWriter::create(storage, &dir.join(log_name(n)), n, memtable.epoch)
         }
     }
 }

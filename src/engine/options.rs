@@ -163,6 +163,80 @@ pub enum FindOrInsert {
     },
 }
 
+/// What a check-then-replace of a document by its id did
+/// ([`Index::find_or_replace`](super::Index::find_or_replace) and
+/// [`Index::find_or_replace_confirmed`](super::Index::find_or_replace_confirmed)): the
+/// crawler's question for a page it fetched under a URL, answered once by the library.
+///
+/// The rule, for a document `d` with fingerprint `f`: its near-duplicates are found as the
+/// query's options say. When one of them is stored under `d` itself, the page is
+/// [`Unchanged`](Self::Unchanged) (a revisit: what `d` holds is a near copy of it); else
+/// when there are others, it is [`Found`](Self::Found) (a near-duplicate of other
+/// documents). Neither writes anything. Otherwise `(f, d)` is stored: [`Inserted`](Self::Inserted)
+/// when `d` held nothing, else [`Replaced`](Self::Replaced): every other pair `d` held is
+/// deleted and `(f, d)` inserted in one log record, so `d` keeps one entry and a crash
+/// keeps the old version or the new one, never both or neither.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum FindOrReplace {
+    /// The document's own stored version is among its near-duplicates (listed, with any
+    /// others): nothing was written.
+    Unchanged(Vec<Match>),
+    /// Near-duplicates stored under other ids: nothing was written (the id keeps what it
+    /// held).
+    Found(Vec<Match>),
+    /// Nothing was stored under the id and no near-duplicate: the pair was inserted.
+    Inserted {
+        /// The insert's sequence number.
+        seq: u64,
+    },
+    /// The id held other fingerprints, none a near copy: they were replaced by the pair,
+    /// in one log record.
+    Replaced {
+        /// The sequence number of the new pair's insert (the record's last).
+        seq: u64,
+        /// The fingerprints the id held before, sorted (the new one among them when only
+        /// its sketch changed).
+        previous: Vec<u64>,
+    },
+}
+
+impl FindOrReplace {
+    /// True when the call stored the document (inserted or replaced).
+    pub fn stored(&self) -> bool {
+        matches!(self, FindOrReplace::Inserted { .. } | FindOrReplace::Replaced { .. })
+    }
+
+    /// The near-duplicates found (empty when the document was stored).
+    pub fn matches(&self) -> &[Match] {
+        match self {
+            FindOrReplace::Unchanged(m) | FindOrReplace::Found(m) => m,
+            FindOrReplace::Inserted { .. } | FindOrReplace::Replaced { .. } => &[],
+        }
+    }
+
+    /// The outcome's name, as every front spells it: `unchanged`, `found`, `inserted`,
+    /// `replaced`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FindOrReplace::Unchanged(_) => "unchanged",
+            FindOrReplace::Found(_) => "found",
+            FindOrReplace::Inserted { .. } => "inserted",
+            FindOrReplace::Replaced { .. } => "replaced",
+        }
+    }
+}
+
+/// What [`Index::replace`](super::Index::replace) did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Replaced {
+    /// The sequence number of the new pair's insert.
+    pub seq: u64,
+    /// The fingerprints the id held before, sorted (empty: the id was new).
+    pub previous: Vec<u64>,
+}
+
 /// Whether an open may change the directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum OpenMode {

@@ -45,4 +45,8 @@ pub struct OpenReport {
     /// directory, an unreadable file), renamed aside so that the band file can be built
     /// again: the new names (`seg-N.sdb.set-aside`). Left for a person to look at or remove.
     pub set_aside: Vec<String>,
+    /// Id tables (`seg-N.sdi`, derived from a segment's document ids) that were missing or
+    /// not their segment's, built again (writable opens; how an index of an older build
+    /// gains them).
+    pub rebuilt_id_tables: Vec<String>,
 }

@@ -105,7 +105,7 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
     let index_file = |name: &String| match files::parse(name) {
         FileKind::Manifest | FileKind::Recipe | FileKind::Segment(_) | FileKind::Tombstones(_) | FileKind::Log(_) => true,
         // band files are derived from segments: a recovered index builds its own
-        FileKind::Bands(_) | FileKind::Lock | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
+        FileKind::Bands(_) | FileKind::Ids(_) | FileKind::Lock | FileKind::Temporary | FileKind::Merge | FileKind::Unknown => false,
     };
     if !names.iter().any(index_file) {
         return Err(Error::InvalidArgument(format!("{} holds no index (no MANIFEST, segment, tombstone or log file): nothing to recover", src.display())));
@@ -266,15 +266,21 @@ pub fn salvage(storage: &dyn Storage, src: &Path, dst: &Path, mut options: Index
             let width = r.sketch_bytes();
             for (i, (fp, id)) in r.ops().enumerate() {
                 let seq = r.seq + i as u64;
-                match r.kind {
-                    OpKind::Insert => {
+                // a replace deletes with every operation but its last, which inserts
+                let inserts = match r.kind {
+                    OpKind::Insert => true,
+                    OpKind::Delete => false,
+                    OpKind::Replace => i + 1 == r.len(),
+                };
+                match inserts {
+                    true => {
                         pairs.push((fp, id, seq));
                         match r.sketches().and_then(|s| s.get(i * width..(i + 1) * width)).filter(|s| s.iter().any(|&b| b != 0)) {
                             Some(s) => sketches.insert((fp, id), s.into()),
                             None => sketches.remove(&(fp, id)),
                         };
                     }
-                    OpKind::Delete => {
+                    false => {
                         let e = deletes.entry((fp, id)).or_insert(0);
                         *e = (*e).max(seq);
                     }

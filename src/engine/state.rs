@@ -86,6 +86,8 @@ pub(super) struct Engine {
     pub(super) band_fallbacks: AtomicU64,
     /// Band files built again since open (missing, or set aside after a failed lookup).
     pub(super) bands_rebuilt: AtomicU64,
+    /// Id tables built again since open after a lookup found a page damaged.
+    pub(super) rebuilt_id_tables: AtomicU64,
     pub(super) report: OpenReport,
     pub(super) _lock: Option<LockGuard>,
 }

@@ -90,6 +90,10 @@ pub struct Stats {
     pub oldest_live_secs: Option<u64>,
     /// Segments dropped whole since open because their time slice expired.
     pub expired_segments: u64,
+    /// Id tables (`seg-N.sdi`) built again since open because a lookup found a damaged page
+    /// (its answer came from the segment's id column; see [`super::OpenReport::rebuilt_id_tables`]
+    /// for those an open built).
+    pub rebuilt_id_tables: u64,
     /// Files that are not simdex's.
     pub unknown_files: Vec<String>,
     /// The last error of a background flush or compaction, if any.
@@ -232,6 +236,7 @@ impl Stats {
             expiry: engine.expiry,
             oldest_live_secs,
             expired_segments: engine.expired_segments.load(Ordering::Relaxed),
+            rebuilt_id_tables: engine.rebuilt_id_tables.load(Ordering::Relaxed),
             unknown_files: engine.report.unknown.clone(),
             maintenance_error: lock(&engine.signals).last_error.clone(),
             lost: engine.report.lost.clone(),

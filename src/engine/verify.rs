@@ -210,6 +210,19 @@ fn verify_pass(storage: &dyn Storage, dir: &Path) -> Result<IndexVerifyReport> {
                     }
                 }
             }
+            FileKind::Ids(n) => {
+                if manifest.as_ref().is_some_and(|m| !m.segments.iter().any(|s| s.number == n)) {
+                    report.notes.push(format!("{name}: the id table of a segment not in the manifest: an orphan (removed by the next writable open)"));
+                    continue;
+                }
+                match super::id_tables::verify_id_table(storage, dir, n) {
+                    Ok(summary) => report.checked.push((name.clone(), summary)),
+                    Err(e) => {
+                        report.problem(name, &e);
+                        report.notes.push(format!("{name}: derived from the segment's document ids (nothing is lost): a writer builds it again when a lookup reads a damaged page; remove it to have the next writable open build it"));
+                    }
+                }
+            }
             FileKind::Tombstones(n) => {
                 let meta = manifest.as_ref().and_then(|m| m.tombstones.iter().find(|t| t.number == n));
                 if manifest.is_some() && meta.is_none() {

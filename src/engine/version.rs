@@ -25,6 +25,8 @@ pub(crate) struct LiveSegment {
     /// Its band file (`crate::bands`), when it stores sketches (none in use also while one
     /// is missing or damaged, until it is built again: its tables answer instead).
     pub bands: super::band_slot::BandSlot,
+    /// Its id table (`crate::ids`; empty: its id column is scanned).
+    pub ids: crate::ids::IdSlot,
 }
 
 /// The tombstones of the live tombstone files, by pair.

@@ -121,9 +121,9 @@ fn orphans_are_removed_and_unknown_files_reported() {
     assert_eq!(report.unknown, vec!["notes.txt".to_string()]);
     assert!(storage.file(&dir.join("notes.txt")).is_some());
     assert_eq!(index.stats().unknown_files, vec!["notes.txt".to_string()]);
-    // MANIFEST, the segment close flushed, the log and notes.txt (the in-memory lock is
-    // not a file).
-    assert_eq!(storage.list(dir).unwrap().len(), 4, "{:?}", storage.list(dir));
+    // MANIFEST, the segment close flushed and its id table, the log and notes.txt (the
+    // in-memory lock is not a file).
+    assert_eq!(storage.list(dir).unwrap().len(), 5, "{:?}", storage.list(dir));
 }
 
 #[test]

@@ -165,7 +165,7 @@ fn every_single_bit_flip_of_a_64_kib_segment_is_detected_never_a_wrong_answer() 
     let pairs: Vec<(u64, u64)> = (0..1700u64).map(|i| (if i % 40 == 0 { 0 } else { rng.next() }, i)).collect();
     index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.close().unwrap();
-    let seg = file_named(&storage, "seg-");
+    let seg = file_named(&storage, "seg-").with_extension("sdx");
     let bytes = storage.file(&seg).unwrap();
     assert!(bytes.len() >= 64 << 10, "{} bytes", bytes.len());
     eprintln!("segment of {} bytes: {} single-bit flips", bytes.len(), bytes.len() * 8);
@@ -246,7 +246,7 @@ fn compaction_over_a_damaged_permuted_table_fails_cleanly_and_keeps_the_inputs()
     index.insert_many(&pairs[600..].iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     index.close().unwrap();
-    let mut segs: Vec<String> = storage.list(Path::new(DIR)).unwrap().into_iter().filter(|n| n.starts_with("seg-")).collect();
+    let mut segs: Vec<String> = storage.list(Path::new(DIR)).unwrap().into_iter().filter(|n| n.starts_with("seg-") && n.ends_with(".sdx")).collect();
     segs.sort();
     assert_eq!(segs.len(), 2);
     let seg = Path::new(DIR).join(&segs[1]);

@@ -249,9 +249,11 @@ fn a_directory_of_other_files_is_refused_unless_asked() {
 /// (fingerprint, id) pairs.
 type Pairs = Vec<(u64, u64)>;
 
-/// `fixtures/v4/index-expiring/`: an index with an 8-day window (manifest version 4): a
-/// segment of 60 pairs stored at `T0`, then, two days later, 30 inserts and a delete of one of
-/// the first pairs left in its log (version 3). Regenerate with `SIMDEX_REGENERATE_FIXTURES=1`.
+/// `fixtures/v5/index-expiring/`: an index with an 8-day window (manifest version 4): a
+/// segment of 60 pairs stored at `T0` (with its id table), then, two days later, 30 inserts
+/// and a delete of one of the first pairs left in its log (version 4; `fixtures/v4/` holds
+/// the same with a version-3 log and no id table, still read). Regenerate with
+/// `SIMDEX_REGENERATE_FIXTURES=1`.
 fn expiring_workload(storage: &MemStorage) -> (Pairs, Pairs) {
     let clock = Arc::new(TestClock::default());
     clock.set(T0);
@@ -277,7 +279,7 @@ fn expiring_workload(storage: &MemStorage) -> (Pairs, Pairs) {
 
 #[test]
 fn the_frozen_expiring_index_reads_back_and_is_what_the_engine_writes() {
-    let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/v4/index-expiring");
+    let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/v5/index-expiring");
     let storage = MemStorage::default();
     let (early, late) = expiring_workload(&storage);
     let dir = Path::new("idx");
@@ -292,7 +294,7 @@ fn the_frozen_expiring_index_reads_back_and_is_what_the_engine_writes() {
     }
     let frozen = MemStorage::default();
     let mut frozen_names = Vec::new();
-    for entry in std::fs::read_dir(&fixture).expect("fixtures/v4/index-expiring") {
+    for entry in std::fs::read_dir(&fixture).expect("fixtures/v5/index-expiring") {
         let entry = entry.unwrap();
         let name = entry.file_name().into_string().unwrap();
         let bytes = std::fs::read(entry.path()).unwrap();
@@ -300,7 +302,7 @@ fn the_frozen_expiring_index_reads_back_and_is_what_the_engine_writes() {
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
         match name.as_str() {
             "MANIFEST" => assert_eq!(version, 4),
-            n if n.ends_with(".wal") => assert_eq!(version, 3),
+            n if n.ends_with(".wal") => assert_eq!(version, 4),
             _ => {}
         }
         frozen.put(&dir.join(&name), &bytes);
@@ -322,4 +324,14 @@ fn the_frozen_expiring_index_reads_back_and_is_what_the_engine_writes() {
     assert_eq!(pairs(&index), sorted(late.clone()));
     assert_eq!(index.stats().expiry, Some(Expiry::parse("8d").unwrap()));
     assert!(simdex::inspect::verify_index(&frozen, dir).unwrap().is_clean());
+    // the previous generation (a version-3 log, no id table) reads the same
+    let older = MemStorage::default();
+    let v4 = fixture.parent().unwrap().parent().unwrap().join("v4/index-expiring");
+    for entry in std::fs::read_dir(&v4).expect("fixtures/v4/index-expiring") {
+        let entry = entry.unwrap();
+        older.put(&dir.join(entry.file_name()), &std::fs::read(entry.path()).unwrap());
+    }
+    clock.set(T0 + 3 * DAY);
+    let index = Index::open_read_only(dir, mem_options(&older, 10_000).with_clock(clock.clone())).unwrap();
+    assert_eq!(pairs(&index), sorted(early.iter().chain(&late).copied().collect()));
 }

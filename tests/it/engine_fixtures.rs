@@ -8,12 +8,16 @@
 //! synced length, and paged tombstone files version 2 (issue 23), with version-2 segments;
 //! `fixtures/v4/index-sketched/` adds the band file of its segment (`seg-N.sdb`, band file
 //! version 1, issue 39), which v2 and v3 sketched directories lack (a read-only open answers
-//! without it; a writable open builds it).
+//! without it; a writable open builds it); `fixtures/v5/` adds the id table of each segment
+//! (`seg-N.sdi`, id table version 1) and writes logs of version 4 (replace records), which
+//! older generations lack (a read-only open scans the id column; a writable open builds the
+//! table and starts a version-4 log); `fixtures/v5/index-replaced/` pins replace records
+//! in a log and their effect in a segment.
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use simdex::inspect::verify_index;
@@ -26,9 +30,13 @@ use crate::engine::mem_options;
 const DIR: &str = "idx";
 
 /// The index directory generation the engine writes today (see the module docs).
-const NEWEST: u32 = 3;
+const NEWEST: u32 = 5;
 /// The same for an index with sketches (its segments have band files since generation 4).
-const NEWEST_SKETCHED: u32 = 4;
+const NEWEST_SKETCHED: u32 = 5;
+/// The first generation whose segments have id tables and whose logs are version 4.
+const ID_TABLES: u32 = 5;
+/// The generations of the plain index (generation 4 changed only sketched indexes).
+const PLAIN: [u32; 4] = [1, 2, 3, 5];
 
 fn fixture_dir_of(version: u32) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{version}/index"))
@@ -131,7 +139,7 @@ fn frozen_index_reads_back_exactly() {
         }
     }
     let want = workload(&MemStorage::default());
-    for version in 1..=NEWEST {
+    for version in PLAIN {
         frozen_index_reads_back(version, &want);
     }
 }
@@ -162,15 +170,16 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
         assert!(g == w, "{name}: the engine's bytes changed: see format-spec/README.md, versioning rules");
     }
     for (name, bytes) in &frozen {
-        let want = if name == "MANIFEST" { 3 } else { 2 };
+        let want = if name == "MANIFEST" { 3 } else { 4 };
         if name == "MANIFEST" || name.ends_with(".wal") {
             assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), want, "{name} is version {want}");
         }
     }
     assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x01\0\0\0")), "generation 4 has a band file, version 1");
-    // The previous generations (manifest version 2, no band files) still open, with the
-    // same contents; a writer builds the band file they lack.
-    for fixture in [load(sketched_fixture_dir_of(2)), load(sketched_fixture_dir_of(3)), fixture] {
+    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdi") && bytes.starts_with(b"SIMDXIDT\x01\0\0\0")), "generation 5 has an id table, version 1");
+    // The previous generations (manifest version 2, no band files, no id tables) still
+    // open, with the same contents; a writer builds the band file and id table they lack.
+    for fixture in [load(sketched_fixture_dir_of(2)), load(sketched_fixture_dir_of(3)), load(sketched_fixture_dir_of(4)), fixture] {
         sketched_fixture_reads_back(&fixture, &want);
     }
     let older = load(sketched_fixture_dir_of(3));
@@ -179,9 +188,11 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
     options.flush_on_close = false;
     let index = Index::open(DIR, options).unwrap();
     assert_eq!(index.open_report().rebuilt_bands.len(), 1, "{:?}", index.open_report());
+    assert_eq!(index.open_report().rebuilt_id_tables.len(), 1, "{:?}", index.open_report());
     drop(index);
-    let band = |s: &MemStorage| files(s).into_iter().find(|(n, _)| n.ends_with(".sdb")).unwrap();
-    assert_eq!(band(&older), band(&load(sketched_fixture_dir())), "the band file a writer builds is generation 4's");
+    let derived = |s: &MemStorage, suffix: &str| files(s).into_iter().find(|(n, _)| n.ends_with(suffix)).unwrap();
+    assert_eq!(derived(&older, ".sdb"), derived(&load(sketched_fixture_dir()), ".sdb"), "the band file a writer builds is generation 5's");
+    assert_eq!(derived(&older, ".sdi"), derived(&load(sketched_fixture_dir()), ".sdi"), "the id table a writer builds is generation 5's");
     assert!(verify_index(&older, Path::new(DIR)).unwrap().is_clean());
 }
 
@@ -202,7 +213,11 @@ fn sketched_fixture_reads_back(fixture: &MemStorage, want: &BTreeSet<(u64, u64)>
 fn frozen_index_reads_back(version: u32, want: &BTreeSet<(u64, u64)>) {
     let storage = load_fixture_of(version);
     let kinds: Vec<String> = files(&storage).into_iter().map(|(n, _)| n.split('-').next().unwrap().to_string()).collect();
-    assert_eq!(kinds, ["MANIFEST", "log", "seg", "tomb"]);
+    if version < ID_TABLES {
+        assert_eq!(kinds, ["MANIFEST", "log", "seg", "tomb"]);
+    } else {
+        assert_eq!(kinds, ["MANIFEST", "log", "seg", "seg", "tomb"], "a segment and its id table");
+    }
     let index = Index::open_read_only(DIR, mem_options(&storage, 10_000)).unwrap();
     assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), want.iter().copied().collect::<Vec<_>>());
     let stats = index.stats();
@@ -228,7 +243,7 @@ fn older_generations_open_for_writing_and_upgrade_their_manifest() {
     // A writer on a version-1 or version-2 directory records its logs (manifest version 3)
     // and keeps every pair; the directory then verifies clean and reads back.
     let want = workload(&MemStorage::default());
-    for version in 1..NEWEST {
+    for version in PLAIN.into_iter().filter(|&v| v < NEWEST) {
         let storage = load_fixture_of(version);
         let index = Index::open(DIR, mem_options(&storage, 10_000)).unwrap();
         assert!(index.open_report().lost.is_empty(), "v{version}: {:?}", index.open_report());
@@ -243,4 +258,78 @@ fn older_generations_open_for_writing_and_upgrade_their_manifest() {
         expected.sort_unstable();
         assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), expected, "v{version}");
     }
+}
+
+fn replaced_fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/v5/index-replaced")
+}
+
+/// 20 pages stored, 6 replaced and one deleted, flushed (a segment, its id table, a
+/// tombstone file); then 6 more replaced and one replaced again, left in the log as replace
+/// records. Returns what each id holds.
+fn replaced_workload(storage: &MemStorage) -> BTreeMap<u64, u64> {
+    let mut options = mem_options(storage, 10_000);
+    options.compaction.automatic = false;
+    options.flush_on_close = false;
+    let index = Index::open(DIR, options).unwrap();
+    let mut rng = Rng(51);
+    let mut model = BTreeMap::new();
+    for id in 0..20u64 {
+        let fp = rng.next();
+        index.insert(fp, id).unwrap();
+        model.insert(id, fp);
+    }
+    for id in (0..6u64).chain(6..12).chain([0]) {
+        let fp = rng.next();
+        assert_eq!(index.replace(fp, id).unwrap().previous, vec![model[&id]]);
+        model.insert(id, fp);
+        if id == 5 {
+            index.delete(model[&19], 19).unwrap();
+            model.remove(&19);
+            index.flush().unwrap();
+        }
+    }
+    index.close().unwrap();
+    model
+}
+
+#[test]
+fn frozen_replaced_index_reads_back_and_is_what_the_engine_writes() {
+    let storage = MemStorage::default();
+    let model = replaced_workload(&storage);
+    if std::env::var_os("SIMDEX_REGENERATE_FIXTURES").is_some() {
+        let _ = std::fs::remove_dir_all(replaced_fixture_dir());
+        std::fs::create_dir_all(replaced_fixture_dir()).unwrap();
+        for (name, bytes) in files(&storage) {
+            std::fs::write(replaced_fixture_dir().join(name), bytes).unwrap();
+        }
+    }
+    let fixture = MemStorage::default();
+    for entry in std::fs::read_dir(replaced_fixture_dir()).expect("fixtures/v5/index-replaced") {
+        let entry = entry.unwrap();
+        fixture.put(&Path::new(DIR).join(entry.file_name()), &std::fs::read(entry.path()).unwrap());
+    }
+    let (got, frozen) = (files(&storage), files(&fixture));
+    assert_eq!(got.iter().map(|f| &f.0).collect::<Vec<_>>(), frozen.iter().map(|f| &f.0).collect::<Vec<_>>());
+    for ((name, g), (_, w)) in got.iter().zip(&frozen) {
+        assert!(g == w, "{name}: the engine's bytes changed: see format-spec/README.md, versioning rules");
+    }
+    // the log holds the replace records (version 4), each one record of a delete and an insert
+    let (name, log) = frozen.iter().find(|(n, _)| n.ends_with(".wal")).unwrap();
+    let number: u64 = name.trim_start_matches("log-").trim_end_matches(".wal").parse().unwrap();
+    let mut kinds = Vec::new();
+    simdex::log::scan_log(Path::new(name), log, number, simdex::log::ScanMode::Strict, |r| {
+        kinds.push((r.kind, r.len()));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(kinds, vec![(simdex::log::OpKind::Replace, 2); 7]);
+    assert_eq!(u32::from_le_bytes(log[8..12].try_into().unwrap()), 4);
+    let index = Index::open_read_only(DIR, mem_options(&fixture, 10_000)).unwrap();
+    let want: BTreeSet<(u64, u64)> = model.iter().map(|(&id, &fp)| (fp, id)).collect();
+    assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<BTreeSet<_>>(), want);
+    for id in 0..20u64 {
+        assert_eq!(index.fingerprints_of(id).unwrap(), model.get(&id).map_or_else(Vec::new, |&fp| vec![fp]), "id {id}");
+    }
+    assert!(verify_index(&fixture, Path::new(DIR)).unwrap().is_clean());
 }

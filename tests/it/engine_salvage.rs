@@ -146,7 +146,7 @@ fn flushed_index(n: u64) -> (MemStorage, PathBuf, BTreeSet<(u64, u64)>) {
     index.insert_many(&pairs.iter().map(|&p| simdex::Entry::from(p)).collect::<Vec<_>>()).unwrap();
     index.flush().unwrap();
     index.close().unwrap();
-    let seg = storage.list(Path::new("/idx")).unwrap().into_iter().find(|n| n.starts_with("seg-")).expect("a segment");
+    let seg = storage.list(Path::new("/idx")).unwrap().into_iter().find(|n| n.starts_with("seg-") && n.ends_with(".sdx")).expect("a segment");
     (storage, Path::new("/idx").join(seg), pairs.into_iter().collect())
 }
 

@@ -250,7 +250,7 @@ fn sketches_survive_a_crash_through_log_replay() {
 }
 
 #[test]
-fn logs_are_version_1_without_sketches_and_version_2_with_them_in_a_version_3_manifest() {
+fn logs_are_version_4_with_and_without_sketches_in_a_version_3_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let version = |path: &std::path::Path| u32::from_le_bytes(std::fs::read(path).unwrap()[8..12].try_into().unwrap());
     let log_of = |d: &std::path::Path| std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "wal")).unwrap();
@@ -258,11 +258,11 @@ fn logs_are_version_1_without_sketches_and_version_2_with_them_in_a_version_3_ma
     let index = Index::open(&plain, IndexOptions::default().with_background(false).with_flush_on_close(false)).unwrap();
     index.insert(1, 1).unwrap();
     index.close().unwrap();
-    assert_eq!((version(&plain.join("MANIFEST")), version(&log_of(&plain))), (3, 1));
+    assert_eq!((version(&plain.join("MANIFEST")), version(&log_of(&plain))), (3, 4));
     let with = dir.path().join("with");
     let index = Index::open(&with, IndexOptions::default().with_background(false).with_sketches(Some(column()))).unwrap();
     index.insert_sketched(1, 1, &[9; WIDTH]).unwrap();
-    assert_eq!((version(&with.join("MANIFEST")), version(&log_of(&with))), (3, 2));
+    assert_eq!((version(&with.join("MANIFEST")), version(&log_of(&with))), (3, 4));
     index.close().unwrap();
     // The segment the close flushed has a sketch column with the index's scheme.
     let seg = std::fs::read_dir(&with).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "sdx")).unwrap();

@@ -13,6 +13,7 @@ mod engine;
 mod engine_band_healing;
 mod engine_bands;
 mod engine_bounded_close;
+mod engine_by_id;
 mod engine_compaction_kills;
 mod engine_crash;
 mod engine_damage;

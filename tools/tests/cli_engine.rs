@@ -94,7 +94,7 @@ fn add_query_delete_compact_stats_verify() {
     assert!(ok(&run(&["query", p(&idx), "--json", &q2])).contains(&format!("\"doc_id\":{}", b[5].1)));
 
     let v = ok(&run(&["verify", p(&idx)]));
-    assert!(v.contains("ok (3 files checked)"), "{v}");
+    assert!(v.contains("ok (4 files checked)") && v.contains(".sdi: ok (document ids of segment"), "{v}");
 }
 
 /// Each `simdex delete` now ends in a tombstone file of its own (close flushes), whose

@@ -70,7 +70,7 @@ fn examples(args: &[&str]) -> Vec<String> {
 
 /// Every subcommand (and `bench`'s), in an order where each example finds what the ones
 /// before made: `corpus/` is the bundled corpus.
-const SCENARIO: [&str; 23] = [
+const SCENARIO: [&str; 24] = [
     "bench generate",
     "build",
     "plan",
@@ -84,6 +84,7 @@ const SCENARIO: [&str; 23] = [
     "bench",
     "insert",
     "delete",
+    "replace",
     "stats",
     "inspect",
     "verify",

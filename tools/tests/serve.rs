@@ -14,6 +14,8 @@ mod tmpfs;
 mod access;
 #[path = "serve/batches.rs"]
 mod batches;
+#[path = "serve/by_id.rs"]
+mod by_id;
 #[path = "serve/crash.rs"]
 mod crash;
 #[path = "serve/full_disk.rs"]

@@ -620,7 +620,7 @@ mod tests {
             let segment = Segment::open(&path).unwrap();
             let seq = 1 + 10_000 * i as u64;
             let meta = SegmentMeta { number: i as u64, entries: 6_000, file_len: segment.file_len(), min_seq: seq, max_seq: seq + 5_999, epoch: 0 };
-            inputs.push(std::sync::Arc::new(LiveSegment { meta, segment, bands: Default::default() }));
+            inputs.push(std::sync::Arc::new(LiveSegment { meta, segment, bands: Default::default(), ids: Default::default() }));
             pairs.extend(part);
         }
         let out = dir.path().join("out.sdx");

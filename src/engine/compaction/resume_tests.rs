@@ -83,7 +83,7 @@ fn open(case: &Case, storage: &dyn Storage) -> (Vec<Arc<LiveSegment>>, Tombstone
             let segment = Segment::open_with(storage, &dir().join(format!("in{i}.sdx"))).unwrap();
             let seq = 1 + 10_000 * i as u64;
             let meta = SegmentMeta { number: i as u64 + 1, entries: segment.len(), file_len: segment.file_len(), min_seq: seq, max_seq: seq + 5_000, epoch: 0 };
-            Arc::new(LiveSegment { meta, segment, bands: Default::default() })
+            Arc::new(LiveSegment { meta, segment, bands: Default::default(), ids: Default::default() })
         })
         .collect();
     let tombstones = if case.drops {

@@ -71,6 +71,14 @@ impl Segment {
         &self.bytes
     }
 
+    /// What names this segment file for the files derived from it (band files, id tables):
+    /// its length and the CRC-32 of its footer (which covers the directory's CRC, so any
+    /// other segment differs).
+    pub(crate) fn identity(&self) -> (u64, u32) {
+        let footer = self.bytes.get(self.bytes.len().saturating_sub(crate::segment::layout::FOOTER_BYTES)..).unwrap_or_default();
+        (self.bytes.len() as u64, crc32fast::hash(footer))
+    }
+
     pub(crate) fn ids_column(&self) -> Option<&ColumnAt> {
         self.ids.as_ref()
     }

@@ -413,7 +413,7 @@ impl DocumentIndex {
     /// The fingerprint (and, when the index stores sketches of the library's recipe, the
     /// sketch, made of the same text in the same scan) of a document: its text extracted
     /// once (borrowed where it is the document's own bytes).
-    fn analyse(&self, doc: DocumentInput<'_>, pin: bool) -> Result<(Fingerprint, Option<Sketch>)> {
+    pub(crate) fn analyse(&self, doc: DocumentInput<'_>, pin: bool) -> Result<(Fingerprint, Option<Sketch>)> {
         let Some(options) = self.sketch_options() else {
             let mut fp = self.take_fingerprinter(pin)?;
             let f = fingerprint(&mut fp.1, doc);

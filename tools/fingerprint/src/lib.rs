@@ -24,6 +24,7 @@
 //! assert!((a.value ^ b.value).count_ones() <= 12);
 //! ```
 
+mod by_id;
 mod chunks;
 pub mod corpus;
 pub mod document;

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 use simdex::{query_many, Grouped};
-use simdex::{FindOrInsert, Match, QueryOptions};
+use simdex::{FindOrInsert, FindOrReplace, Match, QueryOptions};
 use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::many::{self, DocumentAnswer};
 use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
@@ -38,6 +38,21 @@ fn doc_rows(m: &[Match]) -> Value {
 
 fn doc_answer(a: &DocumentAnswer) -> Value {
     json!({"fingerprint": a.fingerprint, "matches": doc_rows(&a.matches), "words": a.words})
+}
+
+/// The answer of a check-then-replace: its outcome's name (`unchanged`, `found`, `inserted`,
+/// `replaced`), the matches (`rows` of them), and the fingerprints the id held before a
+/// replace (empty otherwise).
+fn replace_answer(found: &FindOrReplace, rows: fn(&[Match]) -> Value) -> serde_json::Map<String, Value> {
+    let previous: &[u64] = match found {
+        FindOrReplace::Replaced { previous, .. } => previous,
+        _ => &[],
+    };
+    let mut answer = serde_json::Map::new();
+    answer.insert("outcome".into(), json!(found.name()));
+    answer.insert("matches".into(), rows(found.matches()));
+    answer.insert("previous".into(), json!(previous));
+    answer
 }
 
 /// The binary form of a batch's answer: item count n and match count m (u64 each), then
@@ -179,6 +194,19 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
                 // stopped part-way (a full disk): the error says how far it got
                 Err(s) => return Err(fp_error(s.error).after_results(s.done.iter().map(outcome).collect())),
             }
+        }
+        Request::FingerprintsOf { doc_id } => reply(json!({"fingerprints": index.fingerprints_of(doc_id).map_err(index_error)?})),
+        Request::Replace { fp, doc_id } => {
+            let r = index.replace(fp, doc_id).map_err(index_error)?;
+            reply(json!({"seq": r.seq, "previous": r.previous}))
+        }
+        Request::FindOrReplace { fp, doc_id, k } => reply(Value::Object(replace_answer(&index.find_or_replace(fp, doc_id, &within(k)).map_err(index_error)?, rows))),
+        Request::FindOrReplaceDocument { doc, doc_id, options } => {
+            let (f, found) = index.find_or_replace_document(input(&doc), doc_id, &document_query(&options)).map_err(fp_error)?;
+            let mut answer = replace_answer(&found, doc_rows);
+            answer.insert("fingerprint".into(), json!(f.value));
+            answer.insert("words".into(), json!(f.words));
+            reply(Value::Object(answer))
         }
         Request::LiveEntries => {
             let pairs = index.live_entries().map_err(index_error)?;

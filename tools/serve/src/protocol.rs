@@ -92,6 +92,10 @@ pub enum Op {
     QueryDocument,
     FindOrInsertDocument,
     FindOrInsertDocuments,
+    FingerprintsOf,
+    Replace,
+    FindOrReplace,
+    FindOrReplaceDocument,
     LiveEntries,
     Info,
     Stats,
@@ -102,7 +106,7 @@ pub enum Op {
 
 impl Op {
     /// Every operation, in the order the metrics list them.
-    pub const ALL: [Op; 20] = [
+    pub const ALL: [Op; 24] = [
         Op::Query,
         Op::FindOrInsert,
         Op::Insert,
@@ -117,6 +121,10 @@ impl Op {
         Op::QueryDocument,
         Op::FindOrInsertDocument,
         Op::FindOrInsertDocuments,
+        Op::FingerprintsOf,
+        Op::Replace,
+        Op::FindOrReplace,
+        Op::FindOrReplaceDocument,
         Op::LiveEntries,
         Op::Info,
         Op::Stats,
@@ -142,6 +150,10 @@ impl Op {
             Op::QueryDocument => "query_document",
             Op::FindOrInsertDocument => "find_or_insert_document",
             Op::FindOrInsertDocuments => "find_or_insert_documents",
+            Op::FingerprintsOf => "fingerprints_of",
+            Op::Replace => "replace",
+            Op::FindOrReplace => "find_or_replace",
+            Op::FindOrReplaceDocument => "find_or_replace_document",
             Op::LiveEntries => "live_entries",
             Op::Info => "info",
             Op::Stats => "stats",
@@ -183,6 +195,9 @@ impl Op {
                 | Op::InsertDocument
                 | Op::FindOrInsertDocument
                 | Op::FindOrInsertDocuments
+                | Op::Replace
+                | Op::FindOrReplace
+                | Op::FindOrReplaceDocument
                 | Op::Flush
                 | Op::Compact
         )
@@ -191,7 +206,16 @@ impl Op {
     /// True for the operations that take documents (their memory is charged per byte of
     /// body at `limits::DOCUMENT_FACTOR`).
     pub fn documents(self) -> bool {
-        matches!(self, Op::FingerprintDocument | Op::FingerprintDocuments | Op::InsertDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments)
+        matches!(
+            self,
+            Op::FingerprintDocument
+                | Op::FingerprintDocuments
+                | Op::InsertDocument
+                | Op::QueryDocument
+                | Op::FindOrInsertDocument
+                | Op::FindOrInsertDocuments
+                | Op::FindOrReplaceDocument
+        )
     }
 
     /// True for the operations a `GET` may ask (they take no arguments).
@@ -312,6 +336,23 @@ pub enum Request {
         doc_ids: Vec<u64>,
         options: DocOptions,
     },
+    FingerprintsOf {
+        doc_id: u64,
+    },
+    Replace {
+        fp: u64,
+        doc_id: u64,
+    },
+    FindOrReplace {
+        fp: u64,
+        doc_id: u64,
+        k: Option<u32>,
+    },
+    FindOrReplaceDocument {
+        doc: Doc,
+        doc_id: u64,
+        options: DocOptions,
+    },
     LiveEntries,
     Info,
     Stats,
@@ -337,6 +378,12 @@ struct FpJson {
     fp: u64,
     doc_id: Option<u64>,
     k: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdJson {
+    doc_id: u64,
 }
 
 #[derive(Deserialize)]
@@ -424,7 +471,11 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
         return Err(ApiError::bad_request("a JSON request takes its arguments in the body, not the URL"));
     }
     Ok(match op {
-        Op::Query | Op::FindOrInsert | Op::Insert | Op::Delete => {
+        Op::FingerprintsOf => {
+            let r: IdJson = json(body)?;
+            Request::FingerprintsOf { doc_id: r.doc_id }
+        }
+        Op::Query | Op::FindOrInsert | Op::Insert | Op::Delete | Op::Replace | Op::FindOrReplace => {
             let r: FpJson = json(body)?;
             match op {
                 Op::Query => {
@@ -432,6 +483,11 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
                     Request::Query { fp: r.fp, k: r.k }
                 }
                 Op::FindOrInsert => Request::FindOrInsert { fp: r.fp, doc_id: required(r.doc_id, "doc_id", op)?, k: r.k },
+                Op::FindOrReplace => Request::FindOrReplace { fp: r.fp, doc_id: required(r.doc_id, "doc_id", op)?, k: r.k },
+                Op::Replace => {
+                    refuse(&r.k, "k", op)?;
+                    Request::Replace { fp: r.fp, doc_id: required(r.doc_id, "doc_id", op)? }
+                }
                 _ => {
                     refuse(&r.k, "k", op)?;
                     let doc_id = required(r.doc_id, "doc_id", op)?;
@@ -464,9 +520,13 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
                 }
             }
         }
-        Op::FingerprintDocument | Op::FingerprintDocuments | Op::InsertDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments => {
-            decode_documents(op, json(body)?)?
-        }
+        Op::FingerprintDocument
+        | Op::FingerprintDocuments
+        | Op::InsertDocument
+        | Op::QueryDocument
+        | Op::FindOrInsertDocument
+        | Op::FindOrInsertDocuments
+        | Op::FindOrReplaceDocument => decode_documents(op, json(body)?)?,
         Op::LiveEntries | Op::Info | Op::Stats | Op::Sync | Op::Flush | Op::Compact => {
             let Empty {} = json(body)?;
             match op {
@@ -483,7 +543,7 @@ pub fn decode(op: Op, content_type: Option<&str>, query: Option<&str>, body: &[u
 
 fn decode_documents(op: Op, r: DocJson) -> Result<Request, ApiError> {
     let options = DocOptions { k: r.k, min_words: r.min_words, confirm: r.confirm };
-    let single = matches!(op, Op::FingerprintDocument | Op::InsertDocument | Op::QueryDocument | Op::FindOrInsertDocument);
+    let single = matches!(op, Op::FingerprintDocument | Op::InsertDocument | Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrReplaceDocument);
     if single {
         refuse(&r.docs, "docs", op)?;
         refuse(&r.doc_ids, "doc_ids", op)?;
@@ -491,7 +551,7 @@ fn decode_documents(op: Op, r: DocJson) -> Result<Request, ApiError> {
         refuse(&r.doc, "doc", op)?;
         refuse(&r.doc_id, "doc_id", op)?;
     }
-    let judged = matches!(op, Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments);
+    let judged = matches!(op, Op::QueryDocument | Op::FindOrInsertDocument | Op::FindOrInsertDocuments | Op::FindOrReplaceDocument);
     if !judged && options != DocOptions::default() {
         return Err(ApiError::bad_request(format!("{}: takes no k, min_words or confirm", op.name())));
     }
@@ -512,6 +572,7 @@ fn decode_documents(op: Op, r: DocJson) -> Result<Request, ApiError> {
         Op::InsertDocument => Request::InsertDocument { doc: doc(r.doc)?, doc_id: required(r.doc_id, "doc_id", op)? },
         Op::QueryDocument => Request::QueryDocument { doc: doc(r.doc)?, options },
         Op::FindOrInsertDocument => Request::FindOrInsertDocument { doc: doc(r.doc)?, doc_id: required(r.doc_id, "doc_id", op)?, options },
+        Op::FindOrReplaceDocument => Request::FindOrReplaceDocument { doc: doc(r.doc)?, doc_id: required(r.doc_id, "doc_id", op)?, options },
         Op::FingerprintDocuments => Request::FingerprintDocuments { docs: docs(r.docs)? },
         _ => {
             let docs = docs(r.docs)?;

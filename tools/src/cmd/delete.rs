@@ -17,8 +17,16 @@ use crate::progress;
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  simdex bench generate --count 100 --seed 8 --with-ids > gone.txt\n  simdex delete pages.idx gone.txt")]
 pub struct Args {
+    #[command(flatten)]
+    pairs: PairArgs,
+}
+
+/// The arguments of a command that writes (fingerprint, document id) pairs into an existing
+/// index (`delete`, `replace`).
+#[derive(Debug, ClapArgs)]
+pub struct PairArgs {
     /// The index directory.
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// The pairs (`-` for stdin).
     input: PathBuf,
     /// Input is little-endian u64 (fingerprint, id) pairs.
@@ -28,15 +36,23 @@ pub struct Args {
     log_recovery: crate::log_recovery::LogRecoveryArg,
 }
 
+impl PairArgs {
+    /// The pairs read, and the index opened for writing without a sync per write (the
+    /// command syncs before it exits); `command` names it where the input has no ids.
+    pub fn open(&self, command: &str) -> Result<(Index, Vec<(u64, u64)>)> {
+        let data = input::read_all(&self.input, InputFormat { binary: self.binary, with_ids: self.binary }, |_| {})?;
+        let Some(ids) = data.ids else {
+            bail!("{}: {command} needs (fingerprint, document id) pairs: give `HEX<TAB>ID` lines (or --binary pairs)", input::display_name(&self.input));
+        };
+        let options = IndexOptions::default().with_create(false).with_durability(Durability::NoSync).with_log_recovery(self.log_recovery.mode());
+        let index = Index::open(&self.dir, options)?;
+        crate::log_recovery::warn_of_loss(&index);
+        Ok((index, data.fps.into_iter().zip(ids).collect()))
+    }
+}
+
 pub fn run(args: Args) -> Result<()> {
-    let data = input::read_all(&args.input, InputFormat { binary: args.binary, with_ids: args.binary }, |_| {})?;
-    let Some(ids) = data.ids else {
-        bail!("{}: delete needs (fingerprint, document id) pairs: give `HEX<TAB>ID` lines (or --binary pairs)", input::display_name(&args.input));
-    };
-    let options = IndexOptions::default().with_create(false).with_durability(Durability::NoSync).with_log_recovery(args.log_recovery.mode());
-    let index = Index::open(&args.dir, options)?;
-    crate::log_recovery::warn_of_loss(&index);
-    let pairs: Vec<(u64, u64)> = data.fps.into_iter().zip(ids).collect();
+    let (index, pairs) = args.pairs.open("delete")?;
     // Count what is really stored, so the summary does not claim deletes of pairs that
     // were never there (a delete of such a pair is harmless and still logged).
     let exact = QueryOptions::within(0);
@@ -57,7 +73,7 @@ pub fn run(args: Args) -> Result<()> {
     let absent = pairs.len() as u64 - stored;
     eprintln!(
         "deleted {stored} pairs from {}{}; synced",
-        args.dir.display(),
+        args.pairs.dir.display(),
         if absent > 0 { format!(" ({absent} of the {} given were not stored)", pairs.len()) } else { String::new() }
     );
     Ok(())

@@ -18,6 +18,7 @@ mod inspect;
 mod plan;
 mod query;
 mod recover;
+mod replace;
 mod serve;
 mod split;
 mod stats;
@@ -55,6 +56,7 @@ pub enum Command {
     #[command(alias = "add")]
     Insert(insert::Args),
     Delete(delete::Args),
+    Replace(replace::Args),
     Compact(compact::Args),
     Stats(stats::Args),
     DumpLog(dump_log::Args),
@@ -79,6 +81,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dedup(args) => dedup::run(args),
         Command::Insert(a) => insert::run(a).map(|_| ExitCode::SUCCESS),
         Command::Delete(a) => delete::run(a).map(|_| ExitCode::SUCCESS),
+        Command::Replace(a) => replace::run(a).map(|_| ExitCode::SUCCESS),
         Command::Compact(a) => compact::run(a).map(|_| ExitCode::SUCCESS),
         Command::Stats(a) => stats::run(a).map(|_| ExitCode::SUCCESS),
         Command::DumpLog(a) => dump_log::run(a),

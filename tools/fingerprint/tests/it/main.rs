@@ -4,6 +4,7 @@
 // crate's lint policy is for the library).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod by_id;
 mod documents;
 mod features_once;
 mod options;

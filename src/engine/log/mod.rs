@@ -1,28 +1,33 @@
 //! The append log (write-ahead log): every insert and delete is framed, checksummed and
 //! numbered here before it touches the memtable (byte layout in `format-spec/log.md`).
 //!
-//! This module owns the file format: [`LogWriter`] appends records, [`scan_log`] reads a
-//! log back and classifies how it ends (clean, torn by a crash, or damaged). It does not
-//! decide which logs are live or when to sync; the engine does.
+//! This module owns the file format: [`scan_log`] reads a log back and classifies how it
+//! ends (clean, torn by a crash, or damaged); `writer`'s [`LogWriter`] appends records. It
+//! does not decide which logs are live or when to sync; the engine does.
 //!
 //! A record is `header (24 bytes) | payload (16 bytes per operation) | end marker (4)`; in
-//! a version-2 log (an index that stores sketches) an insert record's payload is followed
-//! by one fixed-width sketch per operation, its width in the header. The
+//! a log of version 2 or later (an index that stores sketches) an insert record's payload is
+//! followed by one fixed-width sketch per operation, its width in the header. A version-4
+//! log (every log this build creates) may hold *replace* records: the deletes of what a
+//! document id held and the insert of its new pair, in one record, so that a crash keeps
+//! all of it or none. The
 //! header carries its own CRC, so a damaged length can never pass for a torn tail, and the
 //! end marker has several bits set, so no single flipped bit can make a complete record
 //! look like the zero-filled tail a power loss can leave.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
+mod writer;
+
 use crate::query::Entry;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
+
+pub use writer::LogWriter;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
-use crate::storage::{parent_dir, Storage, SyncHandle, WriteFile};
 
 /// First bytes of every log file.
 pub const LOG_MAGIC: [u8; 8] = *b"SIMDXLOG";
@@ -34,13 +39,16 @@ pub const LOG_VERSION_SKETCHES: u32 = 2;
 /// Log format version written for an index with an expiry window (issue 36): version 2 whose
 /// header's reserved word names the time slice of every insert in the log.
 pub const LOG_VERSION_EPOCH: u32 = 3;
+/// Log format version written by this build for every index: version 3's header (the time
+/// slice, 0 without an expiry window) and records, plus [`OpKind::Replace`] records.
+pub const LOG_VERSION_REPLACE: u32 = 4;
 
 // ---- file header ----------------------------------------------------------------------
 /// Offset of the magic in the file header.
 pub const LH_MAGIC: usize = 0;
 /// Offset of the format version.
 pub const LH_VERSION: usize = LH_MAGIC + 8;
-/// Offset of the reserved word (0; in version 3 the time slice of the log's inserts).
+/// Offset of the reserved word (0; in versions 3 and 4 the time slice of the log's inserts).
 pub const LH_RESERVED: usize = LH_VERSION + 4;
 /// Offset of the log's file number (equal to the number in its name).
 pub const LH_NUMBER: usize = LH_RESERVED + 4;
@@ -86,6 +94,9 @@ pub enum OpKind {
     Insert,
     /// Delete `(fingerprint, doc_id)` (a tombstone).
     Delete,
+    /// Replace what a document id holds (version 4): every operation but the last deletes
+    /// its pair, the last inserts its pair (all under the same id), as one record.
+    Replace,
 }
 
 impl OpKind {
@@ -94,6 +105,7 @@ impl OpKind {
         match self {
             OpKind::Insert => 1,
             OpKind::Delete => 2,
+            OpKind::Replace => 3,
         }
     }
 
@@ -102,6 +114,7 @@ impl OpKind {
         match id {
             1 => Some(OpKind::Insert),
             2 => Some(OpKind::Delete),
+            3 => Some(OpKind::Replace),
             _ => None,
         }
     }
@@ -111,7 +124,14 @@ impl OpKind {
         match self {
             OpKind::Insert => "insert",
             OpKind::Delete => "delete",
+            OpKind::Replace => "replace",
         }
+    }
+
+    /// True when operations of this kind may carry sketches (inserts, and a replace's
+    /// insert).
+    pub fn inserts(self) -> bool {
+        matches!(self, OpKind::Insert | OpKind::Replace)
     }
 }
 
@@ -158,7 +178,7 @@ impl<'a> Record<'a> {
     }
 
     /// The operations' sketches, concatenated (`sketch_bytes()` each), when the record
-    /// carries them.
+    /// carries them (a replace record's deletes have all-zero sketches).
     pub fn sketches(&self) -> Option<&'a [u8]> {
         (self.sketch_bytes > 0).then_some(self.sketches)
     }
@@ -174,13 +194,14 @@ impl<'a> Record<'a> {
     }
 }
 
-/// Encodes the file header of log number `number` (format `version`, 1 or 2).
+/// Encodes the file header of log number `number` (format `version`, 1 or 2; 3 and 4 name
+/// the time slice 0).
 pub fn encode_header(number: u64, version: u32) -> [u8; LOG_HEADER_BYTES] {
     encode_header_with_epoch(number, version, 0)
 }
 
 /// Encodes the file header of log number `number` (format `version`); `epoch` goes in the
-/// reserved word (version 3; 0 otherwise).
+/// reserved word (versions 3 and 4; 0 otherwise).
 pub fn encode_header_with_epoch(number: u64, version: u32, epoch: u32) -> [u8; LOG_HEADER_BYTES] {
     let mut b = [0u8; LOG_HEADER_BYTES];
     b[LH_MAGIC..LH_VERSION].copy_from_slice(&LOG_MAGIC);
@@ -202,7 +223,7 @@ pub struct SketchSlice<'a> {
 }
 
 /// Appends one encoded record to `out`. `ops.len()` must be `1..=MAX_RECORD_OPS`; with
-/// `sketches` (version-2 logs only), one sketch per operation.
+/// `sketches` (logs of version 2 or later only), one sketch per operation.
 pub fn encode_record(out: &mut Vec<u8>, seq: u64, kind: OpKind, ops: &[Entry], sketches: Option<SketchSlice<'_>>) {
     debug_assert!(!ops.is_empty() && ops.len() <= MAX_RECORD_OPS);
     debug_assert!(sketches.is_none_or(|s| s.width > 0 && s.width <= usize::from(u16::MAX) && s.bytes.len() == s.width * ops.len()));
@@ -272,6 +293,9 @@ pub struct LogScan {
     /// and operation count. A crash leaves such a tail (never acknowledged under
     /// `Durability::Sync`); a file cut short by damage does too (possibly acknowledged).
     pub cut_record: Option<(u64, u32)>,
+    /// The format version its header names (0 when the header is not whole; in salvage
+    /// mode, the newest when the header is damaged).
+    pub version: u32,
 }
 
 /// Strict: damage is an error. Salvage: damage is skipped and reported (only the CLI's
@@ -293,19 +317,24 @@ enum RecordFault {
     Damaged(String),
 }
 
-/// Decodes the record at `at`, checking both CRCs, the kind, the count, the sketch width
-/// (0 unless `sketches_allowed`: a version-2 log's insert) and the end marker.
-fn decode_record(bytes: &[u8], at: usize, sketches_allowed: bool) -> Result<Record<'_>, RecordFault> {
+/// Decodes the record at `at` of a log of format `version`, checking both CRCs, the kind (a
+/// replace only from version 4 on), the count, the sketch width (0 unless the log's version
+/// is 2 or later and the record inserts) and the end marker.
+fn decode_record(bytes: &[u8], at: usize, version: u32) -> Result<Record<'_>, RecordFault> {
+    let sketches_allowed = version >= LOG_VERSION_SKETCHES;
     let rest = bytes.get(at..).unwrap_or_default();
     let Some((h, rest)) = rest.split_first_chunk::<R_PAYLOAD>() else { return Err(RecordFault::Incomplete(None)) };
     verify_crc(&h[R_PAYLOAD_CRC..], LE::read_u32(&h[R_HEADER_CRC..])).map_err(|m| RecordFault::Damaged(m.detail("record header")))?;
     let cut = || RecordFault::Incomplete(Some((LE::read_u64(&h[R_SEQ..]), LE::read_u32(&h[R_COUNT..]))));
     let kind = OpKind::from_id(h[R_KIND]).ok_or_else(|| RecordFault::Damaged(format!("unknown operation kind {}", h[R_KIND])))?;
+    if kind == OpKind::Replace && version < LOG_VERSION_REPLACE {
+        return Err(RecordFault::Damaged(format!("a replace record in a version-{version} log (replace records came with version {LOG_VERSION_REPLACE})")));
+    }
     if h[R_RESERVED] != 0 {
         return Err(RecordFault::Damaged("reserved record byte is not zero".into()));
     }
     let sketch_bytes = usize::from(LE::read_u16(&h[R_SKETCH_BYTES..]));
-    if sketch_bytes != 0 && !(sketches_allowed && kind == OpKind::Insert) {
+    if sketch_bytes != 0 && !(sketches_allowed && kind.inserts()) {
         let why = if sketches_allowed { "a delete record" } else { "a version-1 log" };
         return Err(RecordFault::Damaged(format!("sketch width {sketch_bytes} in {why} (must be 0)")));
     }
@@ -331,14 +360,14 @@ pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<Option<u32
         // A prefix of the header we would have written is a creation cut short; anything
         // else is not our file.
         let epoch = bytes.get(LH_RESERVED..LH_NUMBER).map_or(0, LE::read_u32);
-        if [LOG_VERSION, LOG_VERSION_SKETCHES, LOG_VERSION_EPOCH]
+        if [LOG_VERSION, LOG_VERSION_SKETCHES, LOG_VERSION_EPOCH, LOG_VERSION_REPLACE]
             .iter()
-            .any(|&v| encode_header_with_epoch(number, v, if v == LOG_VERSION_EPOCH { epoch } else { 0 }).starts_with(bytes))
+            .any(|&v| encode_header_with_epoch(number, v, if v >= LOG_VERSION_EPOCH { epoch } else { 0 }).starts_with(bytes))
         {
             return Ok(None);
         }
     }
-    let version = check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION..=LOG_VERSION_EPOCH)?;
+    let version = check_magic_and_version(path, bytes, &LOG_MAGIC, "log (magic SIMDXLOG)", LOG_VERSION..=LOG_VERSION_REPLACE)?;
     let h: &[u8; LOG_HEADER_BYTES] = bytes.first_chunk().ok_or_else(|| Error::corrupt(path, 0, format!("log header cut short at {} bytes", bytes.len())))?;
     verify_crc(&h[..LH_CRC], LE::read_u32(&h[LH_CRC..])).map_err(|m| m.corrupt(path, LH_CRC as u64, Location::default(), "log header"))?;
     let found = LE::read_u64(&h[LH_NUMBER..]);
@@ -348,11 +377,11 @@ pub fn check_header(path: &Path, bytes: &[u8], number: u64) -> Result<Option<u32
     Ok(Some(version))
 }
 
-/// The time slice a version-3 log's header names (`None`: an older version, or a header
-/// that is not whole). Read after [`check_header`] accepted the header.
+/// The time slice a log's header names (versions 3 and 4; `None`: an older version, or a
+/// header that is not whole). Read after [`check_header`] accepted the header.
 pub fn header_epoch(bytes: &[u8]) -> Option<u64> {
     let h: &[u8; LOG_HEADER_BYTES] = bytes.first_chunk()?;
-    (LE::read_u32(&h[LH_VERSION..]) == LOG_VERSION_EPOCH).then(|| u64::from(LE::read_u32(&h[LH_RESERVED..])))
+    (LE::read_u32(&h[LH_VERSION..]) >= LOG_VERSION_EPOCH).then(|| u64::from(LE::read_u32(&h[LH_RESERVED..])))
 }
 
 /// Reads log `number` from `bytes`, calling `each` with every intact record in order.
@@ -362,9 +391,9 @@ pub fn header_epoch(bytes: &[u8]) -> Option<u64> {
 /// is zero), which ends the scan with [`LogEnd::Torn`] or [`LogEnd::ZeroFilled`]. Sequence
 /// numbers must increase by one operation at a time; a gap is damage.
 pub fn scan_log(path: &Path, bytes: &[u8], number: u64, mode: ScanMode, mut each: impl FnMut(&Record<'_>) -> Result<()>) -> Result<LogScan> {
-    let mut scan = LogScan { valid_len: 0, end: LogEnd::Clean, records: 0, ops: 0, seqs: None, damage: Vec::new(), cut_record: None };
-    let sketches_allowed = match check_header(path, bytes, number) {
-        Ok(Some(version)) => version >= LOG_VERSION_SKETCHES,
+    let mut scan = LogScan { valid_len: 0, end: LogEnd::Clean, records: 0, ops: 0, seqs: None, damage: Vec::new(), cut_record: None, version: 0 };
+    let version = match check_header(path, bytes, number) {
+        Ok(Some(version)) => version,
         Ok(None) => {
             scan.end = if bytes.is_empty() { LogEnd::Clean } else { LogEnd::Torn };
             return Ok(scan);
@@ -372,16 +401,17 @@ pub fn scan_log(path: &Path, bytes: &[u8], number: u64, mode: ScanMode, mut each
         // Records carry their own checksums: a damaged file header loses none of them.
         Err(e) if mode == ScanMode::Salvage && bytes.len() >= LOG_HEADER_BYTES => {
             scan.damage.push(Damage { offset: 0, len: LOG_HEADER_BYTES as u64, detail: format!("file header: {}", e.chain_message()) });
-            true
+            LOG_VERSION_REPLACE
         }
         Err(e) => return Err(e),
     };
+    scan.version = version;
     let mut at = LOG_HEADER_BYTES;
     scan.valid_len = at as u64;
     // After salvage skipped damage, the next intact record may not continue the sequence.
     let mut check_seq = true;
     while at < bytes.len() {
-        let detail = match decode_record(bytes, at, sketches_allowed) {
+        let detail = match decode_record(bytes, at, version) {
             Ok(r) => {
                 if let Some((_, last)) = scan.seqs.filter(|&(_, last)| check_seq && r.seq != last.wrapping_add(1)) {
                     let detail = format!("sequence number {} does not follow {last}: records are missing", r.seq);
@@ -413,160 +443,12 @@ pub fn scan_log(path: &Path, bytes: &[u8], number: u64, mode: ScanMode, mut each
         if mode == ScanMode::Strict {
             return Err(Error::corrupt(path, at as u64, format!("{detail}; the records from here on are not replayed (run `simdex recover` to salvage the intact ones)")));
         }
-        let next = (at + 1..bytes.len()).find(|&p| decode_record(bytes, p, sketches_allowed).is_ok()).unwrap_or(bytes.len());
+        let next = (at + 1..bytes.len()).find(|&p| decode_record(bytes, p, version).is_ok()).unwrap_or(bytes.len());
         scan.damage.push(Damage { offset: at as u64, len: (next - at) as u64, detail });
         check_seq = false;
         at = next;
     }
     Ok(scan)
-}
-
-/// Appends records to one log file.
-pub struct LogWriter {
-    path: PathBuf,
-    number: u64,
-    file: Box<dyn WriteFile>,
-    len: u64,
-    buf: Vec<u8>,
-    synced_len: u64,
-    /// Made on the first [`LogWriter::pending_sync`].
-    sync_handle: Option<Arc<dyn SyncHandle>>,
-}
-
-/// A sync of a log that runs without the [`LogWriter`]: taken with
-/// [`LogWriter::pending_sync`], run anywhere, reported back with [`LogWriter::synced`].
-pub struct PendingSync {
-    path: PathBuf,
-    number: u64,
-    len: u64,
-    handle: Arc<dyn SyncHandle>,
-}
-
-impl PendingSync {
-    /// Syncs the log: every byte appended before the sync was taken becomes durable.
-    pub fn run(&self) -> Result<()> {
-        self.handle.sync().map_err(|e| Error::io(&self.path, "fsync", e))
-    }
-}
-
-impl std::fmt::Debug for LogWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogWriter").field("path", &self.path).field("len", &self.len).finish()
-    }
-}
-
-impl LogWriter {
-    /// Creates log `number` at `path` (format [`LOG_VERSION_EPOCH`] when it names the time
-    /// slice `epoch` of its inserts, else [`LOG_VERSION_SKETCHES`] when `sketches`, else
-    /// [`LOG_VERSION`]): writes and syncs the header, then syncs the directory so the file
-    /// survives a power loss before any record is acknowledged in it.
-    pub fn create(storage: &dyn Storage, path: &Path, number: u64, sketches: bool, epoch: Option<u64>) -> Result<Self> {
-        let header = match epoch {
-            Some(e) => {
-                encode_header_with_epoch(number, LOG_VERSION_EPOCH, u32::try_from(e).map_err(|_| Error::InvalidArgument(format!("time slice {e} does not fit a log header")))?)
-            }
-            None => encode_header(number, if sketches { LOG_VERSION_SKETCHES } else { LOG_VERSION }),
-        };
-        let mut file = storage.create(path).map_err(|e| Error::io(path, "create", e))?;
-        file.write_all(&header).map_err(|e| Error::io(path, "write", e))?;
-        file.sync().map_err(|e| Error::io(path, "fsync", e))?;
-        let dir = parent_dir(path);
-        storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
-        let len = LOG_HEADER_BYTES as u64;
-        Ok(Self { path: path.to_path_buf(), number, file, len, buf: Vec::new(), synced_len: len, sync_handle: None })
-    }
-
-    /// Continues log `number` at `path`, whose intact part is `len` bytes long (the caller
-    /// has cut any torn tail).
-    pub fn reopen(storage: &dyn Storage, path: &Path, number: u64, len: u64) -> Result<Self> {
-        let file = storage.append(path).map_err(|e| Error::io(path, "open for append", e))?;
-        Ok(Self { path: path.to_path_buf(), number, file, len, buf: Vec::new(), synced_len: len, sync_handle: None })
-    }
-
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The log's file number.
-    pub fn number(&self) -> u64 {
-        self.number
-    }
-
-    /// Bytes written so far.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// True when the log holds no record.
-    pub fn is_empty(&self) -> bool {
-        self.len <= LOG_HEADER_BYTES as u64
-    }
-
-    /// True when bytes were written since the last sync.
-    pub fn has_unsynced(&self) -> bool {
-        self.synced_len < self.len
-    }
-
-    /// Appends operations `seq, seq + 1, ...` as records of at most [`MAX_RECORD_OPS`] and
-    /// hands them to the operating system (one `write` per call, so they survive a crash of
-    /// this process once this returns). Does not sync. `sketches` (inserts into a
-    /// version-2 log only) holds one sketch per operation.
-    pub fn append(&mut self, seq: u64, kind: OpKind, ops: &[Entry], sketches: Option<SketchSlice<'_>>) -> Result<()> {
-        self.buf.clear();
-        let mut s = seq;
-        for (i, chunk) in ops.chunks(MAX_RECORD_OPS).enumerate() {
-            let part = sketches.map(|sk| {
-                let from = i * MAX_RECORD_OPS * sk.width;
-                SketchSlice { width: sk.width, bytes: sk.bytes.get(from..from + chunk.len() * sk.width).unwrap_or_default() }
-            });
-            encode_record(&mut self.buf, s, kind, chunk, part);
-            s += chunk.len() as u64;
-        }
-        self.file.write_all(&self.buf).map_err(|e| Error::io(&self.path, "write", e))?;
-        self.len += self.buf.len() as u64;
-        Ok(())
-    }
-
-    /// Syncs the file even when this writer appended nothing: after a reopen, the records
-    /// already in the file may not have reached the disk before the crash.
-    pub fn sync_all(&mut self) -> Result<()> {
-        self.file.sync().map_err(|e| Error::io(&self.path, "fsync", e))?;
-        self.synced_len = self.len;
-        Ok(())
-    }
-
-    /// The sync of everything appended so far, to run without `self` (so that appends go on
-    /// meanwhile); `None` when everything is synced already.
-    pub fn pending_sync(&mut self) -> Result<Option<PendingSync>> {
-        if self.synced_len == self.len {
-            return Ok(None);
-        }
-        let handle = match &self.sync_handle {
-            Some(h) => h.clone(),
-            None => {
-                let h = self.file.sync_handle().map_err(|e| Error::io(&self.path, "open for fsync", e))?;
-                self.sync_handle.insert(h).clone()
-            }
-        };
-        Ok(Some(PendingSync { path: self.path.clone(), number: self.number, len: self.len, handle }))
-    }
-
-    /// Records that `done` ran successfully (a sync taken from another log changes nothing).
-    pub fn synced(&mut self, done: &PendingSync) {
-        if done.number == self.number {
-            self.synced_len = self.synced_len.max(done.len);
-        }
-    }
-
-    /// Makes every appended record durable (fsync).
-    pub fn sync(&mut self) -> Result<()> {
-        if self.synced_len < self.len {
-            self.file.sync().map_err(|e| Error::io(&self.path, "fsync", e))?;
-            self.synced_len = self.len;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -624,6 +506,28 @@ mod tests {
         let b = log_bytes(&[(1, OpKind::Insert, vec![(5, 6)]), (3, OpKind::Insert, vec![(5, 6)])]);
         let err = scan_log(Path::new("l"), &b, 7, ScanMode::Strict, |_| Ok(())).unwrap_err();
         assert!(err.is_corruption(), "{err}");
+    }
+
+    #[test]
+    fn replace_records_roundtrip_in_a_version_4_log_only() {
+        let sketches: Vec<u8> = vec![0, 0, 7, 7];
+        let mut b = encode_header_with_epoch(7, LOG_VERSION_REPLACE, 0).to_vec();
+        encode_record(&mut b, 1, OpKind::Replace, &entries(&[(5, 9), (6, 9)]), Some(SketchSlice { width: 2, bytes: &sketches }));
+        encode_record(&mut b, 3, OpKind::Replace, &entries(&[(8, 10)]), None);
+        let mut seen = Vec::new();
+        scan_log(Path::new("l"), &b, 7, ScanMode::Strict, |r| {
+            seen.push((r.kind, r.seq, r.ops().collect::<Vec<_>>(), r.sketches().map(<[u8]>::to_vec)));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(OpKind::Replace, 1, vec![(5, 9), (6, 9)], Some(sketches.clone())), (OpKind::Replace, 3, vec![(8, 10)], None)]);
+        // the same records in a version-3 log are damage, named
+        let mut v3 = b.clone();
+        v3[..LOG_HEADER_BYTES].copy_from_slice(&encode_header_with_epoch(7, LOG_VERSION_EPOCH, 0));
+        let err = scan_log(Path::new("l"), &v3, 7, ScanMode::Strict, |_| Ok(())).unwrap_err();
+        assert!(err.is_corruption() && err.to_string().contains("a replace record in a version-3 log"), "{err}");
+        // a version-4 header in an index without a window names slice 0
+        assert_eq!(header_epoch(&b), Some(0));
     }
 
     #[test]
