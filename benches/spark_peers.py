@@ -26,6 +26,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -77,13 +78,27 @@ def run_cli(data, simdex, work):
 
 
 def spark_jobs(events):
-    """Spark jobs of the newest event log in ``events`` (a file, or Spark 4's folder of files)."""
+    """Spark jobs of the newest event log in ``events``. Spark 4 writes a rolling event log, a
+    folder ``eventlog_v2_APP`` of ``events_N_APP`` files (N from 1, a codec suffix such as
+    ``.zstd`` when compressed: the run asks for none) beside ``appstatus_APP`` and ``.crc``
+    checksums; Spark 3 wrote one file. Each event is one JSON line."""
     log = max((os.path.join(events, n) for n in os.listdir(events)), key=os.path.getmtime)
-    files = [os.path.join(log, n) for n in sorted(os.listdir(log))] if os.path.isdir(log) else [log]
+    if os.path.isdir(log):
+        app = os.path.basename(log)[len("eventlog_v2_") :]
+        parts = {}
+        for name in os.listdir(log):
+            m = re.fullmatch(r"events_(\d+)_" + re.escape(app) + r"(\.\w+)?", name)
+            if m:
+                if m.group(2):
+                    raise SystemExit(f"{os.path.join(log, name)}: a compressed event log (run with spark.eventLog.compress=false)")
+                parts[int(m.group(1))] = os.path.join(log, name)
+        files = [parts[n] for n in sorted(parts)]
+    else:
+        files = [log]
     jobs = 0
     for path in files:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            jobs += sum(1 for line in f if '"Event":"SparkListenerJobStart"' in line)
+        with open(path, encoding="utf-8") as f:
+            jobs += sum(1 for line in f if line.strip() and json.loads(line)["Event"] == "SparkListenerJobStart")
     return jobs
 
 

@@ -322,10 +322,13 @@ class CorpusRecipe:
     """A fingerprint recipe for a corpus job (options, IDF table, sketcher); pickles as its options and table."""
     def __init__(self, preset: str = "pages") -> None: ...
     @staticmethod
-    def _restore(options: str, idf: Optional[bytes] = None) -> "CorpusRecipe": ...
+    def _restore(options: str, idf: Optional[bytes], sketches: Tuple[int, int, int]) -> "CorpusRecipe": ...
     @property
     def recipe(self) -> str:
         """The descriptor ``simdex dedup`` prints as ``recipe:``."""
+    @property
+    def sketch_recipe(self) -> str:
+        """The descriptor of the sketches it makes: an index's own recipe for ``IndexReader.recipe()``."""
     @property
     def has_idf(self) -> bool: ...
     def with_document_frequencies(self, documents: int, features: bytes, counts: bytes) -> "CorpusRecipe":
@@ -339,8 +342,12 @@ class IndexReader:
     @property
     def k(self) -> int: ...
     @property
-    def sketches(self) -> bool: ...
-    def recipe(self) -> Optional[CorpusRecipe]: ...
+    def sketches(self) -> bool:
+        """True when it stores sketches of a recipe the library makes."""
+    def recipe(self) -> Optional[CorpusRecipe]:
+        """The pinned fingerprint recipe, making sketches of the index's own sketch recipe."""
+    def sketching(self, recipe: CorpusRecipe) -> CorpusRecipe:
+        """``recipe`` making the index's own sketches (the default for an index without sketches)."""
     def near(self, fps: bytes, k: Optional[int] = None) -> Tuple[bytes, bytes]:
         """(queries, stored): every live stored fingerprint within ``k`` of each of ``fps``, by the
         library's batch check without sketches (the batch-mode merge join for a large batch)."""
@@ -351,5 +358,5 @@ class IndexReader:
 def append_new_documents(out: str, fps: bytes, sketches: bytes, id_data: bytes, id_offsets: bytes) -> int:
     """Appends (fingerprint, doc_id(id), sketch) rows to ``out`` for ``insert_files_into_index``."""
 
-def insert_files_into_index(path: Union[str, PathLike[str]], recipe: CorpusRecipe, parts: List[str], sketch_width: int) -> int:
+def insert_files_into_index(path: Union[str, PathLike[str]], recipe: CorpusRecipe, parts: List[str], sketches: bool) -> int:
     """Inserts the rows of ``parts`` into the index at ``path``, pinning ``recipe``; syncs."""

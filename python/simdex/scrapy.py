@@ -18,14 +18,17 @@ is passed on untouched, never stored, so ``RetryMiddleware`` and the spider's
 ``HttpErrorMiddleware`` handle it as without simdex (``simdex/other_status``).
 
 For each HTML response, the body is fingerprinted with the index's recipe and checked against
-every page stored before, in this crawl or an earlier one (``find_or_insert``, atomic): a
-near-duplicate raises ``IgnoreRequest`` (logged with the URL of the page it duplicates and the
-distance); a new page is stored and passed on. A page whose matches include the page stored
-under its own URL is a *revisit* (a re-crawl, or a page fetched twice): it is passed on,
-flagged ``simdex:revisit``, never dropped as a near-duplicate of itself, so a second crawl on
-the same index follows the links it followed the first time. A page that changed under its URL
-(no match, and the URL had stored another page) *replaces* what the index held for the URL
-(the old fingerprint is deleted: one entry per live URL), flagged ``simdex:changed``. Stats:
+every page stored before, in this crawl or an earlier one, by one index call under the page's
+document id (``simdex.doc_id(url)``): ``find_or_replace_document``, atomic, whether the index
+is this process's or a server's. A near-duplicate of another URL's page raises
+``IgnoreRequest`` (logged with the page it duplicates and the distance); a new page is stored
+and passed on. A page near what its own URL stored is a *revisit* (a re-crawl, or a page
+fetched twice): nothing is written, it is passed on, flagged ``simdex:revisit``, never dropped
+as a near-duplicate of itself, so a second crawl on the same index follows the links it
+followed the first time. A page that changed under its URL (nothing near it, and the URL had
+stored another page) *replaces* what the index held for the URL, in the same call (one log
+record: one entry per live URL, whichever process crawls it; a crash leaves the old version
+or the new one), flagged ``simdex:changed``. Stats:
 ``simdex/new``, ``simdex/revisit``, ``simdex/changed``, ``simdex/near_duplicates``,
 ``simdex/non_html`` (passed on unfingerprinted), ``simdex/other_status`` (a status not in
 ``SIMDEX_STATUSES``: passed on untouched), ``simdex/answers_lost`` (a server's answer
@@ -34,11 +37,15 @@ lost on the way: the page's fate found out by a query, never by storing it twice
 passed on, flagged ``simdex:binary``, not stored), ``simdex/skipped`` (a request whose
 ``meta["simdex_skip"]`` is true: passed on unchecked). Every checked response's
 ``meta["simdex"]`` says what was found: ``outcome``, ``fingerprint`` and, for a
-near-duplicate, ``duplicate_of`` (its URL), ``doc_id``, ``distance`` and ``similarity`` (the
+near-duplicate, ``duplicate_of`` (its URL, or None when neither this process nor the
+``SIMDEX_URLS`` map knows it), ``doc_id``, ``distance`` and ``similarity`` (the
 sketches' estimate). While the crawl runs, a log line gives the counts every
 ``SIMDEX_LOG_INTERVAL`` seconds.
 
-Settings:
+Settings (all of them checked when the crawler is created, before anything is written: a bad
+value stops the crawl with one ERROR line naming the setting and the values it takes, and
+``scrapy crawl`` exits 1; so do a locked index, a directory of other files, another expiry
+window than an existing index's and a server out of reach):
 
 - ``SIMDEX_INDEX``: the index directory, opened by this process (one process writes an index
   at a time). A directory that is not an index and holds other files is refused
@@ -71,12 +78,12 @@ Settings:
 - ``SIMDEX_DURABILITY``: ``"group"`` (default), ``"sync"`` or ``"nosync"``.
 - ``SIMDEX_MIN_WORDS``: pages with fewer words are passed on and not stored (default 20;
   tiny pages all look alike).
-- ``SIMDEX_URLS``: the SQLite file mapping document ids to URLs and their last fingerprint
-  (default: the index directory's path plus ``.urls.sqlite3``), kept durable beside the index.
-  With ``SIMDEX_URL`` there is none unless set: the processes of one machine may share one
-  file (SQLite locks it); without it a near-duplicate names the page it duplicates by its
-  document id (``<doc id N>``), and a page that changed under its URL is stored beside its
-  old version instead of replacing it.
+- ``SIMDEX_URLS``: optional, for log lines only: a SQLite file mapping document ids to URLs
+  (``"crawl.urls.sqlite3"``; the processes of one machine may share one file, SQLite locks
+  it), so that a near-duplicate of a page stored by an earlier crawl or another process is
+  named by its URL. Without it (the default) the index alone decides everything as with it;
+  a process names the pages it stored itself by their URLs (up to 2^20 of them) and others
+  as "a page stored by an earlier crawl or another process (doc id N; ...)".
 - ``SIMDEX_ACTION``: ``"drop"`` (default: a near-duplicate of another URL raises
   ``IgnoreRequest``, an item ``DropItem``) or ``"flag"`` (passed on, flagged
   ``simdex:near_duplicate``, with ``meta["simdex"]``, for the spider to decide).
@@ -135,6 +142,8 @@ logger = logging.getLogger(__name__)
 RECOMMENDED_PRIORITY = 540
 # built-in downloader middlewares whose process_response must run before this one's
 # (Scrapy runs process_response from the highest number down)
+# the URLs a process remembers for its log lines without a map (~150 bytes each)
+NAMES_KEPT = 1 << 20
 _MUST_RUN_FIRST = (
     "scrapy.downloadermiddlewares.retry.RetryMiddleware",
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware",
@@ -143,7 +152,9 @@ _MUST_RUN_FIRST = (
 
 
 class _Store:
-    """An open index and its id -> URL map, shared by the users of one directory in a process."""
+    """An open index (or the server's client), shared by the users of one directory in a
+    process, and the names of its pages: doc id -> URL, for log lines only (what the index
+    stores under a page's id decides every outcome)."""
 
     _open: Dict[str, Tuple["_Store", int]] = {}
     _lock = threading.Lock()
@@ -152,27 +163,27 @@ class _Store:
         # a new index gets the library's design; SIMDEX_K is the query's distance
         self.index: Any = _open_index(c)
         self.db: Optional[sqlite3.Connection] = None
-        urls = c.urls if c.remote else (c.urls or c.where.rstrip("/") + ".urls.sqlite3")
         # what the middleware found for each page it checked in this process (its first
         # check): the pipeline goes by it for the page's items instead of storing them again
         self.pages: Dict[int, str] = {}
+        # the URLs of the pages this process stored or revisited (up to NAMES_KEPT): a
+        # near-duplicate of one of them is named by its URL without a map
+        self.names: Dict[int, str] = {}
         # the start line is logged once, by the first of the middleware and the pipeline
         self.announced = False
-        # checks run on the reactor's thread pool: the URL map (one SQLite connection) and
-        # a URL's replacement are used under this lock
+        # checks run on the reactor's thread pool: the map (one SQLite connection) and the
+        # names are used under this lock
         self.lock = threading.Lock()
-        if urls is None:
+        if c.urls is None:
             return
-        self.urls_path = urls
+        self.urls_path = c.urls
         # autocommit; WAL with synchronous=NORMAL survives a process crash; other processes
         # may share the file (a busy file is waited for)
         self.db = sqlite3.connect(self.urls_path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS urls (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, fp INTEGER)")
-        if "fp" not in {row[1] for row in self.db.execute("PRAGMA table_info(urls)")}:
-            # a map written before pages were replaced by URL: their fingerprints are unknown
-            self.db.execute("ALTER TABLE urls ADD COLUMN fp INTEGER")
+        # (maps written by earlier versions have an `fp` column: no longer read or written)
+        self.db.execute("CREATE TABLE IF NOT EXISTS urls (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL)")
 
     @classmethod
     def acquire(cls, c: CrawlSettings) -> "_Store":
@@ -197,24 +208,36 @@ class _Store:
         if store.db is not None:
             store.db.close()
 
-    def remember(self, doc_id: int, url: str, fp: int) -> Optional[int]:
-        """Records ``url`` and its page's fingerprint under ``doc_id``; returns the fingerprint
-        it held before (None: none known)."""
-        if self.db is None:
-            return None
-        # ids and fingerprints are stored as signed 64-bit integers, SQLite's
-        row = self.db.execute("SELECT fp FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
-        self.db.execute("INSERT OR REPLACE INTO urls (doc_id, url, fp) VALUES (?, ?, ?)", (_signed(doc_id), url, _signed(fp)))
-        return None if row is None or row[0] is None else row[0] % (1 << 64)
-
-    def url_of(self, doc_id: Optional[int]) -> str:
-        if doc_id is None:
-            return "<no id>"
-        if self.db is None:
-            return f"<doc id {doc_id}>"
+    def name(self, doc_id: int, url: str) -> None:
+        """Records that ``doc_id`` (stored in the index) is ``url``'s page: in this process
+        and, with ``SIMDEX_URLS``, in the map."""
         with self.lock:
-            row = self.db.execute("SELECT url FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
-        return row[0] if row else f"<doc id {doc_id}>"
+            if len(self.names) < NAMES_KEPT or doc_id in self.names:
+                self.names[doc_id] = url
+            if self.db is not None:
+                # ids are stored as signed 64-bit integers, SQLite's
+                self.db.execute("INSERT OR REPLACE INTO urls (doc_id, url) VALUES (?, ?)", (_signed(doc_id), url))
+
+    def url_of(self, doc_id: Optional[int]) -> Optional[str]:
+        """The URL of the page stored under ``doc_id``, when this process or the map knows it."""
+        if doc_id is None:
+            return None
+        with self.lock:
+            url = self.names.get(doc_id)
+            if url is None and self.db is not None:
+                row = self.db.execute("SELECT url FROM urls WHERE doc_id = ?", (_signed(doc_id),)).fetchone()
+                url = row[0] if row else None
+        return url
+
+    def describe(self, doc_id: Optional[int]) -> str:
+        """A page stored under ``doc_id``, in words for a log line: its URL when known."""
+        url = self.url_of(doc_id)
+        if url is not None:
+            return url
+        if doc_id is None:
+            return "a page stored without an id"
+        more = "" if self.db is not None else "; SIMDEX_URLS keeps URLs across crawls"
+        return f"a page stored by an earlier crawl or another process (doc id {doc_id}{more})"
 
 
 def _open_index(c: CrawlSettings) -> Any:
@@ -245,6 +268,10 @@ def _open_index(c: CrawlSettings) -> Any:
             # an existing index keeps its own window
             setting = f"SIMDEX_EXPIRE_AFTER = {c.expire_after!r} with {setting}"
         fail(e, f"{setting} = {c.where}: {message}")
+
+
+# the library's outcome of a page's check -> the stat's name
+_OUTCOMES = {"unchanged": "revisit", "inserted": "new", "replaced": "changed"}
 
 
 def _signed(u: int) -> int:
@@ -340,51 +367,43 @@ class _Base:
 
     def check(self, data: Any, name: str, html: Optional[bool]) -> Tuple[str, Dict[str, Any]]:
         """(outcome, what was found): the outcome is the stat's name ('new', 'revisit',
-        'changed', 'near_duplicates', 'too_short', 'binary'); a binary or too short page is
-        passed on, never stored; a page matching the one stored under its own name is a
-        revisit; a new page under a name that had stored another replaces it."""
+        'changed', 'near_duplicates', 'too_short', 'binary'). One index call decides and
+        writes (``find_or_replace_document`` under the page's id, atomic): a binary or too
+        short page is passed on, never stored; a page near what its own id stored is a revisit
+        (nothing written); a near-duplicate of another id's page is not stored; a new page is
+        stored; a page that changed under its id replaces what the id held (one log record:
+        the index holds one entry per live page)."""
         doc = simdex.doc_id(name)
         try:
             try:
-                fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
+                fp, outcome, matches, _ = self.store.index.find_or_replace_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
             except simdex.OutcomeUnknownError:
-                fp, matches = self._after_lost_answer(data, doc, html)
+                fp, outcome, matches = self._after_lost_answer(data, doc, html)
         except simdex.EmptyDocumentError:
             return "too_short", {}
         except simdex.BinaryDocumentError:
             return "binary", {}
         found: Dict[str, Any] = {"fingerprint": fp}
-        if any(m.doc_id == doc for m in matches):
-            return "revisit", found
-        if matches:
+        if outcome == "found":
             m = matches[0]
             found.update(duplicate_of=self.store.url_of(m.doc_id), doc_id=m.doc_id, distance=m.distance, similarity=m.similarity)
             return "near_duplicates", found
-        with self.store.lock:
-            old = self.store.remember(doc, name, fp)
-            if old is not None and old != fp:
-                # the page changed under its URL: the new one replaces it
-                self.store.index.delete(old, doc)
-                return "changed", found
-        return "new", found
+        self.store.name(doc, name)
+        return _OUTCOMES[outcome], found
 
-    def _after_lost_answer(self, data: Any, doc: int, html: Optional[bool]) -> Tuple[int, Any]:
-        """The check of a page whose ``find_or_insert_document`` answer a server lost (it may
-        or may not have stored the page): a query, which the client retries, finds out. The
-        page stored under its own id at distance 0 was stored by that call (a new page: no
-        matches), unless the URL map knew the URL with this fingerprint before (a revisit);
-        otherwise nothing was stored, and the check runs again."""
+    def _after_lost_answer(self, data: Any, doc: int, html: Optional[bool]) -> Tuple[int, str, Any]:
+        """The check of a page whose ``find_or_replace_document`` answer a server lost (it may
+        or may not have stored the page): what the index holds under the page's id, asked
+        (the client retries reads), tells. Held alone with the page's fingerprint: stored,
+        by the lost call (new or changed) or before it (a revisit with no change at all),
+        which nothing tells apart: counted as new, so the page's item passes (an item may
+        come twice, never be lost). Otherwise nothing was stored, and the check runs again."""
         self.stats.inc_value(f"{self.stats_prefix}/answers_lost")
-        fp, matches, _ = self.store.index.query_document(data, k=self.k, html=html, confirm=self.confirm)
-        if any(m.doc_id == doc and m.distance == 0 for m in matches):
-            known = None
-            if self.store.db is not None:
-                with self.store.lock:
-                    row = self.store.db.execute("SELECT fp FROM urls WHERE doc_id = ?", (_signed(doc),)).fetchone()
-                known = None if row is None or row[0] is None else row[0] % (1 << 64)
-            return fp, (matches if known == fp else [])
-        fp, matches, _ = self.store.index.find_or_insert_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
-        return fp, matches
+        fp, _, _ = self.store.index.query_document(data, k=self.k, html=html, confirm=self.confirm)
+        if self.store.index.fingerprints_of(doc) == [fp]:
+            return fp, "inserted", []
+        fp, outcome, matches, _ = self.store.index.find_or_replace_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
+        return fp, outcome, matches
 
     def progress(self, spider: Any) -> None:
         """Logs the counts so far, every ``SIMDEX_LOG_INTERVAL`` seconds."""
@@ -432,7 +451,7 @@ class NearDuplicateMiddleware(_Base):
         request.meta["simdex"] = dict(found, outcome=outcome)
         self.progress(spider)
         if outcome == "near_duplicates":
-            url, distance = found["duplicate_of"], found["distance"]
+            url, distance = self.store.describe(found["doc_id"]), found["distance"]
             spider.logger.info("simdex: %s is a near-duplicate of %s (distance %d)", response.url, url, distance)
             if self.action == "drop":
                 raise IgnoreRequest(f"near-duplicate of {url} (distance {distance})")
@@ -470,7 +489,7 @@ class NearDuplicatePipeline(_Base):
         outcome, found = await maybe_deferred_to_future(deferToThread(self.check, text, str(name), None))
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
         if outcome == "near_duplicates" and self.action == "drop":
-            raise DropItem(f"near-duplicate of {found['duplicate_of']} (distance {found['distance']})")
+            raise DropItem(f"near-duplicate of {self.store.describe(found['doc_id'])} (distance {found['distance']})")
         if outcome == "revisit" and self.revisit_items == "drop":
             raise DropItem(f"{name}: unchanged since it was stored (a revisit); its item was produced then")
         return item

@@ -105,8 +105,10 @@ pub(crate) struct CorpusRecipe {
 }
 
 impl CorpusRecipe {
-    pub(crate) fn from_fingerprinter(fp: RustFingerprinter) -> PyResult<Self> {
-        Self::of(fp)
+    /// The recipe of an index: its fingerprinter, and sketches of the index's own sketch
+    /// recipe (an index keeps the one it was created with: sketches of another do not compare).
+    pub(crate) fn from_fingerprinter(fp: RustFingerprinter, sketches: SketchOptions) -> PyResult<Self> {
+        Self::of(fp, sketches)
     }
 
     /// The recipe to pin in an index.
@@ -114,8 +116,8 @@ impl CorpusRecipe {
         Recipe::of(&self.fp())
     }
 
-    fn of(fp: RustFingerprinter) -> PyResult<Self> {
-        let sketcher = Sketcher::new(SketchOptions::default()).map_err(value_error)?;
+    fn of(fp: RustFingerprinter, sketches: SketchOptions) -> PyResult<Self> {
+        let sketcher = Sketcher::new(sketches).map_err(value_error)?;
         Ok(CorpusRecipe { fp: Mutex::new(fp), sketcher: Mutex::new(sketcher) })
     }
 
@@ -129,8 +131,9 @@ impl CorpusRecipe {
     }
 }
 
-/// What `__reduce__` returns: the constructor and its arguments (options text, IDF table).
-type Reduced<'py> = (PyObject, (String, Option<Bound<'py, PyBytes>>));
+/// What `__reduce__` returns: the constructor and its arguments (options text, IDF table,
+/// the sketches' (version, values, bits)).
+type Reduced<'py> = (PyObject, (String, Option<Bound<'py, PyBytes>>, (u32, u32, u32)));
 
 #[pymethods]
 impl CorpusRecipe {
@@ -140,23 +143,32 @@ impl CorpusRecipe {
     fn new(preset: &str) -> PyResult<Self> {
         let names = OptionNames { preset: Some(preset.to_owned()), ..OptionNames::default() };
         let options = FingerprintOptions::from_names(&names).map_err(value_error)?;
-        Self::of(RustFingerprinter::new(options).map_err(value_error)?)
+        Self::of(RustFingerprinter::new(options).map_err(value_error)?, SketchOptions::default())
     }
 
     /// Rebuilds a recipe from `__reduce__`'s parts.
     #[staticmethod]
-    #[pyo3(signature = (options, idf=None))]
-    fn _restore(options: &str, idf: Option<&[u8]>) -> PyResult<Self> {
+    #[pyo3(signature = (options, idf, sketches))]
+    fn _restore(options: &str, idf: Option<&[u8]>, sketches: (u32, u32, u32)) -> PyResult<Self> {
         let options = Recipe::parse_options(options).map_err(PyValueError::new_err)?;
         let idf = idf.map(IdfTable::decode).transpose().map_err(value_error)?.map(Arc::new);
-        Self::of(Recipe::new(options, idf).and_then(|r| r.fingerprinter()).map_err(value_error)?)
+        let (version, hashes, bits) = sketches;
+        Self::of(Recipe::new(options, idf).and_then(|r| r.fingerprinter()).map_err(value_error)?, SketchOptions::new(hashes, bits).with_version(version))
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let py = slf.py();
         let recipe = Recipe::of(&slf.get().fp());
         let idf = recipe.idf().map(|t| PyBytes::new(py, &t.encode()));
-        Ok((slf.getattr("_restore")?.unbind(), (recipe.options_text(), idf)))
+        let sketches = slf.get().sketcher().options();
+        Ok((slf.getattr("_restore")?.unbind(), (recipe.options_text(), idf, (sketches.version, sketches.hashes, sketches.bits))))
+    }
+
+    /// The descriptor of the sketches this recipe makes (an index's own sketch recipe, for
+    /// an index's recipe), e.g. `simdex-sketch/2 w3 rounds hashes=512 bits=1`.
+    #[getter]
+    fn sketch_recipe(&self) -> String {
+        self.sketcher().options().recipe()
     }
 
     /// The descriptor `simdex dedup` prints as `recipe:` (the IDF table's checksum included).
@@ -199,7 +211,7 @@ impl CorpusRecipe {
             }
             fp.with_idf(Arc::new(builder.build(1)))
         });
-        Self::of(fp.map_err(value_error)?)
+        Self::of(fp.map_err(value_error)?, self.sketcher().options())
     }
 
     /// The IDF table's bytes (the format `simdex dedup --idf FILE` reads), if pinned.

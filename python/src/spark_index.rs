@@ -43,15 +43,25 @@ impl IndexReader {
         self.inner.k()
     }
 
-    /// True when it stores the default sketches (documents are confirmed by them).
+    /// True when it stores sketches of a recipe the library makes (documents are confirmed
+    /// by them; `recipe()` makes sketches of the same recipe).
     #[getter]
     fn sketches(&self) -> bool {
-        self.inner.sketch_options() == Some(SketchOptions::default())
+        self.inner.sketch_options().is_some()
     }
 
     /// The pinned recipe, or None when no document was stored yet.
     fn recipe(&self) -> PyResult<Option<CorpusRecipe>> {
-        self.inner.recipe().map(|r| r.fingerprinter().map_err(fp_error).and_then(CorpusRecipe::from_fingerprinter)).transpose()
+        let sketches = self.inner.sketch_options().unwrap_or_default();
+        self.inner.recipe().map(|r| r.fingerprinter().map_err(fp_error).and_then(|fp| CorpusRecipe::from_fingerprinter(fp, sketches))).transpose()
+    }
+
+    /// `recipe` making the index's sketches (an index keeps the sketch recipe it was created
+    /// with, an older one included: sketches of another recipe do not compare); the library's
+    /// default for an index without sketches.
+    fn sketching(&self, recipe: &CorpusRecipe) -> PyResult<CorpusRecipe> {
+        let fp = recipe.fp().clone();
+        CorpusRecipe::from_fingerprinter(fp, self.inner.sketch_options().unwrap_or_default())
     }
 
     /// Every live stored fingerprint within `k` of each of `fps` (little-endian u64s):
@@ -154,17 +164,19 @@ fn append_new_documents(py: Python<'_>, out: &str, fps: &[u8], sketches: &[u8], 
 }
 
 /// Inserts the new documents of the files `parts` ([`append_new_documents`]'s, with
-/// `sketch_width` bytes of sketch a row) into the index at `path`, 2^16 documents at a time (created with sketches if missing, pinning `recipe`, refused
+/// the sketch of `recipe`'s sketch recipe after each row when `sketches`) into the index at `path`, 2^16 documents at a time (created with sketches if missing, pinning `recipe`, refused
 /// when the index pins another; synced). Returns the count.
 #[pyfunction]
-fn insert_files_into_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, parts: Vec<PathBuf>, sketch_width: usize) -> PyResult<u64> {
-    let recipe = recipe.pinned();
+fn insert_files_into_index(py: Python<'_>, path: PathBuf, recipe: &CorpusRecipe, parts: Vec<PathBuf>, sketches: bool) -> PyResult<u64> {
+    let (recipe, made) = (recipe.pinned(), recipe.sketcher().options());
     py.allow_threads(|| {
         let options = IndexOptions::default().with_sketches(Some(SketchOptions::default().column()));
         let index = DocumentIndex::open(&path, options)?;
         index.pin_recipe(recipe)?;
-        let sketched = sketch_width > 0 && index.sketch_options() == Some(SketchOptions::default());
-        let row = 16 + sketch_width;
+        // the sketches were made with the recipe of the index's reader (its own): stored only
+        // when the index keeps that recipe
+        let sketched = sketches && index.sketch_options() == Some(made);
+        let row = 16 + if sketches { made.bytes() } else { 0 };
         let mut n = 0u64;
         for part in &parts {
             let data = std::fs::read(part).map_err(simdex_fingerprint::Error::Io)?;

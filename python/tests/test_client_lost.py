@@ -240,9 +240,9 @@ def test_the_scrapy_middleware_finds_out_a_lost_answer_by_a_query(tmp_path, site
     base, urls = site
     server = Server(tmp_path / "shared")
     proxy = DroppingProxy(target(server.url))
-    proxy.drop_op("find_or_insert_document", 2)  # every second page's answer is lost
+    proxy.drop_op("find_or_replace_document", 2)  # every second page's answer is lost
     try:
-        settings = {"SIMDEX_INDEX": None, "SIMDEX_URL": proxy.url, "SIMDEX_URLS": str(tmp_path / "urls.sqlite3")}
+        settings = {"SIMDEX_INDEX": None, "SIMDEX_URL": proxy.url}
         stats, items, _log = crawl(base, urls, tmp_path / "unused", tmp_path / "crawl.json", settings)
         assert proxy.dropped >= 4, proxy.dropped
         assert stats.get("simdex/answers_lost", 0) == proxy.dropped, stats

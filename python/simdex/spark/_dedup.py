@@ -296,6 +296,9 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
             estimate = corpus.estimate()
         skipped_parts = Parts(skipped) if skipped else None
         if index is not None:
+            # the index's own sketch recipe (an older index keeps its own), for the corpus's
+            # pairs as for the check: what simdex dedup --index sketches with
+            recipe = index.sketching(recipe)
             index.prepare(work, *asked, Parts)
         with P.step(sc, "fingerprint, scatter, join and confirm"):
             table, split = _pairs(spark, corpus, recipe, k, threshold, estimate, skipped_parts, index)

@@ -44,6 +44,10 @@ class IndexCheck:
         self._matches_parts = self._insert_dir = None
         self.k = self.confirm = self.threshold = None
 
+    def sketching(self, recipe):
+        """``recipe`` making the index's own sketches (``IndexReader.sketching``)."""
+        return _reader(self.path).sketching(recipe)
+
     def prepare(self, work: str, k, confirm: bool, threshold, parts_of) -> None:
         """Before the pass: the user's k, confirmation and threshold (the library decides what
         they mean), part files for the matches (``parts_of(path)``) and the new documents."""
@@ -85,4 +89,4 @@ class IndexCheck:
             os.remove(self._matches_parts.path)
         if self.insert:
             parts = sorted(glob.glob(os.path.join(self._insert_dir, "part-*")))
-            self.inserted = insert_files_into_index(self.path, recipe, parts, 64 if sketches else 0)
+            self.inserted = insert_files_into_index(self.path, recipe, parts, sketches)

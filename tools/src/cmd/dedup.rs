@@ -49,20 +49,26 @@ pub struct Args {
     #[arg(short, long)]
     pub k: Option<u32>,
     /// Report pairs within k by their fingerprints alone, without confirming them by sketch
-    #[arg(long, alias = "no-verify")]
+    #[arg(long)]
     pub no_confirm: bool,
+    /// The old name of --no-confirm: still accepted, with a warning.
+    #[arg(long, hide = true)]
+    pub no_verify: bool,
     /// Keep a pair within k only when its sketches estimate a resemblance (Jaccard of word
     /// 3-shingles) of at least this
-    #[arg(long, alias = "verify-threshold", default_value_t = DEFAULT_CONFIRM_THRESHOLD, value_parser = crate::value_parsers::fraction, conflicts_with = "no_confirm")]
+    #[arg(long, default_value_t = DEFAULT_CONFIRM_THRESHOLD, value_parser = crate::value_parsers::fraction, conflicts_with_all = ["no_confirm", "no_verify"])]
     pub confirm_threshold: f64,
+    /// The old name of --confirm-threshold: still accepted, with a warning.
+    #[arg(long, hide = true, value_parser = crate::value_parsers::fraction, conflicts_with_all = ["no_confirm", "no_verify", "confirm_threshold"])]
+    pub verify_threshold: Option<f64>,
     /// Decide by the sketch estimate alone, also where it is within the sketch's noise of the
     /// threshold (by default those pairs get a second look: the exact Jaccard of their word
     /// 3-shingle sets)
-    #[arg(long, conflicts_with = "no_confirm")]
+    #[arg(long, conflicts_with_all = ["no_confirm", "no_verify"])]
     pub no_second_look: bool,
     /// Take as candidates only the pairs whose fingerprints are within k (by default pairs
     /// whose sketches share a band are candidates too, whatever their distance)
-    #[arg(long, conflicts_with = "no_confirm")]
+    #[arg(long, conflicts_with_all = ["no_confirm", "no_verify"])]
     pub no_band_candidates: bool,
     /// Write every near-duplicate pair of documents to FILE, one a line:
     /// id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity
@@ -170,7 +176,21 @@ fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut Corp
     Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(sets.get(&a)?, sets.get(&b)?)))))
 }
 
+/// The flags' names before "confirm" was the one word for the sketch check: the same
+/// meaning, a warning that names the new flag.
+fn old_names(args: &mut Args) {
+    if args.no_verify {
+        eprintln!("simdex: warning: dedup --no-verify is deprecated: use --no-confirm (the same flag)");
+        args.no_confirm = true;
+    }
+    if let Some(t) = args.verify_threshold.take() {
+        eprintln!("simdex: warning: dedup --verify-threshold is deprecated: use --confirm-threshold (the same flag)");
+        args.confirm_threshold = t;
+    }
+}
+
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    old_names(&mut args);
     let options = CorpusOptions::new(args.k, !args.no_confirm, Some(args.confirm_threshold))?.with_band_candidates(!args.no_band_candidates).with_second_look(!args.no_second_look);
     let (k, confirm) = (options.k, options.confirm);
     args.k = Some(k);
