@@ -113,6 +113,7 @@ impl<R: Read> Document<R> {
     }
 }
 
+#[cfg(feature = "jsonl")]
 impl From<super::input::JsonDoc> for Document<Box<dyn Read>> {
     /// The document of a JSON-lines record.
     fn from(r: super::input::JsonDoc) -> Self {
