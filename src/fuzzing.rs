@@ -22,7 +22,7 @@ use crate::engine::log::{
 };
 use crate::engine::manifest::Manifest;
 use crate::engine::tombstone;
-use crate::segment::verify::verify_segment_bytes;
+use crate::recovery::verify_segment_bytes;
 use crate::storage::FileBytes;
 use crate::{QueryOptions, Segment};
 

@@ -1,11 +1,9 @@
-//! Looking inside index files: the small, stable API behind the `simdex` tool's `inspect`,
-//! `dump-log`, `verify` and `recover` subcommands. The file-format modules themselves (log,
-//! manifest, tombstones, codec internals, the engine's files) are private; this module
-//! exposes what an operator needs to see of them, and nothing that would let a caller
-//! write a file the engine did not.
-//!
-//! Everything here only reads, except [`salvage`], which writes a new index directory and
-//! never touches the damaged one.
+//! Looking inside index files: the small, stable API behind the `simdex` tool's `inspect`
+//! and `dump-log` subcommands. The file-format modules themselves (log, manifest,
+//! tombstones, codec internals, the engine's files) are private; this module exposes what
+//! an operator needs to see of them, and nothing that would let a caller write a file the
+//! engine did not. Everything here only reads; judging files (verify) and copying what is
+//! intact of a damaged index (salvage, recover) is [`crate::recovery`]'s.
 //!
 //! ```
 //! use simdex::inspect::{gap_histogram, segment_anatomy};
@@ -37,9 +35,6 @@ use crate::segment::Segment;
 use crate::storage::Storage;
 
 pub use crate::engine::log::{Damage as LogDamage, LogEnd, LogScan, OpKind, Record as LogRecord};
-pub use crate::engine::salvage::{recover_into, salvage, SalvageReport, UNKNOWN_DOC_ID};
-pub use crate::engine::verify::{verify_index, FileProblem, IndexVerifyReport, MAX_PASSES};
-pub use crate::segment::verify::{verify_segment, verify_segment_with, Problem, VerifyReport};
 
 /// A symbol of a table's gap code: the position `h` of the most significant bit in which an
 /// entry differs from the previous one (paper section 3.2), or a repeat of it.
@@ -208,33 +203,14 @@ pub fn log_files(storage: &dyn Storage, dir: &Path) -> Result<Vec<LogFile>> {
         .collect())
 }
 
-/// The bytes of one log file, read for inspection.
-#[derive(Clone, Debug)]
-pub struct LogContents {
-    file: LogFile,
-    bytes: Vec<u8>,
-}
-
-impl LogContents {
-    /// Reads `log`.
-    pub fn read(storage: &dyn Storage, log: &LogFile) -> Result<Self> {
-        let bytes = storage.read_copy(&log.path).map_err(|e| Error::io(&log.path, "read", e))?;
-        Ok(Self { file: log.clone(), bytes })
-    }
-
-    /// The file's length in bytes.
-    pub fn len(&self) -> u64 {
-        self.bytes.len() as u64
-    }
-
-    /// True when the file is empty.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    /// Hands every intact record to `visit`, in order, skipping damage (reported in the
-    /// result's `damage`) the way `simdex recover` does. Fails when the file is not a log.
-    pub fn scan(&self, visit: impl FnMut(&LogRecord<'_>) -> Result<()>) -> Result<LogScan> {
-        crate::engine::log::scan_log(&self.file.path, &self.bytes, self.file.number, crate::engine::log::ScanMode::Salvage, visit)
+impl LogFile {
+    /// Reads the log (once: a live log may grow meanwhile) and hands every intact record to
+    /// `visit`, in order, skipping damage (reported in the scan's `damage`) the way
+    /// `simdex recover` does. Returns the scan and the length in bytes of what was read.
+    /// Fails when the file cannot be read or is not a log.
+    pub fn scan(&self, storage: &dyn Storage, visit: impl FnMut(&LogRecord<'_>) -> Result<()>) -> Result<(LogScan, u64)> {
+        let bytes = storage.read_copy(&self.path).map_err(|e| Error::io(&self.path, "read", e))?;
+        let scan = crate::engine::log::scan_log(&self.path, &bytes, self.number, crate::engine::log::ScanMode::Salvage, visit)?;
+        Ok((scan, bytes.len() as u64))
     }
 }

@@ -43,8 +43,9 @@
 //!   index ([`PinnedRecipe`]). This crate compiles no text code.
 //! - [`plan`]: the table designs, the planner that picks one, and the multi-probe plans
 //!   that answer any `k` up to 8 from a design built for less ([`plan::ProbePlan`]).
-//! - [`inspect`]: looking inside index files (what the `simdex` tool's `inspect`, `verify`,
-//!   `dump-log` and `recover` print).
+//! - [`inspect`]: looking inside index files (what the `simdex` tool's `inspect` and
+//!   `dump-log` print); [`recovery`]: verifying an index or a segment file byte by byte, and
+//!   salvaging what is intact of a damaged one into a new index (`verify`, `recover`).
 //! - [`storage`]: the file-system trait every file goes through; [`verify_crc`]: the
 //!   checksum check every decoder (and the text pipeline's IDF table) shares.
 //!
@@ -116,6 +117,7 @@ mod join;
 mod many;
 pub mod plan;
 mod query;
+pub mod recovery;
 internal_mod!(segment);
 mod sort;
 mod split;

@@ -82,12 +82,12 @@ def _document_answer(answer: Tuple[int, List[Tuple[int, int, Optional[int], Opti
 
 
 def _deprecated(old: str, new: str) -> None:
-    """Warns once per call site that ``old`` is the name before issue 35 (one word per
+    """Warns once per call site that ``old`` is the old name (one word per
     concept: the index's writes are inserts) of ``new``."""
     warnings.warn(f"{old} is deprecated: use {new} (the same call)", DeprecationWarning, stacklevel=3)
 
 
 def _deprecated_keyword(call: str, old: str, new: str) -> None:
-    """Warns once per call site that ``call``'s keyword ``old`` is the name before issue 35
+    """Warns once per call site that ``call``'s keyword ``old`` is the old name
     of ``new`` (``verify`` checked nothing: it confirms candidates by sketch)."""
     warnings.warn(f"{call}({old}=...) is deprecated: use {new}=... (the same meaning)", DeprecationWarning, stacklevel=3)

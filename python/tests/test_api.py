@@ -289,7 +289,7 @@ def test_document_calls_default_to_dedups_decision(tmp_path):
         assert sorted(m.doc_id for m in found) == [1, 2], "confirm=False: fingerprints alone within 8 (ta, and tb stored above)"
 
 
-def test_the_names_before_issue_35_still_work_and_warn(tmp_path):
+def test_the_old_add_names_still_work_and_warn(tmp_path):
     """add, add_many and add_document are the deprecated names of insert, insert_many and
     insert_document: the same calls, with a DeprecationWarning."""
     with simdex.Index(str(tmp_path / "i")) as idx:

@@ -37,14 +37,20 @@ impl Default for BuildBudget {
 /// is not banded ([`BandDesign::for_segment`]). Reads the sketch column once (to count the
 /// entries that have a sketch).
 pub(crate) fn head_for(segment: &Segment) -> Result<Option<BandHead>> {
-    let Some((width, scheme)) = segment.sketch_layout() else { return Ok(None) };
-    let Some(design) = BandDesign::for_segment(segment.len(), width) else { return Ok(None) };
+    let (Some((width, scheme)), Some(design)) = (segment.sketch_layout(), design_for(segment)) else { return Ok(None) };
     let mut banded = 0u64;
     for sketch in segment.sketches_in_order() {
         banded += u64::from(!is_empty_sketch(sketch?));
     }
     let (segment_len, segment_footer_crc) = segment_identity(segment);
     Ok(Some(BandHead { design, entries: segment.len(), banded, segment_len, segment_footer_crc, sketch_bytes: width as u16, scheme }))
+}
+
+/// The band design of `segment`'s band file; `None` when it gets none (no sketches, or too
+/// few entries for bands to pay).
+pub(crate) fn design_for(segment: &Segment) -> Option<BandDesign> {
+    let (width, _) = segment.sketch_layout()?;
+    BandDesign::for_segment(segment.len(), width)
 }
 
 /// The segment a band file belongs to: its length and the CRC-32 of its footer (which

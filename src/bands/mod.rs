@@ -30,7 +30,7 @@ mod build;
 pub(crate) mod layout;
 mod read;
 
-pub(crate) use build::{write_band_file, BuildBudget};
+pub(crate) use build::{design_for, write_band_file, BuildBudget};
 pub(crate) use read::BandFile;
 
 pub use crate::plan::BandDesign;

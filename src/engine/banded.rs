@@ -189,7 +189,7 @@ impl Engine {
 
 /// `simdex verify` of band file `n`: every page, and that it is the file its segment's
 /// sketches make. Returns a summary for the report.
-pub(super) fn verify_band_file(storage: &dyn Storage, dir: &Path, n: u64) -> Result<String> {
+pub(crate) fn verify_band_file(storage: &dyn Storage, dir: &Path, n: u64) -> Result<String> {
     let segment = Segment::open_with(storage, &dir.join(super::files::segment_name(n)))?;
     let bands = BandFile::open(storage, &dir.join(bands_name(n)), &segment)?;
     bands.verify(&segment)?;

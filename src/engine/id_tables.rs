@@ -74,7 +74,7 @@ pub(super) fn attach_on_open(storage: &dyn Storage, dir: &Path, meta: SegmentMet
 
 /// `simdex verify` of id table `n`: every page, and that it is the table its segment's ids
 /// make. Returns a summary for the report.
-pub(super) fn verify_id_table(storage: &dyn Storage, dir: &Path, n: u64) -> Result<String> {
+pub(crate) fn verify_id_table(storage: &dyn Storage, dir: &Path, n: u64) -> Result<String> {
     let segment = Segment::open_with(storage, &dir.join(super::files::segment_name(n)))?;
     let table = IdTable::open(storage, &dir.join(ids_name(n)), &segment)?;
     table.verify(&segment)?;

@@ -21,7 +21,7 @@
 //!
 //! - `open`: [`Index::open`], the lock, recovery on open (manifest, segments, tombstones,
 //!   log replay, orphans), the background threads;
-//! - [`verify`] and [`salvage`]: checking every file, and salvaging a damaged directory;
+//!   (checking every file and salvaging a damaged directory are `crate::recovery`'s);
 //! - `index`: the [`Index`] handle and its public calls; [`pinned_recipe`]: the `RECIPE`
 //!   file, the fingerprint recipe pinned in the index, kept as opaque bytes for the text
 //!   pipeline (the `simdex-fingerprint` crate, which makes the document calls);
@@ -58,12 +58,12 @@
 //! ```
 
 mod band_slot;
-mod banded;
+pub(crate) mod banded;
 mod commit;
 pub mod compaction;
 pub mod files;
 mod flush;
-mod id_tables;
+pub(crate) mod id_tables;
 // public to the tests (`simdex::log` with `test-support`), whose oracles use what the engine does not
 mod confirmed;
 mod expiry;
@@ -77,13 +77,11 @@ mod open;
 mod options;
 pub mod pinned_recipe;
 mod report;
-pub mod salvage;
-mod seal;
+pub(crate) mod seal;
 pub mod snapshot;
 mod state;
 mod stats;
 pub(crate) mod tombstone;
-pub mod verify;
 mod version;
 mod writer;
 

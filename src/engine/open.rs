@@ -356,7 +356,7 @@ fn classify(names: &[String], manifest: &Manifest, report: &mut OpenReport) -> L
         }
     }
     logs.sort_unstable();
-    if let Some(loss) = super::verify::missing_log(manifest, logs.len()) {
+    if let Some(loss) = super::seal::missing_log(manifest, logs.len()) {
         report.lost.push(format!("{}: {loss}", log_name(manifest.log_number)));
     }
     Listing { max_number, orphans, logs, merge_files }
@@ -545,27 +545,34 @@ fn replay_logs(
             append_to = Some((n, scan.valid_len));
         }
     }
-    let mut accepted_loss = None;
+    let mut replayed = Replayed { memtable, next_seq, append_to, accepted_loss: None, seen };
     if let Some(loss) = loss {
-        let lost_ops = high_water.saturating_sub(next_seq - 1);
-        let counted = format!("{lost_ops} acknowledged operations in all (sequence numbers {}..={high_water}) are lost", next_seq);
-        match recovery {
-            LogRecovery::Strict => {
-                let advice = "the index does not open: `simdex recover DIR --out NEW` salvages every intact record, or open it with LogRecovery::PointInTime (the CLI's `--log-recovery point-in-time`) to keep everything before the loss";
-                return Err(Error::corrupt(&loss.path, loss.offset, format!("{}; {counted}; {advice}", loss.detail)));
-            }
-            LogRecovery::PointInTime => {
-                let name = loss.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-                report.lost.push(format!("{name}: {}; {counted}; opened at the point in time before it", loss.detail));
-                report.lost_ops += lost_ops;
-                // No sequence number is handed out twice; the writer starts a new log.
-                next_seq = high_water + 1;
-                append_to = None;
-                accepted_loss = (!read_only).then_some(high_water);
-            }
+        settle_loss(loss, high_water, recovery, read_only, &mut replayed, report)?;
+    }
+    Ok(replayed)
+}
+
+/// The replay met `loss`, and operations up to `high_water` were acknowledged: a `Strict`
+/// open fails, saying what is lost; a point-in-time open reports it, opens before it and
+/// never hands one of those sequence numbers out again (the writer starts a new log).
+fn settle_loss(loss: Loss, high_water: u64, recovery: LogRecovery, read_only: bool, replayed: &mut Replayed, report: &mut OpenReport) -> Result<()> {
+    let lost_ops = high_water.saturating_sub(replayed.next_seq - 1);
+    let counted = format!("{lost_ops} acknowledged operations in all (sequence numbers {}..={high_water}) are lost", replayed.next_seq);
+    match recovery {
+        LogRecovery::Strict => {
+            let advice = "the index does not open: `simdex recover DIR --out NEW` salvages every intact record, or open it with LogRecovery::PointInTime (the CLI's `--log-recovery point-in-time`) to keep everything before the loss";
+            Err(Error::corrupt(&loss.path, loss.offset, format!("{}; {counted}; {advice}", loss.detail)))
+        }
+        LogRecovery::PointInTime => {
+            let name = loss.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            report.lost.push(format!("{name}: {}; {counted}; opened at the point in time before it", loss.detail));
+            report.lost_ops += lost_ops;
+            replayed.next_seq = high_water + 1;
+            replayed.append_to = None;
+            replayed.accepted_loss = (!read_only).then_some(high_water);
+            Ok(())
         }
     }
-    Ok(Replayed { memtable, next_seq, append_to, accepted_loss, seen })
 }
 
 /// Opens the log a writable index appends to: the newest live log (`append_to`, synced, as

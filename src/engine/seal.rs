@@ -138,6 +138,22 @@ impl Engine {
     }
 }
 
+/// What is lost when the directory holds `live_logs` logs numbered at or above the
+/// manifest's `log_number`, if that is a loss. A manifest that a flush or compaction
+/// installed (number above 1) was written while such a log existed (the log a freeze starts
+/// is created before the flush that names its predecessor obsolete), so none left means the
+/// newest log was deleted or lost; how many writes it held cannot be known. A new index's
+/// first manifest (number 1) may lose its log to a crash before the log was created, with
+/// nothing in it. (Reported by an open and by `crate::recovery`'s verify.)
+pub(crate) fn missing_log(manifest: &Manifest, live_logs: usize) -> Option<String> {
+    (live_logs == 0 && manifest.number > 1 && seal_of(manifest, manifest.log_number).is_none()).then(|| {
+        format!(
+            "missing: no log numbered {} or above, though the manifest was written while one existed; writes after sequence number {} may be lost (how many cannot be known)",
+            manifest.log_number, manifest.last_seq
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,8 @@
 //!
 //! This module owns the file format: [`SegmentWriter`] streams a segment out,
 //! [`build_segment`] builds one from memory, [`Segment`] opens one through mmap and answers
-//! queries, and [`verify`](verify::verify_segment) checks every byte. It does not decide
-//! which segments exist; the engine's manifest does.
+//! queries (`crate::recovery` verifies every byte of one, and opens a damaged one for
+//! salvage). It does not decide which segments exist; the engine's manifest does.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
@@ -12,13 +12,13 @@ mod block_index;
 pub(crate) mod layout;
 mod reader;
 mod resumable;
-pub mod scan;
 mod sections;
-pub mod verify;
 mod writer;
 
 pub use layout::{FORMAT_VERSION, OLDEST_VERSION};
 pub use reader::{Segment, Table};
+// what recovery needs to open a damaged segment (crate::recovery::segment_scan)
+pub(crate) use reader::{design_from_header, open_column, open_table, read_directory, ColumnAt};
 pub(crate) use resumable::{take_u32, take_u64, Section, WriterState};
 pub(crate) use sections::TableProgress;
 pub use writer::{build_segment, build_segment_with_progress, BuildOptions, IdColumn, SegmentWriter, SketchColumn};

@@ -2,22 +2,22 @@
 //! times on the large uniform arrays the segment builder sorts once per table; and the
 //! external sort under batch queries and near-duplicate pairs ([`SpillSorter`]): records
 //! past a memory budget are sorted into run files in a private spill directory and merged
-//! back, so a join's results need not fit in memory.
+//! back, so a join's results need not fit in memory. Sorted runs and their merge are
+//! `runs`', shared with the compaction's resumable sorter.
 
 // Indexing: radix sorts index 256-entry count arrays by a byte and buffers by positions they counted; the hot loop of batch and cluster.
 #![allow(clippy::indexing_slicing)]
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
+use crate::storage::FsStorage;
 
 mod buckets;
+mod runs;
 pub(crate) use buckets::sort_u64_parallel;
+pub(crate) use runs::{read_runs, take_u64, Record, RunMerge, RunWriter};
 
 /// Below this length a comparison sort is faster than setting up the radix passes.
 pub(crate) const SMALL: usize = 1 << 12;
@@ -92,44 +92,9 @@ fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: 
     *values = src;
 }
 
-/// A fixed-size record that a [`SpillSorter`] writes to its run files and reads back.
-pub(crate) trait Record: Copy + Ord + Send {
-    /// Encoded size in bytes.
-    const BYTES: usize;
-    /// Appends the `BYTES`-byte encoding to `out`.
-    fn encode(&self, out: &mut Vec<u8>);
-    /// The record encoded in the first `BYTES` bytes (`None` when they are too few).
-    fn decode(bytes: &[u8]) -> Option<Self>;
-}
-
-/// Splits a little-endian u64 off the front of `bytes`.
-pub(crate) fn take_u64(bytes: &[u8]) -> Option<(u64, &[u8])> {
-    let (head, rest) = bytes.split_first_chunk::<8>()?;
-    Some((u64::from_le_bytes(*head), rest))
-}
-
-impl Record for (u64, u64) {
-    const BYTES: usize = 16;
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.0.to_le_bytes());
-        out.extend_from_slice(&self.1.to_le_bytes());
-    }
-
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        let (a, rest) = take_u64(bytes)?;
-        let (b, _) = take_u64(rest)?;
-        Some((a, b))
-    }
-}
-
-/// Runs merged at once; more are first merged in groups of this many (each open run holds
-/// one read buffer).
+/// Runs merged at once; more are first merged in groups of this many (a merge's heap
+/// holds one record of each).
 const FAN_IN: usize = 64;
-
-/// A run file's read buffer: the budget shared by [`FAN_IN`] runs, within these bounds.
-const MIN_READ_BUFFER: usize = 4 << 10;
-const MAX_READ_BUFFER: usize = 64 << 10;
 
 /// A fresh directory for one sort's run files (`simdex-spill-PID-N` under the caller's
 /// directory), removed with everything in it when dropped: after success, on an error and
@@ -229,11 +194,9 @@ impl<T: Record> SpillSorter<T> {
         self.buf.sort_unstable();
         self.buf.dedup();
         let path = self.next_run_path()?;
-        let mut out = RunWriter::create(path)?;
-        for x in &self.buf {
-            out.write(x)?;
-        }
-        self.runs.push(out.finish()?);
+        let mut out = RunWriter::create(&FsStorage, path)?;
+        out.write_all(&self.buf)?;
+        self.runs.push(out.finish(false)?);
         self.buf.clear();
         Ok(())
     }
@@ -251,20 +214,19 @@ impl<T: Record> SpillSorter<T> {
             self.spill()?;
         }
         self.buf = Vec::new();
-        let read_buffer = (self.held.saturating_mul(std::mem::size_of::<T>()) / FAN_IN).clamp(MIN_READ_BUFFER, MAX_READ_BUFFER);
         while self.runs.len() > FAN_IN {
             let group: Vec<PathBuf> = self.runs.drain(..FAN_IN).collect();
             let path = self.next_run_path()?;
-            let mut out = RunWriter::create(path)?;
-            for x in RunMerge::<T>::open(&group, read_buffer)? {
-                out.write(&x?)?;
+            let mut out = RunWriter::create(&FsStorage, path)?;
+            for x in Distinct::new(RunMerge::<T>::new(read_runs(&FsStorage, &group)?, &group, None)?) {
+                out.write(&x)?;
             }
-            self.runs.push(out.finish()?);
+            self.runs.push(out.finish(false)?);
             for p in &group {
                 std::fs::remove_file(p).map_err(|e| Error::io(p, "remove spill run", e))?;
             }
         }
-        let merge = RunMerge::open(&self.runs, read_buffer)?;
+        let merge = Distinct::new(RunMerge::new(read_runs(&FsStorage, &self.runs)?, &self.runs, None)?);
         Ok(Sorted::Runs { merge, _dir: self.dir.take() })
     }
 }
@@ -283,8 +245,8 @@ fn grow_capped<T>(v: &mut Vec<T>, more: usize, cap: usize) {
 pub(crate) enum Sorted<T> {
     /// Nothing spilled: the sorted records.
     Memory(std::vec::IntoIter<T>),
-    /// The merge of the run files; the directory goes when this is dropped.
-    Runs { merge: RunMerge<T>, _dir: Option<SpillDir> },
+    /// The merge of the run files (mapped); the directory goes when this is dropped.
+    Runs { merge: Distinct<RunMerge<T>, T>, _dir: Option<SpillDir> },
 }
 
 impl<T: Record> Iterator for Sorted<T> {
@@ -293,103 +255,35 @@ impl<T: Record> Iterator for Sorted<T> {
     fn next(&mut self) -> Option<Result<T>> {
         match self {
             Sorted::Memory(it) => it.next().map(Ok),
-            Sorted::Runs { merge, .. } => merge.next(),
+            Sorted::Runs { merge, .. } => merge.next().map(Ok),
         }
     }
 }
 
-/// Writes one sorted run.
-struct RunWriter {
-    path: PathBuf,
-    out: BufWriter<File>,
-    bytes: Vec<u8>,
-}
-
-impl RunWriter {
-    fn create(path: PathBuf) -> Result<Self> {
-        let file = File::create(&path).map_err(|e| Error::io(&path, "create spill run", e))?;
-        Ok(Self { path, out: BufWriter::with_capacity(MAX_READ_BUFFER, file), bytes: Vec::new() })
-    }
-
-    fn write<T: Record>(&mut self, x: &T) -> Result<()> {
-        self.bytes.clear();
-        x.encode(&mut self.bytes);
-        self.out.write_all(&self.bytes).map_err(|e| Error::io(&self.path, "write spill run", e))
-    }
-
-    fn finish(mut self) -> Result<PathBuf> {
-        self.out.flush().map_err(|e| Error::io(&self.path, "write spill run", e))?;
-        Ok(self.path)
-    }
-}
-
-/// K-way merge of sorted run files, each distinct record once.
-pub(crate) struct RunMerge<T> {
-    runs: Vec<(BufReader<File>, PathBuf)>,
-    heap: BinaryHeap<Reverse<(T, usize)>>,
+/// The distinct records of a sorted stream (each run holds each record once; several runs
+/// may hold the same).
+pub(crate) struct Distinct<I, T> {
+    inner: I,
     last: Option<T>,
-    bytes: Vec<u8>,
-    failed: bool,
 }
 
-impl<T: Record> RunMerge<T> {
-    fn open(paths: &[PathBuf], read_buffer: usize) -> Result<Self> {
-        let mut merge = Self { runs: Vec::with_capacity(paths.len()), heap: BinaryHeap::with_capacity(paths.len()), last: None, bytes: vec![0; T::BYTES], failed: false };
-        for p in paths {
-            let file = File::open(p).map_err(|e| Error::io(p, "open spill run", e))?;
-            merge.runs.push((BufReader::with_capacity(read_buffer, file), p.clone()));
-        }
-        for i in 0..merge.runs.len() {
-            if let Some(x) = merge.read(i)? {
-                merge.heap.push(Reverse((x, i)));
-            }
-        }
-        Ok(merge)
-    }
-
-    /// The next record of run `i`, `None` at its end.
-    fn read(&mut self, i: usize) -> Result<Option<T>> {
-        let Some((reader, path)) = self.runs.get_mut(i) else { return Ok(None) };
-        let mut filled = 0;
-        while filled < T::BYTES {
-            let into = self.bytes.get_mut(filled..).unwrap_or_default();
-            match reader.read(into) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io(path.as_path(), "read spill run", e)),
-            }
-        }
-        if filled == 0 {
-            return Ok(None);
-        }
-        match T::decode(&self.bytes).filter(|_| filled == T::BYTES) {
-            Some(x) => Ok(Some(x)),
-            None => Err(Error::io(path.as_path(), "read spill run", std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the run ends inside a record"))),
-        }
+impl<I, T> Distinct<I, T> {
+    fn new(inner: I) -> Self {
+        Self { inner, last: None }
     }
 }
 
-impl<T: Record> Iterator for RunMerge<T> {
-    type Item = Result<T>;
+impl<T: Copy + PartialEq, I: Iterator<Item = T>> Iterator for Distinct<I, T> {
+    type Item = T;
 
-    fn next(&mut self) -> Option<Result<T>> {
-        while !self.failed {
-            let Reverse((x, i)) = self.heap.pop()?;
-            match self.read(i) {
-                Ok(Some(y)) => self.heap.push(Reverse((y, i))),
-                Ok(None) => {}
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
-            }
+    fn next(&mut self) -> Option<T> {
+        loop {
+            let x = self.inner.next()?;
             if self.last != Some(x) {
                 self.last = Some(x);
-                return Some(Ok(x));
+                return Some(x);
             }
         }
-        None
     }
 }
 

@@ -1,9 +1,9 @@
 //! Flipping any single bit of a small segment is detected by verify, and by open or the
 //! query path when a query touches the damaged part; never a panic or a wrong answer.
 
-use simdex::inspect::verify_segment;
-use simdex::segment::verify::verify_segment_bytes;
-use simdex::storage::FileBytes;
+use simdex::recovery::verify_segment;
+use simdex::recovery::verify_segment::verify_segment_bytes;
+use simdex::storage::{FileBytes, FsStorage};
 use simdex::{BuildOptions, QueryOptions, Segment};
 use std::path::PathBuf;
 
@@ -68,7 +68,7 @@ fn truncation_at_any_length_is_an_error_not_a_panic() {
     }
     // The file on disk, through the real open path.
     std::fs::write(dir.path().join("cut.sdx"), &original[..original.len() / 2]).unwrap();
-    let report = verify_segment(dir.path().join("cut.sdx")).unwrap();
+    let report = verify_segment(&FsStorage, &dir.path().join("cut.sdx")).unwrap();
     assert!(report.problems[0].detail.contains("SIMDXEND"), "{:?}", report.problems);
 }
 

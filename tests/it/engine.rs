@@ -157,7 +157,7 @@ fn background_thread_flushes_and_compacts_while_queries_run() {
     assert_eq!(index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect::<Vec<_>>(), want);
     // Compactions without deletes merge the permuted tables directly: check them all.
     assert!(stats.compactions > 0);
-    let report = simdex::inspect::verify_index(&simdex::storage::FsStorage, dir.path()).unwrap();
+    let report = simdex::recovery::verify_index(&simdex::storage::FsStorage, dir.path()).unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
     let live: BTreeSet<(u64, u64)> = pairs.iter().copied().collect();
     for &(fp, _) in pairs.iter().step_by(997) {

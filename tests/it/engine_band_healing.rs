@@ -141,7 +141,7 @@ fn names_only(index: &Index, file: &str) {
 
 /// Verify finds nothing wrong, and every segment has its band file.
 fn clean(f: &Fixture) {
-    let report = simdex::inspect::verify_index(&FsStorage, &f.dir).unwrap();
+    let report = simdex::recovery::verify_index(&FsStorage, &f.dir).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     for file in &f.band_files {
         assert!(std::fs::metadata(f.dir.join(file)).unwrap().is_file(), "{file} is a band file again");

@@ -318,7 +318,7 @@ fn band_files_are_rebuilt_when_missing_and_refused_when_damaged() {
         "{:?}",
         stats.band_files_unusable
     );
-    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
+    let report = simdex::recovery::verify_index(&storage, dir).unwrap();
     assert!(report.problems.iter().any(|p| p.file == band_files[1]), "{:?}", report.problems);
 }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use proptest::prelude::*;
-use simdex::inspect::verify_index;
+use simdex::recovery::verify_index;
 use simdex::storage::{CrashMode, MemStorage, Storage};
 use simdex::{ConfirmOptions, FindOrReplace, Index, QueryOptions};
 
@@ -345,7 +345,7 @@ fn recover_applies_replace_records_as_the_engine_does() {
     }
     let want = live(&index);
     drop(index);
-    let report = simdex::inspect::salvage(&storage, Path::new("/idx"), Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
+    let report = simdex::recovery::salvage(&storage, Path::new("/idx"), Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
     assert!(report.lost.is_empty(), "{:?}", report.lost);
     let out = Index::open("/out", mem_options(&storage, 1 << 20)).unwrap();
     assert_eq!(live(&out), want);

@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use simdex::inspect::verify_index;
 use simdex::log::{scan_log, ScanMode};
-use simdex::segment::verify::verify_segment_bytes;
+use simdex::recovery::verify_index;
+use simdex::recovery::verify_segment::verify_segment_bytes;
 use simdex::storage::{FileBytes, MemStorage, Storage};
 use simdex::{Index, QueryOptions, Segment};
 

@@ -323,7 +323,7 @@ fn the_frozen_expiring_index_reads_back_and_is_what_the_engine_writes() {
     let index = open();
     assert_eq!(pairs(&index), sorted(late.clone()));
     assert_eq!(index.stats().expiry, Some(Expiry::parse("8d").unwrap()));
-    assert!(simdex::inspect::verify_index(&frozen, dir).unwrap().is_clean());
+    assert!(simdex::recovery::verify_index(&frozen, dir).unwrap().is_clean());
     // the previous generation (a version-3 log, no id table) reads the same
     let older = MemStorage::default();
     let v4 = fixture.parent().unwrap().parent().unwrap().join("v4/index-expiring");

@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use simdex::inspect::verify_index;
+use simdex::recovery::verify_index;
 use simdex::storage::{MemStorage, Storage};
 use simdex::Index;
 

@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use simdex::inspect::verify_index;
 use simdex::log::{scan_log, ScanMode};
+use simdex::recovery::verify_index;
 use simdex::storage::{MemStorage, Storage};
 use simdex::{FindOrInsert, Index, IndexOptions, LogRecovery, QueryOptions};
 
@@ -126,7 +126,7 @@ fn a_missing_sealed_log_and_a_damaged_last_record_are_counted_exactly_by_recover
     let e = Index::open_read_only(DIR, options(&gone, LogRecovery::Strict)).unwrap_err();
     assert!(e.to_string().contains("missing") && e.to_string().contains(&format!("{total_ops} acknowledged operations in all")), "{e}");
     let out = MemStorage::default();
-    let report = simdex::inspect::salvage(&gone, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
+    let report = simdex::recovery::salvage(&gone, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
     assert_eq!((report.log_ops_lost, report.log_ops_possibly_lost), (total_ops, 0), "{:?}", report.lost);
     // A flipped byte in the last record's payload: that record's operations, exactly.
     let mut flipped = bytes.clone();
@@ -135,14 +135,14 @@ fn a_missing_sealed_log_and_a_damaged_last_record_are_counted_exactly_by_recover
     let last_ops = total_ops - ends[ends.len() - 2].1;
     let damaged = copy_with(&storage, &log, Some(&flipped));
     let out = MemStorage::default();
-    let report = simdex::inspect::salvage(&damaged, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
+    let report = simdex::recovery::salvage(&damaged, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
     assert_eq!((report.log_ops_lost, report.log_ops_possibly_lost), (last_ops, 0), "{:?}", report.lost);
     let reader = Index::open_read_only(DIR, options(&damaged, LogRecovery::PointInTime)).unwrap();
     assert_eq!(reader.open_report().lost_ops, last_ops);
     // A cut inside the last record: its operations, exactly, not "possibly".
     let cut = copy_with(&storage, &log, Some(&bytes[..last_start + 20]));
     let out = MemStorage::default();
-    let report = simdex::inspect::salvage(&cut, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
+    let report = simdex::recovery::salvage(&cut, Path::new(DIR), Path::new("out"), IndexOptions::default().with_storage(std::sync::Arc::new(out))).unwrap();
     assert_eq!((report.log_ops_lost, report.log_ops_possibly_lost), (last_ops, 0), "{:?}", report.lost);
 }
 

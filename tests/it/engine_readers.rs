@@ -107,11 +107,11 @@ fn reader_open_racing_a_compaction_that_removes_segments() {
 /// or the read of a file the pass is about to check): the verify must call the index clean
 /// (a single pass would report the file the writer deleted as missing), and say it read
 /// twice.
-fn verify_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + 'static, trigger: fn(&str, &Path) -> bool) -> simdex::inspect::IndexVerifyReport {
+fn verify_after(setup: impl FnOnce(&Index), work: impl FnOnce(&Index) + Send + 'static, trigger: fn(&str, &Path) -> bool) -> simdex::recovery::IndexVerifyReport {
     let (storage, dir, _writer, hook) = writer_and_hook(setup, work, trigger);
-    let report = simdex::inspect::verify_index(&hook, dir).unwrap();
+    let report = simdex::recovery::verify_index(&hook, dir).unwrap();
     assert!(report.is_clean(), "verify beside a writer called a healthy index damaged: {:?}", report.problems);
-    assert!(simdex::inspect::verify_index(&storage, dir).unwrap().is_clean(), "and it is healthy once quiet");
+    assert!(simdex::recovery::verify_index(&storage, dir).unwrap().is_clean(), "and it is healthy once quiet");
     report
 }
 
@@ -170,8 +170,9 @@ fn verify_beside_a_writer_that_never_stops_is_inconclusive_never_damaged() {
             Ok(())
         }),
     };
-    let report = simdex::inspect::verify_index(&hook, dir).unwrap();
-    assert_eq!((report.passes, report.unsettled), (simdex::inspect::MAX_PASSES, true));
+    let report = simdex::recovery::verify_index(&hook, dir).unwrap();
+    // verify makes at most 20 passes (its documented limit) before it calls the run unsettled
+    assert_eq!((report.passes, report.unsettled), (20, true));
 }
 
 #[test]
@@ -180,7 +181,7 @@ fn verify_of_a_directory_a_writer_is_still_creating_is_not_damage() {
     // verify finds no index: an error saying so, never "DAMAGED".
     let storage = MemStorage::default();
     storage.put(Path::new("/new/LOCK"), b"");
-    let e = simdex::inspect::verify_index(&storage, Path::new("/new")).unwrap_err();
+    let e = simdex::recovery::verify_index(&storage, Path::new("/new")).unwrap_err();
     assert!(matches!(e, simdex::Error::NoIndex { .. }), "{e}");
     // With index files but no manifest, the manifest was lost: damage, named.
     let writer = Index::open("/old", mem_options(&storage, 1 << 20)).unwrap();
@@ -188,6 +189,6 @@ fn verify_of_a_directory_a_writer_is_still_creating_is_not_damage() {
     writer.flush().unwrap();
     writer.close().unwrap();
     storage.remove(Path::new("/old/MANIFEST")).unwrap();
-    let report = simdex::inspect::verify_index(&storage, Path::new("/old")).unwrap();
+    let report = simdex::recovery::verify_index(&storage, Path::new("/old")).unwrap();
     assert!(report.problems.iter().any(|p| p.file == "MANIFEST" && p.detail.contains("the manifest was lost")), "{:?}", report.problems);
 }

@@ -353,7 +353,7 @@ fn a_batch_of_confirmed_checks_answers_as_the_single_check_and_as_brute_force() 
 
 #[test]
 fn recovery_keeps_the_sketches_of_segments_and_logs_and_names_those_it_loses() {
-    use simdex::inspect::salvage;
+    use simdex::recovery::salvage;
     use simdex::storage::Storage;
     use std::path::Path;
     let storage = MemStorage::default();

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use simdex::codec::{encode_all, Codec, SymbolHistogram};
-use simdex::inspect::verify_segment;
+use simdex::recovery::verify_segment;
 use simdex::storage::FsStorage;
 use simdex::{build_segment, BuildOptions, Error, QueryOptions, Segment};
 
@@ -92,7 +92,7 @@ fn frozen_segment_reads_back(version: u32) {
             assert_eq!(seg.query(q, &QueryOptions::within(k)).unwrap(), brute_force(&fps, Some(&ids), q, k));
         }
     }
-    assert!(verify_segment(&path).unwrap().is_clean());
+    assert!(verify_segment(&FsStorage, &path).unwrap().is_clean());
 }
 
 #[test]
@@ -116,7 +116,7 @@ fn frozen_damaged_segments_are_refused(version: u32) {
     // One bit flipped in block 2 of table 3.
     let path = fixture("damaged-block.sdx");
     let seg = Segment::open(&path).unwrap();
-    let report = verify_segment(&path).unwrap();
+    let report = verify_segment(&FsStorage, &path).unwrap();
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
     let p = &report.problems[0];
     assert_eq!((p.location.table, p.location.block), (Some(3), Some(2)));

@@ -33,3 +33,4 @@ mod segment_columns;
 mod segment_queries;
 mod segment_ranges;
 mod tmpfs;
+mod verify_band_files;

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use simdex::codec::{Codec, SymbolHistogram};
-use simdex::inspect::verify_segment;
 use simdex::plan::Design;
+use simdex::recovery::verify_segment;
 use simdex::segment::{IdColumn, SegmentWriter, SketchColumn};
 use simdex::storage::FsStorage;
 use simdex::{Error, Segment};
@@ -50,7 +50,7 @@ fn sketches_round_trip_in_table_0_order() {
             assert_eq!(seg.sketch(ordinal).unwrap(), sketch_of(*id, bytes as usize).as_slice(), "n {n} ordinal {ordinal}");
         }
         assert!(matches!(seg.sketch(n), Err(Error::InvalidArgument(_))));
-        assert!(verify_segment(&path).unwrap().is_clean(), "{:?}", verify_segment(&path).unwrap().problems);
+        assert!(verify_segment(&FsStorage, &path).unwrap().is_clean(), "{:?}", verify_segment(&FsStorage, &path).unwrap().problems);
     }
 }
 
@@ -82,7 +82,7 @@ fn a_damaged_sketch_page_costs_exactly_its_page_and_is_named() {
             assert_eq!(r.unwrap(), sketch_of(pairs[o as usize].1, 48).as_slice());
         }
     }
-    let report = verify_segment(&path).unwrap();
+    let report = verify_segment(&FsStorage, &path).unwrap();
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
     assert!(report.problems[0].detail.contains("sketch page"));
 }

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""The house rules a CI run keeps: no Rust source file over 700 lines, no import circle
+"""The house rules a CI run keeps: no Rust source file over 700 lines, no function over 120
+lines in a crate's `src/` (bench harnesses aside), no import circle
 between the modules (files) of a crate or of the Python package, and a narrow public API
 (issue 35): the index crate's `src/lib.rs` declares at most 5 public modules, every public
 `...Options` struct of the library crates is `#[non_exhaustive]` (built from a default with
-`with_...` methods), and the Python package takes the document calls' defaults from the
-library instead of declaring them again. The README stays at most 250 lines, and no document
+`with_...` methods), and the Python package restates no rule of the library's: no k or
+threshold given, compared with or defaulting to a number (`UNSKETCHED_K = 3`, `0 <= k <= 8`,
+`k: int = 3`, `add_argument("-k", default=3)`), no library constant declared again, no literal
+0.9; `simdex.DocumentQuery` decides them. The README stays at most 250 lines, and no document
 or source names a Markdown file the repository does not hold or links out of it (the project
 stands on its own). The results page (`benches/RESULTS.md`) holds the
 capability tables only: at most 400 lines, every relative link to a file that exists (the
@@ -22,11 +25,15 @@ descendants, defining nothing itself) is its interface, not a use: those lines m
 followed to the file that defines the item. Inline modules (`mod tests { ... }`) belong to
 their file. Paths into other crates cannot close a circle and are ignored.
 """
+import ast
 import os
 import re
 import sys
 
 LIMIT = 700
+# no function longer than this in the crates' src/ (the library's, the fronts', the binding's;
+# bench harnesses under benches/ are not shipped and not held to it)
+FUNCTION_LIMIT = 120
 RESULTS_LIMIT = 400
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKIP_DIRS = {"target", ".git", "node_modules", "corpus", "artifacts"}
@@ -333,11 +340,68 @@ def api_problems():
                 path = os.path.join(top, name)
                 with open(path, encoding="utf-8") as fh:
                     text = fh.read()
-                for i, line in enumerate(text.splitlines(), 1):
-                    m = re.match(r"(\w+)\s*=\s*[0-9.]+\s*(#.*)?$", line)
-                    if m and m.group(1) in LIBRARY_CONSTANTS:
-                        out.append((os.path.relpath(path, ROOT), f"line {i}: {m.group(1)} is declared again; take it from the library (simdex.{m.group(1)})"))
+                for line, msg in python_restated(text):
+                    out.append((os.path.relpath(path, ROOT), f"line {line}: {msg}"))
     return out
+
+
+# the Python package restates no rule of the library's: a k (a name `k` or `..._k`) or a
+# threshold (`...threshold`, `...similarity`) given a number, compared with one, or defaulting
+# to one, a library constant declared again, the literal 0.9 (the confirmation threshold)
+K_NAME = re.compile(r"(?i)^(k|\w+_k)$")
+SIMILARITY_NAME = re.compile(r"(?i)(threshold|similarity)$")
+K_FLAGS = ("-k", "--k", "--max-k")
+SIMILARITY_FLAG = re.compile(r"^--[\w-]*(threshold|similarity)$")
+ASK = "ask the library (simdex.DocumentQuery(k=..., min_similarity=...): .check(), .k, .unconfirmed_k, .min_similarity)"
+
+
+def python_restated(text):
+    """(line, message) for each rule of the library that Python source `text` restates."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        return [(e.lineno or 0, f"does not parse: {e.msg}")]
+
+    def name_of(node):
+        return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+    def number(node):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            node = node.operand
+        return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+    def ruled(n):
+        return bool(n) and (n in LIBRARY_CONSTANTS or K_NAME.match(n) or SIMILARITY_NAME.search(n))
+
+    out = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Constant) and type(node.value) is float and node.value == 0.9:
+            out.append((line, f"the literal 0.9 (the library's confirmation threshold): {ASK}"))
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(K_NAME.match(name_of(x) or "") and number(y) for a, b in zip(sides, sides[1:]) for x, y in ((a, b), (b, a))):
+                out.append((line, f"`{ast.unparse(node)}`: a range of k restated; {ASK}"))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and number(node.value):
+            for n in map(name_of, node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if n in LIBRARY_CONSTANTS:
+                    out.append((line, f"{n} is declared again; take it from the library (simdex.{n})"))
+                elif ruled(n):
+                    out.append((line, f"`{n} = {ast.unparse(node.value)}`: a k or threshold of the library's declared again; {ASK}"))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            pos = a.posonlyargs + a.args
+            given = list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + [(x, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            for arg, d in given:
+                if number(d) and ruled(arg.arg):
+                    out.append((line, f"`{arg.arg}={ast.unparse(d)}`: a default of the library's restated; default to None and {ASK}"))
+        elif isinstance(node, ast.Call):
+            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+            if any(f in K_FLAGS or SIMILARITY_FLAG.match(f) for f in flags):
+                for kw in node.keywords:
+                    if kw.arg == "default" and number(kw.value):
+                        out.append((line, f"`{flags[0]}` default={ast.unparse(kw.value)}: a default of the library's restated; default to None and {ASK}"))
+    return sorted(set(out))
 
 
 def function_lengths(text):
@@ -371,6 +435,18 @@ def function_lengths(text):
         first = text.count("\n", 0, m.start()) + 1
         out.append((text.count("\n", 0, j) + 2 - first, first, m.group(1)))
     return out
+
+
+def long_functions():
+    """(lines, file, first line, name) of each function over FUNCTION_LIMIT in a crate's src/."""
+    out = []
+    for f in rust_files():
+        rel = os.path.relpath(f, ROOT)
+        parts = rel.split(os.sep)
+        if "src" in parts[:-1] and parts[0] != "benches":
+            with open(f, encoding="utf-8") as fh:
+                out.extend((n, rel, line, name) for n, line, name in function_lengths(strip(fh.read())) if n > FUNCTION_LIMIT)
+    return sorted(out, reverse=True)
 
 
 def public_items(doc_dir):
@@ -513,6 +589,9 @@ def main():
         if n > LIMIT:
             print(f"check-shape: {f} has {n} lines (the house limit is {LIMIT}): split it by concept")
             failed = True
+    for n, f, line, name in long_functions():
+        print(f"check-shape: {f}:{line}: fn {name} has {n} lines (at most {FUNCTION_LIMIT} in src/): split it into named steps")
+        failed = True
     if report:
         print("largest source files:")
         for n, f in sizes[:10]:
@@ -560,7 +639,7 @@ def main():
         if report:
             print(f"{name}: {len(crate.files)} modules, {sum(len(v) for v in edges.values())} edges")
     if not failed:
-        print(f"check-shape: ok (no file over {LIMIT} lines, no import circle, a narrow API)")
+        print(f"check-shape: ok (no file over {LIMIT} lines, no function over {FUNCTION_LIMIT} in src/, no import circle, a narrow API, no rule restated in Python)")
     return 1 if failed else 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The shape check fails where it must: a tiny workspace in a temporary folder, with an import
 circle, then without, then with a file over the limit, a wide API in either library crate,
-too many public items (run by .ci/run before the check)."""
+too many public items, the library's rules restated in Python, a function over 120 lines (run
+by .ci/run before the check)."""
 import os
 import shutil
 import subprocess
@@ -91,6 +92,60 @@ def main():
         write(root, "python/simdex/_types.py", "helper = 1\n")
         r = run(root)
         assert r.returncode == 0 and "ok" in r.stdout, r.stdout
+        # what the review found restated in Python (spark/ at 2fc2d41), each named by line
+        os.makedirs(os.path.join(root, "python/simdex/spark"))
+        write(
+            root,
+            "python/simdex/spark/_rules.py",
+            '"""Docs may say k <= 8 and 0.9."""\n'
+            "UNSKETCHED_K = 3\n"
+            "def dedup(path, threshold: float = 0.9, *, k=3):\n"
+            "    if not 0 <= k <= 8:\n"
+            "        raise ValueError(k)\n"
+            "    return k > 1  # a comment: k <= 8\n"
+            "def run(parser, args):\n"
+            "    parser.add_argument('-k', type=int, default=3)\n"
+            "    parser.add_argument('--confirm-threshold', type=float, default=0.8)\n"
+            "    return args.k <= MAX_K or args.min_similarity == 0.9\n",
+        )
+        r = run(root)
+        want = [
+            "_rules.py: line 2: `UNSKETCHED_K = 3`",
+            "_rules.py: line 3: the literal 0.9",
+            "_rules.py: line 3: `threshold=0.9`: a default",
+            "_rules.py: line 3: `k=3`: a default",
+            "_rules.py: line 4: `0 <= k <= 8`: a range of k",
+            "_rules.py: line 6: `k > 1`: a range of k",
+            "_rules.py: line 8: `-k` default=3",
+            "_rules.py: line 9: `--confirm-threshold` default=0.8",
+            "_rules.py: line 10: the literal 0.9",
+        ]
+        assert r.returncode == 1 and all(w in r.stdout for w in want), r.stdout
+        assert r.stdout.count("_rules.py") == len(want) and "line 1:" not in r.stdout and "line 10: `args.k <= MAX_K" not in r.stdout, r.stdout
+        write(
+            root,
+            "python/simdex/spark/_rules.py",
+            "from .. import DocumentQuery\n"
+            "def dedup(path, threshold=None, *, k=None, partitions=8, ratio=0.5):\n"
+            "    query = DocumentQuery(k=k, min_similarity=threshold)\n"
+            "    query.check()\n"
+            "    return query.k, partitions > 2\n"
+            "def run(parser):\n"
+            "    parser.add_argument('-k', type=int, default=None)\n"
+            "    parser.add_argument('--partitions', type=int, default=8)\n",
+        )
+        r = run(root)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stdout
+        # a function over 120 lines in src/ (a bench harness's is not held to it)
+        write(root, "src/b.rs", "pub struct B;\nfn long() {\n" + "    let _ = 1;\n" * 119 + "}\nfn fits() {\n" + "    let _ = 1;\n" * 118 + "}\n")
+        os.makedirs(os.path.join(root, "benches/peers/src"))
+        write(root, "benches/peers/Cargo.toml", "[package]\n")
+        write(root, "benches/peers/src/main.rs", "fn main() {\n" + "    let _ = 1;\n" * 200 + "}\n")
+        r = run(root)
+        assert r.returncode == 1 and "src/b.rs:2: fn long has 121 lines (at most 120 in src/)" in r.stdout and "fits" not in r.stdout and "benches" not in r.stdout, r.stdout
+        write(root, "src/b.rs", "pub struct B;\n")
+        r = run(root)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stdout
         # the results page: too long, a link to a missing file
         os.makedirs(os.path.join(root, "benches/history"))
         write(root, "benches/history/a.md", "x\n")
@@ -115,8 +170,9 @@ def main():
     finally:
         shutil.rmtree(root)
     print(
-        "check-shape self-test ok (15 cases: a circle, a parent-child circle, none, a long file, a wide API, a wide text crate with a circle through internal_mod!, "
-        "a narrow one, too many public items, few enough, a Python circle and constant, a clean package, a long results page with a dead link, a clean one, "
+        "check-shape self-test ok (19 cases: a circle, a parent-child circle, none, a long file, a wide API, a wide text crate with a circle through internal_mod!, "
+        "a narrow one, too many public items, few enough, a Python circle and constant, a clean package, the library's rules restated in Python, none, "
+        "a long function, none, a long results page with a dead link, a clean one, "
         "docs that leave the repository, clean docs)"
     )
 

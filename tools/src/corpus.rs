@@ -6,11 +6,12 @@
 use anyhow::Context;
 use clap::ValueEnum;
 use indicatif::ProgressBar;
-use simdex_fingerprint::corpus::ContentHash;
-use simdex_fingerprint::document::{self, Document, Documents, IdfLearner, InvalidUtf8};
+use simdex_fingerprint::document::{self, Document, DocumentKind, Documents, IdfLearner, InvalidUtf8};
+use simdex_fingerprint::JsonDoc;
 use simdex_fingerprint::{Fingerprinter, IdfTable};
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -171,6 +172,178 @@ pub fn for_each_doc(
     Ok(())
 }
 
+/// A piece of the inputs, in order, as [`for_each_doc_parallel`] hands them to its workers.
+enum Piece {
+    /// A text or HTML input (`-`: standard input), read whole by a worker.
+    File { path: PathBuf, name: String, kind: DocumentKind },
+    /// One line of a JSON-lines input, parsed by a worker.
+    Line { name: Arc<str>, line: u64, bytes: Vec<u8> },
+    /// The end of an input.
+    EndOfFile,
+    /// An input that cannot be read: stops the run.
+    Failed(anyhow::Error),
+}
+
+/// What a worker made of a [`Piece`].
+enum Outcome<W> {
+    Doc {
+        id: String,
+        work: W,
+    },
+    Skip(Skip),
+    /// A blank line.
+    Nothing,
+    EndOfFile,
+    Failed(anyhow::Error),
+}
+
+/// Pieces handed to a worker at once, and the bytes of lines that end a batch early.
+const BATCH_PIECES: usize = 64;
+const BATCH_BYTES: usize = 1 << 20;
+
+/// [`for_each_doc`] on `threads` threads: each worker thread reads documents with a `work`
+/// function of its own (made by `worker`), and `each` gets the documents' results on the
+/// calling thread in the inputs' order, with `skip` and `bar` called exactly as
+/// [`for_each_doc`] calls them.
+pub fn for_each_doc_parallel<F, W>(
+    files: &[PathBuf],
+    read: &ReadArgs,
+    bar: &ProgressBar,
+    threads: usize,
+    worker: impl Fn() -> F + Sync,
+    mut each: impl FnMut(String, W) -> anyhow::Result<Option<String>>,
+    mut skip: impl FnMut(Skip),
+) -> anyhow::Result<()>
+where
+    F: FnMut(Document<Box<dyn Read>>) -> anyhow::Result<W> + Send,
+    W: Send,
+{
+    let utf8 = read.invalid_utf8();
+    let mut failed: Vec<Skip> = Vec::new();
+    crate::ordered::run(
+        threads,
+        |send| produce_pieces(files, read, send),
+        worker,
+        |work, pieces: Vec<Piece>| pieces.into_iter().map(|p| read_piece(p, utf8, work)).collect::<Vec<_>>(),
+        |outcomes| {
+            for outcome in outcomes {
+                match outcome {
+                    Outcome::Doc { id, work } => {
+                        if let Some(reason) = each(id.clone(), work)? {
+                            failed.push(Skip { id, reason });
+                        }
+                    }
+                    Outcome::Skip(s) => skip(s),
+                    Outcome::Nothing => {}
+                    Outcome::EndOfFile => {
+                        failed.drain(..).for_each(&mut skip);
+                        bar.inc(1);
+                    }
+                    Outcome::Failed(e) => return Err(e),
+                }
+            }
+            Ok(())
+        },
+    )
+    .map(drop)
+}
+
+/// Hands out the pieces of `files` in batches, until `send` says stop.
+fn produce_pieces(files: &[PathBuf], read: &ReadArgs, send: &mut dyn FnMut(Vec<Piece>) -> bool) {
+    let mut batch: Vec<Piece> = Vec::new();
+    let mut bytes = 0;
+    let mut push = |piece: Piece, batch: &mut Vec<Piece>, flush: bool| -> bool {
+        if let Piece::Line { bytes: b, .. } = &piece {
+            bytes += b.len();
+        }
+        batch.push(piece);
+        if flush || batch.len() >= BATCH_PIECES || bytes >= BATCH_BYTES {
+            bytes = 0;
+            return send(std::mem::take(batch));
+        }
+        true
+    };
+    for path in files {
+        let stdin = path.as_os_str() == "-";
+        let name = if stdin { "-".to_owned() } else { escape_name(path) };
+        let kind = match read.format_of(path) {
+            document::Format::JsonLines => None,
+            document::Format::Text => Some(DocumentKind::Text),
+            document::Format::Html => Some(DocumentKind::Html),
+        };
+        if let Some(kind) = kind {
+            if !push(Piece::File { path: path.clone(), name, kind }, &mut batch, false) || !push(Piece::EndOfFile, &mut batch, false) {
+                return;
+            }
+            continue;
+        }
+        let input: Box<dyn Read> = if stdin {
+            Box::new(std::io::stdin())
+        } else {
+            match std::fs::File::open(path) {
+                Ok(f) => Box::new(f),
+                Err(e) => {
+                    push(Piece::Failed(anyhow::Error::new(e).context(format!("cannot open {}", path.display()))), &mut batch, true);
+                    return;
+                }
+            }
+        };
+        let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+        let name: Arc<str> = name.into();
+        let mut line = 0;
+        loop {
+            let mut bytes = Vec::new();
+            match input.read_until(b'\n', &mut bytes) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    push(Piece::Failed(anyhow::Error::new(e).context(format!("cannot read {name}"))), &mut batch, true);
+                    return;
+                }
+            }
+            line += 1;
+            if !push(Piece::Line { name: Arc::clone(&name), line, bytes }, &mut batch, false) {
+                return;
+            }
+        }
+        if !push(Piece::EndOfFile, &mut batch, false) {
+            return;
+        }
+    }
+    if !batch.is_empty() {
+        send(batch);
+    }
+}
+
+/// A worker's reading of one piece.
+fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document<Box<dyn Read>>) -> anyhow::Result<W>) -> Outcome<W> {
+    let doc = match piece {
+        Piece::EndOfFile => return Outcome::EndOfFile,
+        Piece::Failed(e) => return Outcome::Failed(e),
+        Piece::File { path, name, kind } => {
+            let content: Box<dyn Read> = if path.as_os_str() == "-" {
+                Box::new(std::io::stdin())
+            } else {
+                match std::fs::File::open(&path) {
+                    Ok(f) => Box::new(f),
+                    Err(e) => return Outcome::Failed(anyhow::Error::new(e).context(format!("cannot open {}", path.display()))),
+                }
+            };
+            Document { id: name, kind, content, replaced_utf8: 0 }
+        }
+        Piece::Line { name, line, bytes } => match JsonDoc::from_line(&bytes, line, utf8) {
+            None => return Outcome::Nothing,
+            Some(Ok(doc)) => Document::from(doc),
+            Some(Err(e)) => return Outcome::Skip(Skip { id: name.to_string(), reason: e.to_string() }),
+        },
+    };
+    let id = doc.id.clone();
+    match work(doc) {
+        Ok(work) => Outcome::Doc { id, work },
+        Err(e) => Outcome::Failed(e),
+    }
+}
+
 /// Learns an IDF table from every document of `files` with `fp`'s feature recipe.
 pub fn learn_idf(fp: &mut Fingerprinter, files: &[PathBuf], read: &ReadArgs, bar: &ProgressBar) -> anyhow::Result<IdfTable> {
     let mut learner = IdfLearner::new(fp, read.invalid_utf8());
@@ -185,94 +358,4 @@ pub fn learn_idf(fp: &mut Fingerprinter, files: &[PathBuf], read: &ReadArgs, bar
         |_| {},
     )?;
     Ok(learner.finish())
-}
-
-/// A document of the first of two passes, kept for the second: its id, content hash and
-/// text (or why it has none).
-pub struct KeptDoc {
-    pub id: String,
-    pub content: String,
-    pub text: Result<String, String>,
-}
-
-/// What one input file gave the first pass, in the order [`for_each_doc`] reported it.
-pub enum Kept {
-    Doc(KeptDoc),
-    Skip(Skip),
-}
-
-/// The documents of every input, kept by [`learn_idf_keeping_text`] for a second pass.
-pub struct KeptCorpus {
-    files: Vec<Vec<Kept>>,
-}
-
-impl KeptCorpus {
-    /// Replays the kept documents as [`for_each_doc`] reads the files: `each` for every
-    /// document (a reason it returns goes to `skip` after the rest of its file), `skip`
-    /// for what was not a document, `bar.inc(1)` after each file.
-    pub fn for_each_doc(self, bar: &ProgressBar, mut each: impl FnMut(KeptDoc) -> anyhow::Result<Option<String>>, mut skip: impl FnMut(Skip)) -> anyhow::Result<()> {
-        for file in self.files {
-            let mut failed = Vec::new();
-            for item in file {
-                match item {
-                    Kept::Doc(doc) => {
-                        let id = doc.id.clone();
-                        if let Some(reason) = each(doc)? {
-                            failed.push(Skip { id, reason });
-                        }
-                    }
-                    Kept::Skip(s) => skip(s),
-                }
-            }
-            failed.into_iter().for_each(&mut skip);
-            bar.inc(1);
-        }
-        Ok(())
-    }
-}
-
-/// [`learn_idf`], keeping every document's text and content hash for a second pass while
-/// they take at most `budget` bytes (`None` beyond it: the second pass reads the inputs
-/// again). Saves the second pass the HTML extraction.
-pub fn learn_idf_keeping_text(fp: &mut Fingerprinter, files: &[PathBuf], read: &ReadArgs, bar: &ProgressBar, budget: usize) -> anyhow::Result<(IdfTable, Option<KeptCorpus>)> {
-    let utf8 = read.invalid_utf8();
-    let mut learner = IdfLearner::new(fp, utf8);
-    let mut kept = Some(KeptCorpus { files: Vec::new() });
-    let mut bytes = 0usize;
-    for path in files {
-        let mut file = Vec::new();
-        let mut skips = Vec::new();
-        for_each_doc(
-            std::slice::from_ref(path),
-            read,
-            bar,
-            |doc| {
-                let mut doc = doc.map_content(ContentHash::new);
-                let text = doc.text(utf8);
-                if let Ok(text) = &text {
-                    learner.add_text(text);
-                }
-                let content = doc.content.finish()?;
-                if kept.is_some() {
-                    let text = text.map_err(|e| e.to_string());
-                    bytes += doc.id.len() + text.as_ref().map_or_else(String::len, String::len) + 64;
-                    file.push(Kept::Doc(KeptDoc { id: doc.id, content, text }));
-                }
-                Ok(None)
-            },
-            |s| skips.push(s),
-        )?;
-        if bytes > budget {
-            kept = None;
-        }
-        if let Some(k) = kept.as_mut() {
-            // `each` gives up on nothing here, so the file's skips are records that were
-            // not documents; where they sit among its documents does not matter: the
-            // replay reports them, as `for_each_doc` does, before the documents the second
-            // pass gives up on, which go to `skip` at the end of the file.
-            file.extend(skips.into_iter().map(Kept::Skip));
-            k.files.push(file);
-        }
-    }
-    Ok((learner.finish(), kept))
 }

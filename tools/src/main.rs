@@ -18,6 +18,7 @@ mod corpus;
 mod expiry_text;
 mod input;
 mod log_recovery;
+mod ordered;
 mod plot;
 mod progress;
 mod recipe_args;

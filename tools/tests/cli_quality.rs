@@ -98,12 +98,30 @@ fn dedup_pairs_lists_every_confirmed_pair_with_ids_as_given() {
     let in_groups: usize = groups.iter().map(|g| g["size"].as_u64().unwrap() as usize).map(|n| n * (n - 1) / 2).sum();
     assert!(in_groups > 0 && exact_pairs >= in_groups, "{exact_pairs} exact pairs listed, {in_groups} in groups");
     // Without confirmation at k = 3, every line has a distance of at most 3.
-    ok(&run(&["dedup", PAGES, "--no-verify", "--pairs", p(&pairs)]));
+    let o = run(&["dedup", PAGES, "--no-verify", "--pairs", p(&pairs)]);
+    ok(&o);
     assert!(std::fs::read_to_string(&pairs).unwrap().lines().all(|l| l.split('\t').nth(2).unwrap().parse::<u32>().unwrap() <= 3));
-    // `--no-confirm` is the flag's name; `--no-verify` (above) its old one, still accepted.
+    // `--no-confirm` is the flag's name; `--no-verify` (above) its old one, still accepted
+    // with a warning that names the new one.
+    let warned = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(warned.contains("warning: dedup --no-verify is deprecated: use --no-confirm"), "{warned}");
     let unconfirmed = std::fs::read_to_string(&pairs).unwrap();
-    ok(&run(&["dedup", PAGES, "--no-confirm", "--pairs", p(&pairs)]));
+    let o = run(&["dedup", PAGES, "--no-confirm", "--pairs", p(&pairs)]);
+    ok(&o);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("deprecated"));
     assert_eq!(std::fs::read_to_string(&pairs).unwrap(), unconfirmed);
+    // the same for --verify-threshold (--confirm-threshold), and the old names are not in --help
+    let strict = dir.path().join("strict.tsv");
+    let o = run(&["dedup", PAGES, "--verify-threshold", "0.99", "--pairs", p(&strict)]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("warning: dedup --verify-threshold is deprecated: use --confirm-threshold"), "{}", String::from_utf8_lossy(&o.stderr));
+    let named = std::fs::read_to_string(&strict).unwrap();
+    ok(&run(&["dedup", PAGES, "--confirm-threshold", "0.99", "--pairs", p(&strict)]));
+    assert_eq!(std::fs::read_to_string(&strict).unwrap(), named);
+    assert!(named.lines().all(|l| l.split('\t').nth(3).unwrap().parse::<f64>().unwrap() >= 0.99), "{named}");
+    assert!(!run(&["dedup", PAGES, "--verify-threshold", "0.99", "--confirm-threshold", "0.9"]).status.success());
+    let help = stdout(&run(&["dedup", "--help"]));
+    assert!(help.contains("--no-confirm") && !help.contains("--no-verify") && !help.contains("--verify-threshold"), "{help}");
 }
 
 #[test]

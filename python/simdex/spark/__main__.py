@@ -35,7 +35,7 @@ def parse_args(argv):
     d.add_argument("--preset", default="pages", help="fingerprint recipe preset (default pages, as simdex dedup)")
     d.add_argument("--index", metavar="DIR", help="also check every document against this index (its pinned recipe is used)")
     d.add_argument("--matches", metavar="FILE", help="with --index: id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity of each match")
-    d.add_argument("--insert", "--add", dest="insert", action="store_true", help="with --index: insert the corpus into the index afterwards (--add: its name before issue 35)")
+    d.add_argument("--insert", "--add", dest="insert", action="store_true", help="with --index: insert the corpus into the index afterwards (--add: its old name)")
     d.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
     d.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
     d.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any record is bad or any document gets no fingerprint")

@@ -1,22 +1,15 @@
 //! Sorting in bounded memory, for the permuted tables of a merge's output: values are
 //! buffered up to a capacity, sorted and spilled to a temporary run file whenever the buffer
-//! fills, and the runs are merged when the sort is read. The run files are the only files
-//! it writes, and it removes them (a run a crash leaves behind is a `*.tmp` orphan, removed
-//! at the next open).
+//! fills, and the runs are merged when the sort is read (the crate's one run format and
+//! merge: `crate::sort`'s `RunWriter` and `RunMerge`). Unlike the spill sorter of batch
+//! jobs, its runs are synced and named after the merge, so that a merge that resumes can
+//! use the runs its checkpoint names. The run files are the only files it writes, and it
+//! removes them (a run a crash leaves behind is a `*.tmp` orphan, removed at the next open).
 
-// Indexing: runs by run number, and a 4 KiB buffer by chunks of at most 512 values; run
-// files' bytes are read with split_first_chunk.
-#![allow(clippy::indexing_slicing)]
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use byteorder::{ByteOrder, LittleEndian as LE};
-
-use crate::error::{Error, Result};
-use crate::sort::sort_u64;
+use crate::error::Result;
+use crate::sort::{read_runs, sort_u64, RunMerge, RunWriter};
 use crate::storage::{FileBytes, Storage};
 
 /// Sorts a stream of u64 in bounded memory: sorted chunks spill to run files
@@ -42,10 +35,10 @@ impl Drop for ExternalSorter<'_> {
     }
 }
 
-/// A finished sort: in memory, or runs to merge.
+/// A finished sort: in memory, or runs to merge (and their paths, for messages).
 pub(super) enum Sorted {
     Memory(Vec<u64>),
-    Runs(Vec<FileBytes>),
+    Runs(Vec<FileBytes>, Vec<PathBuf>),
 }
 
 impl<'s> ExternalSorter<'s> {
@@ -124,8 +117,7 @@ impl<'s> ExternalSorter<'s> {
                     self.spill()?;
                 }
                 self.chunk = Vec::new();
-                let runs = self.runs.iter().map(|p| self.storage.read(p).map_err(|e| Error::io(p, "read", e))).collect::<Result<Vec<_>>>()?;
-                self.sorted = Some(Sorted::Runs(runs));
+                self.sorted = Some(Sorted::Runs(read_runs(self.storage, &self.runs)?, self.runs.clone()));
             }
         }
         Ok(self.sorted.as_ref().expect("set above"))
@@ -143,69 +135,17 @@ impl<'s> ExternalSorter<'s> {
 
 /// Writes sorted `values` as a run file and syncs it.
 fn write_run(storage: &dyn Storage, path: &Path, values: &[u64]) -> Result<()> {
-    let file = storage.create(path).map_err(|e| Error::io(path, "create", e))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let mut buf = [0u8; 8 * 512];
-    for chunk in values.chunks(512) {
-        LE::write_u64_into(chunk, &mut buf[..chunk.len() * 8]);
-        out.write_all(&buf[..chunk.len() * 8]).map_err(|e| Error::io(path, "write", e))?;
-    }
-    out.flush().map_err(|e| Error::io(path, "write", e))?;
-    out.get_mut().sync().map_err(|e| Error::io(path, "fsync", e))
+    let mut out = RunWriter::create(storage, path.to_path_buf())?;
+    out.write_all(values)?;
+    out.finish(true).map(drop)
 }
 
 impl Sorted {
     /// The sorted values from the first `>= from` (each run is searched for it).
-    pub(super) fn iter_from(&self, from: u64) -> Box<dyn Iterator<Item = u64> + '_> {
-        match self {
+    pub(super) fn iter_from(&self, from: u64) -> Result<Box<dyn Iterator<Item = u64> + '_>> {
+        Ok(match self {
             Sorted::Memory(v) => Box::new(v.get(v.partition_point(|&x| x < from)..).unwrap_or_default().iter().copied()),
-            Sorted::Runs(runs) => Box::new(RunMerge::new(runs, from)),
-        }
-    }
-}
-
-/// K-way merge of sorted runs of little-endian u64s.
-struct RunMerge<'a> {
-    runs: Vec<&'a [u8]>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
-}
-
-impl<'a> RunMerge<'a> {
-    fn new(runs: &'a [FileBytes], from: u64) -> Self {
-        let start = |r: &'a [u8]| {
-            let n = r.len() / 8;
-            let (mut lo, mut hi) = (0usize, n);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if LE::read_u64(&r[mid * 8..mid * 8 + 8]) < from {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            &r[lo * 8..]
-        };
-        let mut m = Self { runs: runs.iter().map(|r| start(&r[..])).collect(), heap: BinaryHeap::new() };
-        for i in 0..m.runs.len() {
-            m.refill(i);
-        }
-        m
-    }
-
-    fn refill(&mut self, i: usize) {
-        if let Some((head, rest)) = self.runs[i].split_first_chunk::<8>() {
-            self.heap.push(Reverse((u64::from_le_bytes(*head), i)));
-            self.runs[i] = rest;
-        }
-    }
-}
-
-impl Iterator for RunMerge<'_> {
-    type Item = u64;
-
-    fn next(&mut self) -> Option<u64> {
-        let Reverse((v, i)) = self.heap.pop()?;
-        self.refill(i);
-        Some(v)
+            Sorted::Runs(runs, paths) => Box::new(RunMerge::new(runs.clone(), paths, Some(from))?),
+        })
     }
 }

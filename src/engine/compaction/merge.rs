@@ -402,7 +402,7 @@ impl<'a> Job<'a> {
             }
         }
         if let Some(Some(sorted)) = sorted.get(t) {
-            streams.push(Box::new(sorted.iter_from(from).map(Ok)));
+            streams.push(Box::new(sorted.iter_from(from)?.map(Ok)));
         }
         Ok(TableSource::Sorted(SortedMerge::resumed(streams, from, tail)))
     }
@@ -499,7 +499,7 @@ impl<'a> Job<'a> {
                 table.end()?;
                 // the table's runs are consumed: out of the resident set now (the files go
                 // when the merge ends)
-                if let Some(Some(Sorted::Runs(runs))) = sorted.get(t) {
+                if let Some(Some(Sorted::Runs(runs, _))) = sorted.get(t) {
                     for run in runs {
                         run.done_with(0, run.len());
                     }

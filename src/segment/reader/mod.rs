@@ -19,8 +19,8 @@
 //! - `lanes`: the interleaved probe of many tables, one entry of each per round.
 //! - `query`: a query's answer, dispatched on the CPU's instruction set.
 //!
-//! It does not write segments (`writer`), verify every byte (`verify`) or salvage damaged
-//! ones (`scan`).
+//! It does not write segments (`writer`); verifying every byte and salvaging damaged ones
+//! is `crate::recovery`'s (`verify_segment`, `segment_scan`).
 
 mod block;
 mod cache_hints;

@@ -1,6 +1,6 @@
 //! Opening a segment: [`Segment::open`] and its variants check the magic and version, the
 //! header's design, the footer and directory, every table's head, trailer and index
-//! summary, and the columns' places; salvage (`scan`) assembles one from the parts that
+//! summary, and the columns' places; salvage (`crate::recovery::segment_scan`) assembles one from the parts that
 //! open. Nothing here reads a block.
 
 use std::path::{Path, PathBuf};
@@ -83,9 +83,9 @@ impl Segment {
     }
 
     /// A segment assembled by salvage from the parts of a damaged file that open
-    /// (`scan.rs`): `tables` may be a subset of the design's, in table order.
+    /// (`crate::recovery::segment_scan`): `tables` may be a subset of the design's, in table order.
     #[allow(clippy::too_many_arguments)]
-    pub(in crate::segment) fn from_salvaged_parts(
+    pub(crate) fn from_salvaged_parts(
         path: PathBuf,
         bytes: FileBytes,
         version: u32,

@@ -113,6 +113,38 @@ impl<R: Read> Document<R> {
     }
 }
 
+#[cfg(feature = "jsonl")]
+impl From<super::input::JsonDoc> for Document<Box<dyn Read>> {
+    /// The document of a JSON-lines record.
+    fn from(r: super::input::JsonDoc) -> Self {
+        let (kind, body) = match r.body {
+            super::input::Body::Text(t) => (DocumentKind::Text, t),
+            super::input::Body::Html(h) => (DocumentKind::Html, h),
+        };
+        let content: Box<dyn Read> = Box::new(std::io::Cursor::new(body.into_bytes()));
+        Document { id: r.id, kind, content, replaced_utf8: r.replaced_utf8 }
+    }
+}
+
+impl<'a> Document<&'a [u8]> {
+    /// [`Document::text`] of a document in memory, borrowed where the text is its bytes (plain
+    /// text of valid UTF-8: no copy); the same text, and the same errors, as `text`.
+    pub fn text_in_memory(&mut self, utf8: InvalidUtf8) -> Result<std::borrow::Cow<'a, str>, Error> {
+        let bytes = self.content;
+        if self.kind == DocumentKind::Text {
+            let sniffed = bytes.get(..super::input::BINARY_SNIFF_BYTES as usize).unwrap_or(bytes);
+            if let Some(at) = sniffed.iter().position(|&b| b == 0) {
+                return Err(Error::BinaryDocument { offset: at as u64 });
+            }
+            if let Ok(text) = super::input::utf8(bytes) {
+                self.content = &[];
+                return Ok(std::borrow::Cow::Borrowed(text));
+            }
+        }
+        self.text(utf8).map(std::borrow::Cow::Owned)
+    }
+}
+
 /// The documents of one input, in order: one for plain text and HTML, one per record for
 /// JSON lines.
 ///
@@ -158,16 +190,7 @@ impl<R: Read + 'static> Iterator for Documents<R> {
         match &mut self.state {
             State::One(doc) => doc.take().map(|d| Ok(d.map_content(|c| Box::new(c) as Box<dyn Read>))),
             #[cfg(feature = "jsonl")]
-            State::Lines(lines) => lines.next().map(|record| {
-                record.map(|r| {
-                    let (kind, body) = match r.body {
-                        super::input::Body::Text(t) => (DocumentKind::Text, t),
-                        super::input::Body::Html(h) => (DocumentKind::Html, h),
-                    };
-                    let content: Box<dyn Read> = Box::new(std::io::Cursor::new(body.into_bytes()));
-                    Document { id: r.id, kind, content, replaced_utf8: r.replaced_utf8 }
-                })
-            }),
+            State::Lines(lines) => lines.next().map(|record| record.map(Document::from)),
             #[cfg(not(feature = "jsonl"))]
             State::NotCompiled(e) => e.take().map(Err),
         }

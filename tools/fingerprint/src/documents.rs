@@ -411,7 +411,8 @@ impl DocumentIndex {
     }
 
     /// The fingerprint (and, when the index stores sketches of the library's recipe, the
-    /// sketch, made of the same text) of a document.
+    /// sketch, made of the same text in the same scan) of a document: its text extracted
+    /// once (borrowed where it is the document's own bytes).
     pub(crate) fn analyse(&self, doc: DocumentInput<'_>, pin: bool) -> Result<(Fingerprint, Option<Sketch>)> {
         let Some(options) = self.sketch_options() else {
             let mut fp = self.take_fingerprinter(pin)?;
@@ -420,25 +421,35 @@ impl DocumentIndex {
             return Ok((f?, None));
         };
         let text = document_text(doc)?;
+        let mut sketcher = self.take_sketcher(options)?;
         let mut fp = self.take_fingerprinter(pin)?;
-        let f = fp.1.fingerprint(&text);
+        let (f, sketch) = fp.1.fingerprint_and_sketch(&text, &mut sketcher);
         self.give_back(fp);
-        Ok((f?, Some(self.sketch_text(options, &text)?)))
+        self.give_back_sketcher(sketcher);
+        Ok((f?, Some(sketch)))
     }
 
     /// The sketch of `text`, with an idle sketcher when there is one.
     fn sketch_text(&self, options: SketchOptions, text: &str) -> Result<Sketch> {
-        let idle = lock(&self.recipe.sketchers).pop().filter(|s| s.options() == options);
-        let mut sketcher = match idle {
-            Some(s) => s,
-            None => Sketcher::new(options).map_err(|e| Error::InvalidOptions(format!("the index's sketch recipe: {e}")))?,
-        };
+        let mut sketcher = self.take_sketcher(options)?;
         let sketch = sketcher.sketch(text);
+        self.give_back_sketcher(sketcher);
+        Ok(sketch)
+    }
+
+    /// An idle sketcher of `options`, or a new one.
+    fn take_sketcher(&self, options: SketchOptions) -> Result<Sketcher> {
+        match lock(&self.recipe.sketchers).pop().filter(|s| s.options() == options) {
+            Some(s) => Ok(s),
+            None => Sketcher::new(options).map_err(|e| Error::InvalidOptions(format!("the index's sketch recipe: {e}"))),
+        }
+    }
+
+    fn give_back_sketcher(&self, sketcher: Sketcher) {
         let mut idle = lock(&self.recipe.sketchers);
         if idle.len() < MAX_IDLE {
             idle.push(sketcher);
         }
-        Ok(sketch)
     }
 
     /// An idle fingerprinter of the pinned recipe, or a new one; `pin` pins the default
@@ -473,10 +484,11 @@ impl DocumentIndex {
     }
 }
 
-/// The text a document's fingerprint and sketch are made of.
-fn document_text(doc: DocumentInput<'_>) -> Result<String> {
+/// The text a document's fingerprint and sketch are made of (borrowed where it is the
+/// document's bytes).
+fn document_text(doc: DocumentInput<'_>) -> Result<std::borrow::Cow<'_, str>> {
     let mut d = Document { id: String::new(), kind: doc.kind, content: doc.bytes, replaced_utf8: 0 };
-    d.text(InvalidUtf8::Replace)
+    d.text_in_memory(InvalidUtf8::Replace)
 }
 
 fn fingerprint(fp: &mut Fingerprinter, doc: DocumentInput<'_>) -> Result<Fingerprint> {

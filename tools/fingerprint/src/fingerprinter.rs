@@ -5,10 +5,11 @@ use crate::error::Error;
 use crate::features::FeatureExtractor;
 use crate::idf::IdfTable;
 use crate::options::FingerprintOptions;
+use crate::sketch::{Sketch, Sketcher};
 use crate::stem::Stemmer;
 use crate::stopwords::StopWords;
-use crate::tokenize::Tokenizer;
-use crate::weights::{self, Accumulator};
+use crate::tokenize::{feed_chunks, ChunkSink, Tokenizer};
+use crate::weights::{self, Accumulator, TfMode};
 
 /// A fingerprint and what went into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +23,36 @@ pub struct Fingerprint {
     /// Fewer words than [`FingerprintOptions::short_words`]: simhash is weak on short texts,
     /// so near-duplicate answers for this document deserve less trust.
     pub short: bool,
+}
+
+/// A document's features, counted once ([`Fingerprinter::document_features`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocumentFeatures {
+    /// Distinct feature hashes, in the order they first occur.
+    distinct: Vec<u64>,
+    /// Occurrences of each (empty for binary weights, which count each feature once).
+    counts: Vec<u32>,
+    /// Words kept (after stop words).
+    words: u64,
+    /// Feature occurrences.
+    occurrences: u64,
+}
+
+impl DocumentFeatures {
+    /// The distinct feature hashes (what [`IdfBuilder::add_document`](crate::IdfBuilder::add_document) counts).
+    pub fn distinct(&self) -> &[u64] {
+        &self.distinct
+    }
+
+    /// Words kept (after stop words).
+    pub fn words(&self) -> u64 {
+        self.words
+    }
+
+    /// Bytes of memory these features hold (what a budget for keeping many counts).
+    pub fn heap_bytes(&self) -> usize {
+        8 * self.distinct.capacity() + 4 * self.counts.capacity()
+    }
 }
 
 /// Turns documents into fingerprints. Reusable; clone it for another thread.
@@ -123,6 +154,90 @@ impl Fingerprinter {
         out
     }
 
+    /// The features of `text`, counted once: a fingerprint with any IDF table of this
+    /// recipe follows from them without reading the text again
+    /// ([`Fingerprinter::fingerprint_features`]), and an IDF table counts their distinct
+    /// hashes ([`DocumentFeatures::distinct`]). What `simdex dedup` keeps between learning
+    /// its IDF table and fingerprinting.
+    pub fn document_features(&mut self, text: &str) -> DocumentFeatures {
+        let mut out = DocumentFeatures::default();
+        self.document_features_into(text, &mut out);
+        out
+    }
+
+    /// [`Fingerprinter::document_features`] into `out`, reusing its buffers.
+    pub fn document_features_into(&mut self, text: &str, out: &mut DocumentFeatures) {
+        self.features_into(text, out, &mut ());
+    }
+
+    /// [`Fingerprinter::fingerprint`] and [`Sketcher::sketch`] of `text` in one scan of it
+    /// (where the recipe's features are made of word hashes alone, the default: a stemmer,
+    /// stop words or character n-grams need the words' text, and the sketch's tokens are
+    /// then found by a scan of their own). The same fingerprint and sketch as the two calls;
+    /// the text's shingle set stays in the sketcher ([`Sketcher::last_shingles`]).
+    pub fn fingerprint_and_sketch(&mut self, text: &str, sketcher: &mut Sketcher) -> (Result<Fingerprint, Error>, Sketch) {
+        let mut scan = sketcher.scan();
+        let mut s = self.session();
+        s.push_complete_and(text, &mut scan);
+        let f = s.finish();
+        scan.finish();
+        (f, sketcher.sketch_of_scanned())
+    }
+
+    /// [`Fingerprinter::document_features`] and [`Sketcher::sketch`] of `text` in one scan
+    /// of it, as [`Fingerprinter::fingerprint_and_sketch`].
+    pub fn document_features_and_sketch(&mut self, text: &str, sketcher: &mut Sketcher) -> (DocumentFeatures, Sketch) {
+        let mut out = DocumentFeatures::default();
+        let mut scan = sketcher.scan();
+        self.features_into(text, &mut out, &mut scan);
+        scan.finish();
+        (out, sketcher.sketch_of_scanned())
+    }
+
+    /// [`Fingerprinter::document_features_into`], the text's chunks handed to `chunks` too.
+    fn features_into(&mut self, text: &str, out: &mut DocumentFeatures, chunks: &mut impl ChunkSink) {
+        let Fingerprinter { tokenizer, stop, stemmer, options, scratch, batch, .. } = self;
+        batch.words.clear();
+        batch.features.clear();
+        let mut s = Session {
+            features: FeatureExtractor::new(&options.features, stop, stemmer.as_deref(), options.fold_digits),
+            acc: Accumulator::counting(scratch),
+            tokenizer,
+            options,
+            batch,
+            pending: String::new(),
+        };
+        s.push_complete_and(text, chunks);
+        let Session { mut features, mut acc, batch, .. } = s;
+        batch.flush(&mut features, &mut acc);
+        features.finish(&mut |h| acc.add(h));
+        out.words = features.words();
+        out.occurrences = acc.features();
+        // binary weights count a feature once, however often it occurs
+        acc.into_counts(&mut out.distinct, &mut out.counts, options.tf != TfMode::Binary);
+    }
+
+    /// The fingerprint of a document from its features ([`Fingerprinter::document_features`],
+    /// made with this recipe): the same as [`Fingerprinter::fingerprint`] of its text.
+    pub fn fingerprint_features(&mut self, f: &DocumentFeatures) -> Result<Fingerprint, Error> {
+        self.check_features(f)?;
+        let Fingerprinter { idf, options, scratch, .. } = self;
+        let mut acc = Accumulator::new(options.tf, idf.as_deref(), scratch);
+        acc.add_distinct(&f.distinct, &f.counts);
+        // (binary weights keep no counts: the occurrences are the ones counted when reading)
+        Ok(Fingerprint { words: f.words, features: f.occurrences, short: f.words < options.short_words, value: acc.finish() })
+    }
+
+    /// Fails as [`Fingerprinter::fingerprint_features`] would (too few words), without making
+    /// the fingerprint.
+    pub fn check_features(&self, f: &DocumentFeatures) -> Result<(), Error> {
+        let min_words = self.options.min_words.max(1);
+        if f.words < min_words {
+            return Err(Error::EmptyDocument { words: f.words, min_words });
+        }
+        Ok(())
+    }
+
     /// A streaming fingerprint: push text in pieces of any size, then `finish`. Memory stays
     /// bounded by the longest run of text without ASCII whitespace (capped at 1 MiB).
     pub fn session(&mut self) -> Session<'_> {
@@ -189,22 +304,33 @@ impl Session<'_> {
 
     /// Adds text that ends at a word boundary (no pending partial word).
     fn push_complete(&mut self, text: &str) {
+        self.push_complete_and(text, &mut ());
+    }
+
+    /// [`Session::push_complete`], the text's chunks handed to `chunks` too (by the same
+    /// scan where the features are made of word hashes).
+    fn push_complete_and(&mut self, text: &str, chunks: &mut impl ChunkSink) {
         let Session { tokenizer, features, acc, batch, .. } = self;
         if text.is_empty() {
             return;
         }
         if features.needs_text() {
             tokenizer.words(text, |w| features.word(w, &mut |h| acc.add(h)));
+            feed_chunks(text, chunks);
             return;
         }
         // the batch is flushed when full and by `finish`, so that many small pieces (the text
         // nodes of a page) do not each pay for a pass through the later stages
-        tokenizer.word_hashes(text, |h| {
-            batch.words.push(h);
-            if batch.words.len() == BATCH {
-                batch.flush(features, acc);
-            }
-        });
+        tokenizer.word_hashes_and(
+            text,
+            |h| {
+                batch.words.push(h);
+                if batch.words.len() == BATCH {
+                    batch.flush(features, acc);
+                }
+            },
+            chunks,
+        );
     }
 
     /// The fingerprint of everything pushed.

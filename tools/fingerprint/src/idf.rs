@@ -21,10 +21,9 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
-use super::stopwords::BuildIdentity;
+use super::feature_map::FeatureMap;
 use super::Error;
 use simdex::verify_crc;
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
@@ -37,13 +36,24 @@ const ENTRY_LEN: usize = 12;
 const FIXED_LEN: usize = 8 + 4 + 4 + 8 + 4 + 8 + 4;
 
 /// Integer IDF weights by feature hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct IdfTable {
     recipe: String,
     docs: u64,
     default_weight: u32,
-    weights: HashMap<u64, u32, BuildIdentity>,
+    /// weights by feature hash (each within `1..=65535`)
+    weights: FeatureMap,
+    /// [`IdfTable::id`], once computed (it encodes the whole table)
+    id: std::sync::OnceLock<u32>,
 }
+
+impl PartialEq for IdfTable {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.recipe, self.docs, self.default_weight, &self.weights) == (&other.recipe, other.docs, other.default_weight, &other.weights)
+    }
+}
+
+impl Eq for IdfTable {}
 
 /// Weight for a feature in `df` of `docs` documents: `round(1000 * ln((1 + N) / (1 + df)))`.
 pub fn idf_weight(docs: u64, df: u64) -> u32 {
@@ -64,22 +74,20 @@ fn clamp_weight(w: f64) -> u32 {
 pub struct IdfBuilder {
     recipe: String,
     docs: u64,
-    df: HashMap<u64, u64, BuildIdentity>,
+    df: FeatureMap,
 }
 
 impl IdfBuilder {
     /// A builder for features made with the feature recipe `recipe`
     /// ([`super::FingerprintOptions::feature_recipe`]).
     pub fn new(recipe: impl Into<String>) -> Self {
-        IdfBuilder { recipe: recipe.into(), docs: 0, df: HashMap::default() }
+        IdfBuilder { recipe: recipe.into(), docs: 0, df: FeatureMap::default() }
     }
 
     /// Counts one document; `distinct_features` must not repeat a hash.
     pub fn add_document(&mut self, distinct_features: &[u64]) {
         self.docs += 1;
-        for &h in distinct_features {
-            *self.df.entry(h).or_insert(0) += 1;
-        }
+        self.df.add_many(distinct_features, 1);
     }
 
     /// Documents counted so far.
@@ -98,8 +106,19 @@ impl IdfBuilder {
     /// with it stay exact.
     pub fn build_with(self, min_df: u64, weight: impl Fn(u64, u64) -> f64) -> IdfTable {
         let docs = self.docs;
-        let weights = self.df.into_iter().filter(|&(_, df)| df >= min_df).map(|(h, df)| (h, clamp_weight(weight(docs, df)))).collect();
-        IdfTable { recipe: self.recipe, docs, default_weight: clamp_weight(weight(docs, 0)), weights }
+        let weigh = |df: u64| u64::from(clamp_weight(weight(docs, df)));
+        let weights = if min_df <= 1 {
+            // every feature stays: its weight takes the place of its count
+            let mut weights = self.df;
+            weights.map_values(weigh);
+            weights
+        } else {
+            let kept: Vec<(u64, u64)> = self.df.iter().filter(|&(_, df)| df >= min_df).collect();
+            let mut weights = FeatureMap::with_capacity(kept.len());
+            kept.into_iter().for_each(|(h, df)| weights.insert(h, weigh(df)));
+            weights
+        };
+        IdfTable { recipe: self.recipe, docs, default_weight: clamp_weight(weight(docs, 0)), weights, id: Default::default() }
     }
 }
 
@@ -107,7 +126,14 @@ impl IdfTable {
     /// Weight of the feature with hash `h`.
     #[inline]
     pub fn weight(&self, h: u64) -> u32 {
-        self.weights.get(&h).copied().unwrap_or(self.default_weight)
+        self.weights.get(h).map_or(self.default_weight, |w| w as u32)
+    }
+
+    /// Calls `f(i, weight)` with the weight of each of `hashes` (`i` its position): the
+    /// lookups of a document at once, their cache misses overlapping.
+    #[inline]
+    pub fn weights_of(&self, hashes: &[u64], mut f: impl FnMut(usize, u32)) {
+        self.weights.get_many(hashes, |i, w| f(i, w.map_or(self.default_weight, |w| w as u32)));
     }
 
     /// The feature recipe the table was learned with.
@@ -127,18 +153,20 @@ impl IdfTable {
 
     /// Whether no feature is stored.
     pub fn is_empty(&self) -> bool {
-        self.weights.is_empty()
+        self.weights.len() == 0
     }
 
     /// CRC-32 of the encoded table: identifies it in fingerprint recipe descriptors.
     pub fn id(&self) -> u32 {
-        let bytes = self.encode();
-        bytes.last_chunk().map_or(0, |&crc| u32::from_le_bytes(crc))
+        *self.id.get_or_init(|| {
+            let bytes = self.encode();
+            bytes.last_chunk().map_or(0, |&crc| u32::from_le_bytes(crc))
+        })
     }
 
     /// The file bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut entries: Vec<(u64, u32)> = self.weights.iter().map(|(&h, &w)| (h, w)).collect();
+        let mut entries: Vec<(u64, u32)> = self.weights.iter().map(|(h, w)| (h, w as u32)).collect();
         entries.sort_unstable();
         let mut out = Vec::with_capacity(FIXED_LEN + self.recipe.len() + entries.len() * ENTRY_LEN);
         out.extend_from_slice(&MAGIC);
@@ -178,7 +206,8 @@ impl IdfTable {
         if (bytes.len() - r.pos) as u128 != expected {
             return Err(Error::IdfCorrupt { what: "entry count does not match the file length" });
         }
-        let mut weights = HashMap::with_capacity_and_hasher(count as usize, BuildIdentity);
+        // (the count is checked against the file's length above)
+        let mut weights = FeatureMap::with_capacity(count as usize);
         let mut prev: Option<u64> = None;
         for _ in 0..count {
             let h = r.u64()?;
@@ -187,9 +216,9 @@ impl IdfTable {
                 return Err(Error::IdfCorrupt { what: "entries not strictly ascending" });
             }
             prev = Some(h);
-            weights.insert(h, w);
+            weights.insert(h, u64::from(w));
         }
-        Ok(IdfTable { recipe, docs, default_weight, weights })
+        Ok(IdfTable { recipe, docs, default_weight, weights, id: Default::default() })
     }
 
     /// Writes the table to `path` (via a temporary file and a rename).

@@ -240,9 +240,25 @@ impl<R: std::io::BufRead> JsonLines<R> {
     pub fn new(reader: R, utf8: InvalidUtf8) -> Self {
         JsonLines { reader, utf8, line: 0, buf: Vec::new() }
     }
+}
 
-    fn parse(&self, text: &str, replaced_utf8: u64) -> Result<JsonDoc, Error> {
-        let line = self.line;
+#[cfg(feature = "jsonl")]
+impl JsonDoc {
+    /// The document of line number `line` (1-based) of a JSON-lines input, its bytes without
+    /// or with the line end; `None` for a blank line. Invalid UTF-8 as `utf8` says.
+    pub fn from_line(bytes: &[u8], line: u64, utf8: InvalidUtf8) -> Option<Result<JsonDoc, Error>> {
+        let (text, replaced) = match decode_utf8(bytes, utf8) {
+            Ok(d) => d,
+            Err(Error::InvalidUtf8 { offset }) => return Some(Err(Error::JsonLine { line, message: format!("invalid UTF-8 at byte {offset} of the line") })),
+            Err(e) => return Some(Err(e)),
+        };
+        if text.trim().is_empty() {
+            return None;
+        }
+        Some(JsonDoc::parse(&text, line, replaced))
+    }
+
+    fn parse(text: &str, line: u64, replaced_utf8: u64) -> Result<JsonDoc, Error> {
         let err = |message: String| Error::JsonLine { line, message };
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?;
         let serde_json::Value::Object(mut obj) = value else {
@@ -278,18 +294,9 @@ impl<R: std::io::BufRead> Iterator for JsonLines<R> {
                 Err(e) => return Some(Err(e.into())),
             }
             self.line += 1;
-            let line = self.line;
-            let decoded = match decode_utf8(&self.buf, self.utf8) {
-                Ok(d) => d,
-                Err(Error::InvalidUtf8 { offset }) => return Some(Err(Error::JsonLine { line, message: format!("invalid UTF-8 at byte {offset} of the line") })),
-                Err(e) => return Some(Err(e)),
-            };
-            let (text, replaced) = decoded;
-            if text.trim().is_empty() {
-                continue;
+            if let Some(doc) = JsonDoc::from_line(&self.buf, self.line, self.utf8) {
+                return Some(doc);
             }
-            let text = text.into_owned();
-            return Some(self.parse(&text, replaced));
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod corpus;
 pub mod document;
 mod documents;
 mod error;
+mod feature_map;
 simdex::internal_mod!(features);
 mod fingerprinter;
 pub mod hash;
@@ -41,6 +42,7 @@ pub mod many;
 mod normalize;
 mod options;
 mod recipe;
+mod shingles;
 pub mod sketch;
 mod stem;
 mod stopwords;
@@ -60,7 +62,7 @@ pub use document::{Document, DocumentKind, Documents, Format, IdfLearner};
 pub use documents::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY, DEFAULT_UNCONFIRMED_K};
 pub use error::Error;
 pub use features::FeatureKind;
-pub use fingerprinter::{Fingerprint, Fingerprinter, Session, MAX_PENDING};
+pub use fingerprinter::{DocumentFeatures, Fingerprint, Fingerprinter, Session, MAX_PENDING};
 #[cfg(feature = "html")]
 pub use html::{extract_text, fingerprint_html_reader, visible_text};
 /// The entry point of the IDF table decoder's fuzz target (`tools/fuzz`); not an API.
@@ -68,6 +70,8 @@ pub use html::{extract_text, fingerprint_html_reader, visible_text};
 #[doc(hidden)]
 pub use idf::fuzz_decode as fuzz_idf_decode;
 pub use idf::{IdfBuilder, IdfTable};
+#[cfg(feature = "jsonl")]
+pub use input::JsonDoc;
 pub use input::{decode_utf8, fingerprint_text_reader, InvalidUtf8, Outcome};
 pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION};
 pub use recipe::Recipe;

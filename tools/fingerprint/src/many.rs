@@ -72,8 +72,9 @@ fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, doc: Documen
     let Some(sketcher) = sketcher else {
         return Ok((d.fingerprint(fp, InvalidUtf8::Replace)?.fingerprint, None));
     };
-    let text = d.text(InvalidUtf8::Replace)?;
-    Ok((fp.fingerprint(&text)?, Some(sketcher.sketch(&text))))
+    let text = d.text_in_memory(InvalidUtf8::Replace)?;
+    let (f, sketch) = fp.fingerprint_and_sketch(&text, sketcher);
+    Ok((f?, Some(sketch)))
 }
 
 /// An item of [`find_or_insert_documents`]: its answer, or why the document was refused

@@ -51,9 +51,9 @@
 // Indexing: the sketch's slots are indexed by hash numbers below its configured count.
 #![allow(clippy::indexing_slicing)]
 
-use super::hash::{combine, fmix64, seed, sfh64};
-use super::normalize::nfkc_lower_into;
-use unicode_normalization::char::is_combining_mark;
+use super::hash::fmix64;
+pub(crate) use super::shingles::ShingleScan;
+use super::tokenize::feed_chunks;
 
 /// Most bytes a sketch takes.
 pub const MAX_SKETCH_BYTES: usize = 64;
@@ -278,39 +278,37 @@ impl Sketcher {
 
     /// The distinct word 3-shingle hashes of `text`, ascending (the set a sketch samples).
     pub fn shingles(&mut self, text: &str) -> &[u64] {
-        self.norm.clear();
-        nfkc_lower_into(text, &mut self.norm);
-        if !self.norm.is_ascii() && self.norm.contains(['ß', 'ς']) {
-            self.norm = self.norm.replace('ß', "ss").replace('ς', "σ");
-        }
-        self.shingles.clear();
-        let mut recent = [0u64; 3];
-        let mut n = 0usize;
-        let shingles = &mut self.shingles;
-        tokens(&self.norm, |token| {
-            recent = [recent[1], recent[2], sfh64(seed::WORD, token.as_bytes())];
-            n += 1;
-            if n >= 3 {
-                shingles.push(combine(combine(recent[0], recent[1]), recent[2]));
-            }
-        });
-        if (1..3).contains(&n) {
-            let first = 3 - n;
-            let s = recent[first + 1..].iter().fold(recent[first], |acc, &t| combine(acc, t));
-            shingles.push(s);
-        }
-        self.shingles.sort_unstable();
-        self.shingles.dedup();
+        let mut scan = self.scan();
+        feed_chunks(text, &mut scan);
+        scan.finish()
+    }
+
+    /// The shingle set of the last text this sketcher sketched (by [`Self::sketch`],
+    /// [`Self::shingles`] or [`Fingerprinter::fingerprint_and_sketch`](crate::Fingerprinter::fingerprint_and_sketch)),
+    /// ascending.
+    pub fn last_shingles(&self) -> &[u64] {
         &self.shingles
+    }
+
+    /// The sketch of the set the last scan collected ([`Self::scan`]).
+    pub(crate) fn sketch_of_scanned(&mut self) -> Sketch {
+        let set = std::mem::take(&mut self.shingles);
+        let sketch = self.sketch_of_set(&set);
+        self.shingles = set;
+        sketch
+    }
+
+    /// A scan that collects the shingles of a text fed to it chunk by chunk
+    /// ([`ShingleScan`]), into this sketcher's buffers.
+    pub(crate) fn scan(&mut self) -> ShingleScan<'_> {
+        self.shingles.clear();
+        ShingleScan::new(&mut self.shingles, &mut self.norm)
     }
 
     /// The sketch of `text`.
     pub fn sketch(&mut self, text: &str) -> Sketch {
         self.shingles(text);
-        let set = std::mem::take(&mut self.shingles);
-        let sketch = self.sketch_of_set(&set);
-        self.shingles = set;
-        sketch
+        self.sketch_of_scanned()
     }
 
     /// Per value, the shingle of `set` it keeps (all 0 for an empty set): in recipe 1 the
@@ -429,31 +427,6 @@ fn min_shingles_portable(xs: &[u64], muls: &[u64], set: &[u64], mins: &mut [u64]
             *min = if less { v } else { *min };
             *arg = if less { s } else { *arg };
         }
-    }
-}
-
-/// True for the characters that are tokens of their own (Han, Hiragana, Katakana).
-fn is_cjk(c: char) -> bool {
-    matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
-}
-
-/// Calls `emit` with every token of normalised `text` (see the module docs).
-fn tokens(text: &str, mut emit: impl FnMut(&str)) {
-    let mut start: Option<usize> = None;
-    for (i, c) in text.char_indices() {
-        if is_cjk(c) {
-            if let Some(s) = start.take() {
-                emit(&text[s..i]);
-            }
-            emit(&text[i..i + c.len_utf8()]);
-        } else if (c.is_alphabetic() && !is_combining_mark(c)) || c.is_numeric() || c == '_' {
-            start.get_or_insert(i);
-        } else if let Some(s) = start.take() {
-            emit(&text[s..i]);
-        }
-    }
-    if let Some(s) = start {
-        emit(&text[s..]);
     }
 }
 

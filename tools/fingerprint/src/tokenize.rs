@@ -20,6 +20,34 @@ use super::hash::{seed, sfh64, sfh64_ascii_lower, sfh64_ascii_lower_at};
 use super::normalize::{ascii_lower_into, nfkc_lower_into};
 use unicode_segmentation::UnicodeSegmentation;
 
+/// What else is made of a text's chunks (runs between ASCII whitespace) during the word
+/// scan ([`Tokenizer::word_hashes_and`]).
+pub(crate) trait ChunkSink {
+    /// A chunk of ASCII letters and digits only, by the hash of its ASCII lowercase
+    /// (`sfh64(0, chunk)`: its one word's hash).
+    fn alnum(&mut self, hash: u64);
+    /// Any other chunk (ASCII with punctuation, or with non-ASCII characters).
+    fn other(&mut self, chunk: &str, kind: ChunkKind);
+}
+
+/// Hands every chunk of `text` to `chunks`, as [`Tokenizer::word_hashes_and`] does, without
+/// the words.
+pub(crate) fn feed_chunks(text: &str, chunks: &mut impl ChunkSink) {
+    let bytes = text.as_bytes();
+    for_each_chunk(bytes, |start, end, kind| match kind {
+        ChunkKind::Alnum => chunks.alnum(sfh64_ascii_lower_at(seed::WORD, bytes, start, end)),
+        _ => chunks.other(&text[start..end], kind),
+    });
+}
+
+/// No sink: the words only.
+impl ChunkSink for () {
+    #[inline(always)]
+    fn alnum(&mut self, _: u64) {}
+    #[inline(always)]
+    fn other(&mut self, _: &str, _: ChunkKind) {}
+}
+
 /// How runs of Han ideographs become words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -290,13 +318,25 @@ impl Tokenizer {
     /// Calls `emit` with the feature hash (`sfh64(0, word)`) of every word of `text`, in
     /// order: [`Tokenizer::words`] for callers that need no word's text, with ASCII words
     /// hashed straight from `text`.
-    pub fn word_hashes(&mut self, text: &str, mut emit: impl FnMut(u64)) {
+    pub fn word_hashes(&mut self, text: &str, emit: impl FnMut(u64)) {
+        self.word_hashes_and(text, emit, &mut ());
+    }
+
+    /// [`Tokenizer::word_hashes`], and every chunk of `text` (its words' hash where it is one
+    /// word of ASCII letters and digits) handed to `chunks` as the scan passes it: one scan
+    /// of the text for the words and whatever else is made of its chunks (the sketch's
+    /// tokens, `sketch::ShingleScan`).
+    #[inline]
+    pub(crate) fn word_hashes_and(&mut self, text: &str, mut emit: impl FnMut(u64), chunks: &mut impl ChunkSink) {
         let bytes = text.as_bytes();
         for_each_chunk(bytes, |start, end, kind| {
             if kind == ChunkKind::Alnum {
-                emit(sfh64_ascii_lower_at(seed::WORD, bytes, start, end))
+                let h = sfh64_ascii_lower_at(seed::WORD, bytes, start, end);
+                emit(h);
+                chunks.alnum(h);
             } else {
-                self.other_chunk_hashes(text, start..end, kind, &mut emit)
+                self.other_chunk_hashes(text, start..end, kind, &mut emit);
+                chunks.other(&text[start..end], kind);
             }
         });
     }

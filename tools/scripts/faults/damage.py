@@ -210,7 +210,7 @@ def check_damage_case(sim, cat, rng, work, pristine, oracle, ftype, kind, case_n
                 cat.counters["recover over-reports (bound)"] += 1
                 cat.counters[f"recover over-reports (bound) on {ftype}/{kind}"] += 1
             if idless:
-                cat.counters["document ids lost, listed entry by entry (summary line says lost: 0)"] += len(idless)
+                cat.counters["document ids lost (kept under id 2^64-1, one line per id page, merges counted)"] += len(idless)
             if nback > undone:
                 cat.fail("recover brings deleted pairs back unreported", nback - undone,
                          what + f": {nback} deleted pairs back, deletes_possibly_undone = {undone}", rc_)

@@ -241,7 +241,7 @@ fn work(shared: &Shared, op: Op, content_type: Option<&str>, query: Option<&str>
 /// taken once its body is decoded: 503 `overloaded` when too little is left, 413 when the
 /// batch needs more than the whole budget.
 fn charge_items(shared: &Shared, op: Op, items: usize) -> Result<Option<tokio::sync::SemaphorePermit<'_>>, ApiError> {
-    if !matches!(op, Op::QueryMany | Op::FindOrInsertMany | Op::InsertMany | Op::DeleteMany) {
+    if !op.batch() {
         return Ok(None);
     }
     let bytes = limits::items_charge(items);
@@ -262,11 +262,7 @@ fn charge_items(shared: &Shared, op: Op, items: usize) -> Result<Option<tokio::s
 /// True for the calls the connection's thread runs itself: single fingerprints (and
 /// `info`), unless a write waits for an fsync (`Durability::Sync`).
 fn runs_here(op: Op, durability: Durability) -> bool {
-    match op {
-        Op::Query | Op::Info => true,
-        Op::FindOrInsert | Op::Insert | Op::Delete => durability != Durability::Sync,
-        _ => false,
-    }
+    op.single() && !(op.writes() && durability == Durability::Sync)
 }
 
 /// `e`, once the body of the request it refuses has arrived, read and dropped piece by

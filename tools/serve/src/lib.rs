@@ -3,7 +3,8 @@
 //! `format-spec/protocol.md`; this crate is the server (the library crates know nothing of
 //! it), and `simdex serve` in the CLI is its command line.
 //!
-//! Modules: [`protocol`] (paths, request decoding, error statuses), `ops` (running a
+//! Modules: `operations` (the one table of operations everything else reads), [`protocol`]
+//! (paths, request decoding, error statuses), `ops` (running a
 //! request against the index), `state` (the open index, recovery), `http` (one request's
 //! handling), `limits` (descriptors and the memory budget), `access` (loopback and tokens),
 //! `metrics` (Prometheus), `log` (structured logs). [`serve`] ties them together: open the index, bind, accept, and on
@@ -15,6 +16,7 @@ mod http;
 mod limits;
 mod log;
 mod metrics;
+mod operations;
 mod ops;
 mod options;
 pub mod protocol;

@@ -9,7 +9,7 @@ use simdex_fingerprint::document::DocumentKind;
 use simdex_fingerprint::many::{self, DocumentAnswer};
 use simdex_fingerprint::{DocumentIndex, DocumentInput, DocumentQuery};
 
-use crate::protocol::{ApiError, Doc, DocOptions, Request};
+use crate::protocol::{ApiError, Doc, DocOptions, Op, Request};
 
 /// An answer's body.
 #[derive(Debug, PartialEq, Eq)]
@@ -220,6 +220,7 @@ pub fn execute(index: &DocumentIndex, request: Request) -> Result<Reply, ApiErro
             "read_only": index.stats().read_only,
             "expire_after": index.stats().expiry.map(|x| x.window().as_secs()),
             "server": concat!("simdex-serve ", env!("CARGO_PKG_VERSION")),
+            "operations": Op::ALL.iter().map(|o| o.name()).collect::<Vec<_>>(),
         })),
         Request::Stats => reply(stats(index)),
         Request::Sync => {

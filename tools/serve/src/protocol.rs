@@ -6,6 +6,8 @@
 use base64::Engine as _;
 use serde::Deserialize;
 
+pub use crate::operations::Op;
+
 /// The media type of the binary batch form.
 pub const BINARY: &str = "application/octet-stream";
 
@@ -72,155 +74,6 @@ impl ApiError {
             }
         }
         serde_json::to_vec(&serde_json::json!({ "error": error })).unwrap_or_default()
-    }
-}
-
-/// Every operation, named as in the path `/v1/<name>`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Op {
-    Query,
-    FindOrInsert,
-    Insert,
-    Delete,
-    QueryMany,
-    FindOrInsertMany,
-    InsertMany,
-    DeleteMany,
-    FingerprintDocument,
-    FingerprintDocuments,
-    InsertDocument,
-    QueryDocument,
-    FindOrInsertDocument,
-    FindOrInsertDocuments,
-    FingerprintsOf,
-    Replace,
-    FindOrReplace,
-    FindOrReplaceDocument,
-    LiveEntries,
-    Info,
-    Stats,
-    Sync,
-    Flush,
-    Compact,
-}
-
-impl Op {
-    /// Every operation, in the order the metrics list them.
-    pub const ALL: [Op; 24] = [
-        Op::Query,
-        Op::FindOrInsert,
-        Op::Insert,
-        Op::Delete,
-        Op::QueryMany,
-        Op::FindOrInsertMany,
-        Op::InsertMany,
-        Op::DeleteMany,
-        Op::FingerprintDocument,
-        Op::FingerprintDocuments,
-        Op::InsertDocument,
-        Op::QueryDocument,
-        Op::FindOrInsertDocument,
-        Op::FindOrInsertDocuments,
-        Op::FingerprintsOf,
-        Op::Replace,
-        Op::FindOrReplace,
-        Op::FindOrReplaceDocument,
-        Op::LiveEntries,
-        Op::Info,
-        Op::Stats,
-        Op::Sync,
-        Op::Flush,
-        Op::Compact,
-    ];
-
-    /// The name in paths, metrics and logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Query => "query",
-            Op::FindOrInsert => "find_or_insert",
-            Op::Insert => "insert",
-            Op::Delete => "delete",
-            Op::QueryMany => "query_many",
-            Op::FindOrInsertMany => "find_or_insert_many",
-            Op::InsertMany => "insert_many",
-            Op::DeleteMany => "delete_many",
-            Op::FingerprintDocument => "fingerprint_document",
-            Op::FingerprintDocuments => "fingerprint_documents",
-            Op::InsertDocument => "insert_document",
-            Op::QueryDocument => "query_document",
-            Op::FindOrInsertDocument => "find_or_insert_document",
-            Op::FindOrInsertDocuments => "find_or_insert_documents",
-            Op::FingerprintsOf => "fingerprints_of",
-            Op::Replace => "replace",
-            Op::FindOrReplace => "find_or_replace",
-            Op::FindOrReplaceDocument => "find_or_replace_document",
-            Op::LiveEntries => "live_entries",
-            Op::Info => "info",
-            Op::Stats => "stats",
-            Op::Sync => "sync",
-            Op::Flush => "flush",
-            Op::Compact => "compact",
-        }
-    }
-
-    /// The operation `/v1/<name>` names.
-    pub fn from_path(path: &str) -> Option<Op> {
-        let name = path.strip_prefix("/v1/")?;
-        // the names before issue 35 (one word per concept: insert), still answered
-        let name = match name {
-            "add" => "insert",
-            "add_many" => "insert_many",
-            "add_document" => "insert_document",
-            n => n,
-        };
-        Op::ALL.into_iter().find(|op| op.name() == name)
-    }
-
-    /// Its position in [`Op::ALL`].
-    pub fn index(self) -> usize {
-        Op::ALL.iter().position(|&o| o == self).unwrap_or(0)
-    }
-
-    /// True for operations that change the index (refused by a read-only server, and
-    /// acknowledged only once durable).
-    pub fn writes(self) -> bool {
-        matches!(
-            self,
-            Op::FindOrInsert
-                | Op::Insert
-                | Op::Delete
-                | Op::FindOrInsertMany
-                | Op::InsertMany
-                | Op::DeleteMany
-                | Op::InsertDocument
-                | Op::FindOrInsertDocument
-                | Op::FindOrInsertDocuments
-                | Op::Replace
-                | Op::FindOrReplace
-                | Op::FindOrReplaceDocument
-                | Op::Flush
-                | Op::Compact
-        )
-    }
-
-    /// True for the operations that take documents (their memory is charged per byte of
-    /// body at `limits::DOCUMENT_FACTOR`).
-    pub fn documents(self) -> bool {
-        matches!(
-            self,
-            Op::FingerprintDocument
-                | Op::FingerprintDocuments
-                | Op::InsertDocument
-                | Op::QueryDocument
-                | Op::FindOrInsertDocument
-                | Op::FindOrInsertDocuments
-                | Op::FindOrReplaceDocument
-        )
-    }
-
-    /// True for the operations a `GET` may ask (they take no arguments).
-    pub fn gettable(self) -> bool {
-        matches!(self, Op::Info | Op::Stats | Op::LiveEntries)
     }
 }
 
@@ -617,7 +470,7 @@ fn decode_binary(op: Op, query: Option<&str>, body: &[u8]) -> Result<Request, Ap
             return Err(ApiError::new(
                 415,
                 "unsupported_media_type",
-                format!("{}: the binary form is for query_many, find_or_insert_many, insert_many and delete_many; send JSON", op.name()),
+                format!("{}: the binary form is for {}; send JSON", op.name(), Op::ALL.iter().filter(|o| o.batch()).map(|o| o.name()).collect::<Vec<_>>().join(", ")),
             ))
         }
     })

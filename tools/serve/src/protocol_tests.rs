@@ -67,6 +67,71 @@ fn paths_name_operations() {
     assert_eq!(Op::from_path("/v1/"), None);
     assert_eq!(Op::from_path("/v2/query"), None);
     assert_eq!(Op::from_path("/query"), None);
+    // the old names (before "insert" was the one word for a write) are the same operations
+    assert_eq!(Op::from_path("/v1/add"), Some(Op::Insert));
+    assert_eq!(Op::from_path("/v1/add_many"), Some(Op::InsertMany));
+    assert_eq!(Op::from_path("/v1/add_document"), Some(Op::InsertDocument));
+}
+
+/// The operation names a source file or page spells between `open` and `close`.
+fn named_between(text: &str, open: &str, close: char) -> std::collections::BTreeSet<String> {
+    text.split(open)
+        .skip(1)
+        .filter_map(|rest| rest.split(close).next())
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .map(String::from)
+        .collect()
+}
+
+fn repository_file(path: &str) -> String {
+    let at = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
+    std::fs::read_to_string(&at).unwrap_or_else(|e| panic!("{}: {e}", at.display()))
+}
+
+#[test]
+fn the_protocol_page_documents_exactly_the_table_s_operations() {
+    let page = repository_file("format-spec/protocol.md");
+    // the operations table: its rows start "| `name` |" (or "| `a`, `b`, `c` |")
+    let mut documented = std::collections::BTreeSet::new();
+    let table = page.split("| operation | request fields | answer |").nth(1).expect("the page's operations table");
+    for row in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+        let first = row.split('|').nth(1).unwrap_or("");
+        documented.extend(named_between(first, "`", '`'));
+    }
+    let table: std::collections::BTreeSet<String> = Op::ALL.iter().map(|o| o.name().to_string()).collect();
+    assert_eq!(documented, table, "format-spec/protocol.md's operations table and the server's table (tools/serve/src/operations.rs)");
+    // and the old names it still answers
+    for op in Op::ALL {
+        for old in op.old_names() {
+            assert!(page.contains(&format!("`{old}`")), "{old} (now {}) is not on the page", op.name());
+        }
+    }
+}
+
+#[test]
+fn the_python_client_calls_only_operations_the_server_answers() {
+    let client = repository_file("python/simdex/client.py");
+    let called = named_between(&client, "self._call(\"", '"');
+    assert!(called.len() >= 15, "the client's calls were found: {called:?}");
+    for name in &called {
+        assert!(
+            Op::from_path(&format!("/v1/{name}")).is_some_and(|op| op.name() == name),
+            "python/simdex/client.py calls {name:?}, which the server's table does not name (or names under another name now)"
+        );
+    }
+}
+
+#[test]
+fn the_table_s_traits_hold_together() {
+    for op in Op::ALL {
+        assert!(!(op.gettable() && op.writes()), "{op:?}: a GET never writes");
+        assert!(!(op.batch() && op.documents()), "{op:?}: a fingerprint batch takes no documents");
+        assert!(!(op.single() && (op.batch() || op.documents())), "{op:?}: one fingerprint is neither a batch nor a document");
+    }
+    // what the routes relied on before the table
+    assert!(Op::Query.single() && !Op::Query.writes() && Op::Insert.writes() && Op::Insert.single());
+    assert!(Op::ALL.iter().filter(|o| o.batch()).count() == 4 && Op::QueryMany.batch() && !Op::QueryMany.writes());
+    assert!(Op::Info.gettable() && Op::Stats.gettable() && Op::LiveEntries.gettable() && !Op::Sync.writes() && Op::Compact.writes());
 }
 
 proptest! {

@@ -27,10 +27,11 @@ use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use simdex_fingerprint::corpus::{ContentHash, CorpusDedup, CorpusDoc, CorpusOptions};
+use simdex_fingerprint::document::{Document, InvalidUtf8};
 use simdex_fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
-use simdex_fingerprint::Fingerprinter;
+use simdex_fingerprint::{DocumentFeatures, Fingerprinter, IdfBuilder};
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,20 +49,26 @@ pub struct Args {
     #[arg(short, long)]
     pub k: Option<u32>,
     /// Report pairs within k by their fingerprints alone, without confirming them by sketch
-    #[arg(long, alias = "no-verify")]
+    #[arg(long)]
     pub no_confirm: bool,
+    /// The old name of --no-confirm: still accepted, with a warning.
+    #[arg(long, hide = true)]
+    pub no_verify: bool,
     /// Keep a pair within k only when its sketches estimate a resemblance (Jaccard of word
     /// 3-shingles) of at least this
-    #[arg(long, alias = "verify-threshold", default_value_t = DEFAULT_CONFIRM_THRESHOLD, value_parser = crate::value_parsers::fraction, conflicts_with = "no_confirm")]
+    #[arg(long, default_value_t = DEFAULT_CONFIRM_THRESHOLD, value_parser = crate::value_parsers::fraction, conflicts_with_all = ["no_confirm", "no_verify"])]
     pub confirm_threshold: f64,
+    /// The old name of --confirm-threshold: still accepted, with a warning.
+    #[arg(long, hide = true, value_parser = crate::value_parsers::fraction, conflicts_with_all = ["no_confirm", "no_verify", "confirm_threshold"])]
+    pub verify_threshold: Option<f64>,
     /// Decide by the sketch estimate alone, also where it is within the sketch's noise of the
     /// threshold (by default those pairs get a second look: the exact Jaccard of their word
     /// 3-shingle sets)
-    #[arg(long, conflicts_with = "no_confirm")]
+    #[arg(long, conflicts_with_all = ["no_confirm", "no_verify"])]
     pub no_second_look: bool,
     /// Take as candidates only the pairs whose fingerprints are within k (by default pairs
     /// whose sketches share a band are candidates too, whatever their distance)
-    #[arg(long, conflicts_with = "no_confirm")]
+    #[arg(long, conflicts_with_all = ["no_confirm", "no_verify"])]
     pub no_band_candidates: bool,
     /// Write every near-duplicate pair of documents to FILE, one a line:
     /// id_a<TAB>id_b<TAB>distance<TAB>estimated_similarity
@@ -79,8 +86,9 @@ pub struct Args {
     /// only on an index you are about to refill.
     #[arg(long, requires = "index", conflicts_with_all = ["no_idf", "idf"])]
     pub relearn_idf: bool,
-    /// Text the IDF pass keeps in memory for the fingerprint pass, in bytes (beyond it, the
-    /// inputs are read and extracted again); 0 reads them again
+    /// What the first pass keeps in memory for the later ones, in bytes: each document's
+    /// features for the fingerprint pass (beyond it, the inputs are read again) and its
+    /// shingle set for the second look (beyond it, the documents it needs are read again)
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, hide_short_help = true)]
     pub keep_text_bytes: usize,
     /// Write the JSON-lines report to FILE
@@ -105,6 +113,10 @@ pub struct Args {
     pub create_in_nonempty: bool,
     #[command(flatten)]
     pub recipe: RecipeArgs,
+    /// Threads reading and comparing documents [default: one per core]; the results do not
+    /// depend on it
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 // The confirmed mode's threshold default (the library's document calls decide the same).
@@ -164,7 +176,21 @@ fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut Corp
     Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(sets.get(&a)?, sets.get(&b)?)))))
 }
 
+/// The flags' names before "confirm" was the one word for the sketch check: the same
+/// meaning, a warning that names the new flag.
+fn old_names(args: &mut Args) {
+    if args.no_verify {
+        eprintln!("simdex: warning: dedup --no-verify is deprecated: use --no-confirm (the same flag)");
+        args.no_confirm = true;
+    }
+    if let Some(t) = args.verify_threshold.take() {
+        eprintln!("simdex: warning: dedup --verify-threshold is deprecated: use --confirm-threshold (the same flag)");
+        args.confirm_threshold = t;
+    }
+}
+
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    old_names(&mut args);
     let options = CorpusOptions::new(args.k, !args.no_confirm, Some(args.confirm_threshold))?.with_band_candidates(!args.no_band_candidates).with_second_look(!args.no_second_look);
     let (k, confirm) = (options.k, options.confirm);
     args.k = Some(k);
@@ -186,9 +212,22 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         Some(index) if !args.relearn_idf => args.recipe.for_index(index, args.no_idf)?,
         _ => None,
     };
-    let (fp, kept) = match pinned {
-        Some(fp) => (fp, None),
-        None => fingerprinter(&args, &files, confirm.is_some())?,
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    // IDF weights are learned from the inputs (a first pass over them) unless the index's
+    // pinned recipe, --no-idf or --idf FILE says otherwise
+    let (fp, learn) = match pinned {
+        Some(fp) => (fp, false),
+        None => (args.recipe.fingerprinter()?, !args.no_idf && args.recipe.idf.is_none()),
+    };
+    if learn && files.iter().any(|f| f.as_os_str() == "-") {
+        bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
+    }
+    // an index keeps the sketch recipe it was created with (an older one included)
+    let sketch_options = index.as_ref().and_then(|i| i.sketch_options()).unwrap_or_default();
+    let mut pass = first_pass(&args, &files, &fp, learn, sketch_options, threads)?;
+    let fp = match pass.idf.take() {
+        Some(idf) => fp.with_idf(std::sync::Arc::new(idf.build(1)))?,
+        None => fp,
     };
     if let Some(index) = &index {
         let recipe = simdex_fingerprint::Recipe::of(&fp);
@@ -204,10 +243,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             index.pin_recipe(recipe)?;
         }
     }
-    // an index keeps the sketch recipe it was created with (an older one included)
-    let sketch_options = index.as_ref().and_then(|i| i.sketch_options()).unwrap_or_default();
-    let corpus = read(&args, &files, fp, kept, sketch_options)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if learn {
+        fingerprint_pass(&args, &files, &fp, &mut pass, threads)?;
+    }
+    let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets };
     let mut found = CorpusDedup::new(&corpus.docs, &options, threads)?;
     let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options)?;
     if let Some(path) = &args.pairs {
@@ -249,109 +288,196 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The recipe's fingerprinter, with IDF weights learned from the inputs (a first pass over
-/// them) unless `--no-idf` or `--idf` says otherwise; with `keep_text` (sketches read the
-/// text whole), the documents' text as the first pass found it, when it fits
-/// `--keep-text-bytes`.
-fn fingerprinter(args: &Args, files: &[PathBuf], keep_text: bool) -> anyhow::Result<(Fingerprinter, Option<corpus::KeptCorpus>)> {
-    let fp = args.recipe.fingerprinter()?;
-    if args.no_idf || args.recipe.idf.is_some() {
-        return Ok((fp, None));
-    }
-    if files.iter().any(|f| f.as_os_str() == "-") {
-        bail!("dedup learns IDF weights by reading the inputs twice, so it cannot read standard input; give --no-idf or --idf FILE");
-    }
-    let mut fp = fp;
-    let bar = progress::steps(files.len() as u64, "learning IDF");
-    let (table, kept) = corpus::learn_idf_keeping_text(&mut fp, files, &args.read, &bar, if keep_text { args.keep_text_bytes } else { 0 })?;
-    bar.finish_and_clear();
-    Ok((fp.with_idf(std::sync::Arc::new(table))?, kept.filter(|_| keep_text)))
+/// What the document passes make of one document.
+struct Analysed {
+    content: String,
+    /// Its features (a run that learns IDF weights: fingerprinted once the table is
+    /// learned) or its fingerprint and whether it is short, or why it has none.
+    made: Result<Made, String>,
+    sketch: Option<Sketch>,
+    /// Its shingle set, for the second look (a run that takes one).
+    set: Option<Vec<u64>>,
 }
 
-/// Fingerprint and sketch of a document's text (or why it has none); its shingle set goes
-/// to `sets` while they fit `budget` bytes (all of them are dropped beyond it).
-fn from_text(
-    fp: &mut Fingerprinter,
-    sketcher: &mut Sketcher,
-    text: Result<&str, String>,
-    sets: &mut Option<Vec<Vec<u64>>>,
-    budget: &mut usize,
-) -> (Result<(u64, bool), String>, Option<Sketch>) {
-    match text {
-        Ok(text) => {
-            let set = sketcher.shingles(text).to_vec();
-            let sketch = sketcher.sketch_of_set(&set);
-            let bytes = set.len() * 8 + 24;
-            match sets {
-                Some(kept) if bytes <= *budget => {
-                    *budget -= bytes;
-                    kept.push(set);
-                }
-                _ => *sets = None,
-            }
-            (fp.fingerprint(text).map(|f| (f.value, f.short)).map_err(|e| e.to_string()), Some(sketch))
-        }
-        Err(e) => {
-            if let Some(kept) = sets {
-                kept.push(Vec::new());
-            }
-            (Err(e), None)
-        }
-    }
+enum Made {
+    Features(DocumentFeatures),
+    Fingerprint(u64, bool),
 }
 
-/// The pass over the inputs: content hash and fingerprint of every document (from `kept`,
-/// the first pass's texts, when it kept them).
-fn read(args: &Args, files: &[PathBuf], mut fp: Fingerprinter, kept: Option<corpus::KeptCorpus>, sketch_options: SketchOptions) -> anyhow::Result<Corpus> {
-    let bar = progress::steps(files.len() as u64, "fingerprinting");
-    let mut docs: Vec<CorpusDoc> = Vec::new();
-    let mut skipped: Vec<(String, String)> = Vec::new();
-    let utf8 = args.read.invalid_utf8();
-    let mut sketcher = (!args.no_confirm).then(|| Sketcher::new(sketch_options)).transpose()?;
-    let mut sets = (!args.no_confirm && !args.no_second_look).then(Vec::new);
-    let mut budget = args.keep_text_bytes;
-    if let (Some(kept), Some(sketcher)) = (kept, sketcher.as_mut()) {
-        kept.for_each_doc(
-            &bar,
-            |doc| {
-                let (outcome, sketch) = from_text(&mut fp, sketcher, doc.text.as_deref().map_err(Clone::clone), &mut sets, &mut budget);
-                let (fingerprint, short, failed) = match outcome {
-                    Ok((value, short)) => (Some(value), short, None),
-                    Err(e) => (None, true, Some(e)),
+/// Reads one document on a worker: its content hash, and its features (`learn`) or
+/// fingerprint, and its sketch (with a sketcher) and shingle set (`keep_set`). The text is
+/// read whole when it is needed twice (features for IDF weights, a sketch); otherwise the
+/// fingerprint streams.
+fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool, keep_set: bool, utf8: InvalidUtf8, doc: Document<Box<dyn Read>>) -> anyhow::Result<Analysed> {
+    let mut doc = doc.map_content(ContentHash::new);
+    let (made, sketch, set) = if learn || sketcher.is_some() {
+        match doc.text(utf8) {
+            Ok(text) => {
+                let features = |fp: &mut Fingerprinter, features: DocumentFeatures| fp.check_features(&features).map(|()| Made::Features(features));
+                // the features or fingerprint and the sketch, in one scan of the text
+                let (made, sketch) = match (learn, sketcher) {
+                    (true, Some(sketcher)) => {
+                        let (f, sketch) = fp.document_features_and_sketch(&text, sketcher);
+                        (features(fp, f), Some((sketch, sketcher)))
+                    }
+                    (false, Some(sketcher)) => {
+                        let (f, sketch) = fp.fingerprint_and_sketch(&text, sketcher);
+                        (f.map(|f| Made::Fingerprint(f.value, f.short)), Some((sketch, sketcher)))
+                    }
+                    (true, None) => {
+                        let f = fp.document_features(&text);
+                        (features(fp, f), None)
+                    }
+                    (false, None) => (fp.fingerprint(&text).map(|f| Made::Fingerprint(f.value, f.short)), None),
                 };
-                docs.push(CorpusDoc { content: doc.content, id: doc.id, fingerprint, sketch, short });
-                Ok(failed)
-            },
-            |s| skipped.push((s.id, s.reason)),
-        )?;
-        bar.finish_and_clear();
-        return Ok(Corpus { docs, skipped, recipe: fp.recipe(), sets });
-    }
-    corpus::for_each_doc(
+                let set = sketch.as_ref().filter(|_| keep_set).map(|(_, s)| s.last_shingles().to_vec());
+                (made.map_err(|e| e.to_string()), sketch.map(|(s, _)| s), set)
+            }
+            Err(e) => (Err(e.to_string()), None, None),
+        }
+    } else {
+        (doc.fingerprint(fp, utf8).map(|o| Made::Fingerprint(o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string()), None, None)
+    };
+    // hash the whole content even where the fingerprinter stopped early
+    let content = doc.content.finish()?;
+    Ok(Analysed { content, made, sketch, set })
+}
+
+/// Bytes a kept shingle set takes.
+fn set_bytes(set: &[u64]) -> usize {
+    set.len() * 8 + std::mem::size_of::<Vec<u64>>()
+}
+
+/// The first pass over the inputs on `threads` threads: every document read once (content
+/// hash, features or fingerprint, sketch of recipe `sketch_options`, shingle set), IDF
+/// weights counted when `learn`. What the later passes need is kept while it takes at most
+/// `--keep-text-bytes` in all: the documents' features for the fingerprint pass (dropped
+/// first beyond it: that pass then reads the inputs again) and their shingle sets for the
+/// second look (dropped next: it then reads again the documents it needs).
+fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, sketch_options: SketchOptions, threads: usize) -> anyhow::Result<FirstPass> {
+    let bar = progress::steps(files.len() as u64, if learn { "learning IDF" } else { "fingerprinting" });
+    let utf8 = args.read.invalid_utf8();
+    let sketcher = (!args.no_confirm).then(|| Sketcher::new(sketch_options)).transpose()?;
+    let keep_sets = !args.no_confirm && !args.no_second_look;
+    let mut pass = FirstPass {
+        docs: Vec::new(),
+        features: learn.then(Vec::new),
+        sets: keep_sets.then(Vec::new),
+        skipped: Vec::new(),
+        idf: learn.then(|| IdfBuilder::new(fp.options().feature_recipe())),
+    };
+    let (mut features_bytes, mut sets_bytes) = (0usize, 0usize);
+    let worker = || {
+        let (mut fp, mut sketcher) = (fp.clone(), sketcher.clone());
+        move |doc| analyse(&mut fp, sketcher.as_mut(), learn, keep_sets, utf8, doc)
+    };
+    corpus::for_each_doc_parallel(
         files,
         &args.read,
         &bar,
-        |doc| {
-            let mut doc = doc.map_content(ContentHash::new);
-            // With sketches, the text is read whole (both are made of it); without, the
-            // fingerprint streams.
-            let (outcome, sketch) = match sketcher.as_mut() {
-                Some(sketcher) => from_text(&mut fp, sketcher, doc.text(utf8).as_deref().map_err(ToString::to_string), &mut sets, &mut budget),
-                None => (doc.fingerprint(&mut fp, utf8).map(|o| (o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string()), None),
+        threads,
+        worker,
+        |id, a| {
+            let (fingerprint, short, features, failed) = match a.made {
+                Ok(Made::Fingerprint(value, short)) => (Some(value), short, None, None),
+                Ok(Made::Features(f)) => (None, false, Some(f), None),
+                Err(e) => (None, true, None, Some(e)),
             };
-            // hash the whole content even where the fingerprinter stopped early
-            let content = doc.content.finish()?;
-            let (fingerprint, short, failed) = match outcome {
-                Ok((value, short)) => (Some(value), short, None),
-                Err(e) => (None, true, Some(e)),
-            };
-            docs.push(CorpusDoc { content, id: doc.id, fingerprint, sketch, short });
+            if let (Some(idf), Some(f)) = (pass.idf.as_mut(), &features) {
+                idf.add_document(f.distinct());
+            }
+            if let Some(kept) = pass.features.as_mut() {
+                features_bytes += features.as_ref().map_or(0, DocumentFeatures::heap_bytes);
+                kept.push(features);
+            }
+            if let Some(kept) = pass.sets.as_mut() {
+                let set = a.set.unwrap_or_default();
+                sets_bytes += set_bytes(&set);
+                kept.push(set);
+            }
+            if features_bytes + sets_bytes > args.keep_text_bytes {
+                if pass.features.take().is_some() {
+                    features_bytes = 0;
+                } else if pass.sets.take().is_some() {
+                    sets_bytes = 0;
+                }
+            }
+            pass.docs.push(CorpusDoc { content: a.content, id, fingerprint, sketch: a.sketch, short });
             Ok(failed)
         },
-        |s| skipped.push((s.id, s.reason)),
+        |s| pass.skipped.push((s.id, s.reason)),
     )?;
     bar.finish_and_clear();
-    Ok(Corpus { docs, skipped, recipe: fp.recipe(), sets })
+    Ok(pass)
+}
+
+/// What the first pass found.
+struct FirstPass {
+    /// Every document, its fingerprint still missing in a run that learns IDF weights.
+    docs: Vec<CorpusDoc>,
+    /// Each document's features (`None` for one without), in a run that learns IDF weights,
+    /// while within the budget.
+    features: Option<Vec<Option<DocumentFeatures>>>,
+    /// Each document's shingle set (empty for one without a sketch), in a run that takes a
+    /// second look, while within the budget.
+    sets: Option<Vec<Vec<u64>>>,
+    skipped: Vec<(String, String)>,
+    /// The document frequencies counted (a run that learns IDF weights).
+    idf: Option<IdfBuilder>,
+}
+
+/// The fingerprints of the documents the first pass left without one, made with `fp` (which
+/// has the learned IDF weights): from their kept features, on `threads` threads, or by reading
+/// the inputs again.
+fn fingerprint_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, pass: &mut FirstPass, threads: usize) -> anyhow::Result<()> {
+    let bar = progress::steps(files.len() as u64, "fingerprinting");
+    match pass.features.take() {
+        Some(features) => {
+            let per_thread = pass.docs.len().div_ceil(threads.max(1)).max(1);
+            std::thread::scope(|s| {
+                for (docs, features) in pass.docs.chunks_mut(per_thread).zip(features.chunks(per_thread)) {
+                    let mut fp = fp.clone();
+                    s.spawn(move || {
+                        for (d, f) in docs.iter_mut().zip(features) {
+                            if let Some(f) = f.as_ref().and_then(|f| fp.fingerprint_features(f).ok()) {
+                                (d.fingerprint, d.short) = (Some(f.value), f.short);
+                            }
+                        }
+                    });
+                }
+            });
+        }
+        None => {
+            let utf8 = args.read.invalid_utf8();
+            let mut next = 0;
+            let docs = &mut pass.docs;
+            let worker = || {
+                let mut fp = fp.clone();
+                move |mut doc: Document<Box<dyn Read>>| Ok(doc.fingerprint(&mut fp, utf8).ok().map(|o| (o.fingerprint.value, o.fingerprint.short)))
+            };
+            corpus::for_each_doc_parallel(
+                files,
+                &args.read,
+                &bar,
+                threads,
+                worker,
+                |_, made| {
+                    let Some(d) = docs.get_mut(next) else { bail!("the inputs changed between the two passes over them: more documents the second time") };
+                    next += 1;
+                    if let Some((value, short)) = made {
+                        (d.fingerprint, d.short) = (Some(value), short);
+                    }
+                    Ok(None)
+                },
+                |_| {},
+            )?;
+            if next != docs.len() {
+                bail!("the inputs changed between the two passes over them: {next} documents the second time, {} the first", docs.len());
+            }
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
 }
 
 /// The readable summary: counts, the size histogram, then the largest near-duplicate

@@ -1,9 +1,9 @@
 //! `simdex dump-log`: the records of an index's logs.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::inspect::{log_files, LogContents};
+use simdex::inspect::log_files;
 use simdex::storage::FsStorage;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -42,12 +42,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut damaged = false;
     for log in logs {
         let name = &log.name;
-        let contents = LogContents::read(&storage, &log)?;
         if !args.json {
-            writeln!(out, "# {name}: {} bytes{}", contents.len(), if log.obsolete { " (obsolete: already flushed)" } else { "" })?;
+            // the size when listed (a live log may grow while it is read)
+            let listed = std::fs::metadata(&log.path).with_context(|| format!("cannot read {}", log.path.display()))?.len();
+            writeln!(out, "# {name}: {listed} bytes{}", if log.obsolete { " (obsolete: already flushed)" } else { "" })?;
         }
         let mut result = Ok(());
-        let scan = contents.scan(|r| {
+        let (scan, len) = log.scan(&storage, |r| {
             let w = if args.json {
                 let ops: Option<Vec<_>> = args.ops.then(|| r.ops().map(|(fp, id)| json!([hex(fp), id])).collect());
                 writeln!(out, "{}", json!({"log": name, "offset": r.offset, "seq": r.seq, "kind": r.kind.name(), "count": r.len(), "sketch_bytes": r.sketch_bytes(), "ops": ops}))
@@ -75,8 +76,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 writeln!(out, "{name} {} DAMAGE {} bytes skipped: {}", d.offset, d.len, d.detail)?;
             }
         }
-        if !args.json && scan.valid_len < contents.len() && scan.damage.is_empty() {
-            writeln!(out, "# {name}: {} bytes at the end are an unfinished record ({:?})", contents.len() - scan.valid_len, scan.end)?;
+        if !args.json && scan.valid_len < len && scan.damage.is_empty() {
+            writeln!(out, "# {name}: {} bytes at the end are an unfinished record ({:?})", len - scan.valid_len, scan.end)?;
         }
     }
     out.flush()?;

@@ -122,7 +122,7 @@ pub fn run(args: Args) -> Result<()> {
     let first_seq = index.stats().last_seq + 1;
     let bar = progress::bytes(input::size_hint(&args.input), "adding");
     let mut decoder = Decoder::new(input::display_name(&args.input), args.format);
-    let mut group = GroupCommit::new(index, &args, first_seq, bar.clone());
+    let mut group = SyncedGroup::new(index, &args, first_seq, bar.clone());
     let streamed = stream(&chunks, &mut decoder, &mut group, &bar);
     bar.finish_and_clear();
     if let Err(e) = streamed {
@@ -142,7 +142,7 @@ pub fn run(args: Args) -> Result<()> {
             "{}",
             json!({
                 "dir": args.dir, "added": summary.added, "first_seq": first_seq, "last_seq": summary.last_seq,
-                "ids_assigned": summary.ids_assigned, "group_commits": summary.commits, "input_bytes": summary.input.bytes,
+                "ids_assigned": summary.ids_assigned, "synced_groups": summary.commits, "input_bytes": summary.input.bytes,
                 "segments": segments, "seconds": start.elapsed().as_secs_f64()
             })
         );
@@ -160,7 +160,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// Reads, decodes and commits until the input ends.
-fn stream(chunks: &ReadAhead, decoder: &mut Decoder, group: &mut GroupCommit, bar: &ProgressBar) -> Result<()> {
+fn stream(chunks: &ReadAhead, decoder: &mut Decoder, group: &mut SyncedGroup, bar: &ProgressBar) -> Result<()> {
     loop {
         let mut chunk = chunks.try_next()?;
         if let Chunk::Waiting = chunk {
@@ -188,7 +188,7 @@ fn stream(chunks: &ReadAhead, decoder: &mut Decoder, group: &mut GroupCommit, ba
 /// The error of a stream that stopped: a bad record or a read error is reported with the
 /// records acknowledged before it (those still buffered are committed first); a failed
 /// commit with the records acknowledged before it.
-fn stopped(error: anyhow::Error, mut group: GroupCommit, decoder: &Decoder, dir: &Path) -> (anyhow::Error, u64) {
+fn stopped(error: anyhow::Error, mut group: SyncedGroup, decoder: &Decoder, dir: &Path) -> (anyhow::Error, u64) {
     let mut error = format!("{error:#}");
     if !group.failed {
         if let Err(e) = group.commit() {
@@ -242,7 +242,7 @@ impl Before {
 }
 
 /// Records waiting to be committed, and what has been acknowledged so far.
-struct GroupCommit {
+struct SyncedGroup {
     index: Index,
     acks: Option<AckFormat>,
     bar: ProgressBar,
@@ -268,7 +268,7 @@ enum AckFormat {
     Json,
 }
 
-impl GroupCommit {
+impl SyncedGroup {
     fn new(index: Index, args: &Args, first_seq: u64, bar: ProgressBar) -> Self {
         Self {
             index,
@@ -357,7 +357,7 @@ struct Summary {
 }
 
 impl Summary {
-    fn of(group: &GroupCommit, decoder: &Decoder) -> Self {
+    fn of(group: &SyncedGroup, decoder: &Decoder) -> Self {
         Self { added: group.acked, last_seq: group.first_seq + group.acked - 1, commits: group.commits, ids_assigned: group.ids_assigned, input: decoder.position() }
     }
 }

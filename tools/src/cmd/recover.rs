@@ -38,7 +38,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let bar = crate::progress::spinner("recovering");
     let report =
-        simdex::inspect::recover_into(&args.dir, &args.out, IndexOptions::default()).with_context(|| format!("recovering {} into {}", args.dir.display(), args.out.display()))?;
+        simdex::recovery::recover_into(&args.dir, &args.out, IndexOptions::default()).with_context(|| format!("recovering {} into {}", args.dir.display(), args.out.display()))?;
     bar.finish_and_clear();
     if args.json {
         let pairs = |v: &[(String, String)]| v.iter().map(|(f, d)| json!({"file": f, "detail": d})).collect::<Vec<_>>();
@@ -48,7 +48,8 @@ pub fn run(args: Args) -> Result<()> {
                 "from": args.dir, "to": args.out, "manifest_problem": report.manifest_problem,
                 "recovered": pairs(&report.recovered), "lost": pairs(&report.lost), "damage_worked_around": pairs(&report.bypassed),
                 "segment_entries": report.segment_entries, "segment_entries_lost": report.segment_entries_lost,
-                "tombstones": report.tombstones, "log_operations": report.log_ops, "log_operations_lost": report.log_ops_lost,
+                "tombstones": report.tombstones, "log_operations": report.log_ops, "log_inserts": report.log_inserts, "log_operations_lost": report.log_ops_lost,
+                "pairs_deleted": report.pairs_deleted, "copies": report.copies, "merged": report.merged,
                 "log_operations_possibly_lost": report.log_ops_possibly_lost, "log_tail_bytes_lost": report.log_tail_bytes_lost, "live_pairs": report.live_pairs,
                 "deletes_possibly_undone": report.deletes_possibly_undone, "document_ids_lost": report.doc_ids_lost,
             }))?
@@ -67,6 +68,16 @@ pub fn run(args: Args) -> Result<()> {
     for (file, what) in &report.lost {
         out!("LOST {file}: {what}");
     }
+    // every pair read is accounted for: read = live + deleted + copies + merged
+    out!(
+        "{} pairs read ({} segment entries, {} logged inserts): {} deleted, {} copies of a pair read twice, {} merged (their ids lost, the same fingerprint)",
+        report.segment_entries + report.log_inserts,
+        report.segment_entries,
+        report.log_inserts,
+        report.pairs_deleted,
+        report.copies,
+        report.merged
+    );
     out!(
         "{} live pairs written to {}; lost: {} segment entries, {} log operations{}{}",
         report.live_pairs,
@@ -77,7 +88,7 @@ pub fn run(args: Args) -> Result<()> {
         if report.log_tail_bytes_lost > 0 { format!(", {} bytes at the end of a log", report.log_tail_bytes_lost) } else { String::new() }
     );
     if report.doc_ids_lost > 0 {
-        out!("{} fingerprints kept without their document id (id {}: their id pages are lost; see LOST above)", report.doc_ids_lost, simdex::inspect::UNKNOWN_DOC_ID);
+        out!("{} fingerprints kept without their document id (id {}: their id pages are lost; see LOST above)", report.doc_ids_lost, simdex::recovery::UNKNOWN_DOC_ID);
     }
     if report.deletes_possibly_undone > 0 {
         out!("up to {} deleted pairs may be in {} again (see LOST above): delete them again if you know them", report.deletes_possibly_undone, args.out.display());

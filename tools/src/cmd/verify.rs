@@ -3,8 +3,7 @@
 use anyhow::Result;
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::inspect::verify_index;
-use simdex::inspect::verify_segment;
+use simdex::recovery::{verify_index, verify_segment};
 use simdex::storage::FsStorage;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,7 +37,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.file.is_dir() {
         return run_dir(&args);
     }
-    let report = verify_segment(&args.file)?;
+    let report = verify_segment(&FsStorage, &args.file)?;
     if args.json {
         let problems: Vec<_> = report.problems.iter().map(|p| json!({"offset": p.offset, "table": p.location.table, "block": p.location.block, "detail": p.detail})).collect();
         out!(
@@ -74,13 +73,13 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
         );
     } else {
         for (file, summary) in &report.checked {
-            out!("{}/{file}: ok ({summary})", args.file.display());
+            out!("{}: ok ({summary})", args.file.join(file).display());
         }
         for note in &report.notes {
-            out!("{}/{note}", args.file.display());
+            out!("{}", args.file.join(note).display());
         }
         for name in &report.unknown {
-            out!("{}/{name}: not a simdex file (left alone)", args.file.display());
+            out!("{}: not a simdex file (left alone)", args.file.join(name).display());
         }
         if report.passes > 1 {
             out!(
@@ -91,7 +90,7 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
             );
         }
         for p in &report.problems {
-            out!("{}/{p}", args.file.display());
+            out!("{}", args.file.join(p.to_string()).display());
         }
         if report.unsettled && !report.is_clean() {
             out!(
@@ -102,7 +101,7 @@ fn run_dir(args: &Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(3));
         }
         for (file, what) in &report.recoverable {
-            out!("{}/{file}: DAMAGED; `simdex recover` can rebuild {what}", args.file.display());
+            out!("{}: DAMAGED; `simdex recover` can rebuild {what}", args.file.join(file).display());
         }
         if report.is_clean() {
             out!("{}: ok ({} files checked)", args.file.display(), report.checked.len());

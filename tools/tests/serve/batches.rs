@@ -292,7 +292,7 @@ fn a_document_batch_answers_as_its_documents_one_by_one() {
 }
 
 #[test]
-fn the_paths_before_issue_35_are_the_same_operations() {
+fn the_old_add_paths_are_the_same_operations() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("idx"), &[]);
     let mut c = server.client();

@@ -189,10 +189,10 @@ fn the_pinned_recipe_is_verified_and_salvaged() {
     let pinned = index.recipe().expect("the first document pins the recipe");
     index.close().unwrap();
     let dir = Path::new("/idx");
-    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
+    let report = simdex::recovery::verify_index(&storage, dir).unwrap();
     assert!(report.is_clean() && report.unknown.is_empty(), "{report:?}");
     assert!(report.checked.iter().any(|(f, _)| f == "RECIPE"), "RECIPE is checked: {:?}", report.checked);
-    let report = simdex::inspect::salvage(&storage, dir, Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
+    let report = simdex::recovery::salvage(&storage, dir, Path::new("/out"), mem_options(&storage, 1 << 20)).unwrap();
     assert!(report.recovered.iter().any(|(f, _)| f == "RECIPE"), "{report:?}");
     assert_eq!(DocumentIndex::open("/out", mem_options(&storage, 1 << 20)).unwrap().recipe(), Some(pinned));
     // A damaged recipe is a problem verify names.
@@ -201,7 +201,7 @@ fn the_pinned_recipe_is_verified_and_salvaged() {
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
     storage.put(&path, &bytes);
-    let report = simdex::inspect::verify_index(&storage, dir).unwrap();
+    let report = simdex::recovery::verify_index(&storage, dir).unwrap();
     assert!(report.problems.iter().any(|p| p.file == "RECIPE"), "{report:?}");
 }
 

@@ -6,5 +6,6 @@
 
 mod by_id;
 mod documents;
+mod features_once;
 mod options;
 mod recipe;

@@ -1,7 +1,7 @@
 //! Opening a damaged segment for salvage: finds every table and column that is still
 //! whole, without trusting the structures that are damaged.
 //!
-//! [`Segment::open`](super::Segment::open) refuses a file whose header, directory or
+//! [`Segment::open`] refuses a file whose header, directory or
 //! footer fails its checks, because every offset comes from them. Salvage cannot stop
 //! there: each table holds every fingerprint, so one whole table is enough. This module
 //! rebuilds the map of the file from what survives:
@@ -24,12 +24,12 @@ use std::path::Path;
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-use super::layout::*;
-use super::reader::{design_from_header, open_column, open_table, read_directory, ColumnAt, Segment, Table};
 use crate::codec::BLOCK_BYTES;
 use crate::error::Result;
 use crate::integrity::check_magic_and_version;
 use crate::plan::{Design, Permutation, TableDesign};
+use crate::segment::layout::*;
+use crate::segment::{design_from_header, open_column, open_table, read_directory, ColumnAt, Segment, Table};
 use crate::storage::FileBytes;
 
 /// A segment opened for salvage, with what had to be worked around.
@@ -58,108 +58,144 @@ pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
         Err(e) => e,
     };
     let mut damage = vec![format!("the segment does not open: {}", first_error.chain_message())];
-    let version = match check_magic_and_version(path, &bytes, &HEADER_MAGIC, "segment (magic SIMDXSEG)", OLDEST_VERSION..=FORMAT_VERSION) {
-        Ok(v) => v,
-        Err(e) => {
-            let guessed = guess_version(&bytes);
-            damage.push(format!("{}; reading it as format version {guessed}, which its table heads have", e.chain_message()));
-            guessed
-        }
-    };
-    let header = match Header::decode(&bytes) {
-        Ok((h, _)) if h.version == version => Some(h),
-        Ok(_) => None,
-        Err(f) => {
-            damage.push(format!("header: {}", f.into_error(path).chain_message()));
-            None
-        }
-    };
-    let directory = match read_directory(&bytes, version) {
-        Ok(d) => Some(d),
-        Err(f) => {
-            damage.push(format!("footer or directory: {}; finding the tables by their heads{}", f.into_error(path).chain_message(), if version >= 2 { " and trailers" } else { "" }));
-            None
-        }
-    };
-
-    // Where each table's head is: the directory's word first, then every head the scan finds.
-    let heads = scan_heads(&bytes, version);
-    let mut located: BTreeMap<usize, DirTable> = BTreeMap::new();
-    if let Some(dir) = &directory {
-        located.extend(dir.tables.iter().copied().enumerate());
-    }
-    for (&at, head) in &heads {
-        let i = usize::from(head.index);
-        if located.get(&i).is_some_and(|d| d.head_offset == at) {
-            continue;
-        }
-        let found = if version >= 2 { find_trailer(&bytes, at, head.index) } else { infer_v1_table(&bytes, at) };
-        if let Some(d) = found {
-            located.entry(i).or_insert(d);
-        }
-    }
-
-    // The design: from the header, else from any version-2 table head.
-    let design = match header.as_ref().map(design_from_header) {
-        Some(Ok(d)) => Some(d),
-        Some(Err(f)) => {
-            damage.push(format!("header design: {}", f.into_error(path).chain_message()));
-            None
-        }
-        None => None,
-    }
-    .or_else(|| heads.values().find_map(|h| h.design.as_ref()).and_then(|d| Design::new(u32::from(d.k), &d.levels.iter().map(|&r| u32::from(r)).collect::<Vec<_>>()).ok()));
-    let table_count = design.as_ref().map_or(1, |d| d.tables().len());
-    let entries = directory.as_ref().map(|d| d.entries).or_else(|| majority(located.values().map(|d| d.entries)));
-    let Some(entries) = entries else {
-        return Err(first_error);
-    };
-
-    let mut tables: Vec<Table> = Vec::new();
-    let mut tables_lost = Vec::new();
-    for i in 0..table_count {
-        let table_design = match &design {
-            Some(d) => d.tables().get(i).cloned(),
-            // Without a design only table 0, the identity, can be read.
-            None => heads.values().find(|h| h.index == 0).map(|h| TableDesign { permutation: Permutation::identity(), prefix_bits: u32::from(h.prefix_bits) }),
-        };
-        let opened = match (located.get(&i), table_design) {
-            (Some(d), Some(td)) => open_table(path, &bytes, version, i, d, td, entries).map_err(|f| f.in_table(i).into_error(path).chain_message()),
-            (None, _) => Err(format!("table {i}: not found (its head or trailer is damaged or lost)")),
-            (Some(_), None) => Err(format!("table {i}: its permutation is unknown (the header is damaged)")),
-        };
-        match opened {
-            Ok(t) => tables.push(t),
-            Err(why) => {
-                damage.push(why);
-                tables_lost.push(i);
-            }
-        }
-    }
-    if design.is_none() {
-        damage.push(format!("the design is unknown (the header is damaged and version-{version} table heads do not repeat it): only table 0 is read"));
+    let map = FileMap::find(path, &bytes, &mut damage);
+    let Some(entries) = map.entries() else { return Err(first_error) };
+    let (tables, tables_lost) = map.open_tables(path, &bytes, entries, &mut damage);
+    if map.design.is_none() {
+        damage.push(format!("the design is unknown (the header is damaged and version-{} table heads do not repeat it): only table 0 is read", map.version));
     }
     if tables.is_empty() {
         return Err(first_error);
     }
-
-    let has_ids = header.as_ref().map(|h| h.has_ids).or_else(|| heads.values().find_map(|h| h.design.as_ref()).map(|d| d.flags & FLAG_HAS_IDS != 0));
-    let has_sketches = header.as_ref().map(|h| h.has_sketches).or_else(|| heads.values().find_map(|h| h.design.as_ref()).map(|d| d.flags & FLAG_HAS_SKETCHES != 0));
     let mut ids_lost = false;
-    let (ids, sketches) = if version >= 2 {
-        let columns = scan_columns(&bytes);
-        let dir_heads = match directory.as_ref().map(|d| d.columns) {
+    let (ids, sketches) = if map.version >= 2 { map.columns_v2(path, &bytes, entries, &mut damage, &mut ids_lost) } else { (map.ids_v1(entries, &mut damage, &mut ids_lost), None) };
+    // Pages are checked one by one as they are read, so a column whose end runs past the
+    // file loses only the pages past it.
+    let FileMap { version, design, .. } = map;
+    let segment = Segment::from_salvaged_parts(path.to_path_buf(), bytes, version, design.unwrap_or_else(stand_in_design), entries, tables, ids, sketches);
+    Ok(Salvaged { segment, damage, tables_lost, ids_lost })
+}
+
+/// The map of a segment file that does not open, rebuilt from what survives.
+struct FileMap {
+    /// Format version (the header's, or guessed from the table heads).
+    version: u32,
+    header: Option<Header>,
+    directory: Option<Directory>,
+    /// Every table head found, by offset.
+    heads: BTreeMap<u64, TableHead>,
+    /// Where each table is, by table number: the directory's word first, then the heads'.
+    located: BTreeMap<usize, DirTable>,
+    /// The design: from the header, else from any version-2 table head.
+    design: Option<Design>,
+}
+
+impl FileMap {
+    /// The version, header, directory, table heads and design of `bytes`, each fault on the
+    /// way in `damage`.
+    fn find(path: &Path, bytes: &[u8], damage: &mut Vec<String>) -> FileMap {
+        let version = match check_magic_and_version(path, bytes, &HEADER_MAGIC, "segment (magic SIMDXSEG)", OLDEST_VERSION..=FORMAT_VERSION) {
+            Ok(v) => v,
+            Err(e) => {
+                let guessed = guess_version(bytes);
+                damage.push(format!("{}; reading it as format version {guessed}, which its table heads have", e.chain_message()));
+                guessed
+            }
+        };
+        let header = match Header::decode(bytes) {
+            Ok((h, _)) if h.version == version => Some(h),
+            Ok(_) => None,
+            Err(f) => {
+                damage.push(format!("header: {}", f.into_error(path).chain_message()));
+                None
+            }
+        };
+        let directory = match read_directory(bytes, version) {
+            Ok(d) => Some(d),
+            Err(f) => {
+                damage.push(format!("footer or directory: {}; finding the tables by their heads{}", f.into_error(path).chain_message(), if version >= 2 { " and trailers" } else { "" }));
+                None
+            }
+        };
+        let heads = scan_heads(bytes, version);
+        let mut located: BTreeMap<usize, DirTable> = BTreeMap::new();
+        if let Some(dir) = &directory {
+            located.extend(dir.tables.iter().copied().enumerate());
+        }
+        for (&at, head) in &heads {
+            let i = usize::from(head.index);
+            if located.get(&i).is_some_and(|d| d.head_offset == at) {
+                continue;
+            }
+            let found = if version >= 2 { find_trailer(bytes, at, head.index) } else { infer_v1_table(bytes, at) };
+            if let Some(d) = found {
+                located.entry(i).or_insert(d);
+            }
+        }
+        let design = match header.as_ref().map(design_from_header) {
+            Some(Ok(d)) => Some(d),
+            Some(Err(f)) => {
+                damage.push(format!("header design: {}", f.into_error(path).chain_message()));
+                None
+            }
+            None => None,
+        }
+        .or_else(|| heads.values().find_map(|h| h.design.as_ref()).and_then(|d| Design::new(u32::from(d.k), &d.levels.iter().map(|&r| u32::from(r)).collect::<Vec<_>>()).ok()));
+        FileMap { version, header, directory, heads, located, design }
+    }
+
+    /// Entries per table: the directory's, else what most found tables say.
+    fn entries(&self) -> Option<u64> {
+        self.directory.as_ref().map(|d| d.entries).or_else(|| majority(self.located.values().map(|d| d.entries)))
+    }
+
+    /// Every table of the design that opens, and the numbers of those that do not (each
+    /// with its reason in `damage`).
+    fn open_tables(&self, path: &Path, bytes: &FileBytes, entries: u64, damage: &mut Vec<String>) -> (Vec<Table>, Vec<usize>) {
+        let table_count = self.design.as_ref().map_or(1, |d| d.tables().len());
+        let (mut tables, mut lost) = (Vec::new(), Vec::new());
+        for i in 0..table_count {
+            let table_design = match &self.design {
+                Some(d) => d.tables().get(i).cloned(),
+                // Without a design only table 0, the identity, can be read.
+                None => self.heads.values().find(|h| h.index == 0).map(|h| TableDesign { permutation: Permutation::identity(), prefix_bits: u32::from(h.prefix_bits) }),
+            };
+            let opened = match (self.located.get(&i), table_design) {
+                (Some(d), Some(td)) => open_table(path, bytes, self.version, i, d, td, entries).map_err(|f| f.in_table(i).into_error(path).chain_message()),
+                (None, _) => Err(format!("table {i}: not found (its head or trailer is damaged or lost)")),
+                (Some(_), None) => Err(format!("table {i}: its permutation is unknown (the header is damaged)")),
+            };
+            match opened {
+                Ok(t) => tables.push(t),
+                Err(why) => {
+                    damage.push(why);
+                    lost.push(i);
+                }
+            }
+        }
+        (tables, lost)
+    }
+
+    /// A flag of the header, else of a version-2 table head that repeats the design.
+    fn flag(&self, header: fn(&Header) -> bool, flag: u8) -> Option<bool> {
+        self.header.as_ref().map(header).or_else(|| self.heads.values().find_map(|h| h.design.as_ref()).map(|d| d.flags & flag != 0))
+    }
+
+    /// Version 2: the id and sketch columns, from the directory or by their heads.
+    fn columns_v2(&self, path: &Path, bytes: &[u8], entries: u64, damage: &mut Vec<String>, ids_lost: &mut bool) -> (Option<ColumnAt>, Option<ColumnAt>) {
+        let columns = scan_columns(bytes);
+        let dir_heads = match self.directory.as_ref().map(|d| d.columns) {
             Some(DirColumns::V2 { ids_head, sketches_head }) => (ids_head, sketches_head),
             // No version-2 directory to place the heads: only the heads found by scanning.
             Some(DirColumns::V1(_)) | None => (0, 0),
         };
         // The id column, when present, starts right after the last table's section.
-        let after_tables = design.as_ref().and_then(|d| located.get(&(d.tables().len() - 1))).map(|t| t.trailer_offset() + TRAILER_BYTES as u64);
+        let after_tables = self.design.as_ref().and_then(|d| self.located.get(&(d.tables().len() - 1))).map(|t| t.trailer_offset() + TRAILER_BYTES as u64);
         let mut column = |kind: ColumnKind, dir_at: u64, expected: Option<bool>| -> Option<ColumnAt> {
             let candidates = std::iter::once(dir_at).filter(|&at| at > 0).chain(columns.iter().filter(|(_, k)| *k == kind).map(|&(at, _)| at));
             let mut last_error = None;
             for at in candidates {
-                match open_column(&bytes, at, kind, entries) {
+                match open_column(bytes, at, kind, entries) {
                     Ok(c) => return Some(c),
                     Err(f) => last_error = Some(f.into_error(path).chain_message()),
                 }
@@ -177,19 +213,24 @@ pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
             if expected != Some(false) && (expected == Some(true) || last_error.is_some()) {
                 damage.push(format!("{} column: {}", kind.name(), last_error.unwrap_or_else(|| "not found (its head is damaged or lost)".into())));
                 if kind == ColumnKind::Ids {
-                    ids_lost = true;
+                    *ids_lost = true;
                 }
             }
             None
         };
-        (column(ColumnKind::Ids, dir_heads.0, has_ids), column(ColumnKind::Sketches, dir_heads.1, has_sketches))
-    } else {
-        let ids = match (has_ids, directory.as_ref().map(|d| d.columns)) {
+        let ids = column(ColumnKind::Ids, dir_heads.0, self.flag(|h| h.has_ids, FLAG_HAS_IDS));
+        (ids, column(ColumnKind::Sketches, dir_heads.1, self.flag(|h| h.has_sketches, FLAG_HAS_SKETCHES)))
+    }
+
+    /// Version 1: the id column, from the directory or where it must follow the last table.
+    fn ids_v1(&self, entries: u64, damage: &mut Vec<String>, ids_lost: &mut bool) -> Option<ColumnAt> {
+        let has_ids = self.flag(|h| h.has_ids, FLAG_HAS_IDS);
+        match (has_ids, self.directory.as_ref().map(|d| d.columns)) {
             (Some(false), _) => None,
             (_, Some(DirColumns::V1(ids))) if has_ids == Some(true) => Some(ColumnAt::v1_ids(&ids)),
             (_, Some(DirColumns::V1(_) | DirColumns::V2 { .. }) | None) => {
                 // The ids follow the last table, 8-aligned, and their page CRCs follow them.
-                let last = design.as_ref().and_then(|d| located.get(&(d.tables().len() - 1)));
+                let last = self.design.as_ref().and_then(|d| self.located.get(&(d.tables().len() - 1)));
                 match last {
                     Some(t) if has_ids == Some(true) => {
                         let ids_offset = align_up(t.index_columns_end(), 8);
@@ -197,18 +238,13 @@ pub fn salvage_open(path: &Path, bytes: FileBytes) -> Result<Salvaged> {
                     }
                     _ => {
                         damage.push("document ids: their place is unknown (the header or the last table is lost)".into());
-                        ids_lost = true;
+                        *ids_lost = true;
                         None
                     }
                 }
             }
-        };
-        (ids, None)
-    };
-    // Pages are checked one by one as they are read, so a column whose end runs past the
-    // file loses only the pages past it.
-    let segment = Segment::from_salvaged_parts(path.to_path_buf(), bytes, version, design.unwrap_or_else(stand_in_design), entries, tables, ids, sketches);
-    Ok(Salvaged { segment, damage, tables_lost, ids_lost })
+        }
+    }
 }
 
 /// The design a segment read without its design carries: one identity table (the only

@@ -1,0 +1,252 @@
+//! A map from feature hashes to integers, laid out for many lookups at once: what the IDF
+//! table (`idf`) keeps its weights and document frequencies in.
+//!
+//! A corpus has millions of distinct features, so nearly every lookup misses the caches. A
+//! general hash map probes one key after another, each miss waiting for the one before; here
+//! a batch of keys first has its slots prefetched, then looked up, so that the misses of a
+//! batch overlap. Open addressing with linear probing on the (uniform) feature hash: the
+//! home slot of `h` is `h * slots >> 64`, at most three quarters of the slots are taken, a
+//! slot holds its key and value side by side (one cache line for the common probe), and the
+//! hash 0 marks an empty slot (its value is kept apart).
+
+// Indexing: slots are indexed by positions below `slots.len()`, reduced by `home` and `next`.
+#![allow(clippy::indexing_slicing)]
+
+/// Keys looked up together ([`FeatureMap::get_many`]): enough misses in flight to fill the
+/// memory system, few enough that the prefetched lines are still there.
+const BATCH: usize = 16;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Slot {
+    key: u64,
+    value: u64,
+}
+
+/// Feature hash -> `u64`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FeatureMap {
+    slots: Vec<Slot>,
+    /// keys other than 0 stored
+    len: usize,
+    /// the value of the key 0
+    zero: Option<u64>,
+}
+
+impl FeatureMap {
+    /// An empty map with room for `n` keys before it grows.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        let mut m = FeatureMap::default();
+        m.reserve(n);
+        m
+    }
+
+    /// Keys stored.
+    pub(crate) fn len(&self) -> usize {
+        self.len + usize::from(self.zero.is_some())
+    }
+
+    #[inline]
+    fn home(&self, h: u64) -> usize {
+        ((u128::from(h) * self.slots.len() as u128) >> 64) as usize
+    }
+
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.slots.len() {
+            0
+        } else {
+            i + 1
+        }
+    }
+
+    /// The slot of `h` (non-zero), or the empty slot where it would go.
+    #[inline]
+    fn find(&self, h: u64) -> usize {
+        let mut i = self.home(h);
+        loop {
+            let key = self.slots[i].key;
+            if key == h || key == 0 {
+                return i;
+            }
+            i = self.next(i);
+        }
+    }
+
+    /// The value of `h`.
+    #[inline]
+    pub(crate) fn get(&self, h: u64) -> Option<u64> {
+        if h == 0 {
+            return self.zero;
+        }
+        if self.slots.is_empty() {
+            return None;
+        }
+        let s = self.slots[self.find(h)];
+        (s.key == h).then_some(s.value)
+    }
+
+    /// Calls `f(i, value)` for each of `keys` (`i` its position), the keys' slots fetched a
+    /// batch at a time.
+    #[inline]
+    pub(crate) fn get_many(&self, keys: &[u64], mut f: impl FnMut(usize, Option<u64>)) {
+        for (b, batch) in keys.chunks(BATCH).enumerate() {
+            self.prefetch(batch);
+            for (i, &h) in batch.iter().enumerate() {
+                f(b * BATCH + i, self.get(h));
+            }
+        }
+    }
+
+    /// Adds `by` to the value of each of `keys` (a missing key counts from 0), the keys'
+    /// slots fetched a batch at a time.
+    pub(crate) fn add_many(&mut self, keys: &[u64], by: u64) {
+        self.reserve(self.len + keys.len());
+        for batch in keys.chunks(BATCH) {
+            self.prefetch(batch);
+            for &h in batch {
+                self.add_reserved(h, by);
+            }
+        }
+    }
+
+    /// Sets the value of `h`.
+    pub(crate) fn insert(&mut self, h: u64, value: u64) {
+        if h == 0 {
+            self.zero = Some(value);
+            return;
+        }
+        self.reserve(self.len + 1);
+        let i = self.find(h);
+        if self.slots[i].key == 0 {
+            self.len += 1;
+        }
+        self.slots[i] = Slot { key: h, value };
+    }
+
+    /// `add_many` of one key, with room for it already made.
+    #[inline]
+    fn add_reserved(&mut self, h: u64, by: u64) {
+        if h == 0 {
+            *self.zero.get_or_insert(0) += by;
+            return;
+        }
+        let i = self.find(h);
+        let slot = &mut self.slots[i];
+        if slot.key == 0 {
+            slot.key = h;
+            self.len += 1;
+        }
+        slot.value += by;
+    }
+
+    /// Grows so that `n` non-zero keys fit within three quarters of the slots.
+    fn reserve(&mut self, n: usize) {
+        if 4 * n <= 3 * self.slots.len() {
+            return;
+        }
+        let slots = (4 * n / 3 + 1).max(2 * self.slots.len()).max(64);
+        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); slots]);
+        for s in old.into_iter().filter(|s| s.key != 0) {
+            let i = self.find(s.key);
+            self.slots[i] = s;
+        }
+    }
+
+    /// Every `(key, value)`, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.slots.iter().filter(|s| s.key != 0).map(|s| (s.key, s.value)).chain(self.zero.map(|v| (0, v)))
+    }
+
+    /// Replaces every value by `f(value)`, keeping the keys where they are.
+    pub(crate) fn map_values(&mut self, f: impl Fn(u64) -> u64) {
+        for s in self.slots.iter_mut().filter(|s| s.key != 0) {
+            s.value = f(s.value);
+        }
+        if let Some(z) = self.zero.as_mut() {
+            *z = f(*z);
+        }
+    }
+
+    /// Asks the memory system for the home slots of `keys`.
+    #[inline]
+    fn prefetch(&self, keys: &[u64]) {
+        if self.slots.is_empty() {
+            return;
+        }
+        for &h in keys {
+            let slot: *const Slot = &self.slots[self.home(h)];
+            prefetch(slot.cast());
+        }
+    }
+}
+
+impl PartialEq for FeatureMap {
+    /// The same keys with the same values (however they are laid out).
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl Eq for FeatureMap {}
+
+/// Hints that the cache line at `p` is about to be read.
+#[inline(always)]
+fn prefetch(p: *const i8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE (which has
+    // it) is part of every x86-64 CPU. `p` points into a live slot anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Every operation against std's HashMap, through growth, with the key 0 and with keys
+    /// that share a home slot (clustered at the end of the table, to wrap around).
+    #[test]
+    fn agrees_with_a_hash_map() {
+        let mut s = 1u64;
+        let mut next = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            crate::hash::fmix64(s)
+        };
+        let mut keys: Vec<u64> = (0..5000).map(|_| next()).collect();
+        keys.extend([0, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1, 2, 3]);
+        let repeated = keys[..200].to_vec();
+        keys.extend(repeated);
+        let mut m = FeatureMap::default();
+        let mut oracle: HashMap<u64, u64> = HashMap::new();
+        for (n, chunk) in keys.chunks(97).enumerate() {
+            m.add_many(chunk, n as u64 + 1);
+            for &k in chunk {
+                *oracle.entry(k).or_insert(0) += n as u64 + 1;
+            }
+            m.insert(chunk[0], 7);
+            oracle.insert(chunk[0], 7);
+        }
+        assert_eq!(m.len(), oracle.len());
+        for (&k, &v) in &oracle {
+            assert_eq!(m.get(k), Some(v), "{k}");
+        }
+        let probe: Vec<u64> = keys.iter().map(|k| k ^ 0x10).chain(keys.iter().copied()).collect();
+        m.get_many(&probe, |i, v| assert_eq!(v, oracle.get(&probe[i]).copied(), "{}", probe[i]));
+        let mut all: Vec<(u64, u64)> = m.iter().collect();
+        all.sort_unstable();
+        let mut want: Vec<(u64, u64)> = oracle.into_iter().collect();
+        want.sort_unstable();
+        assert_eq!(all, want);
+        let mut doubled = m.clone();
+        doubled.map_values(|v| 2 * v);
+        assert!(all.iter().all(|&(k, v)| doubled.get(k) == Some(2 * v)));
+        assert_ne!(doubled, m);
+        assert_eq!(m.clone(), m);
+        assert_eq!(FeatureMap::with_capacity(10).get(5), None);
+    }
+}
