@@ -145,7 +145,7 @@ impl Index {
     /// index.insert(0x1111, 7)?;
     /// assert_eq!(index.replace(0x2222, 7)?.previous, vec![0x1111]);
     /// assert_eq!(index.fingerprints_of(7)?, vec![0x2222]);
-    /// # Ok::<(), simdex::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn replace(&self, fingerprint: u64, doc_id: u64) -> Result<Replaced> {
         self.replace_with(fingerprint, doc_id, None)
@@ -182,7 +182,7 @@ impl Index {
     /// // rewritten: the new version replaces the old one
     /// assert!(matches!(index.find_or_replace(0x0000_ffff, 7, &within3)?, FindOrReplace::Replaced { .. }));
     /// assert_eq!(index.fingerprints_of(7)?, vec![0x0000_ffff]);
-    /// # Ok::<(), simdex::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn find_or_replace(&self, fingerprint: u64, doc_id: u64, options: &QueryOptions) -> Result<FindOrReplace> {
         self.engine.check_k(options)?;
