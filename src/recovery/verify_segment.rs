@@ -1,5 +1,5 @@
 //! Full verification of a segment, in steps: the structure a cheap open checks, every
-//! table's blocks ([`verify_table`]: checksums, decoded, sorted within and across blocks,
+//! table's blocks (`verify_table`: checksums, decoded, sorted within and across blocks,
 //! keys and counts), the same fingerprints in every table, the columns' pages, and zero
 //! padding between the structures. Unlike [`Segment::open`] it reads every byte and keeps
 //! going after a fault, so it can name all of them.
