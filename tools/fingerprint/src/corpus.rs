@@ -16,7 +16,7 @@ use std::hash::Hasher;
 use std::io::{Read, Write};
 
 use simdex::SortedTables;
-use simdex::{clusters_from_pairs, near_pairs};
+use simdex::{clusters_from_pairs, near_pairs, ClusterOptions};
 
 use crate::sketch::Sketch;
 use crate::{DocumentQuery, Error, DEFAULT_MIN_SIMILARITY};
@@ -414,7 +414,7 @@ fn band_links(docs: &[CorpusDoc], reps: &[(u64, u32)], known: &[NearLink]) -> Ve
 /// distance (the similarity is filled in by the caller).
 fn near_links(reps: &[(u64, u32)], k: u32, threads: usize) -> Result<Vec<NearLink>, Error> {
     let tables = SortedTables::new(reps.iter().map(|&(fp, i)| (fp, u64::from(i))).collect(), k)?;
-    let fp_pairs = near_pairs(&tables, k, threads.max(1))?;
+    let fp_pairs = near_pairs(&tables, &ClusterOptions::new(k).with_threads(threads.max(1)))?;
     let mut by_fp = reps.to_vec();
     by_fp.sort_unstable();
     let docs_of = |fp: u64| {
