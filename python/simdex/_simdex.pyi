@@ -15,8 +15,8 @@ nothing written), ``"inserted"`` (a new id: stored), ``"replaced"`` (the id held
 fingerprints, none near: deleted, and the new one stored, in one log record)."""
 
 class DocumentMatch(NamedTuple):
-    """A stored document a document call matched. Changed in issue 20: a 4-tuple (it was
-    (fingerprint, distance, doc_id)); index or name the fields rather than unpack three."""
+    """A stored document a document call matched: a 4-tuple since it carries the similarity
+    (it was (fingerprint, distance, doc_id)); index or name the fields rather than unpack three."""
 
     fingerprint: int
     distance: int
