@@ -109,6 +109,33 @@ impl StringBuilder {
     }
 }
 
+/// The columns id, content, text and error of documents read, with each record's place.
+struct DocumentColumns {
+    places: Vec<u8>,
+    columns: [StringBuilder; 4],
+}
+
+impl DocumentColumns {
+    fn new() -> Self {
+        DocumentColumns { places: Vec::new(), columns: [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()] }
+    }
+
+    /// Appends one record read (`crate::spark::read_into`'s) at `place`.
+    fn push(&mut self, place: u64, (id, content, text, error): crate::spark::ReadDocument) -> PyResult<()> {
+        self.places.extend_from_slice(&place.to_le_bytes());
+        let [i, c, t, e] = &mut self.columns;
+        i.push(Some(&id))?;
+        c.push(content.as_deref())?;
+        t.push(text.as_deref())?;
+        e.push(error.as_deref())
+    }
+
+    fn into_py(self, py: Python<'_>) -> (Bound<'_, PyBytes>, [StringColumn<'_>; 4]) {
+        let [i, c, t, e] = self.columns;
+        (PyBytes::new(py, &self.places), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)])
+    }
+}
+
 /// A string column for Python: `(data, offsets, validity)`.
 type StringColumn<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
@@ -123,7 +150,7 @@ type StringColumn<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, P
 fn read_jsonl_range<'py>(py: Python<'py>, path: std::path::PathBuf, name: String, start: u64, end: u64, strict: bool) -> PyResult<(Bound<'py, PyBytes>, [StringColumn<'py>; 4])> {
     use std::io::{BufRead, Seek};
     let failed = |e: std::io::Error| PyValueError::new_err(format!("cannot read {name}: {e}"));
-    let (places, columns) = py.allow_threads(|| -> PyResult<(Vec<u8>, [StringBuilder; 4])> {
+    let columns = py.allow_threads(|| -> PyResult<DocumentColumns> {
         let mut file = std::fs::File::open(&path).map_err(failed)?;
         if start > 0 {
             file.seek(std::io::SeekFrom::Start(start - 1)).map_err(failed)?;
@@ -151,21 +178,15 @@ fn read_jsonl_range<'py>(py: Python<'py>, path: std::path::PathBuf, name: String
             };
             Ok(before + line)
         };
-        let (mut places, mut columns) = (Vec::new(), [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()]);
+        let mut columns = DocumentColumns::new();
         let mut record = 0u64;
-        crate::spark::read_into(std::io::Cursor::new(lines), &name, Format::JsonLines, strict, &mut line_of, &mut |(id, content, text, error)| {
-            places.extend_from_slice(&(start + record).to_le_bytes());
+        crate::spark::read_into(std::io::Cursor::new(lines), &name, Format::JsonLines, strict, &mut line_of, &mut |doc| {
             record += 1;
-            let [i, c, t, e] = &mut columns;
-            i.push(Some(&id))?;
-            c.push(content.as_deref())?;
-            t.push(text.as_deref())?;
-            e.push(error.as_deref())
+            columns.push(start + record - 1, doc)
         })?;
-        Ok((places, columns))
+        Ok(columns)
     })?;
-    let [i, c, t, e] = columns;
-    Ok((PyBytes::new(py, &places), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)]))
+    Ok(columns.into_py(py))
 }
 
 /// The documents of whole files (text or HTML: one record each), read as `simdex dedup`
@@ -185,8 +206,8 @@ fn read_whole_files<'py>(
     if names.len() != paths.len() || formats.len() != paths.len() || places.len() != paths.len() {
         return Err(PyValueError::new_err("paths, names, formats and places differ in length"));
     }
-    let (out, columns) = py.allow_threads(|| -> PyResult<(Vec<u8>, [StringBuilder; 4])> {
-        let (mut out, mut columns) = (Vec::new(), [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()]);
+    let columns = py.allow_threads(|| -> PyResult<DocumentColumns> {
+        let mut columns = DocumentColumns::new();
         for (((path, name), format), place) in paths.iter().zip(&names).zip(&formats).zip(&places) {
             let format = match format.as_str() {
                 "html" => Format::Html,
@@ -194,19 +215,11 @@ fn read_whole_files<'py>(
                 _ => Format::Text,
             };
             let data = std::fs::read(path).map_err(|e| PyValueError::new_err(format!("cannot read {name}: {e}")))?;
-            crate::spark::read_into(std::io::Cursor::new(data), name, format, strict, &mut Ok, &mut |(id, content, text, error)| {
-                out.extend_from_slice(&place.to_le_bytes());
-                let [i, c, t, e] = &mut columns;
-                i.push(Some(&id))?;
-                c.push(content.as_deref())?;
-                t.push(text.as_deref())?;
-                e.push(error.as_deref())
-            })?;
+            crate::spark::read_into(std::io::Cursor::new(data), name, format, strict, &mut Ok, &mut |doc| columns.push(*place, doc))?;
         }
-        Ok((out, columns))
+        Ok(columns)
     })?;
-    let [i, c, t, e] = columns;
-    Ok((PyBytes::new(py, &out), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)]))
+    Ok(columns.into_py(py))
 }
 
 /// Documents from a DataFrame's column of bodies (`bodies`, an Arrow string or binary

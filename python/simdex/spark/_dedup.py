@@ -22,21 +22,23 @@ corpus order.
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-from .._simdex import CorpusRecipe, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, write_kept, write_tsv
+from .._simdex import CorpusRecipe, CorpusRule, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, shingle_sets, undecided_documents, write_kept, write_tsv
 from . import _pipeline as P
 from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _plan
+from ._output import concatenate
 
 # a map task's rows: packed documents for partition ``pid``, or (``fps`` null) its counts
 SCATTERED = "pid long, fps binary, documents long, bad long, skipped long, fingerprinted long, shown string"
-JOINED = "la binary, lb binary, ld binary, ls binary, mo binary, mr binary, mf binary, ids binary, id_offsets binary, documents long, bad long, skipped long, fingerprinted long, shown string"
+JOINED = "la binary, lb binary, ld binary, ls binary, lu binary, mo binary, mr binary, mf binary, ids binary, id_offsets binary, documents long, bad long, skipped long, fingerprinted long, shown string"
 SHOWN = 5  # skipped records named in the summary
+SETS = "o binary, l binary, s binary"
+BANDS = 16  # copies of a representative in the band group (one a band; for the plan only)
 
 
 def _schema(ddl: str):
@@ -49,7 +51,9 @@ def _schema(ddl: str):
 
 @dataclass
 class Dedup:
-    """What ``dedup`` found and wrote: the counts of the report, the recipe, ``k`` and the
+    """What ``dedup`` found and wrote: the counts of the report (``beyond_k``: links found
+    because their sketches share a band; ``second_look``: the pairs decided by exact Jaccard and
+    how many changed side, None when none was within the noise), the recipe, ``k`` and the
     threshold (None when not confirmed)."""
 
     documents: int
@@ -60,6 +64,8 @@ class Dedup:
     exact_groups: int
     redundant: int
     links: int
+    beyond_k: int
+    second_look: Optional[Tuple[int, int]]
     clusters: int
     clustered: int
     pairs: int
@@ -90,19 +96,7 @@ class Parts:
         os.replace(tmp, os.path.join(self.dir, f"part-{task:08d}"))
 
     def join(self, prefix: bytes = b"") -> int:
-        lines = 0
-        tmp = self.path + ".tmp"
-        with open(tmp, "wb") as out:
-            out.write(prefix)
-            for part in sorted(glob.glob(os.path.join(self.dir, "part-*"))):
-                with open(part, "rb") as f:
-                    while True:
-                        chunk = f.read(1 << 20)
-                        if not chunk:
-                            break
-                        lines += chunk.count(b"\n")
-                        out.write(chunk)
-        os.replace(tmp, self.path)
+        lines = concatenate(self.dir, self.path, prefix)
         shutil.rmtree(self.dir, ignore_errors=True)
         return lines
 
@@ -170,15 +164,14 @@ def _skipped_rows(b, good, status, reasons):
     return rows.sort_by("ord")
 
 
-def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[float], estimate: int, skipped_parts: Optional[Parts], index=None):
+def _pairs(spark, corpus, recipe: CorpusRecipe, rule: CorpusRule, estimate: int, skipped_parts: Optional[Parts], index=None):
     """Step 2's one job (see the module docs): the driver's table of every partition's links
     and members (one row each) and every map batch's counts (rows with ``la`` null)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    split, parts, pids, group_of = _plan(spark, max(estimate, 1), k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN)
+    split, parts, pids, group_of = _plan(spark, max(estimate, 1), rule.k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, [BANDS] if rule.band_candidates else [])
     bc = spark.sparkContext.broadcast(recipe)
-    sketches = threshold is not None
     _SCATTERED, _JOINED = _schema(SCATTERED), _schema(JOINED)
 
     def scatter(task, batches):
@@ -193,7 +186,7 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[floa
             ids = P.arrow_buffers(pc.fill_null(g.column(1), ""))
             texts = P.arrow_buffers(pc.fill_null(g.column(3), ""))
             partitions, data, offsets, status, r_data, r_offsets, fps, sks = scatter_documents(
-                r, split, parts, P._u64s(g.column(0)), *ids, *P.arrow_buffers(g.column(2)), *texts, _flags(has_text), sketches, check is not None
+                r, split, parts, P._u64s(g.column(0)), *ids, *P.arrow_buffers(g.column(2)), *texts, _flags(has_text), rule, check is not None
             )
             status = _u8(status)
             if check is not None:
@@ -227,11 +220,11 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[floa
             counted = b.filter(pc.invert(has))
             if counted.num_rows:
                 m = counted.num_rows
-                yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.binary()) for _ in range(9)] + [counted.column(i) for i in range(2, 7)], schema=_JOINED)
+                yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.binary()) for _ in range(10)] + [counted.column(i) for i in range(2, 7)], schema=_JOINED)
             blobs.append(_blob_bytes(b.column(1).filter(has)))
         if group is None:
             return
-        found = join_documents(split, group, b"".join(blobs), threshold)
+        found = join_documents(split, group, b"".join(blobs), rule)
         yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found] + [pa.nulls(1, pa.int64()) for _ in range(4)] + [pa.nulls(1, pa.string())], schema=_JOINED)
 
     from pyspark.sql import functions as F
@@ -239,6 +232,29 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[floa
     scattered = corpus.map(scatter, SCATTERED)
     rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(join, JOINED)
     return pa.Table.from_batches(rows._collect_as_arrow(), schema=_JOINED), split
+
+
+def _second_look(spark, corpus, recipe: CorpusRecipe, wanted: bytes):
+    """The shingle sets of the documents ``wanted`` (the ords of the links left undecided):
+    one more pass over the corpus whose tasks give the library the texts; the sets come back
+    to the driver, concatenated as ``shingle_sets`` returns them (small: the documents of pairs
+    within the sketch's noise of the threshold)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bc = spark.sparkContext.broadcast((recipe, wanted))
+    schema = _schema(SETS)
+
+    def run(task, batches):
+        r, w = bc.value
+        for b in batches:
+            g = b.filter(pc.is_valid(b.column(2)))
+            found = shingle_sets(r, P._u64s(g.column(0)), *P.arrow_buffers(pc.fill_null(g.column(3), "")), _flags(pc.is_valid(g.column(3))), w)
+            if found[0]:
+                yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found], schema=schema)
+
+    table = pa.Table.from_batches(corpus.map(run, SETS)._collect_as_arrow(), schema=schema)
+    return tuple(_concat(table.column(c)) for c in ("o", "l", "s"))
 
 
 def _write_kept(spark, corpus, dropped: bytes, path: str) -> int:
@@ -300,18 +316,24 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
             # pairs as for the check: what simdex dedup --index sketches with
             recipe = index.sketching(recipe)
             index.prepare(work, *asked, Parts)
+        rule = CorpusRule(recipe, *asked)
         with P.step(sc, "fingerprint, scatter, join and confirm"):
-            table, split = _pairs(spark, corpus, recipe, k, threshold, estimate, skipped_parts, index)
+            table, split = _pairs(spark, corpus, recipe, rule, estimate, skipped_parts, index)
         counts = {c: pc.sum(table.column(c)).as_py() or 0 for c in ("documents", "bad", "skipped", "fingerprinted")}
         shown = [line for s in table.column("shown").to_pylist() if s for line in s.split("\n")][:SHOWN]
         found = table.filter(pc.is_valid(table.column("la")))
-        cols = [_concat(found.column(c)) for c in ("la", "lb", "ld", "ls", "mo", "mr", "mf")]
+        cols = [_concat(found.column(c)) for c in ("la", "lb", "ld", "ls", "lu", "mo", "mr", "mf")]
         ids = [pa.Array.from_buffers(pa.binary(), len(o) // 4 - 1, [None, pa.py_buffer(o), pa.py_buffer(d)]) for d, o in zip(found.column("ids").to_pylist(), found.column("id_offsets").to_pylist())]
         ids = pa.concat_arrays(ids) if ids else pa.array([], pa.binary())
         if skipped_parts:
             skipped_parts.join()
+        wanted = undecided_documents(cols[0], cols[1], cols[4])
+        sets = None
+        if wanted:
+            with P.step(sc, "second look: shingle sets of the pairs within the noise"):
+                sets = _second_look(spark, corpus, recipe, wanted)
         with P.step(sc, "clusters, pairs and clusters files (driver)"):
-            f = finish_dedup(*cols, *P.arrow_buffers(ids), pairs, clusters)
+            f = finish_dedup(*cols, *P.arrow_buffers(ids), rule, sets, pairs, clusters)
         del table, found, cols, ids
         if index is not None:
             with P.step(sc, "index: matches written, new documents inserted (driver)"):
@@ -332,6 +354,8 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
         exact_groups=f.exact_groups,
         redundant=f.redundant,
         links=f.links,
+        beyond_k=f.beyond_k,
+        second_look=(f.second_look_decided, f.second_look_changed) if wanted else None,
         clusters=f.clusters,
         clustered=f.clustered,
         pairs=f.pairs,
