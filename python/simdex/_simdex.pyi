@@ -244,8 +244,11 @@ def corpus_options(k: Optional[int] = None, confirm: bool = True, threshold: Opt
     """(k, threshold) of a corpus dedup as every front decides it (the document calls' one limit and
     message: ValueError past it)."""
 
-def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes) -> Tuple[bytes, bytes]:
-    """The IDF pass of one Arrow batch: (features, counts), u64 columns."""
+def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes, buckets: int = 1) -> List[Tuple[bytes, bytes]]:
+    """The IDF pass of one Arrow batch: (features, counts), u64 columns, per bucket of features."""
+
+def sum_feature_counts(features: List[bytes], counts: List[bytes]) -> Tuple[bytes, bytes]:
+    """The sum per feature of feature_counts' answers: (features, counts)."""
 
 def read_whole_files(paths: List[str], names: List[str], formats: List[str], places: bytes, strict: bool = False) -> Tuple[bytes, List[StringColumn]]:
     """Whole text or HTML files as records: their places (u64s) and the columns id, content, text, error."""
