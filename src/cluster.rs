@@ -49,27 +49,29 @@ impl ClusterOptions {
     }
 }
 
-/// Every pair of distinct stored fingerprints within `k` of each other (`a < b`), sorted.
-/// Exact duplicates (the same fingerprint stored more than once) are not pairs; see
-/// [`clusters`]. `k` is at most [`crate::plan::MAX_K`] (above the set's own `k`, answered
-/// by multi-probe). [`near_pairs_each`] streams them instead, with a memory bound.
-pub fn near_pairs<'a>(stored: impl Into<Stored<'a>>, k: u32, threads: usize) -> Result<Vec<(u64, u64)>> {
+/// Every pair of distinct stored fingerprints within `options.k` of each other (`a < b`),
+/// sorted. Exact duplicates (the same fingerprint stored more than once) are not pairs; see
+/// [`clusters`]. `options.k` is at most [`crate::plan::MAX_K`] (above the set's own `k`,
+/// answered by multi-probe). [`clusters_and_pairs`] streams the pairs instead of holding
+/// them all.
+///
+/// Memory while joining: at most `options.pair_memory` bytes of pairs (more spill to sorted
+/// run files in `options.spill_dir` and are merged back, plus 64 KiB of read buffer per run
+/// merged at once, at most 64). A snapshot of several parts (segments, unflushed pairs) is
+/// the self-join of each part and the join of each part's fingerprints (held in memory, 8
+/// bytes each) with the tables of every larger part; pairs with a fingerprint whose every
+/// copy is deleted are left out.
+pub fn near_pairs<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions) -> Result<Vec<(u64, u64)>> {
     let mut pairs = Vec::new();
-    near_pairs_each(stored, &ClusterOptions { threads, ..ClusterOptions::new(k) }, |p| {
+    each_near_pair(stored, options, |p| {
         pairs.push(p);
         Ok(())
     })?;
     Ok(pairs)
 }
 
-/// [`near_pairs`], handing each pair to `emit` in order. Returns the number of pairs.
-///
-/// Memory: at most `options.pair_memory` bytes of pairs (more spill to sorted run files and
-/// are merged back, plus 64 KiB of read buffer per run merged at once, at most 64). A
-/// snapshot of several parts (segments, unflushed pairs) is the self-join of each part and
-/// the join of each part's fingerprints (held in memory, 8 bytes each) with the tables of
-/// every larger part; pairs with a fingerprint whose every copy is deleted are left out.
-pub fn near_pairs_each<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions, mut emit: impl FnMut((u64, u64)) -> Result<()>) -> Result<u64> {
+/// [`near_pairs`], handing each pair to `emit` in order; returns the number of pairs.
+fn each_near_pair<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions, mut emit: impl FnMut((u64, u64)) -> Result<()>) -> Result<u64> {
     let (k, threads) = (options.k, options.threads);
     let parent = options.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
     let sink = SharedSorter::new(options.pair_memory, threads, &parent);
@@ -114,7 +116,7 @@ pub struct Cluster {
 
 /// Near-duplicate clusters of a stored set: entries whose fingerprints are within
 /// `options.k` (transitively, by union-find), plus fingerprints stored more than once.
-/// Largest first. Memory: the pairs as in [`near_pairs_each`] (streamed into the
+/// Largest first. Memory: the pairs as in [`near_pairs`] (streamed into the
 /// union-find, never all held), about 40 bytes per distinct paired fingerprint for the
 /// union-find, and the clusters' members.
 pub fn clusters<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions) -> Result<Vec<Cluster>> {
@@ -122,11 +124,12 @@ pub fn clusters<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions) -> 
 }
 
 /// [`clusters`], handing each near-duplicate pair to `each_pair` too, in the order
-/// (and with the memory) of [`near_pairs_each`]: the pairs and the clusters of one join.
+/// (and with the memory) of [`near_pairs`], without holding them: the pairs and the
+/// clusters of one join.
 pub fn clusters_and_pairs<'a>(stored: impl Into<Stored<'a>>, options: &ClusterOptions, mut each_pair: impl FnMut((u64, u64)) -> Result<()>) -> Result<Vec<Cluster>> {
     let stored = stored.into();
     let mut graph = PairGraph::default();
-    near_pairs_each(stored, options, |(a, b)| {
+    each_near_pair(stored, options, |(a, b)| {
         graph.union(a, b);
         each_pair((a, b))
     })?;

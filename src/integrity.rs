@@ -1,12 +1,12 @@
 //! The checks every simdex file kind shares: the magic number and format version a file
 //! starts with, and the CRC-32 checksums that guard its parts. Each check lives here once;
-//! the decoders (segment, log, manifest, tombstone file, IDF table) call it and never
-//! compare checksums themselves, so every damaged file is reported the same way.
+//! the decoders (segment, log, manifest, tombstone file, band file, id table) call it and
+//! never compare checksums themselves, so every damaged file is reported the same way.
 //!
 //! A decoder that does not know its file's path reports damage as a `Fault` (offset,
 //! table and block, what failed); the caller that read the file turns it into
-//! [`Error::Corrupt`]. Only [`verify_crc`] and [`CrcMismatch`] are
-//! public (for the text pipeline's IDF tables); the rest is the crate's.
+//! [`Error::Corrupt`]. All of it is the crate's (the text pipeline's IDF tables check
+//! their own CRC).
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
@@ -42,7 +42,7 @@ pub(crate) fn check_magic_and_version(path: &Path, bytes: &[u8], magic: &[u8; 8]
 /// the only place simdex compares checksums; the [`CrcMismatch`] it fails with becomes the
 /// error of the file kind at hand (`CrcMismatch::fault`, `CrcMismatch::corrupt`).
 #[inline]
-pub fn verify_crc(data: &[u8], stored: u32) -> Result<(), CrcMismatch> {
+pub(crate) fn verify_crc(data: &[u8], stored: u32) -> Result<(), CrcMismatch> {
     let computed = crc32fast::hash(data);
     if computed == stored {
         Ok(())
@@ -53,17 +53,17 @@ pub fn verify_crc(data: &[u8], stored: u32) -> Result<(), CrcMismatch> {
 
 /// A stored CRC-32 that disagrees with the bytes it covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CrcMismatch {
+pub(crate) struct CrcMismatch {
     /// The checksum stored in the file.
-    pub stored: u32,
+    pub(crate) stored: u32,
     /// The checksum of the bytes read.
-    pub computed: u32,
+    pub(crate) computed: u32,
 }
 
 impl CrcMismatch {
     /// `"{what} checksum mismatch (stored 0x…, computed 0x…)"`.
     #[cold]
-    pub fn detail(self, what: impl Display) -> String {
+    pub(crate) fn detail(self, what: impl Display) -> String {
         format!("{what} checksum mismatch (stored {:#010x}, computed {:#010x})", self.stored, self.computed)
     }
 

@@ -46,8 +46,7 @@
 //! - [`inspect`]: looking inside index files (what the `simdex` tool's `inspect` and
 //!   `dump-log` print); [`recovery`]: verifying an index or a segment file byte by byte, and
 //!   salvaging what is intact of a damaged one into a new index (`verify`, `recover`).
-//! - [`storage`]: the file-system trait every file goes through; [`verify_crc`]: the
-//!   checksum check every decoder (and the text pipeline's IDF table) shares.
+//! - [`storage`]: the file-system trait every file goes through.
 //!
 //! The file formats are specified byte for byte in the repository's `format-spec/`; the
 //! modules that read and write them (log, manifest, tombstones, codec, segment layout,
@@ -126,7 +125,7 @@ mod stored;
 
 pub use batch::{batch_query, batch_query_each, BatchMatch, BatchOptions};
 pub use block_split::{BlockSplit, PartitionPairs, Scattered};
-pub use cluster::{clusters, clusters_and_pairs, clusters_from_pairs, near_pairs, near_pairs_each, pair_components, Cluster, ClusterOptions};
+pub use cluster::{clusters, clusters_and_pairs, clusters_from_pairs, near_pairs, pair_components, Cluster, ClusterOptions};
 pub use codec::Codec;
 pub use confirm::{minhash_resemblance, minhash_scheme, parse_minhash_scheme, ConfirmOptions};
 pub use engine::pinned_recipe::{PinnedRecipe, RECIPE_NAME};
@@ -136,11 +135,10 @@ pub use engine::{
     SystemClock,
 };
 pub use error::{Error, ErrorKind, Location, Result};
-pub use integrity::{verify_crc, CrcMismatch};
 pub use many::{find_or_insert_many, query_confirmed_many, query_many, Grouped, MatchColumns};
 pub use plan::MAX_K;
 pub use query::{Entry, Match, QueryOptions};
 pub use segment::SketchColumn;
-pub use segment::{build_segment, build_segment_with_progress, BuildOptions, Segment, Table};
+pub use segment::{build_segment, BuildOptions, Segment, Table};
 pub use split::{split, Chunk, Chunks, SplitOptions};
 pub use stored::{SortedTables, Source, Stored};

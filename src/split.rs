@@ -70,8 +70,13 @@ pub fn split<'a>(stored: impl Into<Stored<'a>>, storage: &dyn Storage, dir: &Pat
     let stored = stored.into();
     let total = stored.live_len()?;
     let per_chunk = total.div_ceil(options.parts as u64).max(1);
-    let mut writer =
-        ChunkWriter { storage, dir, build: BuildOptions { design: None, k: options.k.unwrap_or(stored.k()), codec: options.codec }, has_ids: stored.has_ids(), chunks: Vec::new() };
+    let mut writer = ChunkWriter {
+        storage,
+        dir,
+        build: BuildOptions { design: None, k: options.k.unwrap_or(stored.k()), codec: options.codec, progress: None },
+        has_ids: stored.has_ids(),
+        chunks: Vec::new(),
+    };
     let (mut fps, mut ids) = (Vec::new(), Vec::new());
     let mut n = 0u64;
     stored.for_each_entry(|fp, id| {

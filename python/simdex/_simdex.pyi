@@ -15,8 +15,8 @@ nothing written), ``"inserted"`` (a new id: stored), ``"replaced"`` (the id held
 fingerprints, none near: deleted, and the new one stored, in one log record)."""
 
 class DocumentMatch(NamedTuple):
-    """A stored document a document call matched. Changed in issue 20: a 4-tuple (it was
-    (fingerprint, distance, doc_id)); index or name the fields rather than unpack three."""
+    """A stored document a document call matched: a 4-tuple since it carries the similarity
+    (it was (fingerprint, distance, doc_id)); index or name the fields rather than unpack three."""
 
     fingerprint: int
     distance: int
@@ -244,8 +244,11 @@ def corpus_options(k: Optional[int] = None, confirm: bool = True, threshold: Opt
     """(k, threshold) of a corpus dedup as every front decides it (the document calls' one limit and
     message: ValueError past it)."""
 
-def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes) -> Tuple[bytes, bytes]:
-    """The IDF pass of one Arrow batch: (features, counts), u64 columns."""
+def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes, buckets: int = 1) -> List[Tuple[bytes, bytes]]:
+    """The IDF pass of one Arrow batch: (features, counts), u64 columns, per bucket of features."""
+
+def sum_feature_counts(features: List[bytes], counts: List[bytes]) -> Tuple[bytes, bytes]:
+    """The sum per feature of feature_counts' answers: (features, counts)."""
 
 def read_whole_files(paths: List[str], names: List[str], formats: List[str], places: bytes, strict: bool = False) -> Tuple[bytes, List[StringColumn]]:
     """Whole text or HTML files as records: their places (u64s) and the columns id, content, text, error."""
@@ -258,13 +261,14 @@ def write_tsv(path: str, columns: List[Tuple[bytes, bytes]], append: bool = Fals
 
 # simdex.spark dedup's library calls (python/src/spark_dedup.rs)
 
-def scatter_documents(recipe: "CorpusRecipe", split: "BlockJoin", parts: List[int], ords: bytes, id_data: bytes, id_offsets: bytes, content_data: bytes, content_offsets: bytes, text_data: bytes, text_offsets: bytes, has_text: bytes, sketch: bool, keep: bool = False) -> Tuple[List[int], bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
+def scatter_documents(recipe: "CorpusRecipe", split: "BlockJoin", parts: List[int], ords: bytes, id_data: bytes, id_offsets: bytes, content_data: bytes, content_offsets: bytes, text_data: bytes, text_offsets: bytes, has_text: bytes, rule: "CorpusRule", keep: bool = False) -> Tuple[List[int], bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
     """A batch fingerprinted, sketched and packed into its block-split partitions: (partitions, data,
     offsets, status, reason data, reason offsets, fps, sketches)."""
 
-def join_documents(split: "BlockJoin", group: int, data: bytes, threshold: Optional[float] = None) -> Tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
-    """One partition's exact groups and confirmed links: (a, b, distance, similarity, member ords,
-    representatives, flags, id data, id offsets)."""
+def join_documents(split: "BlockJoin", group: int, data: bytes, rule: "CorpusRule") -> List[bytes]:
+    """One partition's exact groups and links (kept or undecided by ``rule``; the group after the
+    split's is the band group): [a, b, distance, similarity, verdict, member ords,
+    representatives, flags, id data, id offsets]."""
 
 class DedupFound:
     exact_groups: int
@@ -272,13 +276,35 @@ class DedupFound:
     redundant: int
     redundant_fingerprinted: int
     links: int
+    beyond_k: int
+    second_look_decided: int
+    second_look_changed: int
     clusters: int
     clustered: int
     pairs: int
     dropped: bytes
 
-def finish_dedup(la: bytes, lb: bytes, ld: bytes, ls: bytes, mo: bytes, mr: bytes, mf: bytes, id_data: bytes, id_offsets: bytes, pairs_path: Optional[str] = None, clusters_path: Optional[str] = None) -> DedupFound:
-    """The driver's union-find over the links and exact groups; the pairs and clusters files."""
+def finish_dedup(la: bytes, lb: bytes, ld: bytes, ls: bytes, lu: bytes, mo: bytes, mr: bytes, mf: bytes, id_data: bytes, id_offsets: bytes, rule: "CorpusRule", sets: Optional[Tuple[bytes, bytes, bytes]] = None, pairs_path: Optional[str] = None, clusters_path: Optional[str] = None) -> DedupFound:
+    """The undecided links settled by exact Jaccard (``sets``: ``shingle_sets``' answers,
+    concatenated); the driver's union-find over the links and exact groups; the pairs and
+    clusters files."""
+
+class CorpusRule:
+    """The library's corpus dedup options (k, threshold, band candidates, second look) with the
+    sketch recipe of ``recipe``; pickles."""
+    def __init__(self, recipe: "CorpusRecipe", k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None) -> None: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def threshold(self) -> Optional[float]: ...
+    @property
+    def band_candidates(self) -> bool: ...
+
+def undecided_documents(la: bytes, lb: bytes, lu: bytes) -> bytes:
+    """The ords (sorted u64s) of the documents of the links the second look decides."""
+
+def shingle_sets(recipe: "CorpusRecipe", ords: bytes, text_data: bytes, text_offsets: bytes, has_text: bytes, wanted: bytes) -> Tuple[bytes, bytes, bytes]:
+    """The sketch's shingle sets of a batch's ``wanted`` documents: (ords, u32 lengths, u64 shingles)."""
 
 def write_kept(path: str, ords: bytes, id_data: bytes, id_offsets: bytes, text_data: bytes, text_offsets: bytes, has_text: bytes, dropped: bytes) -> int:
     """Appends a batch's kept documents to ``path`` as JSON lines."""

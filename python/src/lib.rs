@@ -25,6 +25,7 @@ mod spark_cluster;
 mod spark_columns;
 mod spark_dedup;
 mod spark_index;
+mod spark_rule;
 
 use batch::{u64s, Row};
 use documents::DocumentAnswer;
@@ -611,5 +612,6 @@ fn _simdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     spark_cluster::register(m)?;
     spark_columns::register(m)?;
     spark_dedup::register(m)?;
+    spark_rule::register(m)?;
     Ok(())
 }

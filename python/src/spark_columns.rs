@@ -51,28 +51,69 @@ fn bytes_of(values: impl Iterator<Item = u64>) -> Vec<u8> {
     values.flat_map(u64::to_le_bytes).collect()
 }
 
+/// The bucket (of `buckets`) of a feature: the partition that sums its counts.
+fn feature_bucket(feature: u64, buckets: usize) -> usize {
+    (((feature.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) * buckets as u64) >> 32) as usize
+}
+
+/// `(features, counts)` of a map of counts, as two u64 columns' bytes.
+type Counted<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+fn counted<'py>(py: Python<'py>, counts: &HashMap<u64, u64>) -> Counted<'py> {
+    (PyBytes::new(py, &bytes_of(counts.keys().copied())), PyBytes::new(py, &bytes_of(counts.values().copied())))
+}
+
 /// The IDF pass of one batch: every distinct feature of `texts` (an Arrow string column's
 /// buffers) counted once per document, each document weighing `sizes[i]` (little-endian
-/// u64s: its copies), summed over the batch: `(features, counts)`, two u64 columns, for
-/// Spark to sum per feature.
+/// u64s: its copies), summed over the batch: `(features, counts)`, two u64 columns, one pair
+/// per bucket of features (`buckets` of them, disjoint), for Spark to sum bucket by bucket
+/// ([`sum_feature_counts`]).
 #[pyfunction]
-fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offsets: &[u8], sizes: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+#[pyo3(signature = (recipe, data, offsets, sizes, buckets=1))]
+fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offsets: &[u8], sizes: &[u8], buckets: usize) -> PyResult<Vec<Counted<'py>>> {
     let texts = Column::new(data, offsets, "texts")?;
     let sizes = u64s(sizes, "sizes")?;
     if sizes.len() != texts.len() {
         return Err(PyValueError::new_err(format!("{} texts but {} sizes", texts.len(), sizes.len())));
     }
-    let (features, counts) = py.allow_threads(|| {
+    let buckets = buckets.max(1);
+    let counts = py.allow_threads(|| {
         let mut fp = recipe.fp();
-        let mut counts: HashMap<u64, u64> = HashMap::new();
+        let mut counts: Vec<HashMap<u64, u64>> = vec![HashMap::new(); buckets];
         for (i, &size) in sizes.iter().enumerate() {
             for f in fp.distinct_features(texts.text(i)) {
-                *counts.entry(f).or_default() += size;
+                if let Some(b) = counts.get_mut(feature_bucket(f, buckets)) {
+                    *b.entry(f).or_default() += size;
+                }
             }
         }
-        (bytes_of(counts.keys().copied()), bytes_of(counts.values().copied()))
+        counts
     });
-    Ok((PyBytes::new(py, &features), PyBytes::new(py, &counts)))
+    Ok(counts.iter().map(|c| counted(py, c)).collect())
+}
+
+/// The sum per feature of `feature_counts`' answers (`features[i]` and `counts[i]` one
+/// answer's columns): `(features, counts)`.
+#[pyfunction]
+fn sum_feature_counts<'py>(py: Python<'py>, features: Vec<Bound<'py, PyBytes>>, counts: Vec<Bound<'py, PyBytes>>) -> PyResult<Counted<'py>> {
+    if features.len() != counts.len() {
+        return Err(PyValueError::new_err(format!("{} feature columns but {} count columns", features.len(), counts.len())));
+    }
+    let columns: Vec<(&[u8], &[u8])> = features.iter().zip(&counts).map(|(f, c)| (f.as_bytes(), c.as_bytes())).collect();
+    let sum = py.allow_threads(|| -> PyResult<HashMap<u64, u64>> {
+        let mut sum: HashMap<u64, u64> = HashMap::new();
+        for (f, c) in columns {
+            let (f, c) = (u64s(f, "features")?, u64s(c, "counts")?);
+            if f.len() != c.len() {
+                return Err(PyValueError::new_err(format!("{} features but {} counts", f.len(), c.len())));
+            }
+            for (f, c) in f.into_iter().zip(c) {
+                *sum.entry(f).or_default() += c;
+            }
+        }
+        Ok(sum)
+    })?;
+    Ok(counted(py, &sum))
 }
 
 /// A nullable Arrow string column being built: UTF-8 data, i32 offsets, validity bitmap.
@@ -109,6 +150,33 @@ impl StringBuilder {
     }
 }
 
+/// The columns id, content, text and error of documents read, with each record's place.
+struct DocumentColumns {
+    places: Vec<u8>,
+    columns: [StringBuilder; 4],
+}
+
+impl DocumentColumns {
+    fn new() -> Self {
+        DocumentColumns { places: Vec::new(), columns: [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()] }
+    }
+
+    /// Appends one record read (`crate::spark::read_into`'s) at `place`.
+    fn push(&mut self, place: u64, (id, content, text, error): crate::spark::ReadDocument) -> PyResult<()> {
+        self.places.extend_from_slice(&place.to_le_bytes());
+        let [i, c, t, e] = &mut self.columns;
+        i.push(Some(&id))?;
+        c.push(content.as_deref())?;
+        t.push(text.as_deref())?;
+        e.push(error.as_deref())
+    }
+
+    fn into_py(self, py: Python<'_>) -> (Bound<'_, PyBytes>, [StringColumn<'_>; 4]) {
+        let [i, c, t, e] = self.columns;
+        (PyBytes::new(py, &self.places), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)])
+    }
+}
+
 /// A string column for Python: `(data, offsets, validity)`.
 type StringColumn<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
@@ -123,7 +191,7 @@ type StringColumn<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, P
 fn read_jsonl_range<'py>(py: Python<'py>, path: std::path::PathBuf, name: String, start: u64, end: u64, strict: bool) -> PyResult<(Bound<'py, PyBytes>, [StringColumn<'py>; 4])> {
     use std::io::{BufRead, Seek};
     let failed = |e: std::io::Error| PyValueError::new_err(format!("cannot read {name}: {e}"));
-    let (places, columns) = py.allow_threads(|| -> PyResult<(Vec<u8>, [StringBuilder; 4])> {
+    let columns = py.allow_threads(|| -> PyResult<DocumentColumns> {
         let mut file = std::fs::File::open(&path).map_err(failed)?;
         if start > 0 {
             file.seek(std::io::SeekFrom::Start(start - 1)).map_err(failed)?;
@@ -151,21 +219,15 @@ fn read_jsonl_range<'py>(py: Python<'py>, path: std::path::PathBuf, name: String
             };
             Ok(before + line)
         };
-        let (mut places, mut columns) = (Vec::new(), [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()]);
+        let mut columns = DocumentColumns::new();
         let mut record = 0u64;
-        crate::spark::read_into(std::io::Cursor::new(lines), &name, Format::JsonLines, strict, &mut line_of, &mut |(id, content, text, error)| {
-            places.extend_from_slice(&(start + record).to_le_bytes());
+        crate::spark::read_into(std::io::Cursor::new(lines), &name, Format::JsonLines, strict, &mut line_of, &mut |doc| {
             record += 1;
-            let [i, c, t, e] = &mut columns;
-            i.push(Some(&id))?;
-            c.push(content.as_deref())?;
-            t.push(text.as_deref())?;
-            e.push(error.as_deref())
+            columns.push(start + record - 1, doc)
         })?;
-        Ok((places, columns))
+        Ok(columns)
     })?;
-    let [i, c, t, e] = columns;
-    Ok((PyBytes::new(py, &places), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)]))
+    Ok(columns.into_py(py))
 }
 
 /// The documents of whole files (text or HTML: one record each), read as `simdex dedup`
@@ -185,8 +247,8 @@ fn read_whole_files<'py>(
     if names.len() != paths.len() || formats.len() != paths.len() || places.len() != paths.len() {
         return Err(PyValueError::new_err("paths, names, formats and places differ in length"));
     }
-    let (out, columns) = py.allow_threads(|| -> PyResult<(Vec<u8>, [StringBuilder; 4])> {
-        let (mut out, mut columns) = (Vec::new(), [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()]);
+    let columns = py.allow_threads(|| -> PyResult<DocumentColumns> {
+        let mut columns = DocumentColumns::new();
         for (((path, name), format), place) in paths.iter().zip(&names).zip(&formats).zip(&places) {
             let format = match format.as_str() {
                 "html" => Format::Html,
@@ -194,19 +256,11 @@ fn read_whole_files<'py>(
                 _ => Format::Text,
             };
             let data = std::fs::read(path).map_err(|e| PyValueError::new_err(format!("cannot read {name}: {e}")))?;
-            crate::spark::read_into(std::io::Cursor::new(data), name, format, strict, &mut Ok, &mut |(id, content, text, error)| {
-                out.extend_from_slice(&place.to_le_bytes());
-                let [i, c, t, e] = &mut columns;
-                i.push(Some(&id))?;
-                c.push(content.as_deref())?;
-                t.push(text.as_deref())?;
-                e.push(error.as_deref())
-            })?;
+            crate::spark::read_into(std::io::Cursor::new(data), name, format, strict, &mut Ok, &mut |doc| columns.push(*place, doc))?;
         }
-        Ok((out, columns))
+        Ok(columns)
     })?;
-    let [i, c, t, e] = columns;
-    Ok((PyBytes::new(py, &out), [i.into_py(py), c.into_py(py), t.into_py(py), e.into_py(py)]))
+    Ok(columns.into_py(py))
 }
 
 /// Documents from a DataFrame's column of bodies (`bodies`, an Arrow string or binary
@@ -271,5 +325,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_tsv, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl_range, m)?)?;
     m.add_function(wrap_pyfunction!(feature_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_feature_counts, m)?)?;
     Ok(())
 }

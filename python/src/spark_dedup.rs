@@ -25,11 +25,11 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use simdex_fingerprint::corpus::similarity_text;
-use simdex_fingerprint::sketch::{Sketch, SketchOptions};
 
 use crate::batch::u64s;
 use crate::spark::CorpusRecipe;
 use crate::spark_columns::Column;
+use crate::spark_rule::{band_partition, bands_of, CorpusRule};
 
 const HAS_FP: u8 = 1;
 const HAS_SKETCH: u8 = 2;
@@ -76,8 +76,9 @@ fn content_partition(content: u128, parts: usize) -> usize {
     ((h * parts as u64) >> 32) as usize
 }
 
-fn record(out: &mut Vec<u8>, flags: u8, fp: u64, ord: u64, content: u128, sketch: &[u8], id: &[u8]) {
+fn record(out: &mut Vec<u8>, (flags, band): (u8, u8), fp: u64, ord: u64, content: u128, sketch: &[u8], id: &[u8]) {
     out.push(flags);
+    out.push(band);
     out.extend_from_slice(&fp.to_le_bytes());
     out.extend_from_slice(&ord.to_le_bytes());
     out.extend_from_slice(&content.to_le_bytes());
@@ -90,6 +91,8 @@ fn record(out: &mut Vec<u8>, flags: u8, fp: u64, ord: u64, content: u128, sketch
 /// One document as the join reads it from a partition's blobs.
 struct Rec<'a> {
     flags: u8,
+    /// The band a record of the band group was sent for.
+    band: u8,
     fp: u64,
     ord: u64,
     content: u128,
@@ -110,7 +113,8 @@ fn records(mut bytes: &[u8]) -> PyResult<Vec<Rec<'_>>> {
     let mut out = Vec::new();
     let arr = |b: &[u8]| -> [u8; 8] { b.try_into().unwrap_or_default() };
     while !bytes.is_empty() {
-        let flags = take(&mut bytes, 1)?.first().copied().unwrap_or(0);
+        let head = take(&mut bytes, 2)?;
+        let (flags, band) = (head.first().copied().unwrap_or(0), head.get(1).copied().unwrap_or(0));
         let fp = u64::from_le_bytes(arr(take(&mut bytes, 8)?));
         let ord = u64::from_le_bytes(arr(take(&mut bytes, 8)?));
         let content = u128::from_le_bytes(take(&mut bytes, 16)?.try_into().unwrap_or_default());
@@ -118,7 +122,7 @@ fn records(mut bytes: &[u8]) -> PyResult<Vec<Rec<'_>>> {
         let sketch = take(&mut bytes, usize::from(n))?;
         let m = u32::from_le_bytes(take(&mut bytes, 4)?.try_into().unwrap_or_default());
         let id = take(&mut bytes, m as usize)?;
-        out.push(Rec { flags, fp, ord, content, sketch, id });
+        out.push(Rec { flags, band, fp, ord, content, sketch, id });
     }
     Ok(out)
 }
@@ -130,13 +134,14 @@ fn records(mut bytes: &[u8]) -> PyResult<Vec<Rec<'_>>> {
 type ScatteredDocs<'py> =
     (Vec<usize>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
-/// Fingerprints, sketches (with `sketch`) and scatters one batch of documents (see the module
-/// docs): `ords` little-endian u64s, `ids`, `contents` and `texts` Arrow string columns'
-/// buffers (nulls filled), `has_text` a u8 per document. `parts[g]` partitions for group `g`,
-/// numbered group after group.
+/// Fingerprints, sketches (when `rule` confirms) and scatters one batch of documents (see the
+/// module docs): `ords` little-endian u64s, `ids`, `contents` and `texts` Arrow string
+/// columns' buffers (nulls filled), `has_text` a u8 per document. `parts[g]` partitions for
+/// group `g`, numbered group after group; when `rule` takes band candidates, one more count,
+/// the band group's (each representative's sketch goes to the partition of each of its bands).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (recipe, split, parts, ords, id_data, id_offsets, content_data, content_offsets, text_data, text_offsets, has_text, sketch, keep=false))]
+#[pyo3(signature = (recipe, split, parts, ords, id_data, id_offsets, content_data, content_offsets, text_data, text_offsets, has_text, rule, keep=false))]
 fn scatter_documents<'py>(
     py: Python<'py>,
     recipe: &CorpusRecipe,
@@ -150,9 +155,10 @@ fn scatter_documents<'py>(
     text_data: &[u8],
     text_offsets: &[u8],
     has_text: &[u8],
-    sketch: bool,
+    rule: &CorpusRule,
     keep: bool,
 ) -> PyResult<ScatteredDocs<'py>> {
+    let sketch = rule.confirms();
     let ords = u64s(ords, "ords")?;
     let (ids, contents, texts) =
         (Column::new(id_data, id_offsets, "ids")?, Column::new(content_data, content_offsets, "contents")?, Column::new(text_data, text_offsets, "texts")?);
@@ -161,8 +167,9 @@ fn scatter_documents<'py>(
         return Err(PyValueError::new_err(format!("{n} ords, {} ids, {} contents, {} texts, {} text flags", ids.len(), contents.len(), texts.len(), has_text.len())));
     }
     let split = split.split();
-    if parts.len() != split.groups() || parts.contains(&0) {
-        return Err(PyValueError::new_err(format!("{} partition counts for {} groups (each at least 1)", parts.len(), split.groups())));
+    let groups = split.groups() + usize::from(rule.bands());
+    if parts.len() != groups || parts.contains(&0) {
+        return Err(PyValueError::new_err(format!("{} partition counts for {groups} groups (each at least 1)", parts.len())));
     }
     let out = py.allow_threads(|| -> PyResult<_> {
         let mut fp = recipe.fp();
@@ -179,7 +186,7 @@ fn scatter_documents<'py>(
             if has_text.get(i).copied().unwrap_or(0) == 0 {
                 status.push(2u8);
                 reasons.push(b"")?;
-                record(&mut buckets[content_partition(content, parts[0])], 0, 0, ord, content, &[], id);
+                record(&mut buckets[content_partition(content, parts[0])], (0, 0), 0, ord, content, &[], id);
                 continue;
             }
             let text = std::str::from_utf8(texts.bytes(i)).unwrap_or_default();
@@ -195,22 +202,27 @@ fn scatter_documents<'py>(
                         }
                     }
                     if !first {
-                        record(&mut buckets[split.partition(0, f.value, parts[0])], HAS_FP, f.value, ord, content, &[], id);
+                        record(&mut buckets[split.partition(0, f.value, parts[0])], (HAS_FP, 0), f.value, ord, content, &[], id);
                         continue;
                     }
                     let s = if sketch { Some(sketcher.sketch(text)) } else { None };
                     let bytes = s.as_ref().map_or(&[][..], |s| s.as_bytes());
                     let flags = HAS_FP | if s.is_some() { HAS_SKETCH } else { 0 };
                     let mut at = 0;
-                    for (g, &count) in parts.iter().enumerate() {
-                        record(&mut buckets[at + split.partition(g, f.value, count)], flags, f.value, ord, content, bytes, id);
+                    for (g, &count) in parts.iter().enumerate().take(split.groups()) {
+                        record(&mut buckets[at + split.partition(g, f.value, count)], (flags, 0), f.value, ord, content, bytes, id);
                         at += count;
+                    }
+                    if let (Some(s), Some(&count)) = (s.as_ref().filter(|_| rule.bands()), parts.get(split.groups())) {
+                        for key in bands_of(s) {
+                            record(&mut buckets[at + band_partition(key, count)], (flags, key.0), f.value, ord, content, bytes, id);
+                        }
                     }
                 }
                 Err(e) => {
                     status.push(1);
                     reasons.push(e.to_string().as_bytes())?;
-                    record(&mut buckets[content_partition(content, parts[0])], 0, 0, ord, content, &[], id);
+                    record(&mut buckets[content_partition(content, parts[0])], (0, 0), 0, ord, content, &[], id);
                 }
             }
         }
@@ -226,41 +238,32 @@ fn scatter_documents<'py>(
     Ok((partitions, b(&blobs.data), b(&blobs.offsets), b(&status), b(&reasons.data), b(&reasons.offsets), b(&fps), b(&sketches)))
 }
 
-/// One partition's answer: links `(a, b, distance, similarity)` between representatives and
-/// members `(ord, rep, flags, id)`.
-type Joined<'py> = (
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-);
+/// One partition's answer: links `(a, b, distance, similarity, verdict)` between
+/// representatives and members `(ord, rep, flags, id)`.
+type Joined<'py> = [Bound<'py, PyBytes>; 10];
 
 /// Joins one partition of `group` (see the module docs): `data` the partition's blobs back to
-/// back. With `threshold`, a pair of representatives within k is kept when their sketches
-/// estimate a resemblance of at least it (the corpus rule of `simdex dedup`); without, every
-/// pair within k is kept (similarity NaN). Returns the links (u64 `a`, u64 `b`, u32 distance,
-/// f64 similarity: `a` the document of the smaller fingerprint, or the first in corpus order
-/// when they are equal) and the members (u64 ord, u64 representative, u8 flags (1: has a
-/// fingerprint, 4: in an exact group), and
-/// the id as an Arrow string column's data and offsets): every document of an exact group
-/// (group 0) and every representative of a link.
+/// back. Every candidate (a pair of representatives within k, or in the band group (the group
+/// after the block-split join's), sharing a band and beyond k) gets `rule`'s verdict from its
+/// sketches' estimate; the pairs it keeps or leaves undecided are answered. Returns the links
+/// (u64 `a`, u64 `b`, u32 distance, f64 similarity (NaN without sketches), u8 verdict: `a` the
+/// document of the smaller fingerprint, or the first in corpus order when they are equal or
+/// the pair shares a band only) and the members (u64 ord, u64 representative, u8 flags (1:
+/// has a fingerprint, 4: in an exact group), and the id as an Arrow string column's data and
+/// offsets): every document of an exact group (group 0) and every representative of a link.
 #[pyfunction]
-#[pyo3(signature = (split, group, data, threshold=None))]
-fn join_documents<'py>(py: Python<'py>, split: &crate::spark_cluster::BlockJoin, group: usize, data: &[u8], threshold: Option<f64>) -> PyResult<Joined<'py>> {
+fn join_documents<'py>(py: Python<'py>, split: &crate::spark_cluster::BlockJoin, group: usize, data: &[u8], rule: &CorpusRule) -> PyResult<Joined<'py>> {
     let recs = records(data)?;
     let split = split.split();
+    let bands = group == split.groups();
     let out = py.allow_threads(|| -> PyResult<_> {
-        let options = SketchOptions::default();
         // by content, then corpus order: each content's first is its representative
         let mut order: Vec<usize> = (0..recs.len()).collect();
-        order.sort_unstable_by_key(|&i| (recs[i].content, recs[i].ord));
+        order.sort_unstable_by_key(|&i| (recs[i].content, recs[i].ord, recs[i].band));
         let (mut m_ord, mut m_rep, mut m_fp, mut m_ids) = (Vec::new(), Vec::new(), Vec::new(), Blobs::new());
         let mut reps: Vec<usize> = Vec::new();
+        // (band group) each representative's bands that were sent here: (band, word, rep)
+        let mut keys: Vec<(u8, u32, usize)> = Vec::new();
         for run in order.chunk_by(|&x, &y| recs[x].content == recs[y].content) {
             let rep = run[0];
             // (a content a map task held more than once arrives once per task in every group)
@@ -277,48 +280,74 @@ fn join_documents<'py>(py: Python<'py>, split: &crate::spark_cluster::BlockJoin,
             if recs[rep].flags & HAS_FP != 0 {
                 reps.push(rep);
             }
-        }
-        reps.sort_unstable_by_key(|&i| (recs[i].fp, recs[i].ord));
-        let similarity = |a: &Rec<'_>, b: &Rec<'_>| match (Sketch::from_bytes(options, a.sketch), Sketch::from_bytes(options, b.sketch)) {
-            (Ok(x), Ok(y)) if a.flags & b.flags & HAS_SKETCH != 0 => x.similarity(&y).unwrap_or(0.0),
-            _ => f64::NAN,
-        };
-        let keep = |s: f64| threshold.is_none_or(|t| s >= t);
-        let (mut la, mut lb, mut ld, mut ls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut linked: Vec<usize> = Vec::new();
-        let mut link = |a: usize, b: usize, d: u32, s: f64, linked: &mut Vec<usize>| {
-            la.extend_from_slice(&recs[a].ord.to_le_bytes());
-            lb.extend_from_slice(&recs[b].ord.to_le_bytes());
-            ld.extend_from_slice(&d.to_le_bytes());
-            ls.extend_from_slice(&s.to_le_bytes());
-            linked.push(a);
-            linked.push(b);
-        };
-        let runs: Vec<&[usize]> = reps.chunk_by(|&x, &y| recs[x].fp == recs[y].fp).collect();
-        if group == 0 {
-            // representatives of other contents with the same fingerprint: distance 0
-            for run in &runs {
-                for (x, &a) in run.iter().enumerate() {
-                    for &b in &run[x + 1..] {
-                        let s = similarity(&recs[a], &recs[b]);
-                        if keep(s) {
-                            link(a, b, 0, s, &mut linked);
-                        }
+            if let Some(words) = rule.sketch(recs[rep].sketch).filter(|_| bands).map(|s| bands_of(&s)) {
+                for &i in run.iter().take_while(|&&i| recs[i].ord == recs[rep].ord) {
+                    if let Some(&(band, word)) = words.get(usize::from(recs[i].band)) {
+                        keys.push((band, word, rep));
                     }
                 }
             }
         }
-        let distinct: Vec<u64> = runs.iter().map(|r| recs[r[0]].fp).collect();
-        let found = split.join_partition(group, distinct, &[]).map_err(crate::errors::to_py)?;
-        let run_of = |fp: u64| runs.binary_search_by_key(&fp, |r| recs[r[0]].fp).ok().and_then(|i| runs.get(i));
-        for (fa, fb) in found.pairs {
-            let (Some(ra), Some(rb)) = (run_of(fa), run_of(fb)) else { continue };
-            let d = (fa ^ fb).count_ones();
-            for &a in ra.iter() {
-                for &b in rb.iter() {
-                    let s = similarity(&recs[a], &recs[b]);
-                    if keep(s) {
-                        link(a, b, d, s, &mut linked);
+        reps.sort_unstable_by_key(|&i| (recs[i].fp, recs[i].ord));
+        let sketches: HashMap<usize, _> = reps.iter().filter(|&&i| recs[i].flags & HAS_SKETCH != 0).filter_map(|&i| Some((i, rule.sketch(recs[i].sketch)?))).collect();
+        let similarity = |a: usize, b: usize| match (sketches.get(&a), sketches.get(&b)) {
+            (Some(x), Some(y)) => x.similarity(y).unwrap_or(0.0),
+            _ => f64::NAN,
+        };
+        let mut cols: [Vec<u8>; 5] = Default::default();
+        let mut linked: Vec<usize> = Vec::new();
+        let mut link = |a: usize, b: usize, d: u32| {
+            let s = similarity(a, b);
+            let Some(verdict) = rule.verdict(s) else { return };
+            let [la, lb, ld, ls, lu] = &mut cols;
+            la.extend_from_slice(&recs[a].ord.to_le_bytes());
+            lb.extend_from_slice(&recs[b].ord.to_le_bytes());
+            ld.extend_from_slice(&d.to_le_bytes());
+            ls.extend_from_slice(&s.to_le_bytes());
+            lu.push(verdict);
+            linked.push(a);
+            linked.push(b);
+        };
+        if bands {
+            // pairs sharing a band, beyond k (those within k are the join's), each from the
+            // partition of the first band they share
+            keys.sort_unstable();
+            for bucket in keys.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)) {
+                for (x, &(band, _, a)) in bucket.iter().enumerate() {
+                    for &(_, _, b) in &bucket[x + 1..] {
+                        let (a, b) = if recs[a].ord < recs[b].ord { (a, b) } else { (b, a) };
+                        let d = (recs[a].fp ^ recs[b].fp).count_ones();
+                        let first = match (sketches.get(&a), sketches.get(&b)) {
+                            (Some(x), Some(y)) => bands_of(x).iter().zip(bands_of(y)).position(|(p, q)| *p == q) == Some(usize::from(band)),
+                            _ => false,
+                        };
+                        if d > rule.k() && first {
+                            link(a, b, d);
+                        }
+                    }
+                }
+            }
+        } else {
+            let runs: Vec<&[usize]> = reps.chunk_by(|&x, &y| recs[x].fp == recs[y].fp).collect();
+            if group == 0 {
+                // representatives of other contents with the same fingerprint: distance 0
+                for run in &runs {
+                    for (x, &a) in run.iter().enumerate() {
+                        for &b in &run[x + 1..] {
+                            link(a, b, 0);
+                        }
+                    }
+                }
+            }
+            let distinct: Vec<u64> = runs.iter().map(|r| recs[r[0]].fp).collect();
+            let found = split.join_partition(group, distinct, &[]).map_err(crate::errors::to_py)?;
+            let run_of = |fp: u64| runs.binary_search_by_key(&fp, |r| recs[r[0]].fp).ok().and_then(|i| runs.get(i));
+            for (fa, fb) in found.pairs {
+                let (Some(ra), Some(rb)) = (run_of(fa), run_of(fb)) else { continue };
+                let d = (fa ^ fb).count_ones();
+                for &a in ra.iter() {
+                    for &b in rb.iter() {
+                        link(a, b, d);
                     }
                 }
             }
@@ -331,11 +360,11 @@ fn join_documents<'py>(py: Python<'py>, split: &crate::spark_cluster::BlockJoin,
             m_fp.push(1);
             m_ids.push(recs[i].id)?;
         }
-        Ok(([la, lb, ld, ls], [m_ord, m_rep, m_fp], m_ids))
+        Ok((cols, [m_ord, m_rep, m_fp], m_ids))
     })?;
-    let ([la, lb, ld, ls], [mo, mr, mf], ids) = out;
+    let ([la, lb, ld, ls, lu], [mo, mr, mf], ids) = out;
     let b = |v: &[u8]| PyBytes::new(py, v);
-    Ok((b(&la), b(&lb), b(&ld), b(&ls), b(&mo), b(&mr), b(&mf), b(&ids.data), b(&ids.offsets)))
+    Ok([b(&la), b(&lb), b(&ld), b(&ls), b(&lu), b(&mo), b(&mr), b(&mf), b(&ids.data), b(&ids.offsets)])
 }
 
 /// What the driver found: counts and the documents the deduplicated corpus leaves out.
@@ -347,8 +376,14 @@ struct DedupFound {
     /// Copies beyond the first of each exact group, and those of them with a fingerprint.
     redundant: u64,
     redundant_fingerprinted: u64,
-    /// Confirmed links between representatives.
+    /// Confirmed links between representatives, and those of them beyond k (found because
+    /// their sketches share a band).
     links: u64,
+    beyond_k: u64,
+    /// Links the second look decided by exact Jaccard, and those of them whose estimate had
+    /// said the other side.
+    second_look_decided: u64,
+    second_look_changed: u64,
     /// Clusters of two documents or more (exact copies and near-duplicates, transitively),
     /// and their documents.
     clusters: u64,
@@ -361,33 +396,39 @@ struct DedupFound {
 }
 
 /// The driver's end of `dedup` (see the module docs): the links and members of every
-/// partition (columns as [`join_documents`] returns them, concatenated), the pairs file
+/// partition (columns as [`join_documents`] returns them, concatenated), the undecided links
+/// settled by `rule` from `sets` (the shingle sets of their documents, as
+/// [`crate::spark_rule::shingle_sets`] returns them, concatenated), the pairs file
 /// (`id_a<TAB>id_b<TAB>distance<TAB>similarity`: the exact groups' pairs in corpus order,
 /// then each link expanded over the copies of its two representatives) and the clusters
 /// file (`id<TAB>cluster`, the cluster named by its first document's id, sorted by cluster
 /// and corpus order), each written when its path is given.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (la, lb, ld, ls, mo, mr, mf, id_data, id_offsets, pairs_path=None, clusters_path=None))]
+#[pyo3(signature = (la, lb, ld, ls, lu, mo, mr, mf, id_data, id_offsets, rule, sets=None, pairs_path=None, clusters_path=None))]
 fn finish_dedup(
     py: Python<'_>,
     la: &[u8],
     lb: &[u8],
     ld: &[u8],
     ls: &[u8],
+    lu: &[u8],
     mo: &[u8],
     mr: &[u8],
     mf: &[u8],
     id_data: &[u8],
     id_offsets: &[u8],
+    rule: &CorpusRule,
+    sets: Option<(Bound<'_, PyBytes>, Bound<'_, PyBytes>, Bound<'_, PyBytes>)>,
     pairs_path: Option<&str>,
     clusters_path: Option<&str>,
 ) -> PyResult<DedupFound> {
+    let sets = sets.map(|(o, l, s)| crate::spark_rule::sets_by_ord(o.as_bytes(), l.as_bytes(), s.as_bytes())).transpose()?.unwrap_or_default();
     let (la, lb, mo, mr) = (u64s(la, "a")?, u64s(lb, "b")?, u64s(mo, "members")?, u64s(mr, "representatives")?);
     let ld: Vec<u32> = ld.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default())).collect();
     let ls: Vec<f64> = ls.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default())).collect();
     let ids = Column::new(id_data, id_offsets, "ids")?;
-    if lb.len() != la.len() || ld.len() != la.len() || ls.len() != la.len() || mr.len() != mo.len() || mf.len() != mo.len() || ids.len() != mo.len() {
+    if lb.len() != la.len() || ld.len() != la.len() || ls.len() != la.len() || lu.len() != la.len() || mr.len() != mo.len() || mf.len() != mo.len() || ids.len() != mo.len() {
         return Err(PyValueError::new_err("links and members: columns of different lengths"));
     }
     let found = py.allow_threads(|| -> PyResult<_> {
@@ -406,9 +447,11 @@ fn finish_dedup(
         let exact_documents: u64 = copies.values().map(|g| g.len() as u64).sum();
         let fingerprinted = |ord: u64| members.binary_search_by_key(&ord, |m| m.0).ok().is_some_and(|i| members[i].2 & HAS_FP != 0);
         let redundant_fingerprinted: u64 = copies.values().map(|g| g.iter().skip(1).filter(|&&o| fingerprinted(o)).count() as u64).sum();
-        let mut links: Vec<(u64, u64, u32, f64)> = (0..la.len()).map(|i| (la[i], lb[i], ld[i], ls[i])).collect();
+        let mut links: Vec<(u64, u64, u32, f64, u8)> = (0..la.len()).map(|i| (la[i], lb[i], ld[i], ls[i], lu[i])).collect();
         links.sort_unstable_by_key(|x| (x.0, x.1));
         links.dedup_by(|x, y| (x.0, x.1) == (y.0, y.1));
+        let (decided, changed) = crate::spark_rule::settle(rule, &mut links, &sets);
+        let beyond_k = links.iter().filter(|l| l.2 > rule.k()).count() as u64;
         let edges = links.iter().map(|l| (l.0, l.1)).chain(copies.iter().flat_map(|(&rep, g)| g.iter().map(move |&o| (rep, o))));
         let components = simdex::pair_components(edges);
         let mut pairs = 0u64;
@@ -430,7 +473,7 @@ fn finish_dedup(
                     }
                 }
             }
-            for &(a, b, d, s) in &links {
+            for &(a, b, d, s, _) in &links {
                 let text = similarity_text(s);
                 let (ga, gb) = (copies.get(&a).map_or(std::slice::from_ref(&a), Vec::as_slice), copies.get(&b).map_or(std::slice::from_ref(&b), Vec::as_slice));
                 for &x in ga {
@@ -463,10 +506,24 @@ fn finish_dedup(
         dropped.sort_unstable();
         let dropped: Vec<u8> = dropped.iter().flat_map(|v| v.to_le_bytes()).collect();
         let redundant = exact_documents - exact_groups;
-        Ok((exact_groups, exact_documents, redundant, redundant_fingerprinted, links.len() as u64, clusters, clustered, pairs, dropped))
+        Ok(((exact_groups, exact_documents, redundant, redundant_fingerprinted), (links.len() as u64, beyond_k, decided, changed), (clusters, clustered, pairs), dropped))
     })?;
-    let (exact_groups, exact_documents, redundant, redundant_fingerprinted, links, clusters, clustered, pairs, dropped) = found;
-    Ok(DedupFound { exact_groups, exact_documents, redundant, redundant_fingerprinted, links, clusters, clustered, pairs, dropped: PyBytes::new(py, &dropped).unbind() })
+    let ((exact_groups, exact_documents, redundant, redundant_fingerprinted), (links, beyond_k, second_look_decided, second_look_changed), (clusters, clustered, pairs), dropped) =
+        found;
+    Ok(DedupFound {
+        exact_groups,
+        exact_documents,
+        redundant,
+        redundant_fingerprinted,
+        links,
+        beyond_k,
+        second_look_decided,
+        second_look_changed,
+        clusters,
+        clustered,
+        pairs,
+        dropped: PyBytes::new(py, &dropped).unbind(),
+    })
 }
 
 /// A JSON string literal of `s` (UTF-8; control characters escaped).

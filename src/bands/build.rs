@@ -8,26 +8,27 @@
 //! pass. Within a bucket, entries are in ordinal order (gathered in that order, then sorted
 //! stably by bucket).
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::layout::{seal_page, BandHead, ENDS_PER_PAGE, ENTRIES_PER_PAGE, ENTRY_BYTES};
+use super::layout::{directory_pages, seal_page, BandHead, ENTRIES_PER_PAGE, ENTRY_BYTES};
 use super::{band_key, is_empty_sketch, tag, BandDesign};
 use crate::error::{Error, Result};
 use crate::segment::Segment;
-use crate::storage::{parent_dir, temporary_path, Storage, TempFile};
+use crate::storage::{write_atomically_with, FillError, Storage};
 
-/// How much memory a band file's build may hold: packed entries (8 bytes each), besides
-/// one band's directory (4 bytes a bucket).
+/// How much memory the build of a segment's band file or id table may hold: gathered
+/// entries (8 bytes each, and as much again for the sort's scratch), besides a directory
+/// (4 bytes a bucket: one band's, or the id table's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuildBudget {
     pub entries: u64,
 }
 
 impl Default for BuildBudget {
-    /// 2^24 entries (128 MiB, and as much again for the radix sort's scratch): a
-    /// 2^22-entry segment's 16 bands in 4 passes over its sketches, a 2^26-entry one's in 64.
+    /// 2^24 entries (128 MiB): a 2^22-entry segment's 16 bands in 4 passes over its
+    /// sketches (a 2^26-entry one's in 64), its id table in one pass over its ids (in 4).
     fn default() -> Self {
         Self { entries: 1 << 24 }
     }
@@ -66,42 +67,16 @@ pub(crate) fn segment_identity(segment: &Segment) -> (u64, u32) {
 /// When `stop` is set it fails with [`Error::stopped`] (nothing is left behind).
 pub(crate) fn write_band_file(storage: &dyn Storage, segment: &Segment, path: &Path, budget: BuildBudget, stop: Option<&AtomicBool>) -> Result<Option<u64>> {
     let Some(head) = head_for(segment)? else { return Ok(None) };
-    let tmp = TempFile::new(storage, temporary_path(path));
-    let file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let len = emit(segment, &head, budget, stop, &mut out).map_err(|e| match e {
-        Emit::Io(e) => Error::io(tmp.path(), "write", e),
-        Emit::Read(e) => e,
-    })?;
-    let mut file = out.into_inner().map_err(|e| Error::io(tmp.path(), "write", e.into_error()))?;
-    file.sync().map_err(|e| Error::io(tmp.path(), "fsync", e))?;
-    drop(file);
-    storage.rename(tmp.path(), path).map_err(|e| Error::io(path, "rename", e))?;
-    tmp.keep();
-    let dir = parent_dir(path);
-    storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
-    Ok(Some(len))
-}
-
-/// Why emitting failed: the sink, or reading the segment.
-pub(crate) enum Emit {
-    Io(std::io::Error),
-    Read(Error),
-}
-
-impl From<Error> for Emit {
-    fn from(e: Error) -> Self {
-        Emit::Read(e)
-    }
+    write_atomically_with(storage, path, |mut out| emit(segment, &head, budget, stop, &mut out)).map(Some)
 }
 
 /// Writes the whole band file of `segment` with `head` to `out`; returns its length.
-pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop: Option<&AtomicBool>, out: &mut impl Write) -> std::result::Result<u64, Emit> {
+pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop: Option<&AtomicBool>, out: &mut impl Write) -> std::result::Result<u64, FillError> {
     let design = head.design;
     let mut written = 0u64;
-    let mut put = |out: &mut dyn Write, bytes: &[u8]| -> std::result::Result<(), Emit> {
+    let mut put = |out: &mut dyn Write, bytes: &[u8]| -> std::result::Result<(), FillError> {
         written += bytes.len() as u64;
-        out.write_all(bytes).map_err(Emit::Io)
+        out.write_all(bytes).map_err(FillError::Write)
     };
     put(out, &head.encode())?;
     let budget = budget.entries.max(1);
@@ -135,14 +110,8 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
                     if let Some(page) = pages.finish() {
                         put(out, &page)?;
                     }
-                    let mut total = 0u32;
-                    for end in ends.iter_mut() {
-                        total += *end;
-                        *end = total;
-                    }
-                    for chunk in ends.chunks(ENDS_PER_PAGE as usize) {
-                        let payload: Vec<u8> = chunk.iter().flat_map(|e| e.to_le_bytes()).collect();
-                        put(out, &seal_page(&payload))?;
+                    for page in directory_pages(ends) {
+                        put(out, &page)?;
                     }
                     *ends = Vec::new();
                 }

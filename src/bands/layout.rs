@@ -152,6 +152,18 @@ impl Geometry {
     }
 }
 
+/// A directory's pages (of a band, or of an id table): `ends` holds each bucket's entry
+/// count and becomes the running ends (the end of bucket i's entries), which are sealed
+/// [`ENDS_PER_PAGE`] to a page, little-endian u32s, in bucket order.
+pub fn directory_pages(ends: &mut [u32]) -> impl Iterator<Item = [u8; PAGE_BYTES as usize]> + '_ {
+    let mut total = 0u32;
+    for end in ends.iter_mut() {
+        total += *end;
+        *end = total;
+    }
+    ends.chunks(ENDS_PER_PAGE as usize).map(|chunk| seal_page(&chunk.iter().flat_map(|e| e.to_le_bytes()).collect::<Vec<u8>>()))
+}
+
 /// A page's bytes: `payload` then zeros up to the CRC, then the CRC of all before it.
 pub fn seal_page(payload: &[u8]) -> [u8; PAGE_BYTES as usize] {
     let mut page = [0u8; PAGE_BYTES as usize];

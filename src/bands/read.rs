@@ -8,14 +8,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::build::{emit, segment_identity, BuildBudget, Emit};
+use super::build::{emit, segment_identity, BuildBudget};
 use super::layout::{BandHead, Geometry, BANDS_MAGIC, BANDS_VERSION, ENDS_PER_PAGE, ENTRIES_PER_PAGE, ENTRY_BYTES, PAGE_BYTES, PAGE_CRC_BYTES};
 use super::{tag, BandDesign};
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
 use crate::segment::layout::slice;
 use crate::segment::Segment;
-use crate::storage::{FileBytes, Storage};
+use crate::storage::{FileBytes, FillError, Storage};
 
 /// An open band file.
 #[derive(Debug)]
@@ -138,11 +138,11 @@ impl BandFile {
         let mut compare = Compare { expected: &self.bytes, at: 0, mismatch: None };
         match emit(segment, &self.head, BuildBudget::default(), None, &mut compare) {
             Ok(len) if compare.mismatch.is_none() && len == self.bytes.len() as u64 => Ok(()),
-            Ok(_) | Err(Emit::Io(_)) => {
+            Ok(_) | Err(FillError::Write(_)) => {
                 let at = compare.mismatch.unwrap_or(compare.at as u64);
                 Err(Error::corrupt(&self.path, at, "the band file differs from the one the segment's sketches make"))
             }
-            Err(Emit::Read(e)) => Err(e),
+            Err(FillError::Source(e)) => Err(e),
         }
     }
 }

@@ -22,15 +22,16 @@ use super::manifest::SegmentMeta;
 use super::report::OpenReport;
 use super::state::Engine;
 use super::version::{LiveSegment, Version};
+use crate::bands::BuildBudget;
 use crate::error::Result;
-use crate::ids::{write_id_table, IdBuildBudget, IdTable};
+use crate::ids::{write_id_table, IdTable};
 use crate::segment::Segment;
 use crate::storage::Storage;
 
 /// Writes segment `live`'s id table (when it has ids) and puts it in its slot.
 fn build(storage: &dyn Storage, dir: &Path, live: &LiveSegment) -> Result<bool> {
     let path = dir.join(ids_name(live.meta.number));
-    if write_id_table(storage, &live.segment, &path, IdBuildBudget::default())?.is_none() {
+    if write_id_table(storage, &live.segment, &path, BuildBudget::default())?.is_none() {
         return Ok(false);
     }
     live.ids.set(IdTable::open(storage, &path, &live.segment)?);

@@ -6,29 +6,14 @@
 //! buckets holding about as many entries as the budget, as `key << 32 | ordinal` values
 //! (`key`: bucket and tag) and sorted: so within a bucket by tag, then by ordinal.
 
-use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use super::layout::{IdDesign, IdHead, PackedPage, ENDS_PER_PAGE, TAG_BITS};
-use crate::bands::layout::seal_page;
-use crate::error::{Error, Result};
+use super::layout::{IdDesign, IdHead, PackedPage, TAG_BITS};
+use crate::bands::layout::{directory_pages, seal_page};
+use crate::bands::BuildBudget;
+use crate::error::Result;
 use crate::segment::Segment;
-use crate::storage::{parent_dir, temporary_path, Storage, TempFile};
-
-/// How much memory an id table's build may hold: gathered entries (8 bytes each, and as
-/// much again for the sort's scratch), besides the directory (4 bytes a bucket).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IdBuildBudget {
-    pub entries: u64,
-}
-
-impl Default for IdBuildBudget {
-    /// 2^24 entries (128 MiB): a 2^22-entry segment in one pass over its ids, a 2^26-entry
-    /// one in 4.
-    fn default() -> Self {
-        Self { entries: 1 << 24 }
-    }
-}
+use crate::storage::{write_atomically_with, FillError, Storage};
 
 /// The head an id table of `segment` has, `None` when the segment has no ids or more
 /// entries than an id table holds.
@@ -43,33 +28,23 @@ pub(crate) fn head_for(segment: &Segment) -> Option<IdHead> {
 
 /// Writes the id table of `segment` at `path` (under `NAME.tmp`, synced, renamed into
 /// place); returns its length, or `None` (nothing written) when the segment has none.
-pub(crate) fn write_id_table(storage: &dyn Storage, segment: &Segment, path: &Path, budget: IdBuildBudget) -> Result<Option<u64>> {
+pub(crate) fn write_id_table(storage: &dyn Storage, segment: &Segment, path: &Path, budget: BuildBudget) -> Result<Option<u64>> {
     let Some(head) = head_for(segment) else { return Ok(None) };
-    let tmp = TempFile::new(storage, temporary_path(path));
-    let file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let mut written = 0u64;
-    let mut io_error = None;
-    emit(segment, &head, budget, |bytes| {
-        written += bytes.len() as u64;
-        out.write_all(bytes).map_err(|e| io_error = Some(e)).is_ok()
-    })?;
-    if let Some(e) = io_error {
-        return Err(Error::io(tmp.path(), "write", e));
-    }
-    let mut file = out.into_inner().map_err(|e| Error::io(tmp.path(), "write", e.into_error()))?;
-    file.sync().map_err(|e| Error::io(tmp.path(), "fsync", e))?;
-    drop(file);
-    storage.rename(tmp.path(), path).map_err(|e| Error::io(path, "rename", e))?;
-    tmp.keep();
-    let dir = parent_dir(path);
-    storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
-    Ok(Some(written))
+    write_atomically_with(storage, path, |out| {
+        let mut written = 0u64;
+        let mut io_error = None;
+        emit(segment, &head, budget, |bytes| {
+            written += bytes.len() as u64;
+            out.write_all(bytes).map_err(|e| io_error = Some(e)).is_ok()
+        })?;
+        io_error.map_or(Ok(written), |e| Err(FillError::Write(e)))
+    })
+    .map(Some)
 }
 
 /// Hands the whole id table of `segment` with `head` to `put`, piece by piece in file order,
 /// until `put` returns false. Fails only when the segment cannot be read.
-pub(crate) fn emit(segment: &Segment, head: &IdHead, budget: IdBuildBudget, mut put: impl FnMut(&[u8]) -> bool) -> Result<()> {
+pub(crate) fn emit(segment: &Segment, head: &IdHead, budget: BuildBudget, mut put: impl FnMut(&[u8]) -> bool) -> Result<()> {
     let design = head.design;
     if !put(&head.encode()) {
         return Ok(());
@@ -101,14 +76,8 @@ pub(crate) fn emit(segment: &Segment, head: &IdHead, budget: IdBuildBudget, mut 
     if !page.is_empty() && !put(&seal_page(&page.take())) {
         return Ok(());
     }
-    let mut total = 0u32;
-    for end in ends.iter_mut() {
-        total += *end;
-        *end = total;
-    }
-    for chunk in ends.chunks(ENDS_PER_PAGE as usize) {
-        let payload: Vec<u8> = chunk.iter().flat_map(|e| e.to_le_bytes()).collect();
-        if !put(&seal_page(&payload)) {
+    for page in directory_pages(&mut ends) {
+        if !put(&page) {
             return Ok(());
         }
     }

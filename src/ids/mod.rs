@@ -28,7 +28,7 @@ mod build;
 pub(crate) mod layout;
 mod read;
 
-pub(crate) use build::{write_id_table, IdBuildBudget};
+pub(crate) use build::write_id_table;
 pub(crate) use read::{IdSlot, IdTable};
 
 /// The mixed id an id table sorts by: the SplitMix64 finalizer, a bijection on u64 whose

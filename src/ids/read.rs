@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use super::build::{emit, IdBuildBudget};
+use super::build::emit;
 use super::layout::{Geometry, IdHead, ENDS_PER_PAGE, IDS_MAGIC, IDS_VERSION, PAGE_BYTES};
+use crate::bands::BuildBudget;
 use crate::error::{Error, Result};
 use crate::integrity::{check_magic_and_version, CheckedPages};
 use crate::segment::Segment;
@@ -127,7 +128,7 @@ impl IdTable {
             self.page(p * PAGE_BYTES, "id table page")?;
         }
         let (mut at, mut mismatch) = (0usize, None);
-        emit(segment, &self.head, IdBuildBudget::default(), |made| {
+        emit(segment, &self.head, BuildBudget::default(), |made| {
             let have = self.bytes.get(at..at + made.len());
             if have != Some(made) {
                 let same = have.map_or(0, |h| h.iter().zip(made).take_while(|(a, b)| a == b).count());
@@ -173,7 +174,7 @@ mod tests {
         let storage = MemStorage::default();
         let seg = segment_of(&storage, &[(10, 7), (20, 1), (30, 7)], Path::new("i/w.sdx"));
         let mut file = Vec::new();
-        emit(&seg, &head_for(&seg).unwrap(), IdBuildBudget::default(), |b| {
+        emit(&seg, &head_for(&seg).unwrap(), BuildBudget::default(), |b| {
             file.extend_from_slice(b);
             true
         })
@@ -208,7 +209,7 @@ mod tests {
             let head = head_for(&seg).unwrap();
             let emit_with = |entries: u64| {
                 let mut out = Vec::new();
-                emit(&seg, &head, IdBuildBudget { entries }, |b| {
+                emit(&seg, &head, BuildBudget { entries }, |b| {
                     out.extend_from_slice(b);
                     true
                 })
@@ -220,7 +221,7 @@ mod tests {
                 assert!(emit_with(budget) == whole, "n {n}, budget {budget}");
             }
             let path = std::path::PathBuf::from(format!("i/s{n}.sdi"));
-            assert_eq!(write_id_table(&storage, &seg, &path, IdBuildBudget { entries: 5 }).unwrap(), Some(whole.len() as u64));
+            assert_eq!(write_id_table(&storage, &seg, &path, BuildBudget { entries: 5 }).unwrap(), Some(whole.len() as u64));
             let table = IdTable::open(&storage, &path, &seg).unwrap();
             table.verify(&seg).unwrap();
             // the oracle: every ordinal whose stored id is the id, from the rows themselves
@@ -242,7 +243,7 @@ mod tests {
         let (seg, _) = segment(&storage, 5000, "a");
         let (other, _) = segment(&storage, 4000, "b");
         let path = Path::new("i/a.sdi");
-        write_id_table(&storage, &seg, path, IdBuildBudget::default()).unwrap();
+        write_id_table(&storage, &seg, path, BuildBudget::default()).unwrap();
         let err = IdTable::open(&storage, path, &other).unwrap_err();
         assert!(err.is_corruption() && err.to_string().contains("another segment"), "{err}");
         let mut bytes = storage.file(path).unwrap();

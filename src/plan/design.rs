@@ -25,7 +25,7 @@ impl TableDesign {
 
 #[inline]
 /// Mask selecting the top `bits` bits of a word (0 for none).
-pub fn prefix_mask(bits: u32) -> u64 {
+pub(crate) fn prefix_mask(bits: u32) -> u64 {
     if bits == 0 {
         0
     } else {

@@ -37,8 +37,9 @@ mod probe;
 
 pub use bands::{BandDesign, CheckCost};
 pub(crate) use bands::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
+pub(crate) use design::prefix_mask;
 pub(crate) use design::{binomial, block_widths};
-pub use design::{prefix_mask, Design, DesignError, TableDesign};
+pub use design::{Design, DesignError, TableDesign};
 pub use permutation::Permutation;
 pub use planner::{information_bound_bits, plan, planned_design, Plan, PlanOptions, PlannedDesign};
 pub use probe::{ProbePlan, TableProbe};

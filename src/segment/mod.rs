@@ -21,4 +21,4 @@ pub use reader::{Segment, Table};
 pub(crate) use reader::{design_from_header, open_column, open_table, read_directory, ColumnAt};
 pub(crate) use resumable::{take_u32, take_u64, Section, WriterState};
 pub(crate) use sections::TableProgress;
-pub use writer::{build_segment, build_segment_with_progress, BuildOptions, IdColumn, SegmentWriter, SketchColumn};
+pub use writer::{build_segment, BuildOptions, IdColumn, SegmentWriter, SketchColumn};

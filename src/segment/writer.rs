@@ -6,6 +6,7 @@
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::layout::*;
 use crate::codec::{Codec, SymbolHistogram};
@@ -202,7 +203,7 @@ pub(super) struct Journal {
 }
 
 /// How [`build_segment`] lays out a segment.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct BuildOptions {
     /// The design; `None` asks the planner with [`Self::k`] and the entry count.
@@ -211,31 +212,38 @@ pub struct BuildOptions {
     pub k: u32,
     /// Gap codec for every table.
     pub codec: Codec,
+    /// Called as `progress(tables_done, tables)` after each table is written
+    /// ([`Self::with_progress`]); `None` by default.
+    pub progress: Option<Arc<dyn Fn(usize, usize) + Send + Sync>>,
 }
 
 __with_fields!(BuildOptions { design: Option<Design> => with_design, k: u32 => with_k, codec: Codec => with_codec });
 
+impl BuildOptions {
+    /// The same options, calling `progress(tables_done, tables)` after each table.
+    #[must_use]
+    pub fn with_progress(mut self, progress: impl Fn(usize, usize) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(progress));
+        self
+    }
+}
+
 impl Default for BuildOptions {
     fn default() -> Self {
-        Self { design: None, k: 3, codec: Codec::Xor }
+        Self { design: None, k: 3, codec: Codec::Xor, progress: None }
+    }
+}
+
+impl std::fmt::Debug for BuildOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildOptions").field("design", &self.design).field("k", &self.k).field("codec", &self.codec).field("progress", &self.progress.is_some()).finish()
     }
 }
 
 /// Builds a segment at `path` from unsorted fingerprints and optional document ids
 /// (`ids`, when given, has one id per fingerprint). Returns the file's size in bytes.
+/// Calls `options.progress` after each table.
 pub fn build_segment(storage: &dyn Storage, path: &Path, fingerprints: &[u64], ids: Option<&[u64]>, options: &BuildOptions) -> Result<u64> {
-    build_segment_with_progress(storage, path, fingerprints, ids, options, &mut |_, _| {})
-}
-
-/// [`build_segment`], calling `progress(tables_done, tables)` after each table.
-pub fn build_segment_with_progress(
-    storage: &dyn Storage,
-    path: &Path,
-    fingerprints: &[u64],
-    ids: Option<&[u64]>,
-    options: &BuildOptions,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<u64> {
     if let Some(ids) = ids {
         if ids.len() != fingerprints.len() {
             return Err(Error::InvalidArgument(format!("{} ids for {} fingerprints", ids.len(), fingerprints.len())));
@@ -276,7 +284,9 @@ pub fn build_segment_with_progress(
         };
         let code = SymbolHistogram::of_sorted(options.codec, values).code();
         writer.write_table(&code, values.iter().copied())?;
-        progress(t + 1, design.tables().len());
+        if let Some(progress) = &options.progress {
+            progress(t + 1, design.tables().len());
+        }
     }
     if ids.is_some() {
         writer.write_ids(pairs.iter().map(|p| p.1))?;

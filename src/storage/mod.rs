@@ -366,16 +366,43 @@ pub(crate) fn parent_dir(path: &Path) -> PathBuf {
 /// writes `path.tmp`, syncs it, renames it over `path` and syncs the directory. A failure
 /// removes the temporary file at once (a crash leaves it for the next open to remove).
 pub fn write_atomically(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> crate::Result<()> {
+    write_atomically_with(storage, path, |out| out.write_all(bytes).map_err(FillError::Write))
+}
+
+/// Why filling a file for [`write_atomically_with`] failed: writing it, or making its bytes
+/// (reading what they are made from).
+pub(crate) enum FillError {
+    Write(io::Error),
+    Source(crate::Error),
+}
+
+impl From<crate::Error> for FillError {
+    fn from(e: crate::Error) -> Self {
+        FillError::Source(e)
+    }
+}
+
+/// [`write_atomically`] for a file made piece by piece: `fill` writes its bytes (through a
+/// 1 MiB buffer) and returns what the caller wants back, e.g. the length it wrote. The
+/// temporary file is synced, renamed over `path` and the directory synced only when `fill`
+/// succeeded; else it is removed at once.
+pub(crate) fn write_atomically_with<T>(storage: &dyn Storage, path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<T, FillError>) -> crate::Result<T> {
     use crate::Error;
     let tmp = TempFile::new(storage, temporary_path(path));
-    let mut file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
-    file.write_all(bytes).map_err(|e| Error::io(tmp.path(), "write", e))?;
+    let file = storage.create(tmp.path()).map_err(|e| Error::io(tmp.path(), "create", e))?;
+    let mut out = io::BufWriter::with_capacity(1 << 20, file);
+    let value = fill(&mut out).map_err(|e| match e {
+        FillError::Write(e) => Error::io(tmp.path(), "write", e),
+        FillError::Source(e) => e,
+    })?;
+    let mut file = out.into_inner().map_err(|e| Error::io(tmp.path(), "write", e.into_error()))?;
     file.sync().map_err(|e| Error::io(tmp.path(), "fsync", e))?;
     drop(file);
     storage.rename(tmp.path(), path).map_err(|e| Error::io(path, "rename", e))?;
     tmp.keep();
     let dir = parent_dir(path);
-    storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))
+    storage.sync_dir(&dir).map_err(|e| Error::io(&dir, "fsync directory", e))?;
+    Ok(value)
 }
 
 /// A temporary file that is removed (best effort) when the guard is dropped, unless

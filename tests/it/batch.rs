@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use simdex::plan::{Design, MAX_K};
 use simdex::SortedTables;
 use simdex::{batch_query, batch_query_each, BatchMatch, BatchOptions};
-use simdex::{clusters, near_pairs, near_pairs_each, ClusterOptions};
+use simdex::{clusters, clusters_and_pairs, near_pairs, ClusterOptions};
 use simdex::{BuildOptions, Segment};
 use std::collections::BTreeSet;
 
@@ -91,13 +91,13 @@ proptest! {
         for kk in 0..=k {
             let got = batch_query(&seg, &queries, &BatchOptions::new(kk).with_threads(threads)).unwrap();
             prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, kk));
-            prop_assert_eq!(near_pairs(&seg, kk, threads).unwrap(), brute_pairs(&fps, kk));
+            prop_assert_eq!(near_pairs(&seg, &ClusterOptions::new(kk).with_threads(threads)).unwrap(), brute_pairs(&fps, kk));
         }
         // Above the design's k: multi-probe joins.
         for kk in [k + 1, k + 3, MAX_K] {
             let got = batch_query(&seg, &queries, &BatchOptions::new(kk).with_threads(threads)).unwrap();
             prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, kk), "k = {}", kk);
-            prop_assert_eq!(near_pairs(&seg, kk, threads).unwrap(), brute_pairs(&fps, kk), "k = {}", kk);
+            prop_assert_eq!(near_pairs(&seg, &ClusterOptions::new(kk).with_threads(threads)).unwrap(), brute_pairs(&fps, kk), "k = {}", kk);
         }
     }
 }
@@ -193,10 +193,10 @@ fn snapshot_jobs_equal_jobs_over_the_live_pairs() {
     for k in [0, 1, 2, 3, 5, 8] {
         let options = BatchOptions::new(k).with_threads(2);
         assert_eq!(batch_query(&snapshot, &queries, &options).unwrap(), batch_query(&seg, &queries, &options).unwrap(), "k = {k}");
-        assert_eq!(near_pairs(&snapshot, k, 2).unwrap(), near_pairs(&seg, k, 2).unwrap(), "k = {k}");
+        assert_eq!(near_pairs(&snapshot, &ClusterOptions::new(k).with_threads(2)).unwrap(), near_pairs(&seg, &ClusterOptions::new(k).with_threads(2)).unwrap(), "k = {k}");
         assert_eq!(clusters(&snapshot, &ClusterOptions::new(k).with_threads(2)).unwrap(), clusters(&seg, &ClusterOptions::new(k).with_threads(2)).unwrap(), "k = {k}");
     }
-    assert!(matches!(near_pairs(&snapshot, 9, 2), Err(simdex::Error::KTooLarge { requested: 9, design_k: 3 })));
+    assert!(matches!(near_pairs(&snapshot, &ClusterOptions::new(9).with_threads(2)), Err(simdex::Error::KTooLarge { requested: 9, design_k: 3 })));
     for &q in queries.iter().take(40) {
         for k in [4, 6, 8] {
             let options = simdex::QueryOptions::within(k);
@@ -236,7 +236,7 @@ fn near_pairs_of_sorted_tables_equal_brute_force() {
     }
     for k in [0, 1, 3, 5, 9, 16] {
         let tables = SortedTables::new(fps.iter().enumerate().map(|(i, &fp)| (fp, i as u64)).collect(), k).unwrap();
-        assert_eq!(near_pairs(&tables, k, 2).unwrap(), brute_pairs(&fps, k), "k = {k}");
+        assert_eq!(near_pairs(&tables, &ClusterOptions::new(k).with_threads(2)).unwrap(), brute_pairs(&fps, k), "k = {k}");
         let ids: Vec<u64> = (0..fps.len() as u64).collect();
         let queries: Vec<u64> = fps.iter().step_by(5).map(|&f| f ^ 0b101).collect();
         assert_eq!(batch_query(&tables, &queries, &BatchOptions::new(k).with_threads(2)).unwrap(), brute_batch(&fps, &ids, &queries, k), "k = {k}");
@@ -350,12 +350,7 @@ proptest! {
         prop_assert!(listing(spill.path()).is_empty());
 
         let options = ClusterOptions::new(k).with_threads(threads).with_pair_memory(memory).with_spill_dir(Some(spill.path().to_path_buf()));
-        let mut pairs = Vec::new();
-        near_pairs_each(&seg, &options, |p| {
-            pairs.push(p);
-            Ok(())
-        }).unwrap();
-        prop_assert_eq!(pairs, brute_pairs(&fps, k));
+        prop_assert_eq!(near_pairs(&seg, &options).unwrap(), brute_pairs(&fps, k));
         prop_assert_eq!(clusters(&seg, &options).unwrap(), brute_clusters(&fps, with_ids.then_some(&ids[..]), k));
         prop_assert!(listing(spill.path()).is_empty());
     }
@@ -397,13 +392,8 @@ fn spilled_snapshot_jobs_equal_jobs_over_the_live_pairs() {
             assert!(k < 2 || want.len() > 500, "{}", want.len());
             assert_eq!(batch_query(&snapshot, &queries, &spilling).unwrap(), want, "k = {k}, {memory} bytes");
             let spilling = ClusterOptions::new(k).with_threads(2).with_pair_memory(memory).with_spill_dir(Some(spill.path().to_path_buf()));
-            let mut got = Vec::new();
-            near_pairs_each(&snapshot, &spilling, |p| {
-                got.push(p);
-                Ok(())
-            })
-            .unwrap();
-            assert_eq!(got, near_pairs(&seg, k, 2).unwrap(), "k = {k}, {memory} bytes");
+            let got = near_pairs(&snapshot, &spilling).unwrap();
+            assert_eq!(got, near_pairs(&seg, &ClusterOptions::new(k).with_threads(2)).unwrap(), "k = {k}, {memory} bytes");
             assert_eq!(clusters(&snapshot, &spilling).unwrap(), clusters(&seg, &ClusterOptions::new(k).with_threads(2)).unwrap(), "k = {k}, {memory} bytes");
             assert!(listing(spill.path()).is_empty());
         }
@@ -448,7 +438,7 @@ fn spill_errors_name_the_directory_and_leave_nothing_behind() {
     assert!(matches!(err, simdex::Error::InvalidArgument(_)));
     assert!(listing(spill.path()).is_empty());
     let cluster = cluster.with_spill_dir(Some(spill.path().to_path_buf()));
-    let err = near_pairs_each(&seg, &cluster, |_| Err(simdex::Error::InvalidArgument("stop".into()))).unwrap_err();
+    let err = clusters_and_pairs(&seg, &cluster, |_| Err(simdex::Error::InvalidArgument("stop".into()))).unwrap_err();
     assert!(matches!(err, simdex::Error::InvalidArgument(_)));
     assert!(listing(spill.path()).is_empty());
 }

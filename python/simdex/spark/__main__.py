@@ -228,6 +228,10 @@ def run(args, spark=None) -> int:
     print(f"exact duplicates: {found.exact_groups} groups ({found.redundant} redundant copies)", file=log)
     confirmed = f", confirmed: sketch resemblance >= {found.threshold}" if found.threshold is not None else ""
     print(f"near-duplicate links (k = {found.k}{confirmed}): {found.links}; clusters of exact copies and near-duplicates: {found.clusters} clusters, {found.clustered} documents", file=log)
+    if found.beyond_k:
+        print(f"  of them {found.beyond_k} beyond k, found because their sketches share a band", file=log)
+    if found.second_look is not None:
+        print(f"second look (exact Jaccard) at {found.second_look[0]} pairs estimated within the sketch's noise of the threshold: {found.second_look[1]} changed side", file=log)
     if args.pairs:
         print(f"pairs: {found.pairs} written to {args.pairs}", file=log)
     if args.clusters:

@@ -248,13 +248,16 @@ def _split_bytes(spark, files, most: int) -> int:
     return min(most, max(1 << 20, -(-total // (2 * spark.sparkContext.defaultParallelism))))
 
 
-def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int):
+def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int, copies_after: Sequence[int] = ()):
     """The split for ``n`` fingerprints, the partitions of each group, a ``pid`` per
-    partition (``_reducers``) and the group of each ``pid``."""
+    partition (``_reducers``) and the group of each ``pid``. ``copies_after``: groups after the
+    split's (``dedup``'s band group), each receiving that many copies of every row."""
     split = BlockJoin(n, k, candidates_log2)
     parallel = spark.sparkContext.defaultParallelism
     # at least the cores in all (each partition is a task of the join: a Python worker)
-    parts = [max(-(-parallel // split.groups), math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
+    floor = -(-parallel // split.groups)
+    parts = [max(floor, math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
+    parts += [max(floor, math.ceil(n * c / rows_per_join)) for c in copies_after]
     pids = _reducers(sum(parts))
     group_of = {}
     at = 0

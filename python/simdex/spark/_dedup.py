@@ -2,8 +2,9 @@
 a handful of Spark jobs (see the package docs for the steps).
 
 1. **learn IDF** (one job, unless a recipe is given): every task reads its documents and the
-   library counts their distinct features; Spark sums the counts per feature and writes them
-   (Parquet), and the driver builds the table from the files (the JVM never holds them).
+   library counts their distinct features, in one bucket per partition of the sum; after one
+   shuffle of a few binary rows per task, the library sums each bucket, and the driver
+   collects the sums (the table's size) and builds the table.
 2. **fingerprint, scatter, join, confirm** (one job): every task reads its documents again;
    the library fingerprints and sketches each text and packs each document (ord, content
    hash, fingerprint, sketch, id) into its block-split partitions (``scatter_documents``);
@@ -12,7 +13,14 @@ a handful of Spark jobs (see the package docs for the steps).
    the documents in clusters), and the library writes the pairs and clusters files from them
    (``finish_dedup``). Skipped records are written by the map tasks as they find them; the
    report's counts come back as rows of the same job.
-3. **kept** (one job, with ``kept``): every task reads its documents once more and the library
+   Every candidate (within k, or sharing a sketch band: a band group after the join's) gets
+   the library's verdict (``CorpusRule``); pairs within the sketch's noise of the threshold
+   are left undecided.
+3. **second look** (one job, only when a pair is undecided): every task reads its documents
+   again and the library gives the shingle sets of the undecided pairs' documents; the
+   driver's library call settles those pairs by exact Jaccard (``finish_dedup``), as
+   ``simdex dedup`` does.
+4. **kept** (one job, with ``kept``): every task reads its documents once more and the library
    writes those the deduplicated corpus keeps.
 
 Each task writes its part of an output into ``OUT.parts/`` under a name of its own (a task
@@ -22,21 +30,23 @@ corpus order.
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-from .._simdex import CorpusRecipe, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, write_kept, write_tsv
+from .._simdex import CorpusRecipe, CorpusRule, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, shingle_sets, sum_feature_counts, undecided_documents, write_kept, write_tsv
 from . import _pipeline as P
 from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _plan
+from ._output import concatenate
 
 # a map task's rows: packed documents for partition ``pid``, or (``fps`` null) its counts
 SCATTERED = "pid long, fps binary, documents long, bad long, skipped long, fingerprinted long, shown string"
-JOINED = "la binary, lb binary, ld binary, ls binary, mo binary, mr binary, mf binary, ids binary, id_offsets binary, documents long, bad long, skipped long, fingerprinted long, shown string"
+JOINED = "la binary, lb binary, ld binary, ls binary, lu binary, mo binary, mr binary, mf binary, ids binary, id_offsets binary, documents long, bad long, skipped long, fingerprinted long, shown string"
 SHOWN = 5  # skipped records named in the summary
+SETS = "o binary, l binary, s binary"
+BANDS = 16  # copies of a representative in the band group (one a band; for the plan only)
 
 
 def _schema(ddl: str):
@@ -49,7 +59,9 @@ def _schema(ddl: str):
 
 @dataclass
 class Dedup:
-    """What ``dedup`` found and wrote: the counts of the report, the recipe, ``k`` and the
+    """What ``dedup`` found and wrote: the counts of the report (``beyond_k``: links found
+    because their sketches share a band; ``second_look``: the pairs decided by exact Jaccard and
+    how many changed side, None when none was within the noise), the recipe, ``k`` and the
     threshold (None when not confirmed)."""
 
     documents: int
@@ -60,6 +72,8 @@ class Dedup:
     exact_groups: int
     redundant: int
     links: int
+    beyond_k: int
+    second_look: Optional[Tuple[int, int]]
     clusters: int
     clustered: int
     pairs: int
@@ -90,19 +104,7 @@ class Parts:
         os.replace(tmp, os.path.join(self.dir, f"part-{task:08d}"))
 
     def join(self, prefix: bytes = b"") -> int:
-        lines = 0
-        tmp = self.path + ".tmp"
-        with open(tmp, "wb") as out:
-            out.write(prefix)
-            for part in sorted(glob.glob(os.path.join(self.dir, "part-*"))):
-                with open(part, "rb") as f:
-                    while True:
-                        chunk = f.read(1 << 20)
-                        if not chunk:
-                            break
-                        lines += chunk.count(b"\n")
-                        out.write(chunk)
-        os.replace(tmp, self.path)
+        lines = concatenate(self.dir, self.path, prefix)
         shutil.rmtree(self.dir, ignore_errors=True)
         return lines
 
@@ -121,38 +123,52 @@ def _u8(buf: bytes):
     return pa.Array.from_buffers(pa.uint8(), len(buf), [None, pa.py_buffer(buf)])
 
 
-def learn_idf(spark, corpus, recipe: CorpusRecipe, work: str):
-    """The IDF table of the corpus (step 1): the library's distinct features of every document
-    with a text, counted per batch; Spark's sum per feature written as Parquet into ``work``;
-    the table built by the library from the files, streamed through the driver's Python (not
-    its JVM). A row with a null feature carries each batch's count of documents. Returns the
-    recipe with the table and the number of documents with a text."""
+COUNTS = "bucket long, features binary, counts binary, documents long"
+SUMMED = "features binary, counts binary, documents long"
+
+
+def learn_idf(spark, corpus, recipe: CorpusRecipe):
+    """The IDF table of the corpus (step 1, one job): each task's library call counts the
+    distinct features of its documents, split into one bucket of features per partition of
+    the sum; Spark brings each bucket's counts of every task together (a few binary rows per
+    task: no row per feature), where the library sums them; the driver collects the sums
+    (the table's size) and the library builds the table. Returns the recipe with the table
+    and the number of documents with a text."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-    from pyspark.sql import functions as F
 
     bc = spark.sparkContext.broadcast(recipe)
+    buckets = spark.sparkContext.defaultParallelism
+    _COUNTS, _SUMMED = _schema(COUNTS), _schema(SUMMED)
 
-    def run(task, batches):
+    def count(task, batches):
         r = bc.value
         for b in batches:
             texts = b.column(3).filter(pc.is_valid(b.column(3)))
             n = len(texts)
             data, offsets = P.arrow_buffers(texts)
-            features, counts = feature_counts(r, data, offsets, (1).to_bytes(8, "little") * n)
-            f, c = P._int64(features), P._int64(counts)
-            yield pa.RecordBatch.from_arrays([pa.concat_arrays([f, pa.array([None], pa.int64())]), pa.concat_arrays([c, pa.array([n], pa.int64())])], names=["feature", "n"])
+            answers = feature_counts(r, data, offsets, (1).to_bytes(8, "little") * n, buckets)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(range(buckets), pa.int64()), pa.array([f for f, _ in answers], pa.binary()), pa.array([c for _, c in answers], pa.binary()), pa.array([n] + [0] * (buckets - 1), pa.int64())],
+                schema=_COUNTS,
+            )
 
-    counts = corpus.map(run, "feature long, n long").groupBy("feature").agg(F.sum("n").alias("df"))
-    out = os.path.join(work, "idf")
-    counts.write.mode("overwrite").parquet(out)
-    table = pq.read_table(out, schema=pa.schema([("feature", pa.int64()), ("df", pa.int64())]))
-    feature, df = table.column("feature"), table.column("df")
-    documents = pc.sum(df.filter(pc.is_null(feature))).as_py() or 0
-    known = pc.is_valid(feature)
-    fs, ns = (P._u64s(c.filter(known).combine_chunks()) if table.num_rows else b"" for c in (feature, df))
-    del table, feature, df
+    def total(batches):
+        features, counts, documents = [], [], 0
+        for b in batches:
+            features += b.column(1).to_pylist()
+            counts += b.column(2).to_pylist()
+            documents += pc.sum(b.column(3)).as_py() or 0
+        f, c = sum_feature_counts(features, counts)
+        yield pa.RecordBatch.from_arrays([pa.array([f], pa.binary()), pa.array([c], pa.binary()), pa.array([documents], pa.int64())], schema=_SUMMED)
+
+    from pyspark.sql import functions as F
+
+    sums = corpus.map(count, COUNTS).repartition(buckets, F.col("bucket")).mapInArrow(total, SUMMED)
+    table = pa.Table.from_batches(sums._collect_as_arrow(), schema=_SUMMED)
+    documents = pc.sum(table.column("documents")).as_py() or 0
+    fs, ns = _concat(table.column("features")), _concat(table.column("counts"))
+    del table
     return recipe.with_document_frequencies(documents, fs, ns), documents
 
 
@@ -170,15 +186,14 @@ def _skipped_rows(b, good, status, reasons):
     return rows.sort_by("ord")
 
 
-def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[float], estimate: int, skipped_parts: Optional[Parts], index=None):
+def _pairs(spark, corpus, recipe: CorpusRecipe, rule: CorpusRule, estimate: int, skipped_parts: Optional[Parts], index=None):
     """Step 2's one job (see the module docs): the driver's table of every partition's links
     and members (one row each) and every map batch's counts (rows with ``la`` null)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    split, parts, pids, group_of = _plan(spark, max(estimate, 1), k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN)
+    split, parts, pids, group_of = _plan(spark, max(estimate, 1), rule.k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, [BANDS] if rule.band_candidates else [])
     bc = spark.sparkContext.broadcast(recipe)
-    sketches = threshold is not None
     _SCATTERED, _JOINED = _schema(SCATTERED), _schema(JOINED)
 
     def scatter(task, batches):
@@ -193,7 +208,7 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[floa
             ids = P.arrow_buffers(pc.fill_null(g.column(1), ""))
             texts = P.arrow_buffers(pc.fill_null(g.column(3), ""))
             partitions, data, offsets, status, r_data, r_offsets, fps, sks = scatter_documents(
-                r, split, parts, P._u64s(g.column(0)), *ids, *P.arrow_buffers(g.column(2)), *texts, _flags(has_text), sketches, check is not None
+                r, split, parts, P._u64s(g.column(0)), *ids, *P.arrow_buffers(g.column(2)), *texts, _flags(has_text), rule, check is not None
             )
             status = _u8(status)
             if check is not None:
@@ -227,11 +242,11 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[floa
             counted = b.filter(pc.invert(has))
             if counted.num_rows:
                 m = counted.num_rows
-                yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.binary()) for _ in range(9)] + [counted.column(i) for i in range(2, 7)], schema=_JOINED)
+                yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.binary()) for _ in range(10)] + [counted.column(i) for i in range(2, 7)], schema=_JOINED)
             blobs.append(_blob_bytes(b.column(1).filter(has)))
         if group is None:
             return
-        found = join_documents(split, group, b"".join(blobs), threshold)
+        found = join_documents(split, group, b"".join(blobs), rule)
         yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found] + [pa.nulls(1, pa.int64()) for _ in range(4)] + [pa.nulls(1, pa.string())], schema=_JOINED)
 
     from pyspark.sql import functions as F
@@ -239,6 +254,29 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, k: int, threshold: Optional[floa
     scattered = corpus.map(scatter, SCATTERED)
     rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(join, JOINED)
     return pa.Table.from_batches(rows._collect_as_arrow(), schema=_JOINED), split
+
+
+def _second_look(spark, corpus, recipe: CorpusRecipe, wanted: bytes):
+    """The shingle sets of the documents ``wanted`` (the ords of the links left undecided):
+    one more pass over the corpus whose tasks give the library the texts; the sets come back
+    to the driver, concatenated as ``shingle_sets`` returns them (small: the documents of pairs
+    within the sketch's noise of the threshold)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bc = spark.sparkContext.broadcast((recipe, wanted))
+    schema = _schema(SETS)
+
+    def run(task, batches):
+        r, w = bc.value
+        for b in batches:
+            g = b.filter(pc.is_valid(b.column(2)))
+            found = shingle_sets(r, P._u64s(g.column(0)), *P.arrow_buffers(pc.fill_null(g.column(3), "")), _flags(pc.is_valid(g.column(3))), w)
+            if found[0]:
+                yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found], schema=schema)
+
+    table = pa.Table.from_batches(corpus.map(run, SETS)._collect_as_arrow(), schema=schema)
+    return tuple(_concat(table.column(c)) for c in ("o", "l", "s"))
 
 
 def _write_kept(spark, corpus, dropped: bytes, path: str) -> int:
@@ -291,7 +329,7 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
     try:
         if recipe is None:
             with P.step(sc, "learn IDF (document frequencies)"):
-                recipe, estimate = learn_idf(spark, corpus, CorpusRecipe(preset), work)
+                recipe, estimate = learn_idf(spark, corpus, CorpusRecipe(preset))
         else:
             estimate = corpus.estimate()
         skipped_parts = Parts(skipped) if skipped else None
@@ -300,18 +338,24 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
             # pairs as for the check: what simdex dedup --index sketches with
             recipe = index.sketching(recipe)
             index.prepare(work, *asked, Parts)
+        rule = CorpusRule(recipe, *asked)
         with P.step(sc, "fingerprint, scatter, join and confirm"):
-            table, split = _pairs(spark, corpus, recipe, k, threshold, estimate, skipped_parts, index)
+            table, split = _pairs(spark, corpus, recipe, rule, estimate, skipped_parts, index)
         counts = {c: pc.sum(table.column(c)).as_py() or 0 for c in ("documents", "bad", "skipped", "fingerprinted")}
         shown = [line for s in table.column("shown").to_pylist() if s for line in s.split("\n")][:SHOWN]
         found = table.filter(pc.is_valid(table.column("la")))
-        cols = [_concat(found.column(c)) for c in ("la", "lb", "ld", "ls", "mo", "mr", "mf")]
+        cols = [_concat(found.column(c)) for c in ("la", "lb", "ld", "ls", "lu", "mo", "mr", "mf")]
         ids = [pa.Array.from_buffers(pa.binary(), len(o) // 4 - 1, [None, pa.py_buffer(o), pa.py_buffer(d)]) for d, o in zip(found.column("ids").to_pylist(), found.column("id_offsets").to_pylist())]
         ids = pa.concat_arrays(ids) if ids else pa.array([], pa.binary())
         if skipped_parts:
             skipped_parts.join()
+        wanted = undecided_documents(cols[0], cols[1], cols[4])
+        sets = None
+        if wanted:
+            with P.step(sc, "second look: shingle sets of the pairs within the noise"):
+                sets = _second_look(spark, corpus, recipe, wanted)
         with P.step(sc, "clusters, pairs and clusters files (driver)"):
-            f = finish_dedup(*cols, *P.arrow_buffers(ids), pairs, clusters)
+            f = finish_dedup(*cols, *P.arrow_buffers(ids), rule, sets, pairs, clusters)
         del table, found, cols, ids
         if index is not None:
             with P.step(sc, "index: matches written, new documents inserted (driver)"):
@@ -332,6 +376,8 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
         exact_groups=f.exact_groups,
         redundant=f.redundant,
         links=f.links,
+        beyond_k=f.beyond_k,
+        second_look=(f.second_look_decided, f.second_look_changed) if wanted else None,
         clusters=f.clusters,
         clustered=f.clustered,
         pairs=f.pairs,

@@ -20,9 +20,19 @@ def write_lines(df, column, order, path: str, keep_parts: bool = False) -> int:
     ``path``. Returns the number of lines."""
     parts = path + ".parts"
     df.orderBy(*order).select(column.alias("value")).write.mode("overwrite").text(parts)
-    lines = 0
+    lines = concatenate(parts, path)
+    if not keep_parts:
+        shutil.rmtree(parts, ignore_errors=True)
+    return lines
+
+
+def concatenate(parts: str, path: str, prefix: bytes = b"") -> int:
+    """Writes ``prefix`` then the files ``parts/part-*`` in name order into ``path`` (through
+    ``path.tmp``, renamed when whole), 1 MiB at a time. Returns the number of lines."""
+    lines = prefix.count(b"\n")
     tmp = path + ".tmp"
     with open(tmp, "wb") as out:
+        out.write(prefix)
         for part in sorted(glob.glob(os.path.join(parts, "part-*"))):
             with open(part, "rb") as f:
                 while True:
@@ -32,6 +42,4 @@ def write_lines(df, column, order, path: str, keep_parts: bool = False) -> int:
                     lines += chunk.count(b"\n")
                     out.write(chunk)
     os.replace(tmp, path)
-    if not keep_parts:
-        shutil.rmtree(parts, ignore_errors=True)
     return lines

@@ -16,7 +16,7 @@ use std::hash::Hasher;
 use std::io::{Read, Write};
 
 use simdex::SortedTables;
-use simdex::{clusters_from_pairs, near_pairs};
+use simdex::{clusters_from_pairs, near_pairs, ClusterOptions};
 
 use crate::sketch::Sketch;
 use crate::{DocumentQuery, Error, DEFAULT_MIN_SIMILARITY};
@@ -32,8 +32,8 @@ pub struct CorpusOptions {
     /// pair within `k` by fingerprint alone.
     pub confirm: Option<f64>,
     /// With `confirm`, also take as candidates the pairs whose sketches share a band (one of
-    /// their 32-bit words, as an index's band files do), whatever their fingerprints'
-    /// distance: near-duplicates the fingerprints put beyond `k`.
+    /// their 32-bit words, as an index's band files do: [`band_keys`]), whatever their
+    /// fingerprints' distance: near-duplicates the fingerprints put beyond `k`.
     pub band_candidates: bool,
     /// With `confirm`, leave the pairs whose estimate is within the sketch's noise of the
     /// threshold ([`noise_window`]) to [`CorpusDedup::settle`], which decides them by exact
@@ -41,18 +41,67 @@ pub struct CorpusOptions {
     pub second_look: bool,
 }
 
+/// What a run's rule says of a candidate pair from its sketches' estimate
+/// ([`CorpusOptions::verdict`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Near-duplicates (every candidate, when pairs are not confirmed).
+    Near,
+    /// Not near-duplicates.
+    Apart,
+    /// Within the sketch's noise of the threshold: the exact Jaccard decides
+    /// ([`CorpusOptions::near_by_exact`]) when it is known; else the estimate stands (`near`).
+    Undecided {
+        /// What the estimate alone says.
+        near: bool,
+    },
+}
+
+impl Verdict {
+    /// Whether the pair is kept while no exact Jaccard is known.
+    pub fn near(self) -> bool {
+        matches!(self, Verdict::Near | Verdict::Undecided { near: true })
+    }
+}
+
 impl CorpusOptions {
     /// The options of a run, decided as a document call decides them ([`DocumentQuery`]: `k`
     /// defaults to [`crate::DEFAULT_CONFIRMED_K`] when pairs are confirmed, at `threshold`,
     /// default [`crate::DEFAULT_MIN_SIMILARITY`], and [`crate::DEFAULT_UNCONFIRMED_K`] when
-    /// not), refused with its one limit and message ([`DocumentQuery::check`]).
+    /// not), refused with its one limit and message ([`DocumentQuery::check`]); band
+    /// candidates and the second look on (`simdex dedup`'s defaults).
     pub fn new(k: Option<u32>, confirm: bool, threshold: Option<f64>) -> Result<Self, Error> {
         let mut query = DocumentQuery::default().with_k(k).with_confirm(confirm);
         if let Some(t) = threshold {
             query = query.with_min_similarity(t);
         }
         query.check()?;
-        Ok(Self { k: query.k(), confirm: confirm.then(|| threshold.unwrap_or(DEFAULT_MIN_SIMILARITY)), band_candidates: false, second_look: false })
+        Ok(Self { k: query.k(), confirm: confirm.then(|| threshold.unwrap_or(DEFAULT_MIN_SIMILARITY)), band_candidates: true, second_look: true })
+    }
+
+    /// The rule for a candidate pair whose sketches (of `sketch`'s recipe; `None`: no
+    /// sketches) estimate `similarity` (NaN without sketches): near when not confirmed; else
+    /// undecided within the noise window of the threshold (with a second look), near at or
+    /// above the threshold, apart below it.
+    pub fn verdict(&self, similarity: f64, sketch: Option<crate::sketch::SketchOptions>) -> Verdict {
+        let Some(threshold) = self.confirm else { return Verdict::Near };
+        let near = similarity >= threshold;
+        if let Some(sketch) = sketch.filter(|_| self.second_look) {
+            let (low, high) = noise_window(threshold, sketch);
+            if similarity >= low && similarity < high {
+                return Verdict::Undecided { near };
+            }
+        }
+        if near {
+            Verdict::Near
+        } else {
+            Verdict::Apart
+        }
+    }
+
+    /// Whether a pair the second look measured at exact Jaccard `jaccard` is near.
+    pub fn near_by_exact(&self, jaccard: f64) -> bool {
+        self.confirm.is_none_or(|threshold| jaccard >= threshold)
     }
 
     /// The same options with candidates by shared sketch band on or off.
@@ -163,9 +212,9 @@ pub struct CorpusDedup {
     /// options confirm).
     pub links: Vec<NearLink>,
     /// The candidates whose estimate is within the noise of the threshold, for
-    /// [`Self::settle`] (empty without a second look), and the threshold.
+    /// [`Self::settle`] (empty without a second look), and the options that found them.
     undecided: Vec<NearLink>,
-    threshold: f64,
+    options: Option<CorpusOptions>,
 }
 
 impl CorpusDedup {
@@ -191,18 +240,10 @@ impl CorpusDedup {
                 _ => f64::NAN,
             };
         }
-        let mut undecided = Vec::new();
-        let threshold = options.confirm.unwrap_or(0.0);
-        if let Some(threshold) = options.confirm {
-            if options.second_look {
-                if let Some(sketch_options) = docs.iter().find_map(|d| d.sketch.as_ref().map(|s| s.options())) {
-                    let (low, high) = noise_window(threshold, sketch_options);
-                    undecided = links.iter().filter(|l| l.similarity >= low && l.similarity < high).copied().collect();
-                }
-            }
-            links.retain(|l| l.similarity >= threshold);
-        }
-        let mut found = CorpusDedup { exact, clusters: Vec::new(), links, undecided, threshold };
+        let sketch_options = docs.iter().find_map(|d| d.sketch.as_ref().map(|s| s.options()));
+        let undecided = links.iter().filter(|l| matches!(options.verdict(l.similarity, sketch_options), Verdict::Undecided { .. })).copied().collect();
+        links.retain(|l| options.verdict(l.similarity, sketch_options).near());
+        let mut found = CorpusDedup { exact, clusters: Vec::new(), links, undecided, options: Some(*options) };
         found.cluster(docs);
         Ok(found)
     }
@@ -227,14 +268,19 @@ impl CorpusDedup {
         for l in &undecided {
             if let Some(j) = exact(l.a, l.b) {
                 decided += 1;
-                changed += usize::from((j >= self.threshold) != (l.similarity >= self.threshold));
+                changed += usize::from(self.near_by_exact(j) != self.options.is_none_or(|o| o.verdict(l.similarity, None).near()));
                 by_pair.insert(key(l), j);
             }
         }
         self.links.retain(|l| !by_pair.contains_key(&key(l)));
-        self.links.extend(undecided.iter().filter_map(|l| by_pair.get(&key(l)).filter(|&&j| j >= self.threshold).map(|&j| NearLink { similarity: j, ..*l })));
+        let settled: Vec<NearLink> = undecided.iter().filter_map(|l| by_pair.get(&key(l)).filter(|&&j| self.near_by_exact(j)).map(|&j| NearLink { similarity: j, ..*l })).collect();
+        self.links.extend(settled);
         self.cluster(docs);
         (decided, changed)
+    }
+
+    fn near_by_exact(&self, jaccard: f64) -> bool {
+        self.options.is_none_or(|o| o.near_by_exact(jaccard))
     }
 
     /// The clusters of the links and the exact groups.
@@ -329,6 +375,13 @@ fn exact_groups(docs: &[CorpusDoc]) -> Vec<Vec<u32>> {
     exact
 }
 
+/// The bands of a sketch, `(band, word)`: its 32-bit words (little-endian) by place, as an
+/// index's band files key them (`format-spec/bands.md`). Two sketches sharing one are
+/// candidates ([`CorpusOptions::band_candidates`]).
+pub fn band_keys(sketch: &Sketch) -> impl Iterator<Item = (u8, u32)> + '_ {
+    sketch.as_bytes().chunks_exact(4).enumerate().map(|(band, w)| (band as u8, u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
+}
+
 /// Every pair of representatives with sketches that share a band (a 32-bit word of the
 /// sketch, as the index's band files, `format-spec/bands.md`) and is not in `known`, with its
 /// fingerprints' distance (the similarity is filled in by the caller). Each pair once, `a < b`.
@@ -336,9 +389,8 @@ fn band_links(docs: &[CorpusDoc], reps: &[(u64, u32)], known: &[NearLink]) -> Ve
     let mut buckets: HashMap<(u8, u32), Vec<u32>> = HashMap::new();
     for &(_, i) in reps {
         let Some(sketch) = &docs[i as usize].sketch else { continue };
-        for (band, word) in sketch.as_bytes().chunks_exact(4).enumerate() {
-            let word = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-            buckets.entry((band as u8, word)).or_default().push(i);
+        for key in band_keys(sketch) {
+            buckets.entry(key).or_default().push(i);
         }
     }
     let mut seen: std::collections::HashSet<(u32, u32)> = known.iter().map(|l| (l.a.min(l.b), l.a.max(l.b))).collect();
@@ -362,7 +414,7 @@ fn band_links(docs: &[CorpusDoc], reps: &[(u64, u32)], known: &[NearLink]) -> Ve
 /// distance (the similarity is filled in by the caller).
 fn near_links(reps: &[(u64, u32)], k: u32, threads: usize) -> Result<Vec<NearLink>, Error> {
     let tables = SortedTables::new(reps.iter().map(|&(fp, i)| (fp, u64::from(i))).collect(), k)?;
-    let fp_pairs = near_pairs(&tables, k, threads.max(1))?;
+    let fp_pairs = near_pairs(&tables, &ClusterOptions::new(k).with_threads(threads.max(1)))?;
     let mut by_fp = reps.to_vec();
     by_fp.sort_unstable();
     let docs_of = |fp: u64| {
@@ -416,7 +468,7 @@ mod tests {
         let texts = [text(0, &[]), text(1, &[150]), text(2, &(0..300).step_by(2).collect::<Vec<_>>())];
         let (docs, sets) = docs(&texts, &[0, (1u64 << 40) - 1, 0xFFFF_0000_0000_0000]);
         assert!(jaccard(&sets[0], &sets[1]) > 0.95 && jaccard(&sets[0], &sets[2]) < 0.2);
-        let options = CorpusOptions::new(None, true, None).unwrap();
+        let options = CorpusOptions::new(None, true, None).unwrap().with_band_candidates(false);
         let without = CorpusDedup::new(&docs, &options, 1).unwrap();
         assert!(without.links.is_empty(), "{:?}", without.links);
         let with = CorpusDedup::new(&docs, &options.with_band_candidates(true), 1).unwrap();
@@ -432,7 +484,7 @@ mod tests {
         // versions of one text at exact Jaccard 0.85-0.97 of the first, all within k
         let texts: Vec<String> = (0..14u32).map(|n| text(n, &(0..n as usize).map(|i| 11 + i * 21).collect::<Vec<_>>())).collect();
         let (docs, sets) = docs(&texts, &vec![7; texts.len()]);
-        let options = CorpusOptions::new(None, true, None).unwrap().with_second_look(true);
+        let options = CorpusOptions::new(None, true, None).unwrap().with_band_candidates(false);
         let (low, high) = noise_window(0.9, SketchOptions::default());
         assert!((high - low - 2.0 * 3.0 * (0.19f64 / 512.0).sqrt()).abs() < 1e-9, "3 sd each side at 0.90");
         let mut found = CorpusDedup::new(&docs, &options, 1).unwrap();
@@ -472,9 +524,9 @@ mod tests {
     fn one_k_limit_and_one_message() {
         assert_eq!(
             CorpusOptions::new(None, true, None).unwrap(),
-            CorpusOptions { k: DEFAULT_CONFIRMED_K, confirm: Some(DEFAULT_MIN_SIMILARITY), band_candidates: false, second_look: false }
+            CorpusOptions { k: DEFAULT_CONFIRMED_K, confirm: Some(DEFAULT_MIN_SIMILARITY), band_candidates: true, second_look: true }
         );
-        assert_eq!(CorpusOptions::new(None, false, None).unwrap(), CorpusOptions { k: DEFAULT_UNCONFIRMED_K, confirm: None, band_candidates: false, second_look: false });
+        assert_eq!(CorpusOptions::new(None, false, None).unwrap(), CorpusOptions { k: DEFAULT_UNCONFIRMED_K, confirm: None, band_candidates: true, second_look: true });
         assert_eq!(CorpusOptions::new(Some(8), true, Some(0.5)).unwrap().k, 8);
         let e = CorpusOptions::new(Some(9), true, None).unwrap_err().to_string();
         // the document calls' limit and message

@@ -23,7 +23,6 @@
 
 use super::feature_map::FeatureMap;
 use super::Error;
-use simdex::verify_crc;
 use std::io::Read;
 use std::path::Path;
 
@@ -196,7 +195,10 @@ impl IdfTable {
             return Err(Error::IdfUnsupportedVersion { found: version, supported: FORMAT_VERSION });
         }
         let (body, stored) = bytes.split_last_chunk::<4>().ok_or(Error::IdfTruncated { needed: 4 })?;
-        verify_crc(body, u32::from_le_bytes(*stored)).map_err(|m| Error::IdfChecksum { stored: m.stored, computed: m.computed })?;
+        let (stored, computed) = (u32::from_le_bytes(*stored), crc32fast::hash(body));
+        if stored != computed {
+            return Err(Error::IdfChecksum { stored, computed });
+        }
         let recipe_len = r.u32()? as usize;
         let recipe = std::str::from_utf8(r.take(recipe_len)?).map_err(|_| Error::IdfCorrupt { what: "recipe is not UTF-8" })?.to_owned();
         let docs = r.u64()?;

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use serde_json::json;
-use simdex::build_segment_with_progress;
+use simdex::build_segment;
 use simdex::plan::{plan, Design, PlanOptions};
 use simdex::storage::FsStorage;
 use simdex::BuildOptions;
@@ -55,10 +55,11 @@ pub fn run(args: Args) -> Result<()> {
     bar.finish_and_clear();
     let read_time = start.elapsed();
     let design: Design = plan(&(PlanOptions::new(data.fps.len() as u64, args.k)).with_tables(args.tables))?.chosen.design;
-    let options = BuildOptions::default().with_design(Some(design.clone())).with_k(args.k).with_codec(args.codec);
     let bar = progress::steps(design.tables().len() as u64, "building tables");
+    let shown = bar.clone();
+    let options = BuildOptions::default().with_design(Some(design.clone())).with_k(args.k).with_codec(args.codec).with_progress(move |done, _| shown.set_position(done as u64));
     let built = Instant::now();
-    let bytes = build_segment_with_progress(&FsStorage, &args.out, &data.fps, data.ids.as_deref(), &options, &mut |done, _| bar.set_position(done as u64))?;
+    let bytes = build_segment(&FsStorage, &args.out, &data.fps, data.ids.as_deref(), &options)?;
     bar.finish_and_clear();
     let build_time = built.elapsed();
     let n = data.fps.len();

@@ -45,7 +45,7 @@ use crate::progress;
 /// message names the line or byte offset at fault and how many records before it were
 /// acknowledged (they stay in the index; nothing after the fault is added).
 ///
-/// `simdex add`, this command's name before issue 35, still runs it.
+/// `simdex add`, this command's former name, still runs it.
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  simdex insert pages.idx stored.txt\n  simdex insert news.idx stored.txt --expire-after 30d\n  simdex bench generate --count 100 --seed 7 | simdex insert pages.idx - --acks"
