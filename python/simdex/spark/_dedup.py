@@ -30,6 +30,7 @@ corpus order.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -38,7 +39,7 @@ from typing import List, Optional, Tuple
 
 from .._simdex import CorpusRecipe, CorpusRule, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, shingle_sets, sum_feature_counts, undecided_documents, write_kept, write_tsv
 from . import _pipeline as P
-from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _plan
+from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _pids, _plan
 from ._output import concatenate
 
 # a map task's rows: packed documents for partition ``pid``, or (``fps`` null) its counts
@@ -192,7 +193,13 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, rule: CorpusRule, estimate: int,
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    split, parts, pids, group_of = _plan(spark, max(estimate, 1), rule.k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, [BANDS] if rule.band_candidates else [])
+    n = max(estimate, 1)
+    split, parts, _, _ = _plan(spark, n, rule.k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, [BANDS] if rule.band_candidates else [])
+    # a reduce task joins several partitions one after the other when they are small (each
+    # task is a Python worker's round trip), as many as the cores or the rows ask for
+    copies = sum(len(split.tables_of(g)) for g in range(split.groups)) + (BANDS if rule.band_candidates else 0)
+    tasks = min(sum(parts), max(spark.sparkContext.defaultParallelism, math.ceil(n * copies / ROWS_PER_JOIN)))
+    pids, group_of = _pids(parts, tasks)
     bc = spark.sparkContext.broadcast(recipe)
     _SCATTERED, _JOINED = _schema(SCATTERED), _schema(JOINED)
 
@@ -233,26 +240,26 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, rule: CorpusRule, estimate: int,
 
     def join(batches):
         P._fail_first_attempt("confirm")
-        blobs, group = [], None
+        blobs = {}
         for b in batches:
             if b.num_rows == 0:
                 continue
-            group = group_of[b.column(0)[0].as_py()]
             has = pc.is_valid(b.column(1))
             counted = b.filter(pc.invert(has))
             if counted.num_rows:
                 m = counted.num_rows
                 yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.binary()) for _ in range(10)] + [counted.column(i) for i in range(2, 7)], schema=_JOINED)
-            blobs.append(_blob_bytes(b.column(1).filter(has)))
-        if group is None:
-            return
-        found = join_documents(split, group, b"".join(blobs), rule)
-        yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found] + [pa.nulls(1, pa.int64()) for _ in range(4)] + [pa.nulls(1, pa.string())], schema=_JOINED)
+            scattered = b.filter(has)
+            for pid in set(scattered.column(0).to_pylist()):
+                blobs.setdefault(pid, []).append(_blob_bytes(scattered.column(1).filter(pc.equal(scattered.column(0), pid))))
+        for pid in sorted(blobs):
+            found = join_documents(split, group_of[pid], b"".join(blobs.pop(pid)), rule)
+            yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found] + [pa.nulls(1, pa.int64()) for _ in range(4)] + [pa.nulls(1, pa.string())], schema=_JOINED)
 
     from pyspark.sql import functions as F
 
     scattered = corpus.map(scatter, SCATTERED)
-    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(join, JOINED)
+    rows = scattered.repartition(tasks, F.col("pid")).mapInArrow(join, JOINED)
     return pa.Table.from_batches(rows._collect_as_arrow(), schema=_JOINED), split
 
 
