@@ -15,7 +15,7 @@ use std::time::Duration;
 use simdex::storage::{CrashMode, MemStorage, Storage};
 use simdex::{CompactionOptions, Durability, Entry, Index, IndexOptions};
 
-use crate::common::{Intercepted, Rng};
+use crate::common::{hold_then_slow, Intercepted, Rng};
 use crate::engine::mem_options;
 
 const DIR: &str = "pieces";
@@ -149,17 +149,7 @@ fn held_first_flush(inner: &MemStorage, held: mpsc::Sender<()>, go: Arc<AtomicBo
         inner: inner.clone(),
         before: Arc::new(move |op, path| {
             let segment = path.file_name().is_some_and(|n| n.to_string_lossy().contains(".sdx"));
-            if op == "create" && segment {
-                if let Some(tx) = held.lock().unwrap().take() {
-                    let _ = tx.send(());
-                    while !go.load(Ordering::SeqCst) {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                }
-            }
-            if go.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            hold_then_slow(op == "create" && segment, &held, &go);
             Ok(())
         }),
     }
