@@ -322,9 +322,11 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
 /// The ordinals of `segment` whose stored sketch shares one of the first `bands` bands with
 /// `sketch`, by reading every sketch: what its band file would find, for a segment without one.
 fn scan_sketches(segment: &Segment, sketch: &[u8], bands: u32, ordinals: &mut Vec<u32>) -> Result<()> {
+    // the query's bands as bytes, compared with each stored sketch's words in place
+    let keys: Vec<[u8; 4]> = (0..bands).filter_map(|b| band_key(sketch, b)).map(u32::to_le_bytes).collect();
     for (ordinal, stored) in (0u32..).zip(segment.sketches_in_order()) {
         let stored = stored?;
-        if !is_empty_sketch(stored) && shares_band(sketch, stored, bands) {
+        if keys.iter().zip(stored.chunks_exact(4)).any(|(key, word)| word == key) && !is_empty_sketch(stored) {
             ordinals.push(ordinal);
         }
     }
