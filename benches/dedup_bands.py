@@ -38,7 +38,7 @@ def read_pairs(path):
     pairs = set()
     with open(path, encoding="utf-8") as f:
         for line in f:
-            a, b = line.split("\t")[:2]
+            a, b = line.rstrip("\n").split("\t")[:2]
             pairs.add((a, b) if a < b else (b, a))
     return pairs
 

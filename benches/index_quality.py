@@ -6,15 +6,19 @@ on the in-memory path (`dedup DOCS --pairs`) and on the index path the crawler's
 document against the index, k = 8 confirmed by sketch at 0.90, and reports its stored
 matches: the (document, stored document) pairs other than itself are scored).
 
-usage: python3 benches/index_quality.py --data DATA --work DIR NAME=SIMDEX [NAME=SIMDEX ...]
+usage: python3 benches/index_quality.py --data DATA --work DIR NAME=SIMDEX [NAME="SIMDEX FLAGS" ...]
 
 DATA is a folder made by shared/eval's extract.py and groundtruth.py (docs.jsonl, pairs.tsv).
-Prints a markdown table, one row per build and path.
+FLAGS (optional) are passed to every `dedup` run of that build (e.g. `--no-band-candidates`:
+the check before band candidates). Prints a markdown table, one row per build and path, and
+writes each path's pairs to DIR/NAME/{pairs,index-pairs}.tsv (for `benches/dedup_bands.py
+--data DATA NAME=DIR/NAME/index-pairs.tsv`: misses and false pairs by band of Jaccard).
 """
 
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -39,8 +43,8 @@ def score(reported, true):
     return len(reported), p, r, f1
 
 
-def memory_pairs(simdex, docs, out):
-    subprocess.run([simdex, "dedup", docs, "--pairs", out], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def memory_pairs(simdex, flags, docs, out):
+    subprocess.run([simdex, "dedup", docs, "--pairs", out, *flags], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pairs = set()
     with open(out, encoding="utf-8") as f:
         for line in f:
@@ -49,13 +53,13 @@ def memory_pairs(simdex, docs, out):
     return pairs
 
 
-def index_pairs(simdex, docs, work):
+def index_pairs(simdex, flags, docs, work):
     idx = os.path.join(work, "idx")
     shutil.rmtree(idx, ignore_errors=True)
-    subprocess.run([simdex, "dedup", docs, "--index", idx], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([simdex, "dedup", docs, "--index", idx, *flags], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     report = os.path.join(work, "report.jsonl")
     start = time.monotonic()
-    subprocess.run([simdex, "dedup", docs, "--index", idx, "--report", report], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([simdex, "dedup", docs, "--index", idx, "--report", report, *flags], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.monotonic() - start
     records = [json.loads(l) for l in open(report, encoding="utf-8")]
     indexed = [r for r in records if r.get("kind") == "indexed"]
@@ -67,6 +71,8 @@ def index_pairs(simdex, docs, work):
             if other is not None and other != r["member"]:
                 a, b = r["member"], other
                 pairs.add((a, b) if a < b else (b, a))
+    with open(os.path.join(work, "index-pairs.tsv"), "w", encoding="utf-8") as f:
+        f.writelines(f"{a}\t{b}\n" for a, b in sorted(pairs))
     return pairs, seconds
 
 
@@ -82,12 +88,13 @@ def main():
     print("| build | path | reported | precision | recall | F1 | second run |")
     print("|---|---|---|---|---|---|---|")
     for spec in a.builds:
-        name, simdex = spec.split("=", 1)
+        name, command = spec.split("=", 1)
+        simdex, *flags = shlex.split(command)
         work = os.path.join(a.work, name)
         os.makedirs(work, exist_ok=True)
-        n, pr, rc, f1 = score(memory_pairs(simdex, docs, os.path.join(work, "pairs.tsv")), true)
+        n, pr, rc, f1 = score(memory_pairs(simdex, flags, docs, os.path.join(work, "pairs.tsv")), true)
         print(f"| {name} | `dedup --pairs` (in memory) | {n} | {pr:.4f} | {rc:.4f} | {f1:.4f} | - |")
-        pairs, secs = index_pairs(simdex, docs, work)
+        pairs, secs = index_pairs(simdex, flags, docs, work)
         n, pr, rc, f1 = score(pairs, true)
         print(f"| {name} | `dedup --index` (the crawler's check) | {n} | {pr:.4f} | {rc:.4f} | {f1:.4f} | {secs:.1f} s |")
     return 0

@@ -81,21 +81,45 @@ pub struct ConfirmOptions {
     /// default sketch (512 one-bit values) at `min_similarity >= 0.9`; otherwise the
     /// tables answer.
     pub exhaustive: bool,
+    /// Band candidates (on by default): a stored pair whose sketch shares one of the 16
+    /// bands with the query's is an answer whatever its fingerprint's distance when its
+    /// estimate reaches `min_similarity + band_margin` (beside the pairs within `k`, judged
+    /// at `min_similarity`): near-duplicates whose fingerprints lie more than `k` bits apart
+    /// are found. Only for the default sketch (512 one-bit values) at `min_similarity >=
+    /// 0.9`; off, only pairs within `k` are answers.
+    pub band_candidates: bool,
+    /// How far above `min_similarity` a band candidate beyond `k` must be estimated. Default
+    /// 0.0167: one standard deviation of the default sketch's estimate at 0.9 (recipe 2,
+    /// measured by `simdex tune` on the tuning sample, `benches/QUALITY.md`). Beyond `k` the
+    /// fingerprints say a pair is less alike, so fewer pairs estimated just above the
+    /// threshold are true ones: at 0 the crawler's check on a held-out corpus loses 0.045 of
+    /// precision for no F1; at 0.0167 F1 rises 0.0098 for 0.0065 of precision.
+    pub band_margin: f64,
 }
 
-__with_fields!(ConfirmOptions { k: u32 => with_k, unsketched_k: u32 => with_unsketched_k, exhaustive: bool => with_exhaustive });
+__with_fields!(ConfirmOptions {
+    k: u32 => with_k,
+    unsketched_k: u32 => with_unsketched_k,
+    exhaustive: bool => with_exhaustive,
+    band_candidates: bool => with_band_candidates,
+    band_margin: f64 => with_band_margin,
+});
 
 impl Default for ConfirmOptions {
-    /// `k = 3`, resemblance at least 0.90, candidates without a sketch within 3 bits.
+    /// `k = 3`, resemblance at least 0.90, candidates without a sketch within 3 bits, band
+    /// candidates on (beyond `k` at a resemblance of at least 0.9167).
     ///
     /// Chosen on the dev corpus (`benches/QUALITY.md`, "Issue 11"): at k = 3 confirmation
     /// raises F1 from 0.721 to 0.795 (precision 0.73 to 0.92) for the cost of a k = 3 query
     /// plus a sketch read per candidate. A wider `k` finds more (F1 0.872 at k = 6, 0.892 at
     /// k = 8) at 13 and 47 times the entries decoded: [`ConfirmOptions::within`].
     fn default() -> Self {
-        Self { k: 3, min_similarity: 0.9, unsketched_k: 3, exhaustive: false }
+        Self { k: 3, min_similarity: 0.9, unsketched_k: 3, exhaustive: false, band_candidates: true, band_margin: DEFAULT_BAND_MARGIN }
     }
 }
+
+/// [`ConfirmOptions::band_margin`]'s default.
+const DEFAULT_BAND_MARGIN: f64 = 0.0167;
 
 impl ConfirmOptions {
     /// The defaults with candidates within `k`.

@@ -137,7 +137,8 @@ class Index(_Index):
         (the library's ``DocumentQuery`` decides, for every front: ``simdex.DocumentQuery(k,
         confirm)`` says how). In an index with sketches a stored document within ``k`` is a
         match only when the sketches estimate a resemblance of at least
-        ``DEFAULT_MIN_SIMILARITY`` (0.90) (``confirm=False``: fingerprints alone; ``verify`` is
+        ``DEFAULT_MIN_SIMILARITY`` (0.90), and one beyond ``k`` whose sketch shares a band with
+        the document's when they estimate at least 0.9167 (``confirm=False``: fingerprints alone; ``verify`` is
         the deprecated name of ``confirm``: it warns, DeprecationWarning). A str is text, bytes an HTML page (``html``
         overrides). Raises EmptyDocumentError for a document with fewer words than the recipe's
         minimum or ``min_words``, BinaryDocumentError for a binary one (nothing stored)."""

@@ -15,8 +15,8 @@ nothing written), ``"inserted"`` (a new id: stored), ``"replaced"`` (the id held
 fingerprints, none near: deleted, and the new one stored, in one log record)."""
 
 class DocumentMatch(NamedTuple):
-    """A stored document a document call matched. Changed in issue 20: a 4-tuple (it was
-    (fingerprint, distance, doc_id)); index or name the fields rather than unpack three."""
+    """A stored document a document call matched: a 4-tuple since it carries the similarity
+    (it was (fingerprint, distance, doc_id)); index or name the fields rather than unpack three."""
 
     fingerprint: int
     distance: int
@@ -244,8 +244,11 @@ def corpus_options(k: Optional[int] = None, confirm: bool = True, threshold: Opt
     """(k, threshold) of a corpus dedup as every front decides it (the document calls' one limit and
     message: ValueError past it)."""
 
-def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes) -> Tuple[bytes, bytes]:
-    """The IDF pass of one Arrow batch: (features, counts), u64 columns."""
+def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes, buckets: int = 1) -> List[Tuple[bytes, bytes]]:
+    """The IDF pass of one Arrow batch: (features, counts), u64 columns, per bucket of features."""
+
+def sum_feature_counts(features: List[bytes], counts: List[bytes]) -> Tuple[bytes, bytes]:
+    """The sum per feature of feature_counts' answers: (features, counts)."""
 
 def read_whole_files(paths: List[str], names: List[str], formats: List[str], places: bytes, strict: bool = False) -> Tuple[bytes, List[StringColumn]]:
     """Whole text or HTML files as records: their places (u64s) and the columns id, content, text, error."""
@@ -289,7 +292,7 @@ def finish_dedup(la: bytes, lb: bytes, ld: bytes, ls: bytes, lu: bytes, mo: byte
 class CorpusRule:
     """The library's corpus dedup options (k, threshold, band candidates, second look) with the
     sketch recipe of ``recipe``; pickles."""
-    def __init__(self, recipe: "CorpusRecipe", k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None) -> None: ...
+    def __init__(self, recipe: "CorpusRecipe", k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None, band_candidates: Optional[bool] = None, second_look: Optional[bool] = None) -> None: ...
     @property
     def k(self) -> int: ...
     @property

@@ -352,7 +352,9 @@ class _Base:
         how they decide, in words: the library's ``DocumentQuery.decision``."""
         k, min_similarity = self.query.decision(sketches)
         if min_similarity is not None:
-            return k, f"confirmed by sketch (resemblance >= {min_similarity:.2f})"
+            # band candidates serve thresholds from the default up
+            beyond = "; beyond k when their sketches share a band, by a margin of the estimate's noise" if min_similarity >= simdex.DEFAULT_MIN_SIMILARITY else ""
+            return k, f"confirmed by sketch (resemblance >= {min_similarity:.2f}{beyond})"
         if not self.confirm:
             return k, "by fingerprints alone (SIMDEX_CONFIRM = False)"
         if k < self.query.k:

@@ -51,28 +51,69 @@ fn bytes_of(values: impl Iterator<Item = u64>) -> Vec<u8> {
     values.flat_map(u64::to_le_bytes).collect()
 }
 
+/// The bucket (of `buckets`) of a feature: the partition that sums its counts.
+fn feature_bucket(feature: u64, buckets: usize) -> usize {
+    (((feature.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) * buckets as u64) >> 32) as usize
+}
+
+/// `(features, counts)` of a map of counts, as two u64 columns' bytes.
+type Counted<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+fn counted<'py>(py: Python<'py>, counts: &HashMap<u64, u64>) -> Counted<'py> {
+    (PyBytes::new(py, &bytes_of(counts.keys().copied())), PyBytes::new(py, &bytes_of(counts.values().copied())))
+}
+
 /// The IDF pass of one batch: every distinct feature of `texts` (an Arrow string column's
 /// buffers) counted once per document, each document weighing `sizes[i]` (little-endian
-/// u64s: its copies), summed over the batch: `(features, counts)`, two u64 columns, for
-/// Spark to sum per feature.
+/// u64s: its copies), summed over the batch: `(features, counts)`, two u64 columns, one pair
+/// per bucket of features (`buckets` of them, disjoint), for Spark to sum bucket by bucket
+/// ([`sum_feature_counts`]).
 #[pyfunction]
-fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offsets: &[u8], sizes: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+#[pyo3(signature = (recipe, data, offsets, sizes, buckets=1))]
+fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offsets: &[u8], sizes: &[u8], buckets: usize) -> PyResult<Vec<Counted<'py>>> {
     let texts = Column::new(data, offsets, "texts")?;
     let sizes = u64s(sizes, "sizes")?;
     if sizes.len() != texts.len() {
         return Err(PyValueError::new_err(format!("{} texts but {} sizes", texts.len(), sizes.len())));
     }
-    let (features, counts) = py.allow_threads(|| {
+    let buckets = buckets.max(1);
+    let counts = py.allow_threads(|| {
         let mut fp = recipe.fp();
-        let mut counts: HashMap<u64, u64> = HashMap::new();
+        let mut counts: Vec<HashMap<u64, u64>> = vec![HashMap::new(); buckets];
         for (i, &size) in sizes.iter().enumerate() {
             for f in fp.distinct_features(texts.text(i)) {
-                *counts.entry(f).or_default() += size;
+                if let Some(b) = counts.get_mut(feature_bucket(f, buckets)) {
+                    *b.entry(f).or_default() += size;
+                }
             }
         }
-        (bytes_of(counts.keys().copied()), bytes_of(counts.values().copied()))
+        counts
     });
-    Ok((PyBytes::new(py, &features), PyBytes::new(py, &counts)))
+    Ok(counts.iter().map(|c| counted(py, c)).collect())
+}
+
+/// The sum per feature of `feature_counts`' answers (`features[i]` and `counts[i]` one
+/// answer's columns): `(features, counts)`.
+#[pyfunction]
+fn sum_feature_counts<'py>(py: Python<'py>, features: Vec<Bound<'py, PyBytes>>, counts: Vec<Bound<'py, PyBytes>>) -> PyResult<Counted<'py>> {
+    if features.len() != counts.len() {
+        return Err(PyValueError::new_err(format!("{} feature columns but {} count columns", features.len(), counts.len())));
+    }
+    let columns: Vec<(&[u8], &[u8])> = features.iter().zip(&counts).map(|(f, c)| (f.as_bytes(), c.as_bytes())).collect();
+    let sum = py.allow_threads(|| -> PyResult<HashMap<u64, u64>> {
+        let mut sum: HashMap<u64, u64> = HashMap::new();
+        for (f, c) in columns {
+            let (f, c) = (u64s(f, "features")?, u64s(c, "counts")?);
+            if f.len() != c.len() {
+                return Err(PyValueError::new_err(format!("{} features but {} counts", f.len(), c.len())));
+            }
+            for (f, c) in f.into_iter().zip(c) {
+                *sum.entry(f).or_default() += c;
+            }
+        }
+        Ok(sum)
+    })?;
+    Ok(counted(py, &sum))
 }
 
 /// A nullable Arrow string column being built: UTF-8 data, i32 offsets, validity bitmap.
@@ -284,5 +325,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_tsv, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl_range, m)?)?;
     m.add_function(wrap_pyfunction!(feature_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_feature_counts, m)?)?;
     Ok(())
 }

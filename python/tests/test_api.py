@@ -258,8 +258,9 @@ def test_an_index_with_sketches_confirms_near_duplicates_by_resemblance(tmp_path
 def test_document_calls_default_to_dedups_decision(tmp_path):
     """By default a document call makes `simdex dedup`'s decision (k = 8 confirmed by sketch at
     0.90): a page a few words from a stored one, 4 to 8 bits away and at Jaccard >= 0.9 of word
-    3-shingles (the oracle, computed here), is caught, where k = 3 lets it through; an
-    unrelated page is stored, not dropped. On an index without sketches fingerprints alone
+    3-shingles (the oracle, computed here), is caught; at k = 3 only as a band candidate (its
+    sketch shares a band), and fingerprints alone let it through; an unrelated page is
+    stored, not dropped. On an index without sketches fingerprints alone
     decide, within at most 3 unless confirm=False."""
     vocab = [f"w{i}" for i in range(3000)]
 
@@ -278,8 +279,15 @@ def test_document_calls_default_to_dedups_decision(tmp_path):
         _, found, _ = idx.find_or_insert_document(tb, 2)
         assert [m.doc_id for m in found] == [1], f"distance {distance}, Jaccard {jaccard:.3f}: caught by default"
         assert found[0].similarity is not None and found[0].similarity >= 0.9
+        # beyond k = 3 the pair is an answer only as a band candidate: its sketch shares one
+        # of the 16 bands with the page's (certain when they differ in at most 15 of 512
+        # bits: an estimate >= 1 - 30/512) and the estimate clears 0.90 by the band margin
+        similarity = found[0].similarity
         _, found, _ = k3.find_or_insert_document(tb, 2, k=3)
-        assert found == [], f"distance {distance} is beyond k = 3"
+        assert similarity >= 1 - 30 / 512, f"the planted pair is a sure band candidate ({similarity})"
+        assert [(m.doc_id, m.distance) for m in found] == [(1, distance)], f"distance {distance}: a band candidate beyond k = 3"
+        _, found, _ = k3.find_or_insert_document(tb, 2, k=3, confirm=False)
+        assert found == [], f"distance {distance} is beyond k = 3 for fingerprints alone"
         _, found, _ = idx.find_or_insert_document(other, 3)
         assert found == [], "an unrelated page is new"
         assert idx.query(idx.fingerprint_document(other), k=0) != [], "and stored"

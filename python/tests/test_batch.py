@@ -211,7 +211,9 @@ def test_find_or_insert_documents_behaves_as_one_by_one(tmp_path, sketches):
         assert len(found) >= 10, "the edited copies and the repeats are found"
         for d, (fp, matches, _) in found:
             for m in matches:
-                assert isinstance(m, simdex.DocumentMatch) and m.distance == popcount(fp ^ m.fingerprint) <= 8
+                assert isinstance(m, simdex.DocumentMatch) and m.distance == popcount(fp ^ m.fingerprint)
+                # beyond k = 8 only as a band candidate: confirmed by sketch
+                assert m.distance <= 8 or sketches, m
                 if not sketches:
                     assert m.similarity is None
                     continue

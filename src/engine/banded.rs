@@ -6,8 +6,8 @@
 //! that segment's check is answered from its tables (right answers, slower), and a read-only
 //! open goes without. A directory or an unreadable file in a band file's place is set aside
 //! (renamed `seg-N.sdb.set-aside`) by a writable open. And the band half of the crawler's
-//! check: the stored pairs whose sketch shares a band with the query's, judged by today's
-//! rule (`confirmed`).
+//! check: the stored pairs whose sketch shares a band with the query's, judged by the
+//! check's rule (`confirmed`).
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -19,7 +19,7 @@ use super::files::{bands_name, segment_name};
 use super::manifest::SegmentMeta;
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, MemViews, Version};
-use crate::bands::{band_key, shares_band, write_band_file, BandFile, BuildBudget};
+use crate::bands::{band_key, is_empty_sketch, shares_band, write_band_file, BandDesign, BandFile, BuildBudget};
 use crate::confirm::minhash_resemblance;
 use crate::error::{Error, Result};
 use crate::query::Match;
@@ -197,7 +197,7 @@ pub(crate) fn verify_band_file(storage: &dyn Storage, dir: &Path, n: u64) -> Res
     Ok(format!("{} bands of segment {n}'s sketches, {} buckets each, {} bytes", d.bands, d.buckets(), bands.file_len()))
 }
 
-/// What the band half of a check compares with: the query and today's rule.
+/// What the band half of a check compares with: the query and the rule.
 pub(super) struct BandQuery<'a> {
     pub fingerprint: u64,
     pub sketch: &'a [u8],
@@ -206,6 +206,12 @@ pub(super) struct BandQuery<'a> {
     pub bits: u32,
     pub k: u32,
     pub min_similarity: f64,
+    /// Band candidates: a pair sharing a band beyond `k` is an answer at this resemblance
+    /// (`None`: only pairs within `k` are).
+    pub beyond_k: Option<f64>,
+    /// The caller's tables found every pair within `k`: a segment without a band file needs
+    /// no table query of its own.
+    pub tables_found_k: bool,
 }
 
 impl BandQuery<'_> {
@@ -213,47 +219,71 @@ impl BandQuery<'_> {
     fn accepts(&self, stored: &[u8]) -> Option<f64> {
         minhash_resemblance(self.sketch, stored, self.hashes, self.bits).filter(|&s| s >= self.min_similarity)
     }
+
+    /// True when a pair at `distance` bits whose sketch shares a band with the query's and
+    /// estimates `similarity` is an answer.
+    fn passes(&self, distance: u32, similarity: f64) -> bool {
+        match self.beyond_k {
+            _ if distance <= self.k => similarity >= self.min_similarity,
+            Some(beyond) => similarity >= beyond,
+            None => false,
+        }
+    }
 }
 
 /// Appends every live pair of `version` whose stored sketch shares a band with the query's
-/// and that today's rule accepts: within `q.k`, resemblance at least `q.min_similarity`,
-/// judged by the sketch of the pair's newest copy. Segments without a band file are asked
-/// through their tables instead (`fallback`: every pair within `q.k` and its sketch).
+/// and that the rule accepts (`BandQuery::passes`: within `q.k` at `q.min_similarity`, beyond
+/// it at `q.beyond_k`), judged by the sketch of the pair's newest copy.
 ///
-/// A segment whose band file fails a lookup (a page failing its checksum) is set aside the
-/// same way: its tables answer, and the count of such faults is returned (the caller
-/// counts them and gets the file rebuilt).
+/// A segment without a band file in use (missing or damaged until it is built again; a
+/// read-only open goes without) answers the same: every pair within `q.k` from its tables
+/// (`fallback`, unless the caller's tables did), and with `q.beyond_k` the pairs sharing
+/// a band found by reading all its sketches (slower, never fewer answers). A segment whose
+/// band file fails a lookup (a page failing its checksum) is set aside the same way, and the
+/// count of such faults is returned (the caller counts them and gets the file rebuilt).
 pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuery<'_>, out: &mut Vec<Match>) -> Result<u32> {
     let mut ordinals = Vec::new();
     let mut faults = 0;
     let newest = version.segments.len().saturating_sub(1);
     // where a newer copy of a pair may be: a later segment or a memtable
     let memtables_hold_inserts = views.0.iter().any(|v| v.entries().next().is_some());
+    let all_bands = BandDesign::for_segment(1, q.sketch.len()).map_or(0, |d| d.bands);
     for (i, s) in version.segments.iter().enumerate() {
-        let Some(bands) = s.bands.file() else {
-            fallback(version, views, s, q, out)?;
-            continue;
-        };
         ordinals.clear();
-        if let Err(fault) = (0..bands.design().bands).try_for_each(|b| band_key(q.sketch, b).map_or(Ok(()), |key| bands.lookup(b, key, &mut ordinals))) {
-            s.bands.set_aside(&bands, &fault);
-            faults += 1;
-            fallback(version, views, s, q, out)?;
-            continue;
+        let looked_up = match s.bands.file() {
+            Some(bands) => match (0..bands.design().bands).try_for_each(|b| band_key(q.sketch, b).map_or(Ok(()), |key| bands.lookup(b, key, &mut ordinals))) {
+                Ok(()) => true,
+                Err(fault) => {
+                    s.bands.set_aside(&bands, &fault);
+                    faults += 1;
+                    ordinals.clear();
+                    false
+                }
+            },
+            None => false,
+        };
+        if !looked_up {
+            if !q.tables_found_k {
+                fallback(version, views, s, q, out)?;
+            }
+            if q.beyond_k.is_some() && s.segment.has_sketches() {
+                scan_sketches(&s.segment, q.sketch, all_bands, &mut ordinals)?;
+            }
         }
+        let bands = s.bands.file().map_or(all_bands, |b| b.design().bands);
         ordinals.sort_unstable();
         ordinals.dedup();
         for &ordinal in &ordinals {
             let ordinal = u64::from(ordinal);
             // a candidate that shares only a bucket and a tag with the query's band is not one
             let stored = s.segment.sketch(ordinal)?;
-            if !shares_band(q.sketch, stored, bands.design().bands) {
+            if !shares_band(q.sketch, stored, bands) {
                 continue;
             }
             let Some(similarity) = q.accepts(stored) else { continue };
             let fp = s.segment.fingerprint_at(ordinal)?;
             let distance = (fp ^ q.fingerprint).count_ones();
-            if distance > q.k {
+            if !q.passes(distance, similarity) {
                 continue;
             }
             let id = s.segment.doc_id(ordinal)?;
@@ -265,8 +295,8 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
             let similarity = if newer_copy {
                 match version.sketch_of(views, fp, id)? {
                     Some(stored) => match q.accepts(&stored) {
-                        Some(s) => s,
-                        None => continue,
+                        Some(s) if q.passes(distance, s) => s,
+                        _ => continue,
                     },
                     None => continue,
                 }
@@ -279,14 +309,28 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
     for v in &views.0 {
         for e in v.band_candidates(q.sketch) {
             let distance = (e.fp ^ q.fingerprint).count_ones();
-            if distance > q.k || version.hidden(views, e.fp, e.id, e.seq) {
+            if (distance > q.k && q.beyond_k.is_none()) || version.hidden(views, e.fp, e.id, e.seq) {
                 continue;
             }
-            let Some(similarity) = version.sketch_of(views, e.fp, e.id)?.as_deref().and_then(|s| q.accepts(s)) else { continue };
+            let Some(similarity) = version.sketch_of(views, e.fp, e.id)?.as_deref().and_then(|s| q.accepts(s)).filter(|&s| q.passes(distance, s)) else { continue };
             out.push(Match { distance, fingerprint: e.fp, doc_id: Some(e.id), similarity: Some(similarity) });
         }
     }
     Ok(faults)
+}
+
+/// The ordinals of `segment` whose stored sketch shares one of the first `bands` bands with
+/// `sketch`, by reading every sketch: what its band file would find, for a segment without one.
+fn scan_sketches(segment: &Segment, sketch: &[u8], bands: u32, ordinals: &mut Vec<u32>) -> Result<()> {
+    // the query's bands as bytes, compared with each stored sketch's words in place
+    let keys: Vec<[u8; 4]> = (0..bands).filter_map(|b| band_key(sketch, b)).map(u32::to_le_bytes).collect();
+    for (ordinal, stored) in (0u32..).zip(segment.sketches_in_order()) {
+        let stored = stored?;
+        if keys.iter().zip(stored.chunks_exact(4)).any(|(key, word)| word == key) && !is_empty_sketch(stored) {
+            ordinals.push(ordinal);
+        }
+    }
+    Ok(())
 }
 
 /// A segment without a band file in use (missing or damaged, until it is built again; a

@@ -44,12 +44,18 @@ pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k
 
 /// The confirmed near-duplicates in `version` of a document with `fingerprint` and `sketch`.
 ///
+/// The rule: a pair stored with a sketch is a near-duplicate when its fingerprint is within
+/// `options.k` and the two sketches estimate a resemblance of at least
+/// `options.min_similarity`, or (band candidates, `options.band_candidates`, for the default
+/// sketch at `min_similarity >= 0.9`) its sketch shares one of the 16 bands with the query's
+/// and the estimate reaches `min_similarity + band_margin`, whatever the distance; a pair
+/// stored without a sketch within `unsketched_k`.
+///
 /// Candidates: the tables answer within the design's `k` (cheap; pairs stored without a
 /// sketch are judged there, within `unsketched_k`); beyond it, unless `options.exhaustive`,
 /// the band files (`crate::bands`) find the sketched pairs whose sketch shares a band with
-/// the query's, instead of multi-probing the tables for every pair within `options.k`. The
-/// rule is the same either way: within `options.k` and a resemblance of at least
-/// `options.min_similarity`.
+/// the query's, instead of multi-probing the tables for every pair within `options.k` (so
+/// a pair beyond the design's `k` that shares no band is not found).
 pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
     let (hashes, bits) = estimator(engine)?;
     if sketch.len() != engine.sketch_width() {
@@ -58,10 +64,16 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
     if !(0.0..=1.0).contains(&options.min_similarity) {
         return Err(Error::InvalidArgument(format!("min_similarity {} is outside 0..=1", options.min_similarity)));
     }
+    if !(0.0..=1.0).contains(&options.band_margin) {
+        return Err(Error::InvalidArgument(format!("band_margin {} is outside 0..=1", options.band_margin)));
+    }
     // A query without a sketch (all zero: an empty document) confirms nothing.
     let query_has_sketch = sketch.iter().any(|&b| b != 0);
+    let bands_serve = query_has_sketch && uses_bands(hashes, bits, options.min_similarity);
     let table_k = options.unsketched_k.max(options.k.min(engine.k));
-    let banded = query_has_sketch && !options.exhaustive && options.k > table_k && uses_bands(hashes, bits, options.min_similarity);
+    // the band files find the sketched pairs within k beyond the tables' k
+    let banded = bands_serve && !options.exhaustive && options.k > table_k;
+    let any_distance = bands_serve && options.band_candidates;
     let mut out = Vec::new();
     for (matched, stored) in candidates(engine, version, fingerprint, if banded { table_k } else { options.k.max(options.unsketched_k) })? {
         let similarity = match (&stored, query_has_sketch) {
@@ -76,8 +88,9 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
             out.push(Match { similarity, ..matched });
         }
     }
-    if banded {
-        let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity };
+    if banded || any_distance {
+        let beyond_k = any_distance.then_some(options.min_similarity + options.band_margin);
+        let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity, beyond_k, tables_found_k: !banded };
         for _ in 0..band_matches(version, &version.views(), &query, &mut out)? {
             engine.band_fault();
         }
@@ -87,9 +100,9 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
     Ok(out)
 }
 
-/// True when the band files answer a check of this scheme and threshold: the 512 one-bit
-/// values they were designed and measured for, at a resemblance of at least
-/// [`BANDS_MIN_SIMILARITY`] (below it, more pairs share no band).
+/// True when the band files answer a check of this scheme and threshold (and band
+/// candidates apply): the 512 one-bit values they were designed and measured for, at a
+/// resemblance of at least [`BANDS_MIN_SIMILARITY`] (below it, more pairs share no band).
 fn uses_bands(hashes: u32, bits: u32, min_similarity: f64) -> bool {
     hashes == 512 && bits == 1 && min_similarity >= BANDS_MIN_SIMILARITY
 }

@@ -1,4 +1,4 @@
-//! The expiry window (issue 36): what an index with [`IndexOptions::expiry`](super::IndexOptions::expiry)
+//! The expiry window: what an index with [`IndexOptions::expiry`](super::IndexOptions::expiry)
 //! forgets, and when. This module owns the time data of an index: the [`Expiry`] window and its
 //! granularity, the wall [`Clock`], the *time slices* (epochs) that stamp the log, the
 //! memtables and the segments, the manifest's expiry section (`format-spec/manifest.md`,

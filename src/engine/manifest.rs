@@ -28,11 +28,11 @@ pub const MANIFEST_VERSION: u32 = 1;
 /// Manifest format version of an index that stores sketches: [`M_SKETCH_BYTES`] is set and
 /// the sketch scheme (8 bytes) follows the tombstone entries.
 pub const MANIFEST_VERSION_SKETCHES: u32 = 2;
-/// Manifest format version written today (issue 23): the log entries (each live log's
+/// Manifest format version written today: the log entries (each live log's
 /// synced length and last sequence number) follow the tombstone entries, their count in the
 /// header's last word; the sketch width is 0 in an index without sketches.
 pub const MANIFEST_VERSION_LOGS: u32 = 3;
-/// Manifest format version of an index with an expiry window (issue 36): version 3 with the
+/// Manifest format version of an index with an expiry window: version 3 with the
 /// expiry section (the window, its granularity and each segment's time slice) after the
 /// recipe record. An index without a window writes version 3.
 pub const MANIFEST_VERSION_EXPIRY: u32 = 4;

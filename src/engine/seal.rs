@@ -1,6 +1,6 @@
 //! Log seals: what the manifest records of each live log ([`LogMeta`]: its synced length
 //! and last sequence number), so that a log found shorter than that, or missing, is loss
-//! counted exactly, never a log whose writer simply stopped there (issue 23; the anchor is
+//! counted exactly, never a log whose writer simply stopped there (the anchor is
 //! RocksDB's `track_and_verify_wals_in_manifest`).
 //!
 //! A seal is taken where it costs nothing extra: at a rotation (the old log is synced

@@ -1,11 +1,13 @@
 //! Band files and the crawler's check (issue 39): the check confirmed by sketch at the
 //! default sketch (512 one-bit values) and threshold 0.9 finds its candidates beyond the
-//! design's k through the band files (`format-spec/bands.md`). Oracles: a brute-force scan
-//! of the live pairs with the band rule (within k and resemblance >= t, and either within
-//! the tables' k or sharing one of the 16 bands), the exhaustive check (today's rule over
-//! every pair within k) and the pigeonhole bound (sketches differing in at most 15 bits
-//! always share a band); band files live and die with their segments, are rebuilt when
-//! missing, and are checked page by page.
+//! design's k through the band files (`format-spec/bands.md`), and (band candidates, on by
+//! default) every pair whose sketch shares a band with the query's whatever its distance.
+//! Oracles: a brute-force scan of the live pairs with the band rule (resemblance >= t, and
+//! either within the tables' k, or within k and sharing one of the 16 bands, or sharing a
+//! band at any distance), the exhaustive check (resemblance >= t within k, or sharing a band
+//! at any distance), the same without band candidates (within k only) and the pigeonhole
+//! bound (sketches differing in at most 15 bits always share a band); band files live and
+//! die with their segments, are rebuilt when missing, and are checked page by page.
 
 use std::collections::BTreeMap;
 
@@ -58,8 +60,12 @@ fn shares_band(a: &Sketch, b: &Sketch) -> bool {
 /// Live pairs and the sketch of each one's newest insert.
 pub(crate) type Model = BTreeMap<(u64, u64), Option<Sketch>>;
 
-/// The brute-force answer: `banded` applies the band rule beyond `table_k`.
+/// The brute-force answer: `banded` applies the band rule beyond `table_k` (within `o.k`,
+/// only the pairs sharing a band are found there); band candidates (`o.band_candidates`, at
+/// `o.min_similarity >= 0.9`) add every pair beyond `o.k` sharing a band whose resemblance
+/// reaches `o.min_similarity + o.band_margin`.
 pub(crate) fn oracle(model: &Model, q: u64, qs: &Sketch, o: &ConfirmOptions, table_k: u32, banded: bool) -> Vec<Match> {
+    let beyond_k = o.band_candidates && o.min_similarity >= 0.9;
     let mut want: Vec<Match> = model
         .iter()
         .filter_map(|(&(fp, id), s)| {
@@ -68,8 +74,10 @@ pub(crate) fn oracle(model: &Model, q: u64, qs: &Sketch, o: &ConfirmOptions, tab
             match s {
                 Some(s) => {
                     let sim = minhash_resemblance(qs, s, 512, 1).unwrap();
-                    let found = !banded || d <= table_k || shares_band(qs, s);
-                    (d <= o.k && sim >= o.min_similarity && found).then_some(Match { similarity: Some(sim), ..matched })
+                    let shares = shares_band(qs, s);
+                    let within_k = d <= o.k && (!banded || d <= table_k || shares) && sim >= o.min_similarity;
+                    let band_candidate = beyond_k && d > o.k && shares && sim >= o.min_similarity + o.band_margin;
+                    (within_k || band_candidate).then_some(Match { similarity: Some(sim), ..matched })
                 }
                 None => (d <= o.unsketched_k).then_some(matched),
             }
@@ -93,6 +101,18 @@ fn check(index: &Index, model: &Model, q: u64, qs: &Sketch, o: &ConfirmOptions) 
     let mut all = index.query_confirmed(q, qs, &o.with_exhaustive(true)).unwrap();
     all.sort_by_key(key);
     same(&all, &oracle(model, q, qs, o, table_k, false), &format!("exhaustive check, {o:?}"))?;
+    // without band candidates: only pairs within k (the band files still find those beyond the tables' k)
+    let within = o.with_band_candidates(false);
+    let mut only_k = index.query_confirmed(q, qs, &within).unwrap();
+    only_k.sort_by_key(key);
+    same(&only_k, &oracle(model, q, qs, &within, table_k, banded), &format!("check without band candidates, {o:?}"))?;
+    prop_assert!(only_k.iter().all(|m| m.distance <= o.k));
+    // at margin 0 every pair sharing a band at the threshold is an answer, at any distance
+    let no_margin = o.with_band_margin(0.0);
+    let mut wide = index.query_confirmed(q, qs, &no_margin).unwrap();
+    wide.sort_by_key(key);
+    same(&wide, &oracle(model, q, qs, &no_margin, table_k, banded), &format!("check at band margin 0, {o:?}"))?;
+    prop_assert!(got.iter().all(|g| wide.contains(g)), "a margin only takes answers away");
     // the banded answers are the exhaustive ones whose sketches share a band or are near
     for c in &all {
         let within_pigeonhole = c.similarity.is_none_or(|s| s >= 1.0 - 2.0 * 15.0 / 512.0 - 1e-9);
@@ -246,11 +266,27 @@ fn the_check_equals_brute_force_on_segments_and_the_memtable() {
     let (index, model, centers) = clustered(&storage, 6000);
     assert_eq!(index.stats().segments.len(), 2);
     let mut rng = Rng(9);
+    let mut beyond_k = 0;
     for (n, &(c, cs)) in centers.iter().enumerate() {
         let (q, qs) = (rng.flip(c, (n % 4) as u32), near(&cs, (n % 20) as u32, &mut rng));
-        for o in [ConfirmOptions::within(8), ConfirmOptions::within(6), ConfirmOptions::within(8).with_min_similarity(0.95), ConfirmOptions::within(8).with_min_similarity(0.8)] {
+        for o in [
+            ConfirmOptions::within(8),
+            ConfirmOptions::within(6),
+            ConfirmOptions::within(3),
+            ConfirmOptions::within(8).with_min_similarity(0.95),
+            ConfirmOptions::within(8).with_min_similarity(0.8),
+        ] {
             check(&index, &model, q, &qs, &o).unwrap();
         }
+        beyond_k += index.query_confirmed(q, &qs, &ConfirmOptions::within(8)).unwrap().iter().filter(|m| m.distance > 8).count();
+    }
+    // the fixture puts pairs up to 14 bits from a query: some near-duplicates lie beyond k = 8
+    assert!(beyond_k > 0, "no answer beyond k: the band candidates were not exercised");
+    // a bad margin is refused
+    let (c, cs) = centers[0];
+    for m in [-0.1, 1.5, f64::NAN] {
+        let e = index.query_confirmed(c, &cs, &ConfirmOptions::within(8).with_band_margin(m)).unwrap_err();
+        assert!(e.to_string().contains("band_margin"), "{e}");
     }
 }
 

@@ -67,20 +67,22 @@ fn bench_query_verified_confirms_exactly_the_near_copies_of_their_own_document()
     std::fs::write(&plain_queries, run(&["bench", "generate", "--count", "150", "--near", p(&stored), "--flips", "3", "--seed", "8"]).stdout).unwrap();
     let idx = dir.path().join("sketched");
     run(&["bench", "index", p(&idx), "--input", p(&stored)]);
-    // The oracle, by brute force: a query is confirmed by a stored pair within k only when
-    // the pair is its own document (the same id, so the same synthetic sketch).
+    // The oracle, by brute force: a query is confirmed by a stored pair only when the pair is
+    // its own document (the same id, so the same synthetic sketch): within k, and (band
+    // candidates, the default) at any distance, since equal sketches share every band.
     let s = fingerprints_with_ids(&std::fs::read_to_string(&stored).unwrap());
     let qs = fingerprints_with_ids(&String::from_utf8(q).unwrap());
+    let own_anywhere = qs.iter().map(|&(_, id)| s.iter().filter(|&&(_, i)| i == id).count() as u64).sum::<u64>();
     for k in [3u32, 8] {
         let own = qs.iter().map(|&(fp, id)| s.iter().filter(|&&(f, i)| i == id && (f ^ fp).count_ones() <= k).count() as u64).sum::<u64>();
         let near = qs.iter().map(|&(fp, _)| s.iter().filter(|&&(f, _)| (f ^ fp).count_ones() <= k).count() as u64).sum::<u64>();
-        assert!(own >= 150 && near >= own, "k = {k}: {own} {near}");
+        assert!(own >= 150 && near >= own && own_anywhere > own, "k = {k}: {own} {near} {own_anywhere}");
         let ks = k.to_string();
-        for extra in [vec![], vec!["--threads", "2"]] {
+        for (extra, want) in [(vec![], own_anywhere), (vec!["--threads", "2"], own_anywhere), (vec!["--no-band-candidates"], own)] {
             let mut args = vec!["bench", "query", p(&idx), "--input", p(&queries), "-k", &ks, "--confirmed", "--json"];
             args.extend(extra.iter().copied());
             let report: serde_json::Value = serde_json::from_slice(&run(&args).stdout).unwrap();
-            assert_eq!(report["matches"].as_u64(), Some(own), "{args:?}: {report}");
+            assert_eq!(report["matches"].as_u64(), Some(want), "{args:?}: {report}");
             assert_eq!(report["confirmed"].as_f64(), Some(0.9), "{report}");
         }
         let plain: serde_json::Value = serde_json::from_slice(&run(&["bench", "query", p(&idx), "--input", p(&queries), "-k", &ks, "--json"]).stdout).unwrap();

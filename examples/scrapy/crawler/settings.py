@@ -9,4 +9,4 @@ DOWNLOADER_MIDDLEWARES = {"simdex.scrapy.NearDuplicateMiddleware": 540}  # below
 ITEM_PIPELINES = {"simdex.scrapy.NearDuplicatePipeline": 300}  # a revisit's item is dropped, a changed page's passes
 SIMDEX_INDEX = "crawl.simdex"  # kept across crawls
 SIMDEX_MIN_WORDS = 20  # tinier pages are passed on, flagged, never stored
-# SIMDEX_K unset: candidates within k = 8 confirmed by sketch (resemblance >= 0.90), as simdex dedup
+# SIMDEX_K unset: candidates within k = 8 (or sharing a sketch band) confirmed by sketch (resemblance >= 0.90), as simdex dedup

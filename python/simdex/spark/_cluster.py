@@ -135,17 +135,25 @@ def spark_hash(value: int) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-def _reducers(total: int) -> List[int]:
-    """A ``pid`` per partition ``0..total`` that Spark's hash partitioning into ``total``
-    (``pmod(hash(pid), total)``, the partitioning of ``repartition(total, "pid")``) sends to
-    that partition, so that no two partitions share a reduce task (found on the driver, with
-    Spark's hash function: no job)."""
-    found = {}
-    i = 0
-    while len(found) < total:
-        found.setdefault(spark_hash(i) % total, i)
+def _reducers(total: int, tasks: Optional[int] = None) -> List[int]:
+    """A ``pid`` per partition ``0..total`` that Spark's hash partitioning into ``tasks``
+    (default ``total``; ``pmod(hash(pid), tasks)``, the partitioning of
+    ``repartition(tasks, "pid")``) sends to reduce task ``partition % tasks``, so that no two
+    partitions share a reduce task when ``tasks`` is ``total``, and they share them evenly
+    when fewer (found on the driver, with Spark's hash function: no job)."""
+    tasks = total if tasks is None else tasks
+    waiting: dict = {}
+    for r in reversed(range(total)):
+        waiting.setdefault(r % tasks, []).append(r)
+    out = [0] * total
+    i, left = 0, total
+    while left:
+        slots = waiting.get(spark_hash(i) % tasks)
+        if slots:
+            out[slots.pop()] = i
+            left -= 1
         i += 1
-    return [found[r] for r in range(total)]
+    return out
 
 
 def _scattered_batches(split: BlockJoin, parts: List[int], pids: List[int], fps: bytes, bad_rows=()):
@@ -258,14 +266,21 @@ def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int, cop
     floor = -(-parallel // split.groups)
     parts = [max(floor, math.ceil(n * len(split.tables_of(g)) / rows_per_join)) for g in range(split.groups)]
     parts += [max(floor, math.ceil(n * c / rows_per_join)) for c in copies_after]
-    pids = _reducers(sum(parts))
+    pids, group_of = _pids(parts)
+    return split, parts, pids, group_of
+
+
+def _pids(parts: List[int], tasks: Optional[int] = None):
+    """A ``pid`` per partition (``_reducers``, into ``tasks`` reduce tasks) and the group of
+    each ``pid``."""
+    pids = _reducers(sum(parts), tasks)
     group_of = {}
     at = 0
     for g, count in enumerate(parts):
         for i in range(at, at + count):
             group_of[pids[i]] = g
         at += count
-    return split, parts, pids, group_of
+    return pids, group_of
 
 
 def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):

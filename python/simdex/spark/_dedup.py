@@ -2,8 +2,9 @@
 a handful of Spark jobs (see the package docs for the steps).
 
 1. **learn IDF** (one job, unless a recipe is given): every task reads its documents and the
-   library counts their distinct features; Spark sums the counts per feature and writes them
-   (Parquet), and the driver builds the table from the files (the JVM never holds them).
+   library counts their distinct features, in one bucket per partition of the sum; after one
+   shuffle of a few binary rows per task, the library sums each bucket, and the driver
+   collects the sums (the table's size) and builds the table.
 2. **fingerprint, scatter, join, confirm** (one job): every task reads its documents again;
    the library fingerprints and sketches each text and packs each document (ord, content
    hash, fingerprint, sketch, id) into its block-split partitions (``scatter_documents``);
@@ -12,7 +13,14 @@ a handful of Spark jobs (see the package docs for the steps).
    the documents in clusters), and the library writes the pairs and clusters files from them
    (``finish_dedup``). Skipped records are written by the map tasks as they find them; the
    report's counts come back as rows of the same job.
-3. **kept** (one job, with ``kept``): every task reads its documents once more and the library
+   Every candidate (within k, or sharing a sketch band: a band group after the join's) gets
+   the library's verdict (``CorpusRule``); pairs within the sketch's noise of the threshold
+   are left undecided.
+3. **second look** (one job, only when a pair is undecided): every task reads its documents
+   again and the library gives the shingle sets of the undecided pairs' documents; the
+   driver's library call settles those pairs by exact Jaccard (``finish_dedup``), as
+   ``simdex dedup`` does.
+4. **kept** (one job, with ``kept``): every task reads its documents once more and the library
    writes those the deduplicated corpus keeps.
 
 Each task writes its part of an output into ``OUT.parts/`` under a name of its own (a task
@@ -22,15 +30,16 @@ corpus order.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from .._simdex import CorpusRecipe, CorpusRule, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, shingle_sets, undecided_documents, write_kept, write_tsv
+from .._simdex import CorpusRecipe, CorpusRule, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, shingle_sets, sum_feature_counts, undecided_documents, write_kept, write_tsv
 from . import _pipeline as P
-from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _plan
+from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _pids, _plan
 from ._output import concatenate
 
 # a map task's rows: packed documents for partition ``pid``, or (``fps`` null) its counts
@@ -115,38 +124,52 @@ def _u8(buf: bytes):
     return pa.Array.from_buffers(pa.uint8(), len(buf), [None, pa.py_buffer(buf)])
 
 
-def learn_idf(spark, corpus, recipe: CorpusRecipe, work: str):
-    """The IDF table of the corpus (step 1): the library's distinct features of every document
-    with a text, counted per batch; Spark's sum per feature written as Parquet into ``work``;
-    the table built by the library from the files, streamed through the driver's Python (not
-    its JVM). A row with a null feature carries each batch's count of documents. Returns the
-    recipe with the table and the number of documents with a text."""
+COUNTS = "bucket long, features binary, counts binary, documents long"
+SUMMED = "features binary, counts binary, documents long"
+
+
+def learn_idf(spark, corpus, recipe: CorpusRecipe):
+    """The IDF table of the corpus (step 1, one job): each task's library call counts the
+    distinct features of its documents, split into one bucket of features per partition of
+    the sum; Spark brings each bucket's counts of every task together (a few binary rows per
+    task: no row per feature), where the library sums them; the driver collects the sums
+    (the table's size) and the library builds the table. Returns the recipe with the table
+    and the number of documents with a text."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-    from pyspark.sql import functions as F
 
     bc = spark.sparkContext.broadcast(recipe)
+    buckets = spark.sparkContext.defaultParallelism
+    _COUNTS, _SUMMED = _schema(COUNTS), _schema(SUMMED)
 
-    def run(task, batches):
+    def count(task, batches):
         r = bc.value
         for b in batches:
             texts = b.column(3).filter(pc.is_valid(b.column(3)))
             n = len(texts)
             data, offsets = P.arrow_buffers(texts)
-            features, counts = feature_counts(r, data, offsets, (1).to_bytes(8, "little") * n)
-            f, c = P._int64(features), P._int64(counts)
-            yield pa.RecordBatch.from_arrays([pa.concat_arrays([f, pa.array([None], pa.int64())]), pa.concat_arrays([c, pa.array([n], pa.int64())])], names=["feature", "n"])
+            answers = feature_counts(r, data, offsets, (1).to_bytes(8, "little") * n, buckets)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(range(buckets), pa.int64()), pa.array([f for f, _ in answers], pa.binary()), pa.array([c for _, c in answers], pa.binary()), pa.array([n] + [0] * (buckets - 1), pa.int64())],
+                schema=_COUNTS,
+            )
 
-    counts = corpus.map(run, "feature long, n long").groupBy("feature").agg(F.sum("n").alias("df"))
-    out = os.path.join(work, "idf")
-    counts.write.mode("overwrite").parquet(out)
-    table = pq.read_table(out, schema=pa.schema([("feature", pa.int64()), ("df", pa.int64())]))
-    feature, df = table.column("feature"), table.column("df")
-    documents = pc.sum(df.filter(pc.is_null(feature))).as_py() or 0
-    known = pc.is_valid(feature)
-    fs, ns = (P._u64s(c.filter(known).combine_chunks()) if table.num_rows else b"" for c in (feature, df))
-    del table, feature, df
+    def total(batches):
+        features, counts, documents = [], [], 0
+        for b in batches:
+            features += b.column(1).to_pylist()
+            counts += b.column(2).to_pylist()
+            documents += pc.sum(b.column(3)).as_py() or 0
+        f, c = sum_feature_counts(features, counts)
+        yield pa.RecordBatch.from_arrays([pa.array([f], pa.binary()), pa.array([c], pa.binary()), pa.array([documents], pa.int64())], schema=_SUMMED)
+
+    from pyspark.sql import functions as F
+
+    sums = corpus.map(count, COUNTS).repartition(buckets, F.col("bucket")).mapInArrow(total, SUMMED)
+    table = pa.Table.from_batches(sums._collect_as_arrow(), schema=_SUMMED)
+    documents = pc.sum(table.column("documents")).as_py() or 0
+    fs, ns = _concat(table.column("features")), _concat(table.column("counts"))
+    del table
     return recipe.with_document_frequencies(documents, fs, ns), documents
 
 
@@ -170,7 +193,13 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, rule: CorpusRule, estimate: int,
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    split, parts, pids, group_of = _plan(spark, max(estimate, 1), rule.k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, [BANDS] if rule.band_candidates else [])
+    n = max(estimate, 1)
+    split, parts, _, _ = _plan(spark, n, rule.k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, [BANDS] if rule.band_candidates else [])
+    # a reduce task joins several partitions one after the other when they are small (each
+    # task is a Python worker's round trip), as many as the cores or the rows ask for
+    copies = sum(len(split.tables_of(g)) for g in range(split.groups)) + (BANDS if rule.band_candidates else 0)
+    tasks = min(sum(parts), max(spark.sparkContext.defaultParallelism, math.ceil(n * copies / ROWS_PER_JOIN)))
+    pids, group_of = _pids(parts, tasks)
     bc = spark.sparkContext.broadcast(recipe)
     _SCATTERED, _JOINED = _schema(SCATTERED), _schema(JOINED)
 
@@ -211,26 +240,26 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, rule: CorpusRule, estimate: int,
 
     def join(batches):
         P._fail_first_attempt("confirm")
-        blobs, group = [], None
+        blobs = {}
         for b in batches:
             if b.num_rows == 0:
                 continue
-            group = group_of[b.column(0)[0].as_py()]
             has = pc.is_valid(b.column(1))
             counted = b.filter(pc.invert(has))
             if counted.num_rows:
                 m = counted.num_rows
                 yield pa.RecordBatch.from_arrays([pa.nulls(m, pa.binary()) for _ in range(10)] + [counted.column(i) for i in range(2, 7)], schema=_JOINED)
-            blobs.append(_blob_bytes(b.column(1).filter(has)))
-        if group is None:
-            return
-        found = join_documents(split, group, b"".join(blobs), rule)
-        yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found] + [pa.nulls(1, pa.int64()) for _ in range(4)] + [pa.nulls(1, pa.string())], schema=_JOINED)
+            scattered = b.filter(has)
+            for pid in set(scattered.column(0).to_pylist()):
+                blobs.setdefault(pid, []).append(_blob_bytes(scattered.column(1).filter(pc.equal(scattered.column(0), pid))))
+        for pid in sorted(blobs):
+            found = join_documents(split, group_of[pid], b"".join(blobs.pop(pid)), rule)
+            yield pa.RecordBatch.from_arrays([pa.array([x], pa.binary()) for x in found] + [pa.nulls(1, pa.int64()) for _ in range(4)] + [pa.nulls(1, pa.string())], schema=_JOINED)
 
     from pyspark.sql import functions as F
 
     scattered = corpus.map(scatter, SCATTERED)
-    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(join, JOINED)
+    rows = scattered.repartition(tasks, F.col("pid")).mapInArrow(join, JOINED)
     return pa.Table.from_batches(rows._collect_as_arrow(), schema=_JOINED), split
 
 
@@ -284,11 +313,12 @@ def _concat(column) -> bytes:
     return b"".join(v for v in column.to_pylist() if v is not None)
 
 
-def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None, preset: str = "pages", recipe: Optional[CorpusRecipe] = None, pairs: Optional[str] = None, clusters: Optional[str] = None, kept: Optional[str] = None, skipped: Optional[str] = None, index=None) -> Dedup:
+def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None, preset: str = "pages", recipe: Optional[CorpusRecipe] = None, pairs: Optional[str] = None, clusters: Optional[str] = None, kept: Optional[str] = None, skipped: Optional[str] = None, index=None, band_candidates: Optional[bool] = None, second_look: Optional[bool] = None) -> Dedup:
     """``simdex dedup``'s answer for ``corpus`` (``read_files`` or ``read_dataframe``), written
     to the files given: the library's corpus options decide k and the threshold (one rule and
     message for every front); the IDF table is learned from the corpus unless ``recipe`` is
-    given (one already pinned, e.g. an index's). With ``index`` (an ``_incremental.IndexCheck``)
+    given (one already pinned, e.g. an index's). ``band_candidates``, ``second_look``: False
+    turns them off (None: the library's default, as ``simdex dedup``). With ``index`` (an ``_incremental.IndexCheck``)
     every document is also checked against an index. Returns the counts."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -307,7 +337,7 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
     try:
         if recipe is None:
             with P.step(sc, "learn IDF (document frequencies)"):
-                recipe, estimate = learn_idf(spark, corpus, CorpusRecipe(preset), work)
+                recipe, estimate = learn_idf(spark, corpus, CorpusRecipe(preset))
         else:
             estimate = corpus.estimate()
         skipped_parts = Parts(skipped) if skipped else None
@@ -316,7 +346,7 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
             # pairs as for the check: what simdex dedup --index sketches with
             recipe = index.sketching(recipe)
             index.prepare(work, *asked, Parts)
-        rule = CorpusRule(recipe, *asked)
+        rule = CorpusRule(recipe, *asked, band_candidates, second_look)
         with P.step(sc, "fingerprint, scatter, join and confirm"):
             table, split = _pairs(spark, corpus, recipe, rule, estimate, skipped_parts, index)
         counts = {c: pc.sum(table.column(c)).as_py() or 0 for c in ("documents", "bad", "skipped", "fingerprinted")}

@@ -1,5 +1,5 @@
 //! Merge checkpoints: what a merge has made durable, so that a merge killed again and again
-//! still finishes (issue 23). A merge works in three stages, each over a sorted stream:
+//! still finishes. A merge works in three stages, each over a sorted stream:
 //! the *count* (the live pairs, their number and table 0's code), the *feed* (the entries
 //! the output's permuted tables need sorted, spilled as sorted runs) and the *write* (the
 //! output's tables, ids and sketches, in a file named `merge.part`). At most every

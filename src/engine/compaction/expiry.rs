@@ -1,4 +1,4 @@
-//! The expiry policy (issue 36): in an index with an expiry window, which segments expired
+//! The expiry policy: in an index with an expiry window, which segments expired
 //! (dropped whole: their manifest entries go, their files are deleted, nothing is
 //! rewritten) and which segments may merge (only segments of one time slice, so that a
 //! segment's slice stays the slice of every pair in it). The time slices themselves are the

@@ -72,7 +72,7 @@ mod tests {
 
     #[test]
     fn a_tiered_live_set_settles_into_one_segment() {
-        // what the tiered policy leaves at 2^28 (issue 39): 11 segments, about 6x one
+        // what the tiered policy leaves at 2^28: 11 segments, about 6x one
         let tiered = [67 * M, 67 * M, 67 * M, 16 * M, 16 * M, 16 * M, 4 * M, 4 * M, 4 * M, M, M];
         let segs: Vec<SegmentMeta> = tiered.map(meta).to_vec();
         assert!(cost_ratio(tiered.iter().copied(), 3) > 4.0);

@@ -36,7 +36,7 @@ pub const LOG_VERSION: u32 = 1;
 /// Log format version written for an index that stores sketches: insert records may carry
 /// one sketch per operation (`format-spec/log.md`).
 pub const LOG_VERSION_SKETCHES: u32 = 2;
-/// Log format version written for an index with an expiry window (issue 36): version 2 whose
+/// Log format version written for an index with an expiry window: version 2 whose
 /// header's reserved word names the time slice of every insert in the log.
 pub const LOG_VERSION_EPOCH: u32 = 3;
 /// Log format version written by this build for every index: version 3's header (the time

@@ -122,6 +122,12 @@ impl DocumentIndex {
 ///   on, a candidate is a near-duplicate when the two sketches estimate a resemblance of at
 ///   least `min_similarity`; a candidate stored without a sketch (or a query without one)
 ///   only within [`DocumentQuery::unconfirmed_k`].
+/// - Band candidates: with confirmation at `min_similarity >= 0.9`, a stored document beyond
+///   `k` whose sketch shares one of the 16 bands with the document's is a near-duplicate too,
+///   whatever its fingerprint's distance, when the estimate reaches `min_similarity` plus
+///   [`ConfirmOptions::band_margin`] (0.0167; as `simdex dedup` takes band candidates, which
+///   then gives them a second look): near-duplicates whose fingerprints lie more than `k`
+///   bits apart are found.
 /// - Every match carries the similarity its sketch and the document's estimate, whenever
 ///   both exist ([`simdex::Match::similarity`]).
 ///

@@ -122,7 +122,7 @@ pub fn run(args: Args) -> Result<()> {
     out.flush()?;
     let end_s = ending.elapsed().as_secs_f64();
     eprintln!("{} queries against {} fingerprints: {} matches in {:.2}s", queries.len(), Stored::from(&source).held_len(), matches, start.elapsed().as_secs_f64());
-    // where the time went (issue 28: the parts that do not run in parallel show here)
+    // where the time went (the parts that do not run in parallel show here)
     eprintln!(
         "phases: read queries {read_s:.3}s, open {open_s:.3}s, join {:.3}s, merge and write matches {:.3}s, unanswered and flush {end_s:.3}s",
         (query_s - write_s).max(0.0),

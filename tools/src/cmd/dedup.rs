@@ -67,7 +67,8 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["no_confirm", "no_verify"])]
     pub no_second_look: bool,
     /// Take as candidates only the pairs whose fingerprints are within k (by default pairs
-    /// whose sketches share a band are candidates too, whatever their distance)
+    /// whose sketches share a band are candidates too, whatever their distance; also in the
+    /// check against --index)
     #[arg(long, conflicts_with_all = ["no_confirm", "no_verify"])]
     pub no_band_candidates: bool,
     /// Write every near-duplicate pair of documents to FILE, one a line:
@@ -274,7 +275,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             // matches are by fingerprint alone, at the unconfirmed distance.
             let confirm = confirm.filter(|_| index.sketch_options() == Some(sketch_options));
             let check = match confirm {
-                Some(min_similarity) => simdex::ConfirmOptions::default().with_k(k).with_min_similarity(min_similarity).with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K)),
+                Some(min_similarity) => simdex::ConfirmOptions::default()
+                    .with_k(k)
+                    .with_min_similarity(min_similarity)
+                    .with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K))
+                    .with_band_candidates(!args.no_band_candidates),
                 None => simdex::ConfirmOptions::default().with_k(k.min(DEFAULT_UNCONFIRMED_K)).with_min_similarity(0.0).with_unsketched_k(k.min(DEFAULT_UNCONFIRMED_K)),
             };
             if confirm.is_none() && !args.no_confirm {

@@ -53,6 +53,14 @@ pub(super) struct QueryArgs {
     /// before band files, instead of the default check (`ConfirmOptions::exhaustive`).
     #[arg(long, requires = "confirmed")]
     pub(super) exhaustive: bool,
+    /// With --confirmed: only pairs within -k are answers (`ConfirmOptions::band_candidates`
+    /// off): the check before band candidates.
+    #[arg(long, requires = "confirmed")]
+    pub(super) no_band_candidates: bool,
+    /// With --confirmed: how far above --min-similarity a band candidate beyond -k must be
+    /// estimated (`ConfirmOptions::band_margin`; default the library's)
+    #[arg(long, requires = "confirmed", conflicts_with = "no_band_candidates")]
+    pub(super) band_margin: Option<f64>,
     /// Print JSON.
     #[arg(long)]
     pub(super) json: bool,
@@ -79,7 +87,8 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
             Some(ids) => ids.iter().flat_map(|&id| synthetic_sketch(id, width)).collect(),
             None => queries.iter().flat_map(|&fp| synthetic_sketch(fp ^ UNRELATED, width)).collect(),
         };
-        let options = ConfirmOptions::within(args.k).with_min_similarity(args.min_similarity).with_exhaustive(args.exhaustive);
+        let options = ConfirmOptions::within(args.k).with_min_similarity(args.min_similarity).with_exhaustive(args.exhaustive).with_band_candidates(!args.no_band_candidates);
+        let options = args.band_margin.map_or(options, |m| options.with_band_margin(m));
         Target::Verified { index, sketches, width, options }
     } else {
         Target::Plain { source: Source::open(&args.file)?, options: QueryOptions::within(args.k) }
@@ -144,13 +153,15 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
     if args.json {
         out!(
             "{}",
-            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "confirmed": confirmed, "exhaustive": args.exhaustive, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
+            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "confirmed": confirmed, "exhaustive": args.exhaustive, "band_candidates": !args.no_band_candidates, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
                    "matches": matches, "qps": qps, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
         );
     } else {
         out!("{}: {entries} fingerprints, {design}; opened in {open_ms:.1} ms{}", args.file.display(), if args.no_warmup { ", no warm-up" } else { "" });
         let on = if threads > 1 { format!(" on {threads} threads") } else { String::new() };
-        let how = confirmed.map_or(String::new(), |s| format!(", confirmed by sketch at {s}{}", if args.exhaustive { ", exhaustive" } else { "" }));
+        let how = confirmed.map_or(String::new(), |s| {
+            format!(", confirmed by sketch at {s}{}{}", if args.exhaustive { ", exhaustive" } else { "" }, if args.no_band_candidates { ", no band candidates" } else { "" })
+        });
         out!("{n} queries (k = {}{how}){on}, {matches} matches: {qps:.0} queries/s; latency mean {mean:.2} us, p50 {p50:.2} us, p99 {p99:.2} us", args.k);
     }
     if let Target::Verified { index, .. } = &target {
