@@ -242,15 +242,19 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    /// Uniform keys from `seed` (an LCG through `fmix64`).
+    fn random_keys(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            crate::hash::fmix64(s)
+        }
+    }
+
     /// Every operation against std's HashMap, through growth, with the key 0 and with keys
     /// that share a home slot (clustered at the end of the table, to wrap around).
     #[test]
     fn agrees_with_a_hash_map() {
-        let mut s = 1u64;
-        let mut next = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            crate::hash::fmix64(s)
-        };
+        let mut next = random_keys(1);
         let mut keys: Vec<u64> = (0..5000).map(|_| next()).collect();
         keys.extend([0, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1, 2, 3]);
         let repeated = keys[..200].to_vec();
@@ -289,11 +293,7 @@ mod tests {
     /// vocabulary lists the keys by number, and the low 32 bits count the documents.
     #[test]
     fn numbering_agrees_with_a_hash_map() {
-        let mut s = 7u64;
-        let mut next = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            crate::hash::fmix64(s)
-        };
+        let mut next = random_keys(7);
         let pool: Vec<u64> = (0..3000).map(|_| next()).chain([0, u64::MAX, u64::MAX - 1, 1, 2]).collect();
         let (mut m, mut vocabulary) = (FeatureMap::default(), Vec::new());
         let mut number: HashMap<u64, u32> = HashMap::new();
