@@ -11,8 +11,10 @@ For each build, round by round (the builds alternating, so a noisy neighbour hit
   serve   `simdex serve DIR`, N fingerprints inserted by `insert_many` in batches of 65,536
           (binary form, as the Python client sends them), then SIGTERM: the clock runs from
           the signal to the exit.
-After each run: `simdex stats DIR --json` (segments, fingerprints; every insert is there) and,
-for the new build, whether a merge was left to resume (`merge.checkpoint`). Prints a
+After each run: `simdex stats DIR --json` (segments, fingerprints; every insert is there, in
+segments or left in the logs), whether a merge was left to resume (`merge.checkpoint`), and
+the seconds of the next open and close (`simdex insert DIR /dev/null`: it replays what the
+stop left in the logs). Prints a
 markdown table. Standard library only; the fingerprints are seeded (the same for both).
 """
 
@@ -41,7 +43,9 @@ def fingerprints(n, seed):
 def stats(simdex, d):
     out = subprocess.run([simdex, "stats", d, "--json"], capture_output=True, check=True, text=True).stdout
     s = json.loads(out)
-    return len(s["segments"]), s["segment_fingerprints"] + s["memtable"]["inserts"]
+    # replayed memtables a close left in the logs (`frozen`: builds since 5d375f4)
+    frozen = s.get("frozen", {}).get("operations", 0)
+    return len(s["segments"]), s["segment_fingerprints"] + s["memtable"]["inserts"] + frozen, s["memtable"]["inserts"] + frozen
 
 
 def insert_close(simdex, d, n):
@@ -73,6 +77,14 @@ def serve_close(simdex, d, n):
     return time.perf_counter() - t, rc
 
 
+def reopen(simdex, d):
+    """Seconds of `simdex insert DIR /dev/null` (an open that replays what the stop left in
+    the logs, no insert, a close): what the next start pays."""
+    t = time.perf_counter()
+    subprocess.run([simdex, "insert", d, "/dev/null", "--binary"], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("builds", nargs="+", help="NAME=PATH of a simdex binary")
@@ -91,17 +103,18 @@ def main():
                 d = os.path.join(a.work, f"close-{name}")
                 shutil.rmtree(d, ignore_errors=True)
                 secs, rc = (insert_close if what == "insert" else serve_close)(simdex, d, n)
-                segs, held = stats(simdex, d)
+                segs, held, in_logs = stats(simdex, d)
                 pending = os.path.exists(os.path.join(d, "merge.checkpoint"))
-                rows.append((what, n, name, rnd + 1, secs, rc, segs, held, pending))
-                print(f"{what} {n} {name} round {rnd + 1}: {secs:.2f} s (exit {rc}), {segs} segments, {held} held, merge to resume: {pending}", file=sys.stderr)
+                again = reopen(simdex, d)
+                rows.append((what, n, name, rnd + 1, secs, rc, segs, held, in_logs, pending, again))
+                print(f"{what} {n} {name} round {rnd + 1}: {secs:.2f} s (exit {rc}), {segs} segments, {held} held, {in_logs} in logs, merge to resume: {pending}, next open+close {again:.2f} s", file=sys.stderr)
                 shutil.rmtree(d, ignore_errors=True)
     print(f"load after: {open('/proc/loadavg').read().split()[:3]}", file=sys.stderr)
-    print("| stop | fingerprints | build | round | seconds to exit | exit | segments left | held | merge left to resume |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for what, n, name, rnd, secs, rc, segs, held, pending in rows:
+    print("| stop | fingerprints | build | round | seconds to exit | exit | segments left | held | left in logs | merge left to resume | next open + close, s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for what, n, name, rnd, secs, rc, segs, held, in_logs, pending, again in rows:
         stop = "close after the pipe's end" if what == "insert" else "SIGTERM"
-        print(f"| {stop} | {n:,} | {name} | {rnd} | {secs:.2f} | {rc} | {segs} | {held:,} | {'yes' if pending else 'no'} |")
+        print(f"| {stop} | {n:,} | {name} | {rnd} | {secs:.2f} | {rc} | {segs} | {held:,} | {in_logs:,} | {'yes' if pending else 'no'} | {again:.2f} |")
 
 
 if __name__ == "__main__":

@@ -80,6 +80,12 @@ impl Engine {
         result
     }
 
+    /// Operations the memtables hold, the active one and the frozen ones.
+    pub(super) fn unflushed_ops(&self) -> u64 {
+        let v = self.current();
+        v.frozen.iter().chain([&v.active]).map(|m| m.ops()).sum()
+    }
+
     /// True while flushes fail: the last flush failed, or this process has flushed nothing
     /// yet and its open replayed more than one log (a flush that never completed before).
     pub(super) fn flush_failing(&self) -> bool {
@@ -171,20 +177,34 @@ impl Engine {
     /// Flushes every frozen memtable, oldest first, and records whether that worked
     /// ([`Self::flush_failing`]).
     pub(super) fn flush_frozen(&self) -> Result<()> {
-        let result = self.flush_frozen_inner();
+        self.flush_frozen_while(|| true)
+    }
+
+    /// The maintenance thread's [`Self::flush_frozen`]: a close stops it between two
+    /// memtables (`Error::stopped`); what is left stays in its logs for the next open
+    /// (`Index::close`).
+    pub(super) fn flush_frozen_until_closing(&self) -> Result<()> {
+        self.flush_frozen_while(|| !self.closing.load(Ordering::Relaxed))
+    }
+
+    fn flush_frozen_while(&self, go_on: impl Fn() -> bool) -> Result<()> {
+        let result = self.flush_frozen_inner(go_on);
         let mut signals = lock(&self.signals);
-        signals.flush_failing = result.is_err();
+        signals.flush_failing = result.as_ref().is_err_and(|e| !e.is_stopped());
         if result.is_ok() {
             signals.retry_at_ops = 0;
         }
         result
     }
 
-    fn flush_frozen_inner(&self) -> Result<()> {
+    fn flush_frozen_inner(&self, go_on: impl Fn() -> bool) -> Result<()> {
         let mut manifest = lock(&self.manifest);
         loop {
             let v = self.current();
             let Some(mem) = v.frozen.first().cloned() else { return Ok(()) };
+            if !go_on() {
+                return Err(crate::error::Error::stopped(&self.dir));
+            }
             let (min_seq, max_seq) = mem.seq_range().expect("a frozen memtable holds operations");
             let mut m = manifest.clone();
             let mut new_segment = None;
@@ -230,7 +250,12 @@ impl Engine {
             }
             m.number += 1;
             m.last_seq = max_seq;
-            m.log_number = mem.log_number + 1;
+            // The logs before the next memtable's are obsolete: a piece of a log (`replay`)
+            // leaves its log live for the pieces after it, which the replay skips to by
+            // `last_seq`; in between, only logs of no operation (a rotation to an empty
+            // memtable, for a later time slice).
+            let next_log = v.frozen.get(1).map_or(v.active.log_number, |f| f.log_number);
+            m.log_number = m.log_number.max(next_log);
             m.logs = self.seals_for(&m);
             m.next_file = self.next_file.load(Ordering::SeqCst);
             m.store(&*self.storage, &self.dir)?;

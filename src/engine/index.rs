@@ -295,9 +295,9 @@ impl Index {
     }
 
     /// Stops the background threads, syncs the log and (with
-    /// [`IndexOptions::flush_on_close`](super::IndexOptions::flush_on_close)) flushes the
-    /// memtable into a segment, then releases the lock. Dropping the index does the same
-    /// but the flush, and cannot report errors.
+    /// [`IndexOptions::flush_on_close`](super::IndexOptions::flush_on_close)) flushes what the
+    /// memtables hold when that is at most one memtable's worth, then releases the lock.
+    /// Dropping the index does the same but the flush, and cannot report errors.
     ///
     /// **A close is short whatever the index's size**: it runs no merge (it drops the
     /// segments of expired time slices, which rewrites nothing). The maintenance
@@ -306,14 +306,21 @@ impl Index {
     /// running when the close comes stops at its next checkpoint (within a few milliseconds:
     /// it looks every 1,024 entries, block or page), keeping what it wrote, and the next
     /// writable open goes on from there (nothing is redone from scratch, nothing
-    /// acknowledged is lost). What a close waits for is the sync and the flush of the
-    /// memtables not yet written: the active one and those frozen for the background flush
-    /// (at most `max_frozen + 2` times
-    /// [`IndexOptions::memtable_ops`](super::IndexOptions::memtable_ops) operations, whatever
-    /// the index's size; `benches/RESULTS.md`, "Scale IV"; with `flush_on_close` off, none:
-    /// the next open replays them). So the live set a close leaves may hold its last flushes
-    /// beside the rest, settled by the next open's maintenance.
+    /// acknowledged is lost). What a close waits for is the sync, a flush the maintenance
+    /// thread is writing, and at most one memtable's flush: with a background thread, when
+    /// the memtables hold more than
+    /// [`IndexOptions::memtable_ops`](super::IndexOptions::memtable_ops) operations in all (a
+    /// close right after a burst of writes), the close flushes none of them: they stay in
+    /// their logs, synced and durable, and the next open replays them into memtables of
+    /// `memtable_ops` operations each and its maintenance flushes them one by one, deleting
+    /// each log once its writes are in segments. Without a background thread the close
+    /// flushes every memtable (the writer does all the work inline in that mode). With
+    /// `flush_on_close` off it flushes none: the next open replays them. So the live set a
+    /// close leaves may hold its last flushes beside the rest, settled by the next open's
+    /// maintenance; `benches/RESULTS.md`, "Scale IV", has the measured stops.
     pub fn close(self) -> Result<()> {
+        // Decided before the maintenance thread stops (it may be flushing meanwhile).
+        let flush = self.engine.options.flush_on_close && (!self.engine.options.background || self.engine.unflushed_ops() <= self.engine.options.memtable_ops);
         self.stop_background();
         if self.engine.read_only {
             return Ok(());
@@ -324,11 +331,11 @@ impl Index {
                 return self.engine.report_maintenance_failure();
             }
             self.engine.sync_locked(&mut w)?;
-            if self.engine.options.flush_on_close {
+            if flush {
                 self.engine.freeze(&mut w)?;
             }
         }
-        if self.engine.options.flush_on_close {
+        if flush {
             if let Err(e) = self.engine.flush_frozen() {
                 // A background failure not reported yet came first: it is the one to report.
                 self.engine.report_maintenance_failure()?;

@@ -263,9 +263,13 @@ impl Engine {
                 }
                 bg.wake = false;
             }
-            let result =
-                self.flush_frozen()
-                    .and_then(|()| if self.options.compaction.automatic { self.compact_tiered() } else { self.drop_expired().and_then(|()| self.heal_band_files()) });
+            let result = self.flush_frozen_until_closing().and_then(|()| {
+                if self.options.compaction.automatic {
+                    self.compact_tiered()
+                } else {
+                    self.drop_expired().and_then(|()| self.heal_band_files())
+                }
+            });
             match result {
                 // the index is closing: what was stopped goes on at the next open
                 Err(e) if e.is_stopped() => break,
@@ -273,15 +277,8 @@ impl Engine {
                 Ok(()) => {}
             }
         }
-        // Stopped (a close or a drop): memtables frozen but not flushed yet are flushed here
-        // when the index flushes on close anyway (a flush is at most `memtable_ops`
-        // operations: a close stays short); merges wait for the next open. Errors are
-        // recorded for close to report.
-        if self.options.flush_on_close && !self.current().frozen.is_empty() {
-            if let Err(e) = self.flush_frozen() {
-                self.record_error(&e);
-            }
-        }
+        // Stopped (a close or a drop): what is still frozen stays in its logs (durable) unless
+        // the close flushes it (`Index::close`); merges wait for the next open.
     }
 }
 

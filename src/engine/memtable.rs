@@ -209,13 +209,14 @@ struct MemData {
     seqs: Option<(u64, u64)>,
 }
 
-/// The unflushed operations of one log (or, after a reopen, of the logs replayed into it).
+/// Unflushed operations of one log: all of them, or (after a reopen) a piece of a long one
+/// (`replay`).
 pub(crate) struct Memtable {
     design: Arc<Design>,
     /// Bytes of sketch per insert (0: the index stores no sketches).
     sketch_width: usize,
-    /// The newest log holding this memtable's operations: once the memtable is in a
-    /// segment, logs up to this number are obsolete.
+    /// The log holding this memtable's operations: once the memtable is in a segment, logs
+    /// before the next memtable's are obsolete (`flush`).
     pub log_number: u64,
     /// The time slice of its inserts, in an index with an expiry window (`expiry`).
     pub epoch: Option<u64>,

@@ -20,7 +20,8 @@
 //! in layers from the top down (a module uses those of its layer and below):
 //!
 //! - `open`: [`Index::open`], the lock, recovery on open (manifest, segments, tombstones,
-//!   log replay, orphans), the background threads;
+//!   orphans), the background threads; `replay`: the logs replayed into memtable-sized
+//!   pieces, each flushed on its own;
 //!   (checking every file and salvaging a damaged directory are `crate::recovery`'s);
 //! - `index`: the [`Index`] handle and its public calls; [`pinned_recipe`]: the `RECIPE`
 //!   file, the fingerprint recipe pinned in the index, kept as opaque bytes for the text
@@ -76,6 +77,7 @@ pub(crate) mod memtable;
 mod open;
 mod options;
 pub mod pinned_recipe;
+mod replay;
 mod report;
 pub(crate) mod seal;
 pub mod snapshot;

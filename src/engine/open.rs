@@ -3,7 +3,7 @@
 //! log tails cut and orphans of interrupted flushes and compactions removed), then the
 //! background threads. Salvage of a damaged directory is `salvage`'s, not this module's.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
@@ -11,12 +11,12 @@ use super::banded::OnOpen;
 use super::compaction::checkpoint::MergeFiles;
 use super::expiry;
 use super::files::{self, log_name, segment_name, tombstones_name, FileKind, LOCK_NAME};
-use super::log::{header_epoch, scan_log, LogEnd, LogWriter, OpKind, ScanMode, LOG_HEADER_BYTES, LOG_VERSION_REPLACE};
+use super::log::LogWriter;
 use super::manifest::{LogMeta, Manifest, TombstoneMeta};
 use super::memtable::Memtable;
-use super::options::{LogRecovery, OpenMode};
-use super::report::{LogReport, OpenReport};
-use super::seal::{seal_of, shortfall};
+use super::options::OpenMode;
+use super::replay::{replay_logs, Pieces, Replayed};
+use super::report::OpenReport;
 use super::state::{Engine, MaintenanceSignals};
 use super::tombstone;
 use super::version::{LiveSegment, TombstoneSet, Version};
@@ -132,6 +132,10 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
     }
     let mut threads = Vec::new();
     if !read_only && engine.options.background {
+        // Memtables replayed from the logs a close left (or a crash) are flushed at once.
+        if !engine.current().frozen.is_empty() {
+            engine.wake_background();
+        }
         let s = engine.clone();
         let t = std::thread::Builder::new().name("simdex-maintenance".into()).spawn(move || s.maintenance_loop());
         threads.push(t.map_err(|e| Error::io(dir, "spawn the maintenance thread", e))?);
@@ -247,11 +251,13 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     };
     let segments = open_segments(storage, dir, &manifest, on_open, &mut report)?;
     let tombstone_files = load_tombstones(storage, dir, &manifest)?;
-    let Replayed { mut memtable, next_seq, append_to, accepted_loss, seen } =
-        replay_logs(storage, dir, &listing.logs, &manifest, mem_design.clone(), (mode, options.log_recovery), &mut report)?;
+    let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
+    let pieces = Pieces::new(mem_design.clone(), sketch_width, options.memtable_ops);
+    let Replayed { pieces, next_seq, append_to, accepted_loss, seen } = replay_logs(storage, dir, &listing.logs, &manifest, pieces, (mode, options.log_recovery), &mut report)?;
+    let (frozen, mut memtable) = pieces.finish();
     if let Some(x) = &manifest.expiry {
         // A new log's inserts are stamped no older than anything stored before (`expiry`).
-        let floor = manifest.segments.iter().map(|s| s.epoch).chain(memtable.epoch).max();
+        let floor = manifest.segments.iter().map(|s| s.epoch).chain(frozen.iter().map(|m| m.epoch).chain([memtable.epoch]).flatten()).max();
         let epoch = if append_to.is_some() { memtable.epoch } else { Some(expiry::stamp(x, options.clock.now_secs(), floor)?) };
         memtable.epoch = epoch.or(floor);
     }
@@ -260,7 +266,9 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     if !read_only {
         writer.log = Some(open_log(storage, dir, append_to, &mut next_file, &mut memtable)?);
     }
-    let version = Version { active: Arc::new(memtable), frozen: Vec::new(), segments, tombstones: Arc::new(TombstoneSet::new(tombstone_files)) };
+    // The replayed memtables that are not the active one wait for their flushes, oldest first.
+    let frozen = frozen.into_iter().map(Arc::new).collect();
+    let version = Version { active: Arc::new(memtable), frozen, segments, tombstones: Arc::new(TombstoneSet::new(tombstone_files)) };
     Ok(Recovered { manifest, version, writer, next_file, report, mem_design, accepted_loss, seen })
 }
 
@@ -411,168 +419,6 @@ fn load_tombstones(storage: &dyn Storage, dir: &Path, manifest: &Manifest) -> Re
         tombstone_files.push((*meta, Arc::new(t)));
     }
     Ok(tombstone_files)
-}
-
-/// What replaying the logs left: the memtable, the next sequence number, and the newest
-/// log with its valid length (a writable open appends to it); after a loss opened past
-/// ([`LogRecovery::PointInTime`]), the last sequence number spent, for `accept_log_loss`.
-struct Replayed {
-    memtable: Memtable,
-    next_seq: u64,
-    append_to: Option<(u64, u64)>,
-    accepted_loss: Option<u64>,
-    /// Seals of the logs replayed whole: a writable open records them (`seal`).
-    seen: Vec<LogMeta>,
-}
-
-/// The first loss the replay met: where, and what.
-struct Loss {
-    path: PathBuf,
-    offset: u64,
-    detail: String,
-}
-
-/// Replays the live logs into a new memtable, oldest first, checking that sequence numbers
-/// continue and that every log holds what the manifest's seal of it says
-/// (`seal::shortfall`); a writable open also cuts torn log tails and removes logs without a
-/// whole header. A log that falls short (or, with [`LogRecovery::PointInTime`], a damaged
-/// record) is the point in time: what follows is not replayed but counted, and the open
-/// fails (`Strict`) or reports it and goes on.
-fn replay_logs(
-    storage: &dyn Storage,
-    dir: &Path,
-    logs: &[u64],
-    manifest: &Manifest,
-    mem_design: Arc<Design>,
-    options: (OpenMode, LogRecovery),
-    report: &mut OpenReport,
-) -> Result<Replayed> {
-    let (mode, recovery) = options;
-    let read_only = mode == OpenMode::ReadOnly;
-    let sketch_width = manifest.sketches.map_or(0, |s| usize::from(s.bytes));
-    let mut next_seq = manifest.last_seq + 1;
-    let mut append_to: Option<(u64, u64)> = None;
-    // The logs the directory holds and those the manifest has a seal of (a missing one is loss).
-    let mut numbers: Vec<u64> = logs.iter().copied().chain(manifest.logs.iter().map(|l| l.number)).collect();
-    numbers.sort_unstable();
-    numbers.dedup();
-    let last_log = logs.last().copied();
-    let mut memtable = Memtable::new(mem_design, last_log.unwrap_or(0), sketch_width);
-    let mut high_water = manifest.last_seq;
-    let mut loss: Option<Loss> = None;
-    let mut seen = Vec::new();
-    for n in numbers {
-        let path = dir.join(log_name(n));
-        let seal = seal_of(manifest, n);
-        high_water = high_water.max(seal.map_or(0, |s| s.last_seq));
-        if !logs.contains(&n) {
-            if let Some(short) = seal.filter(|_| loss.is_none()).and_then(|s| shortfall(s, None, next_seq - 1)) {
-                loss = Some(Loss { path, offset: 0, detail: short.detail });
-            }
-            continue;
-        }
-        let bytes = storage.read_copy(&path).map_err(|e| Error::io(&path, "read", e))?;
-        if loss.is_some() {
-            // Past the point in time: not replayed, only counted.
-            let scan = scan_log(&path, &bytes, n, ScanMode::Salvage, |_| Ok(()));
-            high_water = high_water.max(scan.ok().and_then(|s| s.seqs).map_or(0, |s| s.1));
-            continue;
-        }
-        let mut ops = 0u64;
-        let scanned = scan_log(&path, &bytes, n, ScanMode::Strict, |r| {
-            if r.last_seq() < next_seq {
-                return Ok(());
-            }
-            if r.seq != next_seq {
-                return Err(Error::corrupt(&path, r.offset, format!("record starts at sequence number {}, expected {next_seq}: records are missing", r.seq)));
-            }
-            let pairs: Vec<crate::query::Entry> = r.ops().map(crate::query::Entry::from).collect();
-            if r.sketches().is_some() && r.sketch_bytes() != sketch_width {
-                return Err(Error::corrupt(&path, r.offset, format!("record carries {}-byte sketches, the index's are {sketch_width} bytes", r.sketch_bytes())));
-            }
-            match r.kind {
-                OpKind::Insert => memtable.insert(r.seq, &pairs, r.sketches()),
-                OpKind::Delete => memtable.delete(r.seq, &pairs),
-                OpKind::Replace => {
-                    let (insert, deletes) = pairs.split_last().ok_or_else(|| Error::corrupt(&path, r.offset, "an empty replace record"))?;
-                    let sketch = r.sketches().and_then(|s| s.get(deletes.len() * sketch_width..));
-                    memtable.replace(r.seq, deletes, *insert, sketch);
-                }
-            }
-            ops += pairs.len() as u64;
-            next_seq = r.last_seq() + 1;
-            Ok(())
-        });
-        let scan = match scanned {
-            Ok(scan) => scan,
-            Err(Error::Corrupt { offset, detail, .. }) if recovery == LogRecovery::PointInTime => {
-                // The records after the damage are lost with it: counted, not replayed.
-                let rest = scan_log(&path, &bytes, n, ScanMode::Salvage, |_| Ok(()));
-                high_water = high_water.max(rest.ok().and_then(|s| s.seqs).map_or(0, |s| s.1));
-                report.replayed_ops += ops;
-                loss = Some(Loss { path, offset, detail: format!("damaged at byte offset {offset}: {detail}") });
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        if manifest.expiry.is_some() && scan.valid_len >= LOG_HEADER_BYTES as u64 {
-            // Logs of several slices replayed into one memtable (a crash before their
-            // flushes) take the newest: they expire late, never early.
-            match header_epoch(&bytes) {
-                Some(e) => memtable.epoch = memtable.epoch.max(Some(e)),
-                None => return Err(Error::corrupt(&path, 0, "a log without a time slice (version 1 or 2) in an index with an expiry window")),
-            }
-        }
-        report.replayed_ops += ops;
-        report.logs.push(LogReport { name: log_name(n), len: bytes.len() as u64, valid_len: scan.valid_len, end: scan.end, ops });
-        if let Some(short) = seal.and_then(|s| shortfall(s, Some(scan.valid_len), next_seq - 1)) {
-            loss = Some(Loss { path, offset: scan.valid_len, detail: short.detail });
-            continue;
-        }
-        if !read_only {
-            // A log whose header never got written whole holds nothing: start it afresh.
-            if scan.valid_len < LOG_HEADER_BYTES as u64 {
-                storage.remove(&path).map_err(|e| Error::io(&path, "remove", e))?;
-                continue;
-            }
-            if scan.end != LogEnd::Clean {
-                storage.truncate(&path, scan.valid_len).map_err(|e| Error::io(&path, "truncate", e))?;
-            }
-        }
-        seen.push(LogMeta { number: n, len: scan.valid_len, last_seq: next_seq - 1 });
-        // A log of an older version takes no replace record: the writer starts a new one.
-        if Some(n) == last_log && scan.version >= LOG_VERSION_REPLACE {
-            append_to = Some((n, scan.valid_len));
-        }
-    }
-    let mut replayed = Replayed { memtable, next_seq, append_to, accepted_loss: None, seen };
-    if let Some(loss) = loss {
-        settle_loss(loss, high_water, recovery, read_only, &mut replayed, report)?;
-    }
-    Ok(replayed)
-}
-
-/// The replay met `loss`, and operations up to `high_water` were acknowledged: a `Strict`
-/// open fails, saying what is lost; a point-in-time open reports it, opens before it and
-/// never hands one of those sequence numbers out again (the writer starts a new log).
-fn settle_loss(loss: Loss, high_water: u64, recovery: LogRecovery, read_only: bool, replayed: &mut Replayed, report: &mut OpenReport) -> Result<()> {
-    let lost_ops = high_water.saturating_sub(replayed.next_seq - 1);
-    let counted = format!("{lost_ops} acknowledged operations in all (sequence numbers {}..={high_water}) are lost", replayed.next_seq);
-    match recovery {
-        LogRecovery::Strict => {
-            let advice = "the index does not open: `simdex recover DIR --out NEW` salvages every intact record, or open it with LogRecovery::PointInTime (the CLI's `--log-recovery point-in-time`) to keep everything before the loss";
-            Err(Error::corrupt(&loss.path, loss.offset, format!("{}; {counted}; {advice}", loss.detail)))
-        }
-        LogRecovery::PointInTime => {
-            let name = loss.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            report.lost.push(format!("{name}: {}; {counted}; opened at the point in time before it", loss.detail));
-            report.lost_ops += lost_ops;
-            replayed.next_seq = high_water + 1;
-            replayed.append_to = None;
-            replayed.accepted_loss = (!read_only).then_some(high_water);
-            Ok(())
-        }
-    }
 }
 
 /// Opens the log a writable index appends to: the newest live log (`append_to`, synced, as

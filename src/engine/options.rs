@@ -92,19 +92,22 @@ pub struct IndexOptions {
     /// 50 MiB at the default), plus the sketch width in an index with sketches (64 bytes:
     /// about 64 MiB more), more while its sorted runs merge or a flush writes it; an
     /// active memtable and at most `max_frozen + 1` frozen ones exist at once, and a reopen
-    /// after a crash replays at most about `(max_frozen + 2) * memtable_ops` operations
-    /// (none after a clean [`Index::close`](super::Index::close), see `flush_on_close`).
+    /// replays at most about `(max_frozen + 2) * memtable_ops` operations (after a crash, or
+    /// a close right after a burst of writes, see `flush_on_close`), into memtables of this
+    /// size, each flushed on its own.
     pub memtable_ops: u64,
     /// Frozen memtables allowed to wait for the background flush; beyond this the writer
     /// flushes itself. Default 2.
     pub max_frozen: usize,
     /// Compaction policy and memory.
     pub compaction: CompactionOptions,
-    /// Flush the memtable into a segment on [`Index::close`](super::Index::close), so the next open (read-write
-    /// or read-only) replays no log and is cheap whatever the memtable held. On by default;
-    /// off, close only syncs the log and the next open replays it (at most about
-    /// `(max_frozen + 2) * memtable_ops` operations), which saves a small segment per
-    /// short-lived writer at the cost of every later open.
+    /// Flush the memtables into segments on [`Index::close`](super::Index::close) when they
+    /// hold at most `memtable_ops` operations in all (always, without a background thread),
+    /// so the next open (read-write or read-only) replays no log. More than that (a close
+    /// right after a burst of writes) stays in the logs, so a close stays short; the next
+    /// open replays it and flushes it. On by default; off, close only syncs the log and the
+    /// next open replays it (at most about `(max_frozen + 2) * memtable_ops` operations),
+    /// which saves a small segment per short-lived writer at the cost of every later open.
     pub flush_on_close: bool,
     /// Flush, compact and sync in a background thread; without it, the writer does them
     /// inline (deterministic, for tests and one-shot tools).

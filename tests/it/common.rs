@@ -107,3 +107,22 @@ impl simdex::storage::Storage for Intercepted {
         self.inner.available_space(dir)
     }
 }
+
+/// A storage hook's hold (for an [`Intercepted`] storage): the first call with `here` set
+/// reports on `held` and waits until `go` is raised; once `go` is raised every call takes
+/// 20 ms, so what was held cannot end before the test's next step, however slow the machine.
+pub fn hold_then_slow(here: bool, held: &std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>, go: &std::sync::atomic::AtomicBool) {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    if here {
+        if let Some(tx) = held.lock().unwrap().take() {
+            let _ = tx.send(());
+            while !go.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    if go.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

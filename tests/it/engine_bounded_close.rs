@@ -19,7 +19,7 @@ use std::time::Duration;
 use simdex::storage::{MemStorage, Storage};
 use simdex::{CompactionOptions, Durability, Entry, Index, IndexOptions};
 
-use crate::common::{Intercepted, Rng};
+use crate::common::{hold_then_slow, Intercepted, Rng};
 
 const DIR: &str = "bc";
 
@@ -86,18 +86,7 @@ fn holding(inner: &MemStorage, at: HoldAt, held: mpsc::Sender<()>, go: Arc<Atomi
                     HoldAt::Checkpoint => !out_written.load(Ordering::SeqCst),
                     HoldAt::Finished => out_written.load(Ordering::SeqCst),
                 };
-            let first = hold_here && held.lock().unwrap().as_ref().is_some();
-            if first {
-                if let Some(tx) = held.lock().unwrap().take() {
-                    let _ = tx.send(());
-                }
-                while !go.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-            if go.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            hold_then_slow(hold_here, &held, &go);
             Ok(())
         }),
     }

@@ -26,6 +26,7 @@ mod engine_live;
 mod engine_log_seals;
 mod engine_model;
 mod engine_readers;
+mod engine_replay_pieces;
 mod engine_salvage;
 mod engine_sketches;
 mod fixtures;

@@ -66,10 +66,12 @@ fn stored(idx: &Path, fps: &[u64]) -> BTreeSet<(u64, u64)> {
         .collect()
 }
 
-/// Fingerprints a read-only open of `idx` counts (segments and logs).
+/// Fingerprints a read-only open of `idx` counts (segments and logs: the logs replay into
+/// the active memtable and, a log or 2^20 operations each, frozen ones; this stream has no
+/// deletes, so the frozen ones' operations are inserts).
 fn visible(idx: &Path) -> u64 {
     let stats: serde_json::Value = serde_json::from_str(&ok(&run(&["stats", p(idx), "--json"]))).unwrap();
-    stats["segment_fingerprints"].as_u64().unwrap() + stats["memtable"]["inserts"].as_u64().unwrap()
+    stats["segment_fingerprints"].as_u64().unwrap() + stats["memtable"]["inserts"].as_u64().unwrap() + stats["frozen"]["operations"].as_u64().unwrap()
 }
 
 /// Streams `data` through an open pipe in bursts that cut records anywhere, waits after

@@ -36,8 +36,10 @@ use crate::progress;
 /// records acknowledged so far and the input line (text) or byte offset (binary) they
 /// reach; a record not covered by such a line may or may not be in the index if this
 /// process is killed. A last line without its newline waits for the newline or the end of
-/// the input. Exit 0 acknowledges everything read; the index is then closed (its memtable
-/// flushed into a segment, so the next open replays no log).
+/// the input. Exit 0 acknowledges everything read; the index is then closed in bounded
+/// time: the memtable is flushed into a segment when it holds at most --memtable-ops
+/// operations in all, else (the end of a burst) what is unflushed stays in the synced logs
+/// and the next open replays it and flushes it in the background.
 ///
 /// A bad record or a read error in the middle of the input stops the command (exit 2): the
 /// message names the line or byte offset at fault and how many records before it were

@@ -24,11 +24,13 @@ use simdex_serve::ServeOptions;
 /// Stopping does not grow with the index (within docker's 10 s and systemd's 90 s stop
 /// timeouts): the index merges and settles its segments in the background while it serves,
 /// and closing runs no merge. A merge in progress at SIGTERM stops at its next checkpoint
-/// (milliseconds) and goes on from there at the next start; the close syncs the log and
-/// writes the memtables not yet flushed into segments (at most about 4 x 2^20 operations
-/// after a burst of writes: 2.7-5.1 s measured on a loaded 2-core machine, under a second
-/// when the writes had paused). Nothing acknowledged is lost whatever stops the server,
-/// SIGKILL included.
+/// (milliseconds) and goes on from there at the next start; a flush in progress ends (one
+/// memtable, 2^20 operations at most). The close syncs the log and writes the memtables not
+/// yet flushed into a segment only when they hold at most one memtable's worth; after a
+/// burst of writes it leaves them in their logs (synced: durable), and the next start
+/// replays them and flushes them in the background, one memtable at a time (benches/
+/// RESULTS.md, "Scale IV", has the measured stops). Nothing acknowledged is lost whatever
+/// stops the server, SIGKILL included.
 ///
 /// Memory is bounded by configuration: each request takes a share of --max-memory-mib (8
 /// bytes per byte of its Content-Length, or of --max-body-mib without one, 24 for the

@@ -42,6 +42,7 @@ pub fn run(args: Args) -> Result<()> {
                 "segments": segments, "segment_fingerprints": fingerprints, "segment_bytes": bytes,
                 "tombstone_files": s.tombstone_files, "tombstones": s.tombstones,
                 "memtable": {"inserts": s.memtable_inserts, "deletes": s.memtable_deletes},
+                "frozen": {"memtables": s.frozen_memtables, "operations": s.frozen_ops},
                 "logs": logs, "last_seq": s.last_seq, "flushed_seq": s.flushed_seq,
                 "expiry": s.expiry.map(|x| json!({"window_secs": x.window().as_secs(), "granularity_secs": x.granularity().as_secs(), "oldest_live_secs": s.oldest_live_secs})),
                 "unknown_files": s.unknown_files, "lost": report.lost,
@@ -61,6 +62,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     out!("tombstones: {} in {} file(s)", s.tombstones, s.tombstone_files);
     out!("memtable: {} inserts, {} deletes (replayed from the logs)", s.memtable_inserts, s.memtable_deletes);
+    if s.frozen_memtables > 0 {
+        out!("frozen: {} memtables, {} operations (replayed from the logs, flushed by the next writable open)", s.frozen_memtables, s.frozen_ops);
+    }
     for l in &report.logs {
         out!(
             "log {}: {} bytes, {} operations{}",

@@ -32,6 +32,10 @@ pub(super) struct IndexArgs {
     /// one segment.
     #[arg(long)]
     pub(super) live: bool,
+    /// Store no sketches (an index without a sketch column): the same ingest for a
+    /// baseline, so that what sketches cost is a ratio of one build's two runs.
+    #[arg(long)]
+    pub(super) no_sketches: bool,
 }
 
 pub(super) fn index(args: IndexArgs) -> Result<()> {
@@ -44,7 +48,7 @@ pub(super) fn index(args: IndexArgs) -> Result<()> {
     }
     let started = Instant::now();
     let column = SketchOptions::default().column();
-    let options = IndexOptions::default().with_k(args.k).with_sketches(Some(column)).with_durability(Durability::NoSync);
+    let options = IndexOptions::default().with_k(args.k).with_sketches((!args.no_sketches).then_some(column)).with_durability(Durability::NoSync);
     let index = Index::open(&args.dir, options).with_context(|| format!("{}: creating the index", args.dir.display()))?;
     let width = usize::from(column.bytes);
     let ids = |i: usize| read.ids.as_ref().and_then(|ids| ids.get(i).copied()).unwrap_or(i as u64);
@@ -55,15 +59,22 @@ pub(super) fn index(args: IndexArgs) -> Result<()> {
         for (j, &fp) in chunk.iter().enumerate() {
             let id = ids(start + j);
             pairs.push(simdex::Entry::new(fp, id));
-            sketches.extend_from_slice(&synthetic_sketch(id, width));
+            if !args.no_sketches {
+                sketches.extend_from_slice(&synthetic_sketch(id, width));
+            }
         }
-        index.insert_many_sketched(&pairs, &sketches)?;
+        if args.no_sketches {
+            index.insert_many(&pairs)?;
+        } else {
+            index.insert_many_sketched(&pairs, &sketches)?;
+        }
     }
     if !args.live {
         index.compact()?;
     }
     index.close()?;
     let segments = Index::open_read_only(&args.dir, IndexOptions::default())?.stats().segments.len();
-    out!("{}: {} fingerprints, each with a {width}-byte synthetic sketch, in {segments} segment(s) ({:.1} s)", args.dir.display(), read.fps.len(), started.elapsed().as_secs_f64());
+    let each = if args.no_sketches { "without sketches".to_string() } else { format!("each with a {width}-byte synthetic sketch") };
+    out!("{}: {} fingerprints, {each}, in {segments} segment(s) ({:.1} s)", args.dir.display(), read.fps.len(), started.elapsed().as_secs_f64());
     Ok(())
 }
