@@ -79,6 +79,14 @@ impl DocumentFeatures {
     }
 }
 
+/// The features a numbering IDF builder numbered, by number: each one's hash and its weight
+/// in the IDF table of the fingerprinter that made it ([`Fingerprinter::vocabulary`]).
+#[derive(Debug, Clone, Default)]
+pub struct Vocabulary {
+    entries: Vec<(u64, u32)>,
+    idf: Option<std::sync::Arc<IdfTable>>,
+}
+
 /// Turns documents into fingerprints. Reusable; clone it for another thread.
 #[derive(Debug, Clone)]
 pub struct Fingerprinter {
@@ -261,16 +269,44 @@ impl Fingerprinter {
     /// ([`DocumentFeatures::add_to`]), `vocabulary` the numbering builder's
     /// ([`IdfBuilder::build_keeping_vocabulary`](crate::IdfBuilder::build_keeping_vocabulary)):
     /// the same fingerprint as of the features before they were numbered.
-    pub fn fingerprint_numbered(&mut self, f: &DocumentFeatures, vocabulary: &[u64]) -> Result<Fingerprint, Error> {
+    pub fn fingerprint_numbered(&mut self, f: &DocumentFeatures, vocabulary: &Vocabulary) -> Result<Fingerprint, Error> {
         let Some(numbers) = &f.numbers else {
             return self.fingerprint_features(f);
         };
-        let distinct = numbers
-            .iter()
-            .map(|&n| vocabulary.get(n as usize).copied())
-            .collect::<Option<Vec<u64>>>()
-            .ok_or_else(|| Error::InvalidOptions(format!("a feature number beyond the vocabulary of {} features: not the numbering IDF builder's", vocabulary.len())))?;
-        self.fingerprint_of(f, &distinct)
+        let entries = &vocabulary.entries;
+        let beyond = || Error::InvalidOptions(format!("a feature number beyond the vocabulary of {} features: not the numbering IDF builder's", entries.len()));
+        let (mut distinct, mut weights) = (Vec::with_capacity(numbers.len()), Vec::with_capacity(numbers.len()));
+        for &n in numbers {
+            let &(h, w) = entries.get(n as usize).ok_or_else(beyond)?;
+            distinct.push(h);
+            weights.push(w);
+        }
+        // the weights looked up once hold for this fingerprinter's table only
+        let same_table = match (&self.idf, &vocabulary.idf) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        self.check_features(f)?;
+        let Fingerprinter { idf, options, scratch, .. } = self;
+        let mut acc = Accumulator::new(options.tf, idf.as_deref(), scratch);
+        acc.add_distinct_weighing(&distinct, &f.counts, same_table.then_some(&weights[..]));
+        Ok(Fingerprint { words: f.words, features: f.occurrences, short: f.words < options.short_words, value: acc.finish() })
+    }
+
+    /// A numbering IDF builder's vocabulary (its features' hashes by number,
+    /// [`IdfBuilder::build_keeping_vocabulary`](crate::IdfBuilder::build_keeping_vocabulary))
+    /// for [`Fingerprinter::fingerprint_numbered`], each feature's weight in this
+    /// fingerprinter's IDF table looked up once here instead of once in every document.
+    pub fn vocabulary(&self, hashes: Vec<u64>) -> Vocabulary {
+        let mut entries: Vec<(u64, u32)> = hashes.iter().map(|&h| (h, 1)).collect();
+        if let Some(t) = &self.idf {
+            t.weights_of(&hashes, |i, w| {
+                if let Some(e) = entries.get_mut(i) {
+                    e.1 = w;
+                }
+            });
+        }
+        Vocabulary { entries, idf: self.idf.clone() }
     }
 
     /// Fails as [`Fingerprinter::fingerprint_features`] would (too few words), without making

@@ -29,7 +29,7 @@ use serde_json::json;
 use simdex_fingerprint::corpus::{ContentHash, CorpusDedup, CorpusDoc, CorpusOptions};
 use simdex_fingerprint::document::{Document, InvalidUtf8};
 use simdex_fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
-use simdex_fingerprint::{DocumentFeatures, Fingerprinter, IdfBuilder};
+use simdex_fingerprint::{DocumentFeatures, Fingerprinter, IdfBuilder, Vocabulary};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -230,8 +230,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let fp = match pass.idf.take() {
         Some(idf) => {
             let (table, vocabulary) = idf.build_keeping_vocabulary(1);
-            pass.vocabulary = vocabulary.unwrap_or_default();
-            fp.with_idf(std::sync::Arc::new(table))?
+            let fp = fp.with_idf(std::sync::Arc::new(table))?;
+            pass.vocabulary = fp.vocabulary(vocabulary.unwrap_or_default());
+            fp
         }
         None => fp,
     };
@@ -376,7 +377,7 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
         sets: keep_sets.then(Vec::new),
         skipped: Vec::new(),
         idf: learn.then(|| IdfBuilder::numbering(fp.options().feature_recipe())),
-        vocabulary: Vec::new(),
+        vocabulary: Vocabulary::default(),
     };
     let (mut features_bytes, mut sets_bytes) = (0usize, 0usize);
     let worker = || {
@@ -448,8 +449,8 @@ struct FirstPass {
     /// The document frequencies counted (a run that learns IDF weights), numbering the
     /// features kept.
     idf: Option<IdfBuilder>,
-    /// The kept features' hashes by number, once the IDF weights are learned.
-    vocabulary: Vec<u64>,
+    /// The kept features' hashes and IDF weights by number, once the weights are learned.
+    vocabulary: Vocabulary,
 }
 
 /// The fingerprints of the documents the first pass left without one, made with `fp` (which

@@ -59,17 +59,27 @@ fn check_numbered(o: &FingerprintOptions, corpus: &[String]) {
     assert_eq!(numbering.documents(), corpus.len() as u64);
     let (table, vocabulary) = numbering.build_keeping_vocabulary(1);
     assert_eq!(table.encode(), counted.build(1).encode(), "{o:?}");
-    let vocabulary = vocabulary.expect("every document numbered");
+    let hashes = vocabulary.expect("every document numbered");
     let mut weighted = plain.clone().with_idf(Arc::new(table)).unwrap();
+    // the weights looked up once by the fingerprinter's own vocabulary; with another's (other
+    // weights, or none) they are looked up in each document
+    let (own, unweighted) = (weighted.vocabulary(hashes.clone()), plain.vocabulary(hashes.clone()));
+    let mut other = plain.clone().with_idf(Arc::new(IdfBuilder::new(o.feature_recipe()).build(1))).unwrap();
     for (t, f) in corpus.iter().zip(&kept) {
         let expect = format!("{:?}", weighted.fingerprint(t));
-        assert_eq!(format!("{:?}", weighted.fingerprint_numbered(f, &vocabulary)), expect, "{o:?} {t:?}");
-        assert_eq!(format!("{:?}", plain.fingerprint_numbered(f, &vocabulary)), format!("{:?}", plain.fingerprint(t)), "{o:?} {t:?}");
+        for v in [&own, &unweighted] {
+            assert_eq!(format!("{:?}", weighted.fingerprint_numbered(f, v)), expect, "{o:?} {t:?}");
+        }
+        for (which, v) in [(0, &own), (1, &own), (1, &unweighted)] {
+            let fp = if which == 0 { &mut plain } else { &mut other };
+            let expect = format!("{:?}", fp.fingerprint(t));
+            assert_eq!(format!("{:?}", fp.fingerprint_numbered(f, v)), expect, "{o:?} {t:?}");
+        }
     }
     // the last feature numbered is beyond a vocabulary one shorter
-    if !vocabulary.is_empty() {
-        let short = &vocabulary[..vocabulary.len() - 1];
-        assert!(kept.iter().any(|f| matches!(weighted.fingerprint_numbered(f, short), Err(Error::InvalidOptions(_)))), "{o:?}: a number beyond the vocabulary is an error");
+    if let Some((_, shorter)) = hashes.split_last() {
+        let short = weighted.vocabulary(shorter.to_vec());
+        assert!(kept.iter().any(|f| matches!(weighted.fingerprint_numbered(f, &short), Err(Error::InvalidOptions(_)))), "{o:?}: a number beyond the vocabulary is an error");
     }
 }
 
