@@ -47,15 +47,14 @@ impl<'a> ShingleScan<'a> {
         }
     }
 
-    /// The distinct shingles, ascending (a text of one or two tokens: one shingle of them all).
+    /// The shingles in text order, with repeats (a text of one or two tokens: one shingle of
+    /// them all); the set is these sorted and deduplicated (`Sketcher::last_shingles`).
     pub(crate) fn finish(self) -> &'a [u64] {
         if (1..3).contains(&self.n) {
             let first = 3 - self.n;
             let s = self.recent[first + 1..].iter().fold(self.recent[first], |acc, &t| combine(acc, t));
             self.shingles.push(s);
         }
-        self.shingles.sort_unstable();
-        self.shingles.dedup();
         self.shingles
     }
 }
@@ -66,7 +65,7 @@ impl ChunkSink for ShingleScan<'_> {
         self.token(hash);
     }
 
-    fn other(&mut self, chunk: &str, kind: ChunkKind) {
+    fn other(&mut self, chunk: &str, kind: ChunkKind, normalized: Option<&str>) {
         if kind != ChunkKind::Unicode {
             // ASCII: NFKC leaves it, the tokens are the runs of `[A-Za-z0-9_]`, lowercased
             let bytes = chunk.as_bytes();
@@ -88,7 +87,10 @@ impl ChunkSink for ShingleScan<'_> {
         }
         let mut norm = std::mem::take(self.norm);
         norm.clear();
-        nfkc_lower_into(chunk, &mut norm);
+        match normalized {
+            Some(n) => norm.push_str(n),
+            None => nfkc_lower_into(chunk, &mut norm),
+        }
         if !norm.is_ascii() && norm.contains(['ß', 'ς']) {
             norm = norm.replace('ß', "ss").replace('ς', "σ");
         }
@@ -150,7 +152,10 @@ mod tests {
         let (mut shingles, mut norm) = (Vec::new(), String::new());
         let mut scan = ShingleScan::new(&mut shingles, &mut norm);
         crate::tokenize::feed_chunks(text, &mut scan);
-        scan.finish().to_vec()
+        let mut set = scan.finish().to_vec();
+        set.sort_unstable();
+        set.dedup();
+        set
     }
 
     #[test]

@@ -234,7 +234,11 @@ pub struct Sketcher {
     /// `c_i` per value: the key of the bits kept of value `i`.
     cs: Vec<u64>,
     norm: String,
+    /// The last text's shingles: in text order with repeats after a scan, ascending and
+    /// distinct once `sorted` (sorted when asked for, or for recipe 1, whose cost is per
+    /// distinct shingle; recipe 2's values do not depend on order or repeats).
     shingles: Vec<u64>,
+    sorted: bool,
 }
 
 /// How the values' minima are found, by recipe version.
@@ -268,7 +272,7 @@ impl Sketcher {
             cs.extend((0..options.hashes).map(|_| next()));
             Family::Rounds
         };
-        Ok(Sketcher { options, family, cs, norm: String::new(), shingles: Vec::new() })
+        Ok(Sketcher { options, family, cs, norm: String::new(), shingles: Vec::new(), sorted: true })
     }
 
     /// The options.
@@ -278,20 +282,35 @@ impl Sketcher {
 
     /// The distinct word 3-shingle hashes of `text`, ascending (the set a sketch samples).
     pub fn shingles(&mut self, text: &str) -> &[u64] {
+        self.scan_text(text);
+        self.last_shingles()
+    }
+
+    /// Collects the shingles of `text` (in text order, with repeats).
+    fn scan_text(&mut self, text: &str) {
         let mut scan = self.scan();
         feed_chunks(text, &mut scan);
-        scan.finish()
+        scan.finish();
     }
 
     /// The shingle set of the last text this sketcher sketched (by [`Self::sketch`],
     /// [`Self::shingles`] or [`Fingerprinter::fingerprint_and_sketch`](crate::Fingerprinter::fingerprint_and_sketch)),
     /// ascending.
-    pub fn last_shingles(&self) -> &[u64] {
+    pub fn last_shingles(&mut self) -> &[u64] {
+        if !self.sorted {
+            self.shingles.sort_unstable();
+            self.shingles.dedup();
+            self.sorted = true;
+        }
         &self.shingles
     }
 
     /// The sketch of the set the last scan collected ([`Self::scan`]).
     pub(crate) fn sketch_of_scanned(&mut self) -> Sketch {
+        if self.options.version == 1 {
+            // recipe 1 hashes each shingle `hashes` times: once per distinct one
+            self.last_shingles();
+        }
         let set = std::mem::take(&mut self.shingles);
         let sketch = self.sketch_of_set(&set);
         self.shingles = set;
@@ -302,12 +321,13 @@ impl Sketcher {
     /// ([`ShingleScan`]), into this sketcher's buffers.
     pub(crate) fn scan(&mut self) -> ShingleScan<'_> {
         self.shingles.clear();
+        self.sorted = false;
         ShingleScan::new(&mut self.shingles, &mut self.norm)
     }
 
     /// The sketch of `text`.
     pub fn sketch(&mut self, text: &str) -> Sketch {
-        self.shingles(text);
+        self.scan_text(text);
         self.sketch_of_scanned()
     }
 

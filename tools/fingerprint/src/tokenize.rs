@@ -26,8 +26,10 @@ pub(crate) trait ChunkSink {
     /// A chunk of ASCII letters and digits only, by the hash of its ASCII lowercase
     /// (`sfh64(0, chunk)`: its one word's hash).
     fn alnum(&mut self, hash: u64);
-    /// Any other chunk (ASCII with punctuation, or with non-ASCII characters).
-    fn other(&mut self, chunk: &str, kind: ChunkKind);
+    /// Any other chunk (ASCII with punctuation, or with non-ASCII characters), with its NFKC
+    /// and lowercase (`normalize::nfkc_lower_into`) where the scan made it already (a
+    /// [`ChunkKind::Unicode`] chunk of the word scan).
+    fn other(&mut self, chunk: &str, kind: ChunkKind, normalized: Option<&str>);
 }
 
 /// Hands every chunk of `text` to `chunks`, as [`Tokenizer::word_hashes_and`] does, without
@@ -36,7 +38,7 @@ pub(crate) fn feed_chunks(text: &str, chunks: &mut impl ChunkSink) {
     let bytes = text.as_bytes();
     for_each_chunk(bytes, |start, end, kind| match kind {
         ChunkKind::Alnum => chunks.alnum(sfh64_ascii_lower_at(seed::WORD, bytes, start, end)),
-        _ => chunks.other(&text[start..end], kind),
+        _ => chunks.other(&text[start..end], kind, None),
     });
 }
 
@@ -45,7 +47,7 @@ impl ChunkSink for () {
     #[inline(always)]
     fn alnum(&mut self, _: u64) {}
     #[inline(always)]
-    fn other(&mut self, _: &str, _: ChunkKind) {}
+    fn other(&mut self, _: &str, _: ChunkKind, _: Option<&str>) {}
 }
 
 /// How runs of Han ideographs become words.
@@ -336,7 +338,9 @@ impl Tokenizer {
                 chunks.alnum(h);
             } else {
                 self.other_chunk_hashes(text, start..end, kind, &mut emit);
-                chunks.other(&text[start..end], kind);
+                // a Unicode chunk's words were cut from its normalised form, left in `norm`
+                let normalized = (kind == ChunkKind::Unicode).then_some(self.norm.as_str());
+                chunks.other(&text[start..end], kind, normalized);
             }
         });
     }
@@ -512,6 +516,29 @@ mod tests {
         fn ascii_path_matches_uax29(s in "[a-cA-C0-2_:.,;' \t\n!@#()\"-]{0,40}") {
             let expected: Vec<String> = s.unicode_words().map(|w| w.to_ascii_lowercase()).collect();
             prop_assert_eq!(words(&s), expected);
+        }
+
+        // the word scan hands each Unicode chunk's sink its NFKC and lowercase, as
+        // `nfkc_lower_into` makes it, whichever path (plain or not) cut its words
+        #[test]
+        fn sinks_get_the_chunks_normalised_form(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家ｶﾞ\u{301}\u{64B}\u{1100}\u{1161}ﬁ½Ⅻ«»—؟、。،٫！（），：；？-]{0,30}") {
+            struct Forms(Vec<(String, String)>);
+            impl ChunkSink for Forms {
+                fn alnum(&mut self, _: u64) {}
+                fn other(&mut self, chunk: &str, kind: ChunkKind, normalized: Option<&str>) {
+                    assert_eq!(normalized.is_some(), kind == ChunkKind::Unicode, "{chunk:?}");
+                    if let Some(n) = normalized {
+                        self.0.push((chunk.to_owned(), n.to_owned()));
+                    }
+                }
+            }
+            let mut forms = Forms(Vec::new());
+            Tokenizer::new(CjkSegmenter::Chars).unwrap().word_hashes_and(&s, |_| {}, &mut forms);
+            for (chunk, n) in forms.0 {
+                let mut expected = String::new();
+                super::super::normalize::nfkc_lower_into(&chunk, &mut expected);
+                prop_assert_eq!(n, expected, "{:?}", chunk);
+            }
         }
 
         // the hashes-only path hashes the same words

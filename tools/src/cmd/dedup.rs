@@ -326,7 +326,7 @@ fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool,
             Ok(text) => {
                 let features = |fp: &mut Fingerprinter, features: DocumentFeatures| fp.check_features(&features).map(|()| Made::Features(features));
                 // the features or fingerprint and the sketch, in one scan of the text
-                let (made, sketch) = match (learn, sketcher) {
+                let (made, mut sketch) = match (learn, sketcher) {
                     (true, Some(sketcher)) => {
                         let (f, sketch) = fp.document_features_and_sketch(&text, sketcher);
                         (features(fp, f), Some((sketch, sketcher)))
@@ -341,7 +341,7 @@ fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool,
                     }
                     (false, None) => (fp.fingerprint(&text).map(|f| Made::Fingerprint(f.value, f.short)), None),
                 };
-                let set = sketch.as_ref().filter(|_| keep_set).map(|(_, s)| s.last_shingles().to_vec());
+                let set = sketch.as_mut().filter(|_| keep_set).map(|(_, s)| s.last_shingles().to_vec());
                 (made.map_err(|e| e.to_string()), sketch.map(|(s, _)| s), set)
             }
             Err(e) => (Err(e.to_string()), None, None),

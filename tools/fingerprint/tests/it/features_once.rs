@@ -100,6 +100,11 @@ fn check(corpus: &[String]) {
                     let options = SketchOptions::default().with_version(version);
                     let (mut joint, mut alone) = (Sketcher::new(options).unwrap(), Sketcher::new(options).unwrap());
                     let sketch = alone.sketch(text);
+                    // recipe 2 sketches the shingles as scanned (text order, repeats): the
+                    // same as the sketch of the sorted distinct set
+                    let set = alone.last_shingles().to_vec();
+                    assert!(set.windows(2).all(|w| w[0] < w[1]), "the set is ascending and distinct");
+                    assert_eq!(alone.sketch_of_set(&set), sketch, "{text:?}");
                     let (f, s) = fp.fingerprint_and_sketch(text, &mut joint);
                     assert_eq!(format!("{f:?}"), format!("{expect:?}"), "{} {text:?}", fp.recipe());
                     assert_eq!(s, sketch, "{} {text:?}", fp.recipe());
