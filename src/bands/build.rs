@@ -83,12 +83,6 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
     // Bands a pass, and passes a band (each over an equal range of its buckets).
     let per_pass = (budget / head.banded.max(1)).clamp(1, u64::from(design.bands)) as u32;
     let slices = if per_pass == 1 { head.banded.div_ceil(budget).clamp(1, design.buckets()) } else { 1 };
-    // Buffers reused from band to band (the gathered entries and the sort's second buffer):
-    // the memory is allocated, and zeroed by the system, once a build instead of once a band.
-    let mut spare: Vec<Vec<u64>> = Vec::new();
-    let mut scratch: Vec<u64> = Vec::new();
-    // entries a band's slice holds, about (a bucket range of an equal share of the buckets)
-    let expected = (head.banded / slices.max(1)).saturating_add(head.banded / slices.max(1) / 16) as usize;
     let mut b = 0u32;
     while b < design.bands {
         let group = b..(b + per_pass).min(design.bands);
@@ -97,16 +91,12 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
         for slice in 0..slices {
             let lo = (design.buckets() * slice / slices) as u32;
             let hi = (design.buckets() * (slice + 1) / slices) as u32;
-            let buffers = group.clone().map(|_| spare.pop().map_or_else(|| Vec::with_capacity(expected), |mut v| {
-                v.clear();
-                v
-            }));
-            let gathered = gather(segment, &design, group.clone(), lo..hi, buffers.collect(), stop)?;
+            let gathered = gather(segment, &design, group.clone(), lo..hi, stop)?;
             // Band by band: a band's entries, after its last slice its last page and its
             // directory, then the next band (several bands a pass only with one slice).
             for ((mut values, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
                 // gathered in ordinal order: a stable sort by the bucket (the top 24 bits) keeps it
-                crate::sort::sort_by_top_bits_with(&mut values, 24, &mut scratch);
+                crate::sort::sort_by_top_bits(&mut values, 24);
                 for &v in &values {
                     if let Some(end) = ends.get_mut((v >> 40) as usize) {
                         *end += 1;
@@ -115,7 +105,7 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
                         put(out, &page)?;
                     }
                 }
-                spare.push(values);
+                drop(values);
                 if slice + 1 == slices {
                     if let Some(page) = pages.finish() {
                         put(out, &page)?;
@@ -132,16 +122,9 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
     Ok(written)
 }
 
-/// The packed entries of bands `bands` whose bucket is in `buckets`, one vector a band (the
-/// empty vectors `out`, one a band, filled).
-fn gather(
-    segment: &Segment,
-    design: &BandDesign,
-    bands: std::ops::Range<u32>,
-    buckets: std::ops::Range<u32>,
-    mut out: Vec<Vec<u64>>,
-    stop: Option<&AtomicBool>,
-) -> Result<Vec<Vec<u64>>> {
+/// The packed entries of bands `bands` whose bucket is in `buckets`, one vector a band.
+fn gather(segment: &Segment, design: &BandDesign, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Vec<u64>>> {
+    let mut out: Vec<Vec<u64>> = bands.clone().map(|_| Vec::new()).collect();
     for (ordinal, sketch) in (0u64..).zip(segment.sketches_in_order()) {
         if ordinal % 4096 == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
             return Err(Error::stopped(segment.path()));

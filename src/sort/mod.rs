@@ -57,27 +57,8 @@ pub fn sort_by_top_bits(values: &mut Vec<u64>, bits: u32) {
     lsd_by(values, |&v| v, 64 - bits);
 }
 
-/// [`sort_by_top_bits`] with the radix passes' second buffer taken from `scratch` and left
-/// there (another buffer of the same length, contents unspecified), so that a caller
-/// sorting many arrays in turn allocates (and has the system zero) that memory once.
-pub(crate) fn sort_by_top_bits_with(values: &mut Vec<u64>, bits: u32, scratch: &mut Vec<u64>) {
-    if bits == 0 {
-        return;
-    }
-    if values.len() < SMALL {
-        values.sort_by_key(|&v| v >> (64 - bits));
-        return;
-    }
-    lsd_with(values, |&v| v, 64 - bits, scratch);
-}
-
 /// Stable LSD radix sort by bits `low..64` of `key`, eight bits per pass from `low` up.
 fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: u32) {
-    lsd_with(values, key, low, &mut Vec::new());
-}
-
-/// [`lsd_by`], its second buffer `scratch` (reused when it has the capacity).
-fn lsd_with<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: u32, scratch: &mut Vec<T>) {
     let digits: Vec<(u32, u64)> = (low..64).step_by(8).map(|shift| (shift, (1u64 << (64 - shift).min(8)) - 1)).collect();
     // One pass over the data counts every digit at once.
     let mut counts = vec![[0usize; 256]; digits.len()];
@@ -89,9 +70,7 @@ fn lsd_with<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low
     }
     let n = values.len();
     let mut src = std::mem::take(values);
-    let mut dst = std::mem::take(scratch);
-    dst.clear();
-    dst.resize(n, T::default());
+    let mut dst = vec![T::default(); n];
     for (c, &(shift, mask)) in counts.iter().zip(&digits) {
         // A digit shared by every value does not reorder anything.
         if c.contains(&n) {
@@ -111,7 +90,6 @@ fn lsd_with<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low
         std::mem::swap(&mut src, &mut dst);
     }
     *values = src;
-    *scratch = dst;
 }
 
 /// Runs merged at once; more are first merged in groups of this many (a merge's heap
@@ -433,18 +411,13 @@ mod tests {
                 x
             })
             .collect();
-        // one scratch buffer for every call of the `_with` form, longer and shorter than the arrays
-        let mut scratch = vec![7u64; 60_000];
         for bits in [1u32, 7, 8, 12, 16, 25, 26, 33, 48, 63, 64] {
-            for len in [100usize, 50_000, 20_000] {
+            for len in [100usize, 50_000] {
                 let mut v = base[..len].to_vec();
                 let mut want = v.clone();
                 want.sort_by_key(|&y| y >> (64 - bits)); // std's sort_by_key is stable
-                let mut w = v.clone();
                 sort_by_top_bits(&mut v, bits);
                 assert_eq!(v, want, "bits {bits} len {len}");
-                sort_by_top_bits_with(&mut w, bits, &mut scratch);
-                assert_eq!(w, want, "with a reused scratch: bits {bits} len {len}");
             }
         }
     }
