@@ -76,11 +76,18 @@ pub(crate) fn bands_of(sketch: &Sketch) -> Vec<(u8, u32)> {
 #[pymethods]
 impl CorpusRule {
     /// The rule of a dedup run with `recipe`'s sketches: k, the threshold and the rest as the
-    /// library decides them from what the user gave (one limit, one message).
+    /// library decides them from what the user gave (one limit, one message); band
+    /// candidates and the second look as the library's defaults unless given.
     #[new]
-    #[pyo3(signature = (recipe, k=None, confirm=true, threshold=None))]
-    fn new(recipe: &CorpusRecipe, k: Option<u32>, confirm: bool, threshold: Option<f64>) -> PyResult<Self> {
-        let options = CorpusOptions::new(k, confirm, threshold).map_err(crate::errors::fp_error)?;
+    #[pyo3(signature = (recipe, k=None, confirm=true, threshold=None, band_candidates=None, second_look=None))]
+    fn new(recipe: &CorpusRecipe, k: Option<u32>, confirm: bool, threshold: Option<f64>, band_candidates: Option<bool>, second_look: Option<bool>) -> PyResult<Self> {
+        let mut options = CorpusOptions::new(k, confirm, threshold).map_err(crate::errors::fp_error)?;
+        if let Some(b) = band_candidates {
+            options = options.with_band_candidates(b);
+        }
+        if let Some(s) = second_look {
+            options = options.with_second_look(s);
+        }
         Ok(CorpusRule { options, sketches: recipe.sketcher().options() })
     }
 

@@ -118,6 +118,8 @@ def test_band_candidates_and_the_second_look_give_simdex_dedups_pairs(spark, cli
     # without them, the estimate within k alone: what simdex dedup --no-band-candidates --no-second-look finds
     plain = cli("dedup", corpus, "--format", "jsonl", "--no-band-candidates", "--no-second-look", "--pairs", tmp_path / "plain.tsv")
     assert "beyond k" not in plain and sorted_lines(tmp_path / "plain.tsv") != sorted_lines(tmp_path / "cli.tsv")
+    run_spark(spark, "dedup", corpus, "--format", "jsonl", "--no-band-candidates", "--no-second-look", "--pairs", tmp_path / "spark-plain.tsv")
+    assert sorted_lines(tmp_path / "spark-plain.tsv") == sorted_lines(tmp_path / "plain.tsv")
 
 
 def test_jsonl_bad_records_are_counted_and_retried_tasks_give_the_same_pairs(spark, cli, tmp_path, capsys):

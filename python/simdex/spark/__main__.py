@@ -32,6 +32,8 @@ def parse_args(argv):
     d.add_argument("-k", type=int, help=f"near-duplicates differ in at most K bits [default: {DEFAULT_CONFIRMED_K} confirmed by sketch, {DEFAULT_UNCONFIRMED_K} with --no-confirm]")
     d.add_argument("--no-confirm", action="store_true", help="pairs within k by fingerprint alone, not confirmed by sketch")
     d.add_argument("--confirm-threshold", type=float, default=None, help=f"resemblance a confirmed pair needs (default {DEFAULT_MIN_SIMILARITY})")
+    d.add_argument("--no-second-look", action="store_true", help="decide by the sketch estimate alone, also within the sketch's noise of the threshold (by default those pairs get a second look: the exact Jaccard of their word 3-shingle sets), as simdex dedup --no-second-look")
+    d.add_argument("--no-band-candidates", action="store_true", help="take as candidates only the pairs whose fingerprints are within k (by default pairs whose sketches share a band are too), as simdex dedup --no-band-candidates")
     d.add_argument("--preset", default="pages", help="fingerprint recipe preset (default pages, as simdex dedup)")
     d.add_argument("--index", metavar="DIR", help="also check every document against this index (its pinned recipe is used)")
     d.add_argument("--matches", metavar="FILE", help="with --index: id<TAB>index_doc_id<TAB>fingerprint<TAB>distance<TAB>similarity of each match")
@@ -207,6 +209,8 @@ def run(args, spark=None) -> int:
         kept=args.kept,
         skipped=args.skipped,
         index=index,
+        band_candidates=False if args.no_band_candidates else None,
+        second_look=False if args.no_second_look else None,
     )
     if found.skipped and args.fail_on_bad:
         first = found.skipped_shown[0] if found.skipped_shown else ""

@@ -313,11 +313,12 @@ def _concat(column) -> bytes:
     return b"".join(v for v in column.to_pylist() if v is not None)
 
 
-def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None, preset: str = "pages", recipe: Optional[CorpusRecipe] = None, pairs: Optional[str] = None, clusters: Optional[str] = None, kept: Optional[str] = None, skipped: Optional[str] = None, index=None) -> Dedup:
+def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshold: Optional[float] = None, preset: str = "pages", recipe: Optional[CorpusRecipe] = None, pairs: Optional[str] = None, clusters: Optional[str] = None, kept: Optional[str] = None, skipped: Optional[str] = None, index=None, band_candidates: Optional[bool] = None, second_look: Optional[bool] = None) -> Dedup:
     """``simdex dedup``'s answer for ``corpus`` (``read_files`` or ``read_dataframe``), written
     to the files given: the library's corpus options decide k and the threshold (one rule and
     message for every front); the IDF table is learned from the corpus unless ``recipe`` is
-    given (one already pinned, e.g. an index's). With ``index`` (an ``_incremental.IndexCheck``)
+    given (one already pinned, e.g. an index's). ``band_candidates``, ``second_look``: False
+    turns them off (None: the library's default, as ``simdex dedup``). With ``index`` (an ``_incremental.IndexCheck``)
     every document is also checked against an index. Returns the counts."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -345,7 +346,7 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
             # pairs as for the check: what simdex dedup --index sketches with
             recipe = index.sketching(recipe)
             index.prepare(work, *asked, Parts)
-        rule = CorpusRule(recipe, *asked)
+        rule = CorpusRule(recipe, *asked, band_candidates, second_look)
         with P.step(sc, "fingerprint, scatter, join and confirm"):
             table, split = _pairs(spark, corpus, recipe, rule, estimate, skipped_parts, index)
         counts = {c: pc.sum(table.column(c)).as_py() or 0 for c in ("documents", "bad", "skipped", "fingerprinted")}

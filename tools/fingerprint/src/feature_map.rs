@@ -109,6 +109,40 @@ impl FeatureMap {
         }
     }
 
+    /// Counts each of the distinct `keys` once in the low 32 bits of its value, numbering
+    /// the keys it meets for the first time in the high 32 bits (`vocabulary.len()` then,
+    /// the key pushed onto `vocabulary`), and appends each key's number to `numbers`. The
+    /// map's values must all have been made so, and the caller keeps counts and numbers
+    /// below 2^32.
+    pub(crate) fn number_many(&mut self, keys: &[u64], vocabulary: &mut Vec<u64>, numbers: &mut Vec<u32>) {
+        self.reserve(self.len + keys.len());
+        numbers.reserve(keys.len());
+        for batch in keys.chunks(BATCH) {
+            self.prefetch(batch);
+            for &h in batch {
+                let i = if h == 0 { 0 } else { self.find(h) };
+                let FeatureMap { slots, len, zero } = &mut *self;
+                let (new, value) = if h == 0 {
+                    (zero.is_none(), zero.get_or_insert(0))
+                } else {
+                    let slot = &mut slots[i];
+                    let new = slot.key == 0;
+                    if new {
+                        slot.key = h;
+                        *len += 1;
+                    }
+                    (new, &mut slot.value)
+                };
+                if new {
+                    *value = (vocabulary.len() as u64) << 32;
+                    vocabulary.push(h);
+                }
+                *value += 1;
+                numbers.push((*value >> 32) as u32);
+            }
+        }
+    }
+
     /// Sets the value of `h`.
     pub(crate) fn insert(&mut self, h: u64, value: u64) {
         if h == 0 {
@@ -208,15 +242,19 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    /// Uniform keys from `seed` (an LCG through `fmix64`).
+    fn random_keys(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            crate::hash::fmix64(s)
+        }
+    }
+
     /// Every operation against std's HashMap, through growth, with the key 0 and with keys
     /// that share a home slot (clustered at the end of the table, to wrap around).
     #[test]
     fn agrees_with_a_hash_map() {
-        let mut s = 1u64;
-        let mut next = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            crate::hash::fmix64(s)
-        };
+        let mut next = random_keys(1);
         let mut keys: Vec<u64> = (0..5000).map(|_| next()).collect();
         keys.extend([0, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1, 2, 3]);
         let repeated = keys[..200].to_vec();
@@ -248,5 +286,36 @@ mod tests {
         assert_ne!(doubled, m);
         assert_eq!(m.clone(), m);
         assert_eq!(FeatureMap::with_capacity(10).get(5), None);
+    }
+
+    /// Numbering against a HashMap oracle: documents of distinct keys (0 and keys sharing a
+    /// home slot among them), through growth; every key keeps the number it got first, the
+    /// vocabulary lists the keys by number, and the low 32 bits count the documents.
+    #[test]
+    fn numbering_agrees_with_a_hash_map() {
+        let mut next = random_keys(7);
+        let pool: Vec<u64> = (0..3000).map(|_| next()).chain([0, u64::MAX, u64::MAX - 1, 1, 2]).collect();
+        let (mut m, mut vocabulary) = (FeatureMap::default(), Vec::new());
+        let mut number: HashMap<u64, u32> = HashMap::new();
+        let mut df: HashMap<u64, u64> = HashMap::new();
+        for d in 0..300 {
+            let mut doc: Vec<u64> = (0..40).map(|_| pool[(next() % pool.len() as u64) as usize]).chain([0, u64::MAX][..d % 3].iter().copied()).collect();
+            doc.sort_unstable();
+            doc.dedup();
+            let mut numbers = Vec::new();
+            m.number_many(&doc, &mut vocabulary, &mut numbers);
+            assert_eq!(numbers.len(), doc.len());
+            for (&k, &n) in doc.iter().zip(&numbers) {
+                let len = number.len() as u32;
+                assert_eq!(n, *number.entry(k).or_insert(len), "{k}");
+                *df.entry(k).or_default() += 1;
+            }
+        }
+        assert_eq!(vocabulary.len(), number.len());
+        assert_eq!(m.len(), number.len());
+        for (&k, &n) in &number {
+            assert_eq!(vocabulary[n as usize], k);
+            assert_eq!(m.get(k), Some((u64::from(n) << 32) | df[&k]), "{k}");
+        }
     }
 }

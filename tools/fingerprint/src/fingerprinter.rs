@@ -28,8 +28,11 @@ pub struct Fingerprint {
 /// A document's features, counted once ([`Fingerprinter::document_features`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DocumentFeatures {
-    /// Distinct feature hashes, in the order they first occur.
+    /// Distinct feature hashes, in the order they first occur (empty once numbered).
     distinct: Vec<u64>,
+    /// Once numbered by a numbering IDF builder ([`DocumentFeatures::add_to`]): the
+    /// distinct features' numbers in its vocabulary, in place of their hashes.
+    numbers: Option<Vec<u32>>,
     /// Occurrences of each (empty for binary weights, which count each feature once).
     counts: Vec<u32>,
     /// Words kept (after stop words).
@@ -39,9 +42,30 @@ pub struct DocumentFeatures {
 }
 
 impl DocumentFeatures {
-    /// The distinct feature hashes (what [`IdfBuilder::add_document`](crate::IdfBuilder::add_document) counts).
+    /// The distinct feature hashes (what [`IdfBuilder::add_document`](crate::IdfBuilder::add_document) counts);
+    /// empty once numbered ([`DocumentFeatures::add_to`]).
     pub fn distinct(&self) -> &[u64] {
         &self.distinct
+    }
+
+    /// Counts these features in `idf` (as `idf.add_document(self.distinct())`) and, when it
+    /// is a numbering builder ([`IdfBuilder::numbering`](crate::IdfBuilder::numbering)),
+    /// keeps their numbers in its vocabulary in place of their hashes: 4 bytes a feature
+    /// instead of 8, fingerprinted with the vocabulary by
+    /// [`Fingerprinter::fingerprint_numbered`]. Returns whether it numbered them (false:
+    /// counted, left as they were). Features numbered already are not counted again.
+    pub fn add_to(&mut self, idf: &mut crate::IdfBuilder) -> bool {
+        if self.numbers.is_some() {
+            return false;
+        }
+        let mut numbers = Vec::with_capacity(self.distinct.len());
+        if idf.number(&self.distinct, &mut numbers) {
+            self.numbers = Some(numbers);
+            self.distinct = Vec::new();
+            return true;
+        }
+        idf.add_document(&self.distinct);
+        false
     }
 
     /// Words kept (after stop words).
@@ -51,8 +75,16 @@ impl DocumentFeatures {
 
     /// Bytes of memory these features hold (what a budget for keeping many counts).
     pub fn heap_bytes(&self) -> usize {
-        8 * self.distinct.capacity() + 4 * self.counts.capacity()
+        8 * self.distinct.capacity() + 4 * (self.numbers.as_ref().map_or(0, Vec::capacity) + self.counts.capacity())
     }
+}
+
+/// The features a numbering IDF builder numbered, by number: each one's hash and its weight
+/// in the IDF table of the fingerprinter that made it ([`Fingerprinter::vocabulary`]).
+#[derive(Debug, Clone, Default)]
+pub struct Vocabulary {
+    entries: Vec<(u64, u32)>,
+    idf: Option<std::sync::Arc<IdfTable>>,
 }
 
 /// Turns documents into fingerprints. Reusable; clone it for another thread.
@@ -220,12 +252,61 @@ impl Fingerprinter {
     /// The fingerprint of a document from its features ([`Fingerprinter::document_features`],
     /// made with this recipe): the same as [`Fingerprinter::fingerprint`] of its text.
     pub fn fingerprint_features(&mut self, f: &DocumentFeatures) -> Result<Fingerprint, Error> {
+        self.fingerprint_of(f, &f.distinct)
+    }
+
+    /// The fingerprint of features `f` whose distinct hashes are `distinct`.
+    fn fingerprint_of(&mut self, f: &DocumentFeatures, distinct: &[u64]) -> Result<Fingerprint, Error> {
         self.check_features(f)?;
         let Fingerprinter { idf, options, scratch, .. } = self;
         let mut acc = Accumulator::new(options.tf, idf.as_deref(), scratch);
-        acc.add_distinct(&f.distinct, &f.counts);
+        acc.add_distinct(distinct, &f.counts);
         // (binary weights keep no counts: the occurrences are the ones counted when reading)
         Ok(Fingerprint { words: f.words, features: f.occurrences, short: f.words < options.short_words, value: acc.finish() })
+    }
+
+    /// [`Fingerprinter::fingerprint_features`] of features that may be numbered
+    /// ([`DocumentFeatures::add_to`]), `vocabulary` the numbering builder's
+    /// ([`IdfBuilder::build_keeping_vocabulary`](crate::IdfBuilder::build_keeping_vocabulary)):
+    /// the same fingerprint as of the features before they were numbered.
+    pub fn fingerprint_numbered(&mut self, f: &DocumentFeatures, vocabulary: &Vocabulary) -> Result<Fingerprint, Error> {
+        let Some(numbers) = &f.numbers else {
+            return self.fingerprint_features(f);
+        };
+        let entries = &vocabulary.entries;
+        let beyond = || Error::InvalidOptions(format!("a feature number beyond the vocabulary of {} features: not the numbering IDF builder's", entries.len()));
+        let (mut distinct, mut weights) = (Vec::with_capacity(numbers.len()), Vec::with_capacity(numbers.len()));
+        for &n in numbers {
+            let &(h, w) = entries.get(n as usize).ok_or_else(beyond)?;
+            distinct.push(h);
+            weights.push(w);
+        }
+        // the weights looked up once hold for this fingerprinter's table only
+        let same_table = match (&self.idf, &vocabulary.idf) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        self.check_features(f)?;
+        let Fingerprinter { idf, options, scratch, .. } = self;
+        let mut acc = Accumulator::new(options.tf, idf.as_deref(), scratch);
+        acc.add_distinct_weighing(&distinct, &f.counts, same_table.then_some(&weights[..]));
+        Ok(Fingerprint { words: f.words, features: f.occurrences, short: f.words < options.short_words, value: acc.finish() })
+    }
+
+    /// A numbering IDF builder's vocabulary (its features' hashes by number,
+    /// [`IdfBuilder::build_keeping_vocabulary`](crate::IdfBuilder::build_keeping_vocabulary))
+    /// for [`Fingerprinter::fingerprint_numbered`], each feature's weight in this
+    /// fingerprinter's IDF table looked up once here instead of once in every document.
+    pub fn vocabulary(&self, hashes: Vec<u64>) -> Vocabulary {
+        let mut entries: Vec<(u64, u32)> = hashes.iter().map(|&h| (h, 1)).collect();
+        if let Some(t) = &self.idf {
+            t.weights_of(&hashes, |i, w| {
+                if let Some(e) = entries.get_mut(i) {
+                    e.1 = w;
+                }
+            });
+        }
+        Vocabulary { entries, idf: self.idf.clone() }
     }
 
     /// Fails as [`Fingerprinter::fingerprint_features`] would (too few words), without making

@@ -69,24 +69,73 @@ fn clamp_weight(w: f64) -> u32 {
 }
 
 /// Learns an [`IdfTable`]: feed it the distinct features of each document.
+///
+/// A numbering builder ([`IdfBuilder::numbering`]) also numbers the features as it meets
+/// them (0, 1, 2...), so that a caller keeping many documents' features until the table is
+/// learned keeps each as a 4-byte number instead of its 8-byte hash
+/// ([`DocumentFeatures::add_to`](crate::DocumentFeatures::add_to)), resolved by the vocabulary
+/// ([`IdfBuilder::build_keeping_vocabulary`]). It counts at most `u32::MAX - 1` documents
+/// and numbers at most `u32::MAX` features: beyond, it goes on counting without numbers.
 #[derive(Debug)]
 pub struct IdfBuilder {
     recipe: String,
     docs: u64,
+    /// Feature hash -> document frequency; while numbering, the feature's number in the
+    /// high 32 bits and its document frequency in the low 32 bits.
     df: FeatureMap,
+    /// While numbering: the features' hashes by number.
+    vocabulary: Option<Vec<u64>>,
 }
 
 impl IdfBuilder {
     /// A builder for features made with the feature recipe `recipe`
     /// ([`super::FingerprintOptions::feature_recipe`]).
     pub fn new(recipe: impl Into<String>) -> Self {
-        IdfBuilder { recipe: recipe.into(), docs: 0, df: FeatureMap::default() }
+        IdfBuilder { recipe: recipe.into(), docs: 0, df: FeatureMap::default(), vocabulary: None }
+    }
+
+    /// [`IdfBuilder::new`], numbering the features it counts (see the type's docs).
+    pub fn numbering(recipe: impl Into<String>) -> Self {
+        IdfBuilder { vocabulary: Some(Vec::new()), ..IdfBuilder::new(recipe) }
     }
 
     /// Counts one document; `distinct_features` must not repeat a hash.
     pub fn add_document(&mut self, distinct_features: &[u64]) {
+        if self.vocabulary.is_some() {
+            let mut numbers = Vec::new();
+            if self.number(distinct_features, &mut numbers) {
+                return;
+            }
+        }
         self.docs += 1;
         self.df.add_many(distinct_features, 1);
+    }
+
+    /// Counts a document while numbering, its features' numbers appended to `numbers`;
+    /// false (nothing counted, numbering stopped) when they would not fit in 32 bits.
+    pub(crate) fn number(&mut self, distinct_features: &[u64], numbers: &mut Vec<u32>) -> bool {
+        let Some(vocabulary) = self.vocabulary.as_mut() else { return false };
+        if self.docs >= u64::from(u32::MAX) - 1 || vocabulary.len() + distinct_features.len() > u32::MAX as usize {
+            self.stop_numbering();
+            return false;
+        }
+        self.docs += 1;
+        self.df.number_many(distinct_features, vocabulary, numbers);
+        true
+    }
+
+    /// Leaves numbering (the counts stay): the vocabulary, if it was numbering.
+    fn stop_numbering(&mut self) -> Option<Vec<u64>> {
+        let vocabulary = self.vocabulary.take()?;
+        self.df.map_values(|v| v & u64::from(u32::MAX));
+        Some(vocabulary)
+    }
+
+    /// [`IdfBuilder::build`], and the features' hashes by number when it numbered every
+    /// document it counted (`None` otherwise).
+    pub fn build_keeping_vocabulary(mut self, min_df: u64) -> (IdfTable, Option<Vec<u64>>) {
+        let vocabulary = self.stop_numbering();
+        (self.build(min_df), vocabulary)
     }
 
     /// Documents counted so far.
@@ -103,7 +152,8 @@ impl IdfBuilder {
     /// Like [`IdfBuilder::build`] with another weight function `weight(N, df)` (rounded and
     /// clamped to `1..=65535`); the table stores the resulting integers, so fingerprints made
     /// with it stay exact.
-    pub fn build_with(self, min_df: u64, weight: impl Fn(u64, u64) -> f64) -> IdfTable {
+    pub fn build_with(mut self, min_df: u64, weight: impl Fn(u64, u64) -> f64) -> IdfTable {
+        self.stop_numbering();
         let docs = self.docs;
         let weigh = |df: u64| u64::from(clamp_weight(weight(docs, df)));
         let weights = if min_df <= 1 {

@@ -62,7 +62,7 @@ pub use document::{Document, DocumentKind, Documents, Format, IdfLearner};
 pub use documents::{DocumentIndex, DocumentInput, DocumentQuery, DEFAULT_CONFIRMED_K, DEFAULT_MIN_SIMILARITY, DEFAULT_UNCONFIRMED_K};
 pub use error::Error;
 pub use features::FeatureKind;
-pub use fingerprinter::{DocumentFeatures, Fingerprint, Fingerprinter, Session, MAX_PENDING};
+pub use fingerprinter::{DocumentFeatures, Fingerprint, Fingerprinter, Session, Vocabulary, MAX_PENDING};
 #[cfg(feature = "html")]
 pub use html::{extract_text, fingerprint_html_reader, visible_text};
 /// The entry point of the IDF table decoder's fuzz target (`tools/fuzz`); not an API.

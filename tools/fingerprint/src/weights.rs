@@ -425,16 +425,25 @@ impl<'a> Accumulator<'a> {
     /// Adds `counts[i]` occurrences (one each when `counts` is empty) of each of the distinct
     /// features `hashes`: the same as adding every occurrence by [`Accumulator::add`].
     pub fn add_distinct(&mut self, hashes: &[u64], counts: &[u32]) {
+        self.add_distinct_weighing(hashes, counts, None);
+    }
+
+    /// [`Accumulator::add_distinct`], with the features' IDF weights in the accumulator's
+    /// table given (`idf_weights[i]` that of `hashes[i]`, looked up once for many documents)
+    /// where its mode weighs features as it adds them; ignored where it does not.
+    pub fn add_distinct_weighing(&mut self, hashes: &[u64], counts: &[u32], idf_weights: Option<&[u32]>) {
         debug_assert!(counts.is_empty() || counts.len() == hashes.len());
+        debug_assert!(idf_weights.is_none_or(|w| w.len() == hashes.len()));
         let count = |i: usize| counts.get(i).copied().unwrap_or(1);
         self.features += if counts.is_empty() { hashes.len() as u64 } else { counts.iter().map(|&c| u64::from(c)).sum() };
         let Scratch { table, unit, sums, weights, .. } = &mut *self.scratch;
         let idf = self.idf;
         let mut add_weighted = |times: &dyn Fn(usize) -> u32| {
             weights.clear();
-            match idf {
-                Some(t) => t.weights_of(hashes, |i, w| weights.push(i64::from(w) * i64::from(times(i)))),
-                None => weights.extend((0..hashes.len()).map(|i| i64::from(times(i)))),
+            match (idf, idf_weights) {
+                (Some(_), Some(known)) => weights.extend(known.iter().enumerate().map(|(i, &w)| i64::from(w) * i64::from(times(i)))),
+                (Some(t), None) => t.weights_of(hashes, |i, w| weights.push(i64::from(w) * i64::from(times(i)))),
+                (None, _) => weights.extend((0..hashes.len()).map(|i| i64::from(times(i)))),
             }
             sums.add_many(hashes, weights);
         };

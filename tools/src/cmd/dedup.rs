@@ -29,7 +29,7 @@ use serde_json::json;
 use simdex_fingerprint::corpus::{ContentHash, CorpusDedup, CorpusDoc, CorpusOptions};
 use simdex_fingerprint::document::{Document, InvalidUtf8};
 use simdex_fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
-use simdex_fingerprint::{DocumentFeatures, Fingerprinter, IdfBuilder};
+use simdex_fingerprint::{DocumentFeatures, Fingerprinter, IdfBuilder, Vocabulary};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -88,8 +88,9 @@ pub struct Args {
     #[arg(long, requires = "index", conflicts_with_all = ["no_idf", "idf"])]
     pub relearn_idf: bool,
     /// What the first pass keeps in memory for the later ones, in bytes: each document's
-    /// features for the fingerprint pass (beyond it, the inputs are read again) and its
-    /// shingle set for the second look (beyond it, the documents it needs are read again)
+    /// shingle set for the second look (dropped first beyond it: the documents it needs are
+    /// read again) and its features for the fingerprint pass (dropped next: the inputs are
+    /// read again)
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, hide_short_help = true)]
     pub keep_text_bytes: usize,
     /// Write the JSON-lines report to FILE
@@ -227,7 +228,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let sketch_options = index.as_ref().and_then(|i| i.sketch_options()).unwrap_or_default();
     let mut pass = first_pass(&args, &files, &fp, learn, sketch_options, threads)?;
     let fp = match pass.idf.take() {
-        Some(idf) => fp.with_idf(std::sync::Arc::new(idf.build(1)))?,
+        Some(idf) => {
+            let (table, vocabulary) = idf.build_keeping_vocabulary(1);
+            let fp = fp.with_idf(std::sync::Arc::new(table))?;
+            pass.vocabulary = fp.vocabulary(vocabulary.unwrap_or_default());
+            fp
+        }
         None => fp,
     };
     if let Some(index) = &index {
@@ -356,9 +362,10 @@ fn set_bytes(set: &[u64]) -> usize {
 /// The first pass over the inputs on `threads` threads: every document read once (content
 /// hash, features or fingerprint, sketch of recipe `sketch_options`, shingle set), IDF
 /// weights counted when `learn`. What the later passes need is kept while it takes at most
-/// `--keep-text-bytes` in all: the documents' features for the fingerprint pass (dropped
-/// first beyond it: that pass then reads the inputs again) and their shingle sets for the
-/// second look (dropped next: it then reads again the documents it needs).
+/// `--keep-text-bytes` in all: the documents' shingle sets for the second look (dropped
+/// first beyond it: it then reads again the documents it needs) and their features for the
+/// fingerprint pass, by their numbers in the IDF builder's vocabulary (dropped next: that
+/// pass then reads and tokenizes the inputs again).
 fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, sketch_options: SketchOptions, threads: usize) -> anyhow::Result<FirstPass> {
     let bar = progress::steps(files.len() as u64, if learn { "learning IDF" } else { "fingerprinting" });
     let utf8 = args.read.invalid_utf8();
@@ -369,7 +376,8 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
         features: learn.then(Vec::new),
         sets: keep_sets.then(Vec::new),
         skipped: Vec::new(),
-        idf: learn.then(|| IdfBuilder::new(fp.options().feature_recipe())),
+        idf: learn.then(|| IdfBuilder::numbering(fp.options().feature_recipe())),
+        vocabulary: Vocabulary::default(),
     };
     let (mut features_bytes, mut sets_bytes) = (0usize, 0usize);
     let worker = || {
@@ -383,13 +391,21 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
         threads,
         worker,
         |id, a| {
-            let (fingerprint, short, features, failed) = match a.made {
+            let (fingerprint, short, mut features, failed) = match a.made {
                 Ok(Made::Fingerprint(value, short)) => (Some(value), short, None, None),
                 Ok(Made::Features(f)) => (None, false, Some(f), None),
                 Err(e) => (None, true, None, Some(e)),
             };
-            if let (Some(idf), Some(f)) = (pass.idf.as_mut(), &features) {
-                idf.add_document(f.distinct());
+            // the kept features by their numbers in the IDF builder's vocabulary (4 bytes a
+            // feature); should it stop numbering, those kept cannot be resolved: dropped
+            if let (Some(idf), Some(f)) = (pass.idf.as_mut(), features.as_mut()) {
+                if pass.features.is_some() {
+                    if !f.add_to(idf) {
+                        (pass.features, features_bytes) = (None, 0);
+                    }
+                } else {
+                    idf.add_document(f.distinct());
+                }
             }
             if let Some(kept) = pass.features.as_mut() {
                 features_bytes += features.as_ref().map_or(0, DocumentFeatures::heap_bytes);
@@ -400,11 +416,14 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
                 sets_bytes += set_bytes(&set);
                 kept.push(set);
             }
+            // beyond the budget the shingle sets go first: without them the second look
+            // reads again only the few documents it needs (their shingles), while without
+            // the features the fingerprint pass tokenizes every document again
             if features_bytes + sets_bytes > args.keep_text_bytes {
-                if pass.features.take().is_some() {
-                    features_bytes = 0;
-                } else if pass.sets.take().is_some() {
+                if pass.sets.take().is_some() {
                     sets_bytes = 0;
+                } else if pass.features.take().is_some() {
+                    features_bytes = 0;
                 }
             }
             pass.docs.push(CorpusDoc { content: a.content, id, fingerprint, sketch: a.sketch, short });
@@ -427,8 +446,11 @@ struct FirstPass {
     /// second look, while within the budget.
     sets: Option<Vec<Vec<u64>>>,
     skipped: Vec<(String, String)>,
-    /// The document frequencies counted (a run that learns IDF weights).
+    /// The document frequencies counted (a run that learns IDF weights), numbering the
+    /// features kept.
     idf: Option<IdfBuilder>,
+    /// The kept features' hashes and IDF weights by number, once the weights are learned.
+    vocabulary: Vocabulary,
 }
 
 /// The fingerprints of the documents the first pass left without one, made with `fp` (which
@@ -439,12 +461,13 @@ fn fingerprint_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, pass: &m
     match pass.features.take() {
         Some(features) => {
             let per_thread = pass.docs.len().div_ceil(threads.max(1)).max(1);
+            let vocabulary = &pass.vocabulary;
             std::thread::scope(|s| {
                 for (docs, features) in pass.docs.chunks_mut(per_thread).zip(features.chunks(per_thread)) {
                     let mut fp = fp.clone();
                     s.spawn(move || {
                         for (d, f) in docs.iter_mut().zip(features) {
-                            if let Some(f) = f.as_ref().and_then(|f| fp.fingerprint_features(f).ok()) {
+                            if let Some(f) = f.as_ref().and_then(|f| fp.fingerprint_numbered(f, vocabulary).ok()) {
                                 (d.fingerprint, d.short) = (Some(f.value), f.short);
                             }
                         }

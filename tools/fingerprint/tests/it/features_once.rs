@@ -2,7 +2,8 @@
 //! fingerprint of its text with any IDF table of the recipe (`fingerprint_features`), for
 //! every kind of recipe: the oracle is `Fingerprinter::fingerprint` of the text. And the
 //! one-scan calls (`fingerprint_and_sketch`, `document_features_and_sketch`) give what the
-//! separate calls give (`fingerprint`/`document_features` and `Sketcher::sketch`).
+//! separate calls give (`fingerprint`/`document_features` and `Sketcher::sketch`), and
+//! features kept by number (`DocumentFeatures::add_to`) what they gave before.
 
 use proptest::prelude::*;
 use simdex_fingerprint::{Error, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, SketchOptions, Sketcher, TfMode};
@@ -37,7 +38,55 @@ fn fingerprinters(o: &FingerprintOptions, corpus: &[String]) -> Vec<Fingerprinte
     vec![plain, weighted]
 }
 
+/// Features kept by their numbers in a numbering IDF builder's vocabulary
+/// (`DocumentFeatures::add_to`, what `simdex dedup` keeps between its passes) give the same
+/// table as the hashes counted (`IdfBuilder::add_document`) and, resolved by the vocabulary
+/// (`fingerprint_numbered`), the fingerprint of the text.
+fn check_numbered(o: &FingerprintOptions, corpus: &[String]) {
+    let Ok(mut plain) = Fingerprinter::new(o.clone()) else { return };
+    let (mut counted, mut numbering) = (IdfBuilder::new(o.feature_recipe()), IdfBuilder::numbering(o.feature_recipe()));
+    let mut kept = Vec::new();
+    for t in corpus {
+        let mut f = plain.document_features(t);
+        counted.add_document(f.distinct());
+        let (hashes, before) = (f.distinct().to_vec(), f.heap_bytes());
+        assert!(f.add_to(&mut numbering), "{o:?} {t:?}");
+        assert!(f.distinct().is_empty(), "numbered: the hashes are dropped");
+        assert!(f.heap_bytes() + 4 * hashes.len() <= before, "{o:?} {t:?}: 4 bytes a feature saved");
+        assert!(!f.add_to(&mut numbering), "numbered features are not counted twice");
+        kept.push(f);
+    }
+    assert_eq!(numbering.documents(), corpus.len() as u64);
+    let (table, vocabulary) = numbering.build_keeping_vocabulary(1);
+    assert_eq!(table.encode(), counted.build(1).encode(), "{o:?}");
+    let hashes = vocabulary.expect("every document numbered");
+    let mut weighted = plain.clone().with_idf(Arc::new(table)).unwrap();
+    // the weights looked up once by the fingerprinter's own vocabulary; with another's (other
+    // weights, or none) they are looked up in each document
+    let (own, unweighted) = (weighted.vocabulary(hashes.clone()), plain.vocabulary(hashes.clone()));
+    let mut other = plain.clone().with_idf(Arc::new(IdfBuilder::new(o.feature_recipe()).build(1))).unwrap();
+    for (t, f) in corpus.iter().zip(&kept) {
+        let expect = format!("{:?}", weighted.fingerprint(t));
+        for v in [&own, &unweighted] {
+            assert_eq!(format!("{:?}", weighted.fingerprint_numbered(f, v)), expect, "{o:?} {t:?}");
+        }
+        for (which, v) in [(0, &own), (1, &own), (1, &unweighted)] {
+            let fp = if which == 0 { &mut plain } else { &mut other };
+            let expect = format!("{:?}", fp.fingerprint(t));
+            assert_eq!(format!("{:?}", fp.fingerprint_numbered(f, v)), expect, "{o:?} {t:?}");
+        }
+    }
+    // the last feature numbered is beyond a vocabulary one shorter
+    if let Some((_, shorter)) = hashes.split_last() {
+        let short = weighted.vocabulary(shorter.to_vec());
+        assert!(kept.iter().any(|f| matches!(weighted.fingerprint_numbered(f, &short), Err(Error::InvalidOptions(_)))), "{o:?}: a number beyond the vocabulary is an error");
+    }
+}
+
 fn check(corpus: &[String]) {
+    for o in recipes() {
+        check_numbered(&o, corpus);
+    }
     for o in recipes() {
         for mut fp in fingerprinters(&o, corpus) {
             for text in corpus {
