@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
         args.dir.display(),
         before.segments.len(),
         bytes(&before),
-        before.memtable_inserts + before.memtable_deletes,
+        before.memtable_inserts + before.memtable_deletes + before.frozen_ops,
         after.segments.len(),
         bytes(&after),
         kept,
