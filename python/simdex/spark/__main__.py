@@ -4,6 +4,8 @@
 Also runs under ``spark-submit`` (give this file, or ``-m``-less: ``spark-submit
 $(python -c 'import simdex.spark.__main__ as m; print(m.__file__)') dedup ...``); without
 ``--master`` the session takes Spark's own default (``local[*]``, or what spark-submit set).
+A local session starts without the web UI and with lean JVM settings (``LOCAL_DEFAULTS``);
+``--conf spark.ui.enabled=true`` (or any setting of the same key) brings Spark's own back.
 """
 
 from __future__ import annotations
