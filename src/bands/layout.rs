@@ -282,12 +282,6 @@ pub fn group_pages(counts: &[u32], dir_bits: u32, groups_per_page: u64) -> impl 
     out.into_iter()
 }
 
-/// The largest bucket end relative to its group's base that `counts` (a band's bucket
-/// counts) makes: `dir_bits` is the bits it needs.
-pub fn largest_group(counts: &[u32]) -> u64 {
-    counts.chunks(GROUP_BUCKETS as usize).map(|g| g.iter().map(|&c| u64::from(c)).sum::<u64>()).max().unwrap_or(0)
-}
-
 /// A page's payload as it fills: values appended bit by bit, least significant first (the
 /// entry pages of band files and id tables, and the directory pages of band files).
 pub struct PackedPage {
@@ -435,7 +429,6 @@ mod tests {
         }
         // 130 buckets: two whole groups and a third of 2 buckets, 2 groups a page
         let counts: Vec<u32> = (0..130u32).map(|i| i % 5).collect();
-        assert_eq!(largest_group(&counts), counts[..64].iter().map(|&c| u64::from(c)).sum::<u64>().max(counts[64..128].iter().map(|&c| u64::from(c)).sum()));
         let pages: Vec<_> = group_pages(&counts, 8, 2).collect();
         assert_eq!(pages.len(), 2);
         let mut total = 0u64;
