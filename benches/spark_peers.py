@@ -249,7 +249,10 @@ def main():
                         took, sets = run(work)
                     except (subprocess.CalledProcessError, OSError) as e:
                         err = getattr(e, "stderr", None) or ""
-                        print(json.dumps({"tool": name, "round": round_, "failed": str(e), "stderr tail": err[-2000:] if isinstance(err, str) else "", "load before": load}), flush=True)
+                        err = err if isinstance(err, str) else err.decode(errors="replace")
+                        # the error's own lines (Spark's stack traces bury them)
+                        said = [line for line in err.splitlines() if re.search(r"Error|Exception|error:", line) and not line.lstrip().startswith("at ")]
+                        print(json.dumps({"tool": name, "round": round_, "failed": str(e)[-300:], "errors": said[:20], "stderr tail": err[-2000:], "load before": load}), flush=True)
                         continue
                 usage = dict(USAGE)
                 for what, reported in sets.items():
