@@ -247,8 +247,12 @@ def corpus_options(k: Optional[int] = None, confirm: bool = True, threshold: Opt
 def feature_counts(recipe: "CorpusRecipe", data: bytes, offsets: bytes, sizes: bytes, buckets: int = 1) -> List[Tuple[bytes, bytes]]:
     """The IDF pass of one Arrow batch: (features, counts), u64 columns, per bucket of features."""
 
-def sum_feature_counts(features: List[bytes], counts: List[bytes]) -> Tuple[bytes, bytes]:
-    """The sum per feature of feature_counts' answers: (features, counts)."""
+class FeatureSum:
+    """One part of the IDF table summed in a reduce task, as feature_counts' answers stream in."""
+    def __init__(self) -> None: ...
+    def add(self, features: bytes, counts: bytes) -> None: ...
+    def write(self, path: str, part: int, parts: int, documents: int) -> Tuple[int, int]:
+        """The part file with the library's weights; (entries, crc), its summary."""
 
 def read_whole_files(paths: List[str], names: List[str], formats: List[str], places: bytes, strict: bool = False) -> Tuple[bytes, List[StringColumn]]:
     """Whole text or HTML files as records: their places (u64s) and the columns id, content, text, error."""
@@ -357,8 +361,12 @@ class CorpusRecipe:
         """The descriptor of the sketches it makes: an index's own recipe for ``IndexReader.recipe()``."""
     @property
     def has_idf(self) -> bool: ...
-    def with_document_frequencies(self, documents: int, features: bytes, counts: bytes) -> "CorpusRecipe":
-        """This recipe with the IDF table of ``documents`` documents in which ``features[i]`` occurs ``counts[i]`` times."""
+    @staticmethod
+    def _restore_parts(options: str, documents: int, paths: List[str], summaries: List[Tuple[int, int]], sketches: Tuple[int, int, int]) -> "CorpusRecipe": ...
+    def with_idf_parts(self, documents: int, paths: List[str], summaries: List[Tuple[int, int]]) -> "CorpusRecipe":
+        """This recipe with the IDF table of ``documents`` documents written in parts (FeatureSum.write): the files are mapped."""
+    def save_idf(self, path: str) -> bool:
+        """Writes the table file (what ``simdex dedup --idf FILE`` reads); False when no table is pinned."""
     def idf_table(self) -> Optional[bytes]:
         """The table's bytes (what ``simdex dedup --idf FILE`` reads)."""
 

@@ -5,7 +5,8 @@
 //! tables (with multi-probe flips) of the paper's batch mode. Nothing here knows Spark.
 
 use std::io::Read;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,9 +14,8 @@ use pyo3::types::PyBytes;
 use simdex_fingerprint::corpus::{ContentHash, CorpusOptions};
 use simdex_fingerprint::document::{Documents, Format, InvalidUtf8};
 use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
-use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, IdfBuilder, IdfTable, OptionNames, Recipe};
+use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, IdfPartSummary, IdfTable, OptionNames, Recipe};
 
-use crate::batch::u64s;
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -131,9 +131,22 @@ impl CorpusRecipe {
     }
 }
 
-/// What `__reduce__` returns: the constructor and its arguments (options text, IDF table,
-/// the sketches' (version, values, bits)).
-type Reduced<'py> = (PyObject, (String, Option<Bound<'py, PyBytes>>, (u32, u32, u32)));
+/// The IDF table in parts at `paths` (`summaries`: `(entries, crc)` a part), opened once per
+/// process: the recipes of a process (each broadcast's, each task's) share one mapping.
+fn opened_parts(recipe: &str, documents: u64, paths: &[PathBuf], summaries: &[(u64, u32)]) -> PyResult<Arc<IdfTable>> {
+    type Opened = Vec<(Vec<PathBuf>, Vec<IdfPartSummary>, u64, Weak<IdfTable>)>;
+    static OPENED: Mutex<Opened> = Mutex::new(Vec::new());
+    let summaries: Vec<IdfPartSummary> = summaries.iter().map(|&(entries, crc)| IdfPartSummary { entries, crc }).collect();
+    let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
+    opened.retain(|(.., t)| t.strong_count() > 0);
+    let found = opened.iter().find(|(p, s, n, _)| (p.as_slice(), s.as_slice(), *n) == (paths, summaries.as_slice(), documents)).and_then(|(.., t)| t.upgrade());
+    if let Some(t) = found.filter(|t| t.recipe() == recipe) {
+        return Ok(t);
+    }
+    let table = Arc::new(IdfTable::from_parts(recipe, documents, paths, &summaries).map_err(crate::errors::fp_error)?);
+    opened.push((paths.to_vec(), summaries, documents, Arc::downgrade(&table)));
+    Ok(table)
+}
 
 #[pymethods]
 impl CorpusRecipe {
@@ -156,12 +169,19 @@ impl CorpusRecipe {
         Self::of(Recipe::new(options, idf).and_then(|r| r.fingerprinter()).map_err(value_error)?, SketchOptions::new(hashes, bits).with_version(version))
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(PyObject, PyObject)> {
         let py = slf.py();
         let recipe = Recipe::of(&slf.get().fp());
+        let s = slf.get().sketcher().options();
+        let sketches = (s.version, s.hashes, s.bits);
+        if let Some((t, (paths, summaries))) = recipe.idf().and_then(|t| Some((t, t.part_files()?))) {
+            // a table in parts travels as its files' names: every process maps the same files
+            let summaries: Vec<(u64, u32)> = summaries.iter().map(|s| (s.entries, s.crc)).collect();
+            let args = (recipe.options_text(), t.documents(), paths.to_vec(), summaries, sketches).into_pyobject(py)?.into_any().unbind();
+            return Ok((slf.getattr("_restore_parts")?.unbind(), args));
+        }
         let idf = recipe.idf().map(|t| PyBytes::new(py, &t.encode()));
-        let sketches = slf.get().sketcher().options();
-        Ok((slf.getattr("_restore")?.unbind(), (recipe.options_text(), idf, (sketches.version, sketches.hashes, sketches.bits))))
+        Ok((slf.getattr("_restore")?.unbind(), (recipe.options_text(), idf, sketches).into_pyobject(py)?.into_any().unbind()))
     }
 
     /// The descriptor of the sketches this recipe makes (an index's own sketch recipe, for
@@ -183,35 +203,31 @@ impl CorpusRecipe {
         self.fp().idf_table().is_some()
     }
 
-    /// This recipe weighted by the IDF table of `documents` documents in which `features[i]`
-    /// (little-endian u64s) occurs `counts[i]` times: the table `simdex dedup` learns from
-    /// the same documents, whatever order the counts come in.
-    fn with_document_frequencies(&self, py: Python<'_>, documents: u64, features: &[u8], counts: &[u8]) -> PyResult<Self> {
-        let (features, counts) = (u64s(features, "features")?, u64s(counts, "counts")?);
-        if features.len() != counts.len() {
-            return Err(PyValueError::new_err(format!("{} features but {} counts", features.len(), counts.len())));
-        }
-        if let Some(&max) = counts.iter().max().filter(|&&m| m > documents) {
-            return Err(PyValueError::new_err(format!("a feature occurs in {max} documents, more than the {documents} counted")));
-        }
+    /// This recipe weighted by the IDF table of `documents` documents written in parts (part
+    /// `p` at `paths[p]`, summarised by `summaries[p]`: `FeatureSum.write`'s answers): the
+    /// files are mapped, not read into memory, and the table is the one `simdex dedup` learns
+    /// from the same documents (its weights, bytes and id).
+    fn with_idf_parts(&self, py: Python<'_>, documents: u64, paths: Vec<PathBuf>, summaries: Vec<(u64, u32)>) -> PyResult<Self> {
         let fp = self.fp().clone();
-        let fp = py.allow_threads(|| {
-            // The builder takes documents one by one; document j holds every feature found in
-            // more than j documents, which gives each its count.
-            let mut by_count: Vec<(u64, u64)> = counts.into_iter().zip(features).collect();
-            by_count.sort_unstable_by(|a, b| b.cmp(a));
-            let sorted: Vec<u64> = by_count.iter().map(|&(_, h)| h).collect();
-            let mut builder = IdfBuilder::new(fp.options().feature_recipe());
-            let mut held = sorted.len();
-            for j in 0..documents {
-                while held > 0 && by_count.get(held - 1).is_some_and(|&(c, _)| c <= j) {
-                    held -= 1;
-                }
-                builder.add_document(sorted.get(..held).unwrap_or_default());
-            }
-            fp.with_idf(Arc::new(builder.build(1)))
-        });
-        Self::of(fp.map_err(value_error)?, self.sketcher().options())
+        let table = py.allow_threads(|| opened_parts(&fp.options().feature_recipe(), documents, &paths, &summaries))?;
+        Self::of(fp.with_idf(table).map_err(value_error)?, self.sketcher().options())
+    }
+
+    /// Rebuilds a recipe whose IDF table is in parts (`__reduce__`'s parts).
+    #[staticmethod]
+    fn _restore_parts(py: Python<'_>, options: &str, documents: u64, paths: Vec<PathBuf>, summaries: Vec<(u64, u32)>, sketches: (u32, u32, u32)) -> PyResult<Self> {
+        let options = Recipe::parse_options(options).map_err(PyValueError::new_err)?;
+        let table = py.allow_threads(|| opened_parts(&options.feature_recipe(), documents, &paths, &summaries))?;
+        let (version, hashes, bits) = sketches;
+        Self::of(Recipe::new(options, Some(table)).and_then(|r| r.fingerprinter()).map_err(value_error)?, SketchOptions::new(hashes, bits).with_version(version))
+    }
+
+    /// Writes the IDF table to `path` (the format `simdex dedup --idf FILE` reads; a table
+    /// in parts streams from its files): False when no table is pinned.
+    fn save_idf(&self, py: Python<'_>, path: PathBuf) -> PyResult<bool> {
+        let Some(table) = self.fp().idf_table() else { return Ok(false) };
+        py.allow_threads(|| table.save(&path)).map_err(crate::errors::fp_error)?;
+        Ok(true)
     }
 
     /// The IDF table's bytes (the format `simdex dedup --idf FILE` reads), if pinned.

@@ -51,11 +51,6 @@ fn bytes_of(values: impl Iterator<Item = u64>) -> Vec<u8> {
     values.flat_map(u64::to_le_bytes).collect()
 }
 
-/// The bucket (of `buckets`) of a feature: the partition that sums its counts.
-fn feature_bucket(feature: u64, buckets: usize) -> usize {
-    (((feature.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) * buckets as u64) >> 32) as usize
-}
-
 /// `(features, counts)` of a map of counts, as two u64 columns' bytes.
 type Counted<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
@@ -66,8 +61,8 @@ fn counted<'py>(py: Python<'py>, counts: &HashMap<u64, u64>) -> Counted<'py> {
 /// The IDF pass of one batch: every distinct feature of `texts` (an Arrow string column's
 /// buffers) counted once per document, each document weighing `sizes[i]` (little-endian
 /// u64s: its copies), summed over the batch: `(features, counts)`, two u64 columns, one pair
-/// per bucket of features (`buckets` of them, disjoint), for Spark to sum bucket by bucket
-/// ([`sum_feature_counts`]).
+/// per part of the IDF table (`buckets` of them: the library's ranges of feature hashes), for
+/// Spark to sum part by part ([`FeatureSum`]).
 #[pyfunction]
 #[pyo3(signature = (recipe, data, offsets, sizes, buckets=1))]
 fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offsets: &[u8], sizes: &[u8], buckets: usize) -> PyResult<Vec<Counted<'py>>> {
@@ -82,7 +77,7 @@ fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offs
         let mut counts: Vec<HashMap<u64, u64>> = vec![HashMap::new(); buckets];
         for (i, &size) in sizes.iter().enumerate() {
             for f in fp.distinct_features(texts.text(i)) {
-                if let Some(b) = counts.get_mut(feature_bucket(f, buckets)) {
+                if let Some(b) = counts.get_mut(simdex_fingerprint::idf_part_of(f, buckets)) {
                     *b.entry(f).or_default() += size;
                 }
             }
@@ -92,28 +87,39 @@ fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offs
     Ok(counts.iter().map(|c| counted(py, c)).collect())
 }
 
-/// The sum per feature of `feature_counts`' answers (`features[i]` and `counts[i]` one
-/// answer's columns): `(features, counts)`.
-#[pyfunction]
-fn sum_feature_counts<'py>(py: Python<'py>, features: Vec<Bound<'py, PyBytes>>, counts: Vec<Bound<'py, PyBytes>>) -> PyResult<Counted<'py>> {
-    if features.len() != counts.len() {
-        return Err(PyValueError::new_err(format!("{} feature columns but {} count columns", features.len(), counts.len())));
+/// One part of the IDF table being summed in a reduce task: `feature_counts`' answers for
+/// the part added as they stream in (only the part's distinct features are held), then the
+/// part file written with the library's weights ([`simdex_fingerprint::write_idf_part`]).
+#[pyclass(module = "simdex._simdex")]
+pub(crate) struct FeatureSum {
+    sum: HashMap<u64, u64>,
+}
+
+#[pymethods]
+impl FeatureSum {
+    #[new]
+    fn new() -> Self {
+        FeatureSum { sum: HashMap::new() }
     }
-    let columns: Vec<(&[u8], &[u8])> = features.iter().zip(&counts).map(|(f, c)| (f.as_bytes(), c.as_bytes())).collect();
-    let sum = py.allow_threads(|| -> PyResult<HashMap<u64, u64>> {
-        let mut sum: HashMap<u64, u64> = HashMap::new();
-        for (f, c) in columns {
-            let (f, c) = (u64s(f, "features")?, u64s(c, "counts")?);
-            if f.len() != c.len() {
-                return Err(PyValueError::new_err(format!("{} features but {} counts", f.len(), c.len())));
-            }
-            for (f, c) in f.into_iter().zip(c) {
-                *sum.entry(f).or_default() += c;
-            }
+
+    /// Adds one answer's columns (u64 features and their counts).
+    fn add(&mut self, py: Python<'_>, features: &[u8], counts: &[u8]) -> PyResult<()> {
+        let (f, c) = (u64s(features, "features")?, u64s(counts, "counts")?);
+        if f.len() != c.len() {
+            return Err(PyValueError::new_err(format!("{} features but {} counts", f.len(), c.len())));
         }
-        Ok(sum)
-    })?;
-    Ok(counted(py, &sum))
+        let sum = &mut self.sum;
+        py.allow_threads(|| f.into_iter().zip(c).for_each(|(f, c)| *sum.entry(f).or_default() += c));
+        Ok(())
+    }
+
+    /// Writes the sum as part `part` of `parts` of the table of `documents` documents to
+    /// `path` (emptying it): `(entries, crc)`, the part's summary.
+    fn write(&mut self, py: Python<'_>, path: std::path::PathBuf, part: usize, parts: usize, documents: u64) -> PyResult<(u64, u32)> {
+        let counts: Vec<(u64, u64)> = std::mem::take(&mut self.sum).into_iter().collect();
+        let s = py.allow_threads(|| simdex_fingerprint::write_idf_part(&path, part, parts, documents, counts)).map_err(crate::errors::fp_error)?;
+        Ok((s.entries, s.crc))
+    }
 }
 
 /// A nullable Arrow string column being built: UTF-8 data, i32 offsets, validity bitmap.
@@ -325,6 +331,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_tsv, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl_range, m)?)?;
     m.add_function(wrap_pyfunction!(feature_counts, m)?)?;
-    m.add_function(wrap_pyfunction!(sum_feature_counts, m)?)?;
+    m.add_class::<FeatureSum>()?;
     Ok(())
 }

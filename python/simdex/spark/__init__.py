@@ -26,9 +26,11 @@ Spark jobs (``_dedup`` has the details):
    and text. A record that is not a document (a bad JSON line) is counted and reported
    (``skipped``), never failing the job (``--fail-on-bad`` asks for that).
 2. **learn IDF** (one job): the library's distinct features of every document, summed per
-   feature by Spark; the driver builds the table from the sums and pins it: the recipe string
-   is printed and written beside the output with the table (``OUT.recipe``, ``OUT.idf``:
-   ``simdex dedup --idf OUT.idf`` gives the same fingerprints on one machine).
+   feature by Spark in parts (ranges of feature hashes) that reduce tasks write as the
+   table's part files with the library's weights; every process maps them (the table never
+   passes through the driver): the recipe string is printed and written beside the output
+   with the table (``OUT.recipe``, ``OUT.idf``: ``simdex dedup --idf OUT.idf`` gives the same
+   fingerprints on one machine).
 3. **fingerprint, scatter, join, confirm** (one job): in one pass the library fingerprints
    and sketches every document and sends it, with its sketch and id, to one partition of each
    of the block-split design's ``k + 1`` groups (``BlockSplit``, as ``cluster`` runs it); each

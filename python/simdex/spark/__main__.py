@@ -263,10 +263,7 @@ def run(args, spark=None) -> int:
     if out:
         with open(out + ".recipe", "w") as f:
             f.write(found.recipe.recipe + "\n")
-        table = found.recipe.idf_table()
-        if table is not None:
-            with open(out + ".idf", "wb") as f:
-                f.write(table)
+        found.recipe.save_idf(out + ".idf")
     print(f"documents: {found.documents} ({found.skipped} skipped: bad records or no fingerprint)", file=log)
     print(f"representatives fingerprinted: {found.representatives}", file=log)
     for line in found.skipped_shown:

@@ -2,9 +2,11 @@
 a handful of Spark jobs (see the package docs for the steps).
 
 1. **learn IDF** (one job, unless a recipe is given): every task reads its documents and the
-   library counts their distinct features, in one bucket per partition of the sum; after one
-   shuffle of a few binary rows per task, the library sums each bucket, and the driver
-   collects the sums (the table's size) and builds the table.
+   library counts their distinct features, in one bucket per part of the table (ranges of
+   feature hashes); after one shuffle of a few binary rows per task, each reduce task sums
+   one part as its rows stream in and writes the part file with the library's weights in the
+   run's work folder; the driver gets the parts' summaries, and every process maps the part
+   files (the table never passes through the driver, nor is it held whole by one process).
 2. **fingerprint, scatter, join, confirm** (one job): every task reads its documents again;
    the library fingerprints and sketches each text and packs each document (ord, content
    hash, fingerprint, sketch, id) into its block-split partitions (``scatter_documents``);
@@ -37,9 +39,9 @@ import tempfile
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from .._simdex import CorpusRecipe, CorpusRule, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, shingle_sets, sum_feature_counts, undecided_documents, write_kept, write_tsv
+from .._simdex import CorpusRecipe, CorpusRule, FeatureSum, corpus_options, feature_counts, finish_dedup, join_documents, scatter_documents, shingle_sets, undecided_documents, write_kept, write_tsv
 from . import _pipeline as P
-from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _pids, _plan
+from ._cluster import JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, _blob_bytes, _pids, _plan, _reducers
 from ._output import concatenate
 
 # a map task's rows: packed documents for partition ``pid``, or (``fps`` null) its counts
@@ -63,7 +65,9 @@ class Dedup:
     """What ``dedup`` found and wrote: the counts of the report (``beyond_k``: links found
     because their sketches share a band; ``second_look``: the pairs decided by exact Jaccard and
     how many changed side, None when none was within the noise), the recipe, ``k`` and the
-    threshold (None when not confirmed)."""
+    threshold (None when not confirmed). A table learned by the run is in part files that
+    leave with the run's work folder: the driver's ``recipe`` keeps reading them (mapped;
+    ``recipe.save_idf(PATH)`` writes the table file), but does not ship to another job."""
 
     documents: int
     bad: int
@@ -124,22 +128,30 @@ def _u8(buf: bytes):
     return pa.Array.from_buffers(pa.uint8(), len(buf), [None, pa.py_buffer(buf)])
 
 
-COUNTS = "bucket long, features binary, counts binary, documents long"
-SUMMED = "features binary, counts binary, documents long"
+COUNTS = "pid long, part long, features binary, counts binary, documents long"
+SUMMED = "part long, entries long, crc long, documents long"
 
 
-def learn_idf(spark, corpus, recipe: CorpusRecipe):
-    """The IDF table of the corpus (step 1, one job): each task's library call counts the
-    distinct features of its documents, split into one bucket of features per partition of
-    the sum; Spark brings each bucket's counts of every task together (a few binary rows per
-    task: no row per feature), where the library sums them; the driver collects the sums
-    (the table's size) and the library builds the table. Returns the recipe with the table
-    and the number of documents with a text."""
+def learn_idf(spark, corpus, recipe: CorpusRecipe, work: str):
+    """The IDF table of the corpus (step 1, one job), in parts that no process holds whole:
+    each map task's library call counts the distinct features of its documents, split into
+    the table's parts (ranges of feature hashes, as many as the map tasks: a part holds no
+    more features than a task counts); Spark brings each part's counts of every task to one
+    reduce task (a few binary rows per task and part, with the batch's document count), which
+    sums them as they stream in and writes the part file with the library's weights under
+    ``work`` (a folder every executor reads, as an index's). The driver gets each part's
+    summary (entries, checksum) and the document count, and the recipe maps the part files
+    wherever it runs. Returns the recipe with the table and the number of documents with a
+    text."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     bc = spark.sparkContext.broadcast(recipe)
-    buckets = spark.sparkContext.defaultParallelism
+    parts = max(spark.sparkContext.defaultParallelism, corpus.task_count())
+    pids = _reducers(parts)
+    folder = os.path.join(os.path.abspath(work), "idf")
+    os.makedirs(folder, exist_ok=True)
+    paths = [os.path.join(folder, f"part-{p:05d}") for p in range(parts)]
     _COUNTS, _SUMMED = _schema(COUNTS), _schema(SUMMED)
 
     def count(task, batches):
@@ -148,29 +160,39 @@ def learn_idf(spark, corpus, recipe: CorpusRecipe):
             texts = b.column(3).filter(pc.is_valid(b.column(3)))
             n = len(texts)
             data, offsets = P.arrow_buffers(texts)
-            answers = feature_counts(r, data, offsets, (1).to_bytes(8, "little") * n, buckets)
+            answers = feature_counts(r, data, offsets, (1).to_bytes(8, "little") * n, parts)
+            # every part's row carries the batch's documents: each part's sum knows the corpus's
             yield pa.RecordBatch.from_arrays(
-                [pa.array(range(buckets), pa.int64()), pa.array([f for f, _ in answers], pa.binary()), pa.array([c for _, c in answers], pa.binary()), pa.array([n] + [0] * (buckets - 1), pa.int64())],
+                [pa.array(pids, pa.int64()), pa.array(range(parts), pa.int64()), pa.array([f for f, _ in answers], pa.binary()), pa.array([c for _, c in answers], pa.binary()), pa.array([n] * parts, pa.int64())],
                 schema=_COUNTS,
             )
 
     def total(batches):
-        features, counts, documents = [], [], 0
+        sums, documents = {}, {}
         for b in batches:
-            features += b.column(1).to_pylist()
-            counts += b.column(2).to_pylist()
-            documents += pc.sum(b.column(3)).as_py() or 0
-        f, c = sum_feature_counts(features, counts)
-        yield pa.RecordBatch.from_arrays([pa.array([f], pa.binary()), pa.array([c], pa.binary()), pa.array([documents], pa.int64())], schema=_SUMMED)
+            for i, part in enumerate(b.column(1).to_pylist()):
+                sums.setdefault(part, FeatureSum()).add(b.column(2)[i].as_py(), b.column(3)[i].as_py())
+                documents[part] = documents.get(part, 0) + b.column(4)[i].as_py()
+        for part in sorted(sums):
+            entries, crc = sums.pop(part).write(paths[part], part, parts, documents[part])
+            yield pa.RecordBatch.from_arrays([pa.array([x], pa.int64()) for x in (part, entries, crc, documents[part])], schema=_SUMMED)
 
     from pyspark.sql import functions as F
 
-    sums = corpus.map(count, COUNTS).repartition(buckets, F.col("bucket")).mapInArrow(total, SUMMED)
-    table = pa.Table.from_batches(sums._collect_as_arrow(), schema=_SUMMED)
-    documents = pc.sum(table.column("documents")).as_py() or 0
-    fs, ns = _concat(table.column("features")), _concat(table.column("counts"))
-    del table
-    return recipe.with_document_frequencies(documents, fs, ns), documents
+    rows = corpus.map(count, COUNTS).repartition(parts, F.col("pid")).mapInArrow(total, SUMMED).collect()
+    found = {r["part"]: r for r in rows}
+    documents = {r["documents"] for r in rows} or {0}
+    if len(documents) != 1:
+        raise RuntimeError(f"the IDF table's parts counted different numbers of documents: {sorted(documents)}")
+    documents = documents.pop()
+    summaries = []
+    for p in range(parts):
+        if p in found:
+            summaries.append((found[p]["entries"], found[p]["crc"]))
+        else:
+            # (no map task had a batch: an empty corpus)
+            summaries.append(FeatureSum().write(paths[p], p, parts, documents))
+    return recipe.with_idf_parts(documents, paths, summaries), documents
 
 
 def _skipped_rows(b, good, status, reasons):
@@ -337,7 +359,7 @@ def dedup(spark, corpus, k: Optional[int] = None, confirm: bool = True, threshol
     try:
         if recipe is None:
             with P.step(sc, "learn IDF (document frequencies)"):
-                recipe, estimate = learn_idf(spark, corpus, CorpusRecipe(preset))
+                recipe, estimate = learn_idf(spark, corpus, CorpusRecipe(preset), work)
         else:
             estimate = corpus.estimate()
         skipped_parts = Parts(skipped) if skipped else None

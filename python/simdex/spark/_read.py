@@ -135,6 +135,10 @@ class Corpus:
                 n += max(1, (end - start) * max(head.count(b"\n"), 1) // max(len(head), 1))
         return n
 
+    def task_count(self) -> int:
+        """How many map tasks ``map`` runs (a DataFrame's partitions)."""
+        return self.frame.rdd.getNumPartitions() if self.frame is not None else len(self.tasks)
+
     def map(self, fn, schema: str):
         if self.frame is not None:
             body = self.body

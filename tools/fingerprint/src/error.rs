@@ -87,6 +87,15 @@ pub enum Error {
         /// Which check failed.
         what: &'static str,
     },
+    /// A part file of an IDF table learned in parts is missing, damaged or not the part its
+    /// summary describes (written by another run, or changed since): learn the table again.
+    #[error("IDF table part {}: {what}", path.display())]
+    IdfPart {
+        /// The part file.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
     /// A JSON-lines document could not be read; `line` is 1-based.
     #[error("line {line}: {message}")]
     JsonLine {
@@ -146,6 +155,7 @@ impl Error {
             | Error::IdfChecksum { .. }
             | Error::IdfTruncated { .. }
             | Error::IdfCorrupt { .. }
+            | Error::IdfPart { .. }
             | Error::BadPinnedRecipe { .. } => K::Corrupt,
             Error::Io(_) => K::Other,
             _ => K::InvalidArgument,

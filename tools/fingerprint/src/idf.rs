@@ -5,6 +5,8 @@
 //! `round(1000 * ln((1 + N) / (1 + df)))` clamped to `1..=65535` (N documents, df the number
 //! of documents containing the feature); a feature the table has never seen gets the weight of
 //! df = 0. Fingerprinting only reads the stored integers, so it is exact on every platform.
+//! The weights are held in memory, or read from the file's entries written in parts by many
+//! processes and mapped (`idf_parts`, [`IdfTable::from_parts`]).
 //!
 //! Layout (all integers little-endian):
 //! ```text
@@ -22,15 +24,16 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
 use super::feature_map::FeatureMap;
+use super::idf_parts::Parts;
 use super::Error;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// File magic of an IDF table.
 pub const MAGIC: [u8; 8] = *b"SDXIDF\r\n";
 /// The only format version this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
-const ENTRY_LEN: usize = 12;
+pub(crate) const ENTRY_LEN: usize = 12;
 /// Fixed bytes around the variable parts: magic, version, R, N, default, E, CRC.
 const FIXED_LEN: usize = 8 + 4 + 4 + 8 + 4 + 8 + 4;
 
@@ -41,14 +44,26 @@ pub struct IdfTable {
     docs: u64,
     default_weight: u32,
     /// weights by feature hash (each within `1..=65535`)
-    weights: FeatureMap,
+    weights: Weights,
     /// [`IdfTable::id`], once computed (it encodes the whole table)
     id: std::sync::OnceLock<u32>,
 }
 
+/// Where a table's weights are: a map in memory, or part files mapped
+/// ([`IdfTable::from_parts`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Weights {
+    Map(FeatureMap),
+    Parts(std::sync::Arc<Parts>),
+}
+
 impl PartialEq for IdfTable {
     fn eq(&self, other: &Self) -> bool {
-        (&self.recipe, self.docs, self.default_weight, &self.weights) == (&other.recipe, other.docs, other.default_weight, &other.weights)
+        let same = (&self.recipe, self.docs, self.default_weight) == (&other.recipe, other.docs, other.default_weight);
+        same && match (&self.weights, &other.weights) {
+            (Weights::Map(a), Weights::Map(b)) => a == b,
+            _ => self.encode() == other.encode(),
+        }
     }
 }
 
@@ -167,22 +182,36 @@ impl IdfBuilder {
             kept.into_iter().for_each(|(h, df)| weights.insert(h, weigh(df)));
             weights
         };
-        IdfTable { recipe: self.recipe, docs, default_weight: clamp_weight(weight(docs, 0)), weights, id: Default::default() }
+        IdfTable::with_weights(self.recipe, docs, clamp_weight(weight(docs, 0)), Weights::Map(weights))
     }
 }
 
 impl IdfTable {
+    pub(crate) fn with_weights(recipe: String, docs: u64, default_weight: u32, weights: Weights) -> IdfTable {
+        IdfTable { recipe, docs, default_weight, weights, id: Default::default() }
+    }
+
+    pub(crate) fn weights(&self) -> &Weights {
+        &self.weights
+    }
+
     /// Weight of the feature with hash `h`.
     #[inline]
     pub fn weight(&self, h: u64) -> u32 {
-        self.weights.get(h).map_or(self.default_weight, |w| w as u32)
+        match &self.weights {
+            Weights::Map(m) => m.get(h).map_or(self.default_weight, |w| w as u32),
+            Weights::Parts(p) => p.get(h).unwrap_or(self.default_weight),
+        }
     }
 
     /// Calls `f(i, weight)` with the weight of each of `hashes` (`i` its position): the
     /// lookups of a document at once, their cache misses overlapping.
     #[inline]
     pub fn weights_of(&self, hashes: &[u64], mut f: impl FnMut(usize, u32)) {
-        self.weights.get_many(hashes, |i, w| f(i, w.map_or(self.default_weight, |w| w as u32)));
+        match &self.weights {
+            Weights::Map(m) => m.get_many(hashes, |i, w| f(i, w.map_or(self.default_weight, |w| w as u32))),
+            Weights::Parts(p) => hashes.iter().enumerate().for_each(|(i, &h)| f(i, p.get(h).unwrap_or(self.default_weight))),
+        }
     }
 
     /// The feature recipe the table was learned with.
@@ -197,41 +226,79 @@ impl IdfTable {
 
     /// Number of stored features.
     pub fn len(&self) -> usize {
-        self.weights.len()
+        match &self.weights {
+            Weights::Map(m) => m.len(),
+            Weights::Parts(p) => p.len(),
+        }
     }
 
     /// Whether no feature is stored.
     pub fn is_empty(&self) -> bool {
-        self.weights.len() == 0
+        self.len() == 0
     }
 
     /// CRC-32 of the encoded table: identifies it in fingerprint recipe descriptors.
     pub fn id(&self) -> u32 {
-        *self.id.get_or_init(|| {
-            let bytes = self.encode();
-            bytes.last_chunk().map_or(0, |&crc| u32::from_le_bytes(crc))
+        *self.id.get_or_init(|| match &self.weights {
+            Weights::Parts(p) => p.crc_after(&self.head()).finalize(),
+            Weights::Map(_) => {
+                let bytes = self.encode();
+                bytes.last_chunk().map_or(0, |&crc| u32::from_le_bytes(crc))
+            }
         })
     }
 
-    /// The file bytes.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut entries: Vec<(u64, u32)> = self.weights.iter().map(|(h, w)| (h, w as u32)).collect();
-        entries.sort_unstable();
-        let mut out = Vec::with_capacity(FIXED_LEN + self.recipe.len() + entries.len() * ENTRY_LEN);
+    /// The file's bytes before the entries.
+    fn head(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(FIXED_LEN + self.recipe.len());
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&(self.recipe.len() as u32).to_le_bytes());
         out.extend_from_slice(self.recipe.as_bytes());
         out.extend_from_slice(&self.docs.to_le_bytes());
         out.extend_from_slice(&self.default_weight.to_le_bytes());
-        out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-        for (h, w) in entries {
-            out.extend_from_slice(&h.to_le_bytes());
-            out.extend_from_slice(&w.to_le_bytes());
-        }
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&(self.len() as u64).to_le_bytes());
         out
+    }
+
+    /// The file bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(FIXED_LEN + self.recipe.len() + self.len() * ENTRY_LEN);
+        // (writing to a Vec cannot fail)
+        let _ = self.write_to(&mut out);
+        out
+    }
+
+    /// Writes the file bytes to `out`: a table in parts streams its part files' entries.
+    fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let head = self.head();
+        out.write_all(&head)?;
+        let crc = match &self.weights {
+            Weights::Map(m) => {
+                let mut entries: Vec<(u64, u32)> = m.iter().map(|(h, w)| (h, w as u32)).collect();
+                entries.sort_unstable();
+                let mut crc = crc32fast::Hasher::new();
+                crc.update(&head);
+                let mut buf = Vec::with_capacity(entries.len().min(1 << 16) * ENTRY_LEN);
+                for chunk in entries.chunks(1 << 16) {
+                    buf.clear();
+                    for &(h, w) in chunk {
+                        buf.extend_from_slice(&h.to_le_bytes());
+                        buf.extend_from_slice(&w.to_le_bytes());
+                    }
+                    crc.update(&buf);
+                    out.write_all(&buf)?;
+                }
+                crc.finalize()
+            }
+            Weights::Parts(p) => {
+                for bytes in p.bytes() {
+                    out.write_all(bytes)?;
+                }
+                p.crc_after(&head).finalize()
+            }
+        };
+        out.write_all(&crc.to_le_bytes())
     }
 
     /// Parses file bytes; never panics on bad input.
@@ -270,14 +337,30 @@ impl IdfTable {
             prev = Some(h);
             weights.insert(h, u64::from(w));
         }
-        Ok(IdfTable { recipe, docs, default_weight, weights, id: Default::default() })
+        Ok(IdfTable::with_weights(recipe, docs, default_weight, Weights::Map(weights)))
     }
 
     /// Writes the table to `path` (via a temporary file and a rename).
     pub fn save(&self, path: &Path) -> Result<(), Error> {
         // as the index writes its files: `path.tmp`, fsynced, renamed, the directory fsynced;
         // a failure (a directory at `path`, a full disk) removes the temporary file
-        Ok(simdex::storage::write_atomically(&simdex::storage::FsStorage, path, &self.encode())?)
+        if let Weights::Map(_) = self.weights {
+            return Ok(simdex::storage::write_atomically(&simdex::storage::FsStorage, path, &self.encode())?);
+        }
+        // a table in parts streams from its files (it may not fit in memory)
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        let written = (|| {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            self.write_to(&mut out)?;
+            out.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        Ok(written?)
     }
 
     /// Reads and verifies a table file.

@@ -1,7 +1,8 @@
 //! Text -> 64-bit simhash fingerprint (Charikar's simhash: format-spec/DESIGN.md, section 1).
 //!
 //! Owns the whole fingerprint recipe: normalisation, words, stop words, stemming, features,
-//! the feature hash ([`hash`]), weights and the bit rule, IDF tables ([`IdfTable`]), and
+//! the feature hash ([`hash`]), weights and the bit rule, IDF tables ([`IdfTable`], learned in one process or in parts by
+//! many: [`write_idf_part`]), and
 //! reading documents (plain text, HTML, JSON lines): [`document`] is the entry point from an
 //! input's bytes to fingerprints and IDF tables, [`corpus`] the dedup of a whole corpus,
 //! [`many`] many documents through an index at once, [`sketch`] the documents' sketches. It
@@ -37,6 +38,7 @@ pub mod hash;
 #[cfg(feature = "html")]
 mod html;
 simdex::internal_mod!(idf);
+mod idf_parts;
 mod input;
 pub mod many;
 mod normalize;
@@ -70,6 +72,7 @@ pub use html::{extract_text, fingerprint_html_reader, visible_text};
 #[doc(hidden)]
 pub use idf::fuzz_decode as fuzz_idf_decode;
 pub use idf::{IdfBuilder, IdfTable};
+pub use idf_parts::{part_of as idf_part_of, write_part as write_idf_part, PartSummary as IdfPartSummary};
 #[cfg(feature = "jsonl")]
 pub use input::JsonDoc;
 pub use input::{decode_utf8, fingerprint_text_reader, InvalidUtf8, Outcome};
