@@ -16,7 +16,6 @@ use simdex_fingerprint::document::{Documents, Format, InvalidUtf8};
 use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
 use simdex_fingerprint::{FingerprintOptions, Fingerprinter as RustFingerprinter, IdfPartSummary, IdfTable, OptionNames, Recipe};
 
-
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }

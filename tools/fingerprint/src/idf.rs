@@ -24,16 +24,15 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
 use super::feature_map::FeatureMap;
-use super::idf_parts::Parts;
+use super::idf_parts::{write_entries, PartSummary, Parts, ENTRY_LEN};
 use super::Error;
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// File magic of an IDF table.
 pub const MAGIC: [u8; 8] = *b"SDXIDF\r\n";
 /// The only format version this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
-pub(crate) const ENTRY_LEN: usize = 12;
 /// Fixed bytes around the variable parts: magic, version, R, N, default, E, CRC.
 const FIXED_LEN: usize = 8 + 4 + 4 + 8 + 4 + 8 + 4;
 
@@ -52,7 +51,7 @@ pub struct IdfTable {
 /// Where a table's weights are: a map in memory, or part files mapped
 /// ([`IdfTable::from_parts`]).
 #[derive(Debug, Clone)]
-pub(crate) enum Weights {
+enum Weights {
     Map(FeatureMap),
     Parts(std::sync::Arc<Parts>),
 }
@@ -186,13 +185,40 @@ impl IdfBuilder {
     }
 }
 
+/// Writes part `part` (of `parts`, [`crate::idf_part_of`]) of the table of a corpus of `docs`
+/// documents to `path`: `counts` are the part's distinct features with their document
+/// frequencies (any order; each feature once), weighed as the table weighs them. A feature
+/// outside the part, repeated, or counted in more documents than `docs` is refused. Returns
+/// the part's summary, which [`IdfTable::from_parts`] checks the file against.
+pub fn write_part(path: &Path, part: usize, parts: usize, docs: u64, counts: Vec<(u64, u64)>) -> Result<PartSummary, Error> {
+    if counts.iter().any(|&(_, df)| df > docs) {
+        return Err(Error::IdfCorrupt { what: "a feature counted in more documents than the corpus has" });
+    }
+    write_entries(path, part, parts, counts.into_iter().map(|(h, df)| (h, idf_weight(docs, df))).collect())
+}
+
 impl IdfTable {
-    pub(crate) fn with_weights(recipe: String, docs: u64, default_weight: u32, weights: Weights) -> IdfTable {
-        IdfTable { recipe, docs, default_weight, weights, id: Default::default() }
+    /// The table of `docs` documents, features of `recipe`, whose parts are the files `paths`
+    /// (part `p` at `paths[p]`, written by [`write_part`] with the same `docs` and summarised
+    /// by `summaries[p]`): each is mapped and checked against its summary (length, checksum,
+    /// entries ascending within the part's range), a damaged or missing part refused, naming
+    /// its file. The same weights, bytes and id as the table learned in one process.
+    pub fn from_parts(recipe: &str, docs: u64, paths: &[PathBuf], summaries: &[PartSummary]) -> Result<IdfTable, Error> {
+        let parts = Parts::open(paths, summaries)?;
+        Ok(IdfTable::with_weights(recipe.to_owned(), docs, idf_weight(docs, 0), Weights::Parts(std::sync::Arc::new(parts))))
     }
 
-    pub(crate) fn weights(&self) -> &Weights {
-        &self.weights
+    /// The part files and their summaries, when the table is read from parts
+    /// ([`IdfTable::from_parts`]): what another process needs to open the same table.
+    pub fn part_files(&self) -> Option<(&[PathBuf], &[PartSummary])> {
+        match &self.weights {
+            Weights::Parts(p) => Some(p.files()),
+            Weights::Map(_) => None,
+        }
+    }
+
+    fn with_weights(recipe: String, docs: u64, default_weight: u32, weights: Weights) -> IdfTable {
+        IdfTable { recipe, docs, default_weight, weights, id: Default::default() }
     }
 
     /// Weight of the feature with hash `h`.

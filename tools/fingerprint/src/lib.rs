@@ -71,8 +71,9 @@ pub use html::{extract_text, fingerprint_html_reader, visible_text};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use idf::fuzz_decode as fuzz_idf_decode;
+pub use idf::write_part as write_idf_part;
 pub use idf::{IdfBuilder, IdfTable};
-pub use idf_parts::{part_of as idf_part_of, write_part as write_idf_part, PartSummary as IdfPartSummary};
+pub use idf_parts::{part_of as idf_part_of, PartSummary as IdfPartSummary};
 #[cfg(feature = "jsonl")]
 pub use input::JsonDoc;
 pub use input::{decode_utf8, fingerprint_text_reader, InvalidUtf8, Outcome};

@@ -7,5 +7,6 @@
 mod by_id;
 mod documents;
 mod features_once;
+mod idf_parts;
 mod options;
 mod recipe;
