@@ -284,7 +284,8 @@ impl Fingerprinter {
         let entries = &vocabulary.entries;
         let beyond = || Error::InvalidOptions(format!("a feature number beyond the vocabulary of {} features: not the numbering IDF builder's", entries.len()));
         let (mut distinct, mut weights) = std::mem::take(&mut self.resolved);
-        (distinct.clear(), weights.clear());
+        distinct.clear();
+        weights.clear();
         // the vocabulary is read at random: the entries of a batch are asked for first, so
         // that their cache misses overlap
         for batch in numbers.chunks(RESOLVE_BATCH) {
