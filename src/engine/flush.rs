@@ -227,7 +227,7 @@ impl Engine {
                         let number = self.alloc_number();
                         let path = self.dir.join(segment_name(number));
                         let design = planned_design(&PlanOptions::new(live.len() as u64, self.k))?;
-                        let run = Run::build(live, &design, None);
+                        let run = Run::build(live, &design);
                         let file_len = write_sorted_run(&*self.storage, &path, &design, self.codec, &run, sketches)?;
                         (run.entries.len() as u64, tombs, Some((number, path, file_len)))
                     }

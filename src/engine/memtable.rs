@@ -13,7 +13,8 @@
 //! array sorted by id that the first such lookup builds (and run merges keep), so writers
 //! that never look ids up pay nothing for it.
 //! In an index that stores sketches, each insert's sketch sits in an arena indexed by its
-//! sequence number (all zero: the insert carried none).
+//! sequence number (all zero: the insert carried none), and the sealed inserts' sketches are
+//! found by band through `mem_bands` (one chained hash table a band over the arena).
 //!
 //! Only one thread writes a memtable (the engine's writer, under its lock); queries take a
 //! read lock. Merges are computed under the read lock and swapped in under the write lock,
@@ -25,6 +26,7 @@ use crate::query::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use super::mem_bands::MemBands;
 use super::tombstone::Tombstone;
 use crate::interpolation::{lower_bound, lower_bound_by};
 use crate::plan::Design;
@@ -48,18 +50,13 @@ pub(crate) struct Run {
     pub entries: Vec<MemEntry>,
     /// `tables[i]`: table `i + 1`'s permuted fingerprints, sorted.
     pub tables: Vec<Vec<u64>>,
-    /// In a memtable that stores sketches: per band (`crate::bands`), `key << 32 | offset`
-    /// of every entry with a sketch, sorted (`offset`: its sequence number less the
-    /// memtable's first sketched one), so that the crawler's check finds the entries
-    /// sharing a band with its sketch as it does in a segment's band file.
-    pub bands: Vec<Vec<u64>>,
     /// `(id, fingerprint, seq)` of every entry, sorted: built by the first lookup by id.
     by_id: OnceLock<Vec<(u64, u64, u64)>>,
 }
 
-/// Where a run's band keys come from: the memtable's sketch arena.
+/// The memtable's sketch arena, as the tail's band check reads it.
 #[derive(Clone, Copy)]
-pub(crate) struct BandSource<'a> {
+struct BandSource<'a> {
     sketches: &'a [u8],
     base: u64,
     width: usize,
@@ -82,23 +79,9 @@ impl<'a> BandSource<'a> {
 }
 
 impl Run {
-    /// The sorted tables of `entries` with `design` (and their bands, from `bands`).
-    pub(crate) fn build(mut entries: Vec<MemEntry>, design: &Design, bands: Option<BandSource<'_>>) -> Run {
+    /// The sorted tables of `entries` with `design`.
+    pub(crate) fn build(mut entries: Vec<MemEntry>, design: &Design) -> Run {
         entries.sort_unstable();
-        let bands = bands.map_or_else(Vec::new, |src| {
-            let mut bands: Vec<Vec<u64>> = (0..src.bands).map(|_| Vec::with_capacity(entries.len())).collect();
-            for (off, sketch) in entries.iter().filter_map(|e| src.keys(e)) {
-                for (b, values) in (0u32..).zip(bands.iter_mut()) {
-                    if let Some(key) = crate::bands::band_key(sketch, b) {
-                        values.push(u64::from(key) << 32 | off);
-                    }
-                }
-            }
-            for values in &mut bands {
-                sort_u64(values);
-            }
-            bands
-        });
         let tables = design.tables()[1..]
             .iter()
             .map(|t| {
@@ -107,7 +90,7 @@ impl Run {
                 v
             })
             .collect();
-        Run { entries, tables, bands, by_id: OnceLock::new() }
+        Run { entries, tables, by_id: OnceLock::new() }
     }
 
     fn merge(a: &Run, b: &Run) -> Run {
@@ -115,12 +98,7 @@ impl Run {
         if let (Some(x), Some(y)) = (a.by_id.get(), b.by_id.get()) {
             let _ = by_id.set(merge_sorted(x, y));
         }
-        Run {
-            entries: merge_sorted(&a.entries, &b.entries),
-            tables: a.tables.iter().zip(&b.tables).map(|(x, y)| merge_sorted(x, y)).collect(),
-            bands: a.bands.iter().zip(&b.bands).map(|(x, y)| merge_sorted(x, y)).collect(),
-            by_id,
-        }
+        Run { entries: merge_sorted(&a.entries, &b.entries), tables: a.tables.iter().zip(&b.tables).map(|(x, y)| merge_sorted(x, y)).collect(), by_id }
     }
 
     /// The run's entries stored under document id `id`.
@@ -204,6 +182,8 @@ struct MemData {
     /// The `(fingerprint, id)` of each insert of the sketch arena, by the same offset.
     pairs: Vec<(u64, u64)>,
     sketch_base: Option<u64>,
+    /// The sealed inserts' sketches by band (empty until the first sketch).
+    bands: MemBands,
     inserts: u64,
     delete_ops: u64,
     seqs: Option<(u64, u64)>,
@@ -291,6 +271,9 @@ impl Memtable {
         let seal = {
             let mut d = self.write_data();
             if let Some(sketches) = sketches.filter(|_| self.sketch_width > 0) {
+                if d.sketch_base.is_none() {
+                    d.bands = MemBands::new(crate::bands::BandDesign::for_segment(1, self.sketch_width).map_or(0, |b| b.bands));
+                }
                 let base = *d.sketch_base.get_or_insert(seq);
                 let at = (seq.saturating_sub(base) as usize).saturating_mul(self.sketch_width);
                 if d.sketches.len() < at {
@@ -337,12 +320,18 @@ impl Memtable {
     /// until its run replaces it; only the writer changes the memtable, so what was read
     /// under the read lock is still current when the write lock is taken.
     fn seal_tail(&self) {
-        let run = {
+        // (a band index that must grow is rebuilt here, outside the write lock)
+        let (run, grown) = {
             let d = self.read_data();
-            Run::build(d.tail.clone(), &self.design, BandSource::of(&d, self.sketch_width))
+            (Run::build(d.tail.clone(), &self.design), d.bands.grown(&d.sketches, self.sketch_width))
         };
         {
-            let mut d = self.write_data();
+            let mut guard = self.write_data();
+            let d = &mut *guard;
+            match grown {
+                Some(bands) => d.bands = bands,
+                None => d.bands.index_to_end(&d.sketches, self.sketch_width),
+            }
             d.tail.clear();
             d.runs.push(run);
         }
@@ -373,7 +362,7 @@ impl Memtable {
             return None;
         }
         // a flush writes the tables, not the bands
-        let mut merged = Run::build(d.tail.clone(), &self.design, None);
+        let mut merged = Run::build(d.tail.clone(), &self.design);
         for r in d.runs.iter().rev() {
             merged = Run::merge(&merged, r);
         }
@@ -452,16 +441,11 @@ impl MemView<'_> {
         let Some(src) = BandSource::of(&self.data, self.sketch_width) else { return Vec::new() };
         let shares = |stored: &[u8]| crate::bands::shares_band(sketch, stored, src.bands);
         let mut out: Vec<MemEntry> = self.data.tail.iter().filter(|e| src.keys(e).is_some_and(|(_, s)| shares(s))).copied().collect();
-        for r in &self.data.runs {
-            for (b, values) in (0u32..).zip(&r.bands) {
-                let Some(key) = crate::bands::band_key(sketch, b) else { continue };
-                let start = lower_bound(values, u64::from(key) << 32);
-                for &v in values[start..].iter().take_while(|&&v| v >> 32 == u64::from(key)) {
-                    let off = v & 0xffff_ffff;
-                    if let Some(&(fp, id)) = self.data.pairs.get(off as usize) {
-                        out.push(MemEntry { fp, id, seq: src.base + off });
-                    }
-                }
+        let mut offsets = Vec::new();
+        self.data.bands.candidates(sketch, &self.data.sketches, self.sketch_width, &mut offsets);
+        for off in offsets {
+            if let Some(&(fp, id)) = self.data.pairs.get(off as usize) {
+                out.push(MemEntry { fp, id, seq: src.base + u64::from(off) });
             }
         }
         out.sort_unstable();
@@ -605,5 +589,44 @@ mod tests {
         let plain = Memtable::new(Arc::new(Design::new(3, &[4]).unwrap()), 1, 0);
         plain.insert(1, &entries(&[(1, 1)]), Some(&[9, 9]));
         assert_eq!(plain.view().sketch(1), None);
+    }
+
+    #[test]
+    fn band_candidates_are_the_inserts_sharing_a_band_in_the_tail_and_the_runs() {
+        let design = Arc::new(Design::new(3, &[4]).unwrap());
+        let m = Memtable::new(design, 1, 64);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // bands of 64 values (so many share), some inserts without a sketch, some deletes
+        let (mut all, mut seq) = (Vec::new(), 1u64);
+        for round in 0..9u64 {
+            let n = 300 + 97 * round as usize;
+            let pairs: Vec<(u64, u64)> = (0..n).map(|i| (next(), seq + i as u64)).collect();
+            let sketches: Vec<u8> = (0..n * 16).flat_map(|_| ((next() % 64) as u32 + 1).to_le_bytes()).collect();
+            if round % 4 == 3 {
+                m.insert(seq, &entries(&pairs), None);
+            } else {
+                m.insert(seq, &entries(&pairs), Some(&sketches));
+                all.extend(pairs.iter().zip(sketches.chunks_exact(64)).map(|(&(fp, id), s)| (fp, id, s.to_vec())));
+            }
+            seq += n as u64;
+            m.delete(seq, &entries(&[pairs[0]]));
+            seq += 1;
+        }
+        let view = m.view();
+        for _ in 0..50 {
+            let q: Vec<u8> = (0..16).flat_map(|_| ((next() % 64) as u32 + 1).to_le_bytes()).collect();
+            let mut got: Vec<(u64, u64)> = view.band_candidates(&q).iter().map(|e| (e.fp, e.id)).collect();
+            got.sort_unstable();
+            let mut want: Vec<(u64, u64)> = all.iter().filter(|(_, _, s)| crate::bands::shares_band(&q, s, 16)).map(|&(fp, id, _)| (fp, id)).collect();
+            want.sort_unstable();
+            assert!(!want.is_empty());
+            assert_eq!(got, want);
+        }
     }
 }

@@ -39,7 +39,8 @@
 //! - `options`: [`IndexOptions`], [`Durability`], [`FindOrInsert`]; `report`: what opening
 //!   found ([`OpenReport`]); [`compaction`]: the tiered policy and the streaming merge;
 //!   [`files`]: the directory's file names; `log`, `manifest`, `memtable`, `tombstone`:
-//!   the append log, the live set's manifest, unflushed writes, a flush's deletes.
+//!   the append log, the live set's manifest, unflushed writes, a flush's deletes;
+//!   `mem_bands`: the memtable's sketches by band.
 //!
 //! ```
 //! use simdex::{FindOrInsert, Index, IndexOptions, QueryOptions};
@@ -73,6 +74,7 @@ mod index;
 pub mod log;
 mod maintenance;
 pub(crate) mod manifest;
+mod mem_bands;
 pub(crate) mod memtable;
 mod open;
 mod options;
