@@ -2,8 +2,9 @@
 """The crawler's page, two builds side by side (issue 47, goal 2): microseconds a page of
 `Index.find_or_insert_document` (one call a page, a new index with sketches, the default
 decision: k = 8 confirmed at 0.90), of `fingerprint_document` alone, and of the Scrapy
-middleware's whole `process_response` (on a running asyncio reactor: the thread-pool hop,
-the document call, the URL map in SQLite, the stats), each on the same real-text HTML pages.
+middleware's whole `process_response` (on a running asyncio reactor, its default settings:
+the thread-pool hop where a build makes one, the document call, the stats; no URL map),
+each on the same real-text HTML pages.
 
     python3 benches/page_speed.py --pages DIR/docs.jsonl --base VENV_A --new VENV_B [--rounds 3] [--count 3000]
 

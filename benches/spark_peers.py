@@ -17,9 +17,16 @@ Each tool runs in its own process, in its own virtualenv (peers are never vendor
     python benches/spark_peers.py cli DATA --simdex target/release/simdex
 
 or all four in one run, one after the other, each with the load average before it (``--tuned``
-for the peers, as Spark II measured them):
+for the peers, as Spark II measured them), ``--rounds`` times; ``--tools`` picks some of them
+(e.g. ``simdex,cli`` where the peers would take hours), ``--simdex`` repeated runs several
+builds of the CLI (a baseline beside the current one):
 
     python benches/spark_peers.py all DATA --python SPARK_VENV/bin/python --peers-python PEERS_VENV/bin/python --simdex target/release/simdex
+
+Each run's line gives its wall seconds, its CPU seconds (user + system of every process it
+started, the JVM and Python workers included) and the largest peak resident set of any one of
+them (for simdex.spark in local mode, the driver's JVM, which holds the executors: run with
+Spark's default memory, no ``--conf``).
 """
 
 import argparse
@@ -33,6 +40,36 @@ import tempfile
 import time
 
 MASTER = "local[2]"
+
+# runs a command (argv after the file name) with the caller's streams, then writes its CPU
+# seconds (user + system, the command and every process under it) and the largest peak
+# resident set of any of them to the file named first. It is the subreaper of the processes
+# under it, so that one its parent does not wait for (pyspark leaves the JVM to exit on its
+# own) is waited for here, and counted.
+MEASURE = """
+import ctypes, json, os, resource, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+rc = subprocess.call(sys.argv[2:])
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+json.dump({"cpu": u.ru_utime + u.ru_stime, "peak_rss_mib": u.ru_maxrss // 1024}, open(sys.argv[1], "w"))
+sys.exit(rc)
+"""
+
+USAGE = {}  # the last measured command's CPU seconds and peak RSS
+
+
+def measured(cmd, work, **kw):
+    """``subprocess.run(cmd, check=True, **kw)``, its CPU time and peak RSS kept in ``USAGE``."""
+    out = os.path.join(work, "usage.json")
+    p = subprocess.run([sys.executable, "-c", MEASURE, out, *cmd], check=True, **kw)
+    USAGE.clear()
+    USAGE.update(json.load(open(out)))
+    return p
 
 
 def truth(data, threshold=0.9):
@@ -73,7 +110,7 @@ def pair_set(path):
 def run_cli(data, simdex, work):
     pairs = os.path.join(work, "cli-pairs.tsv")
     start = time.monotonic()
-    subprocess.run([simdex, "dedup", os.path.join(data, "docs.jsonl"), "--format", "jsonl", "--pairs", pairs], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    measured([simdex, "dedup", os.path.join(data, "docs.jsonl"), "--format", "jsonl", "--pairs", pairs], work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - start, {"pairs": pair_set(pairs)}
 
 
@@ -110,7 +147,7 @@ def run_simdex(data, python, work):
     cmd = [python, "-m", "simdex.spark", "dedup", os.path.join(data, "docs.jsonl"), "--format", "jsonl", "--pairs", pairs, "--clusters", clusters, "--master", MASTER]
     cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false", "--conf", f"spark.eventLog.dir=file://{events}"]
     start = time.monotonic()
-    p = subprocess.run(cmd, check=True, stderr=subprocess.PIPE, text=True)
+    p = measured(cmd, work, stderr=subprocess.PIPE, text=True)
     took = time.monotonic() - start
     steps = [line for line in p.stderr.splitlines() if line.startswith("steps:")]
     print(json.dumps({"tool": "simdex", "jobs": spark_jobs(events), "steps": steps[-1] if steps else ""}), file=sys.stderr)
@@ -148,7 +185,7 @@ def curator_child(data, out, tuned):
 def run_curator(data, python, work, tuned):
     out = os.path.join(work, "curator")
     start = time.monotonic()
-    p = subprocess.run([python, __file__, "curator-child", data, "--out", out] + (["--tuned"] if tuned else []), check=True, capture_output=True, text=True)
+    p = measured([python, __file__, "curator-child", data, "--out", out] + (["--tuned"] if tuned else []), work, capture_output=True, text=True)
     took = time.monotonic() - start
     groups = {}
     for name in os.listdir(out):
@@ -170,7 +207,7 @@ def run_textdedup(data, python, work, tuned):
     extra = ["--threshold", "0.9", "--ngram", "3"] if tuned else []
     cmd = [python, "-m", "text_dedup.minhash", "--path", "json", "--data_files", os.path.join(data, "docs.jsonl"), "--split", "train", "--column", "text", "--idx_column", "id", "--output", out, "--cache_dir", os.path.join(work, "cache"), "--debug", *extra]
     start = time.monotonic()
-    subprocess.run(cmd, check=True, capture_output=True, cwd=work)
+    measured(cmd, work, capture_output=True, cwd=work)
     took = time.monotonic() - start
     dump = "import json, pickle, sys; uf = pickle.load(open(sys.argv[1], 'rb')); print(json.dumps([[str(x), str(uf.find(x))] for x in uf.parent]))"
     p = subprocess.run([python, "-c", dump, os.path.join(out, "uf.pkl")], check=True, capture_output=True, text=True)
@@ -186,30 +223,45 @@ def main():
     ap.add_argument("data", help="the eval folder: docs.jsonl and pairs.tsv")
     ap.add_argument("--python", default=sys.executable, help="the interpreter (virtualenv) to run the tool with")
     ap.add_argument("--peers-python", help="all: the peers' interpreter")
-    ap.add_argument("--simdex", default="target/release/simdex", help="cli, all: the simdex CLI")
+    ap.add_argument("--simdex", action="append", help="cli, all: the simdex CLI (all: repeat to run several builds, each in turn) [default: target/release/simdex]")
+    ap.add_argument("--tools", default="simdex,textdedup,cli,curator", help="all: which tools, in this order (default simdex,textdedup,cli,curator)")
+    ap.add_argument("--rounds", type=int, default=1, help="all: rounds of every tool, one after the other")
     ap.add_argument("--tuned", action="store_true")
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.tool == "curator-child":
         return curator_child(a.data, a.out, a.tuned)
+    clis = a.simdex or ["target/release/simdex"]
     true = truth(a.data)
     if a.tool == "all":
-        runs = [("simdex", lambda w: run_simdex(a.data, a.python, w)), ("textdedup tuned", lambda w: run_textdedup(a.data, a.peers_python, w, True)), ("simdex dedup", lambda w: run_cli(a.data, a.simdex, w)), ("curator tuned", lambda w: run_curator(a.data, a.peers_python, w, True))]
-        for name, run in runs:
-            load = open("/proc/loadavg").read().split()[0]
-            with tempfile.TemporaryDirectory(dir=os.environ.get("WORK")) as work:
-                try:
-                    took, sets = run(work)
-                except (subprocess.CalledProcessError, OSError) as e:
-                    print(json.dumps({"tool": name, "failed": str(e), "load before": load}))
-                    continue
-            for what, reported in sets.items():
-                if isinstance(reported, set):
-                    print(json.dumps({"tool": name, "scored": what, "seconds": round(took, 1), "load before": load, **score(reported, true)}), flush=True)
+        known = {
+            "simdex": [("simdex", lambda w: run_simdex(a.data, a.python, w))],
+            "textdedup": [("textdedup tuned", lambda w: run_textdedup(a.data, a.peers_python, w, True))],
+            "cli": [(f"simdex dedup ({c})", lambda w, c=c: run_cli(a.data, c, w)) for c in clis],
+            "curator": [("curator tuned", lambda w: run_curator(a.data, a.peers_python, w, True))],
+        }
+        runs = [r for t in a.tools.split(",") for r in known[t]]
+        for round_ in range(1, a.rounds + 1):
+            for name, run in runs:
+                load = open("/proc/loadavg").read().split()[0]
+                with tempfile.TemporaryDirectory(dir=os.environ.get("WORK")) as work:
+                    try:
+                        took, sets = run(work)
+                    except (subprocess.CalledProcessError, OSError) as e:
+                        err = getattr(e, "stderr", None) or ""
+                        err = err if isinstance(err, str) else err.decode(errors="replace")
+                        # the error's own lines (Spark's stack traces bury them)
+                        said = [line for line in err.splitlines() if re.search(r"Error|Exception|error:", line) and not line.lstrip().startswith("at ")]
+                        print(json.dumps({"tool": name, "round": round_, "failed": str(e)[-300:], "errors": said[:20], "stderr tail": err[-2000:], "load before": load}), flush=True)
+                        continue
+                usage = dict(USAGE)
+                for what, reported in sets.items():
+                    if isinstance(reported, set):
+                        print(json.dumps({"tool": name, "round": round_, "scored": what, "seconds": round(took, 1), "cpu seconds": round(usage.get("cpu", 0), 1), "peak rss MiB": usage.get("peak_rss_mib"), "load before": load, **score(reported, true)}), flush=True)
         return 0
     with tempfile.TemporaryDirectory() as work:
         if a.tool == "cli":
-            took, sets = run_cli(a.data, a.simdex, work)
+            took, sets = run_cli(a.data, clis[0], work)
         elif a.tool == "simdex":
             took, sets = run_simdex(a.data, a.python, work)
         elif a.tool == "textdedup":
@@ -218,7 +270,7 @@ def main():
             took, sets = run_curator(a.data, a.python, work, a.tuned)
     for what, reported in sets.items():
         if isinstance(reported, set):
-            print(json.dumps({"tool": a.tool + (" tuned" if a.tuned else ""), "scored": what, "seconds": round(took, 1), **score(reported, true)}))
+            print(json.dumps({"tool": a.tool + (" tuned" if a.tuned else ""), "scored": what, "seconds": round(took, 1), "cpu seconds": round(USAGE.get("cpu", 0), 1), "peak rss MiB": USAGE.get("peak_rss_mib"), **score(reported, true)}))
     return 0
 
 

@@ -67,15 +67,22 @@ spark() {
   local master="$1" out="$2"
   shift 2
   "$py" -m simdex.spark cluster "$work/fps.txt" --pairs "$out.tsv" --clusters "$out.clusters" --master "$master" \
-    --conf spark.eventLog.enabled=true --conf spark.eventLog.dir="file://$work/events" "$@"
+    --conf spark.eventLog.enabled=true --conf spark.eventLog.compress=false --conf spark.eventLog.dir="file://$work/events" "$@"
 }
 
-# task seconds (run time, and the JVM's CPU time) per stage of the newest event log
+# task seconds (run time, and the JVM's CPU time) per stage of the newest event log (Spark 4
+# writes a folder of events_N_APP files, Spark 3 one file)
 stage_times() {
-  python3 - "$(ls -t "$work"/events/* | head -1)" << 'EOF'
-import json, sys
+  python3 - "$(ls -td "$work"/events/* | head -1)" << 'EOF'
+import json, os, re, sys
+log = sys.argv[1]
+if os.path.isdir(log):
+    files = sorted((f for f in os.listdir(log) if re.fullmatch(r"events_\d+_.*", f) and not f.endswith(".crc")), key=lambda f: int(f.split("_")[1]))
+    lines = [line for f in files for line in open(os.path.join(log, f))]
+else:
+    lines = open(log)
 stages = {}
-for line in open(sys.argv[1]):
+for line in lines:
     e = json.loads(line)
     if e.get("Event") == "SparkListenerTaskEnd":
         m = e.get("Task Metrics") or {}

@@ -110,9 +110,14 @@ links it holds are followed again. A page that changed under its URL gives its i
 spider sees the ``simdex:revisit`` flag on the response and decides). Pages too short to be
 stored (``SIMDEX_MIN_WORDS``) or binary are never known again, so their items pass every time.
 
-Each check runs on the reactor's thread pool (``REACTOR_THREADPOOL_MAXSIZE``), not on the
-reactor's thread, so downloads and parsing go on while pages are fingerprinted and looked up
-(the index calls release the GIL). The index is opened when the crawler is created: an index
+Where a check runs: a page of at most ``INLINE_BYTES`` (128 KiB) checked against this
+process's own index, without ``SIMDEX_URLS``, is checked on the reactor's thread, at once: the
+library's call takes about 150 us for a 10 KB page, less than handing it to a thread and
+back costs (measured: ``benches/page_speed.py``), and about what the spider's own parsing of
+the page takes there. A larger page, a server's index (``SIMDEX_URL``: a network round trip)
+and a check that writes the ``SIMDEX_URLS`` map (SQLite) run on the reactor's thread pool
+(``REACTOR_THREADPOOL_MAXSIZE``), so downloads and parsing go on meanwhile (the index calls
+release the GIL). The index is opened when the crawler is created: an index
 locked by another process fails the crawl at once with ``simdex.LockedError``, before any
 request (so does a ``SIMDEX_URL`` no server answers, with ``simdex.ServerUnavailableError``).
 The middleware and the pipeline of one process share one open index (or client).
@@ -144,6 +149,9 @@ RECOMMENDED_PRIORITY = 540
 # (Scrapy runs process_response from the highest number down)
 # the URLs a process remembers for its log lines without a map (~150 bytes each)
 NAMES_KEPT = 1 << 20
+# the largest page (bytes, or characters of an item's text) checked on the reactor's thread
+# rather than its thread pool, against a local index without a URL map (see the module docs)
+INLINE_BYTES = 128 << 10
 _MUST_RUN_FIRST = (
     "scrapy.downloadermiddlewares.retry.RetryMiddleware",
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware",
@@ -174,6 +182,8 @@ class _Store:
         # checks run on the reactor's thread pool: the map (one SQLite connection) and the
         # names are used under this lock
         self.lock = threading.Lock()
+        # checks short enough to run on the reactor's thread: a local index, no URL map
+        self.inline = not c.remote and c.urls is None
         if c.urls is None:
             return
         self.urls_path = c.urls
@@ -367,15 +377,24 @@ class _Base:
             self.closed = True
             _Store.release(self.path)
 
-    def check(self, data: Any, name: str, html: Optional[bool]) -> Tuple[str, Dict[str, Any]]:
+    async def checked(self, data: Any, name: str, html: Optional[bool], doc: int) -> Tuple[str, Dict[str, Any]]:
+        """``check``, on the reactor's thread when it is short (see the module docs), else on
+        its thread pool."""
+        if self.store.inline and len(data) <= INLINE_BYTES:
+            return self.check(data, name, html, doc)
+        return await maybe_deferred_to_future(deferToThread(self.check, data, name, html, doc))
+
+    def check(self, data: Any, name: str, html: Optional[bool], doc: Optional[int] = None) -> Tuple[str, Dict[str, Any]]:
         """(outcome, what was found): the outcome is the stat's name ('new', 'revisit',
         'changed', 'near_duplicates', 'too_short', 'binary'). One index call decides and
         writes (``find_or_replace_document`` under the page's id, atomic): a binary or too
         short page is passed on, never stored; a page near what its own id stored is a revisit
         (nothing written); a near-duplicate of another id's page is not stored; a new page is
         stored; a page that changed under its id replaces what the id held (one log record:
-        the index holds one entry per live page)."""
-        doc = simdex.doc_id(name)
+        the index holds one entry per live page). ``doc``: ``simdex.doc_id(name)``, when the
+        caller has it."""
+        if doc is None:
+            doc = simdex.doc_id(name)
         try:
             try:
                 fp, outcome, matches, _ = self.store.index.find_or_replace_document(data, doc, k=self.k, html=html, min_words=self.min_words, confirm=self.confirm)
@@ -432,9 +451,8 @@ class NearDuplicateMiddleware(_Base):
 
     # `spider` is optional: Scrapy 2.14+ deprecates requiring it (and passes it no more),
     # 2.13 still passes it.
-    # The check (fingerprinting, the index, the URL map) runs on the reactor's thread pool
-    # (REACTOR_THREADPOOL_MAXSIZE threads, as Scrapy's DNS resolver does), never on the
-    # reactor's own thread: the index call releases the GIL, so downloads go on meanwhile.
+    # The check (fingerprinting, the index, the URL map) runs on the reactor's thread when
+    # it is short, else on its thread pool (`checked`, the module docs).
     async def process_response(self, request: Any, response: Response, spider: Any = None) -> Response:
         spider = spider or self.crawler.spider
         if request.meta.get("simdex_skip"):
@@ -447,8 +465,10 @@ class NearDuplicateMiddleware(_Base):
         if not isinstance(response, HtmlResponse) and not (isinstance(response, TextResponse) and b"html" in (response.headers.get(b"Content-Type") or b"").lower()):
             self.stats.inc_value(f"{self.stats_prefix}/non_html")
             return response
-        outcome, found = await maybe_deferred_to_future(deferToThread(self.check, response.body, response.url, True))
-        self.store.pages.setdefault(simdex.doc_id(response.url), outcome)
+        name = response.url
+        doc = simdex.doc_id(name)
+        outcome, found = await self.checked(response.body, name, True, doc)
+        self.store.pages.setdefault(doc, outcome)
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
         request.meta["simdex"] = dict(found, outcome=outcome)
         self.progress(spider)
@@ -488,7 +508,7 @@ class NearDuplicatePipeline(_Base):
         if not isinstance(text, (str, bytes)) or name is None:
             self.stats.inc_value(f"{self.stats_prefix}/without_text")
             return item
-        outcome, found = await maybe_deferred_to_future(deferToThread(self.check, text, str(name), None))
+        outcome, found = await self.checked(text, str(name), None, simdex.doc_id(str(name)))
         self.stats.inc_value(f"{self.stats_prefix}/{outcome}")
         if outcome == "near_duplicates" and self.action == "drop":
             raise DropItem(f"near-duplicate of {self.store.describe(found['doc_id'])} (distance {found['distance']})")

@@ -30,14 +30,16 @@ CRAWL = textwrap.dedent(
     urls = json.loads(sys.argv[4])
     extra = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
     skip = set(json.loads(sys.argv[6])) if len(sys.argv) > 6 else set()
-    # the threads the checks run on, recorded
+    # the threads the checks run on, and the sizes of what they checked, recorded
     import threading
     import simdex.scrapy
+    if "_INLINE_BYTES" in extra:
+        simdex.scrapy.INLINE_BYTES = extra.pop("_INLINE_BYTES")
     threads = []
     check = simdex.scrapy._Base.check
-    def recording(self, *args, **kwargs):
-        threads.append(threading.current_thread() is threading.main_thread())
-        return check(self, *args, **kwargs)
+    def recording(self, data, *args, **kwargs):
+        threads.append((threading.current_thread() is threading.main_thread(), len(data), self.store.inline))
+        return check(self, data, *args, **kwargs)
     simdex.scrapy._Base.check = recording
 
     VISITED = []
@@ -77,7 +79,10 @@ CRAWL = textwrap.dedent(
     process.crawl(crawler)
     process.start()
     stats = {k: v for k, v in crawler.stats.get_stats().items() if k.startswith("simdex/")}
-    stats["checks on the reactor's thread"] = sum(threads)
+    stats["checks on the reactor's thread"] = sum(main for main, _, _ in threads)
+    # with a local index and no URL map (`inline`) a page of at most INLINE_BYTES is checked
+    # on the reactor's thread, anything else on its thread pool
+    stats["checks where the rule puts them"] = sum(main == (inline and size <= simdex.scrapy.INLINE_BYTES) for main, size, inline in threads)
     stats["checks"] = len(threads)
     stats["visited"] = VISITED
     stats["process_response order"] = order
@@ -158,9 +163,12 @@ def crawl(base, urls, index, out, settings=None, skip=(), extra=None):
         value = stats.pop(key)
         if extra is not None:
             extra[key] = value
-    # every check ran on the reactor's thread pool, none on the reactor's thread
+    # every check ran where the rule says (these pages are small): on the reactor's thread with
+    # a local index and no URL map, else (a map, or INLINE_BYTES = 0) on its thread pool
     checked = sum(v for k, v in stats.items() if k not in UNCHECKED and not k.startswith("simdex/items/page_") and k.startswith("simdex/"))
-    assert stats.pop("checks on the reactor's thread") == 0 and stats.pop("checks") == checked, stats
+    settings = settings or {}
+    on_reactor = 0 if settings.get("_INLINE_BYTES") == 0 or settings.get("SIMDEX_URLS") or settings.get("SIMDEX_URL") else checked
+    assert stats.pop("checks on the reactor's thread") == on_reactor and stats.pop("checks where the rule puts them") == checked and stats.pop("checks") == checked, stats
     return stats, items, p.stderr
 
 
@@ -187,7 +195,9 @@ def test_a_crawl_drops_one_of_each_near_duplicate_pair_and_a_second_crawl_revisi
     assert "ScrapyDeprecationWarning" not in log, log[-2000:]
     # A second crawl of the same site, in a new process: every stored page is a revisit (passed
     # on, flagged, never a near-duplicate of itself); the copies of other pages are dropped again.
-    stats, items, log = crawl(base, urls, index, tmp_path / "second.json")
+    # Its checks run on the reactor's thread pool (as pages above INLINE_BYTES do), with the
+    # same outcomes.
+    stats, items, log = crawl(base, urls, index, tmp_path / "second.json", {"_INLINE_BYTES": 0})
     assert stats["simdex/revisit"] == UNIQUE + PAIRS + 1, stats
     assert stats["simdex/near_duplicates"] == PAIRS, stats
     assert "simdex/new" not in stats

@@ -226,6 +226,32 @@ def test_user_errors_are_one_line_and_exit_2(tmp_path):
     assert p.returncode == 1 and "not-an-index" in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
+def test_a_local_session_starts_lean_unless_told_otherwise(tmp_path, monkeypatch):
+    """A command's local session gets the start-up settings (no web UI, the client compiler,
+    the serial collector) only where nothing else names them: --conf, spark-defaults.conf,
+    PYSPARK_SUBMIT_ARGS; a cluster's session gets none of them."""
+    from simdex.spark.__main__ import LOCAL_DEFAULTS, _set_elsewhere, session_settings
+
+    shuffle = {"spark.shuffle.compress": "false"}
+    assert session_settings(True, {}, shuffle) == {**LOCAL_DEFAULTS, **shuffle}
+    assert session_settings(False, {}, shuffle) == shuffle
+    given = {"spark.driver.extraJavaOptions": "-Xss4m", "spark.executor.cores": "1"}
+    got = session_settings(True, given, shuffle)
+    assert got["spark.driver.extraJavaOptions"] == "-Xss4m" and got["spark.executor.cores"] == "1" and got["spark.ui.enabled"] == "false"
+    (tmp_path / "spark-defaults.conf").write_text("# a comment\nspark.ui.enabled true\nspark.driver.memory=2g\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options -Dx=1 pyspark-shell")
+
+    class Conf:
+        def contains(self, key):
+            return key == "spark.shuffle.compress"
+
+    got = session_settings(True, {}, shuffle, _set_elsewhere(Conf()))
+    assert got == {}, got
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS")
+    assert session_settings(True, {}, shuffle, _set_elsewhere(Conf())) == {"spark.driver.extraJavaOptions": LOCAL_DEFAULTS["spark.driver.extraJavaOptions"]}
+
+
 def logged_events(folder):
     """The events of the one application logged in ``folder``, in order. Spark 4 writes a rolling
     event log: a folder ``eventlog_v2_APP`` holding ``events_N_APP`` files (N from 1; a codec

@@ -12,8 +12,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::layout::{directory_pages, seal_page, BandHead, ENTRIES_PER_PAGE, ENTRY_BYTES};
-use super::{band_key, is_empty_sketch, tag, BandDesign};
+use super::layout::{bit_len, directory_pages, group_pages, ordinal_bits_for, seal_page, BandHead, Geometry, PackedPage, BANDS_VERSION, GROUP_BUCKETS};
+use super::{band_key, is_empty_sketch, tag, BandDesign, TAG_BITS};
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 use crate::storage::{write_atomically_with, FillError, Storage};
@@ -34,17 +34,42 @@ impl Default for BuildBudget {
     }
 }
 
-/// The head a band file of `segment` has, `None` when the segment stores no sketches or
-/// is not banded ([`BandDesign::for_segment`]). Reads the sketch column once (to count the
-/// entries that have a sketch).
+/// The head a band file of `segment` has (this build's version), `None` when the segment
+/// stores no sketches or is not banded ([`BandDesign::for_segment`]). Reads the sketch
+/// column once: to count the entries that have a sketch and each directory group's entries
+/// (the largest sets the bits of a relative bucket end).
 pub(crate) fn head_for(segment: &Segment) -> Result<Option<BandHead>> {
     let (Some((width, scheme)), Some(design)) = (segment.sketch_layout(), design_for(segment)) else { return Ok(None) };
     let mut banded = 0u64;
+    let groups = design.buckets().div_ceil(GROUP_BUCKETS) as usize;
+    let mut group_counts: Vec<Vec<u32>> = (0..design.bands).map(|_| vec![0u32; groups]).collect();
     for sketch in segment.sketches_in_order() {
-        banded += u64::from(!is_empty_sketch(sketch?));
+        let sketch = sketch?;
+        if is_empty_sketch(sketch) {
+            continue;
+        }
+        banded += 1;
+        for (b, counts) in (0u32..).zip(group_counts.iter_mut()) {
+            if let Some(c) = band_key(sketch, b).and_then(|key| counts.get_mut((u64::from(design.bucket(key)) / GROUP_BUCKETS) as usize)) {
+                *c += 1;
+            }
+        }
     }
+    let largest = group_counts.iter().flatten().copied().max().unwrap_or(0);
     let (segment_len, segment_footer_crc) = segment_identity(segment);
-    Ok(Some(BandHead { design, entries: segment.len(), banded, segment_len, segment_footer_crc, sketch_bytes: width as u16, scheme }))
+    Ok(Some(BandHead {
+        version: BANDS_VERSION,
+        design,
+        ordinal_bits: ordinal_bits_for(segment.len()),
+        tag_bits: TAG_BITS,
+        dir_bits: bit_len(u64::from(largest)).max(1),
+        entries: segment.len(),
+        banded,
+        segment_len,
+        segment_footer_crc,
+        sketch_bytes: width as u16,
+        scheme,
+    }))
 }
 
 /// The band design of `segment`'s band file; `None` when it gets none (no sketches, or too
@@ -73,6 +98,7 @@ pub(crate) fn write_band_file(storage: &dyn Storage, segment: &Segment, path: &P
 /// Writes the whole band file of `segment` with `head` to `out`; returns its length.
 pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop: Option<&AtomicBool>, out: &mut impl Write) -> std::result::Result<u64, FillError> {
     let design = head.design;
+    let geometry = head.geometry();
     let mut written = 0u64;
     let mut put = |out: &mut dyn Write, bytes: &[u8]| -> std::result::Result<(), FillError> {
         written += bytes.len() as u64;
@@ -86,12 +112,12 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
     let mut b = 0u32;
     while b < design.bands {
         let group = b..(b + per_pass).min(design.bands);
-        let mut pages = vec![EntryPages::default(); group.len()];
+        let mut pages: Vec<EntryPages> = group.clone().map(|_| EntryPages::new(geometry)).collect();
         let mut ends: Vec<Vec<u32>> = group.clone().map(|_| vec![0u32; design.buckets() as usize]).collect();
         for slice in 0..slices {
             let lo = (design.buckets() * slice / slices) as u32;
             let hi = (design.buckets() * (slice + 1) / slices) as u32;
-            let gathered = gather(segment, &design, group.clone(), lo..hi, stop)?;
+            let gathered = gather(segment, head, group.clone(), lo..hi, stop)?;
             // Band by band: a band's entries, after its last slice its last page and its
             // directory, then the next band (several bands a pass only with one slice).
             for ((mut values, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
@@ -110,8 +136,14 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
                     if let Some(page) = pages.finish() {
                         put(out, &page)?;
                     }
-                    for page in directory_pages(ends) {
-                        put(out, &page)?;
+                    if head.version == 1 {
+                        for page in directory_pages(ends) {
+                            put(out, &page)?;
+                        }
+                    } else {
+                        for page in group_pages(ends, head.dir_bits, geometry.groups_per_page()) {
+                            put(out, &page)?;
+                        }
                     }
                     *ends = Vec::new();
                 }
@@ -123,7 +155,8 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
 }
 
 /// The packed entries of bands `bands` whose bucket is in `buckets`, one vector a band.
-fn gather(segment: &Segment, design: &BandDesign, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Vec<u64>>> {
+fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Vec<u64>>> {
+    let design = head.design;
     let mut out: Vec<Vec<u64>> = bands.clone().map(|_| Vec::new()).collect();
     for (ordinal, sketch) in (0u64..).zip(segment.sketches_in_order()) {
         if ordinal % 4096 == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
@@ -137,37 +170,38 @@ fn gather(segment: &Segment, design: &BandDesign, bands: std::ops::Range<u32>, b
             let Some(key) = band_key(sketch, b) else { continue };
             let bucket = design.bucket(key);
             if buckets.contains(&bucket) {
-                values.push(u64::from(bucket) << 40 | ordinal << 8 | u64::from(tag(key)));
+                values.push(u64::from(bucket) << 40 | ordinal << 8 | u64::from(tag(key, head.tag_bits)));
             }
         }
     }
     Ok(out)
 }
 
-/// A band's entry pages as they fill.
-#[derive(Clone, Default)]
+/// A band's entry pages as they fill: `tag << w | ordinal`, bit-packed.
 struct EntryPages {
-    current: Vec<u8>,
+    geometry: Geometry,
+    current: PackedPage,
+    count: u64,
 }
 
 impl EntryPages {
-    /// Adds packed entry `v`; returns the page it filled.
+    fn new(geometry: Geometry) -> Self {
+        EntryPages { geometry, current: PackedPage::new(), count: 0 }
+    }
+
+    /// Adds gathered entry `v` (`bucket << 40 | ordinal << 8 | tag`); returns the page it filled.
     fn push(&mut self, v: u64) -> Option<[u8; 1024]> {
-        self.current.extend_from_slice(&((v >> 8) as u32).to_le_bytes());
-        self.current.push(v as u8);
-        (self.current.len() as u64 == ENTRIES_PER_PAGE * ENTRY_BYTES).then(|| {
-            let page = seal_page(&self.current);
-            self.current.clear();
-            page
-        })
+        let ordinal = (v >> 8) & 0xffff_ffff;
+        self.current.push(((v & 0xff) << self.geometry.ordinal_bits) | ordinal, self.geometry.entry_bits());
+        self.count += 1;
+        (self.count == self.geometry.per_page()).then(|| self.finish()).flatten()
     }
 
     /// The last, partial page.
     fn finish(&mut self) -> Option<[u8; 1024]> {
         (!self.current.is_empty()).then(|| {
-            let page = seal_page(&self.current);
-            self.current.clear();
-            page
+            self.count = 0;
+            seal_page(&self.current.take())
         })
     }
 }

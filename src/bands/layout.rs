@@ -1,5 +1,7 @@
 //! Byte layout of a band file, mirroring `format-spec/bands.md` field by field: the head
-//! (encoder and decoder), the pages and where each band's pages are. Decoders return a
+//! (encoder and decoder), the pages, where each band's pages are, and the bit-packed entries
+//! and bucket directories of version 2 (version 1's 5-byte entries are the same bit string
+//! with 32-bit ordinals and 8-bit tags; its directory is u32 bucket ends). Decoders return a
 //! [`Fault`] with the offset of the bad field; they never panic.
 //!
 //! All integers are little-endian. Offsets below are relative to the structure's start.
@@ -10,8 +12,10 @@ use super::{BandDesign, BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 use crate::integrity::{verify_crc, Fault};
 use crate::segment::layout::slice;
 
-/// Format version written by this build (and the only one read).
-pub const BANDS_VERSION: u32 = 1;
+/// Format version written by this build.
+pub const BANDS_VERSION: u32 = 2;
+/// Oldest format version read (version 1: 5-byte entries, u32 bucket ends).
+pub const BANDS_OLDEST: u32 = 1;
 /// First bytes of every band file.
 pub const BANDS_MAGIC: [u8; 8] = *b"SIMDXBND";
 
@@ -26,8 +30,9 @@ pub const B_BANDED: usize = B_ENTRIES + 8;
 pub const B_SEGMENT_LEN: usize = B_BANDED + 8;
 pub const B_SEGMENT_FOOTER_CRC: usize = B_SEGMENT_LEN + 8;
 pub const B_SKETCH_BYTES: usize = B_SEGMENT_FOOTER_CRC + 4;
-pub const B_RESERVED: usize = B_SKETCH_BYTES + 2;
-pub const B_SCHEME: usize = B_RESERVED + 2;
+pub const B_ORDINAL_BITS: usize = B_SKETCH_BYTES + 2;
+pub const B_DIR_BITS: usize = B_ORDINAL_BITS + 1;
+pub const B_SCHEME: usize = B_DIR_BITS + 1;
 pub const B_CRC: usize = B_SCHEME + 8;
 pub const B_END: usize = B_CRC + 4;
 /// The head occupies this many bytes (zero-padded); the first band's pages follow.
@@ -36,18 +41,43 @@ pub const HEAD_BYTES: u64 = 1024;
 /// Bytes of a page; its last [`PAGE_CRC_BYTES`] hold the CRC-32 of the rest.
 pub const PAGE_BYTES: u64 = 1024;
 pub const PAGE_CRC_BYTES: u64 = 4;
-/// Bytes of an entry: the ordinal (u32) and the tag (u8).
-pub const ENTRY_BYTES: u64 = 5;
-/// Entries per entry page.
-pub const ENTRIES_PER_PAGE: u64 = (PAGE_BYTES - PAGE_CRC_BYTES) / ENTRY_BYTES;
-/// Bucket ends (u32) per directory page.
+/// Bits of a page's payload, where its packed entries or directory groups are.
+pub const PAYLOAD_BITS: u64 = (PAGE_BYTES - PAGE_CRC_BYTES) * 8;
+/// Bucket ends (u32) per directory page of version 1 (and of an id table).
 pub const ENDS_PER_PAGE: u64 = (PAGE_BYTES - PAGE_CRC_BYTES) / 4;
+/// Buckets of a directory group (version 2): a u32 base, then one relative end a bucket.
+pub const GROUP_BUCKETS: u64 = 64;
+/// Bits of a group's base.
+pub const BASE_BITS: u64 = 32;
+/// Version 1's fixed widths: u32 ordinals, u8 tags, u32 bucket ends.
+const V1_ORDINAL_BITS: u32 = 32;
+const V1_TAG_BITS: u32 = 8;
+const V1_DIR_BITS: u32 = 32;
+
+/// Bits needed to write `n` (0 for 0).
+pub fn bit_len(n: u64) -> u32 {
+    64 - n.leading_zeros()
+}
+
+/// The ordinal bits of a version 2 file of a segment of `entries` entries: enough for
+/// every ordinal `0 .. entries - 1` (at least 1).
+pub fn ordinal_bits_for(entries: u64) -> u32 {
+    bit_len(entries.saturating_sub(1)).max(1)
+}
 
 /// The head of a band file: the design, the entries it bands, and which segment it
 /// belongs to (its length and the CRC of its footer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BandHead {
+    /// 1 or 2 ([`BANDS_VERSION`]).
+    pub version: u32,
     pub design: BandDesign,
+    /// `w`: bits of an entry's ordinal (32 in version 1).
+    pub ordinal_bits: u32,
+    /// `t`: bits of an entry's tag, the band's low bits (8 in version 1).
+    pub tag_bits: u32,
+    /// `r`: bits of a bucket's end relative to its group's base (32 in version 1: absolute ends).
+    pub dir_bits: u32,
     /// The segment's entries.
     pub entries: u64,
     /// The entries with a sketch (all-zero sketches are not banded): each band holds this many.
@@ -65,14 +95,14 @@ impl BandHead {
         let mut b = vec![0u8; HEAD_BYTES as usize];
         let mut head = Vec::with_capacity(B_END);
         head.extend_from_slice(&BANDS_MAGIC);
-        head.extend_from_slice(&BANDS_VERSION.to_le_bytes());
-        head.extend_from_slice(&[self.design.bands as u8, BAND_BITS as u8, self.design.bucket_bits as u8, TAG_BITS as u8]);
+        head.extend_from_slice(&self.version.to_le_bytes());
+        head.extend_from_slice(&[self.design.bands as u8, BAND_BITS as u8, self.design.bucket_bits as u8, self.tag_bits as u8]);
         head.extend_from_slice(&self.entries.to_le_bytes());
         head.extend_from_slice(&self.banded.to_le_bytes());
         head.extend_from_slice(&self.segment_len.to_le_bytes());
         head.extend_from_slice(&self.segment_footer_crc.to_le_bytes());
         head.extend_from_slice(&self.sketch_bytes.to_le_bytes());
-        head.extend_from_slice(&[0; 2]);
+        head.extend_from_slice(&if self.version == 1 { [0, 0] } else { [self.ordinal_bits as u8, self.dir_bits as u8] });
         head.extend_from_slice(&self.scheme);
         debug_assert_eq!(head.len(), B_CRC);
         let crc = crc32fast::hash(&head);
@@ -83,25 +113,36 @@ impl BandHead {
         b
     }
 
-    /// Decodes and checks the head at the start of `bytes` (magic and version are the
-    /// caller's: `integrity::check_magic_and_version`).
-    pub fn decode(bytes: &[u8]) -> Result<BandHead, Fault> {
+    /// Decodes and checks the head at the start of `bytes`, of format `version` (magic and
+    /// version are the caller's: `integrity::check_magic_and_version`).
+    pub fn decode(bytes: &[u8], version: u32) -> Result<BandHead, Fault> {
         let h = slice(bytes, 0, B_END as u64, "band file head")?;
         let (body, crc) = h.split_at(B_CRC);
         verify_crc(body, LE::read_u32(crc)).map_err(|m| m.fault(0, Default::default(), "band file head"))?;
         let byte = |at: usize| body.get(at).copied().unwrap_or(0);
         let (bands, band_bits, bucket_bits, tag_bits) = (byte(B_BANDS), byte(B_BAND_BITS), byte(B_BUCKET_BITS), byte(B_TAG_BITS));
-        if bands == 0 || u32::from(bands) > MAX_BANDS || u32::from(band_bits) != BAND_BITS || u32::from(bucket_bits) > MAX_BUCKET_BITS || u32::from(tag_bits) != TAG_BITS {
-            return Err(Fault::at(B_BANDS as u64, format!("band design {bands} x {band_bits} bits, {bucket_bits} bucket bits, {tag_bits}-bit tags is not one this build writes")));
+        let want_tag = if version == 1 { V1_TAG_BITS } else { TAG_BITS };
+        if bands == 0 || u32::from(bands) > MAX_BANDS || u32::from(band_bits) != BAND_BITS || u32::from(bucket_bits) > MAX_BUCKET_BITS || u32::from(tag_bits) != want_tag {
+            return Err(Fault::at(B_BANDS as u64, format!("band design {bands} x {band_bits} bits, {bucket_bits} bucket bits, {tag_bits}-bit tags is not one of version {version}")));
         }
         let u64_at = |at: usize| body.get(at..at + 8).map_or(0, LE::read_u64);
+        let entries = u64_at(B_ENTRIES);
+        let (ordinal_bits, dir_bits) = match (version, byte(B_ORDINAL_BITS), byte(B_DIR_BITS)) {
+            (1, 0, 0) => (V1_ORDINAL_BITS, V1_DIR_BITS),
+            (v, w, r) if v > 1 && u32::from(w) == ordinal_bits_for(entries) && (1..=32).contains(&r) => (u32::from(w), u32::from(r)),
+            (_, w, r) => return Err(Fault::at(B_ORDINAL_BITS as u64, format!("{w}-bit ordinals and {r}-bit bucket ends are not those of a version {version} file of {entries} entries"))),
+        };
         let head = BandHead {
+            version,
             design: BandDesign { bands: u32::from(bands), bucket_bits: u32::from(bucket_bits) },
-            entries: u64_at(B_ENTRIES),
+            ordinal_bits,
+            tag_bits: u32::from(tag_bits),
+            dir_bits,
+            entries,
             banded: u64_at(B_BANDED),
             segment_len: u64_at(B_SEGMENT_LEN),
             segment_footer_crc: body.get(B_SEGMENT_FOOTER_CRC..B_SKETCH_BYTES).map_or(0, LE::read_u32),
-            sketch_bytes: body.get(B_SKETCH_BYTES..B_RESERVED).map_or(0, LE::read_u16),
+            sketch_bytes: body.get(B_SKETCH_BYTES..B_ORDINAL_BITS).map_or(0, LE::read_u16),
             scheme: body.get(B_SCHEME..B_CRC).and_then(|s| s.try_into().ok()).unwrap_or([0; 8]),
         };
         if head.banded > head.entries || head.entries > u64::from(u32::MAX) {
@@ -110,22 +151,71 @@ impl BandHead {
         Ok(head)
     }
 
+    /// The same head as version 1 writes it (its fixed widths): how an old file is checked
+    /// against the head its segment makes today.
+    pub fn as_version_1(self) -> BandHead {
+        BandHead { version: 1, ordinal_bits: V1_ORDINAL_BITS, tag_bits: V1_TAG_BITS, dir_bits: V1_DIR_BITS, ..self }
+    }
+
     /// Where each band's pages are.
     pub fn geometry(&self) -> Geometry {
-        Geometry { entry_pages: self.banded.div_ceil(ENTRIES_PER_PAGE), dir_pages: self.design.buckets().div_ceil(ENDS_PER_PAGE), banded: self.banded, buckets: self.design.buckets() }
+        let mut g = Geometry {
+            version: self.version,
+            entry_pages: 0,
+            dir_pages: 0,
+            banded: self.banded,
+            buckets: self.design.buckets(),
+            ordinal_bits: self.ordinal_bits,
+            tag_bits: self.tag_bits,
+            dir_bits: self.dir_bits,
+        };
+        g.entry_pages = self.banded.div_ceil(g.per_page());
+        g.dir_pages = if self.version == 1 { g.buckets.div_ceil(ENDS_PER_PAGE) } else { g.buckets.div_ceil(GROUP_BUCKETS).div_ceil(g.groups_per_page()) };
+        g
     }
 }
 
-/// Where a band file's pages are: each band is its entry pages, then its directory pages.
+/// Where a band file's pages are: each band is its entry pages, then its directory pages;
+/// and how entries and bucket ends sit in their pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
+    pub version: u32,
     pub entry_pages: u64,
     pub dir_pages: u64,
     pub banded: u64,
     pub buckets: u64,
+    pub ordinal_bits: u32,
+    pub tag_bits: u32,
+    pub dir_bits: u32,
 }
 
 impl Geometry {
+    /// Bits of an entry, `tag << w | ordinal`.
+    pub fn entry_bits(&self) -> u64 {
+        u64::from(self.ordinal_bits + self.tag_bits)
+    }
+
+    /// Entries an entry page holds (204 in version 1).
+    pub fn per_page(&self) -> u64 {
+        PAYLOAD_BITS / self.entry_bits()
+    }
+
+    /// Bits of a directory group (version 2): its base and 64 relative ends.
+    pub fn group_bits(&self) -> u64 {
+        BASE_BITS + GROUP_BUCKETS * u64::from(self.dir_bits)
+    }
+
+    /// Directory groups a page holds (version 2).
+    pub fn groups_per_page(&self) -> u64 {
+        (PAYLOAD_BITS / self.group_bits()).max(1)
+    }
+
+    /// The `(tag, ordinal)` of packed entry `v`.
+    #[inline]
+    pub fn unpack(&self, v: u64) -> (u32, u64) {
+        ((v >> self.ordinal_bits) as u32, v & ((1u64 << self.ordinal_bits) - 1))
+    }
+
     /// Pages of one band.
     pub fn band_pages(&self) -> u64 {
         self.entry_pages + self.dir_pages
@@ -149,6 +239,94 @@ impl Geometry {
     /// The file's length with `bands` bands.
     pub fn file_len(&self, bands: u32) -> u64 {
         HEAD_BYTES + u64::from(bands) * self.band_pages() * PAGE_BYTES
+    }
+}
+
+/// The bits `bit .. bit + width` (`width` at most 57) of `payload` read as one
+/// little-endian bit string (bit `j` is bit `j mod 8` of byte `j / 8`); bits past its end
+/// read as 0.
+#[inline]
+pub fn read_bits(payload: &[u8], bit: u64, width: u64) -> u64 {
+    let at = (bit / 8) as usize;
+    let mut word = [0u8; 8];
+    let end = payload.len().min(at + 8);
+    if let (Some(dst), Some(src)) = (word.get_mut(..end.saturating_sub(at)), payload.get(at..end)) {
+        dst.copy_from_slice(src);
+    }
+    (u64::from_le_bytes(word) >> (bit % 8)) & ((1u64 << width) - 1)
+}
+
+/// A version 2 band's directory pages: `counts` holds each bucket's entry count; each
+/// group of [`GROUP_BUCKETS`] buckets is its base (the entries before it, 32 bits) and each
+/// bucket's end relative to the base (`dir_bits` bits), `groups_per_page` groups a page.
+pub fn group_pages(counts: &[u32], dir_bits: u32, groups_per_page: u64) -> impl Iterator<Item = [u8; PAGE_BYTES as usize]> + '_ {
+    let mut base = 0u64;
+    let groups: Vec<&[u32]> = counts.chunks(GROUP_BUCKETS as usize).collect();
+    let mut out = Vec::with_capacity(groups.len().div_ceil(groups_per_page as usize));
+    for page_groups in groups.chunks(groups_per_page as usize) {
+        let mut page = PackedPage::new();
+        for group in page_groups {
+            page.push(base, BASE_BITS);
+            let mut end = 0u64;
+            for &c in group.iter() {
+                end += u64::from(c);
+                page.push(end, u64::from(dir_bits));
+            }
+            for _ in group.len()..GROUP_BUCKETS as usize {
+                page.push(0, u64::from(dir_bits));
+            }
+            base += end;
+        }
+        out.push(seal_page(&page.take()));
+    }
+    out.into_iter()
+}
+
+/// A page's payload as it fills: values appended bit by bit, least significant first (the
+/// entry pages of band files and id tables, and the directory pages of band files).
+pub struct PackedPage {
+    bytes: Vec<u8>,
+    bits: u64,
+    acc: u128,
+    pending: u32,
+}
+
+impl Default for PackedPage {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PackedPage {
+    pub fn new() -> Self {
+        PackedPage { bytes: Vec::with_capacity((PAGE_BYTES - PAGE_CRC_BYTES) as usize), bits: 0, acc: 0, pending: 0 }
+    }
+
+    /// Appends `width` bits of `v`.
+    pub fn push(&mut self, v: u64, width: u64) {
+        self.acc |= u128::from(v) << self.pending;
+        self.pending += width as u32;
+        self.bits += width;
+        while self.pending >= 8 {
+            self.bytes.push(self.acc as u8);
+            self.acc >>= 8;
+            self.pending -= 8;
+        }
+    }
+
+    /// The page's payload (its last partial byte included), and a fresh page in its place.
+    pub fn take(&mut self) -> Vec<u8> {
+        if self.pending > 0 {
+            self.bytes.push(self.acc as u8);
+        }
+        let out = std::mem::take(&mut self.bytes);
+        *self = PackedPage::new();
+        out
+    }
+
+    /// True when nothing was pushed since the last [`Self::take`].
+    pub fn is_empty(&self) -> bool {
+        self.bits == 0
     }
 }
 
@@ -184,32 +362,83 @@ pub fn seal_page(payload: &[u8]) -> [u8; PAGE_BYTES as usize] {
 mod tests {
     use super::*;
 
-    #[test]
-    fn heads_roundtrip_and_refuse_damage() {
-        let head = BandHead {
-            design: BandDesign { bands: 16, bucket_bits: 20 },
+    fn head(version: u32) -> BandHead {
+        let (ordinal_bits, tag_bits, dir_bits) = if version == 1 { (32, 8, 32) } else { (10, TAG_BITS, 7) };
+        BandHead {
+            version,
+            design: BandDesign { bands: 16, bucket_bits: 6 },
+            ordinal_bits,
+            tag_bits,
+            dir_bits,
             entries: 1000,
             banded: 990,
             segment_len: 123_456,
             segment_footer_crc: 0xabcd_ef01,
             sketch_bytes: 64,
             scheme: *b"MH\x01\x01\x00\x02\x00\x00",
-        };
-        let mut bytes = head.encode();
-        assert_eq!(bytes.len(), HEAD_BYTES as usize);
-        assert_eq!(BandHead::decode(&bytes), Ok(head));
-        bytes[B_ENTRIES] ^= 1;
-        assert!(BandHead::decode(&bytes).unwrap_err().detail.contains("checksum"));
+        }
+    }
+
+    #[test]
+    fn heads_roundtrip_and_refuse_damage() {
+        for version in [1, 2] {
+            let head = head(version);
+            let mut bytes = head.encode();
+            assert_eq!(bytes.len(), HEAD_BYTES as usize);
+            assert_eq!(&bytes[8..12], &version.to_le_bytes());
+            assert_eq!(BandHead::decode(&bytes, version), Ok(head));
+            // the other version's widths are refused
+            assert!(BandHead::decode(&bytes, 3 - version).is_err());
+            bytes[B_ENTRIES] ^= 1;
+            assert!(BandHead::decode(&bytes, version).unwrap_err().detail.contains("checksum"));
+        }
+        // version 2's ordinal bits follow the entry count
+        let mut wrong = head(2);
+        wrong.ordinal_bits = 11;
+        assert!(BandHead::decode(&wrong.encode(), 2).unwrap_err().detail.contains("11-bit ordinals"));
     }
 
     #[test]
     fn bands_are_entry_pages_then_directory_pages() {
-        let g = Geometry { entry_pages: 3, dir_pages: 2, banded: 500, buckets: 300 };
+        let g = head(1).geometry();
+        assert_eq!((g.per_page(), g.entry_pages, g.dir_pages), (204, 5, 1));
         assert_eq!(g.band_offset(0), 1024);
-        assert_eq!(g.dir_page(0, 0), 1024 + 3 * 1024);
-        assert_eq!(g.entry_page(1, 0), 1024 + 5 * 1024);
-        assert_eq!(g.file_len(2), 1024 + 10 * 1024);
-        assert_eq!(ENTRIES_PER_PAGE, 204);
+        assert_eq!(g.dir_page(0, 0), 1024 + 5 * 1024);
+        assert_eq!(g.entry_page(1, 0), 1024 + 6 * 1024);
+        assert_eq!(g.file_len(2), 1024 + 12 * 1024);
+        // version 2: 16-bit entries (510 a page), one 480-bit group (17 a page)
+        let g = head(2).geometry();
+        assert_eq!((g.entry_bits(), g.per_page(), g.group_bits(), g.groups_per_page()), (16, 510, 480, 17));
+        assert_eq!((g.entry_pages, g.dir_pages), (2, 1));
         assert_eq!(ENDS_PER_PAGE, 255);
+    }
+
+    #[test]
+    fn packed_values_and_groups_read_back() {
+        for width in [1u64, 7, 26, 32, 40] {
+            let mut page = PackedPage::new();
+            let values: Vec<u64> = (0..PAYLOAD_BITS / width).map(|i| (i * 0x9e37_79b9_7f4a) & ((1 << width) - 1)).collect();
+            for &v in &values {
+                page.push(v, width);
+            }
+            let payload = page.take();
+            assert!(payload.len() as u64 <= PAGE_BYTES - PAGE_CRC_BYTES);
+            for (i, &v) in values.iter().enumerate() {
+                assert_eq!(read_bits(&payload, i as u64 * width, width), v, "width {width}, value {i}");
+            }
+        }
+        // 130 buckets: two whole groups and a third of 2 buckets, 2 groups a page
+        let counts: Vec<u32> = (0..130u32).map(|i| i % 5).collect();
+        let pages: Vec<_> = group_pages(&counts, 8, 2).collect();
+        assert_eq!(pages.len(), 2);
+        let mut total = 0u64;
+        for (i, &c) in counts.iter().enumerate() {
+            let (g, j) = (i as u64 / GROUP_BUCKETS, i as u64 % GROUP_BUCKETS);
+            let page = &pages[(g / 2) as usize];
+            let at = (g % 2) * (32 + 64 * 8);
+            let base = read_bits(page, at, 32);
+            total += u64::from(c);
+            assert_eq!(base + read_bits(page, at + 32 + j * 8, 8), total, "bucket {i}");
+        }
     }
 }

@@ -6,10 +6,13 @@
 //! A sketch of 512 one-bit MinHash values is cut into 16 *bands* of 32 bits. Two documents
 //! whose sketches agree on a whole band are candidates. The band file of a segment
 //! (`seg-N.sdb`, beside `seg-N.sdx`) holds, for every band, the segment's entries bucketed by
-//! the band's top bits: a directory of bucket ends and 5-byte entries (the entry's ordinal
-//! in table 0, where its sketch, id and fingerprint are found, and 8 more bits of the band
-//! as a tag). Looking a sketch up costs, per band, one directory page and one or two entry
-//! pages, whatever the segment's size.
+//! the band's top bits: a directory of bucket ends (a base a group of 64 buckets, and each
+//! bucket's end relative to it, in as few bits as the file needs) and bit-packed entries
+//! (the entry's ordinal in table 0, where its sketch, id and fingerprint are found, in as
+//! few bits as the segment's size needs, and the band's low 6 bits as a tag): about 4.2
+//! bytes an entry and band. Looking a sketch up costs, per band, one directory page and one
+//! or two entry pages, whatever the segment's size. Version 1 files (5-byte entries, u32
+//! bucket ends) are still read.
 //!
 //! What it finds: every stored sketch that shares a band with the query's. Pigeonhole: a
 //! pair whose sketches differ in at most 15 of 512 bits (estimated resemblance >= 0.94)
@@ -36,10 +39,11 @@ pub(crate) use read::BandFile;
 pub use crate::plan::BandDesign;
 pub(crate) use crate::plan::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 
-/// The tag of band value `key`: its low `TAG_BITS` (8) bits.
+/// The tag of band value `key` in a file with `bits`-bit tags: its low `bits` bits
+/// ([`TAG_BITS`], 6, in this build's files; 8 in version 1's).
 #[inline]
-pub fn tag(key: u32) -> u8 {
-    key as u8
+pub fn tag(key: u32, bits: u32) -> u32 {
+    key & ((1u32 << bits) - 1)
 }
 
 /// Band `b` of `sketch`: its bytes `4b .. 4b + 4`, little-endian (`None` past the end).
@@ -76,7 +80,8 @@ mod tests {
         assert_eq!(band_key(&sketch, 16), None);
         let d = BandDesign { bands: 16, bucket_bits: 12 };
         assert_eq!(d.bucket(0xdead_beef), 0xdea);
-        assert_eq!(tag(0xdead_beef), 0xef);
+        assert_eq!(tag(0xdead_beef, 8), 0xef);
+        assert_eq!(tag(0xdead_beef, 6), 0x2f);
         assert_eq!(BandDesign { bands: 16, bucket_bits: 0 }.bucket(0xdead_beef), 0);
     }
 }

@@ -8,8 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::build::{emit, segment_identity, BuildBudget};
-use super::layout::{BandHead, Geometry, BANDS_MAGIC, BANDS_VERSION, ENDS_PER_PAGE, ENTRIES_PER_PAGE, ENTRY_BYTES, PAGE_BYTES, PAGE_CRC_BYTES};
+use super::build::{emit, head_for, segment_identity, BuildBudget};
+use super::layout::{read_bits, BandHead, Geometry, BANDS_MAGIC, BANDS_OLDEST, BANDS_VERSION, BASE_BITS, ENDS_PER_PAGE, GROUP_BUCKETS, PAGE_BYTES, PAGE_CRC_BYTES};
 use super::{tag, BandDesign};
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
@@ -34,8 +34,8 @@ impl BandFile {
     /// its head implies. Reads no page.
     pub(crate) fn open(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<BandFile> {
         let bytes = storage.read(path).map_err(|e| Error::io(path, "read", e))?;
-        check_magic_and_version(path, &bytes, &BANDS_MAGIC, "band file (magic SIMDXBND)", BANDS_VERSION..=BANDS_VERSION)?;
-        let head = BandHead::decode(&bytes).map_err(|f| f.into_error(path))?;
+        let version = check_magic_and_version(path, &bytes, &BANDS_MAGIC, "band file (magic SIMDXBND)", BANDS_OLDEST..=BANDS_VERSION)?;
+        let head = BandHead::decode(&bytes, version).map_err(|f| f.into_error(path))?;
         let (segment_len, footer_crc) = segment_identity(segment);
         let layout = segment.sketch_layout();
         let problem = if head.entries != segment.len() || head.segment_len != segment_len || head.segment_footer_crc != footer_crc {
@@ -87,16 +87,30 @@ impl BandFile {
         Ok(body)
     }
 
-    /// Bucket end `i` of band `b` (entries in buckets `0..=i`).
-    fn end(&self, b: u32, i: u64) -> Result<u64> {
-        let page = self.page(self.geometry.dir_page(b, i / ENDS_PER_PAGE))?;
-        let at = (i % ENDS_PER_PAGE) as usize * 4;
-        let v = page.get(at..at + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
-        let v = v.ok_or_else(|| Error::corrupt(&self.path, self.geometry.dir_page(b, i / ENDS_PER_PAGE), "bucket end outside its page"))?;
-        if u64::from(v) > self.geometry.banded {
-            return Err(Error::corrupt(&self.path, self.geometry.dir_page(b, i / ENDS_PER_PAGE), format!("band {b} bucket {i} ends at entry {v} of {}", self.geometry.banded)));
+    /// The format version of the file (1 is still read, and kept until its segment is merged).
+    pub(crate) fn version(&self) -> u32 {
+        self.head.version
+    }
+
+    /// The entries of bucket `i` of band `b`: `start .. end` in the band's entry order.
+    fn bucket(&self, b: u32, i: u64) -> Result<(u64, u64)> {
+        let g = &self.geometry;
+        let (start, end, at) = if g.version == 1 {
+            let end = |i: u64| -> Result<u64> { Ok(read_bits(self.page(g.dir_page(b, i / ENDS_PER_PAGE))?, (i % ENDS_PER_PAGE) * 32, 32)) };
+            (if i == 0 { 0 } else { end(i - 1)? }, end(i)?, g.dir_page(b, i / ENDS_PER_PAGE))
+        } else {
+            let (group, j) = (i / GROUP_BUCKETS, i % GROUP_BUCKETS);
+            let offset = g.dir_page(b, group / g.groups_per_page());
+            let page = self.page(offset)?;
+            let bit = (group % g.groups_per_page()) * g.group_bits();
+            let (base, r) = (read_bits(page, bit, BASE_BITS), u64::from(g.dir_bits));
+            let rel = |j: u64| read_bits(page, bit + BASE_BITS + j * r, r);
+            (base + if j == 0 { 0 } else { rel(j - 1) }, base + rel(j), offset)
+        };
+        if start > end || end > g.banded {
+            return Err(Error::corrupt(&self.path, at, format!("band {b} bucket {i} is entries {start} .. {end} of {}", g.banded)));
         }
-        Ok(u64::from(v))
+        Ok((start, end))
     }
 
     /// Appends to `out` the ordinals of the entries whose band `b` equals `key` (and some
@@ -105,22 +119,18 @@ impl BandFile {
         if b >= self.head.design.bands {
             return Ok(());
         }
-        let bucket = u64::from(self.head.design.bucket(key));
-        let start = if bucket == 0 { 0 } else { self.end(b, bucket - 1)? };
-        let end = self.end(b, bucket)?;
-        let want = tag(key);
-        let mut at = start;
+        let g = &self.geometry;
+        let (mut at, end) = self.bucket(b, u64::from(self.head.design.bucket(key)))?;
+        let want = tag(key, g.tag_bits);
+        let (per_page, bits) = (g.per_page(), g.entry_bits());
         while at < end {
-            let page_no = at / ENTRIES_PER_PAGE;
-            let page = self.page(self.geometry.entry_page(b, page_no))?;
-            let last = end.min((page_no + 1) * ENTRIES_PER_PAGE);
-            let from = ((at % ENTRIES_PER_PAGE) * ENTRY_BYTES) as usize;
-            let to = from + ((last - at) * ENTRY_BYTES) as usize;
-            for e in page.get(from..to).unwrap_or_default().chunks_exact(ENTRY_BYTES as usize) {
-                if let [a, b1, c, d, t] = *e {
-                    if t == want {
-                        out.push(u32::from_le_bytes([a, b1, c, d]));
-                    }
+            let page_no = at / per_page;
+            let page = self.page(g.entry_page(b, page_no))?;
+            let last = end.min((page_no + 1) * per_page);
+            for i in at % per_page..(last - 1) % per_page + 1 {
+                let (t, ordinal) = g.unpack(read_bits(page, i * bits, bits));
+                if t == want {
+                    out.push(ordinal as u32);
                 }
             }
             at = last;
@@ -128,12 +138,16 @@ impl BandFile {
         Ok(())
     }
 
-    /// Checks every page's CRC, then that the file is byte for byte the band file
-    /// `segment`'s sketches make (so every entry is where a lookup finds it).
+    /// Checks every page's CRC, then that the file is byte for byte the band file of its
+    /// version `segment`'s sketches make (so every entry is where a lookup finds it).
     pub(crate) fn verify(&self, segment: &Segment) -> Result<()> {
         let pages = self.bytes.len() as u64 / PAGE_BYTES;
         for p in 1..pages {
             self.page(p * PAGE_BYTES)?;
+        }
+        let made = head_for(segment)?.map(|h| if self.head.version == 1 { h.as_version_1() } else { h });
+        if made != Some(self.head) {
+            return Err(Error::corrupt(&self.path, 0, "the band file's head differs from the one the segment's sketches make"));
         }
         let mut compare = Compare { expected: &self.bytes, at: 0, mismatch: None };
         match emit(segment, &self.head, BuildBudget::default(), None, &mut compare) {
@@ -258,9 +272,84 @@ mod tests {
                 assert_eq!(found_ids.contains(&id), id % 7 != 0, "id {id} band {b}");
                 for &o in &found {
                     let other = band_key(seg.sketch(u64::from(o)).expect("sketch"), b).expect("band");
-                    assert_eq!((head.design.bucket(other), other as u8), (head.design.bucket(key), key as u8));
+                    assert_eq!((head.design.bucket(other), tag(other, head.tag_bits)), (head.design.bucket(key), tag(key, head.tag_bits)));
                 }
             }
         }
+    }
+
+    /// Every ordinal whose band `b` is `key` among `segment`'s sketches (the oracle), and
+    /// what `file`'s lookup finds once its candidates are compared on the whole band.
+    fn found_and_truth(file: &BandFile, seg: &Segment, b: u32, key: u32) -> (Vec<u32>, Vec<u32>) {
+        let mut found = Vec::new();
+        file.lookup(b, key, &mut found).expect("lookup");
+        found.retain(|&o| band_key(seg.sketch(u64::from(o)).expect("sketch"), b) == Some(key));
+        found.sort_unstable();
+        // entries without a sketch (all zero) are in no band
+        let truth = (0..seg.len() as u32)
+            .filter(|&o| {
+                let s = seg.sketch(u64::from(o)).expect("sketch");
+                !crate::bands::is_empty_sketch(s) && band_key(s, b) == Some(key)
+            })
+            .collect();
+        (found, truth)
+    }
+
+    #[test]
+    fn version_1_files_are_read_and_answer_as_version_2_does() {
+        let storage = MemStorage::default();
+        let (seg, stored) = segment(&storage, 1500);
+        let head = head_for(&seg).expect("read").expect("banded");
+        assert_eq!((head.version, head.tag_bits, head.ordinal_bits), (2, 6, 11));
+        let (v1, v2) = (std::path::Path::new("b/v1.sdb"), std::path::Path::new("b/v2.sdb"));
+        for (path, head) in [(v1, head.as_version_1()), (v2, head)] {
+            let mut out = Vec::new();
+            emit(&seg, &head, BuildBudget::default(), None, &mut out).map_err(|_| "emit").expect("emit");
+            storage.put(path, &out);
+        }
+        let old = BandFile::open(&storage, v1, &seg).expect("open version 1");
+        let new = BandFile::open(&storage, v2, &seg).expect("open version 2");
+        assert_eq!((old.version(), new.version()), (1, 2));
+        assert!(new.file_len() < old.file_len(), "{} against {}", new.file_len(), old.file_len());
+        old.verify(&seg).expect("verify version 1");
+        new.verify(&seg).expect("verify version 2");
+        for &(_, sketch) in stored.iter().step_by(7) {
+            for b in 0..16 {
+                let key = band_key(&sketch, b).expect("band");
+                let (a, truth) = found_and_truth(&old, &seg, b, key);
+                assert_eq!(a, truth, "version 1, band {b}");
+                assert_eq!(found_and_truth(&new, &seg, b, key).0, truth, "version 2, band {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_golden_version_1_file_still_opens_verifies_and_finds_every_band() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/v5/index-sketched");
+        let storage = MemStorage::default();
+        let (seg_path, bands_path) = (std::path::Path::new("f/seg.sdx"), std::path::Path::new("f/seg.sdb"));
+        storage.put(seg_path, &std::fs::read(dir.join("seg-000000000004.sdx")).expect("fixture segment"));
+        let golden = std::fs::read(dir.join("seg-000000000004.sdb")).expect("fixture band file");
+        assert!(golden.starts_with(b"SIMDXBND\x01\0\0\0"), "the fixture is version 1");
+        storage.put(bands_path, &golden);
+        let seg = Segment::open_with(&storage, seg_path).expect("segment");
+        let file = BandFile::open(&storage, bands_path, &seg).expect("open version 1");
+        assert_eq!(file.version(), 1);
+        file.verify(&seg).expect("verify");
+        let mut banded = 0;
+        for o in 0..seg.len() {
+            let sketch = seg.sketch(o).expect("sketch").to_vec();
+            if sketch.iter().all(|&b| b == 0) {
+                continue;
+            }
+            banded += 1;
+            for b in 0..file.design().bands {
+                let key = band_key(&sketch, b).expect("band");
+                let (found, truth) = found_and_truth(&file, &seg, b, key);
+                assert!(found.contains(&(o as u32)), "ordinal {o} band {b}");
+                assert_eq!(found, truth);
+            }
+        }
+        assert!(banded > 10, "{banded} sketches");
     }
 }

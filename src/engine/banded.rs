@@ -194,7 +194,7 @@ pub(crate) fn verify_band_file(storage: &dyn Storage, dir: &Path, n: u64) -> Res
     let bands = BandFile::open(storage, &dir.join(bands_name(n)), &segment)?;
     bands.verify(&segment)?;
     let d = bands.design();
-    Ok(format!("{} bands of segment {n}'s sketches, {} buckets each, {} bytes", d.bands, d.buckets(), bands.file_len()))
+    Ok(format!("{} bands of segment {n}'s sketches, {} buckets each, {} bytes (version {})", d.bands, d.buckets(), bands.file_len(), bands.version()))
 }
 
 /// What the band half of a check compares with: the query and the rule.

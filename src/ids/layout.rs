@@ -105,14 +105,7 @@ impl IdDesign {
     /// Packed entry `i` of a page's payload.
     #[inline]
     pub fn entry(&self, payload: &[u8], i: u64) -> u64 {
-        let bit = i * self.entry_bits();
-        let at = (bit / 8) as usize;
-        let mut word = [0u8; 8];
-        let end = payload.len().min(at + 8);
-        if let (Some(dst), Some(src)) = (word.get_mut(..end.saturating_sub(at)), payload.get(at..end)) {
-            dst.copy_from_slice(src);
-        }
-        (u64::from_le_bytes(word) >> (bit % 8)) & ((1u64 << self.entry_bits()) - 1)
+        crate::bands::layout::read_bits(payload, i * self.entry_bits(), self.entry_bits())
     }
 }
 
@@ -203,46 +196,7 @@ impl Geometry {
     }
 }
 
-/// An entry page as it fills: packed entries appended bit by bit, least significant first.
-pub struct PackedPage {
-    bytes: Vec<u8>,
-    bits: u64,
-    acc: u128,
-    pending: u32,
-}
-
-impl PackedPage {
-    pub fn new() -> Self {
-        PackedPage { bytes: Vec::with_capacity((PAGE_BYTES - PAGE_CRC_BYTES) as usize), bits: 0, acc: 0, pending: 0 }
-    }
-
-    /// Appends `width` bits of `v`.
-    pub fn push(&mut self, v: u64, width: u64) {
-        self.acc |= u128::from(v) << self.pending;
-        self.pending += width as u32;
-        self.bits += width;
-        while self.pending >= 8 {
-            self.bytes.push(self.acc as u8);
-            self.acc >>= 8;
-            self.pending -= 8;
-        }
-    }
-
-    /// The page's payload (its last partial byte included), and a fresh page in its place.
-    pub fn take(&mut self) -> Vec<u8> {
-        if self.pending > 0 {
-            self.bytes.push(self.acc as u8);
-        }
-        let out = std::mem::take(&mut self.bytes);
-        *self = PackedPage::new();
-        out
-    }
-
-    /// True when nothing was pushed since the last [`Self::take`].
-    pub fn is_empty(&self) -> bool {
-        self.bits == 0
-    }
-}
+pub use crate::bands::layout::PackedPage;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
