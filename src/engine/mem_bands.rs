@@ -53,11 +53,7 @@ impl MemBands {
 
     /// Offsets of `arena` an index goes to (those below `u32::MAX`).
     fn end_of(arena: &[u8], width: usize) -> usize {
-        if width == 0 {
-            0
-        } else {
-            (arena.len() / width).min(u32::MAX as usize - 1)
-        }
+        arena.len().checked_div(width).map_or(0, |n| n.min(u32::MAX as usize - 1))
     }
 
     /// Heads a band (log2) for `count` offsets: at most two a head.
