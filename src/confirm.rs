@@ -131,7 +131,26 @@ impl ConfirmOptions {
     pub fn with_min_similarity(self, min_similarity: f64) -> Self {
         Self { min_similarity, ..self }
     }
+
+    /// The resemblance at which the check answers a stored pair more than `k` bits away
+    /// whose sketch shares one of the 16 bands with the query's (band candidates):
+    /// `min_similarity + band_margin`; `None` when it answers no pair beyond `k` (band
+    /// candidates off, or sketches of `hashes` values of `bits` bits, or a `min_similarity`,
+    /// that the band files do not serve). Within `k` a pair is an answer at `min_similarity`.
+    pub fn beyond_k_similarity(&self, hashes: u32, bits: u32) -> Option<f64> {
+        (self.band_candidates && bands_serve(hashes, bits, self.min_similarity)).then_some(self.min_similarity + self.band_margin)
+    }
 }
+
+/// True when the band files answer a check of this scheme and threshold (and band
+/// candidates apply): the 512 one-bit values they were designed and measured for, at a
+/// resemblance of at least [`BANDS_MIN_SIMILARITY`] (below it, more pairs share no band).
+pub(crate) fn bands_serve(hashes: u32, bits: u32, min_similarity: f64) -> bool {
+    hashes == 512 && bits == 1 && min_similarity >= BANDS_MIN_SIMILARITY
+}
+
+/// The lowest threshold the band files serve: the crawler's default.
+pub(crate) const BANDS_MIN_SIMILARITY: f64 = 0.9;
 
 #[cfg(test)]
 mod tests {

@@ -114,8 +114,9 @@ Where a check runs: a page of at most ``INLINE_BYTES`` (128 KiB) checked against
 process's own index, without ``SIMDEX_URLS``, is checked on the reactor's thread, at once: the
 library's call takes about 150 us for a 10 KB page, less than handing it to a thread and
 back costs (measured: ``benches/page_speed.py``), and about what the spider's own parsing of
-the page takes there. A larger page, a server's index (``SIMDEX_URL``: a network round trip)
-and a check that writes the ``SIMDEX_URLS`` map (SQLite) run on the reactor's thread pool
+the page takes there. A larger page, a server's index (``SIMDEX_URL``: a network round trip),
+an index opened with ``SIMDEX_DURABILITY = "sync"`` (each write waits for an fsync) and a check
+that writes the ``SIMDEX_URLS`` map (SQLite) run on the reactor's thread pool
 (``REACTOR_THREADPOOL_MAXSIZE``), so downloads and parsing go on meanwhile (the index calls
 release the GIL). The index is opened when the crawler is created: an index
 locked by another process fails the crawl at once with ``simdex.LockedError``, before any
@@ -182,8 +183,9 @@ class _Store:
         # checks run on the reactor's thread pool: the map (one SQLite connection) and the
         # names are used under this lock
         self.lock = threading.Lock()
-        # checks short enough to run on the reactor's thread: a local index, no URL map
-        self.inline = not c.remote and c.urls is None
+        # checks short enough to run on the reactor's thread: a local index, no URL map, and
+        # writes that do not wait for an fsync ("sync" durability waits milliseconds a write)
+        self.inline = not c.remote and c.urls is None and c.durability != "sync"
         if c.urls is None:
             return
         self.urls_path = c.urls

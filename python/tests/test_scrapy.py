@@ -164,10 +164,11 @@ def crawl(base, urls, index, out, settings=None, skip=(), extra=None):
         if extra is not None:
             extra[key] = value
     # every check ran where the rule says (these pages are small): on the reactor's thread with
-    # a local index and no URL map, else (a map, or INLINE_BYTES = 0) on its thread pool
+    # a local index, no URL map and no "sync" durability, else (a map, a server, "sync", or
+    # INLINE_BYTES = 0) on its thread pool
     checked = sum(v for k, v in stats.items() if k not in UNCHECKED and not k.startswith("simdex/items/page_") and k.startswith("simdex/"))
     settings = settings or {}
-    on_reactor = 0 if settings.get("_INLINE_BYTES") == 0 or settings.get("SIMDEX_URLS") or settings.get("SIMDEX_URL") else checked
+    on_reactor = 0 if settings.get("_INLINE_BYTES") == 0 or settings.get("SIMDEX_URLS") or settings.get("SIMDEX_URL") or settings.get("SIMDEX_DURABILITY") == "sync" else checked
     assert stats.pop("checks on the reactor's thread") == on_reactor and stats.pop("checks where the rule puts them") == checked and stats.pop("checks") == checked, stats
     return stats, items, p.stderr
 
@@ -207,6 +208,12 @@ def test_a_crawl_drops_one_of_each_near_duplicate_pair_and_a_second_crawl_revisi
     assert revisited == got - {"tiny-1.html", "tiny-2.html", "logo.png"}
     with simdex.Index(index, read_only=True) as idx:
         assert len(idx.live_entries()) == UNIQUE + PAIRS + 1, "a revisit stores nothing"
+    # A third, with "sync" durability (each write waits for an fsync): its checks run on the
+    # thread pool too (`crawl` asserts where), with the same outcomes.
+    stats, items, log = crawl(base, urls, index, tmp_path / "third.json", {"SIMDEX_DURABILITY": "sync"})
+    assert stats["simdex/revisit"] == UNIQUE + PAIRS + 1, stats
+    assert stats["simdex/near_duplicates"] == PAIRS, stats
+    assert {i["url"].rsplit("/", 1)[1] for i in items} == got
 
 
 

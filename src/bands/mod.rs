@@ -40,7 +40,7 @@ pub use crate::plan::BandDesign;
 pub(crate) use crate::plan::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 
 /// The tag of band value `key` in a file with `bits`-bit tags: its low `bits` bits
-/// ([`TAG_BITS`], 6, in this build's files; 8 in version 1's).
+/// (`TAG_BITS`, 6, in this build's files; 8 in version 1's).
 #[inline]
 pub fn tag(key: u32, bits: u32) -> u32 {
     key & ((1u32 << bits) - 1)

@@ -10,7 +10,7 @@
 use super::banded::{band_matches, BandQuery};
 use super::state::Engine;
 use super::version::Version;
-use crate::confirm::{minhash_resemblance, parse_minhash_scheme, ConfirmOptions};
+use crate::confirm::{bands_serve, minhash_resemblance, parse_minhash_scheme, ConfirmOptions};
 use crate::error::{Error, Result};
 use crate::query::{Match, QueryOptions};
 
@@ -69,11 +69,12 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
     }
     // A query without a sketch (all zero: an empty document) confirms nothing.
     let query_has_sketch = sketch.iter().any(|&b| b != 0);
-    let bands_serve = query_has_sketch && uses_bands(hashes, bits, options.min_similarity);
+    let bands_answer = query_has_sketch && bands_serve(hashes, bits, options.min_similarity);
     let table_k = options.unsketched_k.max(options.k.min(engine.k));
     // the band files find the sketched pairs within k beyond the tables' k
-    let banded = bands_serve && !options.exhaustive && options.k > table_k;
-    let any_distance = bands_serve && options.band_candidates;
+    let banded = bands_answer && !options.exhaustive && options.k > table_k;
+    // band candidates: pairs sharing a band beyond k, at this resemblance
+    let beyond_k = options.beyond_k_similarity(hashes, bits).filter(|_| query_has_sketch);
     let mut out = Vec::new();
     for (matched, stored) in candidates(engine, version, fingerprint, if banded { table_k } else { options.k.max(options.unsketched_k) })? {
         let similarity = match (&stored, query_has_sketch) {
@@ -88,8 +89,7 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
             out.push(Match { similarity, ..matched });
         }
     }
-    if banded || any_distance {
-        let beyond_k = any_distance.then_some(options.min_similarity + options.band_margin);
+    if banded || beyond_k.is_some() {
         let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity, beyond_k, tables_found_k: !banded };
         for _ in 0..band_matches(version, &version.views(), &query, &mut out)? {
             engine.band_fault();
@@ -99,16 +99,6 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
     }
     Ok(out)
 }
-
-/// True when the band files answer a check of this scheme and threshold (and band
-/// candidates apply): the 512 one-bit values they were designed and measured for, at a
-/// resemblance of at least [`BANDS_MIN_SIMILARITY`] (below it, more pairs share no band).
-fn uses_bands(hashes: u32, bits: u32, min_similarity: f64) -> bool {
-    hashes == 512 && bits == 1 && min_similarity >= BANDS_MIN_SIMILARITY
-}
-
-/// The lowest threshold the band files serve: the crawler's default.
-pub(crate) const BANDS_MIN_SIMILARITY: f64 = 0.9;
 
 /// One version of an index's live set and its engine, for the confirmed checks of many
 /// documents that must agree with each other ([`crate::query_confirmed_many`]).

@@ -172,12 +172,22 @@ pub fn for_each_doc(
     Ok(())
 }
 
+/// Where a document of the inputs is, to read it again alone ([`read_again`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// Its input, by its place in the list of inputs.
+    pub file: u32,
+    /// A JSON-lines record: its line number (1-based), the line's byte offset and length
+    /// (line end included); `None`: the whole input is the document.
+    pub line: Option<(u64, u64, u64)>,
+}
+
 /// A piece of the inputs, in order, as [`for_each_doc_parallel`] hands them to its workers.
 enum Piece {
     /// A text or HTML input (`-`: standard input), read whole by a worker.
-    File { path: PathBuf, name: String, kind: DocumentKind },
-    /// One line of a JSON-lines input, parsed by a worker.
-    Line { name: Arc<str>, line: u64, bytes: Vec<u8> },
+    File { path: PathBuf, name: String, kind: DocumentKind, file: u32 },
+    /// One line of a JSON-lines input, parsed by a worker: line number, byte offset, bytes.
+    Line { name: Arc<str>, file: u32, line: u64, offset: u64, bytes: Vec<u8> },
     /// The end of an input.
     EndOfFile,
     /// An input that cannot be read: stops the run.
@@ -188,6 +198,7 @@ enum Piece {
 enum Outcome<W> {
     Doc {
         id: String,
+        at: Location,
         work: W,
     },
     Skip(Skip),
@@ -202,16 +213,16 @@ const BATCH_PIECES: usize = 64;
 const BATCH_BYTES: usize = 1 << 20;
 
 /// [`for_each_doc`] on `threads` threads: each worker thread reads documents with a `work`
-/// function of its own (made by `worker`), and `each` gets the documents' results on the
-/// calling thread in the inputs' order, with `skip` and `bar` called exactly as
-/// [`for_each_doc`] calls them.
+/// function of its own (made by `worker`), and `each` gets the documents' results (with
+/// where each is, to read it again) on the calling thread in the inputs' order, with `skip`
+/// and `bar` called exactly as [`for_each_doc`] calls them.
 pub fn for_each_doc_parallel<F, W>(
     files: &[PathBuf],
     read: &ReadArgs,
     bar: &ProgressBar,
     threads: usize,
     worker: impl Fn() -> F + Sync,
-    mut each: impl FnMut(String, W) -> anyhow::Result<Option<String>>,
+    mut each: impl FnMut(String, Location, W) -> anyhow::Result<Option<String>>,
     mut skip: impl FnMut(Skip),
 ) -> anyhow::Result<()>
 where
@@ -228,8 +239,8 @@ where
         |outcomes| {
             for outcome in outcomes {
                 match outcome {
-                    Outcome::Doc { id, work } => {
-                        if let Some(reason) = each(id.clone(), work)? {
+                    Outcome::Doc { id, at, work } => {
+                        if let Some(reason) = each(id.clone(), at, work)? {
                             failed.push(Skip { id, reason });
                         }
                     }
@@ -263,7 +274,7 @@ fn produce_pieces(files: &[PathBuf], read: &ReadArgs, send: &mut dyn FnMut(Vec<P
         }
         true
     };
-    for path in files {
+    for (file, path) in (0u32..).zip(files) {
         let stdin = path.as_os_str() == "-";
         let name = if stdin { "-".to_owned() } else { escape_name(path) };
         let kind = match read.format_of(path) {
@@ -272,7 +283,7 @@ fn produce_pieces(files: &[PathBuf], read: &ReadArgs, send: &mut dyn FnMut(Vec<P
             document::Format::Html => Some(DocumentKind::Html),
         };
         if let Some(kind) = kind {
-            if !push(Piece::File { path: path.clone(), name, kind }, &mut batch, false) || !push(Piece::EndOfFile, &mut batch, false) {
+            if !push(Piece::File { path: path.clone(), name, kind, file }, &mut batch, false) || !push(Piece::EndOfFile, &mut batch, false) {
                 return;
             }
             continue;
@@ -290,19 +301,20 @@ fn produce_pieces(files: &[PathBuf], read: &ReadArgs, send: &mut dyn FnMut(Vec<P
         };
         let mut input = std::io::BufReader::with_capacity(1 << 16, input);
         let name: Arc<str> = name.into();
-        let mut line = 0;
+        let (mut line, mut offset) = (0, 0u64);
         loop {
             let mut bytes = Vec::new();
+            let at = offset;
             match input.read_until(b'\n', &mut bytes) {
                 Ok(0) => break,
-                Ok(_) => {}
+                Ok(n) => offset += n as u64,
                 Err(e) => {
                     push(Piece::Failed(anyhow::Error::new(e).context(format!("cannot read {name}"))), &mut batch, true);
                     return;
                 }
             }
             line += 1;
-            if !push(Piece::Line { name: Arc::clone(&name), line, bytes }, &mut batch, false) {
+            if !push(Piece::Line { name: Arc::clone(&name), file, line, offset: at, bytes }, &mut batch, false) {
                 return;
             }
         }
@@ -317,10 +329,10 @@ fn produce_pieces(files: &[PathBuf], read: &ReadArgs, send: &mut dyn FnMut(Vec<P
 
 /// A worker's reading of one piece.
 fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document<Box<dyn Read>>) -> anyhow::Result<W>) -> Outcome<W> {
-    let doc = match piece {
+    let (doc, at) = match piece {
         Piece::EndOfFile => return Outcome::EndOfFile,
         Piece::Failed(e) => return Outcome::Failed(e),
-        Piece::File { path, name, kind } => {
+        Piece::File { path, name, kind, file } => {
             let content: Box<dyn Read> = if path.as_os_str() == "-" {
                 Box::new(std::io::stdin())
             } else {
@@ -329,18 +341,41 @@ fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document
                     Err(e) => return Outcome::Failed(anyhow::Error::new(e).context(format!("cannot open {}", path.display()))),
                 }
             };
-            Document { id: name, kind, content, replaced_utf8: 0 }
+            (Document { id: name, kind, content, replaced_utf8: 0 }, Location { file, line: None })
         }
-        Piece::Line { name, line, bytes } => match JsonDoc::from_line(&bytes, line, utf8) {
+        Piece::Line { name, file, line, offset, bytes } => match JsonDoc::from_line(&bytes, line, utf8) {
             None => return Outcome::Nothing,
-            Some(Ok(doc)) => Document::from(doc),
+            Some(Ok(doc)) => (Document::from(doc), Location { file, line: Some((line, offset, bytes.len() as u64)) }),
             Some(Err(e)) => return Outcome::Skip(Skip { id: name.to_string(), reason: e.to_string() }),
         },
     };
     let id = doc.id.clone();
     match work(doc) {
-        Ok(work) => Outcome::Doc { id, work },
+        Ok(work) => Outcome::Doc { id, at, work },
         Err(e) => Outcome::Failed(e),
+    }
+}
+
+/// The document at `at` of `files` (as [`for_each_doc_parallel`] located it), read again
+/// alone: a JSON-lines record by its line's offset, a text or HTML input whole.
+pub fn read_again(files: &[PathBuf], read: &ReadArgs, at: Location) -> anyhow::Result<Document<Box<dyn Read>>> {
+    use std::io::{Seek, SeekFrom};
+    let path = files.get(at.file as usize).with_context(|| format!("no input number {}", at.file))?;
+    let mut input = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let name = escape_name(path);
+    let Some((line, offset, len)) = at.line else {
+        let kind = match read.format_of(path) {
+            document::Format::Html => DocumentKind::Html,
+            _ => DocumentKind::Text,
+        };
+        return Ok(Document { id: name, kind, content: Box::new(input), replaced_utf8: 0 });
+    };
+    let mut bytes = vec![0; usize::try_from(len)?];
+    input.seek(SeekFrom::Start(offset)).and_then(|_| input.read_exact(&mut bytes)).with_context(|| format!("cannot read line {line} of {name} again"))?;
+    match JsonDoc::from_line(&bytes, line, read.invalid_utf8()) {
+        Some(Ok(doc)) => Ok(Document::from(doc)),
+        Some(Err(e)) => Err(anyhow::Error::new(e).context(format!("reading {name} again"))),
+        None => anyhow::bail!("line {line} of {name} is blank now: the inputs changed during the run"),
     }
 }
 

@@ -4,12 +4,17 @@
 //!
 //!     cargo bench -p simdex-fingerprint --bench quality -- [--sample N] [--seed S] [--root DIR]... [--manifest TSV]
 //!                                                           [--configs a,b,..] [--write-fp DIR] [--dump-k K --dump FILE]
+//!                                                           [--docs DOCS.jsonl] [--write-docs FILE]
 //!
 //! Documents: the HTML pages under every `~/.rustup/toolchains/*/share/doc/rust/html` (or the
 //! `--root`s), sampled by groups as `shared/eval/extract.py` does (copies of one page across
 //! toolchains, and std/core/alloc copies, are kept or dropped together), visible text by
 //! `simdex_fingerprint::extract_text`, pages under 20 words dropped. `--manifest id<TAB>path` takes a
-//! fixed list instead (e.g. the harness's `manifest.tsv`, for the cross-check).
+//! fixed list instead (e.g. the harness's `manifest.tsv`, for the cross-check); `--docs` takes
+//! the texts of a `docs.jsonl` (`id`, `text`: the harness's extraction) instead of any HTML.
+//! `--write-docs FILE` writes, per document, `{"id", "text", "sketch"}` (the text as read, the
+//! hex of its default sketch) and stops: `benches/extraction_bias.py` compares two such files
+//! (simdex's extraction against the harness's) and the estimate against exact Jaccard.
 //!
 //! Ground truth: 3-shingles of the recipe's words (NFKC, lowercase, UAX #29, nothing dropped or
 //! folded), exact all-pairs similarity join by prefix filtering (no pair >= 0.9 can be missed:
@@ -21,6 +26,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use simdex_fingerprint::idf::idf_weight;
+use simdex_fingerprint::sketch::{SketchOptions, Sketcher};
 use simdex_fingerprint::{extract_text, hash, tokenize::Tokenizer, CjkSegmenter, FeatureKind, FingerprintOptions, Fingerprinter, IdfBuilder, Language, TfMode};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -38,10 +44,12 @@ struct Args {
     write_fp: Option<PathBuf>,
     dump_k: u32,
     dump: Option<PathBuf>,
+    docs: Option<PathBuf>,
+    write_docs: Option<PathBuf>,
 }
 
 fn parse_args() -> Args {
-    let mut a = Args { sample: 20_000, seed: 1, roots: Vec::new(), manifest: None, configs: None, write_fp: None, dump_k: 3, dump: None };
+    let mut a = Args { sample: 20_000, seed: 1, roots: Vec::new(), manifest: None, configs: None, write_fp: None, dump_k: 3, dump: None, docs: None, write_docs: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut val = || it.next().unwrap_or_else(|| die(&format!("{arg} needs a value")));
@@ -54,6 +62,8 @@ fn parse_args() -> Args {
             "--write-fp" => a.write_fp = Some(val().into()),
             "--dump-k" => a.dump_k = val().parse().unwrap_or_else(|_| die("bad --dump-k")),
             "--dump" => a.dump = Some(val().into()),
+            "--docs" => a.docs = Some(val().into()),
+            "--write-docs" => a.write_docs = Some(val().into()),
             "--bench" => {} // added by `cargo bench`
             other => die(&format!("unknown argument {other}")),
         }
@@ -137,6 +147,17 @@ fn word_count(tok: &mut Tokenizer, text: &str) -> usize {
 /// The documents: a manifest, or a grouped random sample of the roots.
 fn load_docs(a: &Args) -> Vec<Doc> {
     let mut tok = Tokenizer::new(CjkSegmenter::Chars).unwrap_or_else(|e| die(&e.to_string()));
+    if let Some(path) = &a.docs {
+        let list = std::fs::read_to_string(path).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
+        return list
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
+                let field = |k: &str| v[k].as_str().unwrap_or_else(|| die(&format!("{}: a line without {k}", path.display()))).to_owned();
+                Doc { id: field("id"), text: field("text") }
+            })
+            .collect();
+    }
     if let Some(m) = &a.manifest {
         let list = std::fs::read_to_string(m).unwrap_or_else(|e| die(&format!("{}: {e}", m.display())));
         let items: Vec<(String, PathBuf)> = list.lines().filter_map(|l| l.split_once('\t')).map(|(id, p)| (id.to_owned(), PathBuf::from(p))).collect();
@@ -388,15 +409,29 @@ fn score(fps: &[u64], pairs: &[Pair]) -> Score {
     s
 }
 
+/// Each document's id, text and default sketch (hex), one JSON object a line.
+fn write_docs(path: &Path, docs: &[Doc]) {
+    let lines = par_map(docs, |d| {
+        let mut sketcher = Sketcher::new(SketchOptions::default()).unwrap_or_else(|e| die(&e.to_string()));
+        let hex: String = sketcher.sketch(&d.text).as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        serde_json::json!({"id": d.id, "text": d.text, "sketch": hex}).to_string() + "\n"
+    });
+    std::fs::write(path, lines.concat()).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
+}
+
 fn main() {
     let a = parse_args();
-    if a.manifest.is_none() && a.roots.is_empty() && rustup_roots().is_empty() {
+    if a.manifest.is_none() && a.docs.is_none() && a.roots.is_empty() && rustup_roots().is_empty() {
         println!("quality: no rustup toolchain docs found; nothing to measure");
         return;
     }
     let t0 = std::time::Instant::now();
     let docs = load_docs(&a);
     eprintln!("{} documents loaded in {:.0?}", docs.len(), t0.elapsed());
+    if let Some(path) = &a.write_docs {
+        write_docs(path, &docs);
+        return;
+    }
     let sets = shingle_sets(&docs);
     let pairs = similar_pairs(&sets);
     let n_true = pairs.iter().filter(|p| p.near).count() as u64;

@@ -96,7 +96,12 @@ impl<R: Read> Document<R> {
     /// text), read at once: for callers that need the text besides the fingerprint (IDF
     /// learning, sketches).
     pub fn text(&mut self, utf8: InvalidUtf8) -> Result<String, Error> {
-        let mut text = String::new();
+        self.text_into(utf8, String::new())
+    }
+
+    /// [`Document::text`] into `text` (empty; its capacity kept: a caller that knows about
+    /// how long the text is saves the string's growing).
+    fn text_into(&mut self, utf8: InvalidUtf8, mut text: String) -> Result<String, Error> {
         let mut stream = Utf8Stream::new(&mut self.content, utf8);
         match self.kind {
             DocumentKind::Text => {
@@ -141,7 +146,8 @@ impl<'a> Document<&'a [u8]> {
                 return Ok(std::borrow::Cow::Borrowed(text));
             }
         }
-        self.text(utf8).map(std::borrow::Cow::Owned)
+        // the text is at most about as long as the bytes (HTML: its visible part)
+        self.text_into(utf8, String::with_capacity(bytes.len())).map(std::borrow::Cow::Owned)
     }
 }
 

@@ -7,7 +7,8 @@
 //! batch overlap. Open addressing with linear probing on the (uniform) feature hash: the
 //! home slot of `h` is `h * slots >> 64`, at most three quarters of the slots are taken, a
 //! slot holds its key and value side by side (one cache line for the common probe), and the
-//! hash 0 marks an empty slot (its value is kept apart).
+//! hash 0 marks an empty slot (its value is kept apart). Tables this large are asked for huge
+//! pages ([`huge_vec`]), so that a lookup misses the TLB less often than the caches.
 
 // Indexing: slots are indexed by positions below `slots.len()`, reduced by `home` and `next`.
 #![allow(clippy::indexing_slicing)]
@@ -179,7 +180,7 @@ impl FeatureMap {
             return;
         }
         let slots = (4 * n / 3 + 1).max(2 * self.slots.len()).max(64);
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); slots]);
+        let old = std::mem::replace(&mut self.slots, huge_vec(slots, Slot::default()));
         for s in old.into_iter().filter(|s| s.key != 0) {
             let i = self.find(s.key);
             self.slots[i] = s;
@@ -222,6 +223,37 @@ impl PartialEq for FeatureMap {
 }
 
 impl Eq for FeatureMap {}
+
+/// `n` copies of `value`, in memory the kernel is asked to back with huge pages where it can
+/// (Linux's transparent huge pages in their `madvise` mode): for tables of many megabytes
+/// read at random (this map, the vocabulary's weights), whose every lookup would otherwise
+/// also miss the TLB.
+pub(crate) fn huge_vec<T: Clone>(n: usize, value: T) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    advise_huge_pages(v.as_ptr().cast(), n * std::mem::size_of::<T>());
+    v.resize(n, value);
+    v
+}
+
+/// Asks for huge pages for the whole 4 KiB pages of the `bytes` bytes at `p` (not yet
+/// touched: pages are backed when first written); smaller regions are left alone.
+fn advise_huge_pages(p: *const u8, bytes: usize) {
+    const PAGE: usize = 4096;
+    if bytes < 4 << 20 {
+        return;
+    }
+    let (start, end) = ((p as usize).next_multiple_of(PAGE), (p as usize + bytes) & !(PAGE - 1));
+    #[cfg(target_os = "linux")]
+    // SAFETY: `start..end` lies inside the allocation at `p` (its bounds rounded inward to
+    // whole pages), which this process owns; MADV_HUGEPAGE is advice on how to back those
+    // pages: it changes neither their contents nor the mapping's validity, and a failure
+    // (no huge pages, an older kernel) is ignored, as the advice is.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, end);
+}
 
 /// Hints that the cache line at `p` is about to be read.
 #[inline(always)]
@@ -286,6 +318,20 @@ mod tests {
         assert_ne!(doubled, m);
         assert_eq!(m.clone(), m);
         assert_eq!(FeatureMap::with_capacity(10).get(5), None);
+    }
+
+    /// A table large enough to be advised huge pages holds its values, as a small one does.
+    #[test]
+    fn huge_vectors_are_their_copies() {
+        for n in [0, 3, 1 << 20] {
+            let mut v = huge_vec(n, Slot { key: 7, value: 9 });
+            assert_eq!(v.len(), n);
+            assert!(v.iter().all(|s| *s == Slot { key: 7, value: 9 }));
+            if let Some(last) = v.last_mut() {
+                last.key = 1;
+            }
+            assert_eq!(v.iter().filter(|s| s.key == 1).count(), usize::from(n > 0));
+        }
     }
 
     /// Numbering against a HashMap oracle: documents of distinct keys (0 and keys sharing a

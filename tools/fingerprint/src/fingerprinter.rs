@@ -298,7 +298,11 @@ impl Fingerprinter {
     /// for [`Fingerprinter::fingerprint_numbered`], each feature's weight in this
     /// fingerprinter's IDF table looked up once here instead of once in every document.
     pub fn vocabulary(&self, hashes: Vec<u64>) -> Vocabulary {
-        let mut entries: Vec<(u64, u32)> = hashes.iter().map(|&h| (h, 1)).collect();
+        // read at random by every document's numbers
+        let mut entries = crate::feature_map::huge_vec(hashes.len(), (0u64, 1u32));
+        for (e, &h) in entries.iter_mut().zip(&hashes) {
+            e.0 = h;
+        }
         if let Some(t) = &self.idf {
             t.weights_of(&hashes, |i, w| {
                 if let Some(e) = entries.get_mut(i) {

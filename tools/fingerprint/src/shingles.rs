@@ -85,6 +85,11 @@ impl ChunkSink for ShingleScan<'_> {
             }
             return;
         }
+        if let Some(n) = normalized.filter(|n| !n.contains(['ß', 'ς'])) {
+            // the word scan's normalised form, used as it is (no fold to make)
+            tokens(n, |token| self.token(sfh64(seed::WORD, token.as_bytes())));
+            return;
+        }
         let mut norm = std::mem::take(self.norm);
         norm.clear();
         match normalized {
@@ -104,6 +109,34 @@ fn is_cjk(c: char) -> bool {
     matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
 }
 
+/// The token rule's word characters: alphabetic but not a combining mark, numeric, or `_`
+/// (Python's `\w`).
+fn is_word_char_by_definition(c: char) -> bool {
+    (c.is_alphabetic() && !is_combining_mark(c)) || c.is_numeric() || c == '_'
+}
+
+/// [`is_word_char_by_definition`], by a table below U+0800 (Latin, Greek, Cyrillic, Arabic)
+/// and at once for Hangul syllables (letters, never marks): the common characters skip
+/// the Unicode tables' searches.
+#[inline]
+fn is_word_char(c: char) -> bool {
+    static TABLE: std::sync::OnceLock<Box<[bool; 0x800]>> = std::sync::OnceLock::new();
+    match c as u32 {
+        u @ 0..=0x7FF => {
+            let table = TABLE.get_or_init(|| {
+                let mut t = Box::new([false; 0x800]);
+                for (u, entry) in t.iter_mut().enumerate() {
+                    *entry = char::from_u32(u as u32).is_some_and(is_word_char_by_definition);
+                }
+                t
+            });
+            table[u as usize]
+        }
+        0xAC00..=0xD7A3 => true,
+        _ => is_word_char_by_definition(c),
+    }
+}
+
 /// Calls `emit` with every token of normalised `text` (see the module docs).
 pub(crate) fn tokens(text: &str, mut emit: impl FnMut(&str)) {
     let mut start: Option<usize> = None;
@@ -113,7 +146,7 @@ pub(crate) fn tokens(text: &str, mut emit: impl FnMut(&str)) {
                 emit(&text[s..i]);
             }
             emit(&text[i..i + c.len_utf8()]);
-        } else if (c.is_alphabetic() && !is_combining_mark(c)) || c.is_numeric() || c == '_' {
+        } else if is_word_char(c) {
             start.get_or_insert(i);
         } else if let Some(s) = start.take() {
             emit(&text[s..i]);
@@ -156,6 +189,13 @@ mod tests {
         set.sort_unstable();
         set.dedup();
         set
+    }
+
+    #[test]
+    fn the_word_character_table_is_the_definition() {
+        for c in (0..0x800).chain(0xAC00..=0xD7A3).filter_map(char::from_u32) {
+            assert_eq!(is_word_char(c), is_word_char_by_definition(c), "{c:?}");
+        }
     }
 
     #[test]

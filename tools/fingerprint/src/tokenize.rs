@@ -239,8 +239,8 @@ fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) {
 /// A "plain" character's normalised form and word-break class: a character whose NFKC form
 /// is one character with one of the classes of [`Wb`], and whose lowercase (of that form) is
 /// one character (Latin-1, Greek and Cyrillic letters, Arabic letters without marks, the main
-/// Han block, common CJK and Arabic punctuation). `None` for any other character. Checked
-/// against the Unicode crates by tests.
+/// Han block, Hangul syllables, common CJK and Arabic punctuation, typographic quotes and
+/// dashes). `None` for any other character. Checked against the Unicode crates by tests.
 fn plain(c: char) -> Option<(char, Wb)> {
     let lower = |offset: u32| char::from_u32(c as u32 + offset).unwrap_or(c);
     let ascii = |b: u8| (char::from(b), WB_TABLE[b as usize]);
@@ -251,8 +251,11 @@ fn plain(c: char) -> Option<(char, Wb)> {
         0x400..=0x40F => (lower(0x50), Wb::Letter),
         0xDF..=0xF6 | 0xF8..=0xFF | 0x3B1..=0x3C9 | 0x430..=0x45F | 0x621..=0x63A | 0x641..=0x64A => (c, Wb::Letter),
         0x4E00..=0x9FFF => (c, Wb::Ideograph),
-        0x060C => (c, Wb::MidNum),                                         // Arabic comma
-        0xAB | 0xBB | 0x2014 | 0x061F | 0x3001 | 0x3002 => (c, Wb::Other), // « » — ؟ 、 。
+        // Hangul syllables: ALetter, already composed (NFKC recomposes them), caseless
+        0xAC00..=0xD7A3 => (c, Wb::Letter),
+        0x060C => (c, Wb::MidNum),                  // Arabic comma
+        0x2018 | 0x2019 => (c, Wb::MidNumLet),      // ‘ ’ (don’t is one word)
+        0xAB | 0xBB | 0x2013 | 0x2014 | 0x201C | 0x201D | 0x061F | 0x3001 | 0x3002 => (c, Wb::Other), // « » – — “ ” ؟ 、 。
         // fullwidth ！ （ ） ， ： ； ？ (NFKC: their ASCII forms)
         0xFF01 | 0xFF08 | 0xFF09 | 0xFF0C | 0xFF1A | 0xFF1B | 0xFF1F => ascii((c as u32 - 0xFEE0) as u8),
         _ => return None,
@@ -501,7 +504,7 @@ mod tests {
         // plain non-ASCII chunks take their own path; it equals the recipe's definition
         // (per chunk at ASCII whitespace: NFKC, lowercase, unicode_words)
         #[test]
-        fn plain_path_matches_uax29(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家\u{301}\u{64B}ﬁ«»—؟、。،٫！（），：；？-]{0,30}") {
+        fn plain_path_matches_uax29(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家다이는한\u{1100}\u{1161}\u{301}\u{64B}ﬁ«»–—‘’“”؟、。،٫！（），：；？-]{0,30}") {
             let mut expected = Vec::new();
             for chunk in s.split(|c: char| c.is_ascii_whitespace()) {
                 let mut norm = String::new();
@@ -521,7 +524,7 @@ mod tests {
         // the word scan hands each Unicode chunk's sink its NFKC and lowercase, as
         // `nfkc_lower_into` makes it, whichever path (plain or not) cut its words
         #[test]
-        fn sinks_get_the_chunks_normalised_form(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家ｶﾞ\u{301}\u{64B}\u{1100}\u{1161}ﬁ½Ⅻ«»—؟、。،٫！（），：；？-]{0,30}") {
+        fn sinks_get_the_chunks_normalised_form(s in "[a-cA-C0-2_:.,;' àÀßΣσςжЖЁёΩشبه中文回家다한ｶﾞ\u{301}\u{64B}\u{1100}\u{1161}ﬁ½Ⅻ«»–—‘’“”؟、。،٫！（），：；？-]{0,30}") {
             struct Forms(Vec<(String, String)>);
             impl ChunkSink for Forms {
                 fn alnum(&mut self, _: u64) {}
@@ -544,7 +547,7 @@ mod tests {
         // the hashes-only path hashes the same words
         #[test]
         fn word_hashes_are_the_hashes_of_the_words(
-            s in "([a-zA-Z0-9]{1,12}|[_:.,;'()!-]|é|Ж|中|\u{301}|ﬁ|[ \t\n]){0,60}"
+            s in "([a-zA-Z0-9]{1,12}|[_:.,;'()!-]|é|Ж|中|다|’|“|\u{301}|ﬁ|[ \t\n]){0,60}"
         ) {
             let mut t = Tokenizer::new(CjkSegmenter::Chars).unwrap();
             let mut hashes = Vec::new();

@@ -134,6 +134,8 @@ struct Corpus {
     /// Every document's shingle set (empty for those without a sketch), when the run
     /// confirms and they fitted `--keep-text-bytes`; `None` beyond it.
     sets: Option<Vec<Vec<u64>>>,
+    /// Where each document is, to read again those the second look needs.
+    locations: Vec<corpus::Location>,
 }
 
 /// The second look: the exact Jaccard of the pairs whose estimate is within the sketch's
@@ -153,27 +155,18 @@ fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut Corp
         eprintln!("note: no second look by exact Jaccard: the shingle sets did not fit --keep-text-bytes and standard input cannot be read again");
         return Ok(None);
     }
-    // read the inputs again, keeping the sets of the wanted documents only
+    // read again the wanted documents alone, where the first pass found them
     let mut sketcher = Sketcher::new(options)?;
     let mut sets: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::with_capacity(wanted.len());
-    let mut at = 0u32;
     let utf8 = args.read.invalid_utf8();
-    let bar = progress::steps(files.len() as u64, "second look");
-    corpus::for_each_doc(
-        files,
-        &args.read,
-        &bar,
-        |mut doc| {
-            if wanted.binary_search(&at).is_ok() {
-                if let Ok(text) = doc.text(utf8) {
-                    sets.insert(at, sketcher.shingles(&text).to_vec());
-                }
-            }
-            at += 1;
-            Ok(None)
-        },
-        |_| {},
-    )?;
+    let bar = progress::steps(wanted.len() as u64, "second look");
+    for &i in &wanted {
+        let at = *corpus.locations.get(i as usize).context("a document the first pass did not locate")?;
+        if let Ok(text) = corpus::read_again(files, &args.read, at)?.text(utf8) {
+            sets.insert(i, sketcher.shingles(&text).to_vec());
+        }
+        bar.inc(1);
+    }
     bar.finish_and_clear();
     Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(sets.get(&a)?, sets.get(&b)?)))))
 }
@@ -253,7 +246,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if learn {
         fingerprint_pass(&args, &files, &fp, &mut pass, threads)?;
     }
-    let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets };
+    let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets, locations: pass.locations };
     let mut found = CorpusDedup::new(&corpus.docs, &options, threads)?;
     let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options)?;
     if let Some(path) = &args.pairs {
@@ -378,11 +371,14 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
         skipped: Vec::new(),
         idf: learn.then(|| IdfBuilder::numbering(fp.options().feature_recipe())),
         vocabulary: Vocabulary::default(),
+        locations: Vec::new(),
     };
     let (mut features_bytes, mut sets_bytes) = (0usize, 0usize);
+    // the workers make shingle sets to keep only while the sets are kept
+    let making_sets = std::sync::atomic::AtomicBool::new(keep_sets);
     let worker = || {
-        let (mut fp, mut sketcher) = (fp.clone(), sketcher.clone());
-        move |doc| analyse(&mut fp, sketcher.as_mut(), learn, keep_sets, utf8, doc)
+        let (mut fp, mut sketcher, making_sets) = (fp.clone(), sketcher.clone(), &making_sets);
+        move |doc| analyse(&mut fp, sketcher.as_mut(), learn, making_sets.load(std::sync::atomic::Ordering::Relaxed), utf8, doc)
     };
     corpus::for_each_doc_parallel(
         files,
@@ -390,7 +386,8 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
         &bar,
         threads,
         worker,
-        |id, a| {
+        |id, at, a| {
+            pass.locations.push(at);
             let (fingerprint, short, mut features, failed) = match a.made {
                 Ok(Made::Fingerprint(value, short)) => (Some(value), short, None, None),
                 Ok(Made::Features(f)) => (None, false, Some(f), None),
@@ -422,6 +419,7 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
             if features_bytes + sets_bytes > args.keep_text_bytes {
                 if pass.sets.take().is_some() {
                     sets_bytes = 0;
+                    making_sets.store(false, std::sync::atomic::Ordering::Relaxed);
                 } else if pass.features.take().is_some() {
                     features_bytes = 0;
                 }
@@ -451,6 +449,8 @@ struct FirstPass {
     idf: Option<IdfBuilder>,
     /// The kept features' hashes and IDF weights by number, once the weights are learned.
     vocabulary: Vocabulary,
+    /// Where each document is (`docs`' order).
+    locations: Vec<corpus::Location>,
 }
 
 /// The fingerprints of the documents the first pass left without one, made with `fp` (which
@@ -489,7 +489,7 @@ fn fingerprint_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, pass: &m
                 &bar,
                 threads,
                 worker,
-                |_, made| {
+                |_, _, made| {
                     let Some(d) = docs.get_mut(next) else { bail!("the inputs changed between the two passes over them: more documents the second time") };
                     next += 1;
                     if let Some((value, short)) = made {

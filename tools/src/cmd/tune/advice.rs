@@ -1,10 +1,13 @@
 //! `simdex tune`'s advice: the cheapest setting whose F1 is within a margin of the best, and
 //! how to ask for it in each front (the CLI's flags, `simdex.Index(...)`, Scrapy settings).
 //!
-//! Cost order, cheapest first: a smaller k (fewer tables or probes per query); at one k,
+//! Cost order, cheapest first: fingerprints alone within the index's design k (one table
+//! query, no sketch); then by k (fewer tables or probes per query), and at one k
 //! fingerprints alone (no 64-byte sketch per document), then confirmed by sketch at the
 //! fronts' threshold (0.90, the only one Python and Scrapy offer), then confirmed at the
-//! threshold that measured best at that k (the CLI's `--confirm-threshold`).
+//! threshold that measured best at that k (the CLI's `--confirm-threshold`). A confirmed
+//! check at any k costs at least a query at the design k: it runs one, and looks the sketch's
+//! bands up for the band candidates.
 
 use simdex_fingerprint::DEFAULT_UNCONFIRMED_K;
 
@@ -33,9 +36,12 @@ pub fn best_threshold(tally: &Tally, k: u32) -> u32 {
 /// Every setting tune can recommend, cheapest first (the module's cost order).
 pub fn by_cost(tally: &Tally) -> Vec<Setting> {
     let fronts = fronts_threshold();
-    let mut out = Vec::new();
+    let design_k = simdex::IndexOptions::default().k.min(K_MAX);
+    let mut out: Vec<Setting> = (0..=design_k).map(|k| Setting { k, confirm: None }).collect();
     for k in 0..=K_MAX {
-        out.push(Setting { k, confirm: None });
+        if k > design_k {
+            out.push(Setting { k, confirm: None });
+        }
         out.push(Setting { k, confirm: Some(fronts) });
         let best = best_threshold(tally, k);
         if best != fronts {

@@ -2,6 +2,11 @@
 //! distance and estimated resemblance, the counts behind precision, recall and F1 of each
 //! setting, and a bootstrap over those pairs for how uncertain the figures are.
 //!
+//! The confirmed settings are the index's check as the library makes it
+//! ([`simdex::ConfirmOptions`], asked through [`IndexCheck`]): a pair within `k` bits is an
+//! answer at an estimate of at least `t`; beyond `k`, a pair whose sketches share one of the
+//! 16 bands (band candidates) at `t + band_margin`, where the band files serve `t`.
+//!
 //! Ground truth, independent of fingerprints: a pair is a near-duplicate when the exact
 //! Jaccard similarity of the two documents' word 3-shingle sets (the sketch's tokens and
 //! shingles, `simdex_fingerprint::sketch`) is at least `--threshold`. Candidate pairs come
@@ -46,7 +51,7 @@ pub struct Score {
 }
 
 impl Score {
-    fn new(reported: u64, tp: u64, true_pairs: u64) -> Self {
+    pub fn new(reported: u64, tp: u64, true_pairs: u64) -> Self {
         let precision = if reported == 0 { 1.0 } else { tp as f64 / reported as f64 };
         let recall = if true_pairs == 0 { 0.0 } else { tp as f64 / true_pairs as f64 };
         let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
@@ -54,14 +59,18 @@ impl Score {
     }
 }
 
-/// A pair of sampled documents that is a true near-duplicate or within `K_MAX` bits (the
-/// others count in no figure): its distance (`K_MAX + 1` for any further), whether it is
-/// true, and how many of the `THRESHOLDS` its estimated resemblance reaches.
+/// A pair of sampled documents that is a true near-duplicate, within `K_MAX` bits or
+/// sharing a sketch band (the others count in no figure): its distance (`K_MAX + 1` for any
+/// further), whether it is true, and how many of the `THRESHOLDS` its estimated resemblance
+/// reaches.
 #[derive(Clone, Copy, Debug)]
 pub struct Pair {
     distance: u8,
     truth: bool,
     passes: u8,
+    /// The `THRESHOLDS` (bit `x` for `THRESHOLDS.start + x`) at which the index's check
+    /// answers the pair when it lies beyond `k` (a band candidate, [`IndexCheck`]).
+    beyond: u32,
     /// Whether the two sketches share a band (a candidate of `dedup`'s whatever the distance).
     band: bool,
     /// Whether `dedup`'s rule keeps it: estimate at least the threshold, or, within the
@@ -91,6 +100,39 @@ impl DedupRule {
         } else {
             estimate >= self.threshold
         }
+    }
+}
+
+/// The index's confirmed check at each of the `THRESHOLDS`, as the library decides it
+/// (`simdex::ConfirmOptions`, the defaults the document calls use, at resemblance `t`):
+/// beyond `k`, the resemblance a band candidate needs, or none.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IndexCheck {
+    beyond_k: [Option<f64>; THRESHOLDS.end as usize - THRESHOLDS.start as usize],
+}
+
+impl IndexCheck {
+    /// The check of sketches of `options`.
+    pub fn new(options: SketchOptions) -> Self {
+        let mut beyond_k = [None; THRESHOLDS.end as usize - THRESHOLDS.start as usize];
+        for (slot, t) in beyond_k.iter_mut().zip(THRESHOLDS) {
+            *slot = simdex::ConfirmOptions::default().with_min_similarity(f64::from(t) / 100.0).beyond_k_similarity(options.hashes, options.bits);
+        }
+        IndexCheck { beyond_k }
+    }
+
+    /// The thresholds at which a pair estimated at `estimate` whose sketches share a band
+    /// (`band`) is an answer beyond `k`, as a bit set over `THRESHOLDS`.
+    fn beyond(&self, band: bool, estimate: f64) -> u32 {
+        if !band {
+            return 0;
+        }
+        self.beyond_k.iter().enumerate().filter(|(_, at)| at.is_some_and(|at| estimate >= at)).fold(0, |set, (x, _)| set | 1 << x)
+    }
+
+    /// The resemblance a band candidate beyond `k` needs at threshold `t` (hundredths).
+    pub fn beyond_k(&self, t: u32) -> Option<f64> {
+        self.beyond_k.get(t.checked_sub(THRESHOLDS.start)? as usize).copied().flatten()
     }
 }
 
@@ -178,7 +220,7 @@ fn share_band(a: &Sketch, b: &Sketch) -> bool {
 
 /// Every pair that counts in a figure: all pairs of documents are compared (a popcount
 /// each); those within `K_MAX`, sharing a sketch band or in `truth` are kept.
-pub fn pairs(fps: &[u64], sketches: &[&Sketch], sets: &[&[u64]], truth: &[(u32, u32)], rule: DedupRule) -> anyhow::Result<Vec<Pair>> {
+pub fn pairs(fps: &[u64], sketches: &[&Sketch], sets: &[&[u64]], truth: &[(u32, u32)], rule: DedupRule, check: &IndexCheck) -> anyhow::Result<Vec<Pair>> {
     let mut out = Vec::new();
     for i in 0..fps.len() {
         for j in i + 1..fps.len() {
@@ -191,7 +233,7 @@ pub fn pairs(fps: &[u64], sketches: &[&Sketch], sets: &[&[u64]], truth: &[(u32, 
             let est = sketches[i].similarity(sketches[j])?;
             let passes = THRESHOLDS.filter(|&t| est >= f64::from(t) / 100.0).count() as u8;
             let dedup = rule.keeps(est, || jaccard(sets[i], sets[j]));
-            out.push(Pair { distance: d.min(K_MAX + 1) as u8, truth, passes, band, dedup });
+            out.push(Pair { distance: d.min(K_MAX + 1) as u8, truth, passes, beyond: check.beyond(band, est), band, dedup });
         }
     }
     Ok(out)
@@ -208,6 +250,10 @@ pub struct Tally {
     /// into `THRESHOLDS`), and the true ones.
     confirmed_reported: Vec<[u64; SLOTS]>,
     confirmed_tp: Vec<[u64; SLOTS]>,
+    /// `beyond_reported[x][d]`: pairs at distance `d` the check answers beyond `k` at
+    /// threshold `x` (band candidates), and the true ones.
+    beyond_reported: Vec<[u64; SLOTS]>,
+    beyond_tp: Vec<[u64; SLOTS]>,
     /// `dedup`'s rule: kept pairs at distance `d` (`kept`), the true ones (`kept_tp`), and
     /// the same of those sharing a sketch band (candidates beyond k).
     kept: [u64; SLOTS],
@@ -232,6 +278,8 @@ impl Tally {
             tp: z,
             confirmed_reported: Vec::new(),
             confirmed_tp: Vec::new(),
+            beyond_reported: vec![z; THRESHOLDS.len()],
+            beyond_tp: vec![z; THRESHOLDS.len()],
             kept: z,
             kept_tp: z,
             kept_band: z,
@@ -249,6 +297,15 @@ impl Tally {
             tally.kept_tp[d] += kept * truth;
             tally.kept_band[d] += band;
             tally.kept_band_tp[d] += band * truth;
+            let mut beyond = p.beyond;
+            while beyond != 0 {
+                let x = beyond.trailing_zeros() as usize;
+                beyond &= beyond - 1;
+                if let (Some(r), Some(tp)) = (tally.beyond_reported.get_mut(x), tally.beyond_tp.get_mut(x)) {
+                    r[d] += 1;
+                    tp[d] += truth;
+                }
+            }
             if p.distance > K_MAX as u8 && !p.truth {
                 // only a band made it a candidate: it counts in dedup's figures alone
                 continue;
@@ -295,20 +352,22 @@ impl Tally {
         Score::new(reported, tp, self.true_pairs)
     }
 
-    /// Precision, recall and F1 of `setting` (a threshold outside `THRESHOLDS` counts nothing).
+    /// Precision, recall and F1 of `setting` (a threshold outside `THRESHOLDS` counts
+    /// nothing): fingerprints within `k`, or the index's confirmed check (within `k` at the
+    /// threshold, and the band candidates beyond `k` it answers).
     pub fn score(&self, setting: Setting) -> Score {
         let upto = (setting.k.min(K_MAX) as usize) + 1;
-        let (reported, tp) = match setting.confirm {
-            None => (&self.reported, &self.tp),
-            Some(t) => {
-                let x = t.checked_sub(THRESHOLDS.start).map(|x| x as usize);
-                match x.and_then(|x| Some((self.confirmed_reported.get(x)?, self.confirmed_tp.get(x)?))) {
-                    Some(counts) => counts,
-                    None => return Score::new(0, 0, self.true_pairs),
-                }
-            }
+        let Some(t) = setting.confirm else {
+            return Score::new(self.reported[..upto].iter().sum(), self.tp[..upto].iter().sum(), self.true_pairs);
         };
-        Score::new(reported[..upto].iter().sum(), tp[..upto].iter().sum(), self.true_pairs)
+        let x = t.checked_sub(THRESHOLDS.start).map(|x| x as usize);
+        let counts = x.and_then(|x| Some((self.confirmed_reported.get(x)?, self.confirmed_tp.get(x)?, self.beyond_reported.get(x)?, self.beyond_tp.get(x)?)));
+        let Some((reported, tp, beyond_reported, beyond_tp)) = counts else {
+            return Score::new(0, 0, self.true_pairs);
+        };
+        let within = |c: &[u64; SLOTS]| c[..upto].iter().sum::<u64>();
+        let beyond = |c: &[u64; SLOTS]| c[upto..].iter().sum::<u64>();
+        Score::new(within(reported) + beyond(beyond_reported), within(tp) + beyond(beyond_tp), self.true_pairs)
     }
 }
 
@@ -371,7 +430,19 @@ fn percentiles(values: &mut [f64]) -> Interval {
 impl Pair {
     /// A pair at `distance` (`K_MAX + 1` for further), true or not, of estimated resemblance `est`.
     pub fn of(distance: u8, truth: bool, est: f64) -> Pair {
-        Pair { distance: distance.min(K_MAX as u8 + 1), truth, passes: THRESHOLDS.filter(|&t| est >= f64::from(t) / 100.0).count() as u8, band: false, dedup: est >= 0.9 }
+        Pair {
+            distance: distance.min(K_MAX as u8 + 1),
+            truth,
+            passes: THRESHOLDS.filter(|&t| est >= f64::from(t) / 100.0).count() as u8,
+            beyond: 0,
+            band: false,
+            dedup: est >= 0.9,
+        }
+    }
+
+    /// The same pair, its sketches sharing a band (`band`) or not, under `check`.
+    pub fn with_band(self, band: bool, est: f64, check: &IndexCheck) -> Pair {
+        Pair { band, beyond: check.beyond(band, est), ..self }
     }
 }
 
