@@ -394,7 +394,7 @@ pub fn text_and_content_hash(doc: Document<Content>, utf8: InvalidUtf8) -> anyho
             let t = t.into_inner();
             let content = ContentHash::new(t.as_bytes()).finish()?;
             let mut read = Document { id: String::new(), kind: DocumentKind::Text, content: t.as_bytes(), replaced_utf8: 0 };
-            let text = match read.text_in_memory(utf8) {
+            let text = match read.text_in_memory(utf8, simdex_fingerprint::RECIPE_VERSION) {
                 Ok(std::borrow::Cow::Borrowed(_)) => Ok(None),
                 Ok(std::borrow::Cow::Owned(changed)) => Ok(Some(changed)),
                 Err(e) => Err(e),
