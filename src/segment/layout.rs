@@ -10,8 +10,10 @@ use crate::codec::{Codec, SYMBOLS};
 use crate::error::Location;
 use crate::integrity::{verify_crc, Fault};
 
+pub use super::bytes::{align_up, array, slice};
+
 /// Newest format version written by this build: 3 for a segment with a sketch column (its
-/// pages in groups with a CRC page each, [`SKETCH_LAYOUT`]), 2 for one without.
+/// pages in groups with a CRC page each, layout 3), 2 for one without.
 pub const FORMAT_VERSION: u32 = 3;
 /// The version a segment is written in: [`FORMAT_VERSION`] with sketches, 2 without.
 pub fn version_for(has_sketches: bool) -> u32 {
@@ -154,28 +156,6 @@ pub const F_CRC: usize = F_VERSION + 4;
 pub const F_MAGIC: usize = F_CRC + 4;
 /// Bytes of the footer, the last bytes of the file.
 pub const FOOTER_BYTES: usize = F_MAGIC + 8;
-
-/// Rounds `x` up to a multiple of `to`.
-pub fn align_up(x: u64, to: u64) -> u64 {
-    x.div_ceil(to) * to
-}
-
-/// The bytes `offset..offset + len` of `bytes`, or a fault naming what was cut short.
-pub fn slice<'a>(bytes: &'a [u8], offset: u64, len: u64, what: &str) -> Result<&'a [u8], Fault> {
-    let range = usize::try_from(offset).ok().zip(usize::try_from(len).ok()).and_then(|(o, l)| Some(o..o.checked_add(l)?));
-    range.and_then(|r| bytes.get(r)).ok_or_else(|| past_end(bytes, offset, len, what))
-}
-
-/// The `N` bytes at `offset` of `bytes` as an array, or a fault naming what was cut short.
-pub fn array<'a, const N: usize>(bytes: &'a [u8], offset: u64, what: &str) -> Result<&'a [u8; N], Fault> {
-    let field = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)?.first_chunk());
-    field.ok_or_else(|| past_end(bytes, offset, N as u64, what))
-}
-
-#[cold]
-fn past_end(bytes: &[u8], offset: u64, len: u64, what: &str) -> Fault {
-    Fault::at(offset, format!("{what} ({len} bytes at offset {offset}) runs past the end of the {}-byte file", bytes.len()))
-}
 
 /// The per-table part of the header.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -189,7 +189,14 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
     assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdi") && bytes.starts_with(b"SIMDXIDT\x01\0\0\0")), "generation 5 has an id table, version 1");
     // The previous generations (manifest version 2, no band files, no id tables) still
     // open, with the same contents; a writer builds the band file and id table they lack.
-    for fixture in [load(sketched_fixture_dir_of(2)), load(sketched_fixture_dir_of(3)), load(sketched_fixture_dir_of(4)), load(sketched_fixture_dir_of(5)), load(sketched_fixture_dir_of(6)), fixture] {
+    for fixture in [
+        load(sketched_fixture_dir_of(2)),
+        load(sketched_fixture_dir_of(3)),
+        load(sketched_fixture_dir_of(4)),
+        load(sketched_fixture_dir_of(5)),
+        load(sketched_fixture_dir_of(6)),
+        fixture,
+    ] {
         sketched_fixture_reads_back(&fixture, &want);
     }
     let older = load(sketched_fixture_dir_of(3));
