@@ -64,7 +64,7 @@ pub use error::Error;
 pub use features::FeatureKind;
 pub use fingerprinter::{DocumentFeatures, Fingerprint, Fingerprinter, Session, Vocabulary, MAX_PENDING};
 #[cfg(feature = "html")]
-pub use html::{extract_text, fingerprint_html_reader, visible_text};
+pub use html::{extract_text, extract_text_as, fingerprint_html_reader, visible_text, visible_text_as};
 /// The entry point of the IDF table decoder's fuzz target (`tools/fuzz`); not an API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -73,7 +73,7 @@ pub use idf::{IdfBuilder, IdfTable};
 #[cfg(feature = "jsonl")]
 pub use input::JsonDoc;
 pub use input::{decode_utf8, fingerprint_text_reader, InvalidUtf8, Outcome};
-pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION};
+pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION, RECIPE_VERSIONS};
 pub use recipe::Recipe;
 pub use sketch::{Sketch, SketchOptions, Sketcher};
 pub use stopwords::Language;

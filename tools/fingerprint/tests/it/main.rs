@@ -7,5 +7,6 @@
 mod by_id;
 mod documents;
 mod features_once;
+mod html_text;
 mod options;
 mod recipe;
