@@ -119,7 +119,7 @@ def test_document_fingerprints_are_the_same_in_every_process(tmp_path):
     page = b"<html><body><p>" + b" ".join(b"word%d" % i for i in range(200)) + b"</p></body></html>"
     with simdex.Index(tmp_path / "idx") as idx:
         fp = idx.insert_document(page, 1)
-        assert idx.recipe.startswith("simdex-fp/1 features=w2")
+        assert idx.recipe.startswith("simdex-fp/2 features=w2")
         assert fp == simdex.Fingerprinter().fingerprint_html(page)
     with simdex.Index(tmp_path / "idx") as idx:
         # a match is (fingerprint, distance, doc_id, similarity): the same page's sketch is equal

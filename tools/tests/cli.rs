@@ -533,7 +533,7 @@ fn dedup_index_pins_its_recipe_so_identical_pages_match_on_a_later_run() {
     let o = run(&["dedup", p(&second), "--index", p(&index), "--no-idf"]);
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains("the index's fingerprint recipe is `simdex-fp/1 features=w2") && e.contains("idf=-") && e.contains("was given"), "{e}");
+    assert!(e.contains("the index's fingerprint recipe is `simdex-fp/2 features=w2") && e.contains("idf=-") && e.contains("was given"), "{e}");
     let o = run(&["dedup", p(&second), "--index", p(&index), "--features", "w3"]);
     assert!(!o.status.success() && stderr(&o).contains("features=w3"), "{}", stderr(&o));
     // re-learning is explicit, and says what it costs

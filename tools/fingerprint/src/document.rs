@@ -93,15 +93,21 @@ impl<R: Read> Document<R> {
     }
 
     /// The whole text the fingerprint is made of (plain text as it is, HTML by its visible
-    /// text), read at once: for callers that need the text besides the fingerprint (IDF
-    /// learning, sketches).
+    /// text as the current recipe takes it), read at once: for callers that need the text
+    /// besides the fingerprint (IDF learning, sketches).
     pub fn text(&mut self, utf8: InvalidUtf8) -> Result<String, Error> {
-        self.text_into(utf8, String::new())
+        self.text_as(utf8, super::RECIPE_VERSION)
     }
 
-    /// [`Document::text`] into `text` (empty; its capacity kept: a caller that knows about
+    /// [`Document::text`] as fingerprint recipe `version` takes it (a fingerprinter's:
+    /// `fp.options().version`).
+    pub fn text_as(&mut self, utf8: InvalidUtf8, version: u32) -> Result<String, Error> {
+        self.text_into(utf8, version, String::new())
+    }
+
+    /// [`Document::text_as`] into `text` (empty; its capacity kept: a caller that knows about
     /// how long the text is saves the string's growing).
-    fn text_into(&mut self, utf8: InvalidUtf8, mut text: String) -> Result<String, Error> {
+    fn text_into(&mut self, utf8: InvalidUtf8, version: u32, mut text: String) -> Result<String, Error> {
         let mut stream = Utf8Stream::new(&mut self.content, utf8);
         match self.kind {
             DocumentKind::Text => {
@@ -110,9 +116,12 @@ impl<R: Read> Document<R> {
                 }
             }
             #[cfg(feature = "html")]
-            DocumentKind::Html => super::html::extract_text(&mut stream, |piece| text.push_str(piece))?,
+            DocumentKind::Html => super::html::extract_text_as(version, &mut stream, |piece| text.push_str(piece))?,
             #[cfg(not(feature = "html"))]
-            DocumentKind::Html => return Err(Error::FeatureNotCompiled { feature: "html" }),
+            DocumentKind::Html => {
+                let _ = version;
+                return Err(Error::FeatureNotCompiled { feature: "html" });
+            }
         }
         Ok(text)
     }
@@ -132,9 +141,9 @@ impl From<super::input::JsonDoc> for Document<Box<dyn Read>> {
 }
 
 impl<'a> Document<&'a [u8]> {
-    /// [`Document::text`] of a document in memory, borrowed where the text is its bytes (plain
-    /// text of valid UTF-8: no copy); the same text, and the same errors, as `text`.
-    pub fn text_in_memory(&mut self, utf8: InvalidUtf8) -> Result<std::borrow::Cow<'a, str>, Error> {
+    /// [`Document::text_as`] of a document in memory, borrowed where the text is its bytes
+    /// (plain text of valid UTF-8: no copy); the same text, and the same errors, as `text_as`.
+    pub fn text_in_memory(&mut self, utf8: InvalidUtf8, version: u32) -> Result<std::borrow::Cow<'a, str>, Error> {
         let bytes = self.content;
         if self.kind == DocumentKind::Text {
             let sniffed = bytes.get(..super::input::BINARY_SNIFF_BYTES as usize).unwrap_or(bytes);
@@ -147,7 +156,7 @@ impl<'a> Document<&'a [u8]> {
             }
         }
         // the text is at most about as long as the bytes (HTML: its visible part)
-        self.text_into(utf8, String::with_capacity(bytes.len())).map(std::borrow::Cow::Owned)
+        self.text_into(utf8, version, String::with_capacity(bytes.len())).map(std::borrow::Cow::Owned)
     }
 }
 
@@ -222,7 +231,7 @@ impl<'f> IdfLearner<'f> {
     /// Counts one document; one that cannot be read (refused UTF-8, an I/O error) is left
     /// out, as it would get no fingerprint.
     pub fn add<R: Read>(&mut self, mut doc: Document<R>) {
-        if let Ok(text) = doc.text(self.utf8) {
+        if let Ok(text) = doc.text_as(self.utf8, self.fp.options().version) {
             self.add_text(&text);
         }
     }

@@ -335,8 +335,14 @@ impl DocumentIndex {
     /// index stores no sketches of the library's recipe.
     pub fn sketch_document(&self, doc: DocumentInput<'_>) -> Result<Option<Sketch>> {
         let Some(options) = self.sketch_options() else { return Ok(None) };
-        let text = document_text(doc)?;
+        let text = document_text(doc, self.recipe_version())?;
         Ok(Some(self.sketch_text(options, &text)?))
+    }
+
+    /// The recipe version documents' text is taken with: the pinned recipe's, else the
+    /// default recipe's (the one a first document pins).
+    fn recipe_version(&self) -> u32 {
+        self.recipe().map_or(crate::RECIPE_VERSION, |r| r.options().version)
     }
 
     /// Fingerprints the document with the index's recipe (pinning the default recipe when
@@ -426,7 +432,7 @@ impl DocumentIndex {
             self.give_back(fp);
             return Ok((f?, None));
         };
-        let text = document_text(doc)?;
+        let text = document_text(doc, self.recipe_version())?;
         let mut sketcher = self.take_sketcher(options)?;
         let mut fp = self.take_fingerprinter(pin)?;
         let (f, sketch) = fp.1.fingerprint_and_sketch(&text, &mut sketcher);
@@ -490,11 +496,11 @@ impl DocumentIndex {
     }
 }
 
-/// The text a document's fingerprint and sketch are made of (borrowed where it is the
-/// document's bytes).
-fn document_text(doc: DocumentInput<'_>) -> Result<std::borrow::Cow<'_, str>> {
+/// The text a document's fingerprint and sketch are made of, as recipe `version` takes it
+/// (borrowed where it is the document's bytes).
+fn document_text(doc: DocumentInput<'_>, version: u32) -> Result<std::borrow::Cow<'_, str>> {
     let mut d = Document { id: String::new(), kind: doc.kind, content: doc.bytes, replaced_utf8: 0 };
-    d.text_in_memory(InvalidUtf8::Replace)
+    d.text_in_memory(InvalidUtf8::Replace, version)
 }
 
 fn fingerprint(fp: &mut Fingerprinter, doc: DocumentInput<'_>) -> Result<Fingerprint> {

@@ -66,7 +66,7 @@ pub use error::Error;
 pub use features::FeatureKind;
 pub use fingerprinter::{DocumentFeatures, Fingerprint, Fingerprinter, Session, Vocabulary, MAX_PENDING};
 #[cfg(feature = "html")]
-pub use html::{extract_text, fingerprint_html_reader, visible_text};
+pub use html::{extract_text, extract_text_as, fingerprint_html_reader, visible_text, visible_text_as};
 /// The entry point of the IDF table decoder's fuzz target (`tools/fuzz`); not an API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -74,10 +74,10 @@ pub use idf::fuzz_decode as fuzz_idf_decode;
 pub use idf::write_part as write_idf_part;
 pub use idf::{IdfBuilder, IdfTable};
 pub use idf_parts::{part_of as idf_part_of, PartSummary as IdfPartSummary};
-#[cfg(feature = "jsonl")]
-pub use input::JsonDoc;
 pub use input::{decode_utf8, fingerprint_text_reader, InvalidUtf8, Outcome};
-pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION};
+#[cfg(feature = "jsonl")]
+pub use input::{Body, JsonDoc};
+pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION, RECIPE_VERSIONS};
 pub use recipe::Recipe;
 pub use sketch::{Sketch, SketchOptions, Sketcher};
 pub use stopwords::Language;

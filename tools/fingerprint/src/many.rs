@@ -72,7 +72,7 @@ fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, doc: Documen
     let Some(sketcher) = sketcher else {
         return Ok((d.fingerprint(fp, InvalidUtf8::Replace)?.fingerprint, None));
     };
-    let text = d.text_in_memory(InvalidUtf8::Replace)?;
+    let text = d.text_in_memory(InvalidUtf8::Replace, fp.options().version)?;
     let (f, sketch) = fp.fingerprint_and_sketch(&text, sketcher);
     Ok((f?, Some(sketch)))
 }

@@ -6,8 +6,13 @@ use crate::stopwords::Language;
 use crate::tokenize::CjkSegmenter;
 use crate::weights::TfMode;
 
-/// Version of the fingerprint recipe; part of every recipe descriptor.
-pub const RECIPE_VERSION: u32 = 1;
+/// Version of the fingerprint recipe new recipes are made with; part of every recipe
+/// descriptor. Versions differ in how text is taken from HTML (`format-spec/fingerprint.md`,
+/// "1. Text"); an index keeps the version it pinned.
+pub const RECIPE_VERSION: u32 = 2;
+
+/// The fingerprint recipe versions this build makes fingerprints of.
+pub const RECIPE_VERSIONS: std::ops::RangeInclusive<u32> = 1..=2;
 
 /// What a fingerprint is made from. `Default` is the recipe the crate recommends; see
 /// `benches/QUALITY.md` for the measurements behind it.
@@ -31,9 +36,12 @@ pub struct FingerprintOptions {
     pub min_words: u64,
     /// Documents with fewer words get a fingerprint and a "short" warning.
     pub short_words: u64,
+    /// The recipe version ([`RECIPE_VERSIONS`]): new options have [`RECIPE_VERSION`], a
+    /// pinned recipe keeps its own.
+    pub version: u32,
 }
 
-simdex::__with_fields!(FingerprintOptions { features: Vec<FeatureKind> => with_features, cjk: CjkSegmenter => with_cjk, stop_words: Vec<Language> => with_stop_words, stemming: Option<Language> => with_stemming, fold_digits: bool => with_fold_digits, tf: TfMode => with_tf, min_words: u64 => with_min_words, short_words: u64 => with_short_words });
+simdex::__with_fields!(FingerprintOptions { features: Vec<FeatureKind> => with_features, cjk: CjkSegmenter => with_cjk, stop_words: Vec<Language> => with_stop_words, stemming: Option<Language> => with_stemming, fold_digits: bool => with_fold_digits, tf: TfMode => with_tf, min_words: u64 => with_min_words, short_words: u64 => with_short_words, version: u32 => with_version });
 
 impl Default for FingerprintOptions {
     fn default() -> Self {
@@ -46,6 +54,7 @@ impl Default for FingerprintOptions {
             tf: TfMode::Binary,
             min_words: 3,
             short_words: 50,
+            version: RECIPE_VERSION,
         }
     }
 }
@@ -59,12 +68,13 @@ impl FingerprintOptions {
     }
 
     /// Descriptor of the feature part of the recipe (what an IDF table must match), e.g.
-    /// `simdex-fp/1 features=w3 cjk=chars stop=- stem=- digits=fold`.
+    /// `simdex-fp/2 features=w3 cjk=chars stop=- stem=- digits=fold`.
     pub fn feature_recipe(&self) -> String {
         let features: Vec<String> = self.features.iter().map(|k| k.name()).collect();
         let stop: Vec<&str> = self.stop_words.iter().map(|l| l.code()).collect();
         format!(
-            "simdex-fp/{RECIPE_VERSION} features={} cjk={} stop={} stem={} digits={}",
+            "simdex-fp/{} features={} cjk={} stop={} stem={} digits={}",
+            self.version,
             features.join(","),
             self.cjk.name(),
             if stop.is_empty() { "-".to_owned() } else { stop.join(",") },
@@ -74,6 +84,9 @@ impl FingerprintOptions {
     }
 
     pub(crate) fn validate(&self) -> Result<(), Error> {
+        if !RECIPE_VERSIONS.contains(&self.version) {
+            return Err(Error::InvalidOptions(format!("fingerprint recipe version {} (known: {RECIPE_VERSIONS:?})", self.version)));
+        }
         if self.features.is_empty() {
             return Err(Error::InvalidOptions("no feature kind".into()));
         }

@@ -53,7 +53,7 @@ impl Recipe {
 
     /// One line naming the whole recipe: [`Fingerprinter::recipe`]'s descriptor (features,
     /// weighting, the IDF table's checksum) and the word thresholds, e.g.
-    /// `simdex-fp/1 features=w2 cjk=chars stop=- stem=- digits=keep tf=binary idf=- min_words=3 short_words=50`.
+    /// `simdex-fp/2 features=w2 cjk=chars stop=- stem=- digits=keep tf=binary idf=- min_words=3 short_words=50`.
     pub fn descriptor(&self) -> String {
         let o = &self.options;
         let idf = self.idf.as_ref().map_or("-".to_owned(), |t| format!("{:08x}", t.id()));
@@ -67,7 +67,7 @@ impl Recipe {
         let stop: Vec<&str> = o.stop_words.iter().map(|l| l.code()).collect();
         format!(
             "recipe_version={}\nfeatures={}\ncjk={}\nstop={}\nstem={}\ndigits={}\ntf={}\nmin_words={}\nshort_words={}\n",
-            super::RECIPE_VERSION,
+            o.version,
             features.join(","),
             o.cjk.name(),
             if stop.is_empty() { "-".to_owned() } else { stop.join(",") },
@@ -92,9 +92,11 @@ impl Recipe {
         }
         let get = |i: usize| values.get(i).copied().flatten().ok_or_else(|| format!("key `{}` missing", KEYS.get(i).copied().unwrap_or("?")));
         let version = get(0)?;
-        if version != super::RECIPE_VERSION.to_string() {
-            return Err(format!("fingerprint recipe version {version} (this build makes version {})", super::RECIPE_VERSION));
-        }
+        let version = version
+            .parse()
+            .ok()
+            .filter(|v| super::RECIPE_VERSIONS.contains(v))
+            .ok_or_else(|| format!("fingerprint recipe version {version} (this build makes versions {}-{})", super::RECIPE_VERSIONS.start(), super::RECIPE_VERSIONS.end()))?;
         let lang = |c: &str| Language::from_code(c).ok_or_else(|| format!("unknown language `{c}`"));
         let list = |v: &str| -> Vec<String> {
             if v == "-" {
@@ -120,6 +122,7 @@ impl Recipe {
             tf: TfMode::parse(get(6)?).ok_or("unknown tf mode")?,
             min_words: number(7)?,
             short_words: number(8)?,
+            version,
         })
     }
 }
@@ -157,7 +160,7 @@ mod tests {
         let mut o = FingerprintOptions::short_text();
         o.fold_digits = true;
         o.features = vec![FeatureKind::Words, FeatureKind::CharNgrams(4)];
-        for o in [FingerprintOptions::default(), o] {
+        for o in [FingerprintOptions::default(), o.clone(), o.with_version(1)] {
             let r = Recipe::new(o.clone(), None).unwrap();
             assert_eq!(Recipe::parse_options(&r.options_text()).unwrap(), o);
         }
@@ -167,7 +170,7 @@ mod tests {
     fn bad_options_text_is_an_error() {
         let good = Recipe::new(FingerprintOptions::default(), None).unwrap().options_text();
         assert!(Recipe::parse_options(&good.replace("tf=binary", "tf=nope")).unwrap_err().contains("tf"));
-        assert!(Recipe::parse_options(&good.replace("recipe_version=1", "recipe_version=9")).unwrap_err().contains("version 9"));
+        assert!(Recipe::parse_options(&good.replace("recipe_version=2", "recipe_version=9")).unwrap_err().contains("version 9"));
         assert!(Recipe::parse_options(&good.replace("min_words=3\n", "")).unwrap_err().contains("min_words"));
         assert!(Recipe::parse_options(&format!("{good}tf=tf\n")).unwrap_err().contains("repeated"));
         assert!(Recipe::parse_options("garbage").is_err());

@@ -7,6 +7,7 @@
 mod by_id;
 mod documents;
 mod features_once;
+mod html_text;
 mod idf_parts;
 mod options;
 mod recipe;

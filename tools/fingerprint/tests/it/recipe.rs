@@ -52,7 +52,7 @@ fn golden_fingerprints() {
 #[test]
 fn default_recipe_descriptor() {
     let f = Fingerprinter::new(FingerprintOptions::default()).unwrap();
-    assert_eq!(f.recipe(), "simdex-fp/1 features=w2 cjk=chars stop=- stem=- digits=keep tf=binary idf=-");
+    assert_eq!(f.recipe(), "simdex-fp/2 features=w2 cjk=chars stop=- stem=- digits=keep tf=binary idf=-");
 }
 
 /// Near: Hamming distance <= 3; far: >= 12 (random pairs average 32).
@@ -283,20 +283,57 @@ proptest! {
 /// Every page of `fixtures/corpus` and a set of generated texts full of tokenizer edge cases,
 /// fingerprinted with several recipes, against `fixtures/corpus/fingerprints-recipe1.tsv`
 /// (written by recipe version 1 before the fast paths existed; the HTML pages need the `html`
-/// feature). Pins the whole pipeline on
-/// more text than the hand-picked golden values: any fast path that disagrees with the
-/// definition on any of these documents fails here.
+/// feature) and, for recipe version 2, `fingerprints-recipe2.tsv`: the lines where version 2
+/// differs from version 1 (its HTML text: the pages with a head `noscript`), every other line
+/// being version 1's. Pins the whole pipeline on more text than the hand-picked golden values:
+/// any fast path that disagrees with the definition on any of these documents fails here.
 ///
-/// The file is only ever rewritten for a new recipe version:
-/// `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it corpus_fingerprints`.
+/// A file is only ever written for a new recipe version:
+/// `SIMDEX_REGENERATE_FIXTURES=2 cargo test --test it corpus_fingerprints` (the version's).
 #[test]
 fn corpus_fingerprints_are_pinned() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus");
+    let v1 = corpus_fingerprints(1);
+    let v2 = corpus_fingerprints(2);
+    let regenerate = std::env::var("SIMDEX_REGENERATE_FIXTURES").ok();
+    let diff: String = v2.lines().zip(v1.lines()).filter(|(a, b)| a != b).map(|(a, _)| format!("{a}\n")).collect();
+    for (version, written) in [("1", &v1), ("2", &diff)] {
+        if regenerate.as_deref() == Some(version) {
+            std::fs::write(dir.join(format!("fingerprints-recipe{version}.tsv")), written).unwrap();
+        }
+    }
+    let read = |version: u32| -> Vec<(String, String)> {
+        let text = std::fs::read_to_string(dir.join(format!("fingerprints-recipe{version}.tsv"))).unwrap();
+        text.lines().map(|l| l.rsplit_once('\t').map(|(k, v)| (k.to_owned(), v.to_owned())).unwrap()).collect()
+    };
+    let recipe1: std::collections::HashMap<String, String> = read(1).into_iter().collect();
+    let changed = read(2);
+    let mut recipe2 = recipe1.clone();
+    for (key, value) in &changed {
+        // only lines that differ from version 1's
+        assert_ne!(recipe1.get(key), Some(value), "{key}");
+        assert!(recipe2.insert(key.clone(), value.clone()).is_some(), "{key}");
+    }
+    // the pages with a head `noscript` (85), for every recipe of the list
+    assert!(changed.len() >= 85 && changed.iter().all(|(k, _)| k.contains(".html\t")), "{}", changed.len());
+    for (actual, expected) in [(&v1, &recipe1), (&v2, &recipe2)] {
+        for line in actual.lines() {
+            let (key, value) = line.rsplit_once('\t').unwrap();
+            assert_eq!(expected.get(key).map(String::as_str), Some(value), "{key}");
+        }
+        assert_eq!(expected.len(), actual.lines().count());
+    }
+}
+
+/// The lines of the pinned fingerprints of recipe version `version` (`id<TAB>recipe<TAB>fingerprint`).
+fn corpus_fingerprints(version: u32) -> String {
     use FeatureKind::*;
-    let base = FingerprintOptions::default().with_min_words(1);
+    let opts = |features: &[FeatureKind], tf: TfMode, stop: &[Language]| opts(features, tf, stop).with_version(version);
+    let base = FingerprintOptions::default().with_min_words(1).with_version(version);
     let recipes = [
         ("default", base.clone()),
         ("w+tf", opts(&[Words], TfMode::Raw, &[])),
-        ("short-text", FingerprintOptions::short_text().with_min_words(1)),
+        ("short-text", FingerprintOptions::short_text().with_min_words(1).with_version(version)),
         ("w3+logtf", opts(&[WordShingles(3)], TfMode::Log, &[])),
         ("c4+tf", opts(&[CharNgrams(4)], TfMode::Raw, &[])),
         ("w+w2+tf+stop", opts(&[Words, WordShingles(2)], TfMode::Raw, &[Language::English, Language::Russian])),
@@ -304,28 +341,18 @@ fn corpus_fingerprints_are_pinned() {
     ];
     let mut fingerprinters: Vec<(&str, Fingerprinter)> = recipes.into_iter().map(|(name, o)| (name, Fingerprinter::new(o).unwrap())).collect();
     let mut actual = String::new();
-    for (id, text) in pinned_documents() {
+    for (id, text) in pinned_documents(version) {
         for (name, f) in &mut fingerprinters {
             let value = f.fingerprint(&text).map_or("empty".to_owned(), |x| format!("{:016x}", x.value));
             actual.push_str(&format!("{id}\t{name}\t{value}\n"));
         }
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus/fingerprints-recipe1.tsv");
-    if std::env::var_os("SIMDEX_REGENERATE_FIXTURES").is_some() {
-        std::fs::write(&path, &actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap();
-    let expected: std::collections::HashMap<&str, &str> = expected.lines().filter_map(|l| l.rsplit_once('\t')).collect();
-    for line in actual.lines() {
-        let (key, value) = line.rsplit_once('\t').unwrap();
-        assert_eq!(expected.get(key), Some(&value), "{key}");
-    }
-    assert_eq!(expected.len(), actual.lines().count());
+    actual
 }
 
-/// `(id, text)`: the visible text of every HTML page of `fixtures/corpus/pages` (the text of
-/// the `.txt` pages), then 64 generated texts.
-fn pinned_documents() -> Vec<(String, String)> {
+/// `(id, text)`: the visible text of every HTML page of `fixtures/corpus/pages` as recipe
+/// `version` takes it (the text of the `.txt` pages), then 64 generated texts.
+fn pinned_documents(version: u32) -> Vec<(String, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus/pages");
     let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
@@ -333,7 +360,7 @@ fn pinned_documents() -> Vec<(String, String)> {
     for name in names {
         let raw = std::fs::read_to_string(dir.join(&name)).unwrap();
         if name.ends_with(".html") {
-            docs.push((name, simdex_fingerprint::visible_text(&raw)));
+            docs.push((name, simdex_fingerprint::visible_text_as(version, &raw)));
         } else {
             docs.push((name, raw));
         }
