@@ -195,7 +195,7 @@ impl FileMap {
             let candidates = std::iter::once(dir_at).filter(|&at| at > 0).chain(columns.iter().filter(|(_, k)| *k == kind).map(|&(at, _)| at));
             let mut last_error = None;
             for at in candidates {
-                match open_column(bytes, at, kind, entries) {
+                match open_column(bytes, at, kind, entries, self.version) {
                     Ok(c) => return Some(c),
                     Err(f) => last_error = Some(f.into_error(path).chain_message()),
                 }

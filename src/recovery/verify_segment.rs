@@ -182,14 +182,22 @@ fn verify_columns(segment: &Segment, gaps: &mut GapChecker<'_>, problems: &mut V
         for page in 0..pages {
             let (start, len) = column.page_span(page, segment.len());
             gaps.region(start, start + len, problems);
-            // Version 1: the pages are one array and the CRCs follow it; version 2: each
-            // page's CRC follows the page.
-            if column.crcs_offset.is_none() {
+            // Version 1: the pages are one array and the CRCs follow it; layout 2: each
+            // page's CRC follows the page; layout 3: a CRC page follows each group.
+            if column.crcs_offset.is_none() && column.grouped_pages.is_none() {
                 let crc = column.crc_offset(page);
                 gaps.region(crc, crc + PAGE_CRC_BYTES, problems);
             }
             if let Err(Error::Corrupt { offset, location, detail, .. }) = segment.page(column, page, kind) {
                 problems.push(Problem { offset, location, detail });
+            }
+            // Layout 3: after a group's last page, its CRC page (the pages' CRCs, then its own).
+            if let Some((at, covered)) = column.crc_page(page / GROUP_PAGES).filter(|_| page % GROUP_PAGES == GROUP_PAGES - 1 || page + 1 == pages) {
+                gaps.region(at, at + covered * 4, problems);
+                gaps.region(at + PAGE_BYTES - PAGE_CRC_BYTES, at + PAGE_BYTES, problems);
+                if let Err(Error::Corrupt { offset, location, detail, .. }) = segment.crc_page_check(at, kind) {
+                    problems.push(Problem { offset, location, detail });
+                }
             }
         }
         if let Some(crcs) = column.crcs_offset {

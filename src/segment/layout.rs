@@ -10,8 +10,19 @@ use crate::codec::{Codec, SYMBOLS};
 use crate::error::Location;
 use crate::integrity::{verify_crc, Fault};
 
-/// Format version written by this build.
-pub const FORMAT_VERSION: u32 = 2;
+pub use super::bytes::{align_up, array, slice};
+
+/// Newest format version written by this build: 3 for a segment with a sketch column (its
+/// pages in groups with a CRC page each, layout 3), 2 for one without.
+pub const FORMAT_VERSION: u32 = 3;
+/// The version a segment is written in: [`FORMAT_VERSION`] with sketches, 2 without.
+pub fn version_for(has_sketches: bool) -> u32 {
+    if has_sketches {
+        FORMAT_VERSION
+    } else {
+        2
+    }
+}
 /// The oldest format version this build still reads.
 pub const OLDEST_VERSION: u32 = 1;
 /// Regions that hold blocks start at multiples of this.
@@ -106,6 +117,13 @@ pub const COLUMN_HEAD_BYTES: u64 = ALIGN;
 /// Bytes of one column page; its last [`PAGE_CRC_BYTES`] hold the CRC-32 of the rest.
 pub const PAGE_BYTES: u64 = ALIGN;
 pub const PAGE_CRC_BYTES: u64 = 4;
+/// Column layout 2: each page ends with its CRC (ids; sketches in version-2 segments).
+pub const PAGE_CRC_LAYOUT: u32 = 2;
+/// Column layout 3 (sketches in version-3 segments): whole pages of values, and after each
+/// group of [`GROUP_PAGES`] pages (or the column's last, shorter group) one CRC page.
+pub const SKETCH_LAYOUT: u32 = 3;
+/// Pages of a layout-3 group: a CRC page holds their CRCs, then its own CRC.
+pub const GROUP_PAGES: u64 = (PAGE_BYTES - PAGE_CRC_BYTES) / 4;
 /// Largest sketch a column holds, in bytes.
 pub const MAX_SKETCH_BYTES: usize = 64;
 
@@ -139,28 +157,6 @@ pub const F_MAGIC: usize = F_CRC + 4;
 /// Bytes of the footer, the last bytes of the file.
 pub const FOOTER_BYTES: usize = F_MAGIC + 8;
 
-/// Rounds `x` up to a multiple of `to`.
-pub fn align_up(x: u64, to: u64) -> u64 {
-    x.div_ceil(to) * to
-}
-
-/// The bytes `offset..offset + len` of `bytes`, or a fault naming what was cut short.
-pub fn slice<'a>(bytes: &'a [u8], offset: u64, len: u64, what: &str) -> Result<&'a [u8], Fault> {
-    let range = usize::try_from(offset).ok().zip(usize::try_from(len).ok()).and_then(|(o, l)| Some(o..o.checked_add(l)?));
-    range.and_then(|r| bytes.get(r)).ok_or_else(|| past_end(bytes, offset, len, what))
-}
-
-/// The `N` bytes at `offset` of `bytes` as an array, or a fault naming what was cut short.
-pub fn array<'a, const N: usize>(bytes: &'a [u8], offset: u64, what: &str) -> Result<&'a [u8; N], Fault> {
-    let field = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)?.first_chunk());
-    field.ok_or_else(|| past_end(bytes, offset, N as u64, what))
-}
-
-#[cold]
-fn past_end(bytes: &[u8], offset: u64, len: u64, what: &str) -> Fault {
-    Fault::at(offset, format!("{what} ({len} bytes at offset {offset}) runs past the end of the {}-byte file", bytes.len()))
-}
-
 /// The per-table part of the header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderTable {
@@ -193,13 +189,13 @@ impl Header {
         (if self.has_ids { FLAG_HAS_IDS } else { 0 }) | (if self.has_sketches { FLAG_HAS_SKETCHES } else { 0 })
     }
 
-    /// The header bytes (always [`FORMAT_VERSION`]), zero-padded to [`ALIGN`].
+    /// The header bytes (of `self.version`), zero-padded to [`ALIGN`].
     pub fn encode(&self) -> Vec<u8> {
         let len = self.encoded_len();
         let padded = align_up(len as u64, ALIGN) as usize;
         let mut b = Vec::with_capacity(padded);
         b.extend_from_slice(&HEADER_MAGIC);
-        b.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b.extend_from_slice(&self.version.to_le_bytes());
         b.extend_from_slice(&(len as u32).to_le_bytes());
         b.extend_from_slice(&[64, self.k, self.levels.len() as u8, self.flags()]);
         b.extend_from_slice(&(self.tables.len() as u16).to_le_bytes());
@@ -292,7 +288,8 @@ pub struct TableHead {
 
 impl TableHead {
     /// [`TABLE_HEAD_BYTES`] bytes: the fields, their CRC, zero padding. A head with a
-    /// design is written as version 2, one without as version 1.
+    /// design is written as the version its flags give ([`version_for`]: 3 with sketches,
+    /// else 2), one without as version 1.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = [0u8; TABLE_HEAD_BYTES as usize];
         b[T_MAGIC..T_INDEX].copy_from_slice(&TABLE_MAGIC);
@@ -306,7 +303,7 @@ impl TableHead {
                 LE::write_u32(&mut b[T_CRC_V1..], crc);
             }
             Some(d) => {
-                LE::write_u32(&mut b[T_VERSION..], 2);
+                LE::write_u32(&mut b[T_VERSION..], version_for(d.flags & FLAG_HAS_SKETCHES != 0));
                 LE::write_u16(&mut b[T_TABLE_COUNT..], d.table_count);
                 b[T_K] = d.k;
                 b[T_LEVEL_COUNT] = d.levels.len() as u8;
@@ -488,9 +485,10 @@ impl ColumnKind {
     }
 }
 
-/// The head of a version-2 column section: self-describing, so the column can be found
-/// and read without the directory. Pages of [`PAGE_BYTES`] follow it, each holding
-/// `per_page` values and ending with its own CRC.
+/// The head of a column section (version 2 and later): self-describing, so the column can
+/// be found and read without the directory. Pages of [`PAGE_BYTES`] follow it, each holding
+/// `per_page` values: in layout 2 each page ends with its own CRC; in layout 3
+/// ([`SKETCH_LAYOUT`]) pages are whole and a CRC page follows each group of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ColumnHead {
     pub kind: ColumnKind,
@@ -499,13 +497,26 @@ pub struct ColumnHead {
     pub entries: u64,
     /// An opaque tag naming the values' encoding (zero for ids; the sketch scheme).
     pub scheme: [u8; 8],
+    /// [`PAGE_CRC_LAYOUT`] or [`SKETCH_LAYOUT`] (the head's version field).
+    pub layout: u32,
 }
 
 impl ColumnHead {
-    /// A head for `entries` values of `value_bytes` (1..=[`MAX_SKETCH_BYTES`]) each.
+    /// A head for `entries` values of `value_bytes` (1..=[`MAX_SKETCH_BYTES`]) each, in the
+    /// layout this build writes for `kind`: ids in layout 2, sketches in layout 3.
     pub fn new(kind: ColumnKind, value_bytes: u16, entries: u64, scheme: [u8; 8]) -> Self {
-        let per_page = ((PAGE_BYTES - PAGE_CRC_BYTES) / u64::from(value_bytes.max(1))) as u16;
-        Self { kind, value_bytes, per_page, entries, scheme }
+        let layout = match kind {
+            ColumnKind::Ids => PAGE_CRC_LAYOUT,
+            ColumnKind::Sketches => SKETCH_LAYOUT,
+        };
+        Self::with_layout(kind, value_bytes, entries, scheme, layout)
+    }
+
+    /// [`Self::new`] in `layout`.
+    pub fn with_layout(kind: ColumnKind, value_bytes: u16, entries: u64, scheme: [u8; 8], layout: u32) -> Self {
+        let room = if layout >= SKETCH_LAYOUT { PAGE_BYTES } else { PAGE_BYTES - PAGE_CRC_BYTES };
+        let per_page = (room / u64::from(value_bytes.max(1))) as u16;
+        Self { kind, value_bytes, per_page, entries, scheme, layout }
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -516,7 +527,7 @@ impl ColumnHead {
         LE::write_u16(&mut b[C_PER_PAGE..], self.per_page);
         LE::write_u64(&mut b[C_ENTRIES..], self.entries);
         b[C_SCHEME..C_VERSION].copy_from_slice(&self.scheme);
-        LE::write_u32(&mut b[C_VERSION..], FORMAT_VERSION);
+        LE::write_u32(&mut b[C_VERSION..], self.layout);
         let crc = crc32fast::hash(&b[..C_CRC]);
         LE::write_u32(&mut b[C_CRC..], crc);
         b.to_vec()
@@ -533,7 +544,15 @@ impl ColumnHead {
         let value_bytes = LE::read_u16(&b[C_VALUE_BYTES..]);
         let mut scheme = [0u8; 8];
         scheme.copy_from_slice(&b[C_SCHEME..C_VERSION]);
-        let head = ColumnHead::new(kind, value_bytes, LE::read_u64(&b[C_ENTRIES..]), scheme);
+        let layout = LE::read_u32(&b[C_VERSION..]);
+        let known = match kind {
+            ColumnKind::Ids => [PAGE_CRC_LAYOUT].contains(&layout),
+            ColumnKind::Sketches => [PAGE_CRC_LAYOUT, SKETCH_LAYOUT].contains(&layout),
+        };
+        if !known {
+            return Err(Fault::at(at + C_VERSION as u64, format!("{} column: layout version {layout} is not one this build reads", kind.name())));
+        }
+        let head = ColumnHead::with_layout(kind, value_bytes, LE::read_u64(&b[C_ENTRIES..]), scheme, layout);
         let valid_width = match kind {
             ColumnKind::Ids => value_bytes == 8,
             ColumnKind::Sketches => (1..=MAX_SKETCH_BYTES as u16).contains(&value_bytes),

@@ -9,6 +9,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
 mod block_index;
+mod bytes;
 pub(crate) mod layout;
 mod reader;
 mod resumable;

@@ -93,23 +93,38 @@ impl<'w, 's, 'c> TableWriter<'w, 's, 'c> {
 }
 
 /// A column being written: [`Self::push`] one value per entry of table 0, in its order,
-/// then [`Self::end`] it.
+/// then [`Self::end`] it. In layout 3 a group's pages are held until the group is whole
+/// and written with its CRC page, so every boundary is a group's end.
 pub(crate) struct ColumnWriter<'w, 's> {
     pub(super) w: &'w mut SegmentWriter<'s>,
     pub(super) head: ColumnHead,
     pub(super) head_offset: u64,
     page: Vec<u8>,
     values: u64,
+    /// Layout 3: the group's whole pages not yet written, and their CRCs.
+    group: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl<'w, 's> ColumnWriter<'w, 's> {
     /// A column whose head is at `head_offset`, with its first `values` values on disk
-    /// (whole pages).
+    /// (whole pages; in layout 3, whole groups).
     pub(super) fn new(w: &'w mut SegmentWriter<'s>, head: ColumnHead, head_offset: u64, values: u64) -> Self {
-        Self { w, head, head_offset, page: Vec::with_capacity(PAGE_BYTES as usize), values }
+        let group = (head.layout >= SKETCH_LAYOUT).then(|| (Vec::with_capacity((GROUP_PAGES * PAGE_BYTES) as usize), Vec::with_capacity(PAGE_BYTES as usize)));
+        Self { w, head, head_offset, page: Vec::with_capacity(PAGE_BYTES as usize), values, group }
     }
 
-    /// Appends one value; true when it completed a page, now written (a boundary).
+    /// Values a boundary holds: a page's (layout 2) or a group's (layout 3).
+    fn unit(&self) -> u64 {
+        let per_page = u64::from(self.head.per_page.max(1));
+        if self.group.is_some() {
+            per_page * GROUP_PAGES
+        } else {
+            per_page
+        }
+    }
+
+    /// Appends one value; true when it completed a page (layout 3: a group), now written
+    /// (a boundary).
     pub(crate) fn push(&mut self, value: &[u8]) -> Result<bool> {
         if value.len() != usize::from(self.head.value_bytes) {
             return Err(Error::InvalidArgument(format!("{} value {} is {} bytes, the column holds {}", self.head.kind.name(), self.values, value.len(), self.head.value_bytes)));
@@ -117,23 +132,53 @@ impl<'w, 's> ColumnWriter<'w, 's> {
         self.page.extend_from_slice(value);
         self.values += 1;
         if self.values % u64::from(self.head.per_page.max(1)) == 0 {
-            self.w.put_page(&mut self.page, (PAGE_BYTES - PAGE_CRC_BYTES) as usize)?;
-            return Ok(true);
+            self.close_page()?;
+            return Ok(self.values % self.unit() == 0);
         }
         Ok(false)
     }
 
-    /// Values on disk: the whole pages written.
-    pub(crate) fn values_written(&self) -> u64 {
-        let per_page = u64::from(self.head.per_page.max(1));
-        self.values / per_page * per_page
+    /// Writes the page being filled (layout 2), or adds it to its group and writes the
+    /// group when it is whole (layout 3).
+    fn close_page(&mut self) -> Result<()> {
+        let Some((pages, crcs)) = self.group.as_mut() else {
+            return self.w.put_page(&mut self.page, (PAGE_BYTES - PAGE_CRC_BYTES) as usize);
+        };
+        self.page.resize(PAGE_BYTES as usize, 0);
+        crcs.extend_from_slice(&crc32fast::hash(&self.page).to_le_bytes());
+        pages.extend_from_slice(&self.page);
+        self.page.clear();
+        if crcs.len() as u64 == GROUP_PAGES * 4 {
+            self.write_group()?;
+        }
+        Ok(())
     }
 
-    /// Writes the last page and records the column in the writer. Returns the head's offset.
+    /// Layout 3: writes the group's pages, then its CRC page.
+    fn write_group(&mut self) -> Result<()> {
+        let Some((pages, crcs)) = self.group.as_mut() else { return Ok(()) };
+        if crcs.is_empty() {
+            return Ok(());
+        }
+        self.w.put(pages)?;
+        self.w.put_page(crcs, (PAGE_BYTES - PAGE_CRC_BYTES) as usize)?;
+        pages.clear();
+        Ok(())
+    }
+
+    /// Values on disk: the whole pages (layout 3: groups) written.
+    pub(crate) fn values_written(&self) -> u64 {
+        let unit = self.unit();
+        self.values / unit * unit
+    }
+
+    /// Writes the last page (and group) and records the column in the writer. Returns the
+    /// head's offset.
     pub(crate) fn end(mut self) -> Result<u64> {
         if !self.page.is_empty() {
-            self.w.put_page(&mut self.page, (PAGE_BYTES - PAGE_CRC_BYTES) as usize)?;
+            self.close_page()?;
         }
+        self.write_group()?;
         if self.values != self.head.entries {
             return Err(Error::InvalidArgument(format!("{} {} values for {} entries", self.values, self.head.kind.name(), self.head.entries)));
         }

@@ -105,7 +105,7 @@ impl<'s> SegmentWriter<'s> {
         Self::check_layout(design, codecs, sketches)?;
         let has_ids = ids == IdColumn::Present;
         let header = Header {
-            version: FORMAT_VERSION,
+            version: version_for(sketches.is_some()),
             k: design.k() as u8,
             levels: design.levels().iter().map(|&r| r as u8).collect(),
             has_ids,
@@ -163,7 +163,7 @@ impl<'s> SegmentWriter<'s> {
         self.pad_to(8)?;
         let columns = DirColumns::V2 { ids_head: self.ids_head.unwrap_or(0), sketches_head: self.sketches_head.unwrap_or(0) };
         let dir = Directory { entries, tables: self.tables.clone(), columns }.encode();
-        let footer = Footer { dir_offset: self.offset, dir_len: dir.len() as u32, dir_crc: crc32fast::hash(&dir), version: FORMAT_VERSION };
+        let footer = Footer { dir_offset: self.offset, dir_len: dir.len() as u32, dir_crc: crc32fast::hash(&dir), version: self.header.version };
         self.put(&dir)?;
         self.put(&footer.encode())?;
         let len = self.offset;

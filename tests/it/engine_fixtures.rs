@@ -14,7 +14,9 @@
 //! table and starts a version-4 log); `fixtures/v5/index-replaced/` pins replace records
 //! in a log and their effect in a segment; `fixtures/v6/index-sketched/` writes band files of
 //! version 2 (bit-packed entries, grouped bucket ends), and generation 5's version-1 band
-//! file is still read as it is.
+//! file is still read as it is; `fixtures/v7/index-sketched/` writes its segment in version 3
+//! (the sketch column's pages whole, a CRC page after each group of 255), and generation 6's
+//! version-2 segment is still read as it is.
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
@@ -34,8 +36,8 @@ const DIR: &str = "idx";
 /// The index directory generation the engine writes today (see the module docs).
 const NEWEST: u32 = 5;
 /// The same for an index with sketches (its segments have band files since generation 4,
-/// of version 2 since generation 6).
-const NEWEST_SKETCHED: u32 = 6;
+/// of version 2 since generation 6; its segments are version 3 since generation 7).
+const NEWEST_SKETCHED: u32 = 7;
 /// The first generation whose segments have id tables and whose logs are version 4.
 const ID_TABLES: u32 = 5;
 /// The generations of the plain index (generation 4 changed only sketched indexes).
@@ -178,13 +180,23 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
             assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), want, "{name} is version {want}");
         }
     }
-    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x02\0\0\0")), "generation 6 has a band file, version 2");
+    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x02\0\0\0")), "generation 7 has a band file, version 2");
+    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdx") && bytes.starts_with(b"SIMDXSEG\x03\0\0\0")), "generation 7's segment is version 3");
+    let generation_6 = files(&load(sketched_fixture_dir_of(6)));
+    assert!(generation_6.iter().any(|(name, bytes)| name.ends_with(".sdx") && bytes.starts_with(b"SIMDXSEG\x02\0\0\0")), "generation 6's segment is version 2");
     let generation_5 = files(&load(sketched_fixture_dir_of(5)));
     assert!(generation_5.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x01\0\0\0")), "generation 5's band file is version 1");
     assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdi") && bytes.starts_with(b"SIMDXIDT\x01\0\0\0")), "generation 5 has an id table, version 1");
     // The previous generations (manifest version 2, no band files, no id tables) still
     // open, with the same contents; a writer builds the band file and id table they lack.
-    for fixture in [load(sketched_fixture_dir_of(2)), load(sketched_fixture_dir_of(3)), load(sketched_fixture_dir_of(4)), load(sketched_fixture_dir_of(5)), fixture] {
+    for fixture in [
+        load(sketched_fixture_dir_of(2)),
+        load(sketched_fixture_dir_of(3)),
+        load(sketched_fixture_dir_of(4)),
+        load(sketched_fixture_dir_of(5)),
+        load(sketched_fixture_dir_of(6)),
+        fixture,
+    ] {
         sketched_fixture_reads_back(&fixture, &want);
     }
     let older = load(sketched_fixture_dir_of(3));
@@ -196,8 +208,10 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
     assert_eq!(index.open_report().rebuilt_id_tables.len(), 1, "{:?}", index.open_report());
     drop(index);
     let derived = |s: &MemStorage, suffix: &str| files(s).into_iter().find(|(n, _)| n.ends_with(suffix)).unwrap();
-    assert_eq!(derived(&older, ".sdb"), derived(&load(sketched_fixture_dir()), ".sdb"), "the band file a writer builds is generation 6's");
-    assert_eq!(derived(&older, ".sdi"), derived(&load(sketched_fixture_dir()), ".sdi"), "the id table a writer builds is generation 6's");
+    // (for the same version-2 segment: generation 6's; a band file and an id table name
+    // their segment's length and footer CRC, which version 3 changed)
+    assert_eq!(derived(&older, ".sdb"), derived(&load(sketched_fixture_dir_of(6)), ".sdb"), "the band file a writer builds is generation 6's");
+    assert_eq!(derived(&older, ".sdi"), derived(&load(sketched_fixture_dir_of(6)), ".sdi"), "the id table a writer builds is generation 6's");
     assert!(verify_index(&older, Path::new(DIR)).unwrap().is_clean());
 }
 

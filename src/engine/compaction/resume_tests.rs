@@ -21,7 +21,9 @@ use crate::plan::{planned_design, PlanOptions};
 use crate::segment::{IdColumn, Segment, SegmentWriter, SketchColumn};
 use crate::storage::{CrashMode, MemStorage, Storage};
 
-const SKETCH: SketchColumn = SketchColumn { bytes: 4, scheme: *b"testsk01" };
+/// 64-byte sketches: 16 a page, 4,080 a group of pages, so a merge's output of 9,000 entries
+/// has three groups, and a merge stops, checkpoints and resumes between them.
+const SKETCH: SketchColumn = SketchColumn { bytes: 64, scheme: *b"testsk01" };
 
 fn dir() -> PathBuf {
     PathBuf::from("/idx")
@@ -42,7 +44,7 @@ fn write_segment(storage: &dyn Storage, path: &Path, mut pairs: Vec<(u64, u64)>,
     }
     w.write_ids(pairs.iter().map(|p| p.1)).unwrap();
     if sketches {
-        w.write_sketches(pairs.iter().map(|p| ((p.0 ^ p.1) as u32).to_le_bytes())).unwrap();
+        w.write_sketches(pairs.iter().map(|p| (0..16u32).flat_map(|i| ((p.0 ^ p.1) as u32 ^ i).to_le_bytes()).collect::<Vec<u8>>())).unwrap();
     }
     w.finish().unwrap();
 }

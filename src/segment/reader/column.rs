@@ -1,10 +1,12 @@
-//! Column access: where a column's pages are ([`ColumnAt`], version 1's id array or a
-//! version-2 column), the checks that open one, and reading a value or a page through its
-//! CRC.
+//! Column access: where a column's pages are ([`ColumnAt`], version 1's id array, a
+//! layout-2 column or a layout-3 one), the checks that open one, and reading a value or a
+//! page through its CRC.
 
 use crate::error::{Location, Result};
 use crate::integrity::{verify_crc, Fault};
-use crate::segment::layout::{slice, ColumnHead, ColumnKind, DirIds, COLUMN_HEAD_BYTES, C_ENTRIES, C_KIND, IDS_PER_PAGE_V1, PAGE_BYTES, PAGE_CRC_BYTES};
+use crate::segment::layout::{
+    slice, ColumnHead, ColumnKind, DirIds, COLUMN_HEAD_BYTES, C_ENTRIES, C_KIND, C_VERSION, GROUP_PAGES, IDS_PER_PAGE_V1, PAGE_BYTES, PAGE_CRC_BYTES, PAGE_CRC_LAYOUT, SKETCH_LAYOUT,
+};
 
 
 /// Where a column's pages are: version 1's id array (page CRCs in an array after it) or a
@@ -26,6 +28,9 @@ pub(crate) struct ColumnAt {
     pub scheme: [u8; 8],
     /// Version 2: the column head's offset.
     pub head_offset: Option<u64>,
+    /// Layout 3: the column's pages (`None` otherwise). After each group of
+    /// [`GROUP_PAGES`] pages (the last group may be shorter) comes its CRC page.
+    pub grouped_pages: Option<u64>,
 }
 
 impl ColumnAt {
@@ -39,6 +44,7 @@ impl ColumnAt {
             crcs_offset: Some(ids.crcs_offset),
             scheme: [0; 8],
             head_offset: None,
+            grouped_pages: None,
         }
     }
 
@@ -52,7 +58,24 @@ impl ColumnAt {
             crcs_offset: None,
             scheme: head.scheme,
             head_offset: Some(head_offset),
+            grouped_pages: (head.layout >= SKETCH_LAYOUT).then(|| head.entries.div_ceil(u64::from(head.per_page.max(1)))),
         }
+    }
+
+    /// The place of page `page` counted in pages from the first, CRC pages included.
+    fn slot(&self, page: u64) -> u64 {
+        match self.grouped_pages {
+            Some(_) => page + page / GROUP_PAGES,
+            None => page,
+        }
+    }
+
+    /// Layout 3: where the CRC page of group `group` starts, and the pages it covers.
+    pub(crate) fn crc_page(&self, group: u64) -> Option<(u64, u64)> {
+        let pages = self.grouped_pages?;
+        let first = group * GROUP_PAGES;
+        let covered = pages.saturating_sub(first).min(GROUP_PAGES);
+        Some((self.pages_offset + (first + group + covered) * PAGE_BYTES, covered))
     }
 
     /// Pages holding `entries` values.
@@ -63,23 +86,25 @@ impl ColumnAt {
     /// Where page `page` starts and how many value bytes it holds, of `entries` values.
     pub(crate) fn page_span(&self, page: u64, entries: u64) -> (u64, u64) {
         let values = entries.saturating_sub(page * self.per_page).min(self.per_page);
-        (self.pages_offset + page * self.page_stride, values * self.value_bytes)
+        (self.pages_offset + self.slot(page) * self.page_stride, values * self.value_bytes)
     }
 
     /// Where the column's last byte ends.
     pub(crate) fn end(&self, entries: u64) -> u64 {
         let pages = self.pages(entries);
-        match self.crcs_offset {
-            Some(crcs) => crcs + pages * 4,
-            None => self.pages_offset + pages * self.page_stride,
+        match (self.crcs_offset, self.grouped_pages) {
+            (Some(crcs), _) => crcs + pages * 4,
+            (None, Some(_)) => self.pages_offset + (pages + pages.div_ceil(GROUP_PAGES)) * PAGE_BYTES,
+            (None, None) => self.pages_offset + pages * self.page_stride,
         }
     }
 
     /// Where the CRC of page `page` is stored.
     pub(crate) fn crc_offset(&self, page: u64) -> u64 {
-        match self.crcs_offset {
-            Some(crcs) => crcs + page * 4,
-            None => self.pages_offset + page * self.page_stride + PAGE_BYTES - PAGE_CRC_BYTES,
+        match (self.crcs_offset, self.crc_page(page / GROUP_PAGES)) {
+            (Some(crcs), _) => crcs + page * 4,
+            (None, Some((at, _))) => at + page % GROUP_PAGES * 4,
+            (None, None) => self.pages_offset + page * self.page_stride + PAGE_BYTES - PAGE_CRC_BYTES,
         }
     }
 }
@@ -96,9 +121,15 @@ pub(crate) fn check_ids_v1(bytes: &[u8], entries: u64, ids: &DirIds) -> Result<(
     verify_crc(crcs, ids.crcs_crc).map_err(|m| m.fault(ids.crcs_offset, Location::default(), "id-page checksums"))
 }
 
-/// Version 2: opens the column of `kind` whose head is at `at`, holding `entries` values.
-pub(crate) fn open_column(bytes: &[u8], at: u64, kind: ColumnKind, entries: u64) -> Result<ColumnAt, Fault> {
+/// Version 2 and later: opens the column of `kind` whose head is at `at`, holding `entries`
+/// values, in a segment of format `version` (a version-3 segment's sketches are in layout 3,
+/// a version-2 segment's in layout 2).
+pub(crate) fn open_column(bytes: &[u8], at: u64, kind: ColumnKind, entries: u64, version: u32) -> Result<ColumnAt, Fault> {
     let head = ColumnHead::decode(bytes, at)?;
+    let layout = if kind == ColumnKind::Sketches && version >= 3 { SKETCH_LAYOUT } else { PAGE_CRC_LAYOUT };
+    if head.layout != layout {
+        return Err(Fault::at(at + C_VERSION as u64, format!("a {} column of layout {} in a version-{version} segment (layout {layout} expected)", kind.name(), head.layout)));
+    }
     if head.kind != kind {
         return Err(Fault::at(at + C_KIND as u64, format!("a {} column where the directory puts the {} column", head.kind.name(), kind.name())));
     }

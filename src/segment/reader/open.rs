@@ -72,7 +72,7 @@ impl Segment {
                 let column = |present: bool, at: u64, kind: ColumnKind| -> Result<Option<ColumnAt>> {
                     match (present, at) {
                         (false, 0) => Ok(None),
-                        (true, at) if at > 0 => open_column(&bytes, at, kind, dir.entries).map(Some).map_err(corrupt),
+                        (true, at) if at > 0 => open_column(&bytes, at, kind, dir.entries, version).map(Some).map_err(corrupt),
                         _ => Err(corrupt(Fault::at(bytes.len() as u64 - FOOTER_BYTES as u64, format!("the header and the directory disagree on whether a {} column exists", kind.name())))),
                     }
                 };

@@ -31,16 +31,27 @@ impl Segment {
         slice(bytes, at, column.value_bytes, kind.name()).map_err(|f| f.into_error(&self.path))
     }
 
+    /// Layout 3: checks the CRC page at `at` against its own CRC (its last 4 bytes). A
+    /// reader of values does not: a damaged CRC in it fails its page's check instead.
+    pub(crate) fn crc_page_check(&self, at: u64, kind: ColumnKind) -> Result<()> {
+        let what = format!("{} CRC page at byte offset {at}", kind.name());
+        let bytes = slice(&self.bytes, at, PAGE_BYTES - PAGE_CRC_BYTES, &what).map_err(|f| f.into_error(&self.path))?;
+        let stored = self.array::<4>(at + PAGE_BYTES - PAGE_CRC_BYTES, Location::default(), "CRC page checksum")?;
+        verify_crc(bytes, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, at, Location::default(), what))
+    }
+
     /// The value bytes of page `page` of `column`, after checking its CRC.
     pub(crate) fn page(&self, column: &ColumnAt, page: u64, kind: ColumnKind) -> Result<&[u8]> {
         let (start, len) = column.page_span(page, self.entries);
         let what = format!("{} page {page}", kind.name());
         let bytes = slice(&self.bytes, start, len, &what).map_err(|f| f.into_error(&self.path))?;
         let stored = self.array::<4>(column.crc_offset(page), Location::default(), "page checksum")?;
-        let checked = match column.crcs_offset {
-            Some(_) => bytes,
-            // Version 2: the CRC covers the whole page before it, padding included.
-            None => slice(&self.bytes, start, PAGE_BYTES - PAGE_CRC_BYTES, &what).map_err(|f| f.into_error(&self.path))?,
+        let checked = match (column.crcs_offset, column.grouped_pages) {
+            (Some(_), _) => bytes,
+            // Layout 3: the CRC (in the group's CRC page) covers the whole page, padding included.
+            (None, Some(_)) => slice(&self.bytes, start, PAGE_BYTES, &what).map_err(|f| f.into_error(&self.path))?,
+            // Layout 2: the CRC covers the whole page before it, padding included.
+            (None, None) => slice(&self.bytes, start, PAGE_BYTES - PAGE_CRC_BYTES, &what).map_err(|f| f.into_error(&self.path))?,
         };
         verify_crc(checked, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, start, Location::default(), what))?;
         Ok(bytes)
