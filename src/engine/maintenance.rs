@@ -140,7 +140,8 @@ impl Engine {
     fn check_space_for_merge(&self, inputs: &[Arc<LiveSegment>]) -> Result<()> {
         let Some(available) = self.storage.available_space(&self.dir).map_err(|e| Error::io(&self.dir, "check free space", e))? else { return Ok(()) };
         let needed = merge_space(inputs.iter().map(|s| (s.meta.file_len, s.meta.entries, s.segment.tables().len())), self.k);
-        // and the output's band file (`crate::bands`: about 88 bytes an entry with a sketch)
+        // and the output's band file (`crate::bands`, version 2: 59 to 70 bytes an entry with a
+        // sketch from 2^22 to 2^28 entries, `format-spec/bands.md` "Size"; 90 reserved)
         let needed = needed.saturating_add(if self.sketches.is_some() { inputs.iter().map(|s| s.meta.entries).sum::<u64>().saturating_mul(90) } else { 0 });
         if needed > available {
             return Err(Error::NoSpace { dir: self.dir.clone(), what: format!("merging {} segments", inputs.len()), needed, available });
