@@ -6,6 +6,7 @@
 use anyhow::Context;
 use clap::ValueEnum;
 use indicatif::ProgressBar;
+use simdex_fingerprint::corpus::ContentHash;
 use simdex_fingerprint::document::{self, Document, DocumentKind, Documents, IdfLearner, InvalidUtf8};
 use simdex_fingerprint::JsonDoc;
 use simdex_fingerprint::{Fingerprinter, IdfTable};
@@ -226,7 +227,7 @@ pub fn for_each_doc_parallel<F, W>(
     mut skip: impl FnMut(Skip),
 ) -> anyhow::Result<()>
 where
-    F: FnMut(Document<Box<dyn Read>>) -> anyhow::Result<W> + Send,
+    F: FnMut(Document<Content>) -> anyhow::Result<W> + Send,
     W: Send,
 {
     let utf8 = read.invalid_utf8();
@@ -328,7 +329,7 @@ fn produce_pieces(files: &[PathBuf], read: &ReadArgs, send: &mut dyn FnMut(Vec<P
 }
 
 /// A worker's reading of one piece.
-fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document<Box<dyn Read>>) -> anyhow::Result<W>) -> Outcome<W> {
+fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document<Content>) -> anyhow::Result<W>) -> Outcome<W> {
     let (doc, at) = match piece {
         Piece::EndOfFile => return Outcome::EndOfFile,
         Piece::Failed(e) => return Outcome::Failed(e),
@@ -341,11 +342,11 @@ fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document
                     Err(e) => return Outcome::Failed(anyhow::Error::new(e).context(format!("cannot open {}", path.display()))),
                 }
             };
-            (Document { id: name, kind, content, replaced_utf8: 0 }, Location { file, line: None })
+            (Document { id: name, kind, content: Content::Stream(content), replaced_utf8: 0 }, Location { file, line: None })
         }
         Piece::Line { name, file, line, offset, bytes } => match JsonDoc::from_line(&bytes, line, utf8) {
             None => return Outcome::Nothing,
-            Some(Ok(doc)) => (Document::from(doc), Location { file, line: Some((line, offset, bytes.len() as u64)) }),
+            Some(Ok(doc)) => (Content::of_record(doc), Location { file, line: Some((line, offset, bytes.len() as u64)) }),
             Some(Err(e)) => return Outcome::Skip(Skip { id: name.to_string(), reason: e.to_string() }),
         },
     };
@@ -353,6 +354,59 @@ fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document
     match work(doc) {
         Ok(work) => Outcome::Doc { id, at, work },
         Err(e) => Outcome::Failed(e),
+    }
+}
+
+/// A document's content as the workers of [`for_each_doc_parallel`] get it: the text of a
+/// JSON-lines record, in memory already (read by [`text_and_content_hash`] without a copy),
+/// or a stream (a file, an HTML body).
+pub enum Content {
+    Text(std::io::Cursor<String>),
+    Stream(Box<dyn Read>),
+}
+
+impl Content {
+    /// The document of a JSON-lines record.
+    fn of_record(r: JsonDoc) -> Document<Content> {
+        let (kind, content) = match r.body {
+            simdex_fingerprint::Body::Text(t) => (DocumentKind::Text, Content::Text(std::io::Cursor::new(t))),
+            simdex_fingerprint::Body::Html(h) => (DocumentKind::Html, Content::Stream(Box::new(std::io::Cursor::new(h.into_bytes())))),
+        };
+        Document { id: r.id, kind, content, replaced_utf8: r.replaced_utf8 }
+    }
+}
+
+impl Read for Content {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Content::Text(t) => t.read(buf),
+            Content::Stream(r) => r.read(buf),
+        }
+    }
+}
+
+/// The whole text of `doc` as fingerprint recipe `version` takes it ([`Document::text_as`]:
+/// its error, for one without) and its content hash ([`ContentHash`]: of every byte of its
+/// content). A record's text in memory is taken
+/// as it is (the library's rules for text in memory, [`Document::text_in_memory`]).
+pub fn text_and_content_hash(doc: Document<Content>, utf8: InvalidUtf8, version: u32) -> anyhow::Result<(Result<String, simdex_fingerprint::Error>, String)> {
+    match doc.content {
+        Content::Text(t) if doc.kind == DocumentKind::Text && t.position() == 0 => {
+            let t = t.into_inner();
+            let content = ContentHash::new(t.as_bytes()).finish()?;
+            let mut read = Document { id: String::new(), kind: DocumentKind::Text, content: t.as_bytes(), replaced_utf8: 0 };
+            let text = match read.text_in_memory(utf8, version) {
+                Ok(std::borrow::Cow::Borrowed(_)) => Ok(None),
+                Ok(std::borrow::Cow::Owned(changed)) => Ok(Some(changed)),
+                Err(e) => Err(e),
+            };
+            Ok((text.map(|changed| changed.unwrap_or(t)), content))
+        }
+        content => {
+            let mut doc = Document { id: doc.id, kind: doc.kind, content: ContentHash::new(content), replaced_utf8: doc.replaced_utf8 };
+            let text = doc.text_as(utf8, version);
+            Ok((text, doc.content.finish()?))
+        }
     }
 }
 

@@ -257,7 +257,7 @@ fn advise_huge_pages(p: *const u8, bytes: usize) {
 
 /// Hints that the cache line at `p` is about to be read.
 #[inline(always)]
-fn prefetch(p: *const i8) {
+pub(crate) fn prefetch(p: *const i8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE (which has
     // it) is part of every x86-64 CPU. `p` points into a live slot anyway.

@@ -97,6 +97,9 @@ pub struct Fingerprinter {
     idf: Option<std::sync::Arc<IdfTable>>,
     scratch: weights::Scratch,
     batch: Batch,
+    /// Numbered features' hashes and IDF weights, resolved by the vocabulary
+    /// ([`Fingerprinter::fingerprint_numbered`]), reused from document to document.
+    resolved: (Vec<u64>, Vec<u32>),
 }
 
 /// Word and feature hashes on their way through a [`Session`], a batch at a time: each stage
@@ -109,6 +112,10 @@ struct Batch {
 
 /// Words per batch.
 const BATCH: usize = 1024;
+
+/// Numbered features resolved together ([`Fingerprinter::fingerprint_numbered`]): enough
+/// cache misses in flight to fill the memory system.
+const RESOLVE_BATCH: usize = 16;
 
 impl Batch {
     /// Turns the batched words into features and adds them to `acc`.
@@ -132,6 +139,7 @@ impl Fingerprinter {
             idf: None,
             scratch: weights::Scratch::default(),
             batch: Batch::default(),
+            resolved: Default::default(),
             options,
         })
     }
@@ -275,22 +283,38 @@ impl Fingerprinter {
         };
         let entries = &vocabulary.entries;
         let beyond = || Error::InvalidOptions(format!("a feature number beyond the vocabulary of {} features: not the numbering IDF builder's", entries.len()));
-        let (mut distinct, mut weights) = (Vec::with_capacity(numbers.len()), Vec::with_capacity(numbers.len()));
-        for &n in numbers {
-            let &(h, w) = entries.get(n as usize).ok_or_else(beyond)?;
-            distinct.push(h);
-            weights.push(w);
+        let (mut distinct, mut weights) = std::mem::take(&mut self.resolved);
+        distinct.clear();
+        weights.clear();
+        // the vocabulary is read at random: the entries of a batch are asked for first, so
+        // that their cache misses overlap
+        for batch in numbers.chunks(RESOLVE_BATCH) {
+            for &n in batch {
+                if let Some(e) = entries.get(n as usize) {
+                    crate::feature_map::prefetch((e as *const (u64, u32)).cast());
+                }
+            }
+            for &n in batch {
+                let &(h, w) = entries.get(n as usize).ok_or_else(beyond)?;
+                distinct.push(h);
+                weights.push(w);
+            }
         }
         // the weights looked up once hold for this fingerprinter's table only
         let same_table = match (&self.idf, &vocabulary.idf) {
             (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
             _ => false,
         };
-        self.check_features(f)?;
+        let checked = self.check_features(f);
         let Fingerprinter { idf, options, scratch, .. } = self;
-        let mut acc = Accumulator::new(options.tf, idf.as_deref(), scratch);
-        acc.add_distinct_weighing(&distinct, &f.counts, same_table.then_some(&weights[..]));
-        Ok(Fingerprint { words: f.words, features: f.occurrences, short: f.words < options.short_words, value: acc.finish() })
+        let value = checked.map(|()| {
+            let mut acc = Accumulator::new(options.tf, idf.as_deref(), scratch);
+            acc.add_distinct_weighing(&distinct, &f.counts, same_table.then_some(&weights[..]));
+            acc.finish()
+        });
+        self.resolved = (distinct, weights);
+        let options = &self.options;
+        Ok(Fingerprint { words: f.words, features: f.occurrences, short: f.words < options.short_words, value: value? })
     }
 
     /// A numbering IDF builder's vocabulary (its features' hashes by number,
@@ -326,7 +350,7 @@ impl Fingerprinter {
     /// A streaming fingerprint: push text in pieces of any size, then `finish`. Memory stays
     /// bounded by the longest run of text without ASCII whitespace (capped at 1 MiB).
     pub fn session(&mut self) -> Session<'_> {
-        let Fingerprinter { tokenizer, stop, stemmer, idf, options, scratch, batch } = self;
+        let Fingerprinter { tokenizer, stop, stemmer, idf, options, scratch, batch, .. } = self;
         // a session dropped without `finish` may have left words behind
         batch.words.clear();
         batch.features.clear();

@@ -70,9 +70,9 @@ pub use html::{extract_text, extract_text_as, fingerprint_html_reader, visible_t
 #[doc(hidden)]
 pub use idf::fuzz_decode as fuzz_idf_decode;
 pub use idf::{IdfBuilder, IdfTable};
-#[cfg(feature = "jsonl")]
-pub use input::JsonDoc;
 pub use input::{decode_utf8, fingerprint_text_reader, InvalidUtf8, Outcome};
+#[cfg(feature = "jsonl")]
+pub use input::{Body, JsonDoc};
 pub use options::{FingerprintOptions, OptionNames, RECIPE_VERSION, RECIPE_VERSIONS};
 pub use recipe::Recipe;
 pub use sketch::{Sketch, SketchOptions, Sketcher};

@@ -401,19 +401,22 @@ fn slot_of(h: u64, m: usize) -> usize {
 fn round_minima(set: &[u64], m: usize) -> Vec<u64> {
     let mut value = vec![u64::MAX; m];
     let mut arg = vec![0u64; m];
+    let mut hashes = vec![0u64; set.len()];
     let mut empty = m;
     let mut round = 0u64;
     while empty > 0 && round < MAX_ROUNDS_PER_SLOT * m as u64 {
         let key = ROUND_KEY.wrapping_add(round.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        for &s in set {
-            let h = fmix64(s ^ key);
+        // the round's hashes first, in a loop of their own (vectorised where the CPU can),
+        // then the offers, without a branch on whether each is taken
+        round_hashes(set, key, &mut hashes);
+        for (&s, &h) in set.iter().zip(&hashes) {
             let at = slot_of(h, m);
             let v = round << 32 | (h & 0xFFFF_FFFF);
-            if v < value[at] || (v == value[at] && s < arg[at]) {
-                empty -= usize::from(value[at] == u64::MAX);
-                value[at] = v;
-                arg[at] = s;
-            }
+            let (held, by) = (value[at], arg[at]);
+            let take = (v < held) | ((v == held) & (s < by));
+            empty -= usize::from(take & (held == u64::MAX));
+            value[at] = if take { v } else { held };
+            arg[at] = if take { s } else { by };
         }
         round += 1;
     }
@@ -426,6 +429,32 @@ fn round_minima(set: &[u64], m: usize) -> Vec<u64> {
         }
     }
     arg
+}
+
+/// `out[i] = fmix64(set[i] ^ key)`: one round's hashes of [`round_minima`].
+fn round_hashes(set: &[u64], key: u64, out: &mut [u64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
+        // SAFETY: `round_hashes_avx512` needs AVX-512F and DQ (64-bit lane multiplies),
+        // just detected. The same arithmetic as the portable loop (`round_hashes_agree`
+        // checks both paths, `round_values_follow_the_spec` the minima).
+        unsafe { round_hashes_avx512(set, key, out) };
+        return;
+    }
+    round_hashes_portable(set, key, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+fn round_hashes_avx512(set: &[u64], key: u64, out: &mut [u64]) {
+    round_hashes_portable(set, key, out);
+}
+
+#[inline(always)]
+fn round_hashes_portable(set: &[u64], key: u64, out: &mut [u64]) {
+    for (o, &s) in out.iter_mut().zip(set) {
+        *o = fmix64(s ^ key);
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -588,10 +617,23 @@ mod tests {
             best.into_iter().map(|b| b.1).collect()
         }
         for m in [8usize, 100, 512] {
-            for size in [7usize, 100, 600] {
+            for size in [7usize, 100, 600, 1500] {
                 let set: Vec<u64> = (0..size as u64).map(|x| fmix64(x * 31 + size as u64)).collect();
                 assert_eq!(round_minima(&set, m), spec(&set, m), "{size} shingles in {m} slots");
             }
+        }
+    }
+
+    /// The round hashes on the CPU's path (AVX-512 where it has it) against the plain loop.
+    #[test]
+    fn round_hashes_agree() {
+        let set: Vec<u64> = (0..1001u64).map(|x| fmix64(x ^ 0x5555)).chain([0, u64::MAX]).collect();
+        for key in [0, ROUND_KEY, u64::MAX] {
+            let (mut got, mut want) = (vec![0; set.len()], vec![0; set.len()]);
+            round_hashes(&set, key, &mut got);
+            round_hashes_portable(&set, key, &mut want);
+            assert_eq!(got, want);
+            assert!(want.iter().zip(&set).all(|(&h, &s)| h == fmix64(s ^ key)));
         }
     }
 

@@ -270,6 +270,11 @@ pub struct CountTable {
 }
 
 impl CountTable {
+    /// Distinct hashes counted.
+    fn len(&self) -> usize {
+        self.used.len() + usize::from(self.zero > 0)
+    }
+
     fn clear(&mut self) {
         for &i in &self.used {
             self.keys[i as usize] = 0;
@@ -414,6 +419,11 @@ impl<'a> Accumulator<'a> {
         debug_assert!(matches!(self.mode, Mode::Counted));
         distinct.clear();
         counts.clear();
+        let n = self.scratch.table.len();
+        distinct.reserve_exact(n);
+        if with_counts {
+            counts.reserve_exact(n);
+        }
         for (h, n) in self.scratch.table.entries() {
             distinct.push(h);
             if with_counts {

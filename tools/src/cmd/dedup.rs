@@ -31,7 +31,7 @@ use simdex_fingerprint::document::{Document, InvalidUtf8};
 use simdex_fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::{DocumentFeatures, Fingerprinter, IdfBuilder, Vocabulary};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -142,7 +142,7 @@ struct Corpus {
 /// noise of the threshold, from the shingle sets kept by the read pass or, beyond its
 /// budget, of the documents it needs, read again. Returns (pairs decided, of which changed
 /// side), `None` when there was none to take.
-fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut CorpusDedup, options: SketchOptions) -> anyhow::Result<Option<(usize, usize)>> {
+fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut CorpusDedup, options: SketchOptions, version: u32) -> anyhow::Result<Option<(usize, usize)>> {
     let wanted = found.undecided_docs();
     if wanted.is_empty() {
         return Ok(None);
@@ -162,7 +162,7 @@ fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut Corp
     let bar = progress::steps(wanted.len() as u64, "second look");
     for &i in &wanted {
         let at = *corpus.locations.get(i as usize).context("a document the first pass did not locate")?;
-        if let Ok(text) = corpus::read_again(files, &args.read, at)?.text(utf8) {
+        if let Ok(text) = corpus::read_again(files, &args.read, at)?.text_as(utf8, version) {
             sets.insert(i, sketcher.shingles(&text).to_vec());
         }
         bar.inc(1);
@@ -248,7 +248,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets, locations: pass.locations };
     let mut found = CorpusDedup::new(&corpus.docs, &options, threads)?;
-    let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options)?;
+    let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options, fp.options().version)?;
     if let Some(path) = &args.pairs {
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -312,38 +312,39 @@ enum Made {
 /// fingerprint, and its sketch (with a sketcher) and shingle set (`keep_set`). The text is
 /// read whole when it is needed twice (features for IDF weights, a sketch); otherwise the
 /// fingerprint streams.
-fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool, keep_set: bool, utf8: InvalidUtf8, doc: Document<Box<dyn Read>>) -> anyhow::Result<Analysed> {
-    let mut doc = doc.map_content(ContentHash::new);
-    let (made, sketch, set) = if learn || sketcher.is_some() {
-        match doc.text(utf8) {
-            Ok(text) => {
-                let features = |fp: &mut Fingerprinter, features: DocumentFeatures| fp.check_features(&features).map(|()| Made::Features(features));
-                // the features or fingerprint and the sketch, in one scan of the text
-                let (made, mut sketch) = match (learn, sketcher) {
-                    (true, Some(sketcher)) => {
-                        let (f, sketch) = fp.document_features_and_sketch(&text, sketcher);
-                        (features(fp, f), Some((sketch, sketcher)))
-                    }
-                    (false, Some(sketcher)) => {
-                        let (f, sketch) = fp.fingerprint_and_sketch(&text, sketcher);
-                        (f.map(|f| Made::Fingerprint(f.value, f.short)), Some((sketch, sketcher)))
-                    }
-                    (true, None) => {
-                        let f = fp.document_features(&text);
-                        (features(fp, f), None)
-                    }
-                    (false, None) => (fp.fingerprint(&text).map(|f| Made::Fingerprint(f.value, f.short)), None),
-                };
-                let set = sketch.as_mut().filter(|_| keep_set).map(|(_, s)| s.last_shingles().to_vec());
-                (made.map_err(|e| e.to_string()), sketch.map(|(s, _)| s), set)
-            }
-            Err(e) => (Err(e.to_string()), None, None),
+fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool, keep_set: bool, utf8: InvalidUtf8, doc: Document<corpus::Content>) -> anyhow::Result<Analysed> {
+    if !learn && sketcher.is_none() {
+        let mut doc = doc.map_content(ContentHash::new);
+        let made = doc.fingerprint(fp, utf8).map(|o| Made::Fingerprint(o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string());
+        // hash the whole content even where the fingerprinter stopped early
+        let content = doc.content.finish()?;
+        return Ok(Analysed { content, made, sketch: None, set: None });
+    }
+    let (text, content) = corpus::text_and_content_hash(doc, utf8, fp.options().version)?;
+    let (made, sketch, set) = match text {
+        Ok(text) => {
+            let features = |fp: &mut Fingerprinter, features: DocumentFeatures| fp.check_features(&features).map(|()| Made::Features(features));
+            // the features or fingerprint and the sketch, in one scan of the text
+            let (made, mut sketch) = match (learn, sketcher) {
+                (true, Some(sketcher)) => {
+                    let (f, sketch) = fp.document_features_and_sketch(&text, sketcher);
+                    (features(fp, f), Some((sketch, sketcher)))
+                }
+                (false, Some(sketcher)) => {
+                    let (f, sketch) = fp.fingerprint_and_sketch(&text, sketcher);
+                    (f.map(|f| Made::Fingerprint(f.value, f.short)), Some((sketch, sketcher)))
+                }
+                (true, None) => {
+                    let f = fp.document_features(&text);
+                    (features(fp, f), None)
+                }
+                (false, None) => (fp.fingerprint(&text).map(|f| Made::Fingerprint(f.value, f.short)), None),
+            };
+            let set = sketch.as_mut().filter(|_| keep_set).map(|(_, s)| s.last_shingles().to_vec());
+            (made.map_err(|e| e.to_string()), sketch.map(|(s, _)| s), set)
         }
-    } else {
-        (doc.fingerprint(fp, utf8).map(|o| Made::Fingerprint(o.fingerprint.value, o.fingerprint.short)).map_err(|e| e.to_string()), None, None)
+        Err(e) => (Err(e.to_string()), None, None),
     };
-    // hash the whole content even where the fingerprinter stopped early
-    let content = doc.content.finish()?;
     Ok(Analysed { content, made, sketch, set })
 }
 
@@ -481,7 +482,7 @@ fn fingerprint_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, pass: &m
             let docs = &mut pass.docs;
             let worker = || {
                 let mut fp = fp.clone();
-                move |mut doc: Document<Box<dyn Read>>| Ok(doc.fingerprint(&mut fp, utf8).ok().map(|o| (o.fingerprint.value, o.fingerprint.short)))
+                move |mut doc: Document<corpus::Content>| Ok(doc.fingerprint(&mut fp, utf8).ok().map(|o| (o.fingerprint.value, o.fingerprint.short)))
             };
             corpus::for_each_doc_parallel(
                 files,
