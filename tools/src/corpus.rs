@@ -385,16 +385,17 @@ impl Read for Content {
     }
 }
 
-/// The whole text of `doc` ([`Document::text`]: its error, for one without) and its content
-/// hash ([`ContentHash`]: of every byte of its content). A record's text in memory is taken
+/// The whole text of `doc` as fingerprint recipe `version` takes it ([`Document::text_as`]:
+/// its error, for one without) and its content hash ([`ContentHash`]: of every byte of its
+/// content). A record's text in memory is taken
 /// as it is (the library's rules for text in memory, [`Document::text_in_memory`]).
-pub fn text_and_content_hash(doc: Document<Content>, utf8: InvalidUtf8) -> anyhow::Result<(Result<String, simdex_fingerprint::Error>, String)> {
+pub fn text_and_content_hash(doc: Document<Content>, utf8: InvalidUtf8, version: u32) -> anyhow::Result<(Result<String, simdex_fingerprint::Error>, String)> {
     match doc.content {
         Content::Text(t) if doc.kind == DocumentKind::Text && t.position() == 0 => {
             let t = t.into_inner();
             let content = ContentHash::new(t.as_bytes()).finish()?;
             let mut read = Document { id: String::new(), kind: DocumentKind::Text, content: t.as_bytes(), replaced_utf8: 0 };
-            let text = match read.text_in_memory(utf8, simdex_fingerprint::RECIPE_VERSION) {
+            let text = match read.text_in_memory(utf8, version) {
                 Ok(std::borrow::Cow::Borrowed(_)) => Ok(None),
                 Ok(std::borrow::Cow::Owned(changed)) => Ok(Some(changed)),
                 Err(e) => Err(e),
@@ -403,7 +404,7 @@ pub fn text_and_content_hash(doc: Document<Content>, utf8: InvalidUtf8) -> anyho
         }
         content => {
             let mut doc = Document { id: doc.id, kind: doc.kind, content: ContentHash::new(content), replaced_utf8: doc.replaced_utf8 };
-            let text = doc.text(utf8);
+            let text = doc.text_as(utf8, version);
             Ok((text, doc.content.finish()?))
         }
     }

@@ -135,13 +135,15 @@ impl RecipeArgs {
     /// The recipe to fingerprint documents for the index `index` with: the index's pinned
     /// recipe, if it has one (flags that ask for another are refused, naming both), else
     /// `None` (the caller makes one and pins it). `no_idf` asks for a recipe without a table.
+    /// No flag names the recipe version: the index's is taken (an index pinned at version 1
+    /// keeps taking text from HTML as version 1 did).
     pub fn for_index(&self, index: &simdex_fingerprint::DocumentIndex, no_idf: bool) -> anyhow::Result<Option<Fingerprinter>> {
         let Some(pinned) = index.recipe() else { return Ok(None) };
         if self.is_default() && !no_idf {
             return Ok(Some(pinned.fingerprinter()?));
         }
         let asked = self.fingerprinter()?;
-        let options_match = asked.options() == pinned.options();
+        let options_match = asked.options().clone().with_version(pinned.options().version) == *pinned.options();
         let idf_match = match (&self.idf, pinned.idf()) {
             // a table given by file must be the pinned one
             (Some(_), Some(t)) => asked.idf_table().as_deref() == Some(&**t),

@@ -22,6 +22,36 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// An index an older build made pins fingerprint recipe 1 (its `RECIPE` file): `dedup --index`
+/// extends it with recipe 1's text of HTML (a head `noscript`'s words dropped), with recipe
+/// flags too (no flag names the version), and a new index gets recipe 2's.
+#[test]
+fn dedup_index_keeps_the_recipe_version_its_index_pinned() {
+    use simdex_fingerprint::{visible_text_as, FingerprintOptions, Fingerprinter, Recipe};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = "fixtures/corpus/pages/en-040.html";
+    let html = std::fs::read_to_string(root().join(page)).expect("fixture");
+    let (old, new) = (dir.path().join("old"), dir.path().join("new"));
+    let index = simdex_fingerprint::DocumentIndex::open(&old, simdex::IndexOptions::default()).expect("index");
+    index.pin_recipe(Recipe::new(FingerprintOptions::default().with_version(1), None).expect("recipe")).expect("pin");
+    index.close().expect("close");
+    let fps: Vec<u64> = [1, 2]
+        .iter()
+        .map(|&v| Fingerprinter::new(FingerprintOptions::default().with_version(v)).expect("fp").fingerprint(&visible_text_as(v, &html)).expect("words").value)
+        .collect();
+    assert_ne!(fps[0], fps[1]);
+    for (version, dir, fp) in [(1, &old, fps[0]), (2, &new, fps[1])] {
+        // the second run finds the page the first stored, and reports both fingerprints
+        let report = dir.with_extension("jsonl");
+        for _ in 0..2 {
+            let out = simdex(&["dedup", page, "--index", dir.to_str().expect("path"), "--no-idf", "--report", report.to_str().expect("path")], b"");
+            assert!(out.status.success() && text(&out.stdout).contains(&format!("recipe: simdex-fp/{version} ")), "recipe {version}: {}", text(&out.stderr));
+        }
+        let report = std::fs::read_to_string(&report).expect("report");
+        assert_eq!(report.matches(&format!("\"fingerprint\":\"{fp:016x}\"")).count(), 2, "recipe {version}: {report}");
+    }
+}
+
 #[test]
 fn fingerprint_prints_id_tab_hex() {
     let out = simdex(&["fingerprint", "fixtures/corpus/pages/en-000.html", "fixtures/corpus/pages/ru-001.html"], b"");

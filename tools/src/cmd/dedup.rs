@@ -142,7 +142,7 @@ struct Corpus {
 /// noise of the threshold, from the shingle sets kept by the read pass or, beyond its
 /// budget, of the documents it needs, read again. Returns (pairs decided, of which changed
 /// side), `None` when there was none to take.
-fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut CorpusDedup, options: SketchOptions) -> anyhow::Result<Option<(usize, usize)>> {
+fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut CorpusDedup, options: SketchOptions, version: u32) -> anyhow::Result<Option<(usize, usize)>> {
     let wanted = found.undecided_docs();
     if wanted.is_empty() {
         return Ok(None);
@@ -162,7 +162,7 @@ fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut Corp
     let bar = progress::steps(wanted.len() as u64, "second look");
     for &i in &wanted {
         let at = *corpus.locations.get(i as usize).context("a document the first pass did not locate")?;
-        if let Ok(text) = corpus::read_again(files, &args.read, at)?.text(utf8) {
+        if let Ok(text) = corpus::read_again(files, &args.read, at)?.text_as(utf8, version) {
             sets.insert(i, sketcher.shingles(&text).to_vec());
         }
         bar.inc(1);
@@ -248,7 +248,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets, locations: pass.locations };
     let mut found = CorpusDedup::new(&corpus.docs, &options, threads)?;
-    let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options)?;
+    let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options, fp.options().version)?;
     if let Some(path) = &args.pairs {
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -320,7 +320,7 @@ fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool,
         let content = doc.content.finish()?;
         return Ok(Analysed { content, made, sketch: None, set: None });
     }
-    let (text, content) = corpus::text_and_content_hash(doc, utf8)?;
+    let (text, content) = corpus::text_and_content_hash(doc, utf8, fp.options().version)?;
     let (made, sketch, set) = match text {
         Ok(text) => {
             let features = |fp: &mut Fingerprinter, features: DocumentFeatures| fp.check_features(&features).map(|()| Made::Features(features));

@@ -91,7 +91,7 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
         let options = args.band_margin.map_or(options, |m| options.with_band_margin(m));
         Target::Verified { index, sketches, width, options }
     } else {
-        Target::Plain { source: Source::open(&args.file)?, options: QueryOptions::within(args.k) }
+        Target::Plain { source: Box::new(Source::open(&args.file)?), options: QueryOptions::within(args.k) }
     };
     let open_ms = opened.elapsed().as_secs_f64() * 1e3;
     let (entries, design) = target.describe()?;
@@ -197,8 +197,9 @@ const UNRELATED: u64 = 0x5ca1_ab1e_0ddb_a110;
 
 /// What the queries run against.
 enum Target {
-    /// A segment file or an index directory, queried by fingerprint.
-    Plain { source: Source, options: QueryOptions },
+    /// A segment file or an index directory, queried by fingerprint (boxed: a segment's
+    /// reader is several times the other variant's size).
+    Plain { source: Box<Source>, options: QueryOptions },
     /// An index with sketches, each query confirmed by its sketch (`sketches`: `width` bytes
     /// per query, in query order).
     Verified { index: Index, sketches: Vec<u8>, width: usize, options: ConfirmOptions },
@@ -208,12 +209,14 @@ impl Target {
     /// Entries held and a description of the design or live set.
     fn describe(&self) -> Result<(u64, String)> {
         Ok(match self {
-            Target::Plain { source: Source::Segment(seg), .. } => (seg.len(), seg.design().summary()),
-            Target::Plain { source: Source::Snapshot(snap), .. } => {
-                let segments = snap.segments();
-                let held = segments.iter().map(|s| s.len()).sum::<u64>() + snap.unflushed().len() as u64;
-                (held, format!("{} segments and {} unflushed pairs", segments.len(), snap.unflushed().len()))
-            }
+            Target::Plain { source, .. } => match &**source {
+                Source::Segment(seg) => (seg.len(), seg.design().summary()),
+                Source::Snapshot(snap) => {
+                    let segments = snap.segments();
+                    let held = segments.iter().map(|s| s.len()).sum::<u64>() + snap.unflushed().len() as u64;
+                    (held, format!("{} segments and {} unflushed pairs", segments.len(), snap.unflushed().len()))
+                }
+            },
             Target::Verified { index, width, .. } => {
                 let stats = index.stats();
                 let held = stats.segments.iter().map(|s| s.entries).sum::<u64>() + stats.memtable_inserts;
