@@ -366,7 +366,14 @@ pub(crate) fn parent_dir(path: &Path) -> PathBuf {
 /// writes `path.tmp`, syncs it, renames it over `path` and syncs the directory. A failure
 /// removes the temporary file at once (a crash leaves it for the next open to remove).
 pub fn write_atomically(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> crate::Result<()> {
-    write_atomically_with(storage, path, |out| out.write_all(bytes).map_err(FillError::Write))
+    write_atomically_from(storage, path, |out| out.write_all(bytes))
+}
+
+/// [`write_atomically`] for a file written piece by piece (one that need not fit in memory):
+/// `fill` writes its bytes through a 1 MiB buffer; the file replaces `path` only when it
+/// succeeded.
+pub fn write_atomically_from(storage: &dyn Storage, path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> crate::Result<()> {
+    write_atomically_with(storage, path, |out| fill(out).map_err(FillError::Write))
 }
 
 /// Why filling a file for [`write_atomically_with`] failed: writing it, or making its bytes

@@ -296,7 +296,7 @@ impl IdfTable {
     }
 
     /// Writes the file bytes to `out`: a table in parts streams its part files' entries.
-    fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+    fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let head = self.head();
         out.write_all(&head)?;
         let crc = match &self.weights {
@@ -369,24 +369,9 @@ impl IdfTable {
     /// Writes the table to `path` (via a temporary file and a rename).
     pub fn save(&self, path: &Path) -> Result<(), Error> {
         // as the index writes its files: `path.tmp`, fsynced, renamed, the directory fsynced;
-        // a failure (a directory at `path`, a full disk) removes the temporary file
-        if let Weights::Map(_) = self.weights {
-            return Ok(simdex::storage::write_atomically(&simdex::storage::FsStorage, path, &self.encode())?);
-        }
-        // a table in parts streams from its files (it may not fit in memory)
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = std::path::PathBuf::from(tmp);
-        let written = (|| {
-            let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-            self.write_to(&mut out)?;
-            out.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()?;
-            std::fs::rename(&tmp, path)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        Ok(written?)
+        // a failure (a directory at `path`, a full disk) removes the temporary file. The bytes
+        // stream to the file (a table in parts may not fit in memory).
+        Ok(simdex::storage::write_atomically_from(&simdex::storage::FsStorage, path, |out| self.write_to(out))?)
     }
 
     /// Reads and verifies a table file.
