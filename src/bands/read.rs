@@ -156,7 +156,16 @@ impl BandFile {
             }
             self.page(g.entry_page(b, p))
         };
-        let bits = |at: u64, width: u64| stream_bits(page, from + at, width);
+        // the block's first two pages, read once (a block's bits rarely reach a third)
+        let last = (g.block_bit(k, end) + (g.block_buckets(k) << g.high_bits)).max(from + 1) - 1;
+        let (first, p0) = (from / super::layout::PAYLOAD_BITS, page(from / super::layout::PAYLOAD_BITS)?);
+        let p1 = if last / super::layout::PAYLOAD_BITS > first { Some(page(first + 1)?) } else { None };
+        let cached = |p: u64| match p1 {
+            _ if p == first => Ok(p0),
+            Some(p1) if p == first + 1 => Ok(p1),
+            _ => page(p),
+        };
+        let bits = |at: u64, width: u64| stream_bits(cached, from + at, width);
         let corrupt = |detail: String| Error::corrupt(&self.path, g.entry_page(b, from / super::layout::PAYLOAD_BITS), format!("band {b} block {k}: {detail}"));
         block_lookup(g, bits, corrupt, end - start, g.block_buckets(k), i % BLOCK_BUCKETS, want, out)
     }
