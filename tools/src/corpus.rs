@@ -450,7 +450,8 @@ pub fn shingles_again(
     bar: &ProgressBar,
 ) -> anyhow::Result<HashMap<u32, Vec<u64>>> {
     let utf8 = read.invalid_utf8();
-    let read_some = |wanted: &[u32]| -> anyhow::Result<Vec<(u32, Vec<u64>)>> {
+    type Sets = Vec<(u32, Vec<u64>)>;
+    let read_some = |wanted: &[u32]| -> anyhow::Result<Sets> {
         let mut sketcher = sketcher.clone();
         let mut sets = Vec::with_capacity(wanted.len());
         for &i in wanted {
@@ -464,7 +465,7 @@ pub fn shingles_again(
     };
     let read_some = &read_some;
     let per_thread = wanted.len().div_ceil(threads.max(1)).max(1);
-    let parts: Vec<anyhow::Result<Vec<(u32, Vec<u64>)>>> = std::thread::scope(|s| {
+    let parts: Vec<anyhow::Result<Sets>> = std::thread::scope(|s| {
         let handles: Vec<_> = wanted.chunks(per_thread).map(|w| s.spawn(move || read_some(w))).collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
     });

@@ -221,11 +221,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let mut times = progress::PassTimes::from_env();
     let mut pass = first_pass(&args, &files, &fp, learn, sketch_options, threads)?;
     times.pass("first (read, IDF counts, sketches)");
-    times.note(|| {
-        let features: usize = pass.features.iter().flatten().flatten().map(DocumentFeatures::heap_bytes).sum();
-        let sets: usize = pass.sets.iter().flatten().map(|s| set_bytes(s)).sum();
-        format!("kept: features {features} bytes, shingle sets {sets} bytes")
-    });
+    let kept =
+        |p: &FirstPass| (p.features.iter().flatten().flatten().map(DocumentFeatures::heap_bytes).sum::<usize>(), p.sets.iter().flatten().map(|s| set_bytes(s)).sum::<usize>());
+    times.note(|| format!("kept (features, shingle sets): {:?} bytes", kept(&pass)));
     let fp = with_learned_idf(fp, &mut pass, threads, &times)?;
     times.pass("IDF table");
     if let Some(index) = &index {
