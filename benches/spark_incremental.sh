@@ -25,6 +25,15 @@ trap '[ -n "${WORK:-}" ] || rm -rf "$work"' EXIT
 export SPARK_LOCAL_DIRS="$work/spark-local"
 mkdir -p "$SPARK_LOCAL_DIRS"
 venvs="${VENVS:-$venv}"
+# CPU of the whole process tree: perf stat counts every descendant (the JVM and its Python
+# workers are not all reaped by the driver, so /usr/bin/time misses most of them)
+if perf stat -x, -e task-clock -o /dev/null true 2> /dev/null; then
+  cpu="perf stat -x, -e task-clock -o $work/cpu"
+  cpu_seconds() { awk -F, '/task-clock/ {printf "%.1f", $1 / 1000}' "$work/cpu"; }
+else
+  cpu="/usr/bin/time -f %U,%S -o $work/cpu"
+  cpu_seconds() { awk -F, '{printf "%.1f (reaped only)", $1 + $2}' "$work/cpu"; }
+fi
 printf '| stored | new batch | venv | seconds | CPU-s | pairs | load before |\n|---|---|---|---|---|---|---|\n'
 for s in "$@"; do
   n=$((1 << s))
@@ -45,12 +54,12 @@ for s in "$@"; do
     for v in $venvs; do
       load=$(cut -d' ' -f1 /proc/loadavg)
       start=$(date +%s%N)
-      PYSPARK_PYTHON="$v/bin/python" /usr/bin/time -f '%U %S' -o "$work/cpu" "$v/bin/python" -m simdex.spark cluster "$near" --against "$idx" --pairs "$work/pairs.tsv" --master 'local[2]' \
+      PYSPARK_PYTHON="$v/bin/python" $cpu "$v/bin/python" -m simdex.spark cluster "$near" --against "$idx" --pairs "$work/pairs.tsv" --master 'local[2]' \
         --conf spark.driver.memory=6g 2> "$work/run.log" > /dev/null || { tail -30 "$work/run.log" >&2; exit 1; }
       end=$(date +%s%N)
       grep -h '^steps' "$work/run.log" | sed "s|^|2^$s stored, 2^$b new, $v: |" >&2
       printf '| 2^%s | 2^%s | %s | %s | %s | %s | %s |\n' "$s" "$b" "$(basename "$v")" "$(python3 -c "print(f'{($end - $start) / 1e9:.1f}')")" \
-        "$(awk '{printf "%.1f", $1 + $2}' "$work/cpu")" "$(wc -l < "$work/pairs.tsv")" "$load"
+        "$(cpu_seconds)" "$(wc -l < "$work/pairs.tsv")" "$load"
     done
   done
 done
