@@ -4,8 +4,9 @@
 //! package, `simdex serve`) call these, so a batch means the same thing through each.
 //!
 //! A large `query_many` is answered by the batch path ([`crate::batch`]: one merge join per
-//! table over a snapshot); a small one by one table probe per item on every core, over the
-//! same kind of snapshot. Both are exact, so the choice is only about speed.
+//! table over a snapshot, reading the blocks the sorted batch lands in); a small one by one
+//! table probe per item on every core, over the same kind of snapshot. Both are exact, so
+//! the choice is only about speed.
 
 use crate::batch::{batch_query, BatchOptions};
 use crate::confirm::ConfirmOptions;
@@ -106,10 +107,13 @@ pub struct MatchColumns {
 
 /// A batch of at least this many queries may be answered by the merge join.
 const MIN_JOIN_QUERIES: usize = 1024;
-/// The merge join reads every stored entry once per table; one probe per query reads a few
-/// blocks. The join is chosen when there is a query per this many stored entries or more
-/// (measured in python/benches/bench.py: see benches/RESULTS.md, "Python batch API").
-const STORED_PER_JOIN_QUERY: u64 = 64;
+/// The merge join decodes the blocks of each stored table that the sorted queries land in
+/// (the whole table once the batch covers it); one probe per query decodes a few blocks per
+/// table, at random. The join is chosen when there is a query per this many stored entries
+/// or more: against 2^26 stored (10 tables), 2^14 queries cost about the same CPU either way
+/// (0.44 s joined in a new process, 0.36 s probed warm) and 2^18 too (5.4 s, 5.8 s), while
+/// 2^20 joined take 10.6 s, under half their probes (issue 48, benches/RESULTS.md).
+const STORED_PER_JOIN_QUERY: u64 = 1024;
 
 /// Every live pair within `options.k` of each of `fps`, per item (each item's matches in
 /// [`Index::query`]'s order), all items answered over one snapshot of the index.

@@ -64,7 +64,7 @@ def queries_for(rng, pairs, n):
 
 
 # 120 queries against 3,600 stored take one probe per item; 2,000 take the merge join (a
-# batch of at least 1,024 queries and one per 64 stored entries or more)
+# batch of at least 1,024 queries and one per 1,024 stored entries or more)
 @pytest.mark.parametrize("n", [120, 2000])
 @pytest.mark.parametrize("k", [3, 6])
 def test_query_many_equals_brute_force(live, n, k):

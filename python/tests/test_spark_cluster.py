@@ -165,23 +165,34 @@ def test_cluster_refuses_bad_arguments_before_spark_starts(tmp_path):
         assert p.returncode == 2 and what in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
-def test_cluster_of_a_new_batch_against_an_index(spark, cli, tmp_path):
-    """``--against``: the pairs with at least one fingerprint of the new batch, the other of
-    the batch or stored in the index, as brute force finds them over both."""
+def new_batch(cli, dir: pathlib.Path):
+    """An index of 6,000 stored fingerprints at ``dir/idx`` and a new batch of 3,150 at
+    ``dir/new.txt`` (near copies of stored ones, stored ones, random ones, repeats); returns
+    the batch, the stored fingerprints and the ``--pairs`` lines brute force finds over both
+    (the pairs with at least one fingerprint of the batch)."""
     stored = cli("bench", "generate", "-n", "6000", "--clusters", "200", "--cluster-size", "4", "--flips", "2", "--with-ids", "--seed", "7")
-    (tmp_path / "stored.txt").write_text(stored)
-    cli("insert", tmp_path / "idx", tmp_path / "stored.txt")
+    (dir / "stored.txt").write_text(stored)
+    cli("insert", dir / "idx", dir / "stored.txt")
     rng = random.Random(7)
     old = [int(line.split("\t")[0], 16) for line in stored.splitlines()]
     new = [rng.choice(old) ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)) for _ in range(1500)]
     new += [rng.choice(old) for _ in range(100)] + [rng.getrandbits(64) for _ in range(1500)]
     new += new[:50]
-    (tmp_path / "new.txt").write_text("".join(f"{f:016x}\t{i}\n" for i, f in enumerate(new)))
-    assert run(spark, "cluster", tmp_path / "new.txt", "--against", tmp_path / "idx", "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv") == 0
+    (dir / "new.txt").write_text("".join(f"{f:016x}\t{i}\n" for i, f in enumerate(new)))
     batch, both = set(new), set(new) | set(old)
     want = sorted({(min(a, b), max(a, b)) for a in batch for b in both if a != b and bin(a ^ b).count("1") <= 3})
     assert len(want) > 1500
-    assert lines(tmp_path / "p.tsv") == [f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for a, b in want]
+    return new, old, [f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for a, b in want]
+
+
+def test_cluster_of_a_new_batch_against_an_index(spark, cli, tmp_path):
+    """``--against``: the pairs with at least one fingerprint of the new batch, the other of
+    the batch or stored in the index, as brute force finds them over both."""
+    new, old, want_lines = new_batch(cli, tmp_path)
+    assert run(spark, "cluster", tmp_path / "new.txt", "--against", tmp_path / "idx", "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv") == 0
+    batch = set(new)
+    want = [tuple(int(x, 16) for x in line.split("\t")[:2]) for line in want_lines]
+    assert lines(tmp_path / "p.tsv") == want_lines
     members = lines(tmp_path / "c.tsv")
     # every batch entry with a pair, or stored twice (in the batch or the index), is listed once
     paired = {f for p in want for f in p}
@@ -189,6 +200,34 @@ def test_cluster_of_a_new_batch_against_an_index(spark, cli, tmp_path):
     assert sorted(int(m.split("\t")[1]) for m in members) == sorted(i for i, f in enumerate(new) if f in paired or counts[f] > 1)
     p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", tmp_path / "new.txt", "--against", tmp_path / "nope"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--against" in p.stderr, p.stderr
+
+
+def test_the_index_check_in_one_call_per_task_or_in_many_gives_the_same_pairs(spark, cli, tmp_path, monkeypatch):
+    """``--against`` hands each task's whole share of the batch to the library's batch mode
+    (one task for the whole batch by default: the merge join with the stored tables; many
+    small tasks: a probe per fingerprint), from text cut into many byte ranges and from
+    Parquet: the pairs are brute force's every time, and those of the batch joined with the
+    index by ``simdex batch`` (the one-machine batch mode) plus the batch's own."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from simdex.spark import _cluster
+
+    new, old, want = new_batch(cli, tmp_path)
+    # the one-machine oracle: `simdex batch` of the batch against the index, and the batch's own pairs
+    found = cli("batch", tmp_path / "idx", "-q", tmp_path / "new.txt", "-k", "3")
+    with_index = {(min(a, b), max(a, b)) for a, b in ((int(x[0], 16), int(x[1], 16)) for x in (line.split("\t")[1:3] for line in found.splitlines())) if a != b}
+    distinct = sorted(set(new))
+    own = {(a, b) for i, a in enumerate(distinct) for b in distinct[i + 1 :] if bin(a ^ b).count("1") <= 3}
+    assert [f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for a, b in sorted(with_index | own)] == want
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.table({"fp": pa.array(new, pa.uint64())}), tmp_path / "pq" / "part.parquet", row_group_size=500)
+    for task_fps in (None, 700):
+        monkeypatch.setattr(_cluster, "INDEX_TASK_FPS", task_fps or (1 << 24))
+        assert run(spark, "cluster", tmp_path / "new.txt", "--against", tmp_path / "idx", "--pairs", tmp_path / "p.tsv", "--split-bytes", 4096) == 0
+        assert lines(tmp_path / "p.tsv") == want, task_fps
+        assert run(spark, "cluster", tmp_path / "pq", "--format", "parquet", "--against", tmp_path / "idx", "--pairs", tmp_path / "q.tsv") == 0
+        assert lines(tmp_path / "q.tsv") == want, task_fps
 
 
 def test_the_driver_computes_sparks_partition_hash(spark):

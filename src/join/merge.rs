@@ -201,8 +201,11 @@ fn join_range<T: Record>(tables: &impl Tables, t: usize, range: PrefixRange, que
     if queries.is_empty() {
         return Ok(());
     }
+    // the groups the queries land in: a table large against the batch is read only there
+    let mut wanted: Vec<u64> = queries.iter().map(|&q| prefix(q, p)).collect();
+    wanted.dedup();
     let mut qi = 0usize;
-    tables.for_each_group(t, range, |pv, entries| {
+    tables.for_each_wanted_group(t, range, &wanted, |pv, entries| {
         // Queries are sorted by the same permutation: advance to this group's queries.
         while qi < queries.len() && prefix(queries[qi], p) < pv {
             qi += 1;

@@ -33,25 +33,22 @@ pub(crate) trait Tables: Sync {
     /// Calls `group` with each prefix group of table `t` in `range`: the group's prefix and
     /// its entries (permuted, sorted, duplicates kept), one group at a time.
     fn for_each_group(&self, t: usize, range: PrefixRange, mut group: impl FnMut(u64, &[u64])) -> Result<()> {
-        let p = self.designs()[t].prefix_bits;
-        let mut buf: Vec<u64> = Vec::new();
-        let mut current = u64::MAX;
+        let mut groups = Groups::new(self.designs()[t].prefix_bits);
         self.for_each_entry(t, range, |v| {
-            let pv = prefix(v, p);
-            if pv != current {
-                if !buf.is_empty() {
-                    group(current, &buf);
-                    buf.clear();
-                }
-                current = pv;
-            }
-            buf.push(v);
+            groups.push(v, &mut group);
             true
         })?;
-        if !buf.is_empty() {
-            group(current, &buf);
-        }
+        groups.finish(&mut group);
         Ok(())
+    }
+
+    /// [`Self::for_each_group`], free to leave out the groups whose prefix is not in
+    /// `wanted` (sorted, distinct, within `range`): every wanted group is passed whole, others
+    /// may be passed whole, in part or not at all. A segment decodes only the blocks holding a
+    /// wanted group, so a batch small against a table reads the blocks its queries land in.
+    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(u64, &[u64])) -> Result<()> {
+        let _ = wanted;
+        self.for_each_group(t, range, group)
     }
 
     /// True when the entries have document ids.
@@ -112,6 +109,48 @@ impl Tables for Segment {
             })?;
             b += 1;
         }
+        Ok(())
+    }
+
+    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], mut group: impl FnMut(u64, &[u64])) -> Result<()> {
+        let table = &self.tables()[t];
+        let p = table.design().prefix_bits;
+        let Some(&first) = wanted.first() else { return Ok(()) };
+        if p == 0 || p == 64 {
+            return self.for_each_group(t, range, group);
+        }
+        let (blocks, shift) = (table.block_count(), 64 - p);
+        let mut groups = Groups::new(p);
+        let mut wi = 0usize;
+        let mut b = table.lower_bound(first << shift)?;
+        while b < blocks && wi < wanted.len() {
+            // block b's entries, in range, grouped; `last` its last entry
+            let (mut last, mut past_range) = (None, false);
+            self.visit_block(t, b, |v| {
+                last = Some(v);
+                let pv = prefix(v, p);
+                if pv >= range.1 {
+                    past_range = true;
+                    return false;
+                }
+                if pv >= range.0 {
+                    groups.push(v, &mut group);
+                }
+                true
+            })?;
+            let Some(last) = last.filter(|_| !past_range) else { break };
+            // wanted groups below the last entry's are whole; one at its prefix may go on into
+            // the next block; one above it starts at the first block whose key reaches it
+            let lp = prefix(last, p);
+            while wanted.get(wi).is_some_and(|&w| w < lp) {
+                wi += 1;
+            }
+            b += 1;
+            if let Some(&w) = wanted.get(wi).filter(|&&w| w > lp) {
+                b = b.max(table.lower_bound(w << shift)?);
+            }
+        }
+        groups.finish(&mut group);
         Ok(())
     }
 
@@ -291,6 +330,13 @@ impl Tables for Part<'_> {
         }
     }
 
+    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(u64, &[u64])) -> Result<()> {
+        match self {
+            Part::Segment(s) => s.for_each_wanted_group(t, range, wanted, group),
+            Part::Sorted(m) => m.for_each_wanted_group(t, range, wanted, group),
+        }
+    }
+
     fn has_ids(&self) -> bool {
         match self {
             Part::Segment(s) => Tables::has_ids(*s),
@@ -328,6 +374,37 @@ impl IdMap {
         match self.fps.binary_search(&fp) {
             Ok(i) => &self.ids[self.starts[i] as usize..self.starts[i + 1] as usize],
             Err(_) => &[],
+        }
+    }
+}
+
+/// Sorted entries cut into prefix groups: each group is handed over when an entry of
+/// another prefix arrives, the last one by [`Groups::finish`].
+struct Groups {
+    p: u32,
+    current: u64,
+    buf: Vec<u64>,
+}
+
+impl Groups {
+    fn new(p: u32) -> Self {
+        Groups { p, current: u64::MAX, buf: Vec::new() }
+    }
+
+    #[inline]
+    fn push(&mut self, v: u64, group: &mut impl FnMut(u64, &[u64])) {
+        let pv = prefix(v, self.p);
+        if pv != self.current {
+            self.finish(group);
+            self.current = pv;
+        }
+        self.buf.push(v);
+    }
+
+    fn finish(&mut self, group: &mut impl FnMut(u64, &[u64])) {
+        if !self.buf.is_empty() {
+            group(self.current, &self.buf);
+            self.buf.clear();
         }
     }
 }

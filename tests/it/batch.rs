@@ -442,3 +442,32 @@ fn spill_errors_name_the_directory_and_leave_nothing_behind() {
     assert!(matches!(err, simdex::Error::InvalidArgument(_)));
     assert!(listing(spill.path()).is_empty());
 }
+
+/// A few queries against a segment of many blocks: the join reads only the blocks the
+/// queries' prefix groups lie in (groups spanning several blocks, and blocks holding parts
+/// of two wanted groups, included), and answers what brute force answers.
+#[test]
+fn a_small_batch_against_a_large_segment_equals_brute_force() {
+    let n = 40_000;
+    for (pick, seed) in [(0usize, 3u64), (1, 4), (3, 5), (4, 6), (6, 7)] {
+        let (k, levels) = designs()[pick].clone();
+        let fps = data(n, seed, true);
+        let ids: Vec<u64> = (0..n as u64).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let options = BuildOptions::default().with_design(Some(Design::new(k, &levels).unwrap())).with_k(k);
+        let (_, seg) = build(dir.path(), "s.sdx", &fps, Some(&ids), &options);
+        let mut rng = Rng(seed ^ 7);
+        for queries_n in [1usize, 3, 17, 200] {
+            let mut queries: Vec<u64> = (0..queries_n / 2).map(|_| rng.next()).collect();
+            // near copies of stored fingerprints, and some stored ones exactly
+            for i in 0..queries_n - queries_n / 2 {
+                let f = fps[rng.next() as usize % n];
+                queries.push(rng.flip(f, i as u32 % (k + 1)));
+            }
+            for threads in [1, 3] {
+                let got = batch_query(&seg, &queries, &BatchOptions::new(k).with_threads(threads)).unwrap();
+                assert_eq!(got, brute_batch(&fps, &ids, &queries, k), "design {pick}, {queries_n} queries, {threads} threads");
+            }
+        }
+    }
+}

@@ -27,9 +27,9 @@ The steps, and what crosses Spark's shuffle (one shuffle in all):
    component, or a fingerprint stored more than once) is written with its cluster, the
    smallest fingerprint of the component.
 
-With ``--against DIR`` (``index_rows``) every map task also queries an index through the
-library for its fingerprints' stored neighbours: a new batch against an earlier corpus costs
-what the batch probes, not what the index holds.
+With ``--against DIR`` (``index_rows``) the batch is also checked against an index through
+the library's batch mode, all of a task's fingerprints in one call (one task per 2^24): a
+new batch against an earlier corpus costs the batch and the stored blocks it lands in.
 
 No step touches a fingerprint in Python: the batches pass from Spark to the library as
 Arrow buffers.
@@ -49,6 +49,7 @@ from ._read import InputError, _ranges, _ranges_of, expand, splits
 SPLIT_BYTES = 128 << 20  # a text file's byte range per read task
 ROWS_PER_JOIN = 1 << 24  # fingerprint-tables a join task expects (its values times its tables)
 DRIVER_PAIRS = 1 << 26  # pairs collected to the driver at most (1 GiB of pairs)
+INDEX_TASK_FPS = 1 << 24  # fingerprints an ``--against`` task checks in one call at most (128 MiB)
 JOIN_CANDIDATES_LOG2 = 2.0  # the planner's bound on a prefix group, for joins in memory
 FORMATS = ("fingerprints", "parquet")
 BAD_SHOWN = 20
@@ -317,11 +318,15 @@ def fingerprint_pairs(spark, fps, k: int, n: int, candidates_log2: float = JOIN_
     return rows.where("a is not null and a != b").select(F.col("a").alias("fa"), F.col("b").alias("fb"))
 
 
-def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, split_bytes: int = SPLIT_BYTES):
+def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, split_bytes: int = SPLIT_BYTES, task_fps: Optional[int] = None):
     """``JOINED`` rows of the input's fingerprints against the index at ``index``: every pair
     of an input fingerprint and a live stored one within ``k`` (``(fp, fp)`` where they are
-    equal: stored more than once). Each task queries the index through the library
-    (``IndexReader.near``), so the work grows with the input, not with the index."""
+    equal: stored more than once). Each task hands all its fingerprints to the library in one
+    call (``IndexReader.near``: the batch mode, the sorted batch merged with each stored table,
+    reading only the blocks it lands in), and there are as few tasks as ``task_fps``
+    fingerprints each allow (``INDEX_TASK_FPS``: one for a batch of up to 2^24): a table is
+    read about once per task, so the work follows the batch and the blocks it touches, not
+    the input's splits."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -332,24 +337,41 @@ def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, sp
         n = len(queries) // 8
         q, f = (pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(b)]) for b in (queries, stored))
         a, b = pc.min_element_wise(q, f).view(pa.int64()), pc.max_element_wise(q, f).view(pa.int64())
-        return pa.RecordBatch.from_arrays([a, b, pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())], names=["a", "b", "bad", "count"])
+        out = pa.RecordBatch.from_arrays([a, b, pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())], names=["a", "b", "bad", "count"])
+        for at in range(0, n, 1 << 20):
+            yield out.slice(at, 1 << 20)
 
     files = expand(inputs)
+    task_fps = task_fps or INDEX_TASK_FPS
     if format == "parquet":
+        import pyarrow.parquet as pq
+
+        n = sum(pq.ParquetFile(p).metadata.num_rows for p in files)
 
         def run(batches):
+            fps = []
             for batch in batches:
                 col = batch.column(0)
-                yield rows(_u64_bytes(pc.drop_null(col) if col.null_count else col))
+                fps.append(_u64_bytes(pc.drop_null(col) if col.null_count else col))
+            yield from rows(b"".join(fps))
 
-        return _parquet_fps(spark, files).select("fp").mapInArrow(run, JOINED)
+        return _parquet_fps(spark, files).select("fp").coalesce(_index_tasks(n, task_fps)).mapInArrow(run, JOINED)
     ranges = splits(files, _split_bytes(spark, files, split_bytes))
+    tasks = _index_tasks(estimate_count(spark, files, format), task_fps)
+    # consecutive ranges per task
+    per = -(-len(ranges) // tasks)
+    groups = [ranges[i : i + per] for i in range(0, len(ranges), per)]
 
     def run(batches):
-        for path, _, start, end in _ranges_of(batches, ranges):
-            yield rows(read_fingerprints(path, start, end, False)[0])
+        for group in _ranges_of(batches, groups):
+            yield from rows(b"".join(read_fingerprints(path, start, end, False)[0] for path, _, start, end in group))
 
-    return _ranges(spark, ranges).mapInArrow(run, JOINED)
+    return _ranges(spark, groups).mapInArrow(run, JOINED)
+
+
+def _index_tasks(n: int, task_fps: int) -> int:
+    """Tasks checking about ``n`` fingerprints against an index, ``task_fps`` at most each."""
+    return max(1, -(-n // max(task_fps, 1)))
 
 
 def _parquet_fps(spark, files, with_ids: bool = False):
