@@ -206,7 +206,7 @@ impl Index {
         if options.k > crate::plan::MAX_K {
             return Err(Error::InvalidArgument(format!("k = {} is above {}: sketched queries use the tables", options.k, crate::plan::MAX_K)));
         }
-        confirmed::candidates(&self.engine, &self.engine.visible(), fingerprint, options.k)
+        confirmed::candidates(&self.engine, &self.engine.visible(), fingerprint, options.k, |_| true)
     }
 
     /// The confirmed near-duplicates of a document whose fingerprint is `fingerprint` and

@@ -4,7 +4,7 @@
 
 // Indexing: the planner's small candidate tables indexed by counts it enumerates.
 #![allow(clippy::indexing_slicing)]
-use super::{binomial, block_widths, Design, DesignError, DEFAULT_MAX_CANDIDATES_LOG2, FINGERPRINT_BITS, MAX_K, MAX_LEVELS, MAX_TABLES};
+use super::{binomial, block_widths, Design, DesignError, DEFAULT_MAX_CANDIDATES_LOG2, FINGERPRINT_BITS, MAX_K, MAX_LEVELS, MAX_TABLES, SKETCHED_MAX_CANDIDATES_LOG2};
 
 /// The paper's `X(f, k, d)` over integer block widths: the fewest tables such that no probe
 /// expects more than `2^tau` candidates among `2^d` uniformly random fingerprints, where a
@@ -80,6 +80,15 @@ impl PlanOptions {
     /// Defaults for `count` fingerprints and distance `k`.
     pub fn new(count: u64, k: u32) -> Self {
         Self { k, count, max_candidates_log2: DEFAULT_MAX_CANDIDATES_LOG2, tables: None }
+    }
+
+    /// What the engine plans a segment (or memtable) of `count` entries with, in an index
+    /// with `sketched` entries or not: the default bound without sketches,
+    /// [`SKETCHED_MAX_CANDIDATES_LOG2`] with (fewer tables: the check finds sketched pairs
+    /// through the band files).
+    pub(crate) fn for_segment(count: u64, k: u32, sketched: bool) -> Self {
+        let max_candidates_log2 = if sketched { SKETCHED_MAX_CANDIDATES_LOG2 } else { DEFAULT_MAX_CANDIDATES_LOG2 };
+        Self { max_candidates_log2, ..Self::new(count, k) }
     }
 }
 
