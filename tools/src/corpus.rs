@@ -8,8 +8,10 @@ use clap::ValueEnum;
 use indicatif::ProgressBar;
 use simdex_fingerprint::corpus::ContentHash;
 use simdex_fingerprint::document::{self, Document, DocumentKind, Documents, IdfLearner, InvalidUtf8};
+use simdex_fingerprint::sketch::Sketcher;
 use simdex_fingerprint::JsonDoc;
 use simdex_fingerprint::{Fingerprinter, IdfTable};
+use std::collections::HashMap;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -431,6 +433,47 @@ pub fn read_again(files: &[PathBuf], read: &ReadArgs, at: Location) -> anyhow::R
         Some(Err(e)) => Err(anyhow::Error::new(e).context(format!("reading {name} again"))),
         None => anyhow::bail!("line {line} of {name} is blank now: the inputs changed during the run"),
     }
+}
+
+/// The shingle sets (`sketcher`'s, [`Sketcher::shingles`]) of the documents `wanted` (their
+/// places in `locations`), each read again alone ([`read_again`]), on `threads` threads,
+/// `bar.inc(1)` after each; a document without text has none.
+#[allow(clippy::too_many_arguments)]
+pub fn shingles_again(
+    files: &[PathBuf],
+    read: &ReadArgs,
+    locations: &[Location],
+    wanted: &[u32],
+    sketcher: &Sketcher,
+    version: u32,
+    threads: usize,
+    bar: &ProgressBar,
+) -> anyhow::Result<HashMap<u32, Vec<u64>>> {
+    let utf8 = read.invalid_utf8();
+    type Sets = Vec<(u32, Vec<u64>)>;
+    let read_some = |wanted: &[u32]| -> anyhow::Result<Sets> {
+        let mut sketcher = sketcher.clone();
+        let mut sets = Vec::with_capacity(wanted.len());
+        for &i in wanted {
+            let at = *locations.get(i as usize).context("a document the first pass did not locate")?;
+            if let Ok(text) = read_again(files, read, at)?.text_as(utf8, version) {
+                sets.push((i, sketcher.shingles(&text).to_vec()));
+            }
+            bar.inc(1);
+        }
+        Ok(sets)
+    };
+    let read_some = &read_some;
+    let per_thread = wanted.len().div_ceil(threads.max(1)).max(1);
+    let parts: Vec<anyhow::Result<Sets>> = std::thread::scope(|s| {
+        let handles: Vec<_> = wanted.chunks(per_thread).map(|w| s.spawn(move || read_some(w))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    let mut sets = HashMap::with_capacity(wanted.len());
+    for part in parts {
+        sets.extend(part?);
+    }
+    Ok(sets)
 }
 
 /// Learns an IDF table from every document of `files` with `fp`'s feature recipe.

@@ -232,7 +232,7 @@ impl CorpusDedup {
         let reps: Vec<(u64, u32)> = docs.iter().enumerate().filter_map(|(i, d)| d.fingerprint.filter(|_| representative[i]).map(|f| (f, i as u32))).collect();
         let mut links = near_links(&reps, options.k, threads)?;
         if options.confirm.is_some() && options.band_candidates {
-            links.extend(band_links(docs, &reps, &links));
+            links.extend(band_links(docs, &reps, &links, threads));
         }
         for l in links.iter_mut() {
             l.similarity = match (&docs[l.a as usize].sketch, &docs[l.b as usize].sketch) {
@@ -384,30 +384,53 @@ pub fn band_keys(sketch: &Sketch) -> impl Iterator<Item = (u8, u32)> + '_ {
 
 /// Every pair of representatives with sketches that share a band (a 32-bit word of the
 /// sketch, as the index's band files, `format-spec/bands.md`) and is not in `known`, with its
-/// fingerprints' distance (the similarity is filled in by the caller). Each pair once, `a < b`.
-fn band_links(docs: &[CorpusDoc], reps: &[(u64, u32)], known: &[NearLink]) -> Vec<NearLink> {
-    let mut buckets: HashMap<(u8, u32), Vec<u32>> = HashMap::new();
-    for &(_, i) in reps {
-        let Some(sketch) = &docs[i as usize].sketch else { continue };
-        for key in band_keys(sketch) {
-            buckets.entry(key).or_default().push(i);
-        }
-    }
-    let mut seen: std::collections::HashSet<(u32, u32)> = known.iter().map(|l| (l.a.min(l.b), l.a.max(l.b))).collect();
-    let mut out = Vec::new();
-    for members in buckets.values().filter(|m| m.len() > 1) {
-        for (x, &a) in members.iter().enumerate() {
-            for &b in &members[x + 1..] {
-                let (a, b) = (a.min(b), a.max(b));
-                if seen.insert((a, b)) {
-                    let (fa, fb) = (docs[a as usize].fingerprint.unwrap_or(0), docs[b as usize].fingerprint.unwrap_or(0));
-                    out.push(NearLink { a, b, distance: (fa ^ fb).count_ones(), similarity: f64::NAN });
+/// fingerprints' distance (the similarity is filled in by the caller). Each pair once, `a < b`,
+/// in `(a, b)` order. The bands are shared out among `threads` threads: each sorts a band's
+/// `(word, document)` keys and takes the pairs within each run of equal words.
+fn band_links(docs: &[CorpusDoc], reps: &[(u64, u32)], known: &[NearLink], threads: usize) -> Vec<NearLink> {
+    let sketched: Vec<(u32, &Sketch)> = reps.iter().filter_map(|&(_, i)| docs[i as usize].sketch.as_ref().map(|s| (i, s))).collect();
+    let bands = sketched.iter().map(|(_, s)| band_keys(s).count()).max().unwrap_or(0);
+    let threads = threads.clamp(1, bands.max(1));
+    // the pairs of the bands `first, first + threads, ...`, ascending, each once
+    let pairs_of = |first: usize| {
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut keys: Vec<(u32, u32)> = Vec::with_capacity(sketched.len());
+        for band in (first..bands).step_by(threads) {
+            keys.clear();
+            keys.extend(sketched.iter().filter_map(|&(i, s)| band_keys(s).nth(band).map(|(_, word)| (word, i))));
+            keys.sort_unstable();
+            for run in keys.chunk_by(|x, y| x.0 == y.0).filter(|run| run.len() > 1) {
+                // documents ascend within a run: a < b
+                for (x, &(_, a)) in run.iter().enumerate() {
+                    pairs.extend(run[x + 1..].iter().map(|&(_, b)| (a, b)));
                 }
             }
+            // a pair sharing many bands is held once
+            pairs.sort_unstable();
+            pairs.dedup();
         }
-    }
-    out.sort_unstable_by_key(|l| (l.a, l.b));
-    out
+        pairs
+    };
+    let mut pairs: Vec<(u32, u32)> = if threads == 1 {
+        pairs_of(0)
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|t| s.spawn(move || pairs_of(t))).collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+        })
+    };
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut known: Vec<(u32, u32)> = known.iter().map(|l| (l.a.min(l.b), l.a.max(l.b))).collect();
+    known.sort_unstable();
+    pairs
+        .into_iter()
+        .filter(|p| known.binary_search(p).is_err())
+        .map(|(a, b)| {
+            let (fa, fb) = (docs[a as usize].fingerprint.unwrap_or(0), docs[b as usize].fingerprint.unwrap_or(0));
+            NearLink { a, b, distance: (fa ^ fb).count_ones(), similarity: f64::NAN }
+        })
+        .collect()
 }
 
 /// Every pair of representatives whose fingerprints are equal or within `k`, with its
@@ -475,6 +498,34 @@ mod tests {
         let pairs: Vec<(u32, u32, u32)> = with.links.iter().map(|l| (l.a.min(l.b), l.a.max(l.b), l.distance)).collect();
         assert_eq!(pairs, vec![(0, 1, 40)]);
         assert_eq!(with.clusters, vec![vec![0, 1]]);
+    }
+
+    /// The band candidates on any number of threads are the pairs of representatives whose
+    /// sketches share a band, by brute force over every pair, less the known ones.
+    #[test]
+    fn band_links_are_every_pair_sharing_a_band_on_any_threads() {
+        // versions of three texts, 0 to 40 words changed: some share many bands, some few
+        let texts: Vec<String> = (0..45u32).map(|n| text(n, &(0..(n / 3) as usize).map(|i| ((n % 3) as usize * 7 + i * 23) % 300).collect::<Vec<_>>())).collect();
+        let fps: Vec<u64> = (0..texts.len() as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        let (docs, _) = docs(&texts, &fps);
+        // every third document is no representative
+        let reps: Vec<(u64, u32)> = (0..docs.len() as u32).filter(|i| i % 3 != 2).map(|i| (fps[i as usize], i)).collect();
+        let known = [NearLink { a: 3, b: 0, distance: 0, similarity: f64::NAN }, NearLink { a: 1, b: 4, distance: 0, similarity: f64::NAN }];
+        let mut want = Vec::new();
+        for (x, &(fa, a)) in reps.iter().enumerate() {
+            for &(fb, b) in &reps[x + 1..] {
+                let (sa, sb) = (docs[a as usize].sketch.as_ref().unwrap(), docs[b as usize].sketch.as_ref().unwrap());
+                let shared = band_keys(sa).zip(band_keys(sb)).any(|(p, q)| p == q);
+                if shared && !known.iter().any(|l| (l.a.min(l.b), l.a.max(l.b)) == (a, b)) {
+                    want.push((a, b, (fa ^ fb).count_ones()));
+                }
+            }
+        }
+        assert!(want.len() > 20 && want.len() < reps.len() * (reps.len() - 1) / 2, "the test needs some pairs and not all: {}", want.len());
+        for threads in [1, 2, 3, 16, 40] {
+            let got: Vec<(u32, u32, u32)> = band_links(&docs, &reps, &known, threads).iter().map(|l| (l.a, l.b, l.distance)).collect();
+            assert_eq!(got, want, "{threads} threads");
+        }
     }
 
     /// With a second look, every pair estimated within the noise window is decided by its

@@ -399,17 +399,33 @@ fn slot_of(h: u64, m: usize) -> usize {
 /// [`MAX_ROUNDS_PER_SLOT`] `* m` rounds (never reached: it needs the rounds' hashes to miss
 /// a slot that many times) a slot still empty takes the next filled slot's shingle.
 fn round_minima(set: &[u64], m: usize) -> Vec<u64> {
-    let mut value = vec![u64::MAX; m];
+    ROUND_SCRATCH.with_borrow_mut(|(value, hashes)| round_minima_in(set, m, value, hashes))
+}
+
+thread_local! {
+    /// [`round_minima`]'s working space, kept from one set to the next (the slots' values, a
+    /// round's hashes): no allocation of its own a document.
+    static ROUND_SCRATCH: std::cell::RefCell<(Vec<u64>, Vec<u64>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Sets above this many shingles leave no working space behind them.
+const ROUND_SCRATCH_KEPT: usize = 1 << 16;
+
+/// [`round_minima`] in the working space `value` and `hashes` (any contents).
+fn round_minima_in(set: &[u64], m: usize, value: &mut Vec<u64>, hashes: &mut Vec<u64>) -> Vec<u64> {
+    value.clear();
+    value.resize(m, u64::MAX);
+    hashes.clear();
+    hashes.resize(set.len(), 0);
     let mut arg = vec![0u64; m];
-    let mut hashes = vec![0u64; set.len()];
     let mut empty = m;
     let mut round = 0u64;
     while empty > 0 && round < MAX_ROUNDS_PER_SLOT * m as u64 {
         let key = ROUND_KEY.wrapping_add(round.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         // the round's hashes first, in a loop of their own (vectorised where the CPU can),
         // then the offers, without a branch on whether each is taken
-        round_hashes(set, key, &mut hashes);
-        for (&s, &h) in set.iter().zip(&hashes) {
+        round_hashes(set, key, hashes);
+        for (&s, &h) in set.iter().zip(hashes.iter()) {
             let at = slot_of(h, m);
             let v = round << 32 | (h & 0xFFFF_FFFF);
             let (held, by) = (value[at], arg[at]);
@@ -427,6 +443,9 @@ fn round_minima(set: &[u64], m: usize) -> Vec<u64> {
             let next = filled.iter().find(|&&j| j > i).or(filled.first()).copied().unwrap_or(i);
             arg[i] = arg[next];
         }
+    }
+    if hashes.capacity() > ROUND_SCRATCH_KEPT {
+        *hashes = Vec::new();
     }
     arg
 }

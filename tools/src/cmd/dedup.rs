@@ -140,9 +140,17 @@ struct Corpus {
 
 /// The second look: the exact Jaccard of the pairs whose estimate is within the sketch's
 /// noise of the threshold, from the shingle sets kept by the read pass or, beyond its
-/// budget, of the documents it needs, read again. Returns (pairs decided, of which changed
+/// budget, of the documents it needs, read again on `threads` threads. Returns (pairs decided, of which changed
 /// side), `None` when there was none to take.
-fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut CorpusDedup, options: SketchOptions, version: u32) -> anyhow::Result<Option<(usize, usize)>> {
+fn second_look(
+    args: &Args,
+    files: &[PathBuf],
+    corpus: &Corpus,
+    found: &mut CorpusDedup,
+    options: SketchOptions,
+    version: u32,
+    threads: usize,
+) -> anyhow::Result<Option<(usize, usize)>> {
     let wanted = found.undecided_docs();
     if wanted.is_empty() {
         return Ok(None);
@@ -156,17 +164,8 @@ fn second_look(args: &Args, files: &[PathBuf], corpus: &Corpus, found: &mut Corp
         return Ok(None);
     }
     // read again the wanted documents alone, where the first pass found them
-    let mut sketcher = Sketcher::new(options)?;
-    let mut sets: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::with_capacity(wanted.len());
-    let utf8 = args.read.invalid_utf8();
     let bar = progress::steps(wanted.len() as u64, "second look");
-    for &i in &wanted {
-        let at = *corpus.locations.get(i as usize).context("a document the first pass did not locate")?;
-        if let Ok(text) = corpus::read_again(files, &args.read, at)?.text_as(utf8, version) {
-            sets.insert(i, sketcher.shingles(&text).to_vec());
-        }
-        bar.inc(1);
-    }
+    let sets = corpus::shingles_again(files, &args.read, &corpus.locations, &wanted, &Sketcher::new(options)?, version, threads, &bar)?;
     bar.finish_and_clear();
     Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(sets.get(&a)?, sets.get(&b)?)))))
 }
@@ -219,16 +218,14 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     // an index keeps the sketch recipe it was created with (an older one included)
     let sketch_options = index.as_ref().and_then(|i| i.sketch_options()).unwrap_or_default();
+    let mut times = progress::PassTimes::from_env();
     let mut pass = first_pass(&args, &files, &fp, learn, sketch_options, threads)?;
-    let fp = match pass.idf.take() {
-        Some(idf) => {
-            let (table, vocabulary) = idf.build_keeping_vocabulary(1);
-            let fp = fp.with_idf(std::sync::Arc::new(table))?;
-            pass.vocabulary = fp.vocabulary(vocabulary.unwrap_or_default());
-            fp
-        }
-        None => fp,
-    };
+    times.pass("first (read, IDF counts, sketches)");
+    let kept =
+        |p: &FirstPass| (p.features.iter().flatten().flatten().map(DocumentFeatures::heap_bytes).sum::<usize>(), p.sets.iter().flatten().map(|s| set_bytes(s)).sum::<usize>());
+    times.note(|| format!("kept (features, shingle sets): {:?} bytes", kept(&pass)));
+    let fp = with_learned_idf(fp, &mut pass, threads, &times)?;
+    times.pass("IDF table");
     if let Some(index) = &index {
         let recipe = simdex_fingerprint::Recipe::of(&fp);
         if args.relearn_idf {
@@ -245,10 +242,13 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     if learn {
         fingerprint_pass(&args, &files, &fp, &mut pass, threads)?;
+        times.pass("fingerprints");
     }
     let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets, locations: pass.locations };
     let mut found = CorpusDedup::new(&corpus.docs, &options, threads)?;
-    let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options, fp.options().version)?;
+    times.pass("pair search");
+    let second_look = second_look(&args, &files, &corpus, &mut found, sketch_options, fp.options().version, threads)?;
+    times.pass("second look");
     if let Some(path) = &args.pairs {
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -263,6 +263,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         (None, false) => Box::new(std::io::sink()),
     };
     found.write_report(&mut report, &corpus.docs, &corpus.skipped)?;
+    times.pass("pairs and report");
     let indexed = match index {
         Some(index) => {
             // An index created without sketches (or with another kind) cannot confirm: its
@@ -290,6 +291,24 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let mut summary: Box<dyn Write> = if args.json { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
     write_summary(&mut summary, &args, &corpus, &found, indexed, second_look)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `fp` with the IDF weights the first pass learned, when it learned them, and the kept
+/// features' vocabulary with their weights.
+fn with_learned_idf(fp: Fingerprinter, pass: &mut FirstPass, threads: usize, times: &progress::PassTimes) -> anyhow::Result<Fingerprinter> {
+    let Some(idf) = pass.idf.take() else { return Ok(fp) };
+    let (table, vocabulary) = idf.build_keeping_vocabulary(1);
+    times.note(|| format!("IDF table: {} features", table.len()));
+    let fp = fp.with_idf(std::sync::Arc::new(table))?;
+    // the table's id (the recipe's, a CRC of its sorted entries) made on another thread
+    // while this one looks up the vocabulary's weights
+    std::thread::scope(|s| {
+        let id = (threads > 1).then(|| s.spawn(|| fp.recipe()));
+        pass.vocabulary = fp.vocabulary(vocabulary.unwrap_or_default());
+        // (its panic, should it panic, is the recipe's next call's)
+        let _ = id.map(|id| id.join());
+    });
+    Ok(fp)
 }
 
 /// What the document passes make of one document.
