@@ -169,8 +169,9 @@ pub fn band_head(data: &[u8]) {
             at.copy_from_slice(&crc.to_le_bytes());
         }
     }
-    // (every version a band file is read in: 1, and 2 since entries are bit-packed)
-    for (data, version) in [data, &fixed[..]].into_iter().flat_map(|d| [(d, 1), (d, 2)]) {
+    // (every version a band file is read in: 1, 2 since entries are bit-packed, 3 since
+    // ordinals are Elias-Fano coded)
+    for (data, version) in [data, &fixed[..]].into_iter().flat_map(|d| [(d, 1), (d, 2), (d, 3)]) {
         if let Ok(head) = BandHead::decode(data, version) {
             assert_eq!(head.encode().get(..B_CRC + 4), data.get(..B_CRC + 4), "band head does not encode back to its bytes");
             let g = head.geometry();

@@ -12,7 +12,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::layout::{bit_len, directory_pages, group_pages, ordinal_bits_for, seal_page, BandHead, Geometry, PackedPage, BANDS_VERSION, GROUP_BUCKETS};
+use super::layout::{bit_len, dir_group_buckets, directory_pages, group_pages, ordinal_bits_for, seal_page, BandHead, Geometry, PackedPage, BANDS_VERSION, BLOCK_BUCKETS, PAGE_BYTES};
+use super::stream::BlockWriter;
 use super::{band_key, is_empty_sketch, tag, BandDesign, TAG_BITS};
 use crate::error::{Error, Result};
 use crate::segment::Segment;
@@ -34,14 +35,16 @@ impl Default for BuildBudget {
     }
 }
 
-/// The head a band file of `segment` has (this build's version), `None` when the segment
-/// stores no sketches or is not banded ([`BandDesign::for_segment`]). Reads the sketch
-/// column once: to count the entries that have a sketch and each directory group's entries
-/// (the largest sets the bits of a relative bucket end).
-pub(crate) fn head_for(segment: &Segment) -> Result<Option<BandHead>> {
+/// The head a band file of `segment` has in `version` (2 or 3; [`BANDS_VERSION`] is
+/// written; version 1's is [`BandHead::as_version_1`] of version 2's), `None` when the
+/// segment stores no sketches or is not banded ([`BandDesign::for_segment`]). Reads the
+/// sketch column once: to count the entries that have a sketch and each directory group's
+/// entries (the largest sets the bits of a relative end).
+pub(crate) fn head_for(segment: &Segment, version: u32) -> Result<Option<BandHead>> {
     let (Some((width, scheme)), Some(design)) = (segment.sketch_layout(), design_for(segment)) else { return Ok(None) };
     let mut banded = 0u64;
-    let groups = design.buckets().div_ceil(GROUP_BUCKETS) as usize;
+    let per_group = dir_group_buckets(version);
+    let groups = design.buckets().div_ceil(per_group) as usize;
     let mut group_counts: Vec<Vec<u32>> = (0..design.bands).map(|_| vec![0u32; groups]).collect();
     for sketch in segment.sketches_in_order() {
         let sketch = sketch?;
@@ -50,7 +53,7 @@ pub(crate) fn head_for(segment: &Segment) -> Result<Option<BandHead>> {
         }
         banded += 1;
         for (b, counts) in (0u32..).zip(group_counts.iter_mut()) {
-            if let Some(c) = band_key(sketch, b).and_then(|key| counts.get_mut((u64::from(design.bucket(key)) / GROUP_BUCKETS) as usize)) {
+            if let Some(c) = band_key(sketch, b).and_then(|key| counts.get_mut((u64::from(design.bucket(key)) / per_group) as usize)) {
                 *c += 1;
             }
         }
@@ -58,7 +61,7 @@ pub(crate) fn head_for(segment: &Segment) -> Result<Option<BandHead>> {
     let largest = group_counts.iter().flatten().copied().max().unwrap_or(0);
     let (segment_len, segment_footer_crc) = segment_identity(segment);
     Ok(Some(BandHead {
-        version: BANDS_VERSION,
+        version,
         design,
         ordinal_bits: ordinal_bits_for(segment.len()),
         tag_bits: TAG_BITS,
@@ -91,7 +94,7 @@ pub(crate) fn segment_identity(segment: &Segment) -> (u64, u32) {
 /// place); returns its length, or `None` (nothing written) when the segment is not banded.
 /// When `stop` is set it fails with [`Error::stopped`] (nothing is left behind).
 pub(crate) fn write_band_file(storage: &dyn Storage, segment: &Segment, path: &Path, budget: BuildBudget, stop: Option<&AtomicBool>) -> Result<Option<u64>> {
-    let Some(head) = head_for(segment)? else { return Ok(None) };
+    let Some(head) = head_for(segment, BANDS_VERSION)? else { return Ok(None) };
     write_atomically_with(storage, path, |mut out| emit(segment, &head, budget, stop, &mut out)).map(Some)
 }
 
@@ -113,6 +116,7 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
     while b < design.bands {
         let group = b..(b + per_pass).min(design.bands);
         let mut pages: Vec<EntryPages> = group.clone().map(|_| EntryPages::new(geometry)).collect();
+        let mut filled = Vec::new();
         let mut ends: Vec<Vec<u32>> = group.clone().map(|_| vec![0u32; design.buckets() as usize]).collect();
         for slice in 0..slices {
             let lo = (design.buckets() * slice / slices) as u32;
@@ -127,17 +131,25 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
                     if let Some(end) = ends.get_mut((v >> 40) as usize) {
                         *end += 1;
                     }
-                    if let Some(page) = pages.push(v) {
+                    pages.push(v, &mut filled);
+                    for page in filled.drain(..) {
                         put(out, &page)?;
                     }
                 }
                 drop(values);
                 if slice + 1 == slices {
-                    if let Some(page) = pages.finish() {
+                    pages.finish(&mut filled);
+                    for page in filled.drain(..) {
                         put(out, &page)?;
                     }
                     if head.version == 1 {
                         for page in directory_pages(ends) {
+                            put(out, &page)?;
+                        }
+                    } else if head.version >= 3 {
+                        // the directory counts blocks of 8 buckets
+                        let blocks: Vec<u32> = ends.chunks(BLOCK_BUCKETS as usize).map(|c| c.iter().sum()).collect();
+                        for page in group_pages(&blocks, head.dir_bits, geometry.groups_per_page()) {
                             put(out, &page)?;
                         }
                     } else {
@@ -177,31 +189,48 @@ fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, bucke
     Ok(out)
 }
 
-/// A band's entry pages as they fill: `tag << w | ordinal`, bit-packed.
-struct EntryPages {
-    geometry: Geometry,
-    current: PackedPage,
-    count: u64,
+/// A band's entry pages as they fill: `tag << w | ordinal`, bit-packed (versions 1 and 2),
+/// or version 3's blocks (`stream.rs`).
+enum EntryPages {
+    Packed { geometry: Geometry, current: PackedPage, count: u64 },
+    Blocks(BlockWriter),
 }
 
 impl EntryPages {
     fn new(geometry: Geometry) -> Self {
-        EntryPages { geometry, current: PackedPage::new(), count: 0 }
+        if geometry.version >= 3 {
+            EntryPages::Blocks(BlockWriter::new(geometry))
+        } else {
+            EntryPages::Packed { geometry, current: PackedPage::new(), count: 0 }
+        }
     }
 
-    /// Adds gathered entry `v` (`bucket << 40 | ordinal << 8 | tag`); returns the page it filled.
-    fn push(&mut self, v: u64) -> Option<[u8; 1024]> {
+    /// Adds gathered entry `v` (`bucket << 40 | ordinal << 8 | tag`); `out` gets the pages it fills.
+    fn push(&mut self, v: u64, out: &mut Vec<[u8; PAGE_BYTES as usize]>) {
         let ordinal = (v >> 8) & 0xffff_ffff;
-        self.current.push(((v & 0xff) << self.geometry.ordinal_bits) | ordinal, self.geometry.entry_bits());
-        self.count += 1;
-        (self.count == self.geometry.per_page()).then(|| self.finish()).flatten()
+        match self {
+            EntryPages::Blocks(w) => w.push(v >> 40, ordinal, v & 0xff, out),
+            EntryPages::Packed { geometry, current, count } => {
+                current.push(((v & 0xff) << geometry.ordinal_bits) | ordinal, geometry.entry_bits());
+                *count += 1;
+                if *count == geometry.per_page() {
+                    *count = 0;
+                    out.push(seal_page(&current.take()));
+                }
+            }
+        }
     }
 
-    /// The last, partial page.
-    fn finish(&mut self) -> Option<[u8; 1024]> {
-        (!self.current.is_empty()).then(|| {
-            self.count = 0;
-            seal_page(&self.current.take())
-        })
+    /// The band's last pages.
+    fn finish(&mut self, out: &mut Vec<[u8; PAGE_BYTES as usize]>) {
+        match self {
+            EntryPages::Blocks(w) => w.finish(out),
+            EntryPages::Packed { current, count, .. } => {
+                if !current.is_empty() {
+                    *count = 0;
+                    out.push(seal_page(&current.take()));
+                }
+            }
+        }
     }
 }

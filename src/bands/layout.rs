@@ -1,7 +1,9 @@
 //! Byte layout of a band file, mirroring `format-spec/bands.md` field by field: the head
 //! (encoder and decoder), the pages, where each band's pages are, and the bit-packed entries
 //! and bucket directories of version 2 (version 1's 5-byte entries are the same bit string
-//! with 32-bit ordinals and 8-bit tags; its directory is u32 bucket ends). Decoders return a
+//! with 32-bit ordinals and 8-bit tags; its directory is u32 bucket ends). Version 3's
+//! entry stream (blocks of 8 buckets, Elias-Fano coded ordinals) is `stream.rs`'s; its
+//! directory is version 2's over blocks instead of buckets. Decoders return a
 //! [`Fault`] with the offset of the bad field; they never panic.
 //!
 //! All integers are little-endian. Offsets below are relative to the structure's start.
@@ -12,8 +14,9 @@ use super::{BandDesign, BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 use crate::integrity::{verify_crc, Fault};
 use crate::segment::layout::slice;
 
-/// Format version written by this build.
-pub const BANDS_VERSION: u32 = 2;
+/// Format version written by this build (3: Elias-Fano coded ordinals in blocks of 8
+/// buckets; 2: bit-packed entries, grouped bucket ends).
+pub const BANDS_VERSION: u32 = 3;
 /// Oldest format version read (version 1: 5-byte entries, u32 bucket ends).
 pub const BANDS_OLDEST: u32 = 1;
 /// First bytes of every band file.
@@ -45,10 +48,14 @@ pub const PAGE_CRC_BYTES: u64 = 4;
 pub const PAYLOAD_BITS: u64 = (PAGE_BYTES - PAGE_CRC_BYTES) * 8;
 /// Bucket ends (u32) per directory page of version 1 (and of an id table).
 pub const ENDS_PER_PAGE: u64 = (PAGE_BYTES - PAGE_CRC_BYTES) / 4;
-/// Buckets of a directory group (version 2): a u32 base, then one relative end a bucket.
+/// Slots of a directory group (versions 2 and 3): a u32 base, then one relative end a
+/// bucket (version 3: a block).
 pub const GROUP_BUCKETS: u64 = 64;
 /// Bits of a group's base.
 pub const BASE_BITS: u64 = 32;
+/// Buckets of a block (version 3): the directory counts blocks' entries, and a block's
+/// buckets share one stretch of the entry stream.
+pub const BLOCK_BUCKETS: u64 = 8;
 /// Version 1's fixed widths: u32 ordinals, u8 tags, u32 bucket ends.
 const V1_ORDINAL_BITS: u32 = 32;
 const V1_TAG_BITS: u32 = 8;
@@ -59,17 +66,35 @@ pub fn bit_len(n: u64) -> u32 {
     64 - n.leading_zeros()
 }
 
-/// The ordinal bits of a version 2 file of a segment of `entries` entries: enough for
+/// The ordinal bits of a version 2 or 3 file of a segment of `entries` entries: enough for
 /// every ordinal `0 .. entries - 1` (at least 1).
 pub fn ordinal_bits_for(entries: u64) -> u32 {
     bit_len(entries.saturating_sub(1)).max(1)
+}
+
+/// Buckets whose entries one directory group counts in a file of `version` (2 and 3;
+/// `r`, the bits of a relative end, holds the largest such count): 64 buckets in version
+/// 2, 64 blocks of 8 in version 3.
+pub fn dir_group_buckets(version: u32) -> u64 {
+    if version >= 3 {
+        GROUP_BUCKETS * BLOCK_BUCKETS
+    } else {
+        GROUP_BUCKETS
+    }
+}
+
+/// `h`, the high bits of a version 3 entry's ordinal (coded in unary in its block): the
+/// fewest bits with `2^h` at least the mean entries a bucket, `ceil(banded / 2^p)`, and at
+/// most `ordinal_bits` (0 for an empty band).
+pub fn high_bits_for(banded: u64, bucket_bits: u32, ordinal_bits: u32) -> u32 {
+    bit_len(banded.div_ceil(1u64 << bucket_bits).saturating_sub(1)).min(ordinal_bits)
 }
 
 /// The head of a band file: the design, the entries it bands, and which segment it
 /// belongs to (its length and the CRC of its footer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BandHead {
-    /// 1 or 2 ([`BANDS_VERSION`]).
+    /// 1, 2 or 3 ([`BANDS_VERSION`]).
     pub version: u32,
     pub design: BandDesign,
     /// `w`: bits of an entry's ordinal (32 in version 1).
@@ -168,9 +193,10 @@ impl BandHead {
             ordinal_bits: self.ordinal_bits,
             tag_bits: self.tag_bits,
             dir_bits: self.dir_bits,
+            high_bits: if self.version >= 3 { high_bits_for(self.banded, self.design.bucket_bits, self.ordinal_bits) } else { 0 },
         };
-        g.entry_pages = self.banded.div_ceil(g.per_page());
-        g.dir_pages = if self.version == 1 { g.buckets.div_ceil(ENDS_PER_PAGE) } else { g.buckets.div_ceil(GROUP_BUCKETS).div_ceil(g.groups_per_page()) };
+        g.entry_pages = if self.version >= 3 { g.stream_bits().div_ceil(PAYLOAD_BITS) } else { self.banded.div_ceil(g.per_page()) };
+        g.dir_pages = if self.version == 1 { g.buckets.div_ceil(ENDS_PER_PAGE) } else { g.dir_slots().div_ceil(GROUP_BUCKETS).div_ceil(g.groups_per_page()) };
         g
     }
 }
@@ -187,12 +213,43 @@ pub struct Geometry {
     pub ordinal_bits: u32,
     pub tag_bits: u32,
     pub dir_bits: u32,
+    /// `h` (version 3): an ordinal's high bits, coded in unary; 0 before.
+    pub high_bits: u32,
 }
 
 impl Geometry {
-    /// Bits of an entry, `tag << w | ordinal`.
+    /// Bits of an entry as it is stored bit-packed: `tag << w | ordinal` (versions 1 and
+    /// 2), `tag << l | low` with `l = w - h` (version 3's low entries).
     pub fn entry_bits(&self) -> u64 {
-        u64::from(self.ordinal_bits + self.tag_bits)
+        u64::from(self.ordinal_bits - self.high_bits + self.tag_bits)
+    }
+
+    /// What one directory slot counts: a bucket (versions 1 and 2) or a block of
+    /// [`BLOCK_BUCKETS`] (version 3); this many a band.
+    pub fn dir_slots(&self) -> u64 {
+        if self.version >= 3 {
+            self.buckets.div_ceil(BLOCK_BUCKETS)
+        } else {
+            self.buckets
+        }
+    }
+
+    /// Bits of a band's entry stream (version 3): each entry's low entry and its 1 in the
+    /// unary high bits, and `2^h` 0s a bucket.
+    pub fn stream_bits(&self) -> u64 {
+        self.banded * (self.entry_bits() + 1) + (self.buckets << self.high_bits)
+    }
+
+    /// Where block `k`, whose first entry is the band's entry `start`, begins in the
+    /// band's entry stream (version 3): the blocks before it are whole.
+    pub fn block_bit(&self, k: u64, start: u64) -> u64 {
+        start * (self.entry_bits() + 1) + ((k * BLOCK_BUCKETS) << self.high_bits)
+    }
+
+    /// Buckets of block `k` (version 3): [`BLOCK_BUCKETS`], fewer in the last block of a
+    /// band of fewer buckets.
+    pub fn block_buckets(&self, k: u64) -> u64 {
+        self.buckets.saturating_sub(k * BLOCK_BUCKETS).min(BLOCK_BUCKETS)
     }
 
     /// Entries an entry page holds (204 in version 1).
@@ -200,20 +257,21 @@ impl Geometry {
         PAYLOAD_BITS / self.entry_bits()
     }
 
-    /// Bits of a directory group (version 2): its base and 64 relative ends.
+    /// Bits of a directory group (versions 2 and 3): its base and 64 relative ends.
     pub fn group_bits(&self) -> u64 {
         BASE_BITS + GROUP_BUCKETS * u64::from(self.dir_bits)
     }
 
-    /// Directory groups a page holds (version 2).
+    /// Directory groups a page holds (versions 2 and 3).
     pub fn groups_per_page(&self) -> u64 {
         (PAYLOAD_BITS / self.group_bits()).max(1)
     }
 
-    /// The `(tag, ordinal)` of packed entry `v`.
+    /// The `(tag, ordinal)` of packed entry `v` (versions 1 and 2; version 3's `(tag, low)`).
     #[inline]
     pub fn unpack(&self, v: u64) -> (u32, u64) {
-        ((v >> self.ordinal_bits) as u32, v & ((1u64 << self.ordinal_bits) - 1))
+        let low = self.ordinal_bits - self.high_bits;
+        ((v >> low) as u32, v & ((1u64 << low) - 1))
     }
 
     /// Pages of one band.
@@ -256,7 +314,7 @@ pub fn read_bits(payload: &[u8], bit: u64, width: u64) -> u64 {
     (u64::from_le_bytes(word) >> (bit % 8)) & ((1u64 << width) - 1)
 }
 
-/// A version 2 band's directory pages: `counts` holds each bucket's entry count; each
+/// A version 2 or 3 band's directory pages: `counts` holds each slot's (bucket's, block's) entry count; each
 /// group of [`GROUP_BUCKETS`] buckets is its base (the entries before it, 32 bits) and each
 /// bucket's end relative to the base (`dir_bits` bits), `groups_per_page` groups a page.
 pub fn group_pages(counts: &[u32], dir_bits: u32, groups_per_page: u64) -> impl Iterator<Item = [u8; PAGE_BYTES as usize]> + '_ {
@@ -381,14 +439,14 @@ mod tests {
 
     #[test]
     fn heads_roundtrip_and_refuse_damage() {
-        for version in [1, 2] {
+        for version in [1, 2, 3] {
             let head = head(version);
             let mut bytes = head.encode();
             assert_eq!(bytes.len(), HEAD_BYTES as usize);
             assert_eq!(&bytes[8..12], &version.to_le_bytes());
             assert_eq!(BandHead::decode(&bytes, version), Ok(head));
-            // the other version's widths are refused
-            assert!(BandHead::decode(&bytes, 3 - version).is_err());
+            // version 1's widths are refused as another version's, and the others' as version 1's
+            assert!(BandHead::decode(&bytes, if version == 1 { 2 } else { 1 }).is_err());
             bytes[B_ENTRIES] ^= 1;
             assert!(BandHead::decode(&bytes, version).unwrap_err().detail.contains("checksum"));
         }
@@ -411,6 +469,12 @@ mod tests {
         assert_eq!((g.entry_bits(), g.per_page(), g.group_bits(), g.groups_per_page()), (16, 510, 480, 17));
         assert_eq!((g.entry_pages, g.dir_pages), (2, 1));
         assert_eq!(ENDS_PER_PAGE, 255);
+        // version 3: 990 entries in 64 buckets: h = bitlen(16 - 1) = 4, 12-bit low entries;
+        // a stream of 990 x 13 + 64 x 16 bits (2 pages), 8 blocks in one group (1 page)
+        let g = head(3).geometry();
+        assert_eq!((g.high_bits, g.entry_bits(), g.stream_bits(), g.dir_slots()), (4, 12, 990 * 13 + 64 * 16, 8));
+        assert_eq!((g.entry_pages, g.dir_pages, g.block_bit(2, 100), g.block_buckets(7)), (2, 1, 100 * 13 + 2 * 8 * 16, 8));
+        assert_eq!((high_bits_for(0, 6, 10), high_bits_for(64, 6, 10), high_bits_for(65, 6, 10), high_bits_for(1 << 20, 0, 10)), (0, 0, 1, 10));
     }
 
     #[test]

@@ -6,13 +6,14 @@
 //! A sketch of 512 one-bit MinHash values is cut into 16 *bands* of 32 bits. Two documents
 //! whose sketches agree on a whole band are candidates. The band file of a segment
 //! (`seg-N.sdb`, beside `seg-N.sdx`) holds, for every band, the segment's entries bucketed by
-//! the band's top bits: a directory of bucket ends (a base a group of 64 buckets, and each
-//! bucket's end relative to it, in as few bits as the file needs) and bit-packed entries
-//! (the entry's ordinal in table 0, where its sketch, id and fingerprint are found, in as
-//! few bits as the segment's size needs, and the band's low 6 bits as a tag): about 4.2
-//! bytes an entry and band. Looking a sketch up costs, per band, one directory page and one
-//! or two entry pages, whatever the segment's size. Version 1 files (5-byte entries, u32
-//! bucket ends) are still read.
+//! the band's top bits, in blocks of 8 buckets: a directory of block ends (a base a group of
+//! 64 blocks, and each block's end relative to it, in as few bits as the file needs) and
+//! an entry stream, block after block: the entries' ordinals in table 0 (where their sketch,
+//! id and fingerprint are found) Elias-Fano coded (high bits in unary, low bits packed) with
+//! the band's low 6 bits as a tag: about 3.9 bytes an entry and band at 2^22 to 2^26
+//! entries. Looking a sketch up costs, per band, one directory page and one or two entry
+//! pages, whatever the segment's size. Version 1 files (5-byte entries, u32 bucket ends)
+//! and version 2 files (bit-packed entries, grouped bucket ends) are still read.
 //!
 //! What it finds: every stored sketch that shares a band with the query's. Pigeonhole: a
 //! pair whose sketches differ in at most 15 of 512 bits (estimated resemblance >= 0.94)
@@ -23,6 +24,7 @@
 //!
 //! - `layout`: the head, the page layout and the offsets (mirrors the spec page);
 //! - `build`: writing a segment's band file in bounded memory;
+//! - `stream`: version 3's entry stream (writing blocks, finding a bucket in one);
 //! - `read`: opening one (`BandFile`) and looking sketches up; checking every byte.
 //!
 //! It reads segments and writes its own files; which band files exist is the engine's.
@@ -31,7 +33,10 @@
 
 mod build;
 pub(crate) mod layout;
+#[cfg(test)]
+mod oracle_tests;
 mod read;
+mod stream;
 
 pub(crate) use build::{design_for, write_band_file, BuildBudget};
 pub(crate) use read::BandFile;
@@ -40,7 +45,7 @@ pub use crate::plan::BandDesign;
 pub(crate) use crate::plan::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 
 /// The tag of band value `key` in a file with `bits`-bit tags: its low `bits` bits
-/// (`TAG_BITS`, 6, in this build's files; 8 in version 1's).
+/// (`TAG_BITS`, 6, in versions 2 and 3; 8 in version 1's).
 #[inline]
 pub fn tag(key: u32, bits: u32) -> u32 {
     key & ((1u32 << bits) - 1)

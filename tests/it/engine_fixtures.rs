@@ -16,7 +16,9 @@
 //! version 2 (bit-packed entries, grouped bucket ends), and generation 5's version-1 band
 //! file is still read as it is; `fixtures/v7/index-sketched/` writes its segment in version 3
 //! (the sketch column's pages whole, a CRC page after each group of 255), and generation 6's
-//! version-2 segment is still read as it is.
+//! version-2 segment is still read as it is; `fixtures/v8/index-sketched/` writes band files
+//! of version 3 (Elias-Fano coded ordinals in blocks of 8 buckets), and generation 7's
+//! version-2 band file is still read as it is.
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
@@ -36,8 +38,9 @@ const DIR: &str = "idx";
 /// The index directory generation the engine writes today (see the module docs).
 const NEWEST: u32 = 5;
 /// The same for an index with sketches (its segments have band files since generation 4,
-/// of version 2 since generation 6; its segments are version 3 since generation 7).
-const NEWEST_SKETCHED: u32 = 7;
+/// of version 2 since generation 6, of version 3 since generation 8; its segments are
+/// version 3 since generation 7).
+const NEWEST_SKETCHED: u32 = 8;
 /// The first generation whose segments have id tables and whose logs are version 4.
 const ID_TABLES: u32 = 5;
 /// The generations of the plain index (generation 4 changed only sketched indexes).
@@ -180,8 +183,10 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
             assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), want, "{name} is version {want}");
         }
     }
-    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x02\0\0\0")), "generation 7 has a band file, version 2");
-    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdx") && bytes.starts_with(b"SIMDXSEG\x03\0\0\0")), "generation 7's segment is version 3");
+    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x03\0\0\0")), "generation 8 has a band file, version 3");
+    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdx") && bytes.starts_with(b"SIMDXSEG\x03\0\0\0")), "generation 8's segment is version 3");
+    let generation_7 = files(&load(sketched_fixture_dir_of(7)));
+    assert!(generation_7.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x02\0\0\0")), "generation 7's band file is version 2");
     let generation_6 = files(&load(sketched_fixture_dir_of(6)));
     assert!(generation_6.iter().any(|(name, bytes)| name.ends_with(".sdx") && bytes.starts_with(b"SIMDXSEG\x02\0\0\0")), "generation 6's segment is version 2");
     let generation_5 = files(&load(sketched_fixture_dir_of(5)));
@@ -195,6 +200,7 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
         load(sketched_fixture_dir_of(4)),
         load(sketched_fixture_dir_of(5)),
         load(sketched_fixture_dir_of(6)),
+        load(sketched_fixture_dir_of(7)),
         fixture,
     ] {
         sketched_fixture_reads_back(&fixture, &want);
@@ -209,8 +215,12 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
     drop(index);
     let derived = |s: &MemStorage, suffix: &str| files(s).into_iter().find(|(n, _)| n.ends_with(suffix)).unwrap();
     // (for the same version-2 segment: generation 6's; a band file and an id table name
-    // their segment's length and footer CRC, which version 3 changed)
-    assert_eq!(derived(&older, ".sdb"), derived(&load(sketched_fixture_dir_of(6)), ".sdb"), "the band file a writer builds is generation 6's");
+    // their segment's length and footer CRC, which version 3 changed; the band file is
+    // version 3 now: generation 8's but for the segment's length and footer CRC, bytes
+    // 32 .. 44 of its head, and the head's CRC)
+    let (built, newest) = (derived(&older, ".sdb").1, derived(&load(sketched_fixture_dir()), ".sdb").1);
+    let unnamed = |b: &[u8]| [&b[..32], &b[44..56], &b[60..]].concat();
+    assert!(built.starts_with(b"SIMDXBND\x03\0\0\0") && unnamed(&built) == unnamed(&newest), "the band file a writer builds is generation 8's");
     assert_eq!(derived(&older, ".sdi"), derived(&load(sketched_fixture_dir_of(6)), ".sdi"), "the id table a writer builds is generation 6's");
     assert!(verify_index(&older, Path::new(DIR)).unwrap().is_clean());
 }
