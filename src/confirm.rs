@@ -74,12 +74,15 @@ pub struct ConfirmOptions {
     pub unsketched_k: u32,
     /// Find every sketched candidate within `k` through the tables (multi-probe: the cost
     /// grows with the index, about 2 ms at 2^26 for `k = 8`), instead of the band files.
-    /// Off by default: beyond the design's `k`, candidates are the stored sketches that
-    /// share one of 16 bands with the query's (`format-spec/bands.md`), which finds every
-    /// pair whose sketches differ in at most 15 of 512 bits and 98.9% of those at the
-    /// 0.90 threshold (25 bits), at a cost that does not grow with the index. Used only for the
-    /// default sketch (512 one-bit values) at `min_similarity >= 0.9`; otherwise the
-    /// tables answer.
+    /// Off by default: candidates are the stored sketches that share one of 16 bands with
+    /// the query's (`format-spec/bands.md`), which finds every pair whose sketches differ in
+    /// at most 15 of 512 bits and 98.9% of those at the 0.90 threshold (25 bits), at a cost
+    /// that does not grow with the index; in a segment whose every entry has a sketch that
+    /// holds within the design's `k` too (its tables are not asked: a pair there within
+    /// `k` that shares no band is not found), elsewhere (memtables, segments with pairs
+    /// stored without a sketch or without a band file) the tables answer within the
+    /// design's `k` as well. Used only for the default sketch (512 one-bit values) at
+    /// `min_similarity >= 0.9`; otherwise the tables answer.
     pub exhaustive: bool,
     /// Band candidates (on by default): a stored pair whose sketch shares one of the 16
     /// bands with the query's is an answer whatever its fingerprint's distance when its

@@ -19,9 +19,11 @@ use super::files::{bands_name, segment_name};
 use super::manifest::SegmentMeta;
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, MemViews, Version};
+use crate::bands::layout::{BandHead, BANDS_MAGIC, BANDS_OLDEST, BANDS_VERSION};
 use crate::bands::{band_key, is_empty_sketch, shares_band, write_band_file, BandDesign, BandFile, BuildBudget};
 use crate::confirm::minhash_resemblance;
 use crate::error::{Error, Result};
+use crate::integrity::check_magic_and_version;
 use crate::query::Match;
 use crate::segment::Segment;
 use crate::storage::Storage;
@@ -31,7 +33,7 @@ use crate::storage::Storage;
 pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment) -> Result<LiveSegment> {
     let path = dir.join(bands_name(meta.number));
     let bands = match write_band_file(storage, &segment, &path, BuildBudget::default(), None)? {
-        Some(_) => BandSlot::with(BandFile::open(storage, &path, &segment)?),
+        Some(_) => open_slot(storage, &path, &segment)?,
         None => BandSlot::default(),
     };
     Ok(LiveSegment { meta, segment, bands, ids: Default::default() })
@@ -58,8 +60,26 @@ pub(super) fn attach_merged(engine: &Engine, files: &MergeFiles, meta: SegmentMe
     storage.rename(&out, &path).map_err(|e| Error::io(&path, "rename", e))?;
     storage.sync_dir(&engine.dir).map_err(|e| Error::io(&engine.dir, "fsync directory", e))?;
     let segment = Segment::open_with(storage, &path)?;
-    let bands = if banded { BandSlot::with(BandFile::open(storage, &bands_path, &segment)?) } else { BandSlot::default() };
+    let bands = if banded { open_slot(storage, &bands_path, &segment)? } else { BandSlot::default() };
     Ok(LiveSegment { meta, segment, bands, ids: Default::default() })
+}
+
+/// Band file `path` of `segment`, opened, in a slot.
+fn open_slot(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<BandSlot> {
+    let (file, whole) = open_whole(storage, path, segment)?;
+    Ok(BandSlot::with(file, whole))
+}
+
+/// Opens band file `path` of `segment` ([`BandFile::open`]), and says whether it holds
+/// every entry of the segment (its head's `banded` equals `entries`: every entry has a
+/// sketch), so that the crawler's check asks its lookups only (`confirmed`).
+fn open_whole(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<(BandFile, bool)> {
+    let file = BandFile::open(storage, path, segment)?;
+    // The head again, for its count of banded entries (`BandFile` has no accessor for it).
+    let bytes = storage.read(path).map_err(|e| Error::io(path, "read", e))?;
+    let version = check_magic_and_version(path, &bytes, &BANDS_MAGIC, "band file (magic SIMDXBND)", BANDS_OLDEST..=BANDS_VERSION)?;
+    let head = BandHead::decode(&bytes, version).map_err(|f| f.into_error(path))?;
+    Ok((file, head.banded == segment.len()))
 }
 
 /// What an open does about a band file it cannot use.
@@ -90,8 +110,8 @@ pub(super) fn attach_on_open(
         return Ok(LiveSegment { meta, segment, bands: BandSlot::default(), ids: Default::default() });
     }
     let path = dir.join(bands_name(meta.number));
-    let fault = match BandFile::open(storage, &path, &segment) {
-        Ok(bands) => return Ok(LiveSegment { meta, segment, bands: BandSlot::with(bands), ids: Default::default() }),
+    let fault = match open_slot(storage, &path, &segment) {
+        Ok(bands) => return Ok(LiveSegment { meta, segment, bands, ids: Default::default() }),
         Err(e) => e,
     };
     if on_open != OnOpen::GoWithout {
@@ -171,7 +191,8 @@ impl Engine {
             let path = self.dir.join(bands_name(s.meta.number));
             set_aside_unreadable(&*self.storage, &path)?;
             if write_band_file(&*self.storage, &s.segment, &path, BuildBudget::default(), Some(&self.closing))?.is_some() {
-                s.bands.install(BandFile::open(&*self.storage, &path, &s.segment)?);
+                let (file, whole) = open_whole(&*self.storage, &path, &s.segment)?;
+                s.bands.install(file, whole);
                 self.bands_rebuilt.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -209,9 +230,13 @@ pub(super) struct BandQuery<'a> {
     /// Band candidates: a pair sharing a band beyond `k` is an answer at this resemblance
     /// (`None`: only pairs within `k` are).
     pub beyond_k: Option<f64>,
-    /// The caller's tables found every pair within `k`: a segment without a band file needs
-    /// no table query of its own.
+    /// The caller's tables found every pair within `k` (in the segments they were asked
+    /// for): a segment without a band file needs no table query of its own.
     pub tables_found_k: bool,
+    /// By segment position: the caller did not ask the segment's tables (its band file
+    /// holds every entry and answers alone); should its lookup fail, its tables are asked
+    /// here within `k`.
+    pub alone: &'a [bool],
 }
 
 impl BandQuery<'_> {
@@ -238,7 +263,9 @@ impl BandQuery<'_> {
 /// A segment without a band file in use (missing or damaged until it is built again; a
 /// read-only open goes without) answers the same: every pair within `q.k` from its tables
 /// (`fallback`, unless the caller's tables did), and with `q.beyond_k` the pairs sharing
-/// a band found by reading all its sketches (slower, never fewer answers). A segment whose
+/// a band found by reading all its sketches (slower, never fewer answers); so does a
+/// segment the caller left to its band file alone (`q.alone`) when that file is not in use
+/// after all or fails its lookup. A segment whose
 /// band file fails a lookup (a page failing its checksum) is set aside the same way, and the
 /// count of such faults is returned (the caller counts them and gets the file rebuilt).
 pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuery<'_>, out: &mut Vec<Match>) -> Result<u32> {
@@ -263,7 +290,7 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
             None => false,
         };
         if !looked_up {
-            if !q.tables_found_k {
+            if !q.tables_found_k || q.alone.get(i).copied().unwrap_or(false) {
                 fallback(version, views, s, q, out)?;
             }
             if q.beyond_k.is_some() && s.segment.has_sketches() {

@@ -1,7 +1,16 @@
-//! Confirmed queries over an index that stores sketches: candidates within a wide `k`
-//! (multi-probe), each judged by the resemblance its stored sketch and the query's sketch
-//! estimate ([`crate::confirm`]). Candidates and sketches come from one version of
-//! the live set, so a concurrent flush or compaction cannot split them.
+//! Confirmed queries over an index that stores sketches: candidates within a wide `k`,
+//! each judged by the resemblance its stored sketch and the query's sketch estimate
+//! ([`crate::confirm`]). Candidates and sketches come from one version of the live set, so
+//! a concurrent flush or compaction cannot split them.
+//!
+//! Where the candidates come from (the crawler's check: the default sketch at
+//! `min_similarity >= 0.9`, not `exhaustive`): a segment whose every entry has a sketch
+//! and whose band file is in use is asked only through its band file, so a pair stored
+//! there that shares none of the 16 bands with the query's is not found, even within the
+//! design's `k` (about 1.1% of the pairs at resemblance 0.90 by the model, none whose
+//! sketches differ in at most 15 of 512 bits); `exhaustive` finds it. The memtables and the
+//! other segments (with entries stored without a sketch, or without a band file in use,
+//! e.g. one whose page failed its checksum) are asked through their tables as well.
 //!
 //! Functions of a version (where the candidates and sketches come from) and of the engine
 //! (the index's `k` and sketch column, which the arguments are checked against); the
@@ -32,12 +41,13 @@ fn estimator(engine: &Engine) -> Result<(u32, u32)> {
     Ok((u32::from(hashes), u32::from(bits)))
 }
 
-/// The candidates within `k` of `fingerprint` in `version`, each with its stored sketch.
-pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k: u32) -> Result<Vec<(Match, Option<Vec<u8>>)>> {
+/// The candidates within `k` of `fingerprint` in `version`'s memtables and the segments
+/// `asked` selects (by position), each with the sketch of its newest copy.
+pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k: u32, asked: impl Fn(usize) -> bool) -> Result<Vec<(Match, Option<Vec<u8>>)>> {
     let options = QueryOptions::within(k);
     engine.check_k(&options)?;
     let mut found = Vec::new();
-    version.query_into(fingerprint, &options, &mut found)?;
+    version.query_tables_into(fingerprint, &options, asked, &mut found)?;
     let views = version.views();
     found.into_iter().map(|m| Ok((m, version.sketch_of(&views, m.fingerprint, m.doc_id.unwrap_or(0))?))).collect()
 }
@@ -51,11 +61,17 @@ pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k
 /// and the estimate reaches `min_similarity + band_margin`, whatever the distance; a pair
 /// stored without a sketch within `unsketched_k`.
 ///
-/// Candidates: the tables answer within the design's `k` (cheap; pairs stored without a
-/// sketch are judged there, within `unsketched_k`); beyond it, unless `options.exhaustive`,
-/// the band files (`crate::bands`) find the sketched pairs whose sketch shares a band with
-/// the query's, instead of multi-probing the tables for every pair within `options.k` (so
-/// a pair beyond the design's `k` that shares no band is not found).
+/// Candidates, when the band files serve (the default sketch at `min_similarity >= 0.9`, a
+/// query with a sketch) and not `options.exhaustive`: in a segment whose band file holds
+/// every entry (every entry has a sketch: `BandSlot::whole_file`), the band file alone
+/// (no table probe: such a segment may be planned with few tables,
+/// `PlanOptions::for_segment`), so a pair there that shares no band with the query is not
+/// found, whatever its distance (about 1.1% of the pairs at resemblance 0.90, none within
+/// 15 differing bits of 512). In the memtables and the other segments, the tables within
+/// the design's `k` (pairs stored without a sketch are judged there, within
+/// `unsketched_k`) and, beyond it, the pairs whose sketch shares a band (a segment without
+/// a band file in use: its tables within `options.k`). `options.exhaustive`, or a check
+/// the band files do not serve: the tables within `options.k` everywhere (multi-probe).
 pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
     let (hashes, bits) = estimator(engine)?;
     if sketch.len() != engine.sketch_width() {
@@ -71,12 +87,16 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
     let query_has_sketch = sketch.iter().any(|&b| b != 0);
     let bands_answer = query_has_sketch && bands_serve(hashes, bits, options.min_similarity);
     let table_k = options.unsketched_k.max(options.k.min(engine.k));
-    // the band files find the sketched pairs within k beyond the tables' k
-    let banded = bands_answer && !options.exhaustive && options.k > table_k;
+    // the band files answer: alone in the segments whose band file holds every entry
+    let by_bands = bands_answer && !options.exhaustive;
+    let alone: Vec<bool> = version.segments.iter().map(|s| by_bands && s.bands.whole_file().is_some()).collect();
+    // elsewhere they find the sketched pairs within k beyond the tables' k
+    let banded = by_bands && options.k > table_k;
     // band candidates: pairs sharing a band beyond k, at this resemblance
     let beyond_k = options.beyond_k_similarity(hashes, bits).filter(|_| query_has_sketch);
     let mut out = Vec::new();
-    for (matched, stored) in candidates(engine, version, fingerprint, if banded { table_k } else { options.k.max(options.unsketched_k) })? {
+    let probe_k = if banded { table_k } else { options.k.max(options.unsketched_k) };
+    for (matched, stored) in candidates(engine, version, fingerprint, probe_k, |i| !alone.get(i).copied().unwrap_or(false))? {
         let similarity = match (&stored, query_has_sketch) {
             (Some(s), true) => minhash_resemblance(sketch, s, hashes, bits),
             _ => None,
@@ -89,8 +109,8 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
             out.push(Match { similarity, ..matched });
         }
     }
-    if banded || beyond_k.is_some() {
-        let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity, beyond_k, tables_found_k: !banded };
+    if by_bands || beyond_k.is_some() {
+        let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity, beyond_k, tables_found_k: !banded, alone: &alone };
         for _ in 0..band_matches(version, &version.views(), &query, &mut out)? {
             engine.band_fault();
         }

@@ -210,7 +210,7 @@ impl Engine {
             let mut new_segment = None;
             // Usually the memtable's runs already are the segment's sorted tables.
             let (inserts, _) = mem.counts();
-            let sorted = (planned_design(&PlanOptions::new(inserts, self.k))? == *mem.design()).then(|| mem.sorted_tables()).flatten();
+            let sorted = (planned_design(&PlanOptions::for_segment(inserts, self.k, self.sketches.is_some()))? == *mem.design()).then(|| mem.sorted_tables()).flatten();
             let sketches = self.sketches.map(|s| (s, &*mem));
             let (entries, tombs, written) = match sorted {
                 Some(run) => {
@@ -226,7 +226,7 @@ impl Engine {
                     } else {
                         let number = self.alloc_number();
                         let path = self.dir.join(segment_name(number));
-                        let design = planned_design(&PlanOptions::new(live.len() as u64, self.k))?;
+                        let design = planned_design(&PlanOptions::for_segment(live.len() as u64, self.k, self.sketches.is_some()))?;
                         let run = Run::build(live, &design);
                         let file_len = write_sorted_run(&*self.storage, &path, &design, self.codec, &run, sketches)?;
                         (run.entries.len() as u64, tombs, Some((number, path, file_len)))

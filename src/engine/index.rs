@@ -206,7 +206,7 @@ impl Index {
         if options.k > crate::plan::MAX_K {
             return Err(Error::InvalidArgument(format!("k = {} is above {}: sketched queries use the tables", options.k, crate::plan::MAX_K)));
         }
-        confirmed::candidates(&self.engine, &self.engine.visible(), fingerprint, options.k)
+        confirmed::candidates(&self.engine, &self.engine.visible(), fingerprint, options.k, |_| true)
     }
 
     /// The confirmed near-duplicates of a document whose fingerprint is `fingerprint` and
@@ -215,6 +215,17 @@ impl Index {
     /// stored without a sketch within `options.unsketched_k`; sorted by distance,
     /// fingerprint and id. Fails with [`Error::InvalidArgument`] when the index stores no
     /// sketches (no silent fallback: [`Index::query`] is the unconfirmed call).
+    ///
+    /// For the default sketch at `min_similarity >= 0.9` (the crawler's check) and unless
+    /// [`ConfirmOptions::exhaustive`], sketched pairs are found through the band files: a
+    /// pair whose sketch shares one of the 16 bands with the query's is found whatever its
+    /// distance (beyond `options.k` it is an answer at `min_similarity + band_margin`, with
+    /// [`ConfirmOptions::band_candidates`]); a pair in a segment whose every entry has a
+    /// sketch that shares no band is not found, even within the design's `k` (about 1.1%
+    /// of the pairs at resemblance 0.90, none whose sketches differ in at most 15 of 512
+    /// bits); `exhaustive` finds it. Pairs in the memtables and in segments holding pairs
+    /// without a sketch (or without a band file in use) are also found through the tables
+    /// within the design's `k`.
     pub fn query_confirmed(&self, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
         confirmed::confirmed(&self.engine, &self.engine.visible(), fingerprint, sketch, options)
     }

@@ -139,7 +139,7 @@ impl Engine {
     /// spilled sorted runs (16 bytes per entry, one table at a time) and 1 MiB.
     fn check_space_for_merge(&self, inputs: &[Arc<LiveSegment>]) -> Result<()> {
         let Some(available) = self.storage.available_space(&self.dir).map_err(|e| Error::io(&self.dir, "check free space", e))? else { return Ok(()) };
-        let needed = merge_space(inputs.iter().map(|s| (s.meta.file_len, s.meta.entries, s.segment.tables().len())), self.k);
+        let needed = merge_space(inputs.iter().map(|s| (s.meta.file_len, s.meta.entries, s.segment.tables().len())), self.k, self.sketches.is_some());
         // and the output's band file (`crate::bands`, version 2: 59 to 70 bytes an entry with a
         // sketch from 2^22 to 2^28 entries, `format-spec/bands.md` "Size"; 90 reserved)
         let needed = needed.saturating_add(if self.sketches.is_some() { inputs.iter().map(|s| s.meta.entries).sum::<u64>().saturating_mul(90) } else { 0 });
@@ -287,9 +287,9 @@ impl Engine {
 /// its inputs are removed: its output (each input's bytes, scaled by the output design's
 /// table count over the input's own) plus the sorted runs it may spill (16 bytes per
 /// entry, one table at a time) plus 1 MiB.
-pub(crate) fn merge_space(inputs: impl Iterator<Item = (u64, u64, usize)> + Clone, k: u32) -> u64 {
+pub(crate) fn merge_space(inputs: impl Iterator<Item = (u64, u64, usize)> + Clone, k: u32, sketched: bool) -> u64 {
     let entries: u64 = inputs.clone().map(|(_, e, _)| e).sum();
-    let out_tables = crate::plan::planned_design(&crate::plan::PlanOptions::new(entries.max(1), k)).map_or(1, |d| d.tables().len()) as u64;
+    let out_tables = crate::plan::planned_design(&crate::plan::PlanOptions::for_segment(entries.max(1), k, sketched)).map_or(1, |d| d.tables().len()) as u64;
     // each input's bytes scaled by the output's tables over its own (a merge of 4-table
     // segments into a 10-table one writes 2.5x their bytes; a 10-table input, 1x)
     let output: u64 = inputs.map(|(b, _, t)| b.saturating_mul(out_tables.max(t as u64)) / (t.max(1) as u64)).fold(0, u64::saturating_add);

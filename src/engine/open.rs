@@ -231,7 +231,7 @@ fn recover(storage: &dyn Storage, dir: &Path, options: &IndexOptions, mode: Open
     let read_only = mode == OpenMode::ReadOnly;
     let mut report = OpenReport::default();
     let (manifest, names) = read_manifest(storage, dir, options, read_only, &mut report)?;
-    let mem_design = Arc::new(planned_design(&PlanOptions::new(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k))?);
+    let mem_design = Arc::new(planned_design(&PlanOptions::for_segment(options.memtable_ops.clamp(1, MEMTABLE_DESIGN_CAP), manifest.k, manifest.sketches.is_some()))?);
     let listing = classify(&names, &manifest, &mut report);
     if !read_only {
         let mut orphans = listing.orphans;

@@ -111,15 +111,22 @@ impl Version {
 
     /// Every live pair within `options.k` of `q`, each once, sorted like segment answers.
     pub fn query_into(&self, q: u64, options: &QueryOptions, out: &mut Vec<Match>) -> Result<()> {
+        self.query_tables_into(q, options, |_| true, out)
+    }
+
+    /// [`Self::query_into`] over the memtables and the segments `asked` selects (by their
+    /// position in `segments`): the pairs of the others are not found.
+    pub(crate) fn query_tables_into(&self, q: u64, options: &QueryOptions, asked: impl Fn(usize) -> bool, out: &mut Vec<Match>) -> Result<()> {
         let mut found: Vec<(Match, u64)> = Vec::new();
         let mut tmp = Vec::new();
+        let segments = || self.segments.iter().enumerate().filter(|&(i, _)| asked(i)).map(|(_, s)| s);
         // Segments reading from the disk start every segment's reads before any is decoded.
         if self.segments.len() > 1 {
-            for s in &self.segments {
+            for s in segments() {
                 s.segment.prefetch_if_cold(q);
             }
         }
-        for s in &self.segments {
+        for s in segments() {
             s.segment.query_into(q, options, &mut tmp)?;
             found.extend(tmp.iter().map(|&m| (m, s.meta.max_seq)));
         }

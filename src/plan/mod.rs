@@ -58,3 +58,12 @@ pub(crate) const MAX_LEVELS: usize = 3;
 /// (40 to 48 bits per entry): while a probe's expected run fits in one or two blocks, an
 /// extra table costs more (another interpolation search and block decode) than it saves.
 pub const DEFAULT_MAX_CANDIDATES_LOG2: f64 = 8.0;
+/// The bound the engine plans the segments of an index with sketches for
+/// ([`PlanOptions::for_segment`]): 2^13, so that at `k = 3` they keep the 4-table design
+/// (16-bit prefixes, exact by pigeonhole) up to 2^29 entries. The crawler's check does not
+/// probe the tables of a segment whose every entry has a sketch and whose band file is in
+/// use (`crate::engine::confirmed`): there the tables serve plain queries and exhaustive
+/// checks, which pay for fewer tables with longer runs (about 1,024 entries a table at
+/// 2^26, against a few dozen with the default bound's 10 tables), and the index saves
+/// about 31 bytes a fingerprint at 2^26.
+pub(crate) const SKETCHED_MAX_CANDIDATES_LOG2: f64 = 13.0;

@@ -4,7 +4,7 @@
 
 // Indexing: the planner's small candidate tables indexed by counts it enumerates.
 #![allow(clippy::indexing_slicing)]
-use super::{binomial, block_widths, Design, DesignError, DEFAULT_MAX_CANDIDATES_LOG2, FINGERPRINT_BITS, MAX_K, MAX_LEVELS, MAX_TABLES};
+use super::{binomial, block_widths, Design, DesignError, DEFAULT_MAX_CANDIDATES_LOG2, FINGERPRINT_BITS, MAX_K, MAX_LEVELS, MAX_TABLES, SKETCHED_MAX_CANDIDATES_LOG2};
 
 /// The paper's `X(f, k, d)` over integer block widths: the fewest tables such that no probe
 /// expects more than `2^tau` candidates among `2^d` uniformly random fingerprints, where a
@@ -80,6 +80,15 @@ impl PlanOptions {
     /// Defaults for `count` fingerprints and distance `k`.
     pub fn new(count: u64, k: u32) -> Self {
         Self { k, count, max_candidates_log2: DEFAULT_MAX_CANDIDATES_LOG2, tables: None }
+    }
+
+    /// What the engine plans a segment (or memtable) of `count` entries with, in an index
+    /// with `sketched` entries or not: the default bound without sketches,
+    /// [`SKETCHED_MAX_CANDIDATES_LOG2`] with (fewer tables: the check finds sketched pairs
+    /// through the band files).
+    pub(crate) fn for_segment(count: u64, k: u32, sketched: bool) -> Self {
+        let max_candidates_log2 = if sketched { SKETCHED_MAX_CANDIDATES_LOG2 } else { DEFAULT_MAX_CANDIDATES_LOG2 };
+        Self { max_candidates_log2, ..Self::new(count, k) }
     }
 }
 
@@ -400,5 +409,30 @@ mod tests {
         let p = plan(&PlanOptions::new(1 << 20, 0)).unwrap();
         assert_eq!(p.chosen.design.tables().len(), 1);
         assert_eq!(p.chosen.design.tables()[0].prefix_bits, 64);
+    }
+
+    /// Segments of an index with sketches keep the 4-table design (16-bit prefixes) at
+    /// k = 3 up to 2^29 entries (one full-scan table below 2^13); without sketches, 10
+    /// tables from 2^25 (the default bound); the sketched bound is the X rule's at 2^13.
+    #[test]
+    fn sketched_segments_keep_four_tables_up_to_2_29() {
+        let tables = |count: u64, sketched: bool| planned_design(&PlanOptions::for_segment(count, 3, sketched)).unwrap().tables().iter().map(|t| t.prefix_bits).collect::<Vec<_>>();
+        for count in [1 << 14, 1 << 22, 1 << 26, 1 << 28, 1 << 29] {
+            assert_eq!(tables(count, true), vec![16; 4], "2^{}", count.ilog2());
+        }
+        assert_eq!(tables(1 << 12, true), vec![0]);
+        assert!(tables(1 << 30, true).len() > 4);
+        assert_eq!(tables(1 << 26, false).len(), 10);
+        assert_eq!(tables(1 << 28, false).len(), 10);
+        assert_eq!(tables(1 << 22, false), vec![16; 4]);
+        for k in 1..=5u32 {
+            for d in [10.0, 16.0, 20.0, 26.0, 30.0] {
+                let count = 2f64.powf(d) as u64;
+                let got = planned_design(&PlanOptions::for_segment(count, k, true)).unwrap().tables().len() as u64;
+                if let Some(want) = min_tables(64, k, log2_count(count), SKETCHED_MAX_CANDIDATES_LOG2) {
+                    assert_eq!(got, want, "k={k} d={d}");
+                }
+            }
+        }
     }
 }

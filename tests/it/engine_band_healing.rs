@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use simdex::storage::FsStorage;
 use simdex::{ConfirmOptions, Index, IndexOptions, Match};
 
-use crate::engine_bands::{clustered_in, column, key, oracle, Model, Sketch};
+use crate::engine_bands::{band_files_alone, clustered_in, column, key, oracle, Model, Sketch};
 
 /// What is done to a band file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,8 +71,8 @@ fn answers_right(index: &Index, f: &Fixture, exact: bool) {
     for &(q, qs) in &f.queries {
         let mut got = index.query_confirmed(q, &qs, &o).unwrap();
         got.sort_by_key(key);
-        let want = oracle(&f.model, q, &qs, &o, 3, true);
-        let all = oracle(&f.model, q, &qs, &o, 3, false);
+        let want = oracle(&f.model, q, &qs, &o, Some(&band_files_alone));
+        let all = oracle(&f.model, q, &qs, &o, None);
         let missed: Vec<&Match> = want.iter().filter(|w| !got.contains(w)).collect();
         let extra: Vec<&Match> = got.iter().filter(|g| !all.contains(g)).collect();
         assert!(missed.is_empty() && extra.is_empty(), "query {q:016x}: missed {missed:?}, beyond the exhaustive check {extra:?}");

@@ -11,6 +11,7 @@ mod common;
 mod corruption;
 mod engine;
 mod engine_band_healing;
+mod engine_band_only;
 mod engine_bands;
 mod engine_bounded_close;
 mod engine_by_id;

@@ -251,7 +251,7 @@ impl<'a> Job<'a> {
         if counted.entries == 0 {
             return Ok(None);
         }
-        let design = planned_design(&PlanOptions::new(counted.entries, self.format.k))?;
+        let design = planned_design(&PlanOptions::for_segment(counted.entries, self.format.k, self.format.sketches.is_some()))?;
         let tables = design.tables();
         let clean = counted.deleted == 0 && counted.repeated == 0;
         let own: Vec<Vec<Option<usize>>> = tables
@@ -265,6 +265,12 @@ impl<'a> Job<'a> {
             Some(Stage::Feed { runs, .. } | Stage::Write { runs, .. }) => runs.clone(),
             _ => vec![0; tables.len()],
         };
+        // A checkpoint of another design (a build that planned this merge's output with
+        // another table count: an index with sketches plans fewer since session 6) does not
+        // resume: the merge starts over.
+        if runs_at.len() != tables.len() {
+            return Err(Error::InvalidArgument(format!("merge checkpoint: made for {} output tables, this build plans {}", runs_at.len(), tables.len())));
+        }
         let base = self.files.runs_base();
         let mut sorters: Vec<Option<ExternalSorter<'_>>> = (0..tables.len())
             .map(|t| plan.sorted.contains(&t).then(|| ExternalSorter::resume(self.storage, &base, t, per_table, runs_at.get(t).copied().unwrap_or(0) as usize)))

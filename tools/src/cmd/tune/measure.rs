@@ -2,10 +2,12 @@
 //! distance and estimated resemblance, the counts behind precision, recall and F1 of each
 //! setting, and a bootstrap over those pairs for how uncertain the figures are.
 //!
-//! The confirmed settings are the index's check as the library makes it
-//! ([`simdex::ConfirmOptions`], asked through [`IndexCheck`]): a pair within `k` bits is an
-//! answer at an estimate of at least `t`; beyond `k`, a pair whose sketches share one of the
-//! 16 bands (band candidates) at `t + band_margin`, where the band files serve `t`.
+//! The confirmed settings are the index's check as the library makes it on an index of
+//! segments ([`simdex::ConfirmOptions`], asked through [`IndexCheck`]): a pair within `k`
+//! bits is an answer at an estimate of at least `t`; where the band files serve `t` only
+//! when its sketches share one of the 16 bands (the check asks a segment whose every pair
+//! has a sketch only through its band file), and then beyond `k` too (band candidates) at
+//! `t + band_margin`.
 //!
 //! Ground truth, independent of fingerprints: a pair is a near-duplicate when the exact
 //! Jaccard similarity of the two documents' word 3-shingle sets (the sketch's tokens and
@@ -67,7 +69,9 @@ impl Score {
 pub struct Pair {
     distance: u8,
     truth: bool,
-    passes: u8,
+    /// The `THRESHOLDS` (bit `x` for `THRESHOLDS.start + x`) at which the index's check
+    /// answers the pair when it lies within `k` ([`IndexCheck`]).
+    within: u32,
     /// The `THRESHOLDS` (bit `x` for `THRESHOLDS.start + x`) at which the index's check
     /// answers the pair when it lies beyond `k` (a band candidate, [`IndexCheck`]).
     beyond: u32,
@@ -119,6 +123,13 @@ impl IndexCheck {
             *slot = simdex::ConfirmOptions::default().with_min_similarity(f64::from(t) / 100.0).beyond_k_similarity(options.hashes, options.bits);
         }
         IndexCheck { beyond_k }
+    }
+
+    /// The thresholds at which a pair estimated at `estimate` whose sketches share a band
+    /// (`band`) or not is an answer within `k`, as a bit set over `THRESHOLDS`: at least the
+    /// threshold, and, where the band files serve it, sharing a band.
+    fn within(&self, band: bool, estimate: f64) -> u32 {
+        THRESHOLDS.zip(&self.beyond_k).enumerate().filter(|(_, (t, at))| estimate >= f64::from(*t) / 100.0 && (band || at.is_none())).fold(0, |set, (x, _)| set | 1 << x)
     }
 
     /// The thresholds at which a pair estimated at `estimate` whose sketches share a band
@@ -231,23 +242,22 @@ pub fn pairs(fps: &[u64], sketches: &[&Sketch], sets: &[&[u64]], truth: &[(u32, 
                 continue;
             }
             let est = sketches[i].similarity(sketches[j])?;
-            let passes = THRESHOLDS.filter(|&t| est >= f64::from(t) / 100.0).count() as u8;
             let dedup = rule.keeps(est, || jaccard(sets[i], sets[j]));
-            out.push(Pair { distance: d.min(K_MAX + 1) as u8, truth, passes, beyond: check.beyond(band, est), band, dedup });
+            out.push(Pair { distance: d.min(K_MAX + 1) as u8, truth, within: check.within(band, est), beyond: check.beyond(band, est), band, dedup });
         }
     }
     Ok(out)
 }
 
-/// Counts by distance, overall and by how many thresholds the pair passes.
+/// Counts by distance, overall and by the thresholds at which the check answers the pair.
 #[derive(Clone, Debug)]
 pub struct Tally {
     true_pairs: u64,
     /// `reported[d]`, `tp[d]`: pairs at distance `d`, and the true ones.
     reported: [u64; SLOTS],
     tp: [u64; SLOTS],
-    /// `confirmed_reported[x][d]`: pairs at distance `d` passing threshold `x` (an index
-    /// into `THRESHOLDS`), and the true ones.
+    /// `confirmed_reported[x][d]`: pairs at distance `d` the check answers within `k` at
+    /// threshold `x` (an index into `THRESHOLDS`), and the true ones.
     confirmed_reported: Vec<[u64; SLOTS]>,
     confirmed_tp: Vec<[u64; SLOTS]>,
     /// `beyond_reported[x][d]`: pairs at distance `d` the check answers beyond `k` at
@@ -268,16 +278,13 @@ pub struct Tally {
 impl Tally {
     /// The counts of `pairs`.
     pub fn of<'a>(pairs: impl IntoIterator<Item = &'a Pair>) -> Self {
-        let levels = THRESHOLDS.len() + 1;
-        let mut by_passes_reported = vec![[0u64; SLOTS]; levels];
-        let mut by_passes_tp = vec![[0u64; SLOTS]; levels];
         let z = [0u64; SLOTS];
         let mut tally = Tally {
             true_pairs: 0,
             reported: z,
             tp: z,
-            confirmed_reported: Vec::new(),
-            confirmed_tp: Vec::new(),
+            confirmed_reported: vec![z; THRESHOLDS.len()],
+            confirmed_tp: vec![z; THRESHOLDS.len()],
             beyond_reported: vec![z; THRESHOLDS.len()],
             beyond_tp: vec![z; THRESHOLDS.len()],
             kept: z,
@@ -297,38 +304,15 @@ impl Tally {
             tally.kept_tp[d] += kept * truth;
             tally.kept_band[d] += band;
             tally.kept_band_tp[d] += band * truth;
-            let mut beyond = p.beyond;
-            while beyond != 0 {
-                let x = beyond.trailing_zeros() as usize;
-                beyond &= beyond - 1;
-                if let (Some(r), Some(tp)) = (tally.beyond_reported.get_mut(x), tally.beyond_tp.get_mut(x)) {
-                    r[d] += 1;
-                    tp[d] += truth;
-                }
-            }
+            add_at(p.beyond, d, truth, &mut tally.beyond_reported, &mut tally.beyond_tp);
             if p.distance > K_MAX as u8 && !p.truth {
                 // only a band made it a candidate: it counts in dedup's figures alone
                 continue;
             }
             tally.reported[d] += 1;
             tally.tp[d] += truth;
-            by_passes_reported[usize::from(p.passes)][d] += 1;
-            by_passes_tp[usize::from(p.passes)][d] += truth;
+            add_at(p.within, d, truth, &mut tally.confirmed_reported, &mut tally.confirmed_tp);
         }
-        // A pair passing `passes` thresholds passes every threshold x < passes.
-        let suffix = |by: &[[u64; SLOTS]]| {
-            let mut acc = [0u64; SLOTS];
-            let mut out = vec![[0u64; SLOTS]; levels - 1];
-            for x in (0..levels - 1).rev() {
-                for d in 0..SLOTS {
-                    acc[d] += by[x + 1][d];
-                }
-                out[x] = acc;
-            }
-            out
-        };
-        tally.confirmed_reported = suffix(&by_passes_reported);
-        tally.confirmed_tp = suffix(&by_passes_tp);
         tally
     }
 
@@ -368,6 +352,18 @@ impl Tally {
         let within = |c: &[u64; SLOTS]| c[..upto].iter().sum::<u64>();
         let beyond = |c: &[u64; SLOTS]| c[upto..].iter().sum::<u64>();
         Score::new(within(reported) + beyond(beyond_reported), within(tp) + beyond(beyond_tp), self.true_pairs)
+    }
+}
+
+/// Counts a pair at distance `d` (`truth`: 1 when true) at each threshold of bit set `at`.
+fn add_at(mut at: u32, d: usize, truth: u64, reported: &mut [[u64; SLOTS]], tp: &mut [[u64; SLOTS]]) {
+    while at != 0 {
+        let x = at.trailing_zeros() as usize;
+        at &= at - 1;
+        if let (Some(r), Some(t)) = (reported.get_mut(x), tp.get_mut(x)) {
+            r[d] += 1;
+            t[d] += truth;
+        }
     }
 }
 
@@ -428,12 +424,14 @@ fn percentiles(values: &mut [f64]) -> Interval {
 
 #[cfg(test)]
 impl Pair {
-    /// A pair at `distance` (`K_MAX + 1` for further), true or not, of estimated resemblance `est`.
+    /// A pair at `distance` (`K_MAX + 1` for further), true or not, of estimated resemblance
+    /// `est`, answered within `k` at every threshold it reaches (as by a check the band files
+    /// do not serve).
     pub fn of(distance: u8, truth: bool, est: f64) -> Pair {
         Pair {
             distance: distance.min(K_MAX as u8 + 1),
             truth,
-            passes: THRESHOLDS.filter(|&t| est >= f64::from(t) / 100.0).count() as u8,
+            within: THRESHOLDS.enumerate().filter(|&(_, t)| est >= f64::from(t) / 100.0).fold(0, |set, (x, _)| set | 1 << x),
             beyond: 0,
             band: false,
             dedup: est >= 0.9,
@@ -442,7 +440,7 @@ impl Pair {
 
     /// The same pair, its sketches sharing a band (`band`) or not, under `check`.
     pub fn with_band(self, band: bool, est: f64, check: &IndexCheck) -> Pair {
-        Pair { band, beyond: check.beyond(band, est), ..self }
+        Pair { band, within: check.within(band, est), beyond: check.beyond(band, est), ..self }
     }
 }
 
@@ -489,7 +487,7 @@ mod tests {
         for k in 0..=K_MAX {
             for confirm in [None, Some(70), Some(85), Some(99)] {
                 let setting = Setting { k, confirm };
-                let hit = |p: &&Pair| u32::from(p.distance) <= k && confirm.is_none_or(|t| u32::from(p.passes) > t - 70);
+                let hit = |p: &&Pair| u32::from(p.distance) <= k && confirm.is_none_or(|t| p.within & (1 << (t - 70)) != 0);
                 let reported = pairs.iter().filter(hit).count() as u64;
                 let tp = pairs.iter().filter(hit).filter(|p| p.truth).count() as u64;
                 let n_true = pairs.iter().filter(|p| p.truth).count() as u64;

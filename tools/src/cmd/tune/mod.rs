@@ -313,7 +313,7 @@ fn confirmed_rule(r: &Report) -> String {
     let fronts = advice::fronts_threshold();
     match r.check.beyond_k(fronts) {
         Some(at) => format!(
-            "confirmed: the index's check (an index made at that k): pairs within k at an estimate of t or more, and, for t >= {:.2}, pairs beyond k whose sketches share a band at t + {:.4} or more ({at:.4} at {:.2})",
+            "confirmed: the index's check (an index made at that k, its pairs in segments): pairs within k at an estimate of t or more, and, for t >= {:.2}, only those whose sketches share a band, and beyond k those at t + {:.4} or more ({at:.4} at {:.2})",
             f64::from(fronts) / 100.0,
             at - f64::from(fronts) / 100.0,
             f64::from(fronts) / 100.0
