@@ -65,6 +65,12 @@ impl BandFile {
         self.head.design
     }
 
+    /// Whether the file holds every entry of its segment (its head's `banded` equals
+    /// `entries`: every entry has a sketch).
+    pub(crate) fn holds_every_entry(&self) -> bool {
+        self.head.banded == self.head.entries
+    }
+
     /// The file's length in bytes.
     pub(crate) fn file_len(&self) -> u64 {
         self.bytes.len() as u64

@@ -19,11 +19,9 @@ use super::files::{bands_name, segment_name};
 use super::manifest::SegmentMeta;
 use super::state::{lock, Engine};
 use super::version::{LiveSegment, MemViews, Version};
-use crate::bands::layout::{BandHead, BANDS_MAGIC, BANDS_OLDEST, BANDS_VERSION};
 use crate::bands::{band_key, is_empty_sketch, shares_band, write_band_file, BandDesign, BandFile, BuildBudget};
 use crate::confirm::minhash_resemblance;
 use crate::error::{Error, Result};
-use crate::integrity::check_magic_and_version;
 use crate::query::Match;
 use crate::segment::Segment;
 use crate::storage::Storage;
@@ -75,11 +73,8 @@ fn open_slot(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<Ba
 /// sketch), so that the crawler's check asks its lookups only (`confirmed`).
 fn open_whole(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<(BandFile, bool)> {
     let file = BandFile::open(storage, path, segment)?;
-    // The head again, for its count of banded entries (`BandFile` has no accessor for it).
-    let bytes = storage.read(path).map_err(|e| Error::io(path, "read", e))?;
-    let version = check_magic_and_version(path, &bytes, &BANDS_MAGIC, "band file (magic SIMDXBND)", BANDS_OLDEST..=BANDS_VERSION)?;
-    let head = BandHead::decode(&bytes, version).map_err(|f| f.into_error(path))?;
-    Ok((file, head.banded == segment.len()))
+    let whole = file.holds_every_entry();
+    Ok((file, whole))
 }
 
 /// What an open does about a band file it cannot use.
