@@ -4,6 +4,10 @@
 //! `run` function. Errors are reported through `anyhow` with the file, offset or argument
 //! they concern; the process exits non-zero on any error.
 
+// The `Args` structs' doc comments are clap's `--help` text, where `<TAB>` is the literal
+// placeholder a user reads, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
+
 /// `println!` that returns the write error instead of panicking: a closed pipe
 /// (`simdex plan ... | head -1`) then ends the command quietly in `main`.
 macro_rules! out {
