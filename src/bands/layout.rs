@@ -318,11 +318,18 @@ impl Geometry {
 #[inline]
 pub fn read_bits(payload: &[u8], bit: u64, width: u64) -> u64 {
     let at = (bit / 8) as usize;
-    let mut word = [0u8; 8];
-    let end = payload.len().min(at + 8);
-    if let (Some(dst), Some(src)) = (word.get_mut(..end.saturating_sub(at)), payload.get(at..end)) {
-        dst.copy_from_slice(src);
-    }
+    // eight whole bytes (one load) but within a payload's last 7 bytes
+    let word = match payload.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        Some(word) => *word,
+        None => {
+            let mut word = [0u8; 8];
+            let end = payload.len().min(at + 8);
+            if let (Some(dst), Some(src)) = (word.get_mut(..end.saturating_sub(at)), payload.get(at..end)) {
+                dst.copy_from_slice(src);
+            }
+            word
+        }
+    };
     (u64::from_le_bytes(word) >> (bit % 8)) & ((1u64 << width) - 1)
 }
 
@@ -509,6 +516,16 @@ mod tests {
             assert!(payload.len() as u64 <= PAGE_BYTES - PAGE_CRC_BYTES);
             for (i, &v) in values.iter().enumerate() {
                 assert_eq!(read_bits(&payload, i as u64 * width, width), v, "width {width}, value {i}");
+            }
+        }
+        // every position and width against a bit-by-bit reader, the payload's last bytes
+        // (read past its end as 0) included
+        let payload: Vec<u8> = (0..1020u64).map(|i| (i.wrapping_mul(0x9e37_79b9) >> 7) as u8).collect();
+        let bit_at = |j: u64| payload.get((j / 8) as usize).map_or(0, |b| u64::from(b >> (j % 8) & 1));
+        for bit in 0..PAYLOAD_BITS + 16 {
+            for width in [1u64, 5, 24, 25, 33, 57] {
+                let want = (0..width).fold(0u64, |v, i| v | bit_at(bit + i) << i);
+                assert_eq!(read_bits(&payload, bit, width), want, "bit {bit}, width {width}");
             }
         }
         // 130 buckets: two whole groups and a third of 2 buckets, 2 groups a page
