@@ -12,9 +12,9 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::layout::{bit_len, dir_group_buckets, directory_pages, group_pages, ordinal_bits_for, seal_page, BandHead, Geometry, PackedPage, BANDS_VERSION, BLOCK_BUCKETS, PAGE_BYTES};
+use super::layout::{bit_len, dir_group_buckets, directory_pages, group_pages, ordinal_bits_for, seal_page, tag_bits_of, BandHead, Geometry, PackedPage, BANDS_VERSION, BLOCK_BUCKETS, PAGE_BYTES};
 use super::stream::BlockWriter;
-use super::{band_key, is_empty_sketch, tag, BandDesign, TAG_BITS};
+use super::{band_key, is_empty_sketch, tag, BandDesign};
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 use crate::storage::{write_atomically_with, FillError, Storage};
@@ -35,7 +35,7 @@ impl Default for BuildBudget {
     }
 }
 
-/// The head a band file of `segment` has in `version` (2 or 3; [`BANDS_VERSION`] is
+/// The head a band file of `segment` has in `version` (2 to 4; [`BANDS_VERSION`] is
 /// written; version 1's is [`BandHead::as_version_1`] of version 2's), `None` when the
 /// segment stores no sketches or is not banded ([`BandDesign::for_segment`]). Reads the
 /// sketch column once: to count the entries that have a sketch and each directory group's
@@ -64,7 +64,7 @@ pub(crate) fn head_for(segment: &Segment, version: u32) -> Result<Option<BandHea
         version,
         design,
         ordinal_bits: ordinal_bits_for(segment.len()),
-        tag_bits: TAG_BITS,
+        tag_bits: tag_bits_of(version),
         dir_bits: bit_len(u64::from(largest)).max(1),
         entries: segment.len(),
         banded,

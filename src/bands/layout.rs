@@ -14,9 +14,9 @@ use super::{BandDesign, BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 use crate::integrity::{verify_crc, Fault};
 use crate::segment::layout::slice;
 
-/// Format version written by this build (3: Elias-Fano coded ordinals in blocks of 8
-/// buckets; 2: bit-packed entries, grouped bucket ends).
-pub const BANDS_VERSION: u32 = 3;
+/// Format version written by this build (4: version 3 with 5-bit tags; 3: Elias-Fano coded
+/// ordinals in blocks of 8 buckets, 6-bit tags; 2: bit-packed entries, grouped bucket ends).
+pub const BANDS_VERSION: u32 = 4;
 /// Oldest format version read (version 1: 5-byte entries, u32 bucket ends).
 pub const BANDS_OLDEST: u32 = 1;
 /// First bytes of every band file.
@@ -60,6 +60,18 @@ pub const BLOCK_BUCKETS: u64 = 8;
 const V1_ORDINAL_BITS: u32 = 32;
 const V1_TAG_BITS: u32 = 8;
 const V1_DIR_BITS: u32 = 32;
+/// The tag bits of versions 2 and 3.
+const V3_TAG_BITS: u32 = 6;
+
+/// `t`, the tag bits of a file of `version`: 8 (version 1), 6 (versions 2 and 3), 5
+/// (version 4, [`TAG_BITS`]).
+pub fn tag_bits_of(version: u32) -> u32 {
+    match version {
+        1 => V1_TAG_BITS,
+        2 | 3 => V3_TAG_BITS,
+        _ => TAG_BITS,
+    }
+}
 
 /// Bits needed to write `n` (0 for 0).
 pub fn bit_len(n: u64) -> u32 {
@@ -146,7 +158,7 @@ impl BandHead {
         verify_crc(body, LE::read_u32(crc)).map_err(|m| m.fault(0, Default::default(), "band file head"))?;
         let byte = |at: usize| body.get(at).copied().unwrap_or(0);
         let (bands, band_bits, bucket_bits, tag_bits) = (byte(B_BANDS), byte(B_BAND_BITS), byte(B_BUCKET_BITS), byte(B_TAG_BITS));
-        let want_tag = if version == 1 { V1_TAG_BITS } else { TAG_BITS };
+        let want_tag = tag_bits_of(version);
         if bands == 0 || u32::from(bands) > MAX_BANDS || u32::from(band_bits) != BAND_BITS || u32::from(bucket_bits) > MAX_BUCKET_BITS || u32::from(tag_bits) != want_tag {
             return Err(Fault::at(B_BANDS as u64, format!("band design {bands} x {band_bits} bits, {bucket_bits} bucket bits, {tag_bits}-bit tags is not one of version {version}")));
         }
@@ -306,11 +318,18 @@ impl Geometry {
 #[inline]
 pub fn read_bits(payload: &[u8], bit: u64, width: u64) -> u64 {
     let at = (bit / 8) as usize;
-    let mut word = [0u8; 8];
-    let end = payload.len().min(at + 8);
-    if let (Some(dst), Some(src)) = (word.get_mut(..end.saturating_sub(at)), payload.get(at..end)) {
-        dst.copy_from_slice(src);
-    }
+    // eight whole bytes (one load) but within a payload's last 7 bytes
+    let word = match payload.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        Some(word) => *word,
+        None => {
+            let mut word = [0u8; 8];
+            let end = payload.len().min(at + 8);
+            if let (Some(dst), Some(src)) = (word.get_mut(..end.saturating_sub(at)), payload.get(at..end)) {
+                dst.copy_from_slice(src);
+            }
+            word
+        }
+    };
     (u64::from_le_bytes(word) >> (bit % 8)) & ((1u64 << width) - 1)
 }
 
@@ -421,7 +440,7 @@ mod tests {
     use super::*;
 
     fn head(version: u32) -> BandHead {
-        let (ordinal_bits, tag_bits, dir_bits) = if version == 1 { (32, 8, 32) } else { (10, TAG_BITS, 7) };
+        let (ordinal_bits, tag_bits, dir_bits) = if version == 1 { (32, 8, 32) } else { (10, tag_bits_of(version), 7) };
         BandHead {
             version,
             design: BandDesign { bands: 16, bucket_bits: 6 },
@@ -439,7 +458,7 @@ mod tests {
 
     #[test]
     fn heads_roundtrip_and_refuse_damage() {
-        for version in [1, 2, 3] {
+        for version in [1, 2, 3, 4] {
             let head = head(version);
             let mut bytes = head.encode();
             assert_eq!(bytes.len(), HEAD_BYTES as usize);
@@ -447,6 +466,10 @@ mod tests {
             assert_eq!(BandHead::decode(&bytes, version), Ok(head));
             // version 1's widths are refused as another version's, and the others' as version 1's
             assert!(BandHead::decode(&bytes, if version == 1 { 2 } else { 1 }).is_err());
+            // version 3's 6-bit tags are refused as version 4's and version 4's 5-bit ones as version 3's
+            if version >= 3 {
+                assert!(BandHead::decode(&bytes, 7 - version).unwrap_err().detail.contains("-bit tags is not one of version"));
+            }
             bytes[B_ENTRIES] ^= 1;
             assert!(BandHead::decode(&bytes, version).unwrap_err().detail.contains("checksum"));
         }
@@ -474,6 +497,10 @@ mod tests {
         let g = head(3).geometry();
         assert_eq!((g.high_bits, g.entry_bits(), g.stream_bits(), g.dir_slots()), (4, 12, 990 * 13 + 64 * 16, 8));
         assert_eq!((g.entry_pages, g.dir_pages, g.block_bit(2, 100), g.block_buckets(7)), (2, 1, 100 * 13 + 2 * 8 * 16, 8));
+        // version 4: the same with 5-bit tags: 11-bit low entries
+        let g = head(4).geometry();
+        assert_eq!((g.high_bits, g.entry_bits(), g.stream_bits(), g.entry_pages), (4, 11, 990 * 12 + 64 * 16, 2));
+        assert_eq!((tag_bits_of(1), tag_bits_of(2), tag_bits_of(3), tag_bits_of(4), TAG_BITS), (8, 6, 6, 5, 5));
         assert_eq!((high_bits_for(0, 6, 10), high_bits_for(64, 6, 10), high_bits_for(65, 6, 10), high_bits_for(1 << 20, 0, 10)), (0, 0, 1, 10));
     }
 
@@ -489,6 +516,16 @@ mod tests {
             assert!(payload.len() as u64 <= PAGE_BYTES - PAGE_CRC_BYTES);
             for (i, &v) in values.iter().enumerate() {
                 assert_eq!(read_bits(&payload, i as u64 * width, width), v, "width {width}, value {i}");
+            }
+        }
+        // every position and width against a bit-by-bit reader, the payload's last bytes
+        // (read past its end as 0) included
+        let payload: Vec<u8> = (0..1020u64).map(|i| (i.wrapping_mul(0x9e37_79b9) >> 7) as u8).collect();
+        let bit_at = |j: u64| payload.get((j / 8) as usize).map_or(0, |b| u64::from(b >> (j % 8) & 1));
+        for bit in 0..PAYLOAD_BITS + 16 {
+            for width in [1u64, 5, 24, 25, 33, 57] {
+                let want = (0..width).fold(0u64, |v, i| v | bit_at(bit + i) << i);
+                assert_eq!(read_bits(&payload, bit, width), want, "bit {bit}, width {width}");
             }
         }
         // 130 buckets: two whole groups and a third of 2 buckets, 2 groups a page

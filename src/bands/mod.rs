@@ -10,10 +10,11 @@
 //! 64 blocks, and each block's end relative to it, in as few bits as the file needs) and
 //! an entry stream, block after block: the entries' ordinals in table 0 (where their sketch,
 //! id and fingerprint are found) Elias-Fano coded (high bits in unary, low bits packed) with
-//! the band's low 6 bits as a tag: about 3.9 bytes an entry and band at 2^22 to 2^26
-//! entries. Looking a sketch up costs, per band, one directory page and one or two entry
-//! pages, whatever the segment's size. Version 1 files (5-byte entries, u32 bucket ends)
-//! and version 2 files (bit-packed entries, grouped bucket ends) are still read.
+//! the band's low 5 bits as a tag (version 4; 6 in version 3): about 3.3 to 3.9 bytes an
+//! entry and band at 2^22 to 2^28 entries. Looking a sketch up costs, per band, one
+//! directory page and one or two entry pages, whatever the segment's size. Version 1 files
+//! (5-byte entries, u32 bucket ends), version 2 files (bit-packed entries, grouped bucket
+//! ends) and version 3 files (6-bit tags) are still read.
 //!
 //! What it finds: every stored sketch that shares a band with the query's. Pigeonhole: a
 //! pair whose sketches differ in at most 15 of 512 bits (estimated resemblance >= 0.94)
@@ -45,7 +46,7 @@ pub use crate::plan::BandDesign;
 pub(crate) use crate::plan::{BAND_BITS, MAX_BANDS, MAX_BUCKET_BITS, TAG_BITS};
 
 /// The tag of band value `key` in a file with `bits`-bit tags: its low `bits` bits
-/// (`TAG_BITS`, 6, in versions 2 and 3; 8 in version 1's).
+/// (`TAG_BITS`, 5, in version 4; 6 in versions 2 and 3; 8 in version 1's).
 #[inline]
 pub fn tag(key: u32, bits: u32) -> u32 {
     key & ((1u32 << bits) - 1)

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::build::{emit, head_for, write_band_file, BuildBudget};
-use super::layout::{BandHead, PAGE_BYTES, PAGE_CRC_BYTES};
+use super::layout::{BandHead, BANDS_VERSION, PAGE_BYTES, PAGE_CRC_BYTES};
 use super::read::BandFile;
 use super::{band_key, is_empty_sketch, tag};
 use crate::codec::{Codec, SymbolHistogram};
@@ -137,18 +137,18 @@ fn file_of(storage: &MemStorage, seg: &Segment, head: BandHead, path: &str) -> B
     BandFile::open(storage, Path::new(path), seg).expect("open")
 }
 
-/// The three versions' heads for `seg`.
-fn heads(seg: &Segment) -> [BandHead; 3] {
+/// The four versions' heads for `seg`.
+fn heads(seg: &Segment) -> [BandHead; 4] {
     let v2 = head_for(seg, 2).expect("read").expect("banded");
-    [v2.as_version_1(), v2, head_for(seg, 3).expect("read").expect("banded")]
+    [v2.as_version_1(), v2, head_for(seg, 3).expect("read").expect("banded"), head_for(seg, 4).expect("read").expect("banded")]
 }
 
 #[test]
 fn the_bytes_do_not_depend_on_the_budget_and_lookups_find_every_band() {
     let storage = MemStorage::default();
     let (seg, stored) = segment(&storage, 3000);
-    let head = head_for(&seg, 3).expect("read").expect("banded");
-    assert_eq!((head.version, head.banded), (3, 3000 - 3000u64.div_ceil(7)));
+    let head = head_for(&seg, BANDS_VERSION).expect("read").expect("banded");
+    assert_eq!((head.version, head.tag_bits, head.banded), (4, 5, 3000 - 3000u64.div_ceil(7)));
     let emit_with = |entries: u64| {
         let mut out = Vec::new();
         emit(&seg, &head, BuildBudget { entries }, None, &mut out).map_err(|_| "emit").expect("emit");
@@ -162,7 +162,7 @@ fn the_bytes_do_not_depend_on_the_budget_and_lookups_find_every_band() {
     let path = Path::new("b/x.sdb");
     assert!(write_band_file(&storage, &seg, path, BuildBudget { entries: 5 }, None).expect("write").is_some());
     let file = BandFile::open(&storage, path, &seg).expect("open");
-    assert_eq!(file.version(), 3);
+    assert_eq!(file.version(), 4);
     file.verify(&seg).expect("verify");
     // the fingerprint at each ordinal is table 0's entry there
     for (o, e) in (0u64..).zip(seg.entries()) {
@@ -182,16 +182,16 @@ fn the_bytes_do_not_depend_on_the_budget_and_lookups_find_every_band() {
 }
 
 #[test]
-fn every_version_answers_as_the_oracle_does_and_version_3_is_smallest() {
+fn every_version_answers_as_the_oracle_does_and_version_4_is_smallest() {
     let storage = MemStorage::default();
     let (seg, stored) = segment(&storage, 1500);
-    let [h1, h2, h3] = heads(&seg);
-    assert_eq!((h2.tag_bits, h2.ordinal_bits, h3.tag_bits, h3.ordinal_bits), (6, 11, 6, 11));
-    let files = [file_of(&storage, &seg, h1, "b/v1.sdb"), file_of(&storage, &seg, h2, "b/v2.sdb"), file_of(&storage, &seg, h3, "b/v3.sdb")];
-    assert_eq!(files.iter().map(BandFile::version).collect::<Vec<_>>(), [1, 2, 3]);
-    // (whole pages: this small segment's bands are as many pages in versions 2 and 3)
-    assert!(files[2].file_len() <= files[1].file_len() && files[1].file_len() < files[0].file_len());
-    for (file, head) in files.iter().zip([h1, h2, h3]) {
+    let [h1, h2, h3, h4] = heads(&seg);
+    assert_eq!((h2.tag_bits, h2.ordinal_bits, h3.tag_bits, h3.ordinal_bits, h4.tag_bits, h4.ordinal_bits), (6, 11, 6, 11, 5, 11));
+    let files = [file_of(&storage, &seg, h1, "b/v1.sdb"), file_of(&storage, &seg, h2, "b/v2.sdb"), file_of(&storage, &seg, h3, "b/v3.sdb"), file_of(&storage, &seg, h4, "b/v4.sdb")];
+    assert_eq!(files.iter().map(BandFile::version).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    // (whole pages: this small segment's bands are as many pages in versions 2 to 4)
+    assert!(files[3].file_len() <= files[2].file_len() && files[2].file_len() <= files[1].file_len() && files[1].file_len() < files[0].file_len());
+    for (file, head) in files.iter().zip([h1, h2, h3, h4]) {
         file.verify(&seg).expect("verify");
         let by_value = oracle(&seg, &head);
         for &(_, sketch) in stored.iter().step_by(7) {
@@ -203,16 +203,16 @@ fn every_version_answers_as_the_oracle_does_and_version_3_is_smallest() {
 }
 
 #[test]
-fn version_3_edge_cases_answer_as_the_oracle_does() {
+fn versions_3_and_4_edge_cases_answer_as_the_oracle_does() {
     // 1 bucket (a block of one bucket); 256 buckets (32 blocks: one partial directory
     // group); 8192 buckets (1024 blocks, 16 groups over 2 directory pages: the last
     // page partial) with empty buckets and blocks, a bucket over several pages, and
     // 1 value for a third of the entries
-    for (n, seed) in [(9u64, 5u64), (3000, 6), (70_000, 7)] {
+    for (n, seed, version) in [(9u64, 5u64, 3u32), (3000, 6, 3), (70_000, 7, 3), (9, 5, 4), (3000, 6, 4), (70_000, 7, 4)] {
         let storage = MemStorage::default();
         let (seg, stored) = shaped_segment(&storage, n, seed);
-        let head = head_for(&seg, 3).expect("read").expect("banded");
-        let file = file_of(&storage, &seg, head, "s/v3.sdb");
+        let head = head_for(&seg, version).expect("read").expect("banded");
+        let file = file_of(&storage, &seg, head, "s/v.sdb");
         file.verify(&seg).expect("verify");
         let g = head.geometry();
         if n == 70_000 {
@@ -235,13 +235,13 @@ fn version_3_edge_cases_answer_as_the_oracle_does() {
 }
 
 #[test]
-fn a_segment_without_any_sketch_has_an_empty_version_3_band_file() {
+fn a_segment_without_any_sketch_has_an_empty_band_file() {
     let storage = MemStorage::default();
     let rows = (0..100u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i, [0u8; 64])).collect();
     let (seg, _) = segment_of(&storage, Path::new("e/seg.sdx"), rows);
-    let head = head_for(&seg, 3).expect("read").expect("banded");
+    let head = head_for(&seg, BANDS_VERSION).expect("read").expect("banded");
     assert_eq!(head.banded, 0);
-    let file = file_of(&storage, &seg, head, "e/v3.sdb");
+    let file = file_of(&storage, &seg, head, "e/v4.sdb");
     file.verify(&seg).expect("verify");
     for key in [0u32, 1, u32::MAX] {
         let mut found = Vec::new();
@@ -251,10 +251,10 @@ fn a_segment_without_any_sketch_has_an_empty_version_3_band_file() {
 }
 
 #[test]
-fn damaged_version_3_pages_are_refused_and_forged_ones_never_panic() {
+fn damaged_version_4_pages_are_refused_and_forged_ones_never_panic() {
     let storage = MemStorage::default();
     let (seg, stored) = shaped_segment(&storage, 3000, 9);
-    let head = head_for(&seg, 3).expect("read").expect("banded");
+    let head = head_for(&seg, BANDS_VERSION).expect("read").expect("banded");
     let good = {
         let mut out = Vec::new();
         emit(&seg, &head, BuildBudget::default(), None, &mut out).map_err(|_| "emit").expect("emit");
@@ -301,8 +301,9 @@ fn damaged_version_3_pages_are_refused_and_forged_ones_never_panic() {
 
 #[test]
 fn the_golden_files_of_every_version_open_verify_and_find_every_band() {
-    // generation 5's band file is version 1, generation 7's version 2, generation 8's version 3
-    for (generation, version) in [(5, 1u32), (7, 2), (8, 3)] {
+    // generation 5's band file is version 1, generation 7's version 2, generation 8's
+    // version 3, generation 9's version 4
+    for (generation, version) in [(5, 1u32), (7, 2), (8, 3), (9, 4)] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/v{generation}/index-sketched"));
         let storage = MemStorage::default();
         let (seg_path, bands_path) = (Path::new("f/seg.sdx"), Path::new("f/seg.sdb"));
@@ -347,14 +348,14 @@ fn the_worked_example_of_the_spec_is_these_bytes() {
         })
         .collect();
     let (seg, _) = segment_of(&storage, Path::new("w/seg.sdx"), rows);
-    let [_, h2, h3] = heads(&seg);
-    for (head, entries) in [(h3, &[0x95u8, 0xa0, 0x28, 0x00][..]), (h2, &[0x04, 0x15, 0x16, 0x00][..])] {
+    let [_, h2, h3, h4] = heads(&seg);
+    for (head, entries) in [(h4, &[0x95u8, 0x50, 0x0a, 0x00][..]), (h3, &[0x95u8, 0xa0, 0x28, 0x00][..]), (h2, &[0x04, 0x15, 0x16, 0x00][..])] {
         let mut out = Vec::new();
         emit(&seg, &head, BuildBudget::default(), None, &mut out).map_err(|_| "emit").expect("emit");
         assert_eq!(out.len(), 1024 + 16 * 2 * 1024, "version {}", head.version);
         assert_eq!(&out[1024..1028], entries, "version {}: the entry page", head.version);
         assert!(out[1028..2044].iter().all(|&b| b == 0));
         assert_eq!(&out[2048..2054], &[0, 0, 0, 0, 3, 0], "version {}: the directory page", head.version);
-        assert_eq!((head.ordinal_bits, head.dir_bits, head.geometry().high_bits), (2, 2, if head.version == 3 { 2 } else { 0 }));
+        assert_eq!((head.ordinal_bits, head.dir_bits, head.geometry().high_bits), (2, 2, if head.version >= 3 { 2 } else { 0 }));
     }
 }

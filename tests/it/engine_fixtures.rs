@@ -18,7 +18,9 @@
 //! (the sketch column's pages whole, a CRC page after each group of 255), and generation 6's
 //! version-2 segment is still read as it is; `fixtures/v8/index-sketched/` writes band files
 //! of version 3 (Elias-Fano coded ordinals in blocks of 8 buckets), and generation 7's
-//! version-2 band file is still read as it is.
+//! version-2 band file is still read as it is; `fixtures/v9/index-sketched/` writes band
+//! files of version 4 (version 3 with 5-bit tags), and generation 8's version-3 band file
+//! is still read as it is.
 //!
 //! To regenerate after a deliberate change (see `format-spec/README.md`), run
 //! `SIMDEX_REGENERATE_FIXTURES=1 cargo test --test it engine_fixtures` and commit the diff.
@@ -38,9 +40,9 @@ const DIR: &str = "idx";
 /// The index directory generation the engine writes today (see the module docs).
 const NEWEST: u32 = 5;
 /// The same for an index with sketches (its segments have band files since generation 4,
-/// of version 2 since generation 6, of version 3 since generation 8; its segments are
-/// version 3 since generation 7).
-const NEWEST_SKETCHED: u32 = 8;
+/// of version 2 since generation 6, of version 3 since generation 8, of version 4 since
+/// generation 9; its segments are version 3 since generation 7).
+const NEWEST_SKETCHED: u32 = 9;
 /// The first generation whose segments have id tables and whose logs are version 4.
 const ID_TABLES: u32 = 5;
 /// The generations of the plain index (generation 4 changed only sketched indexes).
@@ -183,8 +185,12 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
             assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), want, "{name} is version {want}");
         }
     }
-    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x03\0\0\0")), "generation 8 has a band file, version 3");
-    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdx") && bytes.starts_with(b"SIMDXSEG\x03\0\0\0")), "generation 8's segment is version 3");
+    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x04\0\0\0")), "generation 9 has a band file, version 4");
+    assert!(frozen.iter().any(|(name, bytes)| name.ends_with(".sdx") && bytes.starts_with(b"SIMDXSEG\x03\0\0\0")), "generation 9's segment is version 3");
+    let generation_8 = files(&load(sketched_fixture_dir_of(8)));
+    assert!(generation_8.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x03\0\0\0")), "generation 8's band file is version 3");
+    let same_but_bands = |a: &[(String, Vec<u8>)]| a.iter().filter(|(n, _)| !n.ends_with(".sdb")).cloned().collect::<Vec<_>>();
+    assert_eq!(same_but_bands(&generation_8), same_but_bands(&frozen), "generation 9 changed only the band file");
     let generation_7 = files(&load(sketched_fixture_dir_of(7)));
     assert!(generation_7.iter().any(|(name, bytes)| name.ends_with(".sdb") && bytes.starts_with(b"SIMDXBND\x02\0\0\0")), "generation 7's band file is version 2");
     let generation_6 = files(&load(sketched_fixture_dir_of(6)));
@@ -201,6 +207,7 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
         load(sketched_fixture_dir_of(5)),
         load(sketched_fixture_dir_of(6)),
         load(sketched_fixture_dir_of(7)),
+        load(sketched_fixture_dir_of(8)),
         fixture,
     ] {
         sketched_fixture_reads_back(&fixture, &want);
@@ -216,11 +223,11 @@ fn frozen_sketched_index_reads_back_exactly_and_is_what_the_engine_writes() {
     let derived = |s: &MemStorage, suffix: &str| files(s).into_iter().find(|(n, _)| n.ends_with(suffix)).unwrap();
     // (for the same version-2 segment: generation 6's; a band file and an id table name
     // their segment's length and footer CRC, which version 3 changed; the band file is
-    // version 3 now: generation 8's but for the segment's length and footer CRC, bytes
+    // version 4 now: generation 9's but for the segment's length and footer CRC, bytes
     // 32 .. 44 of its head, and the head's CRC)
     let (built, newest) = (derived(&older, ".sdb").1, derived(&load(sketched_fixture_dir()), ".sdb").1);
     let unnamed = |b: &[u8]| [&b[..32], &b[44..56], &b[60..]].concat();
-    assert!(built.starts_with(b"SIMDXBND\x03\0\0\0") && unnamed(&built) == unnamed(&newest), "the band file a writer builds is generation 8's");
+    assert!(built.starts_with(b"SIMDXBND\x04\0\0\0") && unnamed(&built) == unnamed(&newest), "the band file a writer builds is generation 9's");
     assert_eq!(derived(&older, ".sdi"), derived(&load(sketched_fixture_dir_of(6)), ".sdi"), "the id table a writer builds is generation 6's");
     assert!(verify_index(&older, Path::new(DIR)).unwrap().is_clean());
 }

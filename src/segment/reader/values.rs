@@ -43,17 +43,23 @@ impl Segment {
     /// The value bytes of page `page` of `column`, after checking its CRC.
     pub(crate) fn page(&self, column: &ColumnAt, page: u64, kind: ColumnKind) -> Result<&[u8]> {
         let (start, len) = column.page_span(page, self.entries);
-        let what = format!("{} page {page}", kind.name());
-        let bytes = slice(&self.bytes, start, len, &what).map_err(|f| f.into_error(&self.path))?;
+        // the page's name is written only into an error (a read of a sketch or an id is
+        // otherwise an allocation and a format each: the check reads several)
+        let what = || format!("{} page {page}", kind.name());
+        let span = |len: u64| match slice(&self.bytes, start, len, kind.name()) {
+            Ok(bytes) => Ok(bytes),
+            Err(_) => Err(slice(&self.bytes, start, len, &what()).map_or_else(|f| f.into_error(&self.path), |_| self.corrupt(start, Location::default(), what()))),
+        };
+        let bytes = span(len)?;
         let stored = self.array::<4>(column.crc_offset(page), Location::default(), "page checksum")?;
         let checked = match (column.crcs_offset, column.grouped_pages) {
             (Some(_), _) => bytes,
             // Layout 3: the CRC (in the group's CRC page) covers the whole page, padding included.
-            (None, Some(_)) => slice(&self.bytes, start, PAGE_BYTES, &what).map_err(|f| f.into_error(&self.path))?,
+            (None, Some(_)) => span(PAGE_BYTES)?,
             // Layout 2: the CRC covers the whole page before it, padding included.
-            (None, None) => slice(&self.bytes, start, PAGE_BYTES - PAGE_CRC_BYTES, &what).map_err(|f| f.into_error(&self.path))?,
+            (None, None) => span(PAGE_BYTES - PAGE_CRC_BYTES)?,
         };
-        verify_crc(checked, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, start, Location::default(), what))?;
+        verify_crc(checked, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, start, Location::default(), what()))?;
         Ok(bytes)
     }
 }
