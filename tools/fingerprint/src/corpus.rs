@@ -148,7 +148,10 @@ impl<R: Read> ContentHash<R> {
 
     /// The content hash of everything read so far.
     pub fn hex(&self) -> String {
-        format!("{:016x}{:016x}", self.a.finish(), self.b.finish())
+        // (made in place: `format!` grows its string by reallocation, once a document)
+        let mut out = String::with_capacity(32);
+        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{:016x}{:016x}", self.a.finish(), self.b.finish()));
+        out
     }
 
     /// Reads the rest of the input (what a fingerprint that stopped early left), so that the

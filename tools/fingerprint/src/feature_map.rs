@@ -192,6 +192,42 @@ impl FeatureMap {
         self.slots.iter().filter(|s| s.key != 0).map(|s| (s.key, s.value)).chain(self.zero.map(|v| (0, v)))
     }
 
+    /// Every `(key, value)` in ascending key order, handed to `f` a run at a time, without a
+    /// sorted copy of the map: a key's home slot rises with the key, and linear probing keeps
+    /// each key in the run of taken slots (a cluster) that holds its home, so the clusters in
+    /// slot order, each sorted alone, are the keys in order. The cluster that wraps around the
+    /// table's end holds the smallest keys (homes at its start) and the largest (homes at its
+    /// end).
+    pub(crate) fn for_each_sorted(&self, mut f: impl FnMut(&[(u64, u64)])) {
+        if let Some(v) = self.zero {
+            f(&[(0, v)]);
+        }
+        let taken = |s: &Slot| (s.key != 0).then_some((s.key, s.value));
+        let (Some(first_empty), Some(last_empty)) = (self.slots.iter().position(|s| s.key == 0), self.slots.iter().rposition(|s| s.key == 0)) else {
+            // no empty slot (no slots, or a full table: never left so by `reserve`)
+            let mut all: Vec<(u64, u64)> = self.slots.iter().filter_map(taken).collect();
+            all.sort_unstable();
+            return f(&all);
+        };
+        let mut wrapped: Vec<(u64, u64)> = self.slots[last_empty + 1..].iter().chain(&self.slots[..first_empty]).filter_map(taken).collect();
+        wrapped.sort_unstable();
+        let low = wrapped.partition_point(|&(k, _)| self.home(k) < first_empty);
+        f(&wrapped[..low]);
+        let mut run = Vec::new();
+        for s in &self.slots[first_empty..=last_empty] {
+            match taken(s) {
+                Some(e) => run.push(e),
+                None if !run.is_empty() => {
+                    run.sort_unstable();
+                    f(&run);
+                    run.clear();
+                }
+                None => {}
+            }
+        }
+        f(&wrapped[low..]);
+    }
+
     /// Replaces every value by `f(value)`, keeping the keys where they are.
     pub(crate) fn map_values(&mut self, f: impl Fn(u64) -> u64) {
         for s in self.slots.iter_mut().filter(|s| s.key != 0) {
@@ -318,6 +354,35 @@ mod tests {
         assert_ne!(doubled, m);
         assert_eq!(m.clone(), m);
         assert_eq!(FeatureMap::with_capacity(10).get(5), None);
+    }
+
+    /// The runs of `for_each_sorted`, joined, are `iter`'s entries sorted: maps of every
+    /// size through growth, with the key 0, clusters that wrap around the table's end (keys
+    /// near `u64::MAX`) and clusters at its start (keys near 0).
+    #[test]
+    fn sorted_runs_are_the_entries_sorted() {
+        let mut next = random_keys(3);
+        let mut m = FeatureMap::default();
+        let joined = |m: &FeatureMap| {
+            let mut out = Vec::new();
+            m.for_each_sorted(|run| out.extend_from_slice(run));
+            out
+        };
+        assert_eq!(joined(&m), []);
+        for n in 0..600u64 {
+            let key = match n % 5 {
+                0 => u64::MAX - n,
+                1 => n,
+                _ => next(),
+            };
+            m.insert(key, n);
+            if n == 300 {
+                m.insert(0, 42);
+            }
+            let mut want: Vec<(u64, u64)> = m.iter().collect();
+            want.sort_unstable();
+            assert_eq!(joined(&m), want, "{n} keys");
+        }
     }
 
     /// A table large enough to be advised huge pages holds its values, as a small one does.

@@ -267,10 +267,8 @@ impl IdfTable {
     pub fn id(&self) -> u32 {
         *self.id.get_or_init(|| match &self.weights {
             Weights::Parts(p) => p.crc_after(&self.head()).finalize(),
-            Weights::Map(_) => {
-                let bytes = self.encode();
-                bytes.last_chunk().map_or(0, |&crc| u32::from_le_bytes(crc))
-            }
+            // the encoded entries' CRC, made as they stream by (not kept)
+            Weights::Map(_) => self.write_to(&mut std::io::sink()).unwrap_or(0),
         })
     }
 
@@ -295,26 +293,37 @@ impl IdfTable {
         out
     }
 
-    /// Writes the file bytes to `out`: a table in parts streams its part files' entries.
-    fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+    /// Writes the file bytes to `out`: a table in parts streams its part files' entries, a
+    /// table in memory its entries in order a run at a time
+    /// (`FeatureMap::for_each_sorted`: no sorted copy of them). Returns the CRC it ended with.
+    fn write_to(&self, out: &mut dyn Write) -> std::io::Result<u32> {
         let head = self.head();
         out.write_all(&head)?;
         let crc = match &self.weights {
             Weights::Map(m) => {
-                let mut entries: Vec<(u64, u32)> = m.iter().map(|(h, w)| (h, w as u32)).collect();
-                entries.sort_unstable();
+                const FLUSH: usize = 1 << 16;
                 let mut crc = crc32fast::Hasher::new();
                 crc.update(&head);
-                let mut buf = Vec::with_capacity(entries.len().min(1 << 16) * ENTRY_LEN);
-                for chunk in entries.chunks(1 << 16) {
-                    buf.clear();
-                    for &(h, w) in chunk {
-                        buf.extend_from_slice(&h.to_le_bytes());
-                        buf.extend_from_slice(&w.to_le_bytes());
+                let mut buf = Vec::with_capacity((FLUSH + 1024) * ENTRY_LEN);
+                let mut written = Ok(());
+                let mut flush = |buf: &mut Vec<u8>| {
+                    crc.update(buf);
+                    if written.is_ok() {
+                        written = out.write_all(buf);
                     }
-                    crc.update(&buf);
-                    out.write_all(&buf)?;
-                }
+                    buf.clear();
+                };
+                m.for_each_sorted(|run| {
+                    for &(h, w) in run {
+                        buf.extend_from_slice(&h.to_le_bytes());
+                        buf.extend_from_slice(&(w as u32).to_le_bytes());
+                    }
+                    if buf.len() >= FLUSH * ENTRY_LEN {
+                        flush(&mut buf);
+                    }
+                });
+                flush(&mut buf);
+                written?;
                 crc.finalize()
             }
             Weights::Parts(p) => {
@@ -324,7 +333,8 @@ impl IdfTable {
                 p.crc_after(&head).finalize()
             }
         };
-        out.write_all(&crc.to_le_bytes())
+        out.write_all(&crc.to_le_bytes())?;
+        Ok(crc)
     }
 
     /// Parses file bytes; never panics on bad input.
@@ -371,7 +381,7 @@ impl IdfTable {
         // as the index writes its files: `path.tmp`, fsynced, renamed, the directory fsynced;
         // a failure (a directory at `path`, a full disk) removes the temporary file. The bytes
         // stream to the file (a table in parts may not fit in memory).
-        Ok(simdex::storage::write_atomically_from(&simdex::storage::FsStorage, path, |out| self.write_to(out))?)
+        Ok(simdex::storage::write_atomically_from(&simdex::storage::FsStorage, path, |out| self.write_to(out).map(|_| ()))?)
     }
 
     /// Reads and verifies a table file.

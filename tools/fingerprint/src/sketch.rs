@@ -305,6 +305,13 @@ impl Sketcher {
         &self.shingles
     }
 
+    /// The shingles of the last text this sketcher sketched as its scan made them: in text
+    /// order, with repeats, unless [`Self::last_shingles`] sorted them since. Their set is
+    /// the same; for a caller that keeps many and sorts the few it compares.
+    pub fn last_scan(&self) -> &[u64] {
+        &self.shingles
+    }
+
     /// The sketch of the set the last scan collected ([`Self::scan`]).
     pub(crate) fn sketch_of_scanned(&mut self) -> Sketch {
         if self.options.version == 1 {
@@ -425,14 +432,30 @@ fn round_minima_in(set: &[u64], m: usize, value: &mut Vec<u64>, hashes: &mut Vec
         // the round's hashes first, in a loop of their own (vectorised where the CPU can),
         // then the offers, without a branch on whether each is taken
         round_hashes(set, key, hashes);
-        for (&s, &h) in set.iter().zip(hashes.iter()) {
-            let at = slot_of(h, m);
-            let v = round << 32 | (h & 0xFFFF_FFFF);
-            let (held, by) = (value[at], arg[at]);
-            let take = (v < held) | ((v == held) & (s < by));
-            empty -= usize::from(take & (held == u64::MAX));
-            value[at] = if take { v } else { held };
-            arg[at] = if take { s } else { by };
+        if round == 0 {
+            for (&s, &h) in set.iter().zip(hashes.iter()) {
+                let at = slot_of(h, m);
+                let v = h & 0xFFFF_FFFF;
+                let (held, by) = (value[at], arg[at]);
+                let take = (v < held) | ((v == held) & (s < by));
+                empty -= usize::from(take & (held == u64::MAX));
+                value[at] = if take { v } else { held };
+                arg[at] = if take { s } else { by };
+            }
+        } else {
+            // a later round's values exceed every earlier round's: only the slots empty when
+            // it began (or taken in it, `held >> 32 == round`) can take one, a few of them
+            for (&s, &h) in set.iter().zip(hashes.iter()) {
+                let at = slot_of(h, m);
+                let held = value[at];
+                if held >> 32 >= round {
+                    let v = round << 32 | (h & 0xFFFF_FFFF);
+                    if (v < held) | ((v == held) & (s < arg[at])) {
+                        empty -= usize::from(held == u64::MAX);
+                        (value[at], arg[at]) = (v, s);
+                    }
+                }
+            }
         }
         round += 1;
     }
@@ -637,7 +660,8 @@ mod tests {
         }
         for m in [8usize, 100, 512] {
             for size in [7usize, 100, 600, 1500] {
-                let set: Vec<u64> = (0..size as u64).map(|x| fmix64(x * 31 + size as u64)).collect();
+                // (with repeats, as a scan in text order gives them)
+                let set: Vec<u64> = (0..size as u64).chain(0..size as u64 / 3).map(|x| fmix64(x * 31 + size as u64)).collect();
                 assert_eq!(round_minima(&set, m), spec(&set, m), "{size} shingles in {m} slots");
             }
         }

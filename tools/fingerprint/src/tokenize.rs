@@ -24,7 +24,8 @@ use unicode_segmentation::UnicodeSegmentation;
 /// scan ([`Tokenizer::word_hashes_and`]).
 pub(crate) trait ChunkSink {
     /// A chunk of ASCII letters and digits only, by the hash of its ASCII lowercase
-    /// (`sfh64(0, chunk)`: its one word's hash).
+    /// (`sfh64(0, chunk)`: its one word's hash); or, from the word scan, one run of them
+    /// between other ASCII bytes than `_` (`word,` `(word)`): its one word and one token.
     fn alnum(&mut self, hash: u64);
     /// Any other chunk (ASCII with punctuation, or with non-ASCII characters), with its NFKC
     /// and lowercase (`normalize::nfkc_lower_into`) where the scan made it already (a
@@ -216,23 +217,26 @@ fn segment(n: usize, class: impl Fn(usize) -> Wb, mut emit: impl FnMut(usize, us
     }
 }
 
-/// UAX #29 words of the ASCII string `s`, as byte ranges.
+/// UAX #29 words of the ASCII string `s`, as byte ranges; true when `s` is the common case.
 ///
 /// Common case first: punctuation around one run of letters and digits (`"word,"`,
 /// `(word)`). Leading and trailing bytes other than letters, digits and `_` never join a word
 /// (the Mid* classes need a letter or digit on both sides, WB6-WB7 and WB11-WB12; `Other`
-/// never joins), so such a chunk has exactly that one word.
+/// never joins), so such a chunk has exactly that one word (and that one run of
+/// `[A-Za-z0-9_]`: the sketch's one token, `shingles`).
 #[inline]
-fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) {
+fn ascii_words(s: &[u8], mut emit: impl FnMut(usize, usize)) -> bool {
     let in_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
     let Some(first) = s.iter().position(in_word) else {
-        return; // no letter or digit
+        return false; // no letter or digit
     };
     let last = s.iter().rposition(in_word).unwrap_or(first);
     if s[first..=last].iter().all(u8::is_ascii_alphanumeric) {
         emit(first, last + 1);
+        true
     } else {
-        segment(s.len(), |i| WB_TABLE[(s[i] & 0x7F) as usize], emit)
+        segment(s.len(), |i| WB_TABLE[(s[i] & 0x7F) as usize], emit);
+        false
     }
 }
 
@@ -314,7 +318,9 @@ impl Tokenizer {
             let chunk = &text[start..end];
             match kind {
                 ChunkKind::Alnum => emit(Token::Ascii(chunk)),
-                ChunkKind::Ascii => ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b]))),
+                ChunkKind::Ascii => {
+                    ascii_words(chunk.as_bytes(), |a, b| emit(Token::Ascii(&chunk[a..b])));
+                }
                 ChunkKind::Unicode => self.unicode_chunk(chunk, &mut emit),
             }
         });
@@ -339,8 +345,9 @@ impl Tokenizer {
                 let h = sfh64_ascii_lower_at(seed::WORD, bytes, start, end);
                 emit(h);
                 chunks.alnum(h);
+            } else if let Some(h) = self.other_chunk_hashes(text, start..end, kind, &mut emit) {
+                chunks.alnum(h);
             } else {
-                self.other_chunk_hashes(text, start..end, kind, &mut emit);
                 // a Unicode chunk's words were cut from its normalised form, left in `norm`
                 let normalized = (kind == ChunkKind::Unicode).then_some(self.norm.as_str());
                 chunks.other(&text[start..end], kind, normalized);
@@ -349,13 +356,25 @@ impl Tokenizer {
     }
 
     /// [`Tokenizer::word_hashes`] of a chunk with punctuation or non-ASCII characters (out of
-    /// line, so that the loop over plain words stays small).
+    /// line, so that the loop over plain words stays small). Returns the hash of the one word
+    /// of an ASCII chunk that is one run of letters and digits between bytes other than those
+    /// and `_` (`ascii_words`' common case: that word is the chunk's one token too).
     #[inline(never)]
-    fn other_chunk_hashes(&mut self, text: &str, chunk: std::ops::Range<usize>, kind: ChunkKind, emit: &mut dyn FnMut(u64)) {
+    fn other_chunk_hashes(&mut self, text: &str, chunk: std::ops::Range<usize>, kind: ChunkKind, emit: &mut dyn FnMut(u64)) -> Option<u64> {
         let start = chunk.start;
         match kind {
-            ChunkKind::Unicode => self.unicode_chunk(&text[chunk], &mut |t| emit(t.hash())),
-            _ => ascii_words(&text.as_bytes()[chunk], |a, b| emit(sfh64_ascii_lower_at(seed::WORD, text.as_bytes(), start + a, start + b))),
+            ChunkKind::Unicode => {
+                self.unicode_chunk(&text[chunk], &mut |t| emit(t.hash()));
+                None
+            }
+            _ => {
+                let mut last = 0;
+                let one = ascii_words(&text.as_bytes()[chunk], |a, b| {
+                    last = sfh64_ascii_lower_at(seed::WORD, text.as_bytes(), start + a, start + b);
+                    emit(last)
+                });
+                one.then_some(last)
+            }
         }
     }
 

@@ -30,7 +30,7 @@ use simdex_fingerprint::corpus::{ContentHash, CorpusDedup, CorpusDoc, CorpusOpti
 use simdex_fingerprint::document::{Document, InvalidUtf8};
 use simdex_fingerprint::sketch::{jaccard, Sketch, SketchOptions, Sketcher};
 use simdex_fingerprint::{DocumentFeatures, Fingerprinter, IdfBuilder, Vocabulary};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -131,8 +131,8 @@ struct Corpus {
     skipped: Vec<(String, String)>,
     /// The fingerprint recipe's descriptor.
     recipe: String,
-    /// Every document's shingle set (empty for those without a sketch), when the run
-    /// confirms and they fitted `--keep-text-bytes`; `None` beyond it.
+    /// Every document's shingles as scanned (text order, repeats; empty without a sketch),
+    /// when the run confirms and they fitted `--keep-text-bytes`; `None` beyond it.
     sets: Option<Vec<Vec<u64>>>,
     /// Where each document is, to read again those the second look needs.
     locations: Vec<corpus::Location>,
@@ -156,8 +156,10 @@ fn second_look(
         return Ok(None);
     }
     if let Some(sets) = &corpus.sets {
-        let get = |i: u32| sets.get(i as usize).filter(|s| !s.is_empty());
-        return Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(get(a)?, get(b)?)))));
+        // kept as scanned (text order, repeats): the wanted documents' sets made here
+        let set = |s: &Vec<u64>| s.iter().copied().collect::<BTreeSet<u64>>().into_iter().collect::<Vec<u64>>();
+        let sets: HashMap<u32, Vec<u64>> = wanted.iter().filter_map(|&i| Some((i, set(sets.get(i as usize).filter(|s| !s.is_empty())?)))).collect();
+        return Ok(Some(found.settle(&corpus.docs, |a, b| Some(jaccard(sets.get(&a)?, sets.get(&b)?)))));
     }
     if files.iter().any(|f| f.as_os_str() == "-") {
         eprintln!("note: no second look by exact Jaccard: the shingle sets did not fit --keep-text-bytes and standard input cannot be read again");
@@ -344,7 +346,7 @@ fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool,
         Ok(text) => {
             let features = |fp: &mut Fingerprinter, features: DocumentFeatures| fp.check_features(&features).map(|()| Made::Features(features));
             // the features or fingerprint and the sketch, in one scan of the text
-            let (made, mut sketch) = match (learn, sketcher) {
+            let (made, sketch) = match (learn, sketcher) {
                 (true, Some(sketcher)) => {
                     let (f, sketch) = fp.document_features_and_sketch(&text, sketcher);
                     (features(fp, f), Some((sketch, sketcher)))
@@ -359,7 +361,7 @@ fn analyse(fp: &mut Fingerprinter, sketcher: Option<&mut Sketcher>, learn: bool,
                 }
                 (false, None) => (fp.fingerprint(&text).map(|f| Made::Fingerprint(f.value, f.short)), None),
             };
-            let set = sketch.as_mut().filter(|_| keep_set).map(|(_, s)| s.last_shingles().to_vec());
+            let set = sketch.as_ref().filter(|_| keep_set).map(|(_, s)| s.last_scan().to_vec());
             (made.map_err(|e| e.to_string()), sketch.map(|(s, _)| s), set)
         }
         Err(e) => (Err(e.to_string()), None, None),
@@ -460,8 +462,7 @@ struct FirstPass {
     /// Each document's features (`None` for one without), in a run that learns IDF weights,
     /// while within the budget.
     features: Option<Vec<Option<DocumentFeatures>>>,
-    /// Each document's shingle set (empty for one without a sketch), in a run that takes a
-    /// second look, while within the budget.
+    /// Each document's shingles as scanned (`Corpus::sets`), while within the budget.
     sets: Option<Vec<Vec<u64>>>,
     skipped: Vec<(String, String)>,
     /// The document frequencies counted (a run that learns IDF weights), numbering the

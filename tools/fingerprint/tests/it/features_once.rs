@@ -100,6 +100,7 @@ fn check(corpus: &[String]) {
                     let options = SketchOptions::default().with_version(version);
                     let (mut joint, mut alone) = (Sketcher::new(options).unwrap(), Sketcher::new(options).unwrap());
                     let sketch = alone.sketch(text);
+                    let scanned = alone.last_scan().to_vec();
                     // recipe 2 sketches the shingles as scanned (text order, repeats): the
                     // same as the sketch of the sorted distinct set
                     let set = alone.last_shingles().to_vec();
@@ -108,8 +109,11 @@ fn check(corpus: &[String]) {
                     let (f, s) = fp.fingerprint_and_sketch(text, &mut joint);
                     assert_eq!(format!("{f:?}"), format!("{expect:?}"), "{} {text:?}", fp.recipe());
                     assert_eq!(s, sketch, "{} {text:?}", fp.recipe());
+                    // the one scan's shingles as scanned (text order, repeats), and as a set
+                    assert_eq!(joint.last_scan(), scanned, "{text:?}");
                     assert_eq!(joint.last_shingles(), alone.last_shingles());
                     let (f, s) = fp.document_features_and_sketch(text, &mut joint);
+                    assert_eq!(joint.last_scan(), scanned, "{text:?}");
                     assert_eq!(f, features, "{} {text:?}", fp.recipe());
                     assert_eq!(s, sketch, "{} {text:?}", fp.recipe());
                 }
