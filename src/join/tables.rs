@@ -112,46 +112,13 @@ impl Tables for Segment {
         Ok(())
     }
 
-    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], mut group: impl FnMut(u64, &[u64])) -> Result<()> {
-        let table = &self.tables()[t];
-        let p = table.design().prefix_bits;
-        let Some(&first) = wanted.first() else { return Ok(()) };
+    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(u64, &[u64])) -> Result<()> {
+        let p = self.tables()[t].design().prefix_bits;
         if p == 0 || p == 64 {
             return self.for_each_group(t, range, group);
         }
-        let (blocks, shift) = (table.block_count(), 64 - p);
-        let mut groups = Groups::new(p);
-        let mut wi = 0usize;
-        let mut b = table.lower_bound(first << shift)?;
-        while b < blocks && wi < wanted.len() {
-            // block b's entries, in range, grouped; `last` its last entry
-            let (mut last, mut past_range) = (None, false);
-            self.visit_block(t, b, |v| {
-                last = Some(v);
-                let pv = prefix(v, p);
-                if pv >= range.1 {
-                    past_range = true;
-                    return false;
-                }
-                if pv >= range.0 {
-                    groups.push(v, &mut group);
-                }
-                true
-            })?;
-            let Some(last) = last.filter(|_| !past_range) else { break };
-            // wanted groups below the last entry's are whole; one at its prefix may go on into
-            // the next block; one above it starts at the first block whose key reaches it
-            let lp = prefix(last, p);
-            while wanted.get(wi).is_some_and(|&w| w < lp) {
-                wi += 1;
-            }
-            b += 1;
-            if let Some(&w) = wanted.get(wi).filter(|&&w| w > lp) {
-                b = b.max(table.lower_bound(w << shift)?);
-            }
-        }
-        groups.finish(&mut group);
-        Ok(())
+        // only the wanted groups, sought block by block (`wanted` lies within `range`)
+        self.for_each_wanted_prefix(t, wanted, group)
     }
 
     fn has_ids(&self) -> bool {

@@ -102,6 +102,45 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
+
+    /// The batch join seeks each wanted prefix group inside a block and skips the others
+    /// (issue 48): batches from one query to one per few stored entries (so from one wanted
+    /// group per block to every group), near and exact copies of stored fingerprints, a
+    /// fingerprint stored over many blocks (0, every 7th entry), both codecs, against brute force.
+    #[test]
+    fn batches_of_every_density_equal_brute_force(
+        n in 3000..12_000usize,
+        seed in any::<u64>(),
+        pick in any::<usize>(),
+        queries_n in prop_oneof![1..8usize, 8..200usize, 200..1500usize],
+        delta in any::<bool>(),
+        threads in 1usize..4,
+    ) {
+        let (k, levels) = designs()[pick % 5].clone();
+        let fps = data(n, seed, true);
+        let ids: Vec<u64> = (0..n as u64).map(|i| i ^ seed).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let codec = if delta { simdex::Codec::Delta } else { simdex::Codec::Xor };
+        let options = BuildOptions::default().with_design(Some(Design::new(k, &levels).unwrap())).with_k(k).with_codec(codec);
+        let (_, seg) = build(dir.path(), "s.sdx", &fps, Some(&ids), &options);
+        let mut rng = Rng(seed ^ 31);
+        let queries: Vec<u64> = (0..queries_n)
+            .map(|i| match i % 5 {
+                0 => rng.next(),
+                1 => rng.flip(0, i as u32 % (k + 1)),
+                _ => {
+                    let f = fps[rng.next() as usize % n];
+                    rng.flip(f, i as u32 % (k + 2))
+                }
+            })
+            .collect();
+        let got = batch_query(&seg, &queries, &BatchOptions::new(k).with_threads(threads)).unwrap();
+        prop_assert_eq!(got, brute_batch(&fps, &ids, &queries, k), "design {}, {} queries", pick % 5, queries_n);
+    }
+}
+
 #[test]
 fn clusters_are_the_connected_components_plus_exact_duplicates() {
     let mut rng = Rng(5);

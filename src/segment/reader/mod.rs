@@ -16,6 +16,7 @@
 //! - `sketches`: the sketch column by document.
 //! - `probe`: one table's probe, decoded on its own.
 //! - `seek_hints`: where a seek inside an XOR block may start.
+//! - `wanted`: the prefix groups a batch join wants from a table, sought block by block.
 //! - `lanes`: the interleaved probe of many tables, one entry of each per round.
 //! - `query`: a query's answer, dispatched on the CPU's instruction set.
 //!
@@ -35,6 +36,7 @@ mod seek_hints;
 mod segment;
 mod sketches;
 mod values;
+mod wanted;
 mod table;
 
 pub(crate) use column::{open_column, ColumnAt};

@@ -51,6 +51,27 @@ impl Segment {
     }
 }
 
+impl Segment {
+    /// [`Self::scan_hint`] for a walk that may jump ahead (a batch join over the blocks its
+    /// queries land in, dense enough to read most of them): called as the walk reaches unit
+    /// `i`, it asks for the window holding `i` and the one after it when they were not asked
+    /// for yet (`asked`: the first unit not asked for), and lets go of the window two behind.
+    pub(super) fn walk_hint(&self, start: u64, unit: u64, i: u64, count: u64, asked: &mut u64) {
+        if *asked > i + SCAN_WINDOW || !self.bytes.is_mapped() {
+            return;
+        }
+        let from = (*asked).max(i - i % SCAN_WINDOW);
+        let to = count.min(i - i % SCAN_WINDOW + 2 * SCAN_WINDOW);
+        if to > from {
+            self.bytes.will_need((start + from * unit) as usize, ((to - from) * unit) as usize);
+        }
+        if let Some(behind) = (i - i % SCAN_WINDOW).checked_sub(2 * SCAN_WINDOW) {
+            self.bytes.done_with((start + behind * unit) as usize, (SCAN_WINDOW * unit) as usize);
+        }
+        *asked = to;
+    }
+}
+
 /// Blocks (or pages) a sequential scan asks the kernel for at a time: 2 MiB (8 KiB in unit
 /// tests, so that small segments cross many windows).
 const SCAN_WINDOW: u64 = if cfg!(test) { 8 } else { 2048 };
@@ -110,6 +131,13 @@ mod tests {
             assert_eq!(got.len(), want.len());
             assert_eq!(got.into_iter().collect::<std::collections::BTreeSet<_>>(), want);
         }
+        // A batch dense enough to read ahead of its walk (and let go behind it, windows of 8
+        // blocks here): the join's matches are brute force's.
+        let queries: Vec<u64> = fps.iter().step_by(3).enumerate().map(|(i, &f)| f ^ (1 << (i % 64))).collect();
+        let got = crate::batch::batch_query(&seg, &queries, &crate::batch::BatchOptions::new(3)).unwrap();
+        let want: usize = queries.iter().map(|&q| pairs.iter().filter(|&&(g, _)| (g ^ q).count_ones() <= 3).count()).sum();
+        assert!(got.iter().all(|m| (m.query ^ m.fingerprint).count_ones() <= 3));
+        assert_eq!(got.len(), want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
