@@ -94,9 +94,9 @@ pub(crate) fn sort_by_bits(values: &mut Vec<u64>, low: u32, bits: u32) {
             *o = sum;
             sum += x;
         }
-        let shift = low + p * width;
+        let shift = p * width;
         for &v in &src {
-            let d = ((v >> shift) & mask) as usize;
+            let d = ((field(v) >> shift) & mask) as usize;
             dst[c[d]] = v;
             c[d] += 1;
         }
