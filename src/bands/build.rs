@@ -132,10 +132,7 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
                     if let Some(end) = ends.get_mut((v >> 40) as usize) {
                         *end += 1;
                     }
-                }
-                // a chunk of entries at a time, and the pages they filled
-                for chunk in values.chunks(1 << 16) {
-                    pages.push_sorted(chunk, &mut filled);
+                    pages.push(v, &mut filled);
                     for page in filled.drain(..) {
                         put(out, &page)?;
                     }
@@ -216,20 +213,17 @@ impl EntryPages {
         }
     }
 
-    /// Adds gathered entries `values` (`bucket << 40 | ordinal << 8 | tag`, in bucket then
-    /// ordinal order); `out` gets the pages they fill.
-    fn push_sorted(&mut self, values: &[u64], out: &mut Vec<[u8; PAGE_BYTES as usize]>) {
+    /// Adds gathered entry `v` (`bucket << 40 | ordinal << 8 | tag`); `out` gets the pages it fills.
+    fn push(&mut self, v: u64, out: &mut Vec<[u8; PAGE_BYTES as usize]>) {
+        let ordinal = (v >> 8) & 0xffff_ffff;
         match self {
-            EntryPages::Blocks(w) => w.push_sorted(values, out),
+            EntryPages::Blocks(w) => w.push(v >> 40, ordinal, v & 0xff, out),
             EntryPages::Packed { geometry, current, count } => {
-                for &v in values {
-                    let ordinal = (v >> 8) & 0xffff_ffff;
-                    current.push(((v & 0xff) << geometry.ordinal_bits) | ordinal, geometry.entry_bits());
-                    *count += 1;
-                    if *count == geometry.per_page() {
-                        *count = 0;
-                        out.push(seal_page(&current.take()));
-                    }
+                current.push(((v & 0xff) << geometry.ordinal_bits) | ordinal, geometry.entry_bits());
+                *count += 1;
+                if *count == geometry.per_page() {
+                    *count = 0;
+                    out.push(seal_page(&current.take()));
                 }
             }
         }

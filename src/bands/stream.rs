@@ -60,9 +60,9 @@ impl StreamPages {
 pub(crate) struct BlockWriter {
     geometry: Geometry,
     stream: StreamPages,
-    /// The block being gathered, and its entries, packed `bucket << 40 | ordinal << 8 | tag`.
+    /// The block being gathered, and its entries `(bucket, ordinal, tag)`.
     block: u64,
-    entries: Vec<u64>,
+    entries: Vec<(u64, u64, u64)>,
 }
 
 impl BlockWriter {
@@ -70,22 +70,12 @@ impl BlockWriter {
         BlockWriter { geometry, stream: StreamPages::new(), block: 0, entries: Vec::new() }
     }
 
-    /// Adds entries `values` (packed `bucket << 40 | ordinal << 8 | tag`, in bucket then
-    /// ordinal order, after those added before); `out` gets the pages they fill.
-    pub(crate) fn push_sorted(&mut self, values: &[u64], out: &mut Vec<[u8; PAGE_BYTES as usize]>) {
-        let block_of = |v: u64| (v >> 40) / BLOCK_BUCKETS;
-        let mut rest = values;
-        while let Some(&first) = rest.first() {
-            let block = block_of(first);
-            while self.block < block {
-                self.write_block(out);
-            }
-            // the run of this block's entries (sorted: its end by a binary search)
-            let n = rest.partition_point(|&v| block_of(v) == block);
-            let (run, after) = rest.split_at(n.max(1));
-            self.entries.extend_from_slice(run);
-            rest = after;
+    /// Adds an entry of `bucket`; `out` gets the pages it fills.
+    pub(crate) fn push(&mut self, bucket: u64, ordinal: u64, tag: u64, out: &mut Vec<[u8; PAGE_BYTES as usize]>) {
+        while self.block < bucket / BLOCK_BUCKETS {
+            self.write_block(out);
         }
+        self.entries.push((bucket, ordinal, tag));
     }
 
     /// Writes every block not written yet (the band's last), and its last, partial page.
@@ -103,8 +93,7 @@ impl BlockWriter {
         let first = self.block * BLOCK_BUCKETS;
         // (bucket, high) as one number counts the 0s before an entry's 1 in the block
         let mut closed = 0u64;
-        for &v in &self.entries {
-            let (bucket, ordinal) = (v >> 40, (v >> 8) & 0xffff_ffff);
+        for &(bucket, ordinal, _) in &self.entries {
             let key = ((bucket - first) << h) + (ordinal >> low);
             let gap = key - closed;
             // the 0s then the entry's 1, in one push when they fit one
@@ -117,10 +106,8 @@ impl BlockWriter {
             closed = key;
         }
         self.stream.zeros((g.block_buckets(self.block) << h) - closed, out);
-        let (low_mask, width) = ((1u64 << low) - 1, g.entry_bits());
-        for &v in &self.entries {
-            let (ordinal, tag) = ((v >> 8) & 0xffff_ffff, v & 0xff);
-            self.stream.push(tag << low | (ordinal & low_mask), width, out);
+        for &(_, ordinal, tag) in &self.entries {
+            self.stream.push(tag << low | (ordinal & ((1u64 << low) - 1)), g.entry_bits(), out);
         }
         self.entries.clear();
         self.block += 1;
