@@ -46,15 +46,16 @@ pub(crate) fn head_for(segment: &Segment, version: u32) -> Result<Option<BandHea
     let per_group = dir_group_buckets(version);
     let groups = design.buckets().div_ceil(per_group) as usize;
     let mut group_counts: Vec<Vec<u32>> = (0..design.bands).map(|_| vec![0u32; groups]).collect();
-    for sketch in segment.sketches_in_order() {
-        let sketch = sketch?;
-        if is_empty_sketch(sketch) {
-            continue;
-        }
-        banded += 1;
-        for (b, counts) in (0u32..).zip(group_counts.iter_mut()) {
-            if let Some(c) = band_key(sketch, b).and_then(|key| counts.get_mut((u64::from(design.bucket(key)) / per_group) as usize)) {
-                *c += 1;
+    for page in segment.sketch_pages() {
+        for sketch in page?.chunks_exact(width.max(1)) {
+            if is_empty_sketch(sketch) {
+                continue;
+            }
+            banded += 1;
+            for (b, counts) in (0u32..).zip(group_counts.iter_mut()) {
+                if let Some(c) = band_key(sketch, b).and_then(|key| counts.get_mut((u64::from(design.bucket(key)) / per_group) as usize)) {
+                    *c += 1;
+                }
             }
         }
     }
@@ -125,8 +126,8 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
             // Band by band: a band's entries, after its last slice its last page and its
             // directory, then the next band (several bands a pass only with one slice).
             for ((mut values, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
-                // gathered in ordinal order: a stable sort by the bucket (the top 24 bits) keeps it
-                crate::sort::sort_by_top_bits(&mut values, 24);
+                // gathered in ordinal order: a stable sort by the bucket (bits 40 up) keeps it
+                crate::sort::sort_by_bits(&mut values, 40, design.bucket_bits);
                 for &v in &values {
                     if let Some(end) = ends.get_mut((v >> 40) as usize) {
                         *end += 1;
@@ -169,21 +170,28 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
 /// The packed entries of bands `bands` whose bucket is in `buckets`, one vector a band.
 fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Vec<u64>>> {
     let design = head.design;
-    let mut out: Vec<Vec<u64>> = bands.clone().map(|_| Vec::new()).collect();
-    for (ordinal, sketch) in (0u64..).zip(segment.sketches_in_order()) {
-        if ordinal % 4096 == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+    // about the share of the band's entries these buckets hold (uniform band values), and a margin
+    let expected = head.banded.saturating_mul(u64::from(buckets.end - buckets.start)) / design.buckets().max(1);
+    let capacity = (expected + expected / 16 + 1024).min(head.banded) as usize;
+    let mut out: Vec<Vec<u64>> = bands.clone().map(|_| Vec::with_capacity(capacity)).collect();
+    let width = segment.sketch_layout().map_or(1, |(w, _)| w.max(1));
+    let mut ordinal = 0u64;
+    // a page at a time (its sketches in a tight loop), the stop looked at between pages
+    for page in segment.sketch_pages() {
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
             return Err(Error::stopped(segment.path()));
         }
-        let sketch = sketch?;
-        if is_empty_sketch(sketch) {
-            continue;
-        }
-        for (values, b) in out.iter_mut().zip(bands.clone()) {
-            let Some(key) = band_key(sketch, b) else { continue };
-            let bucket = design.bucket(key);
-            if buckets.contains(&bucket) {
-                values.push(u64::from(bucket) << 40 | ordinal << 8 | u64::from(tag(key, head.tag_bits)));
+        for sketch in page?.chunks_exact(width) {
+            if !is_empty_sketch(sketch) {
+                for (values, b) in out.iter_mut().zip(bands.clone()) {
+                    let Some(key) = band_key(sketch, b) else { continue };
+                    let bucket = design.bucket(key);
+                    if buckets.contains(&bucket) {
+                        values.push(u64::from(bucket) << 40 | ordinal << 8 | u64::from(tag(key, head.tag_bits)));
+                    }
+                }
             }
+            ordinal += 1;
         }
     }
     Ok(out)

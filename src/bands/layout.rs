@@ -379,23 +379,24 @@ impl PackedPage {
         PackedPage { bytes: Vec::with_capacity((PAGE_BYTES - PAGE_CRC_BYTES) as usize), bits: 0, acc: 0, pending: 0 }
     }
 
-    /// Appends `width` bits of `v`.
+    /// Appends `width` (at most 64) bits of `v`; whole 64-bit words go to the bytes.
+    #[inline]
     pub fn push(&mut self, v: u64, width: u64) {
+        // `pending` < 64 before, so the bits fit the 128-bit accumulator
         self.acc |= u128::from(v) << self.pending;
         self.pending += width as u32;
         self.bits += width;
-        while self.pending >= 8 {
-            self.bytes.push(self.acc as u8);
-            self.acc >>= 8;
-            self.pending -= 8;
+        if self.pending >= 64 {
+            self.bytes.extend_from_slice(&(self.acc as u64).to_le_bytes());
+            self.acc >>= 64;
+            self.pending -= 64;
         }
     }
 
     /// The page's payload (its last partial byte included), and a fresh page in its place.
     pub fn take(&mut self) -> Vec<u8> {
-        if self.pending > 0 {
-            self.bytes.push(self.acc as u8);
-        }
+        let rest = self.pending.div_ceil(8) as usize;
+        self.bytes.extend_from_slice(self.acc.to_le_bytes().get(..rest).unwrap_or_default());
         let out = std::mem::take(&mut self.bytes);
         *self = PackedPage::new();
         out

@@ -95,8 +95,14 @@ impl BlockWriter {
         let mut closed = 0u64;
         for &(bucket, ordinal, _) in &self.entries {
             let key = ((bucket - first) << h) + (ordinal >> low);
-            self.stream.zeros(key - closed, out);
-            self.stream.push(1, 1, out);
+            let gap = key - closed;
+            // the 0s then the entry's 1, in one push when they fit one
+            if gap < CHUNK {
+                self.stream.push(1 << gap, gap + 1, out);
+            } else {
+                self.stream.zeros(gap, out);
+                self.stream.push(1, 1, out);
+            }
             closed = key;
         }
         self.stream.zeros((g.block_buckets(self.block) << h) - closed, out);

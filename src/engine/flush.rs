@@ -145,8 +145,9 @@ impl Engine {
         let previous_log = w.log.replace(log);
         let design = self.mem_design.clone();
         let frozen = self.current().active.clone();
+        let expected = self.freeze_threshold();
         self.edit_version(|v| {
-            let old = std::mem::replace(&mut v.active, Arc::new(Memtable::new(design, number, self.sketch_width()).with_epoch(epoch)));
+            let old = std::mem::replace(&mut v.active, Arc::new(Memtable::new(design, number, self.sketch_width()).with_epoch(epoch).expecting(expected)));
             // An empty memtable is rotated only to start a later time slice: nothing to flush.
             if old.ops() > 0 {
                 v.frozen.push(old);

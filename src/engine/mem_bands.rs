@@ -22,6 +22,10 @@ use crate::bands::{band_key, is_empty_sketch};
 /// Heads a band starts with (log2).
 const FIRST_BITS: u32 = 12;
 
+/// Most offsets an index is made ready for at once ([`MemBands::expecting`]: 32 MiB of
+/// heads at 16 bands).
+const MAX_EXPECTED: usize = 1 << 20;
+
 /// The multiplier that spreads a band's value over the heads (its top bits are taken).
 const HASH: u32 = 0x9e37_79b1;
 
@@ -42,9 +46,13 @@ pub(crate) struct MemBands {
 }
 
 impl MemBands {
-    /// An empty index of `bands` bands.
-    pub fn new(bands: u32) -> Self {
-        Self { bands, bits: FIRST_BITS, heads: vec![0; (bands as usize) << FIRST_BITS], links: vec![Vec::new(); bands as usize], ..Self::default() }
+    /// An empty index of `bands` bands with heads and links for `offsets` offsets (at most
+    /// [`MAX_EXPECTED`]): a memtable that fills to its freeze threshold then never rebuilds
+    /// its chains as the heads double (which would index every entry about twice more).
+    pub fn expecting(bands: u32, offsets: usize) -> Self {
+        let offsets = offsets.min(MAX_EXPECTED);
+        let bits = MemBands { bits: FIRST_BITS, ..Self::default() }.bits_for(offsets);
+        Self { bands, bits, heads: vec![0; (bands as usize) << bits], links: (0..bands).map(|_| Vec::with_capacity(offsets)).collect(), ..Self::default() }
     }
 
     fn slot(&self, b: u32, key: u32) -> usize {
@@ -152,23 +160,25 @@ mod tests {
         let width = 64;
         for values in [3u32, 50, 5000, u32::MAX - 1] {
             let all = arena(9000, values, 0x2545_f491_4f6c_dd1d ^ u64::from(values));
-            let mut index = MemBands::new(16);
-            // indexed in growing prefixes, as seals do (and through the heads' doublings)
-            for end in [0usize, 1, 700, 701, 4096, 9000] {
-                index.index_to_end(&all[..end * width], width);
-                let query_arena = arena(40, values, 7);
-                for q in query_arena.chunks_exact(width) {
-                    let mut got = Vec::new();
-                    index.candidates(q, &all, width, &mut got);
-                    got.sort_unstable();
-                    got.dedup();
-                    let want: Vec<u32> = (0..end as u32)
-                        .filter(|&o| {
-                            let s = &all[o as usize * width..(o as usize + 1) * width];
-                            !is_empty_sketch(s) && crate::bands::shares_band(q, s, 16)
-                        })
-                        .collect();
-                    assert_eq!(got, want, "values {values}, {end} indexed");
+            for expected in [0usize, 700, 9000] {
+                let mut index = MemBands::expecting(16, expected);
+                // indexed in growing prefixes, as seals do (and through the heads' doublings)
+                for end in [0usize, 1, 700, 701, 4096, 9000] {
+                    index.index_to_end(&all[..end * width], width);
+                    let query_arena = arena(40, values, 7);
+                    for q in query_arena.chunks_exact(width) {
+                        let mut got = Vec::new();
+                        index.candidates(q, &all, width, &mut got);
+                        got.sort_unstable();
+                        got.dedup();
+                        let want: Vec<u32> = (0..end as u32)
+                            .filter(|&o| {
+                                let s = &all[o as usize * width..(o as usize + 1) * width];
+                                !is_empty_sketch(s) && crate::bands::shares_band(q, s, 16)
+                            })
+                            .collect();
+                        assert_eq!(got, want, "values {values}, {end} indexed, {expected} expected");
+                    }
                 }
             }
         }
@@ -176,7 +186,7 @@ mod tests {
 
     #[test]
     fn empty_sketches_are_not_indexed() {
-        let mut index = MemBands::new(16);
+        let mut index = MemBands::expecting(16, 0);
         let all = vec![0u8; 64 * 10];
         index.index_to_end(&all, 64);
         let mut got = Vec::new();

@@ -200,6 +200,9 @@ pub(crate) struct Memtable {
     pub log_number: u64,
     /// The time slice of its inserts, in an index with an expiry window (`expiry`).
     pub epoch: Option<u64>,
+    /// Operations it is expected to hold before it is frozen (its band index is made ready
+    /// for them; 0: grown as it fills).
+    expected_ops: u64,
     data: RwLock<MemData>,
 }
 
@@ -213,12 +216,17 @@ pub(crate) struct MemView<'a> {
 impl Memtable {
     /// An empty memtable; `sketch_width` bytes of sketch per insert (0 for none).
     pub fn new(design: Arc<Design>, log_number: u64, sketch_width: usize) -> Self {
-        Self { design, sketch_width, log_number, epoch: None, data: RwLock::new(MemData::default()) }
+        Self { design, sketch_width, log_number, epoch: None, expected_ops: 0, data: RwLock::new(MemData::default()) }
+    }
+
+    /// The memtable, made ready to hold about `ops` operations.
+    pub fn expecting(self, ops: u64) -> Self {
+        Self { expected_ops: ops, ..self }
     }
 
     /// An empty memtable like this one (what an expired memtable looks like to queries).
     pub fn emptied(&self) -> Self {
-        Self::new(self.design.clone(), self.log_number, self.sketch_width).with_epoch(self.epoch)
+        Self::new(self.design.clone(), self.log_number, self.sketch_width).with_epoch(self.epoch).expecting(self.expected_ops)
     }
 
     /// The memtable stamped with the time slice `epoch` (an index with an expiry window).
@@ -272,7 +280,7 @@ impl Memtable {
             let mut d = self.write_data();
             if let Some(sketches) = sketches.filter(|_| self.sketch_width > 0) {
                 if d.sketch_base.is_none() {
-                    d.bands = MemBands::new(crate::bands::BandDesign::for_segment(1, self.sketch_width).map_or(0, |b| b.bands));
+                    d.bands = MemBands::expecting(crate::bands::BandDesign::for_segment(1, self.sketch_width).map_or(0, |b| b.bands), self.expected_ops as usize);
                 }
                 let base = *d.sketch_base.get_or_insert(seq);
                 let at = (seq.saturating_sub(base) as usize).saturating_mul(self.sketch_width);

@@ -33,7 +33,7 @@ pub(super) struct Pieces {
 
 impl Pieces {
     pub(super) fn new(design: Arc<Design>, sketch_width: usize, piece_ops: u64) -> Self {
-        let filling = Memtable::new(design.clone(), 0, sketch_width);
+        let filling = Memtable::new(design.clone(), 0, sketch_width).expecting(piece_ops);
         Self { design, sketch_width, piece_ops: piece_ops.max(1), full: Vec::new(), filling }
     }
 
@@ -51,7 +51,7 @@ impl Pieces {
     }
 
     fn start(&mut self, number: u64, epoch: Option<u64>) {
-        let next = Memtable::new(self.design.clone(), number, self.sketch_width).with_epoch(epoch);
+        let next = Memtable::new(self.design.clone(), number, self.sketch_width).with_epoch(epoch).expecting(self.piece_ops);
         let done = std::mem::replace(&mut self.filling, next);
         if done.ops() > 0 {
             self.full.push(done);

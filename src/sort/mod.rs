@@ -57,6 +57,57 @@ pub fn sort_by_top_bits(values: &mut Vec<u64>, bits: u32) {
     lsd_by(values, |&v| v, 64 - bits);
 }
 
+/// Stably sorts `values` by their bits `low .. low + bits` only (the bits above are zero or
+/// ignored), in as few LSD passes of at most [`WIDE_DIGIT`] bits as cover them: two for the
+/// 17 to 22 bucket bits of a band file's entries (`crate::bands`), where eight-bit digits
+/// take three.
+pub(crate) fn sort_by_bits(values: &mut Vec<u64>, low: u32, bits: u32) {
+    if bits == 0 || values.len() < 2 {
+        return;
+    }
+    let field = |v: u64| (v >> low) & (u64::MAX >> (64 - bits.min(64)));
+    if values.len() < SMALL {
+        values.sort_by_key(|&v| field(v));
+        return;
+    }
+    let passes = bits.div_ceil(WIDE_DIGIT);
+    let width = bits.div_ceil(passes);
+    let mask = (1u64 << width) - 1;
+    let mut counts = vec![0usize; (passes as usize) << width];
+    for &v in values.iter() {
+        let f = field(v);
+        for (p, c) in (0..passes).zip(counts.chunks_exact_mut(1 << width)) {
+            c[((f >> (p * width)) & mask) as usize] += 1;
+        }
+    }
+    let n = values.len();
+    let mut src = std::mem::take(values);
+    let mut dst = vec![0u64; n];
+    for (p, c) in (0..passes).zip(counts.chunks_exact_mut(1 << width)) {
+        // A digit shared by every value does not reorder anything.
+        if c.contains(&n) {
+            continue;
+        }
+        let mut sum = 0;
+        for o in c.iter_mut() {
+            let x = *o;
+            *o = sum;
+            sum += x;
+        }
+        let shift = p * width;
+        for &v in &src {
+            let d = ((field(v) >> shift) & mask) as usize;
+            dst[c[d]] = v;
+            c[d] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+    }
+    *values = src;
+}
+
+/// Widest digit of [`sort_by_bits`] (2^11 counters: the scatter's destinations stay in cache).
+const WIDE_DIGIT: u32 = 11;
+
 /// Stable LSD radix sort by bits `low..64` of `key`, eight bits per pass from `low` up.
 fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: u32) {
     let digits: Vec<(u32, u64)> = (low..64).step_by(8).map(|shift| (shift, (1u64 << (64 - shift).min(8)) - 1)).collect();
@@ -418,6 +469,29 @@ mod tests {
                 want.sort_by_key(|&y| y >> (64 - bits)); // std's sort_by_key is stable
                 sort_by_top_bits(&mut v, bits);
                 assert_eq!(v, want, "bits {bits} len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn sort_by_bits_is_stable_and_orders_the_field() {
+        let mut x: u64 = 0xbeef;
+        let base: Vec<u64> = (0..50_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            })
+            .collect();
+        for (low, bits) in [(40u32, 1u32), (40, 11), (40, 12), (40, 17), (40, 19), (40, 22), (40, 24), (0, 33), (8, 56), (0, 64)] {
+            for len in [100usize, 50_000] {
+                let mut v = base[..len].to_vec();
+                let mut want = v.clone();
+                let mask = u64::MAX >> (64 - bits);
+                want.sort_by_key(|&y| (y >> low) & mask); // std's sort_by_key is stable
+                sort_by_bits(&mut v, low, bits);
+                assert_eq!(v, want, "low {low} bits {bits} len {len}");
             }
         }
     }

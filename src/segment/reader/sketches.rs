@@ -80,6 +80,21 @@ impl Segment {
         self.sketches_from(0)
     }
 
+    /// The sketch column's pages in table 0's order, each its sketches' bytes (a whole
+    /// number of sketches), its CRC checked (none for a segment without sketches).
+    pub(crate) fn sketch_pages(&self) -> impl Iterator<Item = Result<&[u8]>> + '_ {
+        let column = self.sketches;
+        let pages = column.map_or(0, |c| c.pages(self.entries));
+        (0..pages).filter_map(move |page| {
+            let c = column.as_ref()?;
+            let bytes = self.page(c, page, ColumnKind::Sketches);
+            if bytes.is_ok() {
+                self.scan_hint(c.pages_offset, c.page_stride, page, pages);
+            }
+            Some(bytes)
+        })
+    }
+
     /// The sketches from position `ordinal` in table 0's order.
     pub(crate) fn sketches_from(&self, ordinal: u64) -> impl Iterator<Item = Result<&[u8]>> + '_ {
         let column = self.sketches;
