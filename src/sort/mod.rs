@@ -410,21 +410,21 @@ impl<T: Record> Collector<'_, T> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn sorts_like_the_standard_library() {
-        let mut x: u64 = 0x1234_5678;
-        let mut v: Vec<u64> = (0..100_000)
-            .map(|i| {
+    /// `n` successive states of a xorshift64 generator started at `seed`: the tests' inputs.
+    fn xorshift(mut x: u64, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                if i % 7 == 0 {
-                    x & 0xffff
-                } else {
-                    x
-                }
+                x
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn sorts_like_the_standard_library() {
+        let mut v: Vec<u64> = xorshift(0x1234_5678, 100_000).into_iter().enumerate().map(|(i, x)| if i % 7 == 0 { x & 0xffff } else { x }).collect();
         let mut want = v.clone();
         want.sort_unstable();
         sort_u64(&mut v);
@@ -436,15 +436,7 @@ mod tests {
 
     #[test]
     fn pairs_sort_by_fingerprint_then_id() {
-        let mut x: u64 = 3;
-        let mut pairs: Vec<(u64, u64)> = (0..20_000u64)
-            .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 5000, if i % 3 == 0 { x >> 3 } else { i })
-            })
-            .collect();
+        let mut pairs: Vec<(u64, u64)> = xorshift(3, 20_000).into_iter().zip(0u64..).map(|(x, i)| (x % 5000, if i % 3 == 0 { x >> 3 } else { i })).collect();
         let mut want = pairs.clone();
         want.sort_unstable();
         sort_pairs(&mut pairs);
@@ -453,15 +445,7 @@ mod tests {
 
     #[test]
     fn sort_by_top_bits_is_stable_and_orders_the_key() {
-        let mut x: u64 = 0xfeed;
-        let base: Vec<u64> = (0..50_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            })
-            .collect();
+        let base = xorshift(0xfeed, 50_000);
         for bits in [1u32, 7, 8, 12, 16, 25, 26, 33, 48, 63, 64] {
             for len in [100usize, 50_000] {
                 let mut v = base[..len].to_vec();
@@ -475,15 +459,7 @@ mod tests {
 
     #[test]
     fn sort_by_bits_is_stable_and_orders_the_field() {
-        let mut x: u64 = 0xbeef;
-        let base: Vec<u64> = (0..50_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            })
-            .collect();
+        let base = xorshift(0xbeef, 50_000);
         for (low, bits) in [(40u32, 1u32), (40, 11), (40, 12), (40, 17), (40, 19), (40, 22), (40, 24), (0, 33), (8, 56), (0, 64)] {
             for len in [100usize, 50_000] {
                 let mut v = base[..len].to_vec();
