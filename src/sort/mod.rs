@@ -28,7 +28,7 @@ pub fn sort_u64(values: &mut Vec<u64>) {
         values.sort_unstable();
         return;
     }
-    lsd_by(values, |&v| v, 0);
+    lsd_by(values, |&v| v, 0, 64, 8);
 }
 
 /// Sorts `(fingerprint, id)` pairs ascending (by fingerprint, then id).
@@ -39,9 +39,9 @@ pub fn sort_pairs(pairs: &mut Vec<(u64, u64)>) {
     }
     // LSD: by id, then stably by fingerprint. Ids usually arrive in order: skip that pass.
     if !pairs.windows(2).all(|w| w[0].1 <= w[1].1) {
-        lsd_by(pairs, |p| p.1, 0);
+        lsd_by(pairs, |p| p.1, 0, 64, 8);
     }
-    lsd_by(pairs, |p| p.0, 0);
+    lsd_by(pairs, |p| p.0, 0, 64, 8);
 }
 
 /// Stably sorts `values` by their top `bits` bits only. Used to derive a permuted table's
@@ -54,7 +54,7 @@ pub fn sort_by_top_bits(values: &mut Vec<u64>, bits: u32) {
         values.sort_by_key(|&v| v >> (64 - bits));
         return;
     }
-    lsd_by(values, |&v| v, 64 - bits);
+    lsd_by(values, |&v| v, 64 - bits, bits, 8);
 }
 
 /// Stably sorts `values` by their bits `low .. low + bits` only (the bits above are zero or
@@ -70,20 +70,30 @@ pub(crate) fn sort_by_bits(values: &mut Vec<u64>, low: u32, bits: u32) {
         values.sort_by_key(|&v| field(v));
         return;
     }
-    let passes = bits.div_ceil(WIDE_DIGIT);
+    lsd_by(values, |&v| v, low, bits, WIDE_DIGIT);
+}
+
+/// Widest digit of [`sort_by_bits`] (2^11 counters: the scatter's destinations stay in cache).
+const WIDE_DIGIT: u32 = 11;
+
+/// Stable LSD radix sort by bits `low .. low + bits` of `key` (the bits above ignored), in as
+/// few passes of at most `digit` bits as cover them.
+fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: u32, bits: u32, digit: u32) {
+    let passes = bits.div_ceil(digit);
     let width = bits.div_ceil(passes);
-    let mask = (1u64 << width) - 1;
+    let digits: Vec<(u32, u64)> = (0..passes).map(|p| (low + p * width, u64::MAX >> (64 - width.min(bits - p * width)))).collect();
+    // One pass over the data counts every digit at once.
     let mut counts = vec![0usize; (passes as usize) << width];
-    for &v in values.iter() {
-        let f = field(v);
-        for (p, c) in (0..passes).zip(counts.chunks_exact_mut(1 << width)) {
-            c[((f >> (p * width)) & mask) as usize] += 1;
+    for v in values.iter() {
+        let k = key(v);
+        for (c, &(shift, mask)) in counts.chunks_exact_mut(1 << width).zip(&digits) {
+            c[((k >> shift) & mask) as usize] += 1;
         }
     }
     let n = values.len();
     let mut src = std::mem::take(values);
-    let mut dst = vec![0u64; n];
-    for (p, c) in (0..passes).zip(counts.chunks_exact_mut(1 << width)) {
+    let mut dst = vec![T::default(); n];
+    for (c, &(shift, mask)) in counts.chunks_exact_mut(1 << width).zip(&digits) {
         // A digit shared by every value does not reorder anything.
         if c.contains(&n) {
             continue;
@@ -94,49 +104,10 @@ pub(crate) fn sort_by_bits(values: &mut Vec<u64>, low: u32, bits: u32) {
             *o = sum;
             sum += x;
         }
-        let shift = p * width;
-        for &v in &src {
-            let d = ((field(v) >> shift) & mask) as usize;
-            dst[c[d]] = v;
-            c[d] += 1;
-        }
-        std::mem::swap(&mut src, &mut dst);
-    }
-    *values = src;
-}
-
-/// Widest digit of [`sort_by_bits`] (2^11 counters: the scatter's destinations stay in cache).
-const WIDE_DIGIT: u32 = 11;
-
-/// Stable LSD radix sort by bits `low..64` of `key`, eight bits per pass from `low` up.
-fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: u32) {
-    let digits: Vec<(u32, u64)> = (low..64).step_by(8).map(|shift| (shift, (1u64 << (64 - shift).min(8)) - 1)).collect();
-    // One pass over the data counts every digit at once.
-    let mut counts = vec![[0usize; 256]; digits.len()];
-    for v in values.iter() {
-        let k = key(v);
-        for (c, &(shift, mask)) in counts.iter_mut().zip(&digits) {
-            c[((k >> shift) & mask) as usize] += 1;
-        }
-    }
-    let n = values.len();
-    let mut src = std::mem::take(values);
-    let mut dst = vec![T::default(); n];
-    for (c, &(shift, mask)) in counts.iter().zip(&digits) {
-        // A digit shared by every value does not reorder anything.
-        if c.contains(&n) {
-            continue;
-        }
-        let mut offsets = [0usize; 256];
-        let mut sum = 0;
-        for (o, &x) in offsets.iter_mut().zip(c.iter()) {
-            *o = sum;
-            sum += x;
-        }
         for v in &src {
-            let b = ((key(v) >> shift) & mask) as usize;
-            dst[offsets[b]] = *v;
-            offsets[b] += 1;
+            let d = ((key(v) >> shift) & mask) as usize;
+            dst[c[d]] = *v;
+            c[d] += 1;
         }
         std::mem::swap(&mut src, &mut dst);
     }
