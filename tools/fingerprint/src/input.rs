@@ -258,7 +258,17 @@ impl JsonDoc {
         Some(JsonDoc::parse(&text, line, replaced))
     }
 
-    fn parse(text: &str, line: u64, replaced_utf8: u64) -> Result<JsonDoc, Error> {
+    pub(crate) fn parse(text: &str, line: u64, replaced_utf8: u64) -> Result<JsonDoc, Error> {
+        // the common record without a JSON tree; any other line as serde_json reads it
+        if let Some((id, body)) = crate::json_record::plain_record(text) {
+            return Ok(JsonDoc { id, body, line, replaced_utf8 });
+        }
+        JsonDoc::parse_value(text, line, replaced_utf8)
+    }
+
+    /// [`JsonDoc::parse`] by serde_json's tree: every line's reading (and what
+    /// `json_record` is checked against).
+    pub(crate) fn parse_value(text: &str, line: u64, replaced_utf8: u64) -> Result<JsonDoc, Error> {
         let err = |message: String| Error::JsonLine { line, message };
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?;
         let serde_json::Value::Object(mut obj) = value else {

@@ -40,6 +40,8 @@ mod html;
 simdex::internal_mod!(idf);
 mod idf_parts;
 mod input;
+#[cfg(feature = "jsonl")]
+mod json_record;
 pub mod many;
 mod normalize;
 mod options;
