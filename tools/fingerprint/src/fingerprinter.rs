@@ -113,9 +113,10 @@ struct Batch {
 /// Words per batch.
 const BATCH: usize = 1024;
 
-/// Numbered features resolved together ([`Fingerprinter::fingerprint_numbered`]): enough
-/// cache misses in flight to fill the memory system.
-const RESOLVE_BATCH: usize = 16;
+/// How far ahead of the numbered feature resolved the vocabulary entry of a later one is
+/// prefetched ([`Fingerprinter::fingerprint_numbered`]): enough cache misses in flight, all
+/// the time, to fill the memory system.
+const RESOLVE_AHEAD: usize = 32;
 
 impl Batch {
     /// Turns the batched words into features and adds them to `acc`.
@@ -286,19 +287,19 @@ impl Fingerprinter {
         let (mut distinct, mut weights) = std::mem::take(&mut self.resolved);
         distinct.clear();
         weights.clear();
-        // the vocabulary is read at random: the entries of a batch are asked for first, so
-        // that their cache misses overlap
-        for batch in numbers.chunks(RESOLVE_BATCH) {
-            for &n in batch {
-                if let Some(e) = entries.get(n as usize) {
-                    crate::feature_map::prefetch((e as *const (u64, u32)).cast());
-                }
+        // the vocabulary is read at random: each entry is asked for RESOLVE_AHEAD features
+        // before it is read, so that the cache misses overlap
+        let prefetch = |n: Option<&u32>| {
+            if let Some(e) = n.and_then(|&n| entries.get(n as usize)) {
+                crate::feature_map::prefetch((e as *const (u64, u32)).cast());
             }
-            for &n in batch {
-                let &(h, w) = entries.get(n as usize).ok_or_else(beyond)?;
-                distinct.push(h);
-                weights.push(w);
-            }
+        };
+        numbers.iter().take(RESOLVE_AHEAD).for_each(|n| prefetch(Some(n)));
+        for (i, &n) in numbers.iter().enumerate() {
+            prefetch(numbers.get(i + RESOLVE_AHEAD));
+            let &(h, w) = entries.get(n as usize).ok_or_else(beyond)?;
+            distinct.push(h);
+            weights.push(w);
         }
         // the weights looked up once hold for this fingerprinter's table only
         let same_table = match (&self.idf, &vocabulary.idf) {

@@ -84,18 +84,14 @@ impl<'a> Scan<'a> {
 
     /// Where the next `"`, `\` or control character is, from `at` on.
     fn special(&self) -> Option<usize> {
-        const LANES: usize = 32;
-        let b = self.bytes();
-        let mut i = self.at;
-        let is_special = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
-        // whole blocks tested without branches first (the compiler vectorizes the fold)
-        while i + LANES <= b.len() {
-            if b[i..i + LANES].iter().fold(false, |any, &c| any | is_special(c)) {
-                break;
-            }
-            i += LANES;
-        }
-        b[i..].iter().position(|&c| is_special(c)).map(|k| i + k)
+        let rest = &self.bytes()[self.at..];
+        // the quote or backslash by SIMD search, then the run before it tested for control
+        // characters without a branch a byte (the compiler vectorizes the fold)
+        let end = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+        let run = &rest[..end];
+        let control = run.iter().fold(false, |any, &c| any | (c < 0x20));
+        let k = if control { run.iter().position(|&c| c < 0x20)? } else { end };
+        (k < rest.len()).then_some(self.at + k)
     }
 
     /// A key: a string without escapes.
@@ -113,8 +109,11 @@ impl<'a> Scan<'a> {
     /// A string, its escapes decoded.
     fn string(&mut self) -> Option<String> {
         self.expect(b'"')?;
-        // the decoded string is at most as long as its JSON form
-        let mut out = String::with_capacity(self.special().map_or(0, |end| end - self.at));
+        // the decoded string is at most as long as its JSON form: up to the first quote not
+        // escaped (one after an even run of backslashes)
+        let rest = &self.bytes()[self.at..];
+        let raw = memchr::memchr_iter(b'"', rest).find(|&q| rest[..q].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 0);
+        let mut out = String::with_capacity(raw.unwrap_or(0));
         loop {
             let end = self.special()?;
             // `end` is at an ASCII byte, so a character boundary
