@@ -260,7 +260,8 @@ impl JsonDoc {
 
     pub(crate) fn parse(text: &str, line: u64, replaced_utf8: u64) -> Result<JsonDoc, Error> {
         // the common record without a JSON tree; any other line as serde_json reads it
-        if let Some((id, body)) = crate::json_record::plain_record(text) {
+        if let Some((id, html, body)) = crate::json_record::plain_record(text) {
+            let body = if html { Body::Html(body) } else { Body::Text(body) };
             return Ok(JsonDoc { id, body, line, replaced_utf8 });
         }
         JsonDoc::parse_value(text, line, replaced_utf8)
@@ -377,6 +378,55 @@ mod tests {
         assert!(matches!(stream_all(b"abc\xffdef", InvalidUtf8::Refuse), Err(Error::InvalidUtf8 { offset: 3 })));
         assert!(matches!(stream_all(b"abcd\xe4\xbd", InvalidUtf8::Refuse), Err(Error::InvalidUtf8 { offset: 4 })));
         assert!(matches!(decode_utf8(b"ab\x80", InvalidUtf8::Refuse), Err(Error::InvalidUtf8 { offset: 2 })));
+    }
+
+    /// Every line reads to the document, or fails with the error to the word, that
+    /// serde_json's tree gives (`json_record`'s own tests check its reading against
+    /// serde_json's on generated records).
+    #[cfg(feature = "jsonl")]
+    #[test]
+    fn json_lines_read_as_by_the_tree() {
+        let long = format!("{{\"id\":\"l\",\"text\":\"{}\\u00e9\\\"\\ud83d\\ude00\"}}", "word ".repeat(300));
+        for line in [
+            r#"{"id": "d1", "text": ""}"#,
+            r#"{"id": "x", "html": "<p>caf\u00e9</p>"}"#,
+            &long,
+            r#"{"id": 7, "text": "a"}"#,
+            r#"{"id": 7.5e3, "text": "a"}"#,
+            r#"{"id": "a", "text": "b", "lang": "en"}"#,
+            r#"{"id": "a", "text": "b", "id": "c"}"#,
+            r#"{"id": "a", "text": "b", "html": "c"}"#,
+            r#"{"id": "a", "text": null}"#,
+            r#"{"id": "a"}"#,
+            r#"{"text": "a"}"#,
+            r#"{"id": "a", "text": "b",}"#,
+            r#"{"id": "a", "text": "b"} x"#,
+            r#"{"id": "a", "text": "\ud800"}"#,
+            r#"{"id": "a", "text": "\q"}"#,
+            "{\"id\": \"a\", \"text\": \"tab\there\"}",
+            r#"["id", "text"]"#,
+            "{}",
+            "{",
+        ] {
+            let doc = |r: Result<JsonDoc, Error>| r.map_err(|e| e.to_string());
+            assert_eq!(doc(JsonDoc::parse(line, 3, 1)), doc(JsonDoc::parse_value(line, 3, 1)), "{line:?}");
+        }
+    }
+
+    #[cfg(feature = "jsonl")]
+    /// Invalid UTF-8: refused with the line's number and the byte's offset, or replaced by
+    /// U+FFFD (counted) before the line is read, on either path.
+    #[test]
+    fn invalid_utf8_is_refused_with_the_line_or_replaced() {
+        for line in [&b"{\"id\": \"a\", \"text\": \"x \xff y\"}\n"[..], b"{\"id\": \"a\", \"n\": 1, \"text\": \"x \xff y\"}"] {
+            let refused = JsonDoc::from_line(line, 12, InvalidUtf8::Refuse).map(|r| r.map_err(|e| e.to_string()));
+            let at = line.iter().position(|&b| b == 0xff).unwrap_or_default();
+            assert_eq!(refused, Some(Err(format!("line 12: invalid UTF-8 at byte {at} of the line"))));
+            let replaced = JsonDoc::from_line(line, 12, InvalidUtf8::Replace).map(|r| r.map_err(|e| e.to_string()));
+            let want = JsonDoc { id: "a".into(), body: Body::Text("x \u{FFFD} y".into()), line: 12, replaced_utf8: 1 };
+            assert_eq!(replaced, Some(Ok(want)));
+        }
+        assert!(JsonDoc::from_line(b" \t\r\n", 2, InvalidUtf8::Refuse).is_none());
     }
 
     #[cfg(feature = "jsonl")]

@@ -11,11 +11,9 @@
 // Indexing: positions are checked against the line's length before each read.
 #![allow(clippy::indexing_slicing)]
 
-use crate::input::Body;
-
-/// The id and body of `line` when it is a plain record (see the module's comment), `None`
-/// otherwise.
-pub(crate) fn plain_record(line: &str) -> Option<(String, Body)> {
+/// The id, whether the body is `html` (else `text`), and the body of `line` when it is a
+/// plain record (see the module's comment); `None` otherwise.
+pub(crate) fn plain_record(line: &str) -> Option<(String, bool, String)> {
     let mut p = Scan { s: line, at: 0 };
     p.whitespace();
     p.expect(b'{')?;
@@ -47,12 +45,12 @@ pub(crate) fn plain_record(line: &str) -> Option<(String, Body)> {
     if p.at != line.len() {
         return None;
     }
-    let body = match (text, html) {
-        (Some(t), None) => Body::Text(t),
-        (None, Some(h)) => Body::Html(h),
+    let (html, body) = match (text, html) {
+        (Some(t), None) => (false, t),
+        (None, Some(h)) => (true, h),
         _ => return None,
     };
-    Some((id?, body))
+    Some((id?, html, body))
 }
 
 struct Scan<'a> {
@@ -176,28 +174,25 @@ mod tests {
 
     /// The oracle: serde_json's reading of the line as the record it is (`None`: not a
     /// record with a string id and exactly one of text and html, all strings).
-    fn by_serde(line: &str) -> Option<(String, Body)> {
+    fn by_serde(line: &str) -> Option<(String, bool, String)> {
         let serde_json::Value::Object(mut obj) = serde_json::from_str(line).ok()? else { return None };
         let id = match obj.remove("id")? {
             serde_json::Value::String(s) => s,
             _ => return None,
         };
         match (obj.remove("text"), obj.remove("html")) {
-            (Some(serde_json::Value::String(t)), None) => Some((id, Body::Text(t))),
-            (None, Some(serde_json::Value::String(h))) => Some((id, Body::Html(h))),
+            (Some(serde_json::Value::String(t)), None) => Some((id, false, t)),
+            (None, Some(serde_json::Value::String(h))) => Some((id, true, h)),
             _ => None,
         }
     }
 
     /// What this reader reads it must read as serde_json does; what it leaves may be
     /// anything.
-    /// The document (or the error, to the word) is the one serde_json's tree gives.
     fn agrees(line: &str) {
         if let Some(fast) = plain_record(line) {
             assert_eq!(Some(fast), by_serde(line), "{line:?}");
         }
-        let doc = |r: Result<crate::JsonDoc, crate::Error>| r.map_err(|e| e.to_string());
-        assert_eq!(doc(crate::JsonDoc::parse(line, 3, 1)), doc(crate::JsonDoc::parse_value(line, 3, 1)), "{line:?}");
     }
 
     /// A JSON string's body for `s`, each character written one of the ways JSON allows
@@ -268,8 +263,7 @@ mod tests {
             let body_member = format!("\"{field}\"{}:{}\"{}\"", ws[2], ws[3], encode(&body, &style));
             let (a, b) = if id_first { (id_member, body_member) } else { (body_member, id_member) };
             let line = format!("{}{{{}{a}{},{}{b}{}}}{}", ws[4], ws[5], ws[6], ws[5], ws[4], ws[6]);
-            let want = if html { Body::Html(body) } else { Body::Text(body) };
-            prop_assert_eq!(plain_record(&line), Some((id, want)), "{:?}", line);
+            prop_assert_eq!(plain_record(&line), Some((id, html, body)), "{:?}", line);
             agrees(&line);
         }
 
@@ -328,29 +322,13 @@ mod tests {
         }
     }
 
-    /// Invalid UTF-8: refused with the line's number and the byte's offset, or replaced by
-    /// U+FFFD (counted) before the line is read, on either path.
-    #[test]
-    fn invalid_utf8_is_refused_with_the_line_or_replaced() {
-        use crate::{InvalidUtf8, JsonDoc};
-        for line in [&b"{\"id\": \"a\", \"text\": \"x \xff y\"}\n"[..], b"{\"id\": \"a\", \"n\": 1, \"text\": \"x \xff y\"}"] {
-            let refused = JsonDoc::from_line(line, 12, InvalidUtf8::Refuse).map(|r| r.map_err(|e| e.to_string()));
-            let at = line.iter().position(|&b| b == 0xff).unwrap_or_default();
-            assert_eq!(refused, Some(Err(format!("line 12: invalid UTF-8 at byte {at} of the line"))));
-            let replaced = JsonDoc::from_line(line, 12, InvalidUtf8::Replace).map(|r| r.map_err(|e| e.to_string()));
-            let want = JsonDoc { id: "a".into(), body: Body::Text("x \u{FFFD} y".into()), line: 12, replaced_utf8: 1 };
-            assert_eq!(replaced, Some(Ok(want)));
-        }
-        assert!(JsonDoc::from_line(b" \t\r\n", 2, InvalidUtf8::Refuse).is_none());
-    }
-
     /// The common line and the empty text.
     #[test]
     fn plain_records() {
-        assert_eq!(plain_record("{\"id\": \"d1\", \"text\": \"\"}\n"), Some(("d1".into(), Body::Text(String::new()))));
-        assert_eq!(plain_record(r#"{"id":"x","html":"<p>caf\u00e9 \"q\" \ud83d\ude00 a\/b</p>"}"#), Some(("x".into(), Body::Html("<p>café \"q\" 😀 a/b</p>".into()))));
+        assert_eq!(plain_record("{\"id\": \"d1\", \"text\": \"\"}\n"), Some(("d1".into(), false, String::new())));
+        assert_eq!(plain_record(r#"{"id":"x","html":"<p>caf\u00e9 \"q\" \ud83d\ude00 a\/b</p>"}"#), Some(("x".into(), true, "<p>café \"q\" 😀 a/b</p>".into())));
         let long = "word ".repeat(100) + "\\n" + &"é".repeat(50);
         agrees(&format!("{{\"id\":\"l\",\"text\":\"{long}\"}}"));
-        assert_eq!(plain_record(&format!("{{\"id\":\"l\",\"text\":\"{long}\"}}")).map(|r| r.1), Some(Body::Text("word ".repeat(100) + "\n" + &"é".repeat(50))));
+        assert_eq!(plain_record(&format!("{{\"id\":\"l\",\"text\":\"{long}\"}}")).map(|r| r.2), Some("word ".repeat(100) + "\n" + &"é".repeat(50)));
     }
 }
