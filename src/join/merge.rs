@@ -201,21 +201,20 @@ fn join_range<T: Record>(tables: &impl Tables, t: usize, range: PrefixRange, que
     if queries.is_empty() {
         return Ok(());
     }
-    // the groups the queries land in: a table large against the batch is read only there
-    let mut wanted: Vec<u64> = queries.iter().map(|&q| prefix(q, p)).collect();
-    wanted.dedup();
-    let mut qi = 0usize;
-    tables.for_each_wanted_group(t, range, &wanted, |pv, entries| {
-        // Queries are sorted by the same permutation: advance to this group's queries.
-        while qi < queries.len() && prefix(queries[qi], p) < pv {
-            qi += 1;
+    // the groups the queries land in (a table large against the batch is read only there),
+    // and where each one's queries start
+    let mut wanted: Vec<u64> = Vec::new();
+    let mut starts: Vec<usize> = Vec::new();
+    for (i, &q) in queries.iter().enumerate() {
+        if wanted.last() != Some(&prefix(q, p)) {
+            wanted.push(prefix(q, p));
+            starts.push(i);
         }
-        let qs = &queries[qi..];
-        let n = qs.iter().take_while(|&&q| prefix(q, p) == pv).count();
-        if n == 0 {
-            return;
-        }
-        cross_pairs(&qs[..n], entries, k, &mut |q, v| {
+    }
+    starts.push(queries.len());
+    tables.for_each_wanted_group(t, range, &wanted, |wi, entries| {
+        let qs = &queries[starts[wi]..starts[wi + 1]];
+        cross_pairs(qs, entries, k, &mut |q, v| {
             if earlier.iter().all(|&m| perm.invert(q ^ v) & m != 0) {
                 if let Some(x) = make(perm.invert(q), perm.invert(v)) {
                     out.push(x);

@@ -42,13 +42,13 @@ pub(crate) trait Tables: Sync {
         Ok(())
     }
 
-    /// [`Self::for_each_group`], free to leave out the groups whose prefix is not in
-    /// `wanted` (sorted, distinct, within `range`): every wanted group is passed whole, others
-    /// may be passed whole, in part or not at all. A segment decodes only the blocks holding a
-    /// wanted group, so a batch small against a table reads the blocks its queries land in.
-    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(u64, &[u64])) -> Result<()> {
-        let _ = wanted;
-        self.for_each_group(t, range, group)
+    /// The prefix groups of table `t` whose prefix is in `wanted` (sorted, distinct, within
+    /// `range`): `group` gets each one's position in `wanted` and its entries (permuted,
+    /// sorted, duplicates kept), each group whole and once, in no set order (a wanted prefix
+    /// with no entries is not passed). A segment decodes only the blocks holding a wanted
+    /// group, so a batch small against a table reads the blocks its queries land in.
+    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(usize, &[u64])) -> Result<()> {
+        self.for_each_group(t, range, only_wanted(wanted, group))
     }
 
     /// True when the entries have document ids.
@@ -112,10 +112,10 @@ impl Tables for Segment {
         Ok(())
     }
 
-    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(u64, &[u64])) -> Result<()> {
+    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(usize, &[u64])) -> Result<()> {
         let p = self.tables()[t].design().prefix_bits;
         if p == 0 || p == 64 {
-            return self.for_each_group(t, range, group);
+            return self.for_each_group(t, range, only_wanted(wanted, group));
         }
         // only the wanted groups, sought block by block (`wanted` lies within `range`)
         self.for_each_wanted_prefix(t, wanted, group)
@@ -297,7 +297,7 @@ impl Tables for Part<'_> {
         }
     }
 
-    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(u64, &[u64])) -> Result<()> {
+    fn for_each_wanted_group(&self, t: usize, range: PrefixRange, wanted: &[u64], group: impl FnMut(usize, &[u64])) -> Result<()> {
         match self {
             Part::Segment(s) => s.for_each_wanted_group(t, range, wanted, group),
             Part::Sorted(m) => m.for_each_wanted_group(t, range, wanted, group),
@@ -341,6 +341,20 @@ impl IdMap {
         match self.fps.binary_search(&fp) {
             Ok(i) => &self.ids[self.starts[i] as usize..self.starts[i + 1] as usize],
             Err(_) => &[],
+        }
+    }
+}
+
+/// `group` of the wanted groups among groups passed in prefix order: each wanted one with its
+/// position in `wanted` (sorted, distinct).
+fn only_wanted<'w>(wanted: &'w [u64], mut group: impl FnMut(usize, &[u64]) + 'w) -> impl FnMut(u64, &[u64]) + 'w {
+    let mut wi = 0usize;
+    move |pv, entries| {
+        while wi < wanted.len() && wanted[wi] < pv {
+            wi += 1;
+        }
+        if wi < wanted.len() && wanted[wi] == pv {
+            group(wi, entries);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! asked for before any is decoded, then the blocks are decoded together, one entry of each
 //! lane per round, so that the CPU overlaps the tables' serial decoding chains. Tables
 //! beyond [`PREFETCH_TABLES`], and segments whose tables mix codecs, are probed one by one
-//! (`probe`).
+//! (`probe`). [`in_turn`] is the round loop, which the batch join's walks (`wanted`) share.
 
 use crate::codec::{Codec, Cursor, DeltaGaps, Gaps, XorGaps, BLOCK_BYTES};
 use crate::error::Result;
@@ -103,36 +103,27 @@ impl Segment {
     /// Advances every lane one entry per round until all are done.
     #[inline(always)]
     fn run_lanes<'s, G: Gaps>(&'s self, lanes: &mut [Option<Lane<'s>>], k: u32, found: &mut Vec<u64>) -> Result<()> {
-        loop {
-            let mut active = false;
-            for lane in lanes.iter_mut().flatten() {
-                if lane.done {
-                    continue;
-                }
-                active = true;
-                if lane.cursor.as_ref().is_none_or(|c| c.remaining() == 0) {
-                    self.next_block(lane, k, found)?;
-                    continue;
-                }
-                let Some(cursor) = lane.cursor.as_mut() else { continue };
-                let v = if lane.seeking {
-                    match cursor.seek_step::<G>(lane.lo, lane.low_bits, &mut lane.top) {
-                        Ok(Some(v)) => {
-                            lane.seeking = false;
-                            v
-                        }
-                        Ok(None) => continue,
-                        Err(e) => return Err(self.block_error(lane.t, lane.b, e)),
+        in_turn(lanes, |lane| lane.as_ref().is_none_or(|l| l.done), |lane| {
+            let Some(lane) = lane.as_mut() else { return Ok(()) };
+            if lane.cursor.as_ref().is_none_or(|c| c.remaining() == 0) {
+                return self.next_block(lane, k, found);
+            }
+            let Some(cursor) = lane.cursor.as_mut() else { return Ok(()) };
+            let v = if lane.seeking {
+                match cursor.seek_step::<G>(lane.lo, lane.low_bits, &mut lane.top) {
+                    Ok(Some(v)) => {
+                        lane.seeking = false;
+                        v
                     }
-                } else {
-                    cursor.next::<G>().map_err(|e| self.block_error(lane.t, lane.b, e))?
-                };
-                lane.check(v, k, found);
-            }
-            if !active {
-                return Ok(());
-            }
-        }
+                    Ok(None) => return Ok(()),
+                    Err(e) => return Err(self.block_error(lane.t, lane.b, e)),
+                }
+            } else {
+                cursor.next::<G>().map_err(|e| self.block_error(lane.t, lane.b, e))?
+            };
+            lane.check(v, k, found);
+            Ok(())
+        })
     }
 
     /// A lane whose block is decoded: on to the next block if the run may go on there.
@@ -237,6 +228,26 @@ impl Segment {
             }
         }
         Ok(())
+    }
+}
+
+/// Advances each of `lanes` (serial decoding chains: a table's probe, a walk over a table's
+/// blocks) by one `step` per round until `done` says each is done, so that the CPU overlaps
+/// the chains instead of running them one after the other; the first error.
+#[inline(always)]
+pub(super) fn in_turn<L>(lanes: &mut [L], done: impl Fn(&L) -> bool, mut step: impl FnMut(&mut L) -> Result<()>) -> Result<()> {
+    loop {
+        let mut active = false;
+        for lane in lanes.iter_mut() {
+            if done(lane) {
+                continue;
+            }
+            active = true;
+            step(lane)?;
+        }
+        if !active {
+            return Ok(());
+        }
     }
 }
 

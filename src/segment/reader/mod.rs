@@ -16,8 +16,9 @@
 //! - `sketches`: the sketch column by document.
 //! - `probe`: one table's probe, decoded on its own.
 //! - `seek_hints`: where a seek inside an XOR block may start.
-//! - `wanted`: the prefix groups a batch join wants from a table, sought block by block.
 //! - `lanes`: the interleaved probe of many tables, one entry of each per round.
+//! - `wanted`: the prefix groups a batch join wants from a table, sought block by block by
+//!   several walks in turn.
 //! - `query`: a query's answer, dispatched on the CPU's instruction set.
 //!
 //! It does not write segments (`writer`); verifying every byte and salvaging damaged ones

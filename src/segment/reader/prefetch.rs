@@ -55,8 +55,10 @@ impl Segment {
     /// [`Self::scan_hint`] for a walk that may jump ahead (a batch join over the blocks its
     /// queries land in, dense enough to read most of them): called as the walk reaches unit
     /// `i`, it asks for the window holding `i` and the one after it when they were not asked
-    /// for yet (`asked`: the first unit not asked for), and lets go of the window two behind.
-    pub(super) fn walk_hint(&self, start: u64, unit: u64, i: u64, count: u64, asked: &mut u64) {
+    /// for yet (`asked`: the first unit not asked for), and lets go of the window two behind
+    /// when the walk (which started at unit `first`) passed it: the windows before `first`
+    /// are another walk's.
+    pub(super) fn walk_hint(&self, start: u64, unit: u64, i: u64, count: u64, first: u64, asked: &mut u64) {
         if *asked > i + SCAN_WINDOW || !self.bytes.is_mapped() {
             return;
         }
@@ -65,7 +67,7 @@ impl Segment {
         if to > from {
             self.bytes.will_need((start + from * unit) as usize, ((to - from) * unit) as usize);
         }
-        if let Some(behind) = (i - i % SCAN_WINDOW).checked_sub(2 * SCAN_WINDOW) {
+        if let Some(behind) = (i - i % SCAN_WINDOW).checked_sub(2 * SCAN_WINDOW).filter(|&b| b >= first) {
             self.bytes.done_with((start + behind * unit) as usize, (SCAN_WINDOW * unit) as usize);
         }
         *asked = to;
