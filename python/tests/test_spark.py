@@ -98,7 +98,7 @@ def planted_versions(path, pairs=200, words=200, most_changed=8, seed=7):
     write_jsonl(path, records)
 
 
-def test_band_candidates_and_the_second_look_give_simdex_dedups_pairs(spark, cli, tmp_path, capsys):
+def test_band_candidates_and_the_second_look_give_simdex_dedups_pairs(spark, cli, tmp_path, capsys, monkeypatch):
     """Pairs beyond k found by a shared sketch band, and pairs whose estimate is within the
     sketch's noise of the threshold decided by exact Jaccard: simdex.spark's pairs (and their
     similarities) equal simdex dedup's, line for line."""
@@ -115,6 +115,14 @@ def test_band_candidates_and_the_second_look_give_simdex_dedups_pairs(spark, cli
     err = capsys.readouterr().err
     assert f"of them {beyond.group(1)} beyond k" in err, err
     assert f"second look (exact Jaccard) at {looked.group(1)} pairs" in err and f"{looked.group(2)} changed side" in err, err
+    # the join's partitions bounded by records (as a large corpus's are): the band group and
+    # every group of the split in many partitions, joined by many tasks, give the same pairs
+    import simdex.spark._dedup as D
+
+    monkeypatch.setattr(D, "RECORDS_PER_JOIN", 200)
+    run_spark(spark, "dedup", corpus, "--format", "jsonl", "--pairs", tmp_path / "spark-split.tsv")
+    assert sorted_lines(tmp_path / "spark-split.tsv") == sorted_lines(tmp_path / "cli.tsv")
+    monkeypatch.undo()
     # without them, the estimate within k alone: what simdex dedup --no-band-candidates --no-second-look finds
     plain = cli("dedup", corpus, "--format", "jsonl", "--no-band-candidates", "--no-second-look", "--pairs", tmp_path / "plain.tsv")
     assert "beyond k" not in plain and sorted_lines(tmp_path / "plain.tsv") != sorted_lines(tmp_path / "cli.tsv")

@@ -50,6 +50,11 @@ JOINED = "la binary, lb binary, ld binary, ls binary, lu binary, mo binary, mr b
 SHOWN = 5  # skipped records named in the summary
 SETS = "o binary, l binary, s binary"
 BANDS = 16  # copies of a representative in the band group (one a band; for the plan only)
+# scattered document records a join partition holds at most, and about what a join task
+# holds (a record is about 120 bytes with the pages preset's 512-bit sketch: 256 MiB), so
+# that a join worker's memory does not follow the corpus (the band group, 16 records a
+# document, was one partition below 2^20 documents: 2 GB of records in one Python worker)
+RECORDS_PER_JOIN = 1 << 21
 
 
 def _schema(ddl: str):
@@ -217,10 +222,15 @@ def _pairs(spark, corpus, recipe: CorpusRecipe, rule: CorpusRule, estimate: int,
 
     n = max(estimate, 1)
     split, parts, _, _ = _plan(spark, n, rule.k, JOIN_CANDIDATES_LOG2, ROWS_PER_JOIN, [BANDS] if rule.band_candidates else [])
+    # a document's records: one in each group of the split, one a band in the band group;
+    # no partition holds more than RECORDS_PER_JOIN of them
+    records = [1] * split.groups + ([BANDS] if rule.band_candidates else [])
+    parts = [max(p, math.ceil(n * c / RECORDS_PER_JOIN)) for p, c in zip(parts, records)]
     # a reduce task joins several partitions one after the other when they are small (each
-    # task is a Python worker's round trip), as many as the cores or the rows ask for
+    # task is a Python worker's round trip), as many as the cores, the rows (the join's work)
+    # or the records (its memory) ask for
     copies = sum(len(split.tables_of(g)) for g in range(split.groups)) + (BANDS if rule.band_candidates else 0)
-    tasks = min(sum(parts), max(spark.sparkContext.defaultParallelism, math.ceil(n * copies / ROWS_PER_JOIN)))
+    tasks = min(sum(parts), max(spark.sparkContext.defaultParallelism, math.ceil(n * copies / ROWS_PER_JOIN), math.ceil(n * sum(records) / RECORDS_PER_JOIN)))
     pids, group_of = _pids(parts, tasks)
     bc = spark.sparkContext.broadcast(recipe)
     _SCATTERED, _JOINED = _schema(SCATTERED), _schema(JOINED)
