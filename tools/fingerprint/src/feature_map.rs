@@ -44,6 +44,11 @@ impl FeatureMap {
         m
     }
 
+    /// Bytes of memory the slots take.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+    }
+
     /// Keys stored.
     pub(crate) fn len(&self) -> usize {
         self.len + usize::from(self.zero.is_some())

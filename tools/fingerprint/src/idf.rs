@@ -157,6 +157,11 @@ impl IdfBuilder {
         self.docs
     }
 
+    /// Bytes of memory the counts hold (and, while numbering, the vocabulary of hashes).
+    pub fn heap_bytes(&self) -> usize {
+        self.df.heap_bytes() + self.vocabulary.as_ref().map_or(0, |v| 8 * v.capacity())
+    }
+
     /// The table; features in fewer than `min_df` documents are left out (they get the
     /// default weight, which is at least theirs).
     pub fn build(self, min_df: u64) -> IdfTable {
@@ -444,6 +449,22 @@ mod tests {
         b.add_document(&[1, 2]);
         b.add_document(&[1, 9]);
         b.build(1)
+    }
+
+    /// What the counts hold (what dedup's budget counts): at least 16 bytes a feature in the
+    /// map, and 8 more in the vocabulary while numbering; none before the first document.
+    #[test]
+    fn heap_bytes_cover_the_features_counted() {
+        for numbering in [false, true] {
+            let mut b = if numbering { IdfBuilder::numbering("w3") } else { IdfBuilder::new("w3") };
+            assert_eq!(b.heap_bytes(), 0);
+            for d in 0..200u64 {
+                b.add_document(&(0..50).map(|i| d * 1000 + i + 1).collect::<Vec<u64>>());
+                let features = (d as usize + 1) * 50;
+                assert!(b.heap_bytes() >= features * if numbering { 24 } else { 16 }, "{d}");
+                assert!(b.heap_bytes() <= features * 64 + 4096, "{d}");
+            }
+        }
     }
 
     #[test]

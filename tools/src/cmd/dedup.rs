@@ -87,10 +87,10 @@ pub struct Args {
     /// only on an index you are about to refill.
     #[arg(long, requires = "index", conflicts_with_all = ["no_idf", "idf"])]
     pub relearn_idf: bool,
-    /// What the first pass keeps in memory for the later ones, in bytes: each document's
-    /// shingle set for the second look (dropped first beyond it: the documents it needs are
-    /// read again) and its features for the fingerprint pass (dropped next: the inputs are
-    /// read again)
+    /// What the first pass keeps in memory for the later ones, in bytes, with the IDF counts
+    /// it learns: each document's shingle set for the second look (dropped first beyond it:
+    /// the documents it needs are read again) and its features for the fingerprint pass
+    /// (dropped next: the inputs are read again)
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, hide_short_help = true)]
     pub keep_text_bytes: usize,
     /// Write the JSON-lines report to FILE
@@ -435,10 +435,10 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
                 sets_bytes += set_bytes(&set);
                 kept.push(set);
             }
-            // beyond the budget the shingle sets go first: without them the second look
-            // reads again only the few documents it needs (their shingles), while without
-            // the features the fingerprint pass tokenizes every document again
-            if features_bytes + sets_bytes > args.keep_text_bytes {
+            // beyond the budget (the IDF counts in it too) the shingle sets go first: without them
+            // the second look reads again only the few documents it needs (their shingles),
+            // while without the features the fingerprint pass tokenizes every document again
+            if features_bytes + sets_bytes + pass.idf.as_ref().map_or(0, IdfBuilder::heap_bytes) > args.keep_text_bytes {
                 if pass.sets.take().is_some() {
                     sets_bytes = 0;
                     making_sets.store(false, std::sync::atomic::Ordering::Relaxed);
