@@ -4,29 +4,44 @@
 
 use crate::codec::BLOCK_BYTES;
 
-/// Whether queries on a mapped segment should ask for their blocks ahead: set when
-/// touching a query's first blocks takes disk time (a major fault), for the next
+/// Whether queries on a mapped segment (or lookups in a mapped band file,
+/// `crate::bands::BandFile`) should ask for their blocks (pages) ahead: set when touching a
+/// query's first blocks takes disk time (a major fault), for the next
 /// [`ColdReads::QUERIES`] queries, then measured again. Warm queries pay one clock read.
 #[derive(Debug, Default)]
-pub(super) struct ColdReads(pub(super) std::sync::atomic::AtomicU32);
+pub(crate) struct ColdReads(pub(super) std::sync::atomic::AtomicU32);
 
 impl ColdReads {
     /// Queries that ask ahead after a cold one.
-    pub(super) const QUERIES: u32 = 256;
+    pub(crate) const QUERIES: u32 = 256;
     /// Touching a query's first blocks slower than this means they came from the disk.
     const DISK: std::time::Duration = std::time::Duration::from_micros(50);
 
-    pub(super) fn is_cold(&self) -> bool {
+    /// True when queries should ask ahead.
+    pub(crate) fn is_cold(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Relaxed) > 0
     }
 
-    pub(super) fn observe(&self, was_cold: bool, touch: std::time::Duration) {
+    /// Records how long touching a query's first reads took (`was_cold`: whether it asked
+    /// ahead).
+    pub(crate) fn observe(&self, was_cold: bool, touch: std::time::Duration) {
         use std::sync::atomic::Ordering::Relaxed;
         if touch > Self::DISK {
             self.0.store(Self::QUERIES, Relaxed);
         } else if was_cold {
             let _ = self.0.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
         }
+    }
+
+    /// Sets the next [`Self::QUERIES`] queries to ask ahead (as after a cold one).
+    pub(crate) fn set_cold(&self) {
+        self.0.store(Self::QUERIES, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Sets the next queries not to ask ahead (tests of the warm path).
+    #[cfg(test)]
+    pub(crate) fn set_warm(&self) {
+        self.0.store(0, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
