@@ -121,7 +121,7 @@ impl BandFile {
             }
         }
         if let Some(clock) = clock {
-            self.cold.observe(asked, clock.elapsed());
+            self.cold.observe_twice(asked, clock.elapsed());
         }
         Ok(())
     }

@@ -73,6 +73,8 @@ fn open_slot(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<Ba
 /// sketch), so that the crawler's check asks its lookups only (`confirmed`).
 fn open_whole(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<(BandFile, bool)> {
     let file = BandFile::open(storage, path, segment)?;
+    // the check reads a chunk of it for every pair it confirms
+    segment.will_need_fingerprint_index();
     let whole = file.holds_every_entry();
     Ok((file, whole))
 }
@@ -210,7 +212,14 @@ pub(crate) fn verify_band_file(storage: &dyn Storage, dir: &Path, n: u64) -> Res
     let bands = BandFile::open(storage, &dir.join(bands_name(n)), &segment)?;
     bands.verify(&segment)?;
     let d = bands.design();
-    Ok(format!("{} bands of segment {n}'s sketches, {} buckets each, {} bytes (version {})", d.bands, d.buckets(), bands.file_len(), bands.version()))
+    Ok(format!(
+        "{} bands of segment {n}'s sketches, {} buckets each, {} bytes (version {}; a reader keeps {} bytes of directory in memory)",
+        d.bands,
+        d.buckets(),
+        bands.file_len(),
+        bands.version(),
+        bands.resident_bytes()
+    ))
 }
 
 /// What the band half of a check compares with: the query and the rule.
