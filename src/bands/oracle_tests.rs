@@ -14,7 +14,7 @@ use super::{band_key, is_empty_sketch, tag};
 use crate::codec::{Codec, SymbolHistogram};
 use crate::confirm::minhash_scheme;
 use crate::segment::{IdColumn, Segment, SegmentWriter, SketchColumn};
-use crate::storage::MemStorage;
+use crate::storage::{FsStorage, MemStorage, Storage};
 
 fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut x = seed;
@@ -29,7 +29,7 @@ fn xorshift(seed: u64) -> impl FnMut() -> u64 {
 /// A segment at `path` of the `(fingerprint, id, sketch)` rows, written as the engine
 /// writes one (table 0 and the columns in `(fingerprint, id)` order); returns it and its
 /// `(id, sketch)` in ordinal order.
-fn segment_of(storage: &MemStorage, path: &Path, mut rows: Vec<(u64, u64, [u8; 64])>) -> (Segment, Vec<(u64, [u8; 64])>) {
+fn segment_of(storage: &dyn Storage, path: &Path, mut rows: Vec<(u64, u64, [u8; 64])>) -> (Segment, Vec<(u64, [u8; 64])>) {
     rows.sort_by_key(|r| (r.0, r.1));
     let design = crate::plan::planned_design(&crate::plan::PlanOptions::new(rows.len() as u64, 3)).unwrap();
     let column = SketchColumn { bytes: 64, scheme: minhash_scheme(1, 512, 1) };
@@ -68,8 +68,13 @@ fn segment(storage: &MemStorage, n: u64) -> (Segment, Vec<(u64, [u8; 64])>) {
 /// blocks), band 2 one bucket for every fifth entry (a block over several pages), band 3
 /// one value for every third, the others random; every eleventh entry without a sketch.
 fn shaped_segment(storage: &MemStorage, n: u64, seed: u64) -> (Segment, Vec<(u64, [u8; 64])>) {
+    segment_of(storage, Path::new("s/seg.sdx"), shaped_rows(n, seed))
+}
+
+/// [`shaped_segment`]'s rows `(fingerprint, id, sketch)`.
+fn shaped_rows(n: u64, seed: u64) -> Vec<(u64, u64, [u8; 64])> {
     let mut next = xorshift(seed);
-    let rows = (0..n)
+    (0..n)
         .map(|id| {
             let mut sketch = [0u8; 64];
             if id % 11 != 3 {
@@ -87,8 +92,7 @@ fn shaped_segment(storage: &MemStorage, n: u64, seed: u64) -> (Segment, Vec<(u64
             }
             (next(), id, sketch)
         })
-        .collect();
-    segment_of(storage, Path::new("s/seg.sdx"), rows)
+        .collect()
 }
 
 /// The oracle, by brute force over the segment's sketches (entries without a sketch in
@@ -358,4 +362,124 @@ fn the_worked_example_of_the_spec_is_these_bytes() {
         assert_eq!(&out[2048..2054], &[0, 0, 0, 0, 3, 0], "version {}: the directory page", head.version);
         assert_eq!((head.ordinal_bits, head.dir_bits, head.geometry().high_bits), (2, 2, if head.version >= 3 { 2 } else { 0 }));
     }
+}
+
+/// A temporary directory of this process for mapped files, made empty.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("simdex-bands-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The oracle's answer to a lookup of every band of `sketch`: band after band, the
+/// entries of the band's bucket with its tag.
+fn oracle_all(oracle: &Oracle, head: &BandHead, sketch: &[u8]) -> Vec<u32> {
+    let none = Vec::new();
+    (0..head.design.bands).flat_map(|b| {
+        let key = band_key(sketch, b).unwrap();
+        oracle.by_bucket.get(&(b, head.design.bucket(key), tag(key, head.tag_bits))).unwrap_or(&none).clone()
+    })
+    .collect()
+}
+
+/// `bytes` as band file `name` of `seg` (on disk, in `dir`), opened mapped (its directory
+/// pages copied into memory) and from memory (no copy).
+fn mapped_and_in_memory(dir: &Path, seg: &Segment, bytes: &[u8], name: &str) -> (BandFile, BandFile) {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let mapped = BandFile::open(&FsStorage, &path, seg).expect("open mapped");
+    let memory = MemStorage::default();
+    memory.put(&path, bytes);
+    (mapped, BandFile::open(&memory, &path, seg).expect("open in memory"))
+}
+
+#[test]
+fn mapped_files_keep_their_directories_and_cold_lookups_answer_as_the_oracle() {
+    // Every version (a segment of one directory page a band), and version 4 of several: the mapped
+    // file reads its directories from memory; its lookups of all bands, warm and cold (the
+    // entry pages, and then the candidates' sketch, id and table 0 pages asked for first),
+    // answer as the oracle and as the file read from memory.
+    let dir = temp_dir("resident");
+    for (n, seed) in [(3000u64, 6u64), (70_000, 7)] {
+        let (seg, stored) = segment_of(&FsStorage, &dir.join(format!("seg-{n}.sdx")), shaped_rows(n, seed));
+        for head in heads(&seg).into_iter().filter(|h| n < 10_000 || h.version == BANDS_VERSION) {
+            let mut bytes = Vec::new();
+            emit(&seg, &head, BuildBudget::default(), None, &mut bytes).map_err(|_| "emit").expect("emit");
+            let (mapped, memory) = mapped_and_in_memory(&dir, &seg, &bytes, &format!("v{}-{n}.sdb", head.version));
+            let g = head.geometry();
+            assert_eq!((mapped.resident_bytes() as u64, memory.resident_bytes()), (16 * g.dir_pages * PAGE_BYTES, 0), "version {}", head.version);
+            mapped.verify(&seg).expect("verify");
+            let by_value = oracle(&seg, &head);
+            let step = (stored.len() / 150).max(1);
+            let mut sketches: Vec<[u8; 64]> = stored.iter().step_by(step).map(|r| r.1).collect();
+            sketches.push([0xa5; 64]);
+            for sketch in &sketches {
+                let want = oracle_all(&by_value, &head, sketch);
+                for cold in [false, true] {
+                    mapped.set_cold(cold);
+                    let mut found = Vec::new();
+                    let asked = mapped.ask_ahead(sketch);
+                    assert_eq!(asked, cold);
+                    mapped.lookup_all(sketch, asked, &mut found).expect("lookup");
+                    assert_eq!(found, want, "version {} cold {cold}", head.version);
+                    // what the check then reads, asked for first: the same values
+                    found.sort_unstable();
+                    found.dedup();
+                    seg.will_need_sketches(&found);
+                    seg.will_need_entries(found.iter().map(|&o| u64::from(o)));
+                    for &o in &found {
+                        let o = u64::from(o);
+                        assert_eq!((seg.sketch(o).unwrap(), seg.doc_id(o).unwrap()), (&stored[o as usize].1[..], stored[o as usize].0));
+                    }
+                }
+                let mut found = Vec::new();
+                assert!(!memory.ask_ahead(sketch));
+                memory.lookup_all(sketch, false, &mut found).expect("lookup");
+                assert_eq!(found, want, "version {} in memory", head.version);
+            }
+        }
+        // table 0's fingerprints, asked for in one go, are table 0's entries
+        let all: Vec<u64> = (0..seg.len()).step_by(7).collect();
+        seg.will_need_entries(all.iter().copied());
+        let table0: Vec<u64> = seg.entries().map(|e| e.unwrap().0).collect();
+        for &o in &all {
+            assert_eq!(seg.fingerprint_at(o).unwrap(), table0[o as usize], "ordinal {o}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_damaged_page_fails_the_same_lookups_with_the_directories_in_memory() {
+    // A flipped bit in a directory page (kept in memory) or an entry page: the mapped
+    // file's lookups of all bands, warm and cold, fail exactly where the file read from
+    // memory fails (the caller then answers from the tables), and answer the same elsewhere.
+    let dir = temp_dir("damaged");
+    let (seg, stored) = segment_of(&FsStorage, &dir.join("seg.sdx"), shaped_rows(3000, 9));
+    let head = head_for(&seg, BANDS_VERSION).expect("read").expect("banded");
+    let mut good = Vec::new();
+    emit(&seg, &head, BuildBudget::default(), None, &mut good).map_err(|_| "emit").expect("emit");
+    let g = head.geometry();
+    let damage = [g.dir_page(0, 0) + 5, g.dir_page(15, g.dir_pages - 1) + 3, g.entry_page(3, 0) + 100, g.entry_page(9, g.entry_pages - 1) + 1];
+    for (i, at) in damage.into_iter().enumerate() {
+        let mut bad = good.clone();
+        bad[at as usize] ^= 0x04;
+        let (mapped, memory) = mapped_and_in_memory(&dir, &seg, &bad, &format!("bad-{i}.sdb"));
+        let mut failed = 0;
+        for &(_, sketch) in stored.iter().step_by(3) {
+            let (mut want, mut found) = (Vec::new(), Vec::new());
+            let expected = memory.lookup_all(&sketch, false, &mut want).map(|()| want);
+            for cold in [false, true] {
+                mapped.set_cold(cold);
+                found.clear();
+                let asked = mapped.ask_ahead(&sketch);
+                let got = mapped.lookup_all(&sketch, asked, &mut found).map(|()| found.clone());
+                assert_eq!(got.as_ref().ok(), expected.as_ref().ok(), "damage {i} cold {cold}");
+                failed += usize::from(got.is_err());
+            }
+        }
+        assert!(failed > 0, "damage {i}: some lookup reads the damaged page");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

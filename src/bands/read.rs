@@ -1,6 +1,9 @@
 //! Reading a band file: [`BandFile::open`] maps it and checks its head against its segment
-//! (cheap: no page is read); [`BandFile::lookup`] finds the ordinals of the entries whose
-//! band equals the query's, checking each page against its CRC the first time it is read;
+//! (no page is checked; the directory pages of a mapped file are copied into memory, where
+//! every lookup reads one); [`BandFile::lookup`] finds the ordinals of the entries whose
+//! band equals the query's, checking each page against its CRC the first time it is read
+//! ([`BandFile::lookup_all`]: every band of a sketch, its entry pages asked for at once
+//! first by [`BandFile::ask_ahead`] when lookups have been waiting for the disk);
 //! [`BandFile::verify`] checks every page and that the file is exactly the one its segment's
 //! sketches make.
 
@@ -9,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::build::{emit, head_for, segment_identity, BuildBudget};
-use super::layout::{read_bits, BandHead, Geometry, BANDS_MAGIC, BANDS_OLDEST, BANDS_VERSION, BASE_BITS, BLOCK_BUCKETS, ENDS_PER_PAGE, GROUP_BUCKETS, PAGE_BYTES, PAGE_CRC_BYTES};
+use super::layout::{read_bits, BandHead, Geometry, BANDS_MAGIC, BANDS_OLDEST, BANDS_VERSION, BASE_BITS, BLOCK_BUCKETS, ENDS_PER_PAGE, GROUP_BUCKETS, HEAD_BYTES, PAGE_BYTES, PAGE_CRC_BYTES, PAYLOAD_BITS};
 use super::stream::{block_lookup, stream_bits};
-use super::{tag, BandDesign};
+use super::{band_key, tag, BandDesign};
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
 use crate::segment::layout::slice;
-use crate::segment::Segment;
+use crate::segment::{ColdReads, Segment};
 use crate::storage::{FileBytes, FillError, Storage};
 
 /// An open band file.
@@ -27,6 +30,14 @@ pub(crate) struct BandFile {
     geometry: Geometry,
     /// One bit per page, set once the page matched its CRC (the mapped bytes never change).
     verified: Box<[AtomicU64]>,
+    /// A mapped file's directory pages, band after band, copied at open: every lookup reads
+    /// one, so they stay in memory rather than cost a read from the disk each when the page
+    /// cache has let them go (`None`: the file's bytes are in memory already). The same
+    /// bytes as the file's, checked against their CRCs the same way.
+    dirs: Option<Box<[u8]>>,
+    /// Whether lookups have been waiting for the disk ([`Self::ask_ahead`] then asks for
+    /// every band's entry pages before any is read).
+    cold: ColdReads,
 }
 
 impl BandFile {
@@ -57,7 +68,99 @@ impl BandFile {
             return Err(Error::corrupt(path, bytes.len() as u64, format!("the file is {} bytes, its head implies {len}", bytes.len())));
         }
         let pages = (len / PAGE_BYTES).div_ceil(64) as usize;
-        Ok(BandFile { path: path.to_path_buf(), bytes, head, geometry, verified: (0..pages).map(|_| AtomicU64::new(0)).collect() })
+        let dirs = bytes.is_mapped().then(|| resident_directories(&bytes, &geometry, head.design.bands));
+        // a file just mapped is taken to be on the disk until its lookups show otherwise
+        let cold = ColdReads::default();
+        if dirs.is_some() {
+            cold.set_cold();
+        }
+        Ok(BandFile { path: path.to_path_buf(), bytes, head, geometry, verified: (0..pages).map(|_| AtomicU64::new(0)).collect(), dirs, cold })
+    }
+
+    /// Bytes of the directory pages kept in memory (0 when the file's bytes are).
+    pub(crate) fn resident_bytes(&self) -> usize {
+        self.dirs.as_deref().map_or(0, <[u8]>::len)
+    }
+
+    /// True when lookups have been waiting for the disk: a caller about to read the
+    /// candidates' sketches should ask for them all first.
+    pub(crate) fn is_cold(&self) -> bool {
+        self.cold.is_cold()
+    }
+
+    /// Makes the next lookups of every band ask ahead (`cold`, as after waiting for the
+    /// disk) or not.
+    #[cfg(test)]
+    pub(crate) fn set_cold(&self, cold: bool) {
+        if cold {
+            self.cold.set_cold();
+        } else {
+            self.cold.set_warm();
+        }
+    }
+
+    /// When lookups have been waiting for the disk (a file just mapped is taken to be),
+    /// asks the kernel for the entry pages a lookup of every band of `sketch` reads, so
+    /// that their reads overlap, and returns true (to pass to [`Self::lookup_all`]).
+    pub(crate) fn ask_ahead(&self, sketch: &[u8]) -> bool {
+        let cold = self.cold.is_cold();
+        if cold {
+            self.will_need_entry_pages(sketch);
+        }
+        cold
+    }
+
+    /// [`Self::lookup`] of every band of `sketch` (the file's bands; a shorter sketch's
+    /// missing bands are not looked up), timed to tell whether they waited for the disk
+    /// (`asked`: whether [`Self::ask_ahead`] asked for their pages).
+    pub(crate) fn lookup_all(&self, sketch: &[u8], asked: bool, out: &mut Vec<u32>) -> Result<()> {
+        let clock = self.bytes.is_mapped().then(std::time::Instant::now);
+        for b in 0..self.head.design.bands {
+            if let Some(key) = band_key(sketch, b) {
+                self.lookup(b, key, out)?;
+            }
+        }
+        if let Some(clock) = clock {
+            self.cold.observe_twice(asked, clock.elapsed());
+        }
+        Ok(())
+    }
+
+    /// Asks the kernel for the entry pages a lookup of each band of `sketch` reads (from the
+    /// directory, in memory). A hint: a directory page that fails its check asks for
+    /// nothing (the lookup reports it).
+    fn will_need_entry_pages(&self, sketch: &[u8]) {
+        let g = &self.geometry;
+        for b in 0..self.head.design.bands {
+            let Some(key) = band_key(sketch, b) else { continue };
+            let i = u64::from(self.head.design.bucket(key));
+            let pages = if g.version >= 3 {
+                self.bucket(b, i / BLOCK_BUCKETS).map(|(start, end)| {
+                    let k = i / BLOCK_BUCKETS;
+                    let from = g.block_bit(k, start);
+                    let last = (g.block_bit(k, end) + (g.block_buckets(k) << g.high_bits)).max(from + 1) - 1;
+                    (from / PAYLOAD_BITS, last / PAYLOAD_BITS)
+                })
+            } else {
+                self.bucket(b, i).map(|(start, end)| (start / g.per_page(), end.max(start + 1).saturating_sub(1) / g.per_page()))
+            };
+            if let Ok((first, last)) = pages {
+                let last = last.min(g.entry_pages.saturating_sub(1));
+                if first <= last {
+                    self.bytes.will_need(g.entry_page(b, first) as usize, ((last - first + 1) * PAGE_BYTES) as usize);
+                }
+            }
+        }
+    }
+
+    /// The directory page at `offset` when it is kept in memory.
+    fn resident(&self, offset: u64) -> Option<&[u8]> {
+        let (dirs, g) = (self.dirs.as_deref()?, &self.geometry);
+        let band_bytes = g.band_pages() * PAGE_BYTES;
+        let within = offset.checked_sub(HEAD_BYTES)?;
+        let dir = (within % band_bytes).checked_sub(g.entry_pages * PAGE_BYTES)?;
+        let at = usize::try_from(within / band_bytes * g.dir_pages * PAGE_BYTES + dir).ok()?;
+        dirs.get(at..at + PAGE_BYTES as usize)
     }
 
     /// The design.
@@ -79,7 +182,10 @@ impl BandFile {
     /// The payload of the page at `offset`, after its CRC check (once per open file).
     fn page(&self, offset: u64) -> Result<&[u8]> {
         let what = "band page";
-        let page = slice(&self.bytes, offset, PAGE_BYTES, what).map_err(|f| f.into_error(&self.path))?;
+        let page = match self.resident(offset) {
+            Some(page) => page,
+            None => slice(&self.bytes, offset, PAGE_BYTES, what).map_err(|f| f.into_error(&self.path))?,
+        };
         let (body, crc) = page.split_at((PAGE_BYTES - PAGE_CRC_BYTES) as usize);
         let n = offset / PAGE_BYTES;
         let word = self.verified.get((n / 64) as usize);
@@ -197,6 +303,23 @@ impl BandFile {
             Err(FillError::Source(e)) => Err(e),
         }
     }
+}
+
+/// The directory pages of every band of a mapped file, band after band: asked for all at
+/// once (a band's are contiguous), copied, then let go of in the mapping (the copy is what
+/// lookups read).
+fn resident_directories(bytes: &FileBytes, g: &Geometry, bands: u32) -> Box<[u8]> {
+    let len = (g.dir_pages * PAGE_BYTES) as usize;
+    for b in 0..bands {
+        bytes.will_need(g.dir_page(b, 0) as usize, len);
+    }
+    let mut dirs = Vec::with_capacity(len * bands as usize);
+    for b in 0..bands {
+        let at = g.dir_page(b, 0) as usize;
+        dirs.extend_from_slice(bytes.get(at..at + len).unwrap_or_default());
+        bytes.done_with(at, len);
+    }
+    dirs.into_boxed_slice()
 }
 
 /// A sink that compares what is written with `expected`, recording the first difference.

@@ -73,6 +73,8 @@ fn open_slot(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<Ba
 /// sketch), so that the crawler's check asks its lookups only (`confirmed`).
 fn open_whole(storage: &dyn Storage, path: &Path, segment: &Segment) -> Result<(BandFile, bool)> {
     let file = BandFile::open(storage, path, segment)?;
+    // the check reads a chunk of it for every pair it confirms
+    segment.will_need_fingerprint_index();
     let whole = file.holds_every_entry();
     Ok((file, whole))
 }
@@ -210,7 +212,14 @@ pub(crate) fn verify_band_file(storage: &dyn Storage, dir: &Path, n: u64) -> Res
     let bands = BandFile::open(storage, &dir.join(bands_name(n)), &segment)?;
     bands.verify(&segment)?;
     let d = bands.design();
-    Ok(format!("{} bands of segment {n}'s sketches, {} buckets each, {} bytes (version {})", d.bands, d.buckets(), bands.file_len(), bands.version()))
+    Ok(format!(
+        "{} bands of segment {n}'s sketches, {} buckets each, {} bytes (version {}; a reader keeps {} bytes of directory in memory)",
+        d.bands,
+        d.buckets(),
+        bands.file_len(),
+        bands.version(),
+        bands.resident_bytes()
+    ))
 }
 
 /// What the band half of a check compares with: the query and the rule.
@@ -270,19 +279,25 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
     // where a newer copy of a pair may be: a later segment or a memtable
     let memtables_hold_inserts = views.0.iter().any(|v| v.entries().next().is_some());
     let all_bands = BandDesign::for_segment(1, q.sketch.len()).map_or(0, |d| d.bands);
+    let mut kept = Vec::new();
+    // the entry pages of every cold band file, asked for before any segment's are read
+    let asked: Vec<bool> = version.segments.iter().map(|s| s.bands.file().is_some_and(|b| b.ask_ahead(q.sketch))).collect();
     for (i, s) in version.segments.iter().enumerate() {
         ordinals.clear();
-        let looked_up = match s.bands.file() {
-            Some(bands) => match (0..bands.design().bands).try_for_each(|b| band_key(q.sketch, b).map_or(Ok(()), |key| bands.lookup(b, key, &mut ordinals))) {
-                Ok(()) => true,
+        // `cold`: the band file's lookups have been waiting for the disk, so the candidates'
+        // reads are asked for together (their sketches, then the survivors' ids and
+        // fingerprints) before any is read
+        let (looked_up, cold) = match s.bands.file() {
+            Some(bands) => match bands.lookup_all(q.sketch, asked.get(i).copied().unwrap_or(false), &mut ordinals) {
+                Ok(()) => (true, bands.is_cold()),
                 Err(fault) => {
                     s.bands.set_aside(&bands, &fault);
                     faults += 1;
                     ordinals.clear();
-                    false
+                    (false, false)
                 }
             },
-            None => false,
+            None => (false, false),
         };
         if !looked_up {
             if !q.tables_found_k || q.alone.get(i).copied().unwrap_or(false) {
@@ -295,6 +310,10 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
         let bands = s.bands.file().map_or(all_bands, |b| b.design().bands);
         ordinals.sort_unstable();
         ordinals.dedup();
+        if cold {
+            s.segment.will_need_sketches(&ordinals);
+        }
+        kept.clear();
         for &ordinal in &ordinals {
             let ordinal = u64::from(ordinal);
             // a candidate that shares only a bucket and a tag with the query's band is not one
@@ -302,7 +321,14 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
             if !shares_band(q.sketch, stored, bands) {
                 continue;
             }
-            let Some(similarity) = q.accepts(stored) else { continue };
+            if let Some(similarity) = q.accepts(stored) {
+                kept.push((ordinal, similarity));
+            }
+        }
+        if cold {
+            s.segment.will_need_entries(kept.iter().map(|&(ordinal, _)| ordinal));
+        }
+        for &(ordinal, similarity) in &kept {
             let fp = s.segment.fingerprint_at(ordinal)?;
             let distance = (fp ^ q.fingerprint).count_ones();
             if !q.passes(distance, similarity) {

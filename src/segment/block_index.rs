@@ -210,6 +210,23 @@ impl BlockIndex {
         Ok(None)
     }
 
+    /// Asks the kernel for the index chunk [`Self::block_of_ordinal`] reads for `ordinal`
+    /// (its keys, counts and CRCs) when it is not checked yet (a hint; nothing past the end).
+    pub(crate) fn will_need_chunk_of(&self, ordinal: u64) {
+        if ordinal >= self.entries {
+            return;
+        }
+        let chunk = self.bases.partition_point(|&base| base <= ordinal).saturating_sub(1) as u64;
+        if self.checked.get(chunk as usize).is_none_or(|c| c.load(Ordering::Acquire)) {
+            return;
+        }
+        let first = chunk * INDEX_CHUNK_BLOCKS;
+        let len = (first + INDEX_CHUNK_BLOCKS).min(self.blocks) - first;
+        for (start, width) in [(0, 8), (self.blocks * 8, 2), (self.blocks * 10, 4)] {
+            self.bytes.will_need((self.offset + start + first * width) as usize, (len * width) as usize);
+        }
+    }
+
     /// Checks the chunk holding block `b` (once).
     #[inline]
     pub(crate) fn check_block(&self, b: u64) -> Result<(), Fault> {

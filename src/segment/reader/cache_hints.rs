@@ -4,29 +4,57 @@
 
 use crate::codec::BLOCK_BYTES;
 
-/// Whether queries on a mapped segment should ask for their blocks ahead: set when
-/// touching a query's first blocks takes disk time (a major fault), for the next
+/// Whether queries on a mapped segment (or lookups in a mapped band file,
+/// `crate::bands::BandFile`) should ask for their blocks (pages) ahead: set when touching a
+/// query's first blocks takes disk time (a major fault), for the next
 /// [`ColdReads::QUERIES`] queries, then measured again. Warm queries pay one clock read.
 #[derive(Debug, Default)]
-pub(super) struct ColdReads(pub(super) std::sync::atomic::AtomicU32);
+pub(crate) struct ColdReads(pub(super) std::sync::atomic::AtomicU32, std::sync::atomic::AtomicBool);
 
 impl ColdReads {
     /// Queries that ask ahead after a cold one.
-    pub(super) const QUERIES: u32 = 256;
+    pub(crate) const QUERIES: u32 = 256;
     /// Touching a query's first blocks slower than this means they came from the disk.
     const DISK: std::time::Duration = std::time::Duration::from_micros(50);
 
-    pub(super) fn is_cold(&self) -> bool {
+    /// True when queries should ask ahead.
+    pub(crate) fn is_cold(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Relaxed) > 0
     }
 
-    pub(super) fn observe(&self, was_cold: bool, touch: std::time::Duration) {
+    /// Records how long touching a query's first reads took (`was_cold`: whether it asked
+    /// ahead).
+    pub(crate) fn observe(&self, was_cold: bool, touch: std::time::Duration) {
         use std::sync::atomic::Ordering::Relaxed;
         if touch > Self::DISK {
             self.0.store(Self::QUERIES, Relaxed);
         } else if was_cold {
             let _ = self.0.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
         }
+    }
+
+    /// [`Self::observe`] for touches so short that a busy machine's preemption alone makes
+    /// one slow now and then (a band file's lookups, a few microseconds warm): only two
+    /// slow touches in a row (`touch`, then the one before) set queries to ask ahead.
+    pub(crate) fn observe_twice(&self, was_cold: bool, touch: std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let slow = touch > Self::DISK;
+        if self.1.swap(slow, Relaxed) && slow {
+            self.0.store(Self::QUERIES, Relaxed);
+        } else if was_cold {
+            let _ = self.0.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+        }
+    }
+
+    /// Sets the next [`Self::QUERIES`] queries to ask ahead (as after a cold one).
+    pub(crate) fn set_cold(&self) {
+        self.0.store(Self::QUERIES, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Sets the next queries not to ask ahead (tests of the warm path).
+    #[cfg(test)]
+    pub(crate) fn set_warm(&self) {
+        self.0.store(0, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -50,4 +78,33 @@ pub(super) fn prefetch_line<T>(value: &T) {
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ColdReads;
+    use std::time::Duration;
+
+    #[test]
+    fn two_slow_touches_in_a_row_ask_ahead_for_a_while() {
+        let (slow, fast) = (Duration::from_millis(1), Duration::from_micros(1));
+        let cold = ColdReads::default();
+        // one slow touch (a preemption) among fast ones: never cold
+        for touch in [slow, fast, slow, fast, fast, slow] {
+            cold.observe_twice(cold.is_cold(), touch);
+            assert!(!cold.is_cold());
+        }
+        // a second slow one in a row: cold, for QUERIES fast touches
+        cold.observe_twice(false, slow);
+        assert!(cold.is_cold());
+        for _ in 1..ColdReads::QUERIES {
+            cold.observe_twice(true, fast);
+        }
+        assert!(cold.is_cold());
+        cold.observe_twice(true, fast);
+        assert!(!cold.is_cold());
+        // observe: one slow touch is enough
+        cold.observe(false, slow);
+        assert!(cold.is_cold());
+    }
 }

@@ -1,6 +1,7 @@
 //! Asking the kernel ahead: for the blocks of a query on a segment that is being read from
-//! the disk (`Segment::prefetch_if_cold`, by `cache_hints::ColdReads`) and for the next
-//! window of a sequential scan (`Segment::scan_hint`). Hints only: none of them changes
+//! the disk (`Segment::prefetch_if_cold`, by `cache_hints::ColdReads`), for the values a
+//! cold crawler's check reads (`Segment::will_need_sketches`, `Segment::will_need_entries`)
+//! and for the next window of a sequential scan (`Segment::scan_hint`). Hints only: none of them changes
 //! what is read.
 
 use crate::codec::BLOCK_BYTES;
@@ -71,6 +72,57 @@ impl Segment {
             self.bytes.done_with((start + behind * unit) as usize, (SCAN_WINDOW * unit) as usize);
         }
         *asked = to;
+    }
+}
+
+impl Segment {
+    /// Asks the kernel now for the pages the sketches of `ordinals` are read from (each
+    /// one's page and, in the grouped layout, its group's CRC page), so that their reads
+    /// overlap (the crawler's check of a band file's candidates, when cold).
+    pub(crate) fn will_need_sketches(&self, ordinals: &[u32]) {
+        if let Some(column) = self.sketches.as_ref() {
+            for &ordinal in ordinals {
+                self.will_need_value(column, u64::from(ordinal));
+            }
+        }
+    }
+
+    /// Asks the kernel now for what reading the document ids and the fingerprints of
+    /// `ordinals` reads: their id pages and table 0's block index chunks at once, then
+    /// (once the chunks are in: this waits for them) the table 0 blocks that hold them.
+    pub(crate) fn will_need_entries(&self, ordinals: impl Iterator<Item = u64> + Clone) {
+        let Some(table) = self.tables.first() else { return };
+        for ordinal in ordinals.clone() {
+            if let Some(column) = self.ids.as_ref() {
+                self.will_need_value(column, ordinal);
+            }
+            table.index.will_need_chunk_of(ordinal);
+        }
+        for ordinal in ordinals {
+            if let Ok(Some((b, _))) = table.index.block_of_ordinal(ordinal) {
+                self.bytes.will_need(table.block_offset(b) as usize, BLOCK_BYTES);
+            }
+        }
+    }
+
+    /// Asks the kernel now (without waiting) for table 0's block index, which every read of
+    /// a fingerprint by its ordinal (`Segment::fingerprint_at`) reads a chunk of: about 14
+    /// bytes a block (0.075 bytes a fingerprint at 2^24). Called when a band file is opened
+    /// beside the segment: the crawler's check reads it for every pair it confirms.
+    pub(crate) fn will_need_fingerprint_index(&self) {
+        if let Some(table) = self.tables.first() {
+            self.bytes.will_need(table.dir.index_offset as usize, (table.dir.block_count * crate::segment::layout::INDEX_BYTES_PER_BLOCK) as usize);
+        }
+    }
+
+    /// Asks for value `ordinal`'s page of `column` and where its CRC is.
+    fn will_need_value(&self, column: &super::ColumnAt, ordinal: u64) {
+        if ordinal < self.entries {
+            let page = ordinal / column.per_page.max(1);
+            let (start, len) = column.page_span(page, self.entries);
+            self.bytes.will_need(start as usize, len as usize);
+            self.bytes.will_need(column.crc_offset(page) as usize, 4);
+        }
     }
 }
 
