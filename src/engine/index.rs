@@ -270,7 +270,13 @@ impl Index {
     /// as the fewest segments whose adjacent pairs exceed the bound, each merge installed
     /// before the next starts.
     pub fn compact(&self) -> Result<()> {
-        self.flush()?;
+        self.engine.check_writable()?;
+        {
+            let mut w = lock(&self.engine.writer);
+            self.engine.freeze(&mut w)?;
+        }
+        // the segment flushed now is merged next: its band file is the output's
+        self.engine.flush_frozen_before_merges(true)?;
         self.engine.compact_all()
     }
 
