@@ -27,11 +27,10 @@ use crate::segment::Segment;
 use crate::storage::Storage;
 
 /// A newly written segment, live with its band file (written now when the segment stores
-/// sketches and `build`; without, a merge takes the segment next: `Engine::merged_next`).
-pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment, build: bool) -> Result<LiveSegment> {
+/// sketches).
+pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment) -> Result<LiveSegment> {
     let path = dir.join(bands_name(meta.number));
-    let written = if build { write_band_file(storage, &segment, &path, BuildBudget::default(), None)? } else { None };
-    let bands = match written {
+    let bands = match write_band_file(storage, &segment, &path, BuildBudget::default(), None)? {
         Some(_) => open_slot(storage, &path, &segment)?,
         None => BandSlot::default(),
     };
@@ -41,16 +40,15 @@ pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, s
 /// A merge's output (`files.output()`, described by `meta` but for its number), live with
 /// its band file: the band file is built as `files.bands()` (stopped when the index
 /// closes: the merge's checkpoint stays, and the next merge of its segments finds the
-/// output there), then both take the names of a new segment number. Without `build` it gets
-/// none (a merge takes it next: `Engine::merged_next`).
-pub(super) fn attach_merged(engine: &Engine, files: &MergeFiles, meta: SegmentMeta, build: bool) -> Result<LiveSegment> {
+/// output there), then both take the names of a new segment number.
+pub(super) fn attach_merged(engine: &Engine, files: &MergeFiles, meta: SegmentMeta) -> Result<LiveSegment> {
     let storage = &*engine.storage;
     let (out, bands_part) = (files.output(), files.bands());
     if engine.stopping() {
         return Err(Error::stopped(&out));
     }
     let segment = Segment::open_with(storage, &out)?;
-    let banded = build && write_band_file(storage, &segment, &bands_part, BuildBudget::default(), Some(&engine.closing))?.is_some();
+    let banded = write_band_file(storage, &segment, &bands_part, BuildBudget::default(), Some(&engine.closing))?.is_some();
     drop(segment);
     let meta = SegmentMeta { number: engine.alloc_number(), ..meta };
     let (path, bands_path) = (engine.dir.join(segment_name(meta.number)), engine.dir.join(bands_name(meta.number)));
@@ -119,7 +117,7 @@ pub(super) fn attach_on_open(
     if on_open != OnOpen::BuildNow {
         return Ok(LiveSegment { meta, segment, bands: BandSlot::without(describe(&fault)), ids: Default::default() });
     }
-    let live = attach_new(storage, dir, meta, segment, true)?;
+    let live = attach_new(storage, dir, meta, segment)?;
     if live.bands.file().is_some() {
         rebuilt.push(bands_name(meta.number));
     }
@@ -174,11 +172,6 @@ impl Engine {
     /// compaction lock (so its segment cannot be merged away meanwhile). Stops early when
     /// the index is closing.
     pub(super) fn heal_band_files(&self) -> Result<()> {
-        self.heal_band_files_locked(false)
-    }
-
-    /// [`Self::heal_band_files`]; `held`: the caller holds the compaction lock.
-    pub(super) fn heal_band_files_locked(&self, held: bool) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
@@ -186,7 +179,7 @@ impl Engine {
             if self.stopping() {
                 return Ok(());
             }
-            let _guard = (!held).then(|| lock(&self.compacting));
+            let _guard = lock(&self.compacting);
             if !self.current().segments.iter().any(|live| Arc::ptr_eq(live, s)) {
                 continue;
             }

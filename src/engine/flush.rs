@@ -178,36 +178,18 @@ impl Engine {
     /// Flushes every frozen memtable, oldest first, and records whether that worked
     /// ([`Self::flush_failing`]).
     pub(super) fn flush_frozen(&self) -> Result<()> {
-        self.flush_frozen_while(|| true, Defer::No)
-    }
-
-    /// [`Self::flush_frozen`] where merges follow at once (the writer's own flush when a
-    /// memtable fills, `Index::compact`'s): a new segment the next merge takes right away gets
-    /// no band file now ([`Self::merged_next`]; `all`: every one, a full compaction follows and
-    /// builds what its merges leave without).
-    pub(super) fn flush_frozen_before_merges(&self, all: bool) -> Result<()> {
-        self.flush_frozen_while(|| true, if all { Defer::All } else { self.defer() })
-    }
-
-    /// Whether flushes followed by the automatic policy's merges may leave band files out.
-    fn defer(&self) -> Defer {
-        if self.options.compaction.automatic {
-            Defer::Policy
-        } else {
-            Defer::No
-        }
+        self.flush_frozen_while(|| true)
     }
 
     /// The maintenance thread's [`Self::flush_frozen`]: a close stops it between two
     /// memtables (`Error::stopped`); what is left stays in its logs for the next open
     /// (`Index::close`).
     pub(super) fn flush_frozen_until_closing(&self) -> Result<()> {
-        self.flush_frozen_while(|| !self.closing.load(Ordering::Relaxed), self.defer())
+        self.flush_frozen_while(|| !self.closing.load(Ordering::Relaxed))
     }
 
-    /// Flushes while `go_on`; `defer` says which new segments get no band file now.
-    fn flush_frozen_while(&self, go_on: impl Fn() -> bool, defer: Defer) -> Result<()> {
-        let result = self.flush_frozen_inner(go_on, defer);
+    fn flush_frozen_while(&self, go_on: impl Fn() -> bool) -> Result<()> {
+        let result = self.flush_frozen_inner(go_on);
         let mut signals = lock(&self.signals);
         signals.flush_failing = result.as_ref().is_err_and(|e| !e.is_stopped());
         if result.is_ok() {
@@ -216,7 +198,7 @@ impl Engine {
         result
     }
 
-    fn flush_frozen_inner(&self, go_on: impl Fn() -> bool, defer: Defer) -> Result<()> {
+    fn flush_frozen_inner(&self, go_on: impl Fn() -> bool) -> Result<()> {
         let mut manifest = lock(&self.manifest);
         loop {
             let v = self.current();
@@ -256,12 +238,7 @@ impl Engine {
                 let segment = Segment::open_with(&*self.storage, &path)?;
                 let meta = SegmentMeta { number, entries, file_len, min_seq, max_seq, epoch: mem.epoch.unwrap_or(0) };
                 m.segments.push(meta);
-                let bands = match defer {
-                    Defer::No => true,
-                    Defer::Policy => !self.merged_next(&m.segments, m.segments.len() - 1),
-                    Defer::All => false,
-                };
-                new_segment = Some(Arc::new(super::id_tables::attach_new(&*self.storage, &self.dir, meta, segment, bands)?));
+                new_segment = Some(Arc::new(super::id_tables::attach_new(&*self.storage, &self.dir, meta, segment)?));
             }
             let mut new_tombstones = None;
             if !tombs.is_empty() {
@@ -350,16 +327,4 @@ impl Engine {
         });
         Ok(())
     }
-}
-
-/// Which segments a flush writes without their band file, because a merge takes them next
-/// (the band file of its output is built instead).
-#[derive(Clone, Copy)]
-enum Defer {
-    /// None: every segment gets its band file now.
-    No,
-    /// Those the automatic policy's next merge takes ([`Engine::merged_next`]).
-    Policy,
-    /// All (a full compaction follows, `Index::compact`).
-    All,
 }

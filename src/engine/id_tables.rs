@@ -38,10 +38,10 @@ fn build(storage: &dyn Storage, dir: &Path, live: &LiveSegment) -> Result<bool> 
     Ok(true)
 }
 
-/// A newly written segment, live with its derived files: its band file (`banded`, unless
-/// not `bands`: a merge takes the segment next) and its id table, both written now.
-pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment, bands: bool) -> Result<LiveSegment> {
-    let live = banded::attach_new(storage, dir, meta, segment, bands)?;
+/// A newly written segment, live with its derived files: its band file (`banded`) and its
+/// id table, both written now.
+pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment) -> Result<LiveSegment> {
+    let live = banded::attach_new(storage, dir, meta, segment)?;
     build(storage, dir, &live)?;
     Ok(live)
 }
@@ -49,8 +49,8 @@ pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, s
 /// A merge's output live with its band file ([`banded::attach_merged`]) and its id table,
 /// built from the segment under its new name before the manifest installs it (a crash in
 /// between leaves a segment without its table: the next writable open builds it).
-pub(super) fn attach_merged(engine: &Engine, files: &MergeFiles, meta: SegmentMeta, bands: bool) -> Result<LiveSegment> {
-    let live = banded::attach_merged(engine, files, meta, bands)?;
+pub(super) fn attach_merged(engine: &Engine, files: &MergeFiles, meta: SegmentMeta) -> Result<LiveSegment> {
+    let live = banded::attach_merged(engine, files, meta)?;
     build(&*engine.storage, &engine.dir, &live)?;
     Ok(live)
 }

@@ -270,13 +270,7 @@ impl Index {
     /// as the fewest segments whose adjacent pairs exceed the bound, each merge installed
     /// before the next starts.
     pub fn compact(&self) -> Result<()> {
-        self.engine.check_writable()?;
-        {
-            let mut w = lock(&self.engine.writer);
-            self.engine.freeze(&mut w)?;
-        }
-        // the segment flushed now is merged next: its band file is the output's
-        self.engine.flush_frozen_before_merges(true)?;
+        self.flush()?;
         self.engine.compact_all()
     }
 

@@ -55,8 +55,7 @@ impl Engine {
                 return;
             }
         }
-        let result =
-            self.flush_frozen_before_merges(false).and_then(|()| if self.options.compaction.automatic && !self.options.background { self.compact_tiered() } else { Ok(()) });
+        let result = self.flush_frozen().and_then(|()| if self.options.compaction.automatic && !self.options.background { self.compact_tiered() } else { Ok(()) });
         if let Err(e) = result {
             self.record_error(&e);
         }
@@ -125,7 +124,7 @@ impl Engine {
             let Choice::Merge(range) = chosen else {
                 return Ok(());
             };
-            match self.compact_range(&v, range, &|metas, at| self.merged_next(metas, at)) {
+            match self.compact_range(&v, range) {
                 Err(e @ Error::NoSpace { .. }) => {
                     lock(&self.signals).last_error = Some(e.chain_message());
                     return Ok(());
@@ -172,40 +171,14 @@ impl Engine {
                 done.push(slice[0].epoch);
                 continue;
             };
-            // every output but the last is merged again: their band files are built below
-            let merged = self.compact_range(&v, run.start + range.start..run.start + range.end, &|_, _| true);
-            if merged.is_err() {
-                self.heal_band_files_locked(true)?;
-            }
-            merged?;
+            self.compact_range(&v, run.start + range.start..run.start + range.end)?;
             if single {
                 // a lone segment is rewritten once (what tombstones hide dropped)
                 done.push(slice[0].epoch);
             }
         }
-        // the band files the merges left out (of what they wrote last, and of flushes
-        // `Index::compact` left for them)
-        self.heal_band_files_locked(true)?;
         // tombstone files that no longer hide anything
         self.install(&[], None, &[])
-    }
-
-    /// True when the segment at `at` of `metas` (the live set once a flush or a merge has
-    /// installed it) is an input of the merge the automatic policy (else the settling rule)
-    /// chooses next, and that merge is small (its inputs at most `fanout^2` flushes): its
-    /// band file would be thrown away within seconds of being built, so it is left out, and
-    /// the merge's output gets its own. Until that merge installs its output, the segment's
-    /// check reads its sketch column instead (the same answers or more, slower:
-    /// `banded::band_matches`); should the merge not come (a close, a full disk), the
-    /// maintenance thread builds it once no merge is due, or the next writable open does.
-    pub(super) fn merged_next(&self, metas: &[SegmentMeta], at: usize) -> bool {
-        let c = &self.options.compaction;
-        let bound = self.options.memtable_ops.saturating_mul((c.fanout.max(2) as u64).pow(2));
-        let takes = |strategy: Strategy| match compaction::expiry::choose_within_slices(strategy, metas, c) {
-            Choice::Merge(r) => r.contains(&at) && metas[r].iter().map(|s| s.entries).fold(0u64, u64::saturating_add) <= bound,
-            Choice::DoNothing => false,
-        };
-        c.automatic && (takes(Strategy::Automatic { flush_size: self.options.memtable_ops }) || c.settle.is_some_and(|percent| takes(Strategy::Settle { k: self.k, percent })))
     }
 
     /// Drops the segments whose time slice expired (an index with an expiry window): each
@@ -241,10 +214,8 @@ impl Engine {
     /// output is written as `merge.out` and its band file as `merge.bands`, under the merge's
     /// checkpoint, and take their segment names only when both are whole: a close while
     /// either is built leaves the merge to go on from its checkpoint.
-    /// `defer(metas, at)`: the output (at `at` of the live set `metas` it leaves) is merged
-    /// next, so it gets no band file now.
-    pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>, defer: &dyn Fn(&[SegmentMeta], usize) -> bool) -> Result<()> {
-        let inputs: Vec<Arc<LiveSegment>> = v.segments[range.clone()].to_vec();
+    pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>) -> Result<()> {
+        let inputs: Vec<Arc<LiveSegment>> = v.segments[range].to_vec();
         self.check_space_for_merge(&inputs)?;
         let files = MergeFiles::in_dir(&self.dir);
         let options = compaction::MergeOptions {
@@ -263,10 +234,7 @@ impl Engine {
                     max_seq: inputs[inputs.len() - 1].meta.max_seq,
                     epoch: inputs[0].meta.epoch,
                 };
-                let mut after = v.segment_metas();
-                let at = range.start;
-                after.splice(range.clone(), [meta]);
-                let live = super::id_tables::attach_merged(self, &files, meta, !defer(&after, at))?;
+                let live = super::id_tables::attach_merged(self, &files, meta)?;
                 self.dropped_deleted.fetch_add(m.deleted, Ordering::Relaxed);
                 self.dropped_repeats.fetch_add(m.repeated, Ordering::Relaxed);
                 self.spilled_runs.fetch_add(m.spilled_runs as u64, Ordering::Relaxed);
