@@ -22,6 +22,7 @@ mod corpus;
 mod expiry_text;
 mod input;
 mod log_recovery;
+mod memory;
 mod ordered;
 mod plot;
 mod progress;

@@ -439,11 +439,11 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
             // the second look reads again only the few documents it needs (their shingles),
             // while without the features the fingerprint pass tokenizes every document again
             if features_bytes + sets_bytes + pass.idf.as_ref().map_or(0, IdfBuilder::heap_bytes) > args.keep_text_bytes {
-                if pass.sets.take().is_some() {
-                    sets_bytes = 0;
+                if let Some(sets) = pass.sets.take() {
                     making_sets.store(false, std::sync::atomic::Ordering::Relaxed);
-                } else if pass.features.take().is_some() {
-                    features_bytes = 0;
+                    (sets_bytes, ()) = (0, crate::memory::free(sets));
+                } else if let Some(features) = pass.features.take() {
+                    (features_bytes, ()) = (0, crate::memory::free(features));
                 }
             }
             pass.docs.push(CorpusDoc { content: a.content, id, fingerprint, sketch: a.sketch, short });
