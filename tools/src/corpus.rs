@@ -346,10 +346,10 @@ fn read_piece<W>(piece: Piece, utf8: InvalidUtf8, work: &mut impl FnMut(Document
             };
             (Document { id: name, kind, content: Content::Stream(content), replaced_utf8: 0 }, Location { file, line: None })
         }
-        Piece::Line { name, file, line, offset, bytes } => match JsonDoc::from_line(&bytes, line, utf8) {
-            None => return Outcome::Nothing,
-            Some(Ok(doc)) => (Content::of_record(doc), Location { file, line: Some((line, offset, bytes.len() as u64)) }),
-            Some(Err(e)) => return Outcome::Skip(Skip { id: name.to_string(), reason: e.to_string() }),
+        Piece::Line { name, file, line, offset, bytes } => match (bytes.len() as u64, JsonDoc::from_owned_line(bytes, line, utf8)) {
+            (_, None) => return Outcome::Nothing,
+            (len, Some(Ok(doc))) => (Content::of_record(doc), Location { file, line: Some((line, offset, len)) }),
+            (_, Some(Err(e))) => return Outcome::Skip(Skip { id: name.to_string(), reason: e.to_string() }),
         },
     };
     let id = doc.id.clone();

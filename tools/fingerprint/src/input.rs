@@ -258,6 +258,22 @@ impl JsonDoc {
         Some(JsonDoc::parse(&text, line, replaced))
     }
 
+    /// [`JsonDoc::from_line`] of a line's bytes it owns: their allocation becomes the body's
+    /// (decoded in place), where `from_line` copies the body out of the line.
+    pub fn from_owned_line(bytes: Vec<u8>, line: u64, utf8: InvalidUtf8) -> Option<Result<JsonDoc, Error>> {
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => return JsonDoc::from_line(e.as_bytes(), line, utf8),
+        };
+        if text.trim().is_empty() {
+            return None;
+        }
+        Some(match crate::json_record::plain_record_owned(text) {
+            Ok((id, html, body)) => Ok(JsonDoc { id, body: if html { Body::Html(body) } else { Body::Text(body) }, line, replaced_utf8: 0 }),
+            Err(text) => JsonDoc::parse_value(&text, line, 0),
+        })
+    }
+
     pub(crate) fn parse(text: &str, line: u64, replaced_utf8: u64) -> Result<JsonDoc, Error> {
         // the common record without a JSON tree; any other line as serde_json reads it
         if let Some((id, html, body)) = crate::json_record::plain_record(text) {

@@ -14,6 +14,21 @@
 /// The id, whether the body is `html` (else `text`), and the body of `line` when it is a
 /// plain record (see the module's comment); `None` otherwise.
 pub(crate) fn plain_record(line: &str) -> Option<(String, bool, String)> {
+    plain_record_with(line, Scan::string)
+}
+
+/// [`plain_record`] of a line it owns, the body decoded in the line's own buffer (JSON's
+/// escapes are never shorter than what they decode to): no allocation for the body, the
+/// line's allocation becomes it. The line back (`Err`) when it is not a plain record.
+pub(crate) fn plain_record_owned(line: String) -> Result<(String, bool, String), String> {
+    let Some((id, html, body)) = plain_record_with(&line, Scan::string_raw) else { return Err(line) };
+    // the id again, decoded (short); the body in place
+    let Some(id) = (Scan { s: &line, at: id.start - 1 }).string() else { return Err(line) };
+    decode_in_place(line, body).map(|body| (id, html, body))
+}
+
+/// The members of `line` when it is a plain record, each string read by `string`.
+fn plain_record_with<'s, T>(line: &'s str, mut string: impl FnMut(&mut Scan<'s>) -> Option<T>) -> Option<(T, bool, T)> {
     let mut p = Scan { s: line, at: 0 };
     p.whitespace();
     p.expect(b'{')?;
@@ -33,7 +48,7 @@ pub(crate) fn plain_record(line: &str) -> Option<(String, bool, String)> {
         if member.is_some() {
             return None;
         }
-        *member = Some(p.string()?);
+        *member = Some(string(&mut p)?);
         p.whitespace();
         match p.next()? {
             b',' => continue,
@@ -51,6 +66,38 @@ pub(crate) fn plain_record(line: &str) -> Option<(String, bool, String)> {
         _ => return None,
     };
     Some((id?, html, body))
+}
+
+/// The JSON string `line[raw]` (between its quotes; read by [`Scan::string_raw`]), decoded
+/// in the line's buffer, which becomes the string. Each decoded run or escape is written at
+/// or before where it was read, so nothing is overwritten before it is read. Should it not
+/// decode (never, once `string_raw` accepted it) the line is gone: an empty line, which
+/// serde_json refuses.
+fn decode_in_place(line: String, raw: std::ops::Range<usize>) -> Result<String, String> {
+    let mut bytes = line.into_bytes();
+    let (mut w, mut r) = (0, raw.start);
+    loop {
+        let k = r + memchr::memchr(b'\\', &bytes[r..raw.end]).unwrap_or(raw.end - r);
+        bytes.copy_within(r..k, w);
+        w += k - r;
+        if k == raw.end {
+            break;
+        }
+        // the escape after the backslash, at most 11 ASCII bytes (a surrogate pair), read by
+        // the scanner from a prefix of what follows that is valid UTF-8
+        let after = &bytes[k + 1..raw.end.min(k + 12)];
+        let valid = std::str::from_utf8(after).or_else(|e| std::str::from_utf8(&after[..e.valid_up_to()]));
+        let mut escape = Scan { s: valid.unwrap_or_default(), at: 0 };
+        let Some(c) = escape.escape() else { return Err(String::new()) };
+        let read = escape.at;
+        let mut utf8 = [0u8; 4];
+        let c = c.encode_utf8(&mut utf8).as_bytes();
+        bytes[w..w + c.len()].copy_from_slice(c);
+        w += c.len();
+        r = k + 1 + read;
+    }
+    bytes.truncate(w);
+    String::from_utf8(bytes).map_err(|_| String::new())
 }
 
 struct Scan<'a> {
@@ -125,6 +172,24 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// [`Scan::string`] without decoding it: where its body is (between the quotes), once
+    /// it reads as `string` would read it.
+    fn string_raw(&mut self) -> Option<std::ops::Range<usize>> {
+        self.expect(b'"')?;
+        let start = self.at;
+        loop {
+            let end = self.special()?;
+            self.at = end + 1;
+            match self.bytes()[end] {
+                b'"' => return Some(start..end),
+                b'\\' => {
+                    self.escape()?;
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// The character of the escape after a `\`.
     fn escape(&mut self) -> Option<char> {
         Some(match self.next()? {
@@ -190,6 +255,8 @@ mod tests {
     /// What this reader reads it must read as serde_json does; what it leaves may be
     /// anything.
     fn agrees(line: &str) {
+        // read in the line's own buffer, the same
+        assert_eq!(plain_record_owned(line.to_owned()).ok(), plain_record(line), "{line:?}");
         if let Some(fast) = plain_record(line) {
             assert_eq!(Some(fast), by_serde(line), "{line:?}");
         }
