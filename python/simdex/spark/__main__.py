@@ -342,7 +342,8 @@ def stop_session() -> None:
     if active is not None:
         active.stop()
     if ARCHIVE is not None and ARCHIVE.create and SparkContext._gateway is not None:
-        ARCHIVE.finish(getattr(SparkContext._gateway, "proc", None))
+        if ARCHIVE.finish(getattr(SparkContext._gateway, "proc", None)):
+            print(f"the driver JVM's class-data archive written to {ARCHIVE.path} (once: later local runs start from it)", file=sys.stderr)
         SparkContext._gateway, SparkContext._jvm = None, None
     ARCHIVE = None
 
