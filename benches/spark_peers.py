@@ -19,7 +19,8 @@ Each tool runs in its own process, in its own virtualenv (peers are never vendor
 or all four in one run, one after the other, each with the load average before it (``--tuned``
 for the peers, as Spark II measured them), ``--rounds`` times; ``--tools`` picks some of them
 (e.g. ``simdex,cli`` where the peers would take hours), ``--simdex`` repeated runs several
-builds of the CLI (a baseline beside the current one):
+builds of the CLI and ``--python`` repeated several builds of simdex.spark (a baseline beside
+the current one):
 
     python benches/spark_peers.py all DATA --python SPARK_VENV/bin/python --peers-python PEERS_VENV/bin/python --simdex target/release/simdex
 
@@ -221,7 +222,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tool", choices=["simdex", "curator", "curator-child", "textdedup", "cli", "all"])
     ap.add_argument("data", help="the eval folder: docs.jsonl and pairs.tsv")
-    ap.add_argument("--python", default=sys.executable, help="the interpreter (virtualenv) to run the tool with")
+    ap.add_argument("--python", action="append", help="the interpreter (virtualenv) to run the tool with [default: this one]; all: repeat to run several builds of simdex.spark, each in turn (a baseline beside the current one)")
     ap.add_argument("--peers-python", help="all: the peers' interpreter")
     ap.add_argument("--simdex", action="append", help="cli, all: the simdex CLI (all: repeat to run several builds, each in turn) [default: target/release/simdex]")
     ap.add_argument("--tools", default="simdex,textdedup,cli,curator", help="all: which tools, in this order (default simdex,textdedup,cli,curator)")
@@ -232,10 +233,11 @@ def main():
     if a.tool == "curator-child":
         return curator_child(a.data, a.out, a.tuned)
     clis = a.simdex or ["target/release/simdex"]
+    pythons = a.python or [sys.executable]
     true = truth(a.data)
     if a.tool == "all":
         known = {
-            "simdex": [("simdex", lambda w: run_simdex(a.data, a.python, w))],
+            "simdex": [("simdex" if len(pythons) == 1 else f"simdex ({p})", lambda w, p=p: run_simdex(a.data, p, w)) for p in pythons],
             "textdedup": [("textdedup tuned", lambda w: run_textdedup(a.data, a.peers_python, w, True))],
             "cli": [(f"simdex dedup ({c})", lambda w, c=c: run_cli(a.data, c, w)) for c in clis],
             "curator": [("curator tuned", lambda w: run_curator(a.data, a.peers_python, w, True))],
@@ -263,11 +265,11 @@ def main():
         if a.tool == "cli":
             took, sets = run_cli(a.data, clis[0], work)
         elif a.tool == "simdex":
-            took, sets = run_simdex(a.data, a.python, work)
+            took, sets = run_simdex(a.data, pythons[0], work)
         elif a.tool == "textdedup":
-            took, sets = run_textdedup(a.data, a.python, work, a.tuned)
+            took, sets = run_textdedup(a.data, pythons[0], work, a.tuned)
         else:
-            took, sets = run_curator(a.data, a.python, work, a.tuned)
+            took, sets = run_curator(a.data, pythons[0], work, a.tuned)
     for what, reported in sets.items():
         if isinstance(reported, set):
             print(json.dumps({"tool": a.tool + (" tuned" if a.tuned else ""), "scored": what, "seconds": round(took, 1), "cpu seconds": round(USAGE.get("cpu", 0), 1), "peak rss MiB": USAGE.get("peak_rss_mib"), **score(reported, true)}))

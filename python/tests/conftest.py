@@ -11,6 +11,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGES = ROOT / "fixtures" / "corpus" / "pages"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cache_home(tmp_path_factory):
+    """The commands' caches (simdex.spark's class-data archive) in a folder of the test run,
+    not the user's."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture(scope="session")
 def cli():
     """Runs the `simdex` binary ($SIMDEX, else target/debug/simdex); returns stdout."""

@@ -4,6 +4,7 @@ a skewed corpus, bad records, and tasks that fail once and run again. One SparkS
 (local[2], two attempts per task) is shared by every test; skipped only without java."""
 
 import json
+import os
 import pathlib
 import pickle
 import re
@@ -301,3 +302,36 @@ def test_a_whole_dedup_run_is_at_most_six_spark_jobs(cli, tmp_path):
     cli("dedup", corpus, "--format", "jsonl", "--pairs", tmp_path / "cli.tsv")
     assert sorted_lines(out["pairs.tsv"]) == sorted_lines(tmp_path / "cli.tsv")
     assert len(sorted_lines(out["skipped.tsv"])) == 3
+
+
+def test_the_first_local_run_writes_the_class_data_archive_and_the_next_maps_it(cli, tmp_path):
+    """The command's local session writes the driver JVM's class-data archive when it finds
+    none (under XDG_CACHE_HOME) and the next run's JVM loads Spark's classes from it (the
+    JVM's own class-loading log says so: "shared objects file (top)"); both runs give simdex
+    dedup's pairs, and so does a run told not to (SIMDEX_SPARK_CDS=0), which maps nothing."""
+    corpus = tmp_path / "docs.jsonl"
+    write_jsonl(corpus, page_records())
+    cache, logs = tmp_path / "cache", tmp_path / "jvm"
+    logs.mkdir()
+    cli("dedup", corpus, "--format", "jsonl", "--pairs", tmp_path / "cli.tsv")
+
+    def run(name, **env):
+        # every JVM logs where each class came from, one file a process
+        env = {**os.environ, "XDG_CACHE_HOME": str(cache), "JAVA_TOOL_OPTIONS": f"-Xlog:class+load=info:file={logs}/{name}-%p.log", **env}
+        argv = [sys.executable, "-m", "simdex.spark", "dedup", corpus, "--format", "jsonl", "--master", "local[2]", "--pairs", tmp_path / f"{name}.tsv"]
+        p = subprocess.run(argv, capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        assert sorted_lines(tmp_path / f"{name}.tsv") == sorted_lines(tmp_path / "cli.tsv")
+        # the driver's JVM: the one that loaded Spark's context
+        driver = [f for f in logs.glob(f"{name}-*.log") if "org.apache.spark.SparkContext " in f.read_text()]
+        assert len(driver) == 1, driver
+        return driver[0].read_text()
+
+    first = run("first")
+    made = list((cache / "simdex").iterdir())
+    assert len(made) == 1 and made[0].suffix == ".jsa" and made[0].stat().st_size > 0, made
+    assert "shared objects file (top)" not in first
+    second = run("second")
+    assert re.search(r"org\.apache\.spark\.SparkContext source: shared objects file \(top\)", second), "the second run did not map the archive"
+    assert list((cache / "simdex").iterdir()) == made
+    assert "shared objects file (top)" not in run("off", SIMDEX_SPARK_CDS="0")

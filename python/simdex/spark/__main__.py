@@ -4,7 +4,8 @@
 Also runs under ``spark-submit`` (give this file, or ``-m``-less: ``spark-submit
 $(python -c 'import simdex.spark.__main__ as m; print(m.__file__)') dedup ...``); without
 ``--master`` the session takes Spark's own default (``local[*]``, or what spark-submit set).
-A local session starts without the web UI and with lean JVM settings (``LOCAL_DEFAULTS``);
+A local session starts without the web UI and with lean JVM settings (``LOCAL_DEFAULTS``),
+its driver's classes mapped from a class-data archive that the first run writes (``_jvm``);
 ``--conf spark.ui.enabled=true`` (or any setting of the same key) brings Spark's own back.
 """
 
@@ -141,7 +142,12 @@ def _set_elsewhere(conf) -> Callable[[str], bool]:
     return lambda key: conf.contains(key) or key in keys or key in submit
 
 
+# the class-data archive this process's session uses or writes (``_jvm.Archive``)
+ARCHIVE = None
+
+
 def session(master, conf=(), defaults=None):
+    global ARCHIVE
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -160,7 +166,18 @@ def session(master, conf=(), defaults=None):
     if master:
         b = b.master(master)
     given = dict(setting.split("=", 1) for setting in conf)
-    for key, value in session_settings(local, given, defaults, _set_elsewhere(SparkConf())).items():
+    settings = session_settings(local, given, defaults, _set_elsewhere(SparkConf()))
+    java = "spark.driver.extraJavaOptions"
+    if settings.get(java) == LOCAL_DEFAULTS[java]:
+        # the JVM options are the command's: its classes from the archive (or the archive made)
+        from pyspark.find_spark_home import _find_spark_home
+
+        from simdex.spark._jvm import archive
+
+        ARCHIVE = archive(_find_spark_home())
+        if ARCHIVE is not None:
+            settings[java] += " " + ARCHIVE.options
+    for key, value in settings.items():
         b = b.config(key, value)
     if not sys.stderr.isatty():
         b = b.config("spark.ui.showConsoleProgress", "false")
@@ -313,13 +330,22 @@ def main(argv=None, spark=None) -> int:
 
 
 def stop_session() -> None:
+    """Stops the session the command started; when it writes the class-data archive, ends its
+    JVM too (which then writes it) and puts the archive in place."""
+    global ARCHIVE
     if "pyspark" not in sys.modules:
         return
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
+    if ARCHIVE is not None and ARCHIVE.create and SparkContext._gateway is not None:
+        if ARCHIVE.finish(getattr(SparkContext._gateway, "proc", None)):
+            print(f"the driver JVM's class-data archive written to {ARCHIVE.path} (once: later local runs start from it)", file=sys.stderr)
+        SparkContext._gateway, SparkContext._jvm = None, None
+    ARCHIVE = None
 
 
 if __name__ == "__main__":
