@@ -10,6 +10,7 @@
 
 use crate::batch::{batch_query, BatchOptions};
 use crate::confirm::ConfirmOptions;
+use crate::cpu::on_every_core;
 use crate::engine::snapshot::Snapshot;
 use crate::engine::{FindOrInsert, Index};
 use crate::error::Result;
@@ -115,6 +116,14 @@ const MIN_JOIN_QUERIES: usize = 1024;
 /// 2^20 joined take 10.6 s, under half their probes (issue 48, benches/RESULTS.md).
 const STORED_PER_JOIN_QUERY: u64 = 1024;
 
+/// A confirmed batch of at least this many items has its band lookups made in batch mode
+/// (each band's keys in order, then the candidates' sketches in ordinal order); a smaller
+/// one, a check per item (the same answers either way).
+const MIN_BAND_BATCH: usize = 256;
+/// Items whose band lookups are held at once (about 16 bytes a candidate they keep, a few
+/// candidates an item on every segment): larger batches go in parts of this many.
+const MAX_BAND_BATCH: usize = 1 << 20;
+
 /// Every live pair within `options.k` of each of `fps`, per item (each item's matches in
 /// [`Index::query`]'s order), all items answered over one snapshot of the index.
 pub fn query_many(index: &Index, fps: &[u64], options: &QueryOptions) -> Result<Grouped> {
@@ -131,7 +140,11 @@ pub fn query_many(index: &Index, fps: &[u64], options: &QueryOptions) -> Result<
 /// [`Index::query_confirmed`] of many documents over one version of the live set: item `i` is
 /// `fps[i]` with the sketch `sketches[i * w..(i + 1) * w]` (`w` the index's sketch width),
 /// judged by the same rule and code as the single check (and so as the crawler's
-/// check-then-add), the items split over every core. With `sketches` empty no item has a
+/// check-then-add), the items split over every core. A large batch has its band lookups
+/// made first, for all its items at once, the paper's batch mode applied to the band files:
+/// each band's keys in sorted order (a walk through the band's entry pages, a lookup per
+/// distinct key), then the candidates' sketches tested in ordinal order; each item's check
+/// then goes on from those lookups, so the answers are the single check's. With `sketches` empty no item has a
 /// sketch: each is answered by fingerprint alone within `options.unsketched_k`, by
 /// [`query_many`] (one merge join of the sorted batch with each stored table when the batch
 /// is large against the index, the paper's batch mode; else a probe per item). For front ends
@@ -146,6 +159,13 @@ pub fn query_confirmed_many(index: &Index, fps: &[u64], sketches: &[u8], options
         return Err(crate::Error::InvalidArgument(format!("{} bytes of sketches for {} fingerprints: the index's sketches are {width} bytes", sketches.len(), fps.len())));
     }
     let items: Vec<(u64, &[u8])> = fps.iter().copied().zip(sketches.chunks_exact(width)).collect();
+    if items.len() >= MIN_BAND_BATCH {
+        let mut out = Grouped::with_capacity(fps.len());
+        for chunk in items.chunks(MAX_BAND_BATCH) {
+            view.confirmed_batch(chunk, options, |m| out.push_item(m))?;
+        }
+        return Ok(out);
+    }
     let parts = on_every_core(&items, 256, |part| {
         let mut out = Grouped::with_capacity(part.len());
         for &(fp, sketch) in part {
@@ -204,25 +224,6 @@ fn query_many_probed(snapshot: &Snapshot, fps: &[u64], options: &QueryOptions) -
         out.append(part);
     }
     Ok(out)
-}
-
-/// `work` of consecutive parts of `items`, one part per core (parts of at least
-/// `min_per_thread` items, all on this thread when that makes one part); the answers in order.
-pub(crate) fn on_every_core<I: Sync, R: Send, E: Send>(
-    items: &[I],
-    min_per_thread: usize,
-    work: impl Fn(&[I]) -> std::result::Result<R, E> + Sync,
-) -> std::result::Result<Vec<R>, E> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(items.len().div_ceil(min_per_thread.max(1))).max(1);
-    if threads == 1 {
-        return Ok(vec![work(items)?]);
-    }
-    let work = &work;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items.chunks(items.len().div_ceil(threads)).map(|part| s.spawn(move || work(part))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-    })
 }
 
 /// `find_or_insert` of each `(fps[i], ids[i])` in order (as many as the shorter has): an

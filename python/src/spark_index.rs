@@ -94,7 +94,9 @@ impl IndexReader {
     /// The documents of a batch checked against the index by the library's document rule
     /// (`DocumentIndex::query_analysed_many`: candidates within `k`, confirmed by sketch at
     /// `threshold` when `confirm` and the index stores the library's sketches; `k`,
-    /// `confirm` and `threshold` decided as every document call decides them): `fps` and
+    /// `confirm` and `threshold` decided as every document call decides them; a large batch
+    /// checked in batch mode, its band lookups in key order and its candidates' sketches in
+    /// ordinal order, with the answers of one check per document): `fps` and
     /// `sketches` (little-endian u64s; 64-byte sketches back to back, or empty) of documents
     /// with ids `ids` (an Arrow string column's data and offsets). Appends a line per match to
     /// `out`: `id<TAB>index_doc_id<TAB>stored fingerprint (16 hex)<TAB>distance<TAB>similarity`

@@ -241,6 +241,10 @@ pub(super) struct BandQuery<'a> {
     /// holds every entry and answers alone); should its lookup fail, its tables are asked
     /// here within `k`.
     pub alone: &'a [bool],
+    /// By segment position: this query's band lookups and sketch tests already done by a
+    /// batch (`band_batch`), the kept `(ordinal, resemblance)` in ordinal order (empty, or
+    /// `None` at a position: looked up here).
+    pub batched: &'a [Option<&'a [(u64, f64)]>],
 }
 
 impl BandQuery<'_> {
@@ -281,52 +285,15 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
     let all_bands = BandDesign::for_segment(1, q.sketch.len()).map_or(0, |d| d.bands);
     let mut kept = Vec::new();
     // the entry pages of every cold band file, asked for before any segment's are read
-    let asked: Vec<bool> = version.segments.iter().map(|s| s.bands.file().is_some_and(|b| b.ask_ahead(q.sketch))).collect();
+    let batched = |i: usize| q.batched.get(i).copied().flatten();
+    let asked: Vec<bool> = version.segments.iter().enumerate().map(|(i, s)| batched(i).is_none() && s.bands.file().is_some_and(|b| b.ask_ahead(q.sketch))).collect();
     for (i, s) in version.segments.iter().enumerate() {
-        ordinals.clear();
-        // `cold`: the band file's lookups have been waiting for the disk, so the candidates'
-        // reads are asked for together (their sketches, then the survivors' ids and
-        // fingerprints) before any is read
-        let (looked_up, cold) = match s.bands.file() {
-            Some(bands) => match bands.lookup_all(q.sketch, asked.get(i).copied().unwrap_or(false), &mut ordinals) {
-                Ok(()) => (true, bands.is_cold()),
-                Err(fault) => {
-                    s.bands.set_aside(&bands, &fault);
-                    faults += 1;
-                    ordinals.clear();
-                    (false, false)
-                }
-            },
-            None => (false, false),
-        };
-        if !looked_up {
-            if !q.tables_found_k || q.alone.get(i).copied().unwrap_or(false) {
-                fallback(version, views, s, q, out)?;
-            }
-            if q.beyond_k.is_some() && s.segment.has_sketches() {
-                scan_sketches(&s.segment, q.sketch, all_bands, &mut ordinals)?;
-            }
-        }
-        let bands = s.bands.file().map_or(all_bands, |b| b.design().bands);
-        ordinals.sort_unstable();
-        ordinals.dedup();
-        if cold {
-            s.segment.will_need_sketches(&ordinals);
-        }
-        kept.clear();
-        for &ordinal in &ordinals {
-            let ordinal = u64::from(ordinal);
-            // a candidate that shares only a bucket and a tag with the query's band is not one
-            let stored = s.segment.sketch(ordinal)?;
-            if !shares_band(q.sketch, stored, bands) {
-                continue;
-            }
-            if let Some(similarity) = q.accepts(stored) {
-                kept.push((ordinal, similarity));
-            }
-        }
-        if cold {
-            s.segment.will_need_entries(kept.iter().map(|&(ordinal, _)| ordinal));
+        if let Some(done) = batched(i) {
+            kept.clear();
+            kept.extend_from_slice(done);
+        } else {
+            let scratch = Scratch { all_bands, ordinals: &mut ordinals, kept: &mut kept };
+            faults += look_up(version, views, (i, s), q, asked.get(i).copied().unwrap_or(false), scratch, out)?;
         }
         for &(ordinal, similarity) in &kept {
             let fp = s.segment.fingerprint_at(ordinal)?;
@@ -363,6 +330,69 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
             let Some(similarity) = version.sketch_of(views, e.fp, e.id)?.as_deref().and_then(|s| q.accepts(s)).filter(|&s| q.passes(distance, s)) else { continue };
             out.push(Match { distance, fingerprint: e.fp, doc_id: Some(e.id), similarity: Some(similarity) });
         }
+    }
+    Ok(faults)
+}
+
+/// What [`look_up`] works in: the scheme's bands, and its lists (cleared and filled).
+struct Scratch<'a> {
+    all_bands: u32,
+    ordinals: &'a mut Vec<u32>,
+    kept: &'a mut Vec<(u64, f64)>,
+}
+
+/// Segment `i`'s (`s`'s) candidates for `q`, looked up in its band file (`asked`: its
+/// entry pages were asked for), else (no band file in use, or its lookup fails: set aside,
+/// a fault returned) from its tables (into `out`) and its sketches: `scratch.kept` gets
+/// those whose sketch shares a band and passes the threshold, `(ordinal, resemblance)` in
+/// ordinal order.
+fn look_up(version: &Version, views: &MemViews<'_>, (i, s): (usize, &LiveSegment), q: &BandQuery<'_>, asked: bool, scratch: Scratch<'_>, out: &mut Vec<Match>) -> Result<u32> {
+    let Scratch { all_bands, ordinals, kept } = scratch;
+    let mut faults = 0;
+    ordinals.clear();
+    // `cold`: the band file's lookups have been waiting for the disk, so the candidates'
+    // reads are asked for together (their sketches, then the survivors' ids and
+    // fingerprints) before any is read
+    let (looked_up, cold) = match s.bands.file() {
+        Some(bands) => match bands.lookup_all(q.sketch, asked, ordinals) {
+            Ok(()) => (true, bands.is_cold()),
+            Err(fault) => {
+                s.bands.set_aside(&bands, &fault);
+                faults += 1;
+                ordinals.clear();
+                (false, false)
+            }
+        },
+        None => (false, false),
+    };
+    if !looked_up {
+        if !q.tables_found_k || q.alone.get(i).copied().unwrap_or(false) {
+            fallback(version, views, s, q, out)?;
+        }
+        if q.beyond_k.is_some() && s.segment.has_sketches() {
+            scan_sketches(&s.segment, q.sketch, all_bands, ordinals)?;
+        }
+    }
+    let bands = s.bands.file().map_or(all_bands, |b| b.design().bands);
+    ordinals.sort_unstable();
+    ordinals.dedup();
+    if cold {
+        s.segment.will_need_sketches(ordinals);
+    }
+    kept.clear();
+    for &ordinal in ordinals.iter() {
+        let ordinal = u64::from(ordinal);
+        // a candidate that shares only a bucket and a tag with the query's band is not one
+        let stored = s.segment.sketch(ordinal)?;
+        if !shares_band(q.sketch, stored, bands) {
+            continue;
+        }
+        if let Some(similarity) = q.accepts(stored) {
+            kept.push((ordinal, similarity));
+        }
+    }
+    if cold {
+        s.segment.will_need_entries(kept.iter().map(|&(ordinal, _)| ordinal));
     }
     Ok(faults)
 }

@@ -16,10 +16,12 @@
 //! (the index's `k` and sketch column, which the arguments are checked against); the
 //! [`super::Index`] calls that use them are `index`'s.
 
+use super::band_batch::{BandBatch, Judge};
 use super::banded::{band_matches, BandQuery};
 use super::state::Engine;
 use super::version::Version;
 use crate::confirm::{bands_serve, minhash_resemblance, parse_minhash_scheme, ConfirmOptions};
+use crate::cpu::on_every_core;
 use crate::error::{Error, Result};
 use crate::query::{Match, QueryOptions};
 
@@ -73,6 +75,12 @@ pub(super) fn candidates(engine: &Engine, version: &Version, fingerprint: u64, k
 /// a band file in use: its tables within `options.k`). `options.exhaustive`, or a check
 /// the band files do not serve: the tables within `options.k` everywhere (multi-probe).
 pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
+    confirmed_with(engine, version, fingerprint, sketch, options, &[])
+}
+
+/// [`confirmed`], with the band lookups and sketch tests of the segments `batched` holds
+/// (by segment position; [`BandBatch::item`]) already done for this document.
+fn confirmed_with(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions, batched: &[Option<&[(u64, f64)]>]) -> Result<Vec<Match>> {
     let (hashes, bits) = estimator(engine)?;
     if sketch.len() != engine.sketch_width() {
         return Err(Error::InvalidArgument(format!("a {}-byte query sketch: the index's sketches are {} bytes", sketch.len(), engine.sketch_width())));
@@ -110,7 +118,8 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
         }
     }
     if by_bands || beyond_k.is_some() {
-        let query = BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity, beyond_k, tables_found_k: !banded, alone: &alone };
+        let query =
+            BandQuery { fingerprint, sketch, hashes, bits, k: options.k, min_similarity: options.min_similarity, beyond_k, tables_found_k: !banded, alone: &alone, batched };
         for _ in 0..band_matches(version, &version.views(), &query, &mut out)? {
             engine.band_fault();
         }
@@ -140,5 +149,33 @@ impl<'a> ConfirmedView<'a> {
     /// [`confirmed`] over this view's version.
     pub(crate) fn confirmed(&self, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions) -> Result<Vec<Match>> {
         confirmed(self.engine, &self.version, fingerprint, sketch, options)
+    }
+
+    /// [`confirmed`] of every item (fingerprint, sketch of the index's width) over this
+    /// view's version, in batch mode: the band lookups of the whole batch first, segment by
+    /// segment, in the order of their band keys, and the candidates' sketches tested in
+    /// ordinal order ([`BandBatch`]); then each item's check as [`confirmed`] makes it, on
+    /// every core, with those lookups done. The same answers as one [`confirmed`] per item;
+    /// `push` gets them in item order.
+    pub(crate) fn confirmed_batch(&self, items: &[(u64, &[u8])], options: &ConfirmOptions, mut push: impl FnMut(Vec<Match>)) -> Result<()> {
+        // the band half runs when the band files serve the check or band candidates apply
+        // (otherwise, or on an index without a scheme it can estimate, the items' own checks
+        // answer, errors included)
+        let batch = estimator(self.engine).ok().and_then(|(hashes, bits)| {
+            let serve = bands_serve(hashes, bits, options.min_similarity) && !options.exhaustive;
+            (serve || options.beyond_k_similarity(hashes, bits).is_some())
+                .then(|| BandBatch::new(&self.version, items, Judge { hashes, bits, min_similarity: options.min_similarity }))
+        });
+        let numbered: Vec<(usize, u64, &[u8])> = items.iter().enumerate().map(|(i, &(fp, sketch))| (i, fp, sketch)).collect();
+        let parts = on_every_core(&numbered, 256, |part| {
+            part.iter()
+                .map(|&(i, fp, sketch)| {
+                    let batched = batch.as_ref().map(|b| b.item(i)).unwrap_or_default();
+                    confirmed_with(self.engine, &self.version, fp, sketch, options, &batched)
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        parts.into_iter().flatten().for_each(&mut push);
+        Ok(())
     }
 }

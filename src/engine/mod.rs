@@ -26,7 +26,8 @@
 //! - `index`: the [`Index`] handle and its public calls; [`pinned_recipe`]: the `RECIPE`
 //!   file, the fingerprint recipe pinned in the index, kept as opaque bytes for the text
 //!   pipeline (the `simdex-fingerprint` crate, which makes the document calls);
-//! - `confirmed`: the sketch-confirmed queries on a version; `stats`: what the index reports;
+//! - `confirmed`: the sketch-confirmed queries on a version (`band_batch`: a batch's band
+//!   lookups at once); `stats`: what the index reports;
 //!   [`snapshot`]: a read-only view for whole-index jobs;
 //! - `commit`: the write path (log appends, group commit, the sync thread); `flush`:
 //!   freezing a full memtable, writing it as a segment, installing new manifests;
@@ -59,6 +60,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod band_batch;
 mod band_slot;
 pub(crate) mod banded;
 mod commit;

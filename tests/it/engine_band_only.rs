@@ -16,7 +16,7 @@ use simdex::{ConfirmOptions, Index, IndexOptions, Match, QueryOptions};
 use crate::common::Rng;
 use crate::engine_bands::{column, key, near, oracle, random_sketch, Model, Sketch};
 
-fn options(storage: &MemStorage) -> IndexOptions {
+pub(crate) fn options(storage: &MemStorage) -> IndexOptions {
     let mut o = crate::engine::mem_options(storage, 1_000_000).with_sketches(Some(column()));
     o.compaction.automatic = false;
     o
@@ -35,7 +35,7 @@ fn one_bit_a_band(base: &Sketch, rng: &mut Rng) -> Sketch {
 
 /// Where a pair was stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Place {
+pub(crate) enum Place {
     /// The first segment: every pair with a sketch (its band file holds every entry).
     Whole,
     /// The second segment: some pairs without a sketch.
@@ -44,17 +44,17 @@ enum Place {
     Memtable,
 }
 
-struct Fixture {
-    index: Index,
-    model: Model,
-    places: BTreeMap<(u64, u64), Place>,
-    centers: Vec<(u64, Sketch)>,
+pub(crate) struct Fixture {
+    pub(crate) index: Index,
+    pub(crate) model: Model,
+    pub(crate) places: BTreeMap<(u64, u64), Place>,
+    pub(crate) centers: Vec<(u64, Sketch)>,
 }
 
 /// Pairs near 24 centers (fingerprints 0..12 bits away; sketches 0..40 bits away, or one
 /// bit in every band) and unrelated ones, in a segment of sketched pairs, a segment with
 /// some pairs stored without a sketch and the memtable.
-fn fixture(storage: &MemStorage) -> Fixture {
+pub(crate) fn fixture(storage: &MemStorage) -> Fixture {
     let index = Index::open("p", options(storage)).unwrap();
     let mut rng = Rng(45);
     let centers: Vec<(u64, Sketch)> = (0..24).map(|_| (rng.next(), random_sketch(&mut rng))).collect();
@@ -92,17 +92,17 @@ fn fixture(storage: &MemStorage) -> Fixture {
 }
 
 /// Queries near every center: its sketch itself, and one 10 bits from it.
-fn queries(centers: &[(u64, Sketch)]) -> Vec<(u64, Sketch)> {
+pub(crate) fn queries(centers: &[(u64, Sketch)]) -> Vec<(u64, Sketch)> {
     let mut rng = Rng(7);
     centers.iter().enumerate().flat_map(|(n, &(c, cs))| [(rng.flip(c, (n % 3) as u32), cs), (rng.flip(c, (n % 4) as u32), near(&cs, 10, &mut rng))]).collect()
 }
 
-fn sorted(mut v: Vec<Match>) -> Vec<Match> {
+pub(crate) fn sorted(mut v: Vec<Match>) -> Vec<Match> {
     v.sort_by_key(key);
     v
 }
 
-const CHECKS: [fn() -> ConfirmOptions; 6] = [
+pub(crate) const CHECKS: [fn() -> ConfirmOptions; 6] = [
     || ConfirmOptions::within(8),
     || ConfirmOptions::within(3),
     || ConfirmOptions::within(5).with_band_candidates(false),

@@ -10,6 +10,7 @@ mod codec;
 mod common;
 mod corruption;
 mod engine;
+mod engine_band_batch;
 mod engine_band_healing;
 mod engine_band_only;
 mod engine_bands;

@@ -63,7 +63,7 @@ impl PassTimes {
 
 /// The user + system CPU seconds of the process (`/proc/self/stat`) or of the calling thread
 /// (`/proc/thread-self/stat`), in clock ticks of 1/100 s.
-fn cpu_seconds(stat: &str) -> f64 {
+pub(crate) fn cpu_seconds(stat: &str) -> f64 {
     let stat = std::fs::read_to_string(stat).unwrap_or_default();
     // the fields after the command name (in parentheses, which may hold spaces): utime is
     // the 14th field of the line, stime the 15th

@@ -61,6 +61,11 @@ pub(super) struct QueryArgs {
     /// estimated (`ConfirmOptions::band_margin`; default the library's)
     #[arg(long, requires = "confirmed", conflicts_with = "no_band_candidates")]
     pub(super) band_margin: Option<f64>,
+    /// With --confirmed: check all the queries in one library call (`query_confirmed_many`,
+    /// the batch a front such as `simdex.spark dedup --index` hands over: batch mode when it
+    /// is large), timed per round as a whole (wall and CPU seconds; no latencies).
+    #[arg(long, requires = "confirmed", conflicts_with = "threads")]
+    pub(super) many: bool,
     /// Print JSON.
     #[arg(long)]
     pub(super) json: bool,
@@ -95,6 +100,9 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
     };
     let open_ms = opened.elapsed().as_secs_f64() * 1e3;
     let (entries, design) = target.describe()?;
+    if let (true, Target::Verified { index, sketches, options, .. }) = (args.many, &target) {
+        return many(&args, index, &queries, sketches, options, (entries, &design, open_ms));
+    }
     let mut matches = 0u64;
     let mut scratch = Vec::new();
     if !args.no_warmup {
@@ -103,7 +111,7 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
         }
     }
     let threads = args.threads as usize;
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), crate::progress::cpu_seconds("/proc/self/stat"));
     // The threads take the queries (every round's, in order) from one shared cursor, a
     // chunk at a time, as a server's threads take requests: a thread the OS holds back
     // leaves its work to the others instead of finishing last with a fixed share.
@@ -135,7 +143,7 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
             .collect();
         workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a query thread panicked")))).collect()
     });
-    let wall = start.elapsed().as_secs_f64();
+    let (wall, cpu) = (start.elapsed().as_secs_f64(), crate::progress::cpu_seconds("/proc/self/stat") - cpu);
     let mut latencies = Vec::with_capacity(queries.len() * args.rounds as usize);
     for share in shares {
         let (l, m) = share?;
@@ -154,7 +162,7 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
         out!(
             "{}",
             json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "confirmed": confirmed, "exhaustive": args.exhaustive, "band_candidates": !args.no_band_candidates, "queries": n, "threads": threads, "warmup": !args.no_warmup, "open_ms": open_ms,
-                   "matches": matches, "qps": qps, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99})
+                   "matches": matches, "qps": qps, "queries_per_second": qps, "mean_us": mean, "p50_us": p50, "p99_us": p99, "wall_s": wall, "cpu_s": cpu})
         );
     } else {
         out!("{}: {entries} fingerprints, {design}; opened in {open_ms:.1} ms{}", args.file.display(), if args.no_warmup { ", no warm-up" } else { "" });
@@ -167,6 +175,40 @@ pub(super) fn query(args: QueryArgs) -> Result<()> {
     if let Target::Verified { index, .. } = &target {
         warn_band_fallbacks(index);
     }
+    Ok(())
+}
+
+/// `--many`: every query checked in one `query_confirmed_many` call per round (after an
+/// untimed one unless `--no-warmup`); prints the matches, wall and CPU seconds.
+fn many(args: &QueryArgs, index: &Index, queries: &[u64], sketches: &[u8], options: &ConfirmOptions, (entries, design, open_ms): (u64, &str, f64)) -> Result<()> {
+    if !args.no_warmup {
+        simdex::query_confirmed_many(index, queries, sketches, options)?;
+    }
+    let (start, cpu) = (Instant::now(), crate::progress::cpu_seconds("/proc/self/stat"));
+    let mut matches = 0u64;
+    for _ in 0..args.rounds {
+        matches += simdex::query_confirmed_many(index, queries, sketches, options)?.matches() as u64;
+    }
+    let (wall, cpu) = (start.elapsed().as_secs_f64(), crate::progress::cpu_seconds("/proc/self/stat") - cpu);
+    let n = queries.len() as u64 * u64::from(args.rounds);
+    let qps = n as f64 / wall;
+    if args.json {
+        out!(
+            "{}",
+            json!({"file": args.file, "entries": entries, "design": design, "k": args.k, "confirmed": args.min_similarity, "exhaustive": args.exhaustive, "band_candidates": !args.no_band_candidates, "queries": n, "many": true, "warmup": !args.no_warmup, "open_ms": open_ms,
+                   "matches": matches, "qps": qps, "queries_per_second": qps, "wall_s": wall, "cpu_s": cpu})
+        );
+    } else {
+        out!("{}: {entries} fingerprints, {design}; opened in {open_ms:.1} ms{}", args.file.display(), if args.no_warmup { ", no warm-up" } else { "" });
+        out!(
+            "{n} queries (k = {}, confirmed by sketch at {}) in {} call(s) of {} documents, {matches} matches: {qps:.0} queries/s; wall {wall:.2} s, CPU {cpu:.2} s",
+            args.k,
+            args.min_similarity,
+            args.rounds,
+            queries.len()
+        );
+    }
+    warn_band_fallbacks(index);
     Ok(())
 }
 
