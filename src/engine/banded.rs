@@ -282,6 +282,11 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
     let mut kept = Vec::new();
     // the entry pages of every cold band file, asked for before any segment's are read
     let asked: Vec<bool> = version.segments.iter().map(|s| s.bands.file().is_some_and(|b| b.ask_ahead(q.sketch))).collect();
+    // and the cache lines of every warm one's directory entries, then of its entries, so
+    // that a check's memory reads overlap across bands and segments
+    let warm = || version.segments.iter().zip(&asked).filter(|(_, &asked)| !asked).filter_map(|(s, _)| s.bands.file());
+    warm().for_each(|b| b.prefetch_directories(q.sketch));
+    warm().for_each(|b| b.prefetch_entries(q.sketch));
     for (i, s) in version.segments.iter().enumerate() {
         ordinals.clear();
         // `cold`: the band file's lookups have been waiting for the disk, so the candidates'
@@ -312,6 +317,8 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
         ordinals.dedup();
         if cold {
             s.segment.will_need_sketches(&ordinals);
+        } else {
+            s.segment.prefetch_sketches(&ordinals);
         }
         kept.clear();
         for &ordinal in &ordinals {
