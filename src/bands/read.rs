@@ -18,7 +18,7 @@ use super::{band_key, tag, BandDesign};
 use crate::error::{Error, Location, Result};
 use crate::integrity::{check_magic_and_version, verify_crc};
 use crate::segment::layout::slice;
-use crate::segment::{ColdReads, Segment};
+use crate::segment::{prefetch_line, ColdReads, Segment};
 use crate::storage::{FileBytes, FillError, Storage};
 
 /// An open band file.
@@ -131,26 +131,67 @@ impl BandFile {
     /// nothing (the lookup reports it).
     fn will_need_entry_pages(&self, sketch: &[u8]) {
         let g = &self.geometry;
+        self.entry_bits_of(sketch, |b, from, last| {
+            let (first, last) = (from / PAYLOAD_BITS, (last / PAYLOAD_BITS).min(g.entry_pages.saturating_sub(1)));
+            if first <= last {
+                self.bytes.will_need(g.entry_page(b, first) as usize, ((last - first + 1) * PAGE_BYTES) as usize);
+            }
+        });
+    }
+
+    /// For each band of `sketch`, `f(band, first, last)`: the bits of the band's entry pages
+    /// (payload bits, counted from its first entry page; version 1 and 2: whole pages) its
+    /// lookup reads, from the directory. A directory page that fails its check gives nothing
+    /// (the lookup reports it).
+    fn entry_bits_of(&self, sketch: &[u8], mut f: impl FnMut(u32, u64, u64)) {
+        let g = &self.geometry;
         for b in 0..self.head.design.bands {
             let Some(key) = band_key(sketch, b) else { continue };
             let i = u64::from(self.head.design.bucket(key));
-            let pages = if g.version >= 3 {
+            let bits = if g.version >= 3 {
                 self.bucket(b, i / BLOCK_BUCKETS).map(|(start, end)| {
                     let k = i / BLOCK_BUCKETS;
                     let from = g.block_bit(k, start);
-                    let last = (g.block_bit(k, end) + (g.block_buckets(k) << g.high_bits)).max(from + 1) - 1;
-                    (from / PAYLOAD_BITS, last / PAYLOAD_BITS)
+                    (from, (g.block_bit(k, end) + (g.block_buckets(k) << g.high_bits)).max(from + 1) - 1)
                 })
             } else {
-                self.bucket(b, i).map(|(start, end)| (start / g.per_page(), end.max(start + 1).saturating_sub(1) / g.per_page()))
+                self.bucket(b, i).map(|(start, end)| (start / g.per_page() * PAYLOAD_BITS, end.max(start + 1).saturating_sub(1) / g.per_page() * PAYLOAD_BITS))
             };
-            if let Ok((first, last)) = pages {
-                let last = last.min(g.entry_pages.saturating_sub(1));
-                if first <= last {
-                    self.bytes.will_need(g.entry_page(b, first) as usize, ((last - first + 1) * PAGE_BYTES) as usize);
-                }
+            if let Ok((from, last)) = bits {
+                f(b, from, last);
             }
         }
+    }
+
+    /// Asks the CPU for the cache lines of the directory entries a lookup of each band of
+    /// `sketch` reads, without waiting for them: called for every segment's band file
+    /// before [`Self::prefetch_entries`], so that a check's directory reads overlap.
+    pub(crate) fn prefetch_directories(&self, sketch: &[u8]) {
+        let g = &self.geometry;
+        if g.version < 3 {
+            return;
+        }
+        for b in 0..self.head.design.bands {
+            let Some(key) = band_key(sketch, b) else { continue };
+            let group = u64::from(self.head.design.bucket(key)) / BLOCK_BUCKETS / GROUP_BUCKETS;
+            let bit = (group % g.groups_per_page()) * g.group_bits();
+            if let Some(byte) = self.resident(g.dir_page(b, group / g.groups_per_page())).and_then(|page| page.get((bit / 8) as usize)) {
+                prefetch_line(byte);
+            }
+        }
+    }
+
+    /// Asks the CPU for the first cache line of the entries a lookup of each band of
+    /// `sketch` reads (their directory entries now at hand), without waiting for them: a
+    /// warm check's entry reads overlap, as [`Self::ask_ahead`] makes a cold check's.
+    pub(crate) fn prefetch_entries(&self, sketch: &[u8]) {
+        let g = &self.geometry;
+        self.entry_bits_of(sketch, |b, from, _| {
+            let at = g.entry_page(b, from / PAYLOAD_BITS) + from % PAYLOAD_BITS / 8;
+            if let Some(byte) = usize::try_from(at).ok().and_then(|at| self.bytes.get(at)) {
+                prefetch_line(byte);
+            }
+        });
     }
 
     /// The directory page at `offset` when it is kept in memory.

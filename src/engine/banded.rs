@@ -287,6 +287,11 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
     // the entry pages of every cold band file, asked for before any segment's are read
     let batched = |i: usize| q.batched.get(i).copied().flatten();
     let asked: Vec<bool> = version.segments.iter().enumerate().map(|(i, s)| batched(i).is_none() && s.bands.file().is_some_and(|b| b.ask_ahead(q.sketch))).collect();
+    // and the cache lines of every warm one's directory entries, then of its entries, so
+    // that a check's memory reads overlap across bands and segments
+    let warm = || version.segments.iter().enumerate().filter(|&(i, _)| batched(i).is_none() && !asked.get(i).copied().unwrap_or(false)).filter_map(|(_, s)| s.bands.file());
+    warm().for_each(|b| b.prefetch_directories(q.sketch));
+    warm().for_each(|b| b.prefetch_entries(q.sketch));
     for (i, s) in version.segments.iter().enumerate() {
         if let Some(done) = batched(i) {
             kept.clear();
@@ -378,6 +383,8 @@ fn look_up(version: &Version, views: &MemViews<'_>, (i, s): (usize, &LiveSegment
     ordinals.dedup();
     if cold {
         s.segment.will_need_sketches(ordinals);
+    } else {
+        s.segment.prefetch_sketches(ordinals);
     }
     kept.clear();
     for &ordinal in ordinals.iter() {

@@ -19,7 +19,7 @@ mod writer;
 pub use layout::{FORMAT_VERSION, OLDEST_VERSION};
 pub use reader::{Segment, Table};
 // what recovery needs to open a damaged segment (crate::recovery::segment_scan)
-pub(crate) use reader::{design_from_header, open_column, open_table, read_directory, ColdReads, ColumnAt};
+pub(crate) use reader::{design_from_header, open_column, open_table, prefetch_line, read_directory, ColdReads, ColumnAt};
 pub(crate) use resumable::{take_u32, take_u64, Section, WriterState};
 pub(crate) use sections::TableProgress;
 pub use writer::{build_segment, BuildOptions, IdColumn, SegmentWriter, SketchColumn};

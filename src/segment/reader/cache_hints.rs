@@ -1,6 +1,10 @@
 //! Hints that need no segment: the CPU's prefetch of a cache line or a block a query will
 //! load next ([`prefetch_line`], [`prefetch_block`]), and the detector of queries that read
-//! from the disk ([`ColdReads`]). Hints only: none of them changes what is read.
+//! from the disk ([`ColdReads`]). Hints only: none of them changes what is read. Beside
+//! them, what spares a warm read work: the record of the sketch pages that passed their CRC
+//! check ([`VerifiedPages`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::codec::BLOCK_BYTES;
 
@@ -69,7 +73,7 @@ pub(super) fn prefetch_block(bytes: &[u8]) {
 
 /// Asks the CPU to load the cache line holding `value` without waiting for it.
 #[inline(always)]
-pub(super) fn prefetch_line<T>(value: &T) {
+pub(crate) fn prefetch_line<T>(value: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which it
     // needs, is part of every x86-64 CPU. The pointer comes from a live reference.
@@ -78,6 +82,29 @@ pub(super) fn prefetch_line<T>(value: &T) {
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;
+}
+
+/// Which pages of a column have passed their CRC check in this process, one bit a page
+/// (512 KiB for 2^28 sketches), so that a page is checked on its first read only, as a band
+/// file's pages are.
+#[derive(Debug, Default)]
+pub(crate) struct VerifiedPages(Box<[AtomicU64]>);
+
+impl VerifiedPages {
+    /// For a column of `pages` pages, none checked yet.
+    pub(crate) fn new(pages: u64) -> Self {
+        VerifiedPages((0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    pub(super) fn is_verified(&self, page: u64) -> bool {
+        self.0.get((page / 64) as usize).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (page % 64)) != 0)
+    }
+
+    pub(super) fn set_verified(&self, page: u64) {
+        if let Some(w) = self.0.get((page / 64) as usize) {
+            w.fetch_or(1 << (page % 64), Ordering::Relaxed);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ mod values;
 mod wanted;
 mod table;
 
-pub(crate) use cache_hints::ColdReads;
+pub(crate) use cache_hints::{prefetch_line, ColdReads};
 pub(crate) use column::{open_column, ColumnAt};
 pub use segment::Segment;
 pub(crate) use open::{design_from_header, read_directory};

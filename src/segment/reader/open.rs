@@ -18,6 +18,7 @@ use super::column::{check_ids_v1, open_column, ColumnAt};
 use super::cache_hints::ColdReads;
 use super::table::{open_table, Table};
 use super::Segment;
+use super::cache_hints::VerifiedPages;
 
 impl Segment {
     /// Opens the segment at `path` on the real file system.
@@ -79,7 +80,8 @@ impl Segment {
                 (column(header.has_ids, ids_head, ColumnKind::Ids)?, column(header.has_sketches, sketches_head, ColumnKind::Sketches)?)
             }
         };
-        Ok(Segment { path, bytes, version, design, entries: dir.entries, tables, ids, sketches, cold: ColdReads::default() })
+        let sketch_pages = VerifiedPages::new(sketches.map_or(0, |c| c.pages(dir.entries)));
+        Ok(Segment { path, bytes, version, design, entries: dir.entries, tables, ids, sketches, cold: ColdReads::default(), sketch_pages })
     }
 
     /// A segment assembled by salvage from the parts of a damaged file that open
@@ -95,7 +97,8 @@ impl Segment {
         ids: Option<ColumnAt>,
         sketches: Option<ColumnAt>,
     ) -> Self {
-        Segment { path, bytes, version, design, entries, tables, ids, sketches, cold: ColdReads::default() }
+        let sketch_pages = VerifiedPages::new(sketches.map_or(0, |c| c.pages(entries)));
+        Segment { path, bytes, version, design, entries, tables, ids, sketches, cold: ColdReads::default(), sketch_pages }
     }
 }
 

@@ -87,6 +87,24 @@ impl Segment {
         }
     }
 
+    /// Asks the CPU for the cache lines of `ordinals`' sketches and of their pages'
+    /// checksums, without waiting for them: a warm check's candidates are read together.
+    pub(crate) fn prefetch_sketches(&self, ordinals: &[u32]) {
+        let Some(column) = self.sketches.as_ref() else { return };
+        for &ordinal in ordinals {
+            let ordinal = u64::from(ordinal);
+            if ordinal < self.entries {
+                let page = ordinal / column.per_page.max(1);
+                let at = column.page_span(page, self.entries).0 + ordinal % column.per_page.max(1) * column.value_bytes;
+                for at in [at, column.crc_offset(page)] {
+                    if let Some(byte) = usize::try_from(at).ok().and_then(|at| self.bytes.get(at)) {
+                        super::prefetch_line(byte);
+                    }
+                }
+            }
+        }
+    }
+
     /// Asks the kernel now for what reading the document ids and the fingerprints of
     /// `ordinals` reads: their id pages and table 0's block index chunks at once, then
     /// (once the chunks are in: this waits for them) the table 0 blocks that hold them.

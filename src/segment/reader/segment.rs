@@ -24,6 +24,8 @@ pub struct Segment {
     pub(super) ids: Option<ColumnAt>,
     pub(super) sketches: Option<ColumnAt>,
     pub(super) cold: ColdReads,
+    /// The sketch pages checked so far.
+    pub(super) sketch_pages: super::cache_hints::VerifiedPages,
 }
 
 impl Segment {

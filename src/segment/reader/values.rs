@@ -1,5 +1,7 @@
 //! Reading a column's values by ordinal: a document's id and sketch, each page checked
-//! against its CRC before use.
+//! against its CRC before use (a sketch page on its first read in this process: the
+//! crawler's check reads several a query).
+
 
 use super::column::ColumnAt;
 use super::Segment;
@@ -51,6 +53,10 @@ impl Segment {
             Err(_) => Err(slice(&self.bytes, start, len, &what()).map_or_else(|f| f.into_error(&self.path), |_| self.corrupt(start, Location::default(), what()))),
         };
         let bytes = span(len)?;
+        let remember = kind == ColumnKind::Sketches;
+        if remember && self.sketch_pages.is_verified(page) {
+            return Ok(bytes);
+        }
         let stored = self.array::<4>(column.crc_offset(page), Location::default(), "page checksum")?;
         let checked = match (column.crcs_offset, column.grouped_pages) {
             (Some(_), _) => bytes,
@@ -60,6 +66,9 @@ impl Segment {
             (None, None) => span(PAGE_BYTES - PAGE_CRC_BYTES)?,
         };
         verify_crc(checked, u32::from_le_bytes(*stored)).map_err(|m| m.corrupt(&self.path, start, Location::default(), what()))?;
+        if remember {
+            self.sketch_pages.set_verified(page);
+        }
         Ok(bytes)
     }
 }
