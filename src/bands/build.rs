@@ -255,12 +255,9 @@ fn sort_by_bucket(group: &[u64], mask: u64, at: &mut Vec<usize>, sorted: &mut Ve
 fn gather(segment: &Segment, head: &BandHead, counts: &GroupCounts, pass: &[Span], stop: Option<&AtomicBool>) -> Result<(Vec<u64>, Vec<Vec<usize>>)> {
     let design = head.design;
     let mut starts: Vec<Vec<usize>> = Vec::with_capacity(pass.len());
-    // each span's first group among the pass's
-    let mut first: Vec<usize> = Vec::with_capacity(pass.len());
     let mut total = 0usize;
     for span in pass {
         let band = counts.per_band.get(span.band as usize).and_then(|c| c.get(span.groups.clone())).unwrap_or_default();
-        first.push(starts.iter().map(|s| s.len() - 1).sum());
         let mut offsets = Vec::with_capacity(band.len() + 1);
         offsets.push(total);
         for &n in band {
@@ -269,7 +266,9 @@ fn gather(segment: &Segment, head: &BandHead, counts: &GroupCounts, pass: &[Span
         }
         starts.push(offsets);
     }
-    let mut lines = Lines::new(&starts, total);
+    let mut values = vec![0u64; total];
+    // where each group's next entry goes
+    let mut next = starts.clone();
     let width = segment.sketch_layout().map_or(1, |(w, _)| w.max(1));
     let mut ordinal = 0u64;
     // a page at a time (its sketches in a tight loop), the stop looked at between pages
@@ -279,70 +278,23 @@ fn gather(segment: &Segment, head: &BandHead, counts: &GroupCounts, pass: &[Span
         }
         for sketch in page?.chunks_exact(width) {
             if !is_empty_sketch(sketch) {
-                for (span, &first) in pass.iter().zip(&first) {
+                for (span, next) in pass.iter().zip(next.iter_mut()) {
                     let Some(key) = band_key(sketch, span.band) else { continue };
                     let bucket = design.bucket(key);
                     let Some(group) = ((u64::from(bucket) >> counts.shift) as usize).checked_sub(span.groups.start) else { continue };
+                    let Some(at) = next.get_mut(group) else { continue };
                     if group < span.groups.len() {
-                        lines.put(first + group, u64::from(bucket) << 40 | ordinal << 8 | u64::from(tag(key, head.tag_bits)));
+                        if let Some(slot) = values.get_mut(*at) {
+                            *slot = u64::from(bucket) << 40 | ordinal << 8 | u64::from(tag(key, head.tag_bits));
+                        }
+                        *at += 1;
                     }
                 }
             }
             ordinal += 1;
         }
     }
-    Ok((lines.finish(), starts))
-}
-
-/// Entries a group's line holds before they go to their place together.
-const LINE: usize = 8;
-
-/// A pass's entries on their way to their groups' places: a line (64 bytes) a group, written
-/// out when full, so that the scattered stores into the gathered entries come 8 at a time
-/// (one page walk and one cache line for 8 entries, instead of one each).
-struct Lines {
-    values: Vec<u64>,
-    lines: Vec<u64>,
-    held: Vec<u8>,
-    /// where each group's next line goes
-    next: Vec<usize>,
-}
-
-impl Lines {
-    fn new(starts: &[Vec<usize>], total: usize) -> Self {
-        let next: Vec<usize> = starts.iter().flat_map(|s| s.split_last().map_or(&[][..], |(_, rest)| rest).iter().copied()).collect();
-        Lines { values: vec![0u64; total], lines: vec![0u64; next.len() * LINE], held: vec![0u8; next.len()], next }
-    }
-
-    /// Entry `v` of group `g` (the pass's `g`th).
-    #[inline]
-    fn put(&mut self, g: usize, v: u64) {
-        let (Some(held), Some(line)) = (self.held.get_mut(g), self.lines.get_mut(g * LINE..g * LINE + LINE)) else { return };
-        if let Some(slot) = line.get_mut(*held as usize) {
-            *slot = v;
-        }
-        *held += 1;
-        if *held as usize == LINE {
-            *held = 0;
-            if let Some(at) = self.next.get_mut(g) {
-                if let Some(place) = self.values.get_mut(*at..*at + LINE) {
-                    place.copy_from_slice(line);
-                }
-                *at += LINE;
-            }
-        }
-    }
-
-    /// The gathered entries, every group's last, partial line written out.
-    fn finish(mut self) -> Vec<u64> {
-        for ((line, &held), &at) in self.lines.chunks_exact(LINE).zip(&self.held).zip(&self.next) {
-            let held = held as usize;
-            if let (Some(place), Some(part)) = (self.values.get_mut(at..at + held), line.get(..held)) {
-                place.copy_from_slice(part);
-            }
-        }
-        self.values
-    }
+    Ok((values, starts))
 }
 
 /// A band's entry pages as they fill: `tag << w | ordinal`, bit-packed (versions 1 and 2),
