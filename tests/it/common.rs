@@ -126,3 +126,15 @@ pub fn hold_then_slow(here: bool, held: &std::sync::Mutex<Option<std::sync::mpsc
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Flips a bit of every byte of the band file at `path` after its head (its first 1 KiB
+/// page), so that every page of it fails its checksum.
+pub fn damage_band_pages(storage: &dyn simdex::storage::Storage, path: &Path) {
+    let mut bytes = storage.read_copy(path).unwrap();
+    for b in &mut bytes[1024..] {
+        *b ^= 0x10;
+    }
+    let mut w = storage.create(path).unwrap();
+    std::io::Write::write_all(&mut w, &bytes).unwrap();
+    w.sync().unwrap();
+}

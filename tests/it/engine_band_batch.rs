@@ -9,7 +9,7 @@
 //! pages all fail their checksums (its segment's check goes to the tables, as one at a
 //! time).
 
-use simdex::storage::{MemStorage, Storage};
+use simdex::storage::MemStorage;
 use simdex::{query_confirmed_many, ConfirmOptions, Index, Match};
 
 use crate::common::Rng;
@@ -105,23 +105,11 @@ fn a_batch_checked_in_batch_mode_answers_as_one_check_at_a_time_and_brute_force(
     f.index.flush().unwrap();
     f.index.close().unwrap();
     let path = std::path::Path::new("p").join(first);
-    let mut bytes = storage.read_copy(&path).unwrap();
-    for b in &mut bytes[1024..] {
-        *b ^= 0x10;
-    }
-    let mut w = storage.create(&path).unwrap();
-    std::io::Write::write_all(&mut w, &bytes).unwrap();
-    w.sync().unwrap();
-    drop(w);
+    crate::common::damage_band_pages(&storage, &path);
     let index = Index::open_read_only("p", options(&storage)).unwrap();
     let items = batch(&f.centers, 400, 3);
     for o in CHECKS.map(|o| o()) {
-        let table_k = o.unsketched_k.max(o.k.min(index.k()));
-        let asked = |p: &(u64, u64)| match f.places[p] {
-            Place::Whole => Some(o.k),
-            Place::Mixed => Some(table_k),
-            Place::Memtable => None,
-        };
+        let asked = |p: &(u64, u64)| f.places[p].asked_k(&o, index.k());
         check_batch(&index, &items, &o, |q, qs| if qs.iter().all(|&b| b == 0) { no_sketch(&f.model, q, &o) } else { oracle(&f.model, q, qs, &o, Some(&asked)) });
     }
     assert_eq!(index.stats().band_fallbacks, 1, "one fault, then the file is set aside");

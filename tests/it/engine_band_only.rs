@@ -44,6 +44,19 @@ pub(crate) enum Place {
     Memtable,
 }
 
+impl Place {
+    /// The Hamming distance within which the check asks a pair stored here (`None`: by
+    /// its sketch alone, as a memtable's pairs are): a whole band file's segment is asked
+    /// at `o.k`, a mixed one at the tables' k.
+    pub(crate) fn asked_k(self, o: &ConfirmOptions, index_k: u32) -> Option<u32> {
+        match self {
+            Place::Whole => Some(o.k),
+            Place::Mixed => Some(o.unsketched_k.max(o.k.min(index_k))),
+            Place::Memtable => None,
+        }
+    }
+}
+
 pub(crate) struct Fixture {
     pub(crate) index: Index,
     pub(crate) model: Model,
@@ -179,23 +192,11 @@ fn the_check_asks_a_whole_segment_only_its_band_file() {
     assert_eq!(names.iter().filter(|n| n.ends_with(".sdb")).count(), 3);
     // every page of the first segment's band file damaged (the head kept)
     let path = std::path::Path::new("p").join(first);
-    let mut bytes = storage.read_copy(&path).unwrap();
-    for b in &mut bytes[1024..] {
-        *b ^= 0x10;
-    }
-    let mut w = storage.create(&path).unwrap();
-    std::io::Write::write_all(&mut w, &bytes).unwrap();
-    w.sync().unwrap();
-    drop(w);
+    crate::common::damage_band_pages(&storage, &path);
     let index = Index::open_read_only("p", options(&storage)).unwrap();
     for (q, qs) in queries(&f.centers) {
         for o in CHECKS.map(|o| o()) {
-            let table_k = o.unsketched_k.max(o.k.min(index.k()));
-            let asked = |p: &(u64, u64)| match f.places[p] {
-                Place::Whole => Some(o.k),
-                Place::Mixed => Some(table_k),
-                Place::Memtable => None,
-            };
+            let asked = |p: &(u64, u64)| f.places[p].asked_k(&o, index.k());
             let got = sorted(index.query_confirmed(q, &qs, &o).unwrap());
             assert_eq!(got, oracle(&f.model, q, &qs, &o, Some(&asked)), "damaged band file, {o:?}, query {q:016x}");
         }

@@ -372,14 +372,7 @@ fn band_files_are_rebuilt_when_missing_and_refused_when_damaged() {
     // and named in the stats), never a silent miss; verify finds it. (Healing and every
     // other kind of damage: `engine_band_healing`.)
     let path = dir.join(&band_files[1]);
-    let mut bytes = storage.read_copy(&path).unwrap();
-    for b in &mut bytes[1024..] {
-        *b ^= 0x10;
-    }
-    let mut f = storage.create(&path).unwrap();
-    std::io::Write::write_all(&mut f, &bytes).unwrap();
-    f.sync().unwrap();
-    drop(f);
+    crate::common::damage_band_pages(&storage, &path);
     let index = Index::open_read_only(dir, fixed(&storage)).unwrap();
     let mut got = index.query_confirmed(c, &cs, &o).unwrap();
     got.sort_by_key(key);
