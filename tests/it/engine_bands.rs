@@ -347,8 +347,9 @@ fn the_check_equals_brute_force_after_writes_flushed_beside_background_merges() 
             let (mut entries, mut sketches) = (Vec::new(), Vec::new());
             for id in batch * 100..(batch + 1) * 100 {
                 let (c, cs) = centers[(rng.next() % 40) as usize];
-                let fp = rng.flip(c, (rng.next() % 11) as u32);
-                let sk = near(&cs, (rng.next() % 40) as u32, &mut rng);
+                let (flips, differ) = ((rng.next() % 11) as u32, (rng.next() % 40) as u32);
+                let fp = rng.flip(c, flips);
+                let sk = near(&cs, differ, &mut rng);
                 entries.push(simdex::Entry::from((fp, id)));
                 sketches.extend_from_slice(&sk);
                 model.insert((fp, id), Some(sk));
