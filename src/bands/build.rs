@@ -27,6 +27,14 @@ pub struct BuildBudget {
     pub entries: u64,
 }
 
+impl BuildBudget {
+    /// A flush's band file (a segment of one memtable, written beside a merge's build while
+    /// the maintenance thread merges): 2^22 entries (32 MiB), a 2^20-entry segment's 16
+    /// bands in 4 passes over its sketch column (64 MiB, just written) instead of 1 holding
+    /// 128 MiB. The bytes are the same at any budget.
+    pub(crate) const FLUSH: BuildBudget = BuildBudget { entries: 1 << 22 };
+}
+
 impl Default for BuildBudget {
     /// 2^24 entries (128 MiB): a 2^22-entry segment's 16 bands in 4 passes over its
     /// sketches (a 2^26-entry one's in 64), its id table in one pass over its ids (in 4).

@@ -26,11 +26,11 @@ use crate::query::Match;
 use crate::segment::Segment;
 use crate::storage::Storage;
 
-/// A newly written segment, live with its band file (written now when the segment stores
-/// sketches).
-pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment) -> Result<LiveSegment> {
+/// A newly written segment, live with its band file (written now, in `budget`, when the
+/// segment stores sketches).
+pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment, budget: BuildBudget) -> Result<LiveSegment> {
     let path = dir.join(bands_name(meta.number));
-    let bands = match write_band_file(storage, &segment, &path, BuildBudget::default(), None)? {
+    let bands = match write_band_file(storage, &segment, &path, budget, None)? {
         Some(_) => open_slot(storage, &path, &segment)?,
         None => BandSlot::default(),
     };
@@ -119,7 +119,7 @@ pub(super) fn attach_on_open(
     if on_open != OnOpen::BuildNow {
         return Ok(LiveSegment { meta, segment, bands: BandSlot::without(describe(&fault)), ids: Default::default() });
     }
-    let live = attach_new(storage, dir, meta, segment)?;
+    let live = attach_new(storage, dir, meta, segment, BuildBudget::default())?;
     if live.bands.file().is_some() {
         rebuilt.push(bands_name(meta.number));
     }

@@ -47,9 +47,9 @@ fn write_sorted_run(storage: &dyn Storage, path: &Path, design: &Design, codec: 
         writer.write_table(&SymbolHistogram::of_sorted(codec, values).code(), values.iter().copied())?;
     }
     writer.write_ids(run.entries.iter().map(|e| e.id))?;
-    if let Some((column, mem)) = sketches {
-        let bytes = mem.sketches_of(&run.entries);
-        writer.write_sketches(bytes.chunks_exact(usize::from(column.bytes)))?;
+    if let Some((_, mem)) = sketches {
+        // the memtable's width is the column's (`Engine::sketch_width`)
+        mem.with_sketches_of(&run.entries, |sketches| writer.write_sketches(sketches))?;
     }
     writer.finish()
 }

@@ -38,10 +38,10 @@ fn build(storage: &dyn Storage, dir: &Path, live: &LiveSegment) -> Result<bool> 
     Ok(true)
 }
 
-/// A newly written segment, live with its derived files: its band file (`banded`) and its
-/// id table, both written now.
+/// A flush's new segment, live with its derived files: its band file (`banded`, in a
+/// flush's budget) and its id table, both written now.
 pub(super) fn attach_new(storage: &dyn Storage, dir: &Path, meta: SegmentMeta, segment: Segment) -> Result<LiveSegment> {
-    let live = banded::attach_new(storage, dir, meta, segment)?;
+    let live = banded::attach_new(storage, dir, meta, segment, BuildBudget::FLUSH)?;
     build(storage, dir, &live)?;
     Ok(live)
 }

@@ -11,7 +11,7 @@
 
 // Indexing: indexes the live version's segment list by a merge range the policy chose from that same list.
 #![allow(clippy::indexing_slicing)]
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ impl Engine {
         drop(w);
         if self.options.background {
             self.wake_background();
-            if self.current().frozen.len() <= self.options.max_frozen {
+            if self.current().frozen.len() <= self.options.max_frozen && !self.long_merge_running() {
                 return;
             }
         }
@@ -59,6 +59,18 @@ impl Engine {
         if let Err(e) = result {
             self.record_error(&e);
         }
+    }
+
+    /// True while a merge runs that takes at least as many entries as `max_frozen + 1`
+    /// memtables hold: the maintenance thread flushes only between merges, so the writer
+    /// would fill more memtables during it than may wait (and then flush them all itself).
+    /// The writer flushes what is frozen at each freeze instead: the same flushes, by the
+    /// same thread, holding one frozen memtable's memory at a time rather than `max_frozen
+    /// + 1` (each about 224 MiB with 64-byte sketches at the default size).
+    fn long_merge_running(&self) -> bool {
+        let memtables = (self.options.max_frozen as u64).saturating_add(1);
+        let entries = self.merging_entries.load(Ordering::Relaxed);
+        entries > 0 && entries >= memtables.saturating_mul(self.options.memtable_ops)
     }
 
     pub(super) fn wake_background(&self) {
@@ -217,6 +229,8 @@ impl Engine {
     pub(super) fn compact_range(&self, v: &Version, range: std::ops::Range<usize>) -> Result<()> {
         let inputs: Vec<Arc<LiveSegment>> = v.segments[range].to_vec();
         self.check_space_for_merge(&inputs)?;
+        // until the output is installed (its id table and band file built)
+        let _merging = Merging::set(&self.merging_entries, inputs.iter().map(|s| s.meta.entries).sum());
         let files = MergeFiles::in_dir(&self.dir);
         let options = compaction::MergeOptions {
             buffer_entries: self.options.compaction.buffer_entries,
@@ -280,6 +294,22 @@ impl Engine {
         }
         // Stopped (a close or a drop): what is still frozen stays in its logs (durable) unless
         // the close flushes it (`Index::close`); merges wait for the next open.
+    }
+}
+
+/// [`Engine::merging_entries`] while a merge runs, back to 0 when it ends (or fails).
+struct Merging<'a>(&'a AtomicU64);
+
+impl<'a> Merging<'a> {
+    fn set(at: &'a AtomicU64, entries: u64) -> Self {
+        at.store(entries, Ordering::Relaxed);
+        Merging(at)
+    }
+}
+
+impl Drop for Merging<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Relaxed);
     }
 }
 

@@ -385,19 +385,20 @@ impl Memtable {
 
     /// The sketches of `entries`, in order, concatenated (zeros for an insert without one);
     /// empty when the memtable stores no sketches.
+    #[cfg(test)]
     pub fn sketches_of<'e>(&self, entries: impl IntoIterator<Item = &'e MemEntry>) -> Vec<u8> {
+        self.with_sketches_of(entries, |sketches| sketches.flatten().copied().collect())
+    }
+
+    /// Calls `f` with the sketches of `entries`, in order (zeros for an insert without one;
+    /// nothing when the memtable stores no sketches), read from the arena in place: a
+    /// flush streams them into the segment's column without a copy of the column.
+    pub fn with_sketches_of<'e, R>(&self, entries: impl IntoIterator<Item = &'e MemEntry>, f: impl FnOnce(&mut dyn Iterator<Item = &[u8]>) -> R) -> R {
         let d = self.read_data();
-        let mut out = Vec::new();
-        if self.sketch_width == 0 {
-            return out;
-        }
-        for e in entries {
-            match sketch_at(&d, self.sketch_width, e.seq) {
-                Some(s) => out.extend_from_slice(s),
-                None => out.resize(out.len() + self.sketch_width, 0),
-            }
-        }
-        out
+        let zeros = vec![0u8; self.sketch_width];
+        let width = self.sketch_width;
+        let mut sketches = entries.into_iter().filter(|_| width > 0).map(|e| sketch_at(&d, width, e.seq).unwrap_or(&zeros));
+        f(&mut sketches)
     }
 
     /// What a flush writes: the live inserts (one per `(fingerprint, id)` pair, the last,

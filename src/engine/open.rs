@@ -98,6 +98,7 @@ pub(super) fn open(dir: &Path, options: IndexOptions, mode: OpenMode) -> Result<
         manifest: Mutex::new(manifest),
         seals: Mutex::new(Vec::new()),
         compacting: Mutex::new(()),
+        merging_entries: AtomicU64::new(0),
         closing: AtomicBool::new(false),
         next_file: AtomicU64::new(next_file),
         signals: Mutex::new(MaintenanceSignals::default()),

@@ -97,7 +97,10 @@ pub struct IndexOptions {
     /// size, each flushed on its own.
     pub memtable_ops: u64,
     /// Frozen memtables allowed to wait for the background flush; beyond this the writer
-    /// flushes itself. Default 2.
+    /// flushes itself. While the maintenance thread runs a merge of at least `max_frozen +
+    /// 1` memtables' entries (it flushes only between merges), none wait: the writer
+    /// flushes what is frozen at each freeze, so a long merge runs beside one frozen
+    /// memtable, not `max_frozen + 1`. Default 2.
     pub max_frozen: usize,
     /// Compaction policy and memory.
     pub compaction: CompactionOptions,

@@ -61,6 +61,10 @@ pub(super) struct Engine {
     /// Seals of logs a rotation synced whole, for the next manifest (`seal`).
     pub(super) seals: Mutex<Vec<LogMeta>>,
     pub(super) compacting: Mutex<()>,
+    /// Input entries of the merge [`Engine::compact_range`] is running (0: none), read by a
+    /// write that freezes a memtable (`maintenance`: a long merge keeps the maintenance
+    /// thread from flushing).
+    pub(super) merging_entries: AtomicU64,
     /// Set when the index starts to close: background merges and band file builds stop at
     /// their next look at the clock (`maintenance`).
     pub(super) closing: AtomicBool,

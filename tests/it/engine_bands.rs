@@ -328,6 +328,53 @@ fn the_check_equals_brute_force_on_segments_and_the_memtable() {
     }
 }
 
+/// With the maintenance thread merging in the background while the writer inserts
+/// (memtables of 200 operations: a merge of `max_frozen + 1` memtables' entries or more is
+/// long, and the writer then flushes what is frozen at each freeze itself), every pair is
+/// kept with its sketch, every segment has its band file, and the check, answered by the
+/// band files alone, equals brute force.
+#[test]
+fn the_check_equals_brute_force_after_writes_flushed_beside_background_merges() {
+    for max_frozen in [0usize, 2] {
+        let storage = MemStorage::default();
+        let mut options = options(&storage, 200).with_background(true).with_max_frozen(max_frozen).with_durability(simdex::Durability::NoSync);
+        options.compaction.fanout = 2;
+        let index = Index::open("g", options).unwrap();
+        let mut rng = Rng(11 + max_frozen as u64);
+        let centers: Vec<(u64, Sketch)> = (0..40).map(|_| (rng.next(), random_sketch(&mut rng))).collect();
+        let mut model = Model::new();
+        for batch in 0..60u64 {
+            let (mut entries, mut sketches) = (Vec::new(), Vec::new());
+            for id in batch * 100..(batch + 1) * 100 {
+                let (c, cs) = centers[(rng.next() % 40) as usize];
+                let (flips, differ) = ((rng.next() % 11) as u32, (rng.next() % 40) as u32);
+                let fp = rng.flip(c, flips);
+                let sk = near(&cs, differ, &mut rng);
+                entries.push(simdex::Entry::from((fp, id)));
+                sketches.extend_from_slice(&sk);
+                model.insert((fp, id), Some(sk));
+            }
+            index.insert_many_sketched(&entries, &sketches).unwrap();
+        }
+        index.flush().unwrap();
+        index.compact_tiered().unwrap();
+        let stats = index.stats();
+        assert!(stats.maintenance_error.is_none(), "{stats:?}");
+        assert!(stats.compactions > 0, "{stats:?}");
+        let live: Vec<(u64, u64)> = index.live_entries().unwrap().into_iter().map(<(u64, u64)>::from).collect();
+        assert_eq!(live, model.keys().copied().collect::<Vec<_>>());
+        let names = storage.list(std::path::Path::new("g")).unwrap();
+        let segments: Vec<String> = names.iter().filter(|n| n.ends_with(".sdx")).map(|n| n.replace(".sdx", ".sdb")).collect();
+        assert_eq!(names.iter().filter(|n| n.ends_with(".sdb")).cloned().collect::<Vec<_>>(), segments);
+        for (n, &(c, cs)) in centers.iter().enumerate() {
+            let (q, qs) = (rng.flip(c, (n % 4) as u32), near(&cs, (n % 20) as u32, &mut rng));
+            for o in [ConfirmOptions::within(8), ConfirmOptions::within(3)] {
+                check(&index, &model, q, &qs, &o, Some(&band_files_alone)).unwrap();
+            }
+        }
+    }
+}
+
 #[test]
 fn band_files_are_rebuilt_when_missing_and_refused_when_damaged() {
     let storage = MemStorage::default();
