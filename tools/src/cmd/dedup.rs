@@ -138,10 +138,9 @@ struct Corpus {
     locations: Vec<corpus::Location>,
 }
 
-/// The second look: the exact Jaccard of the pairs whose estimate is within the sketch's noise
-/// of the threshold, from the shingle sets kept by the read pass or, beyond its budget, of the
-/// documents it needs, read again on `threads` threads. Returns (pairs decided, of which changed
-/// side), `None` when there was none to take.
+/// The second look: the exact Jaccard of the pairs whose estimate is within the sketch's noise of the threshold,
+/// from the shingle sets kept by the read pass or, beyond its budget, of the documents it needs, read again on
+/// `threads` threads. Returns (pairs decided, of which changed side), `None` when there was none to take.
 fn second_look(
     args: &Args,
     files: &[PathBuf],
@@ -244,6 +243,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     if learn {
         fingerprint_pass(&args, &files, &fp, &mut pass, threads)?;
+        crate::memory::give_back_freed(); // the pages of the kept features, dropped by now
         times.pass("fingerprints");
     }
     let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets, locations: pass.locations };
