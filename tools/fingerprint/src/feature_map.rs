@@ -49,6 +49,13 @@ impl FeatureMap {
         self.slots.capacity() * std::mem::size_of::<Slot>()
     }
 
+    /// [`FeatureMap::heap_bytes`] at its largest while up to `n` more keys are added: when
+    /// the slots grow for them, the old slots and the new are held together while the keys
+    /// move.
+    pub(crate) fn heap_bytes_adding(&self, n: usize) -> usize {
+        self.heap_bytes() + self.grown(self.len + n).map_or(0, |slots| slots * std::mem::size_of::<Slot>())
+    }
+
     /// Keys stored.
     pub(crate) fn len(&self) -> usize {
         self.len + usize::from(self.zero.is_some())
@@ -188,15 +195,18 @@ impl FeatureMap {
 
     /// Grows so that `n` non-zero keys fit within three quarters of the slots.
     fn reserve(&mut self, n: usize) {
-        if 4 * n <= 3 * self.slots.len() {
-            return;
-        }
-        let slots = (4 * n / 3 + 1).max(2 * self.slots.len()).max(64);
+        let Some(slots) = self.grown(n) else { return };
         let old = std::mem::replace(&mut self.slots, huge_vec(slots, Slot::default()));
         for s in old.into_iter().filter(|s| s.key != 0) {
             let i = self.find(s.key);
             self.slots[i] = s;
         }
+    }
+
+    /// The slots the map grows to for `n` non-zero keys (`None`: they fit in three quarters
+    /// of today's).
+    fn grown(&self, n: usize) -> Option<usize> {
+        (4 * n > 3 * self.slots.len()).then(|| (4 * n / 3 + 1).max(2 * self.slots.len()).max(64))
     }
 
     /// Every `(key, value)`, in no particular order.

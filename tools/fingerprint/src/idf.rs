@@ -162,6 +162,22 @@ impl IdfBuilder {
         self.df.heap_bytes() + self.vocabulary.as_ref().map_or(0, |v| 8 * v.capacity())
     }
 
+    /// [`IdfBuilder::heap_bytes`] at its largest while it counts a document of `distinct`
+    /// distinct features (what a budget must leave room for): when the counts grow for them,
+    /// the old table and the new are held together for a moment, and so are the old and
+    /// new vocabulary while numbering.
+    pub fn heap_bytes_counting(&self, distinct: usize) -> usize {
+        let vocabulary = self.vocabulary.as_ref().map_or(0, |v| {
+            // pushed one at a time, it doubles (from 4) until they fit: the last old and new
+            let (mut old, mut capacity) = (0, v.capacity());
+            while capacity < v.len() + distinct {
+                (old, capacity) = (capacity, (2 * capacity).max(4));
+            }
+            8 * (old + capacity)
+        });
+        self.df.heap_bytes_adding(distinct) + vocabulary
+    }
+
     /// The table; features in fewer than `min_df` documents are left out (they get the
     /// default weight, which is at least theirs).
     pub fn build(self, min_df: u64) -> IdfTable {

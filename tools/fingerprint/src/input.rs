@@ -261,9 +261,9 @@ impl JsonDoc {
     /// [`JsonDoc::from_line`] of a line's bytes it owns: their allocation becomes the body's
     /// (decoded in place), where `from_line` copies the body out of the line.
     pub fn from_owned_line(bytes: Vec<u8>, line: u64, utf8: InvalidUtf8) -> Option<Result<JsonDoc, Error>> {
-        let text = match String::from_utf8(bytes) {
+        let text = match crate::json_record::owned_utf8(bytes) {
             Ok(text) => text,
-            Err(e) => return JsonDoc::from_line(e.as_bytes(), line, utf8),
+            Err(bytes) => return JsonDoc::from_line(&bytes, line, utf8),
         };
         if text.trim().is_empty() {
             return None;
@@ -331,6 +331,31 @@ impl<R: std::io::BufRead> Iterator for JsonLines<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json_record::owned_utf8;
+
+    /// The one validation by SIMD says what std's `String::from_utf8` says, on any bytes: text
+    /// of every width of character, long enough for the SIMD blocks, then cut or changed at
+    /// any byte; any bytes; and the classic invalid sequences.
+    #[test]
+    fn owned_utf8_is_std_from_utf8() {
+        let same = |bytes: Vec<u8>| assert_eq!(owned_utf8(bytes.clone()), String::from_utf8(bytes.clone()).map_err(|e| e.into_bytes()), "{bytes:?}");
+        let invalid: [&[u8]; 7] = [b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf0\x9d\x84", b"a\x80b", b"\xe2\x82"];
+        for bad in invalid {
+            same(bad.to_vec());
+            same([&b"x".repeat(70)[..], bad, &b"y".repeat(70)[..]].concat());
+        }
+        proptest::proptest!(|(text in "\\PC{0,200}", at in 0usize..1000, byte in proptest::prelude::any::<u8>(), cut in 0usize..1000, any in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300))| {
+            same(text.clone().into_bytes());
+            let mut changed = text.into_bytes();
+            if !changed.is_empty() {
+                let (at, cut) = (at % changed.len(), cut % changed.len());
+                changed[at] = byte;
+                same(changed.clone());
+                same(changed[..cut].to_vec());
+            }
+            same(any);
+        });
+    }
 
     #[test]
     fn a_nul_byte_near_the_start_makes_a_document_binary() {

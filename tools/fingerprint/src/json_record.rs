@@ -97,7 +97,18 @@ fn decode_in_place(line: String, raw: std::ops::Range<usize>) -> Result<String, 
         r = k + 1 + read;
     }
     bytes.truncate(w);
-    String::from_utf8(bytes).map_err(|_| String::new())
+    owned_utf8(bytes).map_err(|_| String::new())
+}
+
+/// `String::from_utf8`, the bytes validated by SIMD (std's validation was a pass of its own
+/// over every line and again over its body, decoded in place).
+pub(crate) fn owned_utf8(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
+    if simdutf8::basic::from_utf8(&bytes).is_err() {
+        return Err(bytes);
+    }
+    // SAFETY: simdutf8 just found `bytes` valid UTF-8 (its `basic` validator errs exactly on
+    // invalid input), which is from_utf8_unchecked's one requirement.
+    Ok(unsafe { String::from_utf8_unchecked(bytes) })
 }
 
 struct Scan<'a> {

@@ -138,10 +138,9 @@ struct Corpus {
     locations: Vec<corpus::Location>,
 }
 
-/// The second look: the exact Jaccard of the pairs whose estimate is within the sketch's
-/// noise of the threshold, from the shingle sets kept by the read pass or, beyond its
-/// budget, of the documents it needs, read again on `threads` threads. Returns (pairs decided, of which changed
-/// side), `None` when there was none to take.
+/// The second look: the exact Jaccard of the pairs whose estimate is within the sketch's noise of the threshold,
+/// from the shingle sets kept by the read pass or, beyond its budget, of the documents it needs, read again on
+/// `threads` threads. Returns (pairs decided, of which changed side), `None` when there was none to take.
 fn second_look(
     args: &Args,
     files: &[PathBuf],
@@ -244,6 +243,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     if learn {
         fingerprint_pass(&args, &files, &fp, &mut pass, threads)?;
+        crate::memory::give_back_freed(); // the pages of the kept features, dropped by now
         times.pass("fingerprints");
     }
     let corpus = Corpus { docs: pass.docs, skipped: pass.skipped, recipe: fp.recipe(), sets: pass.sets, locations: pass.locations };
@@ -415,6 +415,18 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
                 Ok(Made::Features(f)) => (None, false, Some(f), None),
                 Err(e) => (None, true, None, Some(e)),
             };
+            // beyond the budget, with this document and the IDF counts at their largest while they count it (a growth holds
+            // old and new tables): the shingle sets go first (the second look reads again those it needs), then the features
+            let coming = features.as_ref().map_or(0, DocumentFeatures::heap_bytes) + a.set.as_ref().map_or(0, |s| set_bytes(s));
+            let counting = pass.idf.as_ref().map_or(0, |idf| idf.heap_bytes_counting(features.as_ref().map_or(0, |f| f.distinct().len())));
+            if features_bytes + sets_bytes + coming + counting > args.keep_text_bytes {
+                if let Some(sets) = pass.sets.take() {
+                    making_sets.store(false, std::sync::atomic::Ordering::Relaxed);
+                    (sets_bytes, ()) = (0, crate::memory::free(sets));
+                } else if let Some(features) = pass.features.take() {
+                    (features_bytes, ()) = (0, crate::memory::free(features));
+                }
+            }
             // the kept features by their numbers in the IDF builder's vocabulary (4 bytes a
             // feature); should it stop numbering, those kept cannot be resolved: dropped
             if let (Some(idf), Some(f)) = (pass.idf.as_mut(), features.as_mut()) {
@@ -435,17 +447,6 @@ fn first_pass(args: &Args, files: &[PathBuf], fp: &Fingerprinter, learn: bool, s
                 sets_bytes += set_bytes(&set);
                 kept.push(set);
             }
-            // beyond the budget (the IDF counts in it too) the shingle sets go first: without them
-            // the second look reads again only the few documents it needs (their shingles),
-            // while without the features the fingerprint pass tokenizes every document again
-            if features_bytes + sets_bytes + pass.idf.as_ref().map_or(0, IdfBuilder::heap_bytes) > args.keep_text_bytes {
-                if let Some(sets) = pass.sets.take() {
-                    making_sets.store(false, std::sync::atomic::Ordering::Relaxed);
-                    (sets_bytes, ()) = (0, crate::memory::free(sets));
-                } else if let Some(features) = pass.features.take() {
-                    (features_bytes, ()) = (0, crate::memory::free(features));
-                }
-            }
             pass.docs.push(CorpusDoc { content: a.content, id, fingerprint, sketch: a.sketch, short });
             Ok(failed)
         },
@@ -465,8 +466,7 @@ struct FirstPass {
     /// Each document's shingles as scanned (`Corpus::sets`), while within the budget.
     sets: Option<Vec<Vec<u64>>>,
     skipped: Vec<(String, String)>,
-    /// The document frequencies counted (a run that learns IDF weights), numbering the
-    /// features kept.
+    /// The document frequencies counted (a run that learns IDF weights), numbering the features kept.
     idf: Option<IdfBuilder>,
     /// The kept features' hashes and IDF weights by number, once the weights are learned.
     vocabulary: Vocabulary,
