@@ -3,7 +3,8 @@
 //! The file is a pure function of the sketch column (ordinals in table 0's order), so the
 //! bytes are the same however it is built, and `verify` checks a file by building it again
 //! and comparing. Each band's entries are gathered in passes over the sketch column, as
-//! packed `bucket << 40 | ordinal << 8 | tag` values sorted by a radix sort of their bucket bits: as many bands a
+//! packed `bucket << 40 | ordinal << 8 | tag` values, binned by their bucket's high bits as
+//! they are gathered and each bin sorted by a radix sort of its low bits: as many bands a
 //! pass as fit the budget, or, for a band larger than the budget, a range of its buckets a
 //! pass. Within a bucket, entries are in ordinal order (gathered in that order, then sorted
 //! stably by bucket).
@@ -13,6 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::layout::{bit_len, dir_group_buckets, directory_pages, group_pages, ordinal_bits_for, seal_page, tag_bits_of, BandHead, Geometry, PackedPage, BANDS_VERSION, BLOCK_BUCKETS, PAGE_BYTES};
+use super::bins::Bins;
 use super::stream::BlockWriter;
 use super::{band_key, is_empty_sketch, tag, BandDesign};
 use crate::error::{Error, Result};
@@ -20,8 +22,9 @@ use crate::segment::Segment;
 use crate::storage::{write_atomically_with, FillError, Storage};
 
 /// How much memory the build of a segment's band file or id table may hold: gathered
-/// entries (8 bytes each, and as much again for the sort's scratch), besides a directory
-/// (4 bytes a bucket: one band's, or the id table's).
+/// entries (8 bytes each; a band file's held once, in bins of buckets: `bins.rs`; the id
+/// table's with as much again for the sort's scratch), besides a directory (4 bytes a
+/// bucket: one band's, or the id table's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuildBudget {
     pub entries: u64,
@@ -133,19 +136,14 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
             let gathered = gather(segment, head, group.clone(), lo..hi, stop)?;
             // Band by band: a band's entries, after its last slice its last page and its
             // directory, then the next band (several bands a pass only with one slice).
-            for ((mut values, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
-                // gathered in ordinal order: a stable sort by the bucket (bits 40 up) keeps it
-                crate::sort::sort_by_bits(&mut values, 40, design.bucket_bits);
-                for &v in &values {
+            for ((bins, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
+                bins.drain_sorted(|v| {
                     if let Some(end) = ends.get_mut((v >> 40) as usize) {
                         *end += 1;
                     }
                     pages.push(v, &mut filled);
-                    for page in filled.drain(..) {
-                        put(out, &page)?;
-                    }
-                }
-                drop(values);
+                    filled.drain(..).try_for_each(|page| put(out, &page))
+                })?;
                 if slice + 1 == slices {
                     pages.finish(&mut filled);
                     for page in filled.drain(..) {
@@ -175,13 +173,10 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
     Ok(written)
 }
 
-/// The packed entries of bands `bands` whose bucket is in `buckets`, one vector a band.
-fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Vec<u64>>> {
+/// The packed entries of bands `bands` whose bucket is in `buckets`, binned ([`Bins`]) a band.
+fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Bins>> {
     let design = head.design;
-    // about the share of the band's entries these buckets hold (uniform band values), and a margin
-    let expected = head.banded.saturating_mul(u64::from(buckets.end - buckets.start)) / design.buckets().max(1);
-    let capacity = (expected + expected / 16 + 1024).min(head.banded) as usize;
-    let mut out: Vec<Vec<u64>> = bands.clone().map(|_| Vec::with_capacity(capacity)).collect();
+    let mut out: Vec<Bins> = bands.clone().map(|_| Bins::new(&buckets, design.bucket_bits, head.banded)).collect();
     let width = segment.sketch_layout().map_or(1, |(w, _)| w.max(1));
     let mut ordinal = 0u64;
     // a page at a time (its sketches in a tight loop), the stop looked at between pages
@@ -191,12 +186,9 @@ fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, bucke
         }
         for sketch in page?.chunks_exact(width) {
             if !is_empty_sketch(sketch) {
-                for (values, b) in out.iter_mut().zip(bands.clone()) {
+                for (bins, b) in out.iter_mut().zip(bands.clone()) {
                     let Some(key) = band_key(sketch, b) else { continue };
-                    let bucket = design.bucket(key);
-                    if buckets.contains(&bucket) {
-                        values.push(u64::from(bucket) << 40 | ordinal << 8 | u64::from(tag(key, head.tag_bits)));
-                    }
+                    bins.push(u64::from(design.bucket(key)) << 40 | ordinal << 8 | u64::from(tag(key, head.tag_bits)));
                 }
             }
             ordinal += 1;

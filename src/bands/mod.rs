@@ -35,6 +35,7 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::undocumented_unsafe_blocks)]
 
+mod bins;
 mod build;
 pub(crate) mod layout;
 #[cfg(test)]

@@ -239,6 +239,33 @@ fn versions_3_and_4_edge_cases_answer_as_the_oracle_does() {
 }
 
 #[test]
+fn bands_of_many_bins_built_in_bucket_ranges_across_bins_are_the_same_bytes() {
+    // 8192 buckets: 16 bins of 512 buckets a band; budgets that cut a band into ranges
+    // whose ends fall inside a bin (3, 7 and 64 ranges), several bands a pass, the whole
+    let storage = MemStorage::default();
+    let (seg, stored) = shaped_segment(&storage, 70_000, 7);
+    let head = head_for(&seg, BANDS_VERSION).expect("read").expect("banded");
+    assert_eq!(head.design.bucket_bits, 13);
+    let emit_with = |entries: u64| {
+        let mut out = Vec::new();
+        emit(&seg, &head, BuildBudget { entries }, None, &mut out).map_err(|_| "emit").expect("emit");
+        out
+    };
+    let whole = emit_with(1 << 30);
+    for budget in [head.banded / 3 + 1, head.banded / 7 + 1, head.banded / 64 + 1, 3 * head.banded] {
+        assert!(emit_with(budget) == whole, "budget {budget}");
+    }
+    storage.put(Path::new("m/x.sdb"), &whole);
+    let file = BandFile::open(&storage, Path::new("m/x.sdb"), &seg).expect("open");
+    let by_value = oracle(&seg, &head);
+    for &(_, sketch) in stored.iter().step_by(97) {
+        for b in 0..16 {
+            check_lookup(&file, &head, &by_value, b, band_key(&sketch, b).expect("band"));
+        }
+    }
+}
+
+#[test]
 fn a_segment_without_any_sketch_has_an_empty_band_file() {
     let storage = MemStorage::default();
     let rows = (0..100u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), i, [0u8; 64])).collect();

@@ -57,25 +57,6 @@ pub fn sort_by_top_bits(values: &mut Vec<u64>, bits: u32) {
     lsd_by(values, |&v| v, 64 - bits, bits, 8);
 }
 
-/// Stably sorts `values` by their bits `low .. low + bits` only (the bits above are zero or
-/// ignored), in as few LSD passes of at most [`WIDE_DIGIT`] bits as cover them: two for the
-/// 17 to 22 bucket bits of a band file's entries (`crate::bands`), where eight-bit digits
-/// take three.
-pub(crate) fn sort_by_bits(values: &mut Vec<u64>, low: u32, bits: u32) {
-    if bits == 0 || values.len() < 2 {
-        return;
-    }
-    let field = |v: u64| (v >> low) & (u64::MAX >> (64 - bits.min(64)));
-    if values.len() < SMALL {
-        values.sort_by_key(|&v| field(v));
-        return;
-    }
-    lsd_by(values, |&v| v, low, bits, WIDE_DIGIT);
-}
-
-/// Widest digit of [`sort_by_bits`] (2^11 counters: the scatter's destinations stay in cache).
-const WIDE_DIGIT: u32 = 11;
-
 /// Stable LSD radix sort by bits `low .. low + bits` of `key` (the bits above ignored), in as
 /// few passes of at most `digit` bits as cover them.
 fn lsd_by<T: Copy + Default>(values: &mut Vec<T>, key: impl Fn(&T) -> u64, low: u32, bits: u32, digit: u32) {
@@ -424,21 +405,6 @@ mod tests {
                 want.sort_by_key(|&y| y >> (64 - bits)); // std's sort_by_key is stable
                 sort_by_top_bits(&mut v, bits);
                 assert_eq!(v, want, "bits {bits} len {len}");
-            }
-        }
-    }
-
-    #[test]
-    fn sort_by_bits_is_stable_and_orders_the_field() {
-        let base = xorshift(0xbeef, 50_000);
-        for (low, bits) in [(40u32, 1u32), (40, 11), (40, 12), (40, 17), (40, 19), (40, 22), (40, 24), (0, 33), (8, 56), (0, 64)] {
-            for len in [100usize, 50_000] {
-                let mut v = base[..len].to_vec();
-                let mut want = v.clone();
-                let mask = u64::MAX >> (64 - bits);
-                want.sort_by_key(|&y| (y >> low) & mask); // std's sort_by_key is stable
-                sort_by_bits(&mut v, low, bits);
-                assert_eq!(v, want, "low {low} bits {bits} len {len}");
             }
         }
     }
