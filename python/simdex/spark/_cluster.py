@@ -78,6 +78,8 @@ class Clustered:
     # "N clusters holding M entries"
     clusters: int = 0
     members: Optional[int] = None
+    # the Spark path's rounds and hubs broadcast (``_components.Rounds``; None on the driver)
+    components: Optional[object] = None
 
 
 def _int64(buf):
@@ -422,7 +424,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
     from pyspark.sql import functions as F
 
     from . import _output as O
-    from ._components import components
+    from ._components import Rounds, components
 
     k = corpus_options(k, False, None)[0]  # the library's default and limit
     if format not in FORMATS:
@@ -448,6 +450,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
         good, near = good.distinct(), near.distinct()
         total = near.count()
     on_driver = total <= driver_pairs
+    rounds = None
     if on_driver:
         with P.step(sc, "pairs to the driver: sorted, written, union-find"):
             import pyarrow as pa
@@ -469,7 +472,8 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
         with P.step(sc, "clusters (large-star/small-star)"):
             # in unsigned order (the components' smallest vertex names them, as on the driver)
             flip = F.lit(P.SIGN)
-            comp = components(near.select(F.col("a").bitwiseXOR(flip).alias("a"), F.col("b").bitwiseXOR(flip).alias("b")))
+            rounds = Rounds()
+            comp = components(near.select(F.col("a").bitwiseXOR(flip).alias("a"), F.col("b").bitwiseXOR(flip).alias("b")), stats=rounds)
             comp = comp.select(F.col("vertex").bitwiseXOR(flip).alias("vertex"), F.col("component").bitwiseXOR(flip).alias("component"))
             repeated = good.where("a = b").select(F.col("a").alias("vertex"))
             alone = repeated.join(comp, "vertex", "left_anti").select("vertex", F.col("vertex").alias("component"))
@@ -481,7 +485,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
         with P.step(sc, "write cluster members"):
             members = _write_members(spark, inputs, format, members_map, clusters_path, split_bytes, driver_pairs)
     rows.unpersist()
-    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver, clusters=n_clusters, members=members if clusters_path else None)
+    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver, clusters=n_clusters, members=members if clusters_path else None, components=rounds)
 
 
 def _has_ids(inputs, format, spark) -> bool:
