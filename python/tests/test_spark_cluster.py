@@ -117,6 +117,32 @@ def test_cluster_past_the_driver_bound_at_another_k(spark, oracle, tmp_path):
     assert sorted(lines(tmp_path / "c.tsv")) == members
 
 
+def test_cluster_members_come_from_the_read_pass_not_a_second_read(spark, oracle, tmp_path, monkeypatch):
+    """The members are the entries the read tasks kept (binary, in ``--clusters``'s work
+    folder), not the input read again: the input is moved away before the members' step, and
+    the members are still ``simdex cluster``'s, found on the driver and in Spark; the work
+    folder is gone after."""
+    from simdex.spark import _cluster
+
+    inputs, cli, _ = oracle
+    write = _cluster._write_members
+    for k, more in ((3, []), (4, ["--driver-pairs", 1000])):
+        copy = tmp_path / f"in-{k}"
+        shutil.copytree(inputs, copy)
+
+        def moved_first(*args, copy=copy, gone=tmp_path / f"gone-{k}", **kwargs):
+            copy.rename(gone)
+            return write(*args, **kwargs)
+
+        monkeypatch.setattr(_cluster, "_write_members", moved_first)
+        c = tmp_path / f"c-{k}.tsv"
+        assert run(spark, "cluster", copy, "-k", k, "--pairs", tmp_path / f"p-{k}.tsv", "--clusters", c, "--split-bytes", 65536, *more) == 0
+        assert not copy.exists() and (tmp_path / f"gone-{k}").exists()
+        assert lines(tmp_path / f"p-{k}.tsv") == cli[k][0]
+        assert sorted(lines(c)) == cli[k][1]
+        assert not pathlib.Path(f"{c}.work").exists()
+
+
 def test_cluster_reads_parquet_and_tasks_that_fail_once_give_the_same_answers(spark, oracle, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
