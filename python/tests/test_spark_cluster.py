@@ -117,6 +117,32 @@ def test_cluster_past_the_driver_bound_at_another_k(spark, oracle, tmp_path):
     assert sorted(lines(tmp_path / "c.tsv")) == members
 
 
+def test_cluster_members_come_from_the_read_pass_not_a_second_read(spark, oracle, tmp_path, monkeypatch):
+    """The members are the entries the read tasks kept (binary, in ``--clusters``'s work
+    folder), not the input read again: the input is moved away before the members' step, and
+    the members are still ``simdex cluster``'s, found on the driver and in Spark; the work
+    folder is gone after."""
+    from simdex.spark import _cluster
+
+    inputs, cli, _ = oracle
+    write = _cluster._write_members
+    for k, more in ((3, []), (4, ["--driver-pairs", 1000])):
+        copy = tmp_path / f"in-{k}"
+        shutil.copytree(inputs, copy)
+
+        def moved_first(*args, copy=copy, gone=tmp_path / f"gone-{k}", **kwargs):
+            copy.rename(gone)
+            return write(*args, **kwargs)
+
+        monkeypatch.setattr(_cluster, "_write_members", moved_first)
+        c = tmp_path / f"c-{k}.tsv"
+        assert run(spark, "cluster", copy, "-k", k, "--pairs", tmp_path / f"p-{k}.tsv", "--clusters", c, "--split-bytes", 65536, *more) == 0
+        assert not copy.exists() and (tmp_path / f"gone-{k}").exists()
+        assert lines(tmp_path / f"p-{k}.tsv") == cli[k][0]
+        assert sorted(lines(c)) == cli[k][1]
+        assert not pathlib.Path(f"{c}.work").exists()
+
+
 def test_cluster_reads_parquet_and_tasks_that_fail_once_give_the_same_answers(spark, oracle, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
@@ -238,3 +264,62 @@ def test_the_driver_computes_sparks_partition_hash(spark):
     values = [0, 1, -1, 7, 1 << 40, -(1 << 63), (1 << 63) - 1, 123456789, -987654321987]
     rows = spark.createDataFrame([(v,) for v in values], "v long").selectExpr("v", "hash(v) as h").collect()
     assert [spark_hash(r.v) for r in rows] == [r.h for r in rows]
+
+
+def skewed(cli, dir: pathlib.Path):
+    """A skewed pair graph at k = 3, as ``fp<TAB>id`` lines in ``dir/skewed.txt``: a hub with
+    5,000 leaves (its fingerprint with 3 of bits 0-47 flipped), joined (1 bit apart) to a
+    second hub with 455 leaves (3 of bits 48-62), five chains of 26 (2 new bits a step: only
+    neighbours are within 3), 200 small planted clusters among 3,000 others, and repeats (a
+    hub, leaves, a chain's end stored twice)."""
+    import itertools
+
+    rng = random.Random(48)
+    hub = rng.getrandbits(63)
+    other = hub ^ (1 << 63)
+    fps = [hub, other]
+    fps += [hub ^ sum(1 << b for b in m) for m in rng.sample(list(itertools.combinations(range(48), 3)), 5_000)]
+    fps += [other ^ sum(1 << b for b in m) for m in itertools.combinations(range(48, 63), 3)]
+    for _ in range(5):
+        bits, fp = rng.sample(range(64), 64), rng.getrandbits(64)
+        fps.append(fp)
+        for i in range(25):
+            fp ^= (1 << bits[2 * i]) | (1 << bits[2 * i + 1])
+            fps.append(fp)
+    fps += [hub] + fps[10:20] + [fps[-1]]
+    small = cli("bench", "generate", "-n", "3000", "--clusters", "200", "--cluster-size", "4", "--flips", "2", "--seed", "48")
+    fps += [int(line.split("\t")[0], 16) for line in small.splitlines()]
+    rng.shuffle(fps)
+    (dir / "skewed.txt").write_text("".join(f"{f:016x}\t{i}\n" for i, f in enumerate(fps)))
+    return dir / "skewed.txt"
+
+
+def test_cluster_past_the_driver_bound_broadcasts_the_hubs(spark, cli, tmp_path, monkeypatch):
+    """Large-star/small-star with hubs broadcast: on a skewed graph (a hub of 5,000 leaves
+    joined to another hub, chains, small clusters), the vertices past the degree bound (lowered
+    here) take their minimum from a broadcast map, a ``BroadcastHashJoin`` in Spark's physical
+    plan (Spark's own broadcasts turned off, so the hint is the only one), the others the
+    shuffle join; the pairs and members are ``simdex cluster``'s, as with no hub at all."""
+    from simdex.spark import _cluster, _components
+
+    whole = skewed(cli, tmp_path)
+    cli("build", "--out", tmp_path / "seg.sdx", whole)
+    cli("cluster", tmp_path / "seg.sdx", "-k", 3, "--pairs", tmp_path / "cli.tsv", "-o", tmp_path / "cli.jsonl")
+    pairs, members = lines(tmp_path / "cli.tsv"), cli_members(tmp_path / "cli.jsonl")
+    assert len(pairs) > 5_455 and len(lines(tmp_path / "cli.jsonl")) > 200
+    monkeypatch.setattr(_components, "HUB_DEGREE", 300)
+    old = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        found = _cluster.cluster(spark, [str(whole)], "fingerprints", 3, str(tmp_path / "p.tsv"), str(tmp_path / "c.tsv"), driver_pairs=1000)
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", old)
+    assert not found.on_driver
+    assert lines(tmp_path / "p.tsv") == pairs
+    assert sorted(lines(tmp_path / "c.tsv")) == members
+    assert found.clusters == len(lines(tmp_path / "cli.jsonl")) and found.members == len(members)
+    r = found.components
+    # both hubs in the first round (5,001 and 456 rows), then the stars' centres; each round
+    # with hubs looks them up by a BroadcastHashJoin in both stars
+    assert r.hubs >= 2 and r.hub_rows >= 5_001 + 456, r
+    assert 2 <= r.broadcast_joins <= 2 * r.rounds, r

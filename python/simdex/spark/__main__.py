@@ -220,7 +220,8 @@ def run_cluster(args, spark=None) -> int:
         return 1
     print(f"fingerprints: {found.fingerprints} ({found.bad_lines} bad lines or records skipped)", file=log)
     print(f"design: {found.design}; each fingerprint sent to {found.groups} of {found.partitions} partitions", file=log)
-    where = "on the driver (union-find)" if found.on_driver else "in Spark (large-star/small-star)"
+    r = found.components
+    where = "on the driver (union-find)" if r is None else f"in Spark (large-star/small-star: {r.rounds} rounds, {r.hubs} hubs' {r.hub_rows} rows by broadcast)"
     holding = f"{found.members} entries" if found.members is not None else f"{found.clustered} distinct fingerprints"
     print(f"pairs within {args.k}: {found.pairs}; {found.clusters} clusters holding {holding}, found {where}", file=log)
     if args.pairs:

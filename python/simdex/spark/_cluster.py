@@ -23,9 +23,14 @@ The steps, and what crosses Spark's shuffle (one shuffle in all):
    library sorts them, writes ``--pairs`` and runs its union-find (16 bytes a pair plus about
    40 per clustered fingerprint); past it, Spark sorts and writes the pairs and
    ``_components`` runs large-star/small-star (locally checkpointed each round).
-5. **members** (``--clusters``): the input is read again and every entry of a cluster (a
-   component, or a fingerprint stored more than once) is written with its cluster, the
-   smallest fingerprint of the component.
+5. **members** (``--clusters``): every entry of a cluster (a component, or a fingerprint
+   stored more than once) is written with its cluster, the smallest fingerprint of the
+   component. The input is not read again: with text input, each read task of step 2 also
+   writes its entries (``fp`` and ``id``, binary) as an Arrow file to the run's work folder
+   (``CLUSTERS.work``, beside ``--clusters``: a folder every executor and the driver reach, as
+   ``dedup``'s), and this step reads those; by the driver itself, with no Spark job, when the
+   clusters were found there and fit ``driver_pairs``. Parquet's columns are read again
+   (binary already: no parsing).
 
 With ``--against DIR`` (``index_rows``) the batch is also checked against an index through
 the library's batch mode, all of a task's fingerprints in one call (one task per 2^24): a
@@ -39,10 +44,11 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
-from .._simdex import BlockJoin, cluster_members, corpus_options, pairs_and_components, read_fingerprints, read_members, write_members
+from .._simdex import BlockJoin, cluster_members, corpus_options, pairs_and_components, read_fingerprints, write_members
 from . import _pipeline as P
 from ._read import InputError, _ranges, _ranges_of, expand, splits
 
@@ -78,6 +84,8 @@ class Clustered:
     # "N clusters holding M entries"
     clusters: int = 0
     members: Optional[int] = None
+    # the Spark path's rounds and hubs broadcast (``_components.Rounds``; None on the driver)
+    components: Optional[object] = None
 
 
 def _int64(buf):
@@ -175,12 +183,46 @@ def _scattered_batches(split: BlockJoin, parts: List[int], pids: List[int], fps:
     return pa.RecordBatch.from_arrays(cols, names=["pid", "repeated", "fps", "bad", "count"])
 
 
-def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list):
+def _kept(keep: str, i: int) -> str:
+    """The Arrow file of read task ``i``'s entries in the work folder ``keep``."""
+    return os.path.join(keep, f"entries-{i:06d}.arrow")
+
+
+def _keep_entries(keep: str, i: int, fps: bytes, ids) -> None:
+    """Writes read task ``i``'s entries (``fp, id``) to ``keep`` as an Arrow file, under a
+    temporary name then renamed: a task run again writes the same bytes."""
+    import pyarrow as pa
+
+    data, offsets = ids
+    n = len(fps) // 8
+    table = pa.table({"fp": _int64(fps), "id": pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])})
+    tmp = f"{_kept(keep, i)}.{os.getpid()}.tmp"
+    with pa.OSFile(tmp, "wb") as f, pa.ipc.new_file(f, table.schema) as w:
+        w.write_table(table)
+    os.replace(tmp, _kept(keep, i))
+
+
+def _kept_batches(file: str):
+    """The record batches of a read task's kept entries (memory-mapped)."""
+    import pyarrow as pa
+
+    r = pa.ipc.open_file(pa.memory_map(file))
+    return [r.get_batch(j) for j in range(r.num_record_batches)]
+
+
+def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list, keep: Optional[str] = None):
+    """Map tasks over byte ranges of text: one scatter per range; with ``keep`` (a folder),
+    the range's entries are kept there too (``_keep_entries``), for the members."""
+
     def run(batches):
-        for path, name, start, end in _ranges_of(batches, ranges):
-            fps, _, bad, shown = read_fingerprints(path, start, end, False)
-            bad_rows = [(f"{name}:{line}: {reason}", bad if i == 0 else 0) for i, (line, reason) in enumerate(shown)]
-            yield _scattered_batches(split, parts, pids, fps, bad_rows)
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                path, name, start, end = ranges[i]
+                fps, ids, bad, shown = read_fingerprints(path, start, end, keep is not None)
+                if keep is not None:
+                    _keep_entries(keep, i, fps, ids)
+                bad_rows = [(f"{name}:{line}: {reason}", bad if j == 0 else 0) for j, (line, reason) in enumerate(shown)]
+                yield _scattered_batches(split, parts, pids, fps, bad_rows)
 
     return run
 
@@ -284,26 +326,29 @@ def _pids(parts: List[int], tasks: Optional[int] = None):
     return pids, group_of
 
 
-def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):
+def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN, keep: Optional[str] = None):
     """``(a, b, bad, count)`` (``JOINED``): every pair of distinct fingerprints of the input
     within ``k`` once (``a < b`` unsigned), every fingerprint stored more than once as
     ``(fp, fp)``, and with ``a`` null each map task's count of entries (``bad`` null) and its
     bad lines (``bad`` the message, ``count`` the task's count on the first). Returns them
-    with the ``BlockJoin`` and the partitions per group."""
+    with the ``BlockJoin``, the partitions per group and, with ``keep`` (a folder) and text
+    input, the Arrow files where the read tasks keep their entries (``_keep_entries``)."""
     from pyspark.sql import functions as F
 
     files = expand(inputs)
     if not files:
         raise InputError(f"no input files in {', '.join(inputs)}")
     split, parts, pids, group_of = _plan(spark, estimate_count(spark, files, format), k, candidates_log2, rows_per_join)
+    kept: List[str] = []
     if format == "parquet":
         fps = _parquet_fps(spark, files)
         scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
     else:
         ranges = splits(files, _split_bytes(spark, files, split_bytes))
-        scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges), SCATTERED)
+        kept = [_kept(keep, i) for i in range(len(ranges))] if keep else []
+        scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges, keep), SCATTERED)
     rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
-    return rows, split, parts
+    return rows, split, parts, kept
 
 
 def fingerprint_pairs(spark, fps, k: int, n: int, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN):
@@ -418,19 +463,33 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
     by the block split within the batch and by the library's queries of the index, so the
     time grows with the batch; the clusters are those of these pairs, and list the batch's
     entries."""
+    k = corpus_options(k, False, None)[0]  # the library's default and limit
+    if format not in FORMATS:
+        raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
+    has_ids = bool(clusters_path) and _has_ids(inputs, format, spark)
+    # the read tasks keep the text's entries here for the members (removed at the end)
+    keep = os.path.abspath(str(clusters_path)) + ".work" if clusters_path and format != "parquet" else None
+    if keep:
+        shutil.rmtree(keep, ignore_errors=True)
+        os.makedirs(keep)
+    try:
+        return _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, keep)
+    finally:
+        if keep:
+            shutil.rmtree(keep, ignore_errors=True)
+
+
+def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, keep) -> Clustered:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from . import _output as O
-    from ._components import components
+    from ._components import Rounds, components
 
-    k = corpus_options(k, False, None)[0]  # the library's default and limit
-    if format not in FORMATS:
-        raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     sc = spark.sparkContext
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
     with P.step(sc, "read, scatter and join (block split)"):
-        rows, split, parts = pair_rows(spark, inputs, format, k, split_bytes)
+        rows, split, parts, kept = pair_rows(spark, inputs, format, k, split_bytes, keep=keep)
         if against:
             rows = rows.union(index_rows(spark, inputs, format, k, against, split_bytes))
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
@@ -448,6 +507,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
         good, near = good.distinct(), near.distinct()
         total = near.count()
     on_driver = total <= driver_pairs
+    rounds = None
     if on_driver:
         with P.step(sc, "pairs to the driver: sorted, written, union-find"):
             import pyarrow as pa
@@ -469,7 +529,8 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
         with P.step(sc, "clusters (large-star/small-star)"):
             # in unsigned order (the components' smallest vertex names them, as on the driver)
             flip = F.lit(P.SIGN)
-            comp = components(near.select(F.col("a").bitwiseXOR(flip).alias("a"), F.col("b").bitwiseXOR(flip).alias("b")))
+            rounds = Rounds()
+            comp = components(near.select(F.col("a").bitwiseXOR(flip).alias("a"), F.col("b").bitwiseXOR(flip).alias("b")), stats=rounds)
             comp = comp.select(F.col("vertex").bitwiseXOR(flip).alias("vertex"), F.col("component").bitwiseXOR(flip).alias("component"))
             repeated = good.where("a = b").select(F.col("a").alias("vertex"))
             alone = repeated.join(comp, "vertex", "left_anti").select("vertex", F.col("vertex").alias("component"))
@@ -479,9 +540,9 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
     members = None
     if clusters_path:
         with P.step(sc, "write cluster members"):
-            members = _write_members(spark, inputs, format, members_map, clusters_path, split_bytes, driver_pairs)
+            members = _write_members(spark, inputs, format, members_map, clusters_path, driver_pairs, has_ids, kept)
     rows.unpersist()
-    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver, clusters=n_clusters, members=members if clusters_path else None)
+    return Clustered(fingerprints=entries, bad_lines=bad, bad_shown=shown, design=split.summary, groups=split.groups, partitions=sum(parts), pairs=total, clustered=clustered, on_driver=on_driver, clusters=n_clusters, members=members if clusters_path else None, components=rounds)
 
 
 def _has_ids(inputs, format, spark) -> bool:
@@ -509,10 +570,12 @@ def _member_batch(vertices: bytes, clusters: bytes, fps_col, ids_col):
     return pa.RecordBatch.from_arrays([fps_col.take(idx), ids_col.take(idx), _int64(found)], names=["fp", "id", "cluster"])
 
 
-def _write_members(spark, inputs, format, members_map, path: str, split_bytes: int, driver_rows: int) -> int:
+def _write_members(spark, inputs, format, members_map, path: str, driver_rows: int, has_ids: bool, kept: Sequence[str] = ()) -> int:
     """Every entry of a cluster: ``fp<TAB>id<TAB>cluster`` (``fp<TAB>cluster`` when the input
     has no ids), sorted by cluster, fingerprint and id (unsigned); by the driver when the
-    clusters were found there and hold at most ``driver_rows`` fingerprints, else by Spark."""
+    clusters were found there and hold at most ``driver_rows`` fingerprints, else by Spark.
+    The entries of text input are those the read tasks kept (``kept``: their Arrow files, in
+    order), not the input read again."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark import StorageLevel
@@ -520,46 +583,45 @@ def _write_members(spark, inputs, format, members_map, path: str, split_bytes: i
 
     from . import _output as O
 
-    files = expand(inputs)
     schema = "fp long, id string, cluster long"
-    if isinstance(members_map, tuple):
+    found = None  # the members' batches when the driver found them itself
+    on_driver = isinstance(members_map, tuple) and len(members_map[0]) // 8 <= driver_rows
+    if isinstance(members_map, tuple) and format != "parquet" and on_driver:
+        # the driver looks the kept entries up in its map (the library's calls on every core): no Spark job
+        from concurrent.futures import ThreadPoolExecutor
+
+        vertices, clusters = members_map
+
+        def one(file):
+            return [m for m in (_member_batch(vertices, clusters, b.column(0), b.column(1)) for b in _kept_batches(file)) if m is not None]
+
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            found = [m for ms in pool.map(one, kept) for m in ms]
+    elif isinstance(members_map, tuple):
         bc = spark.sparkContext.broadcast(members_map)
-        if format == "parquet":
 
-            def run(batches):
-                vertices, clusters = bc.value
-                for batch in batches:
-                    keep = pc.is_valid(batch.column(0))
-                    batch = batch.filter(keep)
-                    out = _member_batch(vertices, clusters, batch.column(0), batch.column(1))
-                    if out is not None:
-                        yield out
+        def run(batches):
+            vertices, clusters = bc.value
+            for batch in batches:
+                if format != "parquet":
+                    # the kept files of this task's read ranges
+                    out = [_member_batch(vertices, clusters, b.column(0), b.column(1)) for i in batch.column(0).to_pylist() for b in _kept_batches(kept[i])]
+                else:
+                    batch = batch.filter(pc.is_valid(batch.column(0)))
+                    out = [_member_batch(vertices, clusters, batch.column(0), batch.column(1))]
+                yield from (m for m in out if m is not None)
 
-            members = _parquet_fps(spark, files, with_ids=True).mapInArrow(run, schema)
-        else:
-
-            ranges = splits(files, _split_bytes(spark, files, split_bytes))
-
-            def run(batches):
-                vertices, clusters = bc.value
-                for p, _, start, end in _ranges_of(batches, ranges):
-                    # the library reads the range and keeps the members only
-                    fps, found, data, offsets = read_members(p, start, end, vertices, clusters)
-                    n = len(fps) // 8
-                    ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-                    yield pa.RecordBatch.from_arrays([_int64(fps), ids, _int64(found)], names=["fp", "id", "cluster"])
-
-            members = _ranges(spark, ranges).mapInArrow(run, schema)
+        source = _parquet_fps(spark, expand(inputs), with_ids=True) if format == "parquet" else _ranges(spark, kept)
+        members = source.mapInArrow(run, schema)
     else:
         if format == "parquet":
-            entries = _parquet_fps(spark, files, with_ids=True).where("fp is not null")
+            entries = _parquet_fps(spark, expand(inputs), with_ids=True).where("fp is not null")
         else:
-            entries = _text_entries(spark, files, split_bytes)
+            entries = _kept_entries(spark, kept)
         members = entries.join(F.broadcast(members_map).withColumnRenamed("vertex", "fp"), "fp").withColumnRenamed("component", "cluster")
-    has_ids = _has_ids(inputs, format, spark)
-    if isinstance(members_map, tuple) and len(members_map[0]) // 8 <= driver_rows:
+    if on_driver:
         # as few as the map: sorted and written by the driver (no Spark sort)
-        table = pa.Table.from_batches(members._collect_as_arrow(), schema=pa.schema([("fp", pa.int64()), ("id", pa.string()), ("cluster", pa.int64())])).combine_chunks()
+        table = pa.Table.from_batches(members._collect_as_arrow() if found is None else found, schema=pa.schema([("fp", pa.int64()), ("id", pa.string()), ("cluster", pa.int64())])).combine_chunks()
         ids = pc.fill_null(table.column("id").combine_chunks(), "")
         offsets = ids.buffers()[1].slice(ids.offset * 4, (len(ids) + 1) * 4).to_pybytes() if len(ids) else b"\0\0\0\0"
         data = ids.buffers()[2].to_pybytes() if len(ids) and ids.buffers()[2] is not None else b""
@@ -573,16 +635,13 @@ def _write_members(spark, inputs, format, members_map, path: str, split_bytes: i
     return written
 
 
-def _text_entries(spark, files, split_bytes: int):
-    """``fp, id`` of every line of the text files (the Spark path's members)."""
-    import pyarrow as pa
-
-    ranges = splits(files, _split_bytes(spark, files, split_bytes))
+def _kept_entries(spark, kept: Sequence[str]):
+    """``fp, id`` of every entry the read tasks kept (``kept``: their Arrow files), one task
+    per file (the Spark path's members)."""
 
     def run(batches):
-        for p, _, start, end in _ranges_of(batches, ranges):
-            fps, (data, offsets), _, _ = read_fingerprints(p, start, end, True)
-            n = len(fps) // 8
-            yield pa.RecordBatch.from_arrays([_int64(fps), pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])], names=["fp", "id"])
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                yield from _kept_batches(kept[i])
 
-    return _ranges(spark, ranges).mapInArrow(run, "fp long, id string")
+    return _ranges(spark, kept).mapInArrow(run, "fp long, id string")
