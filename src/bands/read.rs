@@ -194,6 +194,31 @@ impl BandFile {
         });
     }
 
+    /// Asks the CPU for the cache lines of the block a lookup of `key` in band `b` reads
+    /// (version 3 and on; its directory entry is read now), without waiting for them: a
+    /// batch's walk through a band's keys asks a few keys ahead, so that its reads overlap
+    /// (against a large file each key's block is a new one, whose lines are not cached).
+    pub(crate) fn prefetch_lookup(&self, b: u32, key: u32) {
+        let g = &self.geometry;
+        if g.version < 3 || b >= self.head.design.bands {
+            return;
+        }
+        let k = u64::from(self.head.design.bucket(key)) / BLOCK_BUCKETS;
+        let Ok((start, end)) = self.bucket(b, k) else { return };
+        let from = g.block_bit(k, start);
+        let last = (g.block_bit(k, end) + (g.block_buckets(k) << g.high_bits)).max(from + 1) - 1;
+        // a line's worth of bits at a time, and the block's last bit
+        for bit in (from..=last).step_by(512).chain([last]) {
+            if bit / PAYLOAD_BITS >= g.entry_pages {
+                break;
+            }
+            let at = g.entry_page(b, bit / PAYLOAD_BITS) + bit % PAYLOAD_BITS / 8;
+            if let Some(byte) = usize::try_from(at).ok().and_then(|at| self.bytes.get(at)) {
+                prefetch_line(byte);
+            }
+        }
+    }
+
     /// The directory page at `offset` when it is kept in memory.
     fn resident(&self, offset: u64) -> Option<&[u8]> {
         let (dirs, g) = (self.dirs.as_deref()?, &self.geometry);
