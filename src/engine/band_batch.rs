@@ -78,14 +78,22 @@ fn segment_batch(segment: &Segment, bands: &BandFile, items: &[(u64, &[u8])], ju
             keys.clear();
             keys.extend(items.iter().zip(0u32..).filter(|((_, s), _)| !is_empty_sketch(s)).filter_map(|((_, s), i)| band_key(s, b).map(|k| (k, i))));
             keys.sort_unstable();
-            let mut ahead = keys.chunk_by(|x, y| x.0 == y.0).skip(AHEAD);
-            for run in keys.chunk_by(|x, y| x.0 == y.0) {
-                if let Some(&(key, _)) = ahead.next().and_then(<[_]>::first) {
-                    bands.prefetch_lookup(b, key);
-                }
+            // each distinct key's block located (and asked of the CPU) AHEAD keys early
+            let first_keys = || keys.chunk_by(|x, y| x.0 == y.0).filter_map(<[_]>::first).map(|&(key, _)| key);
+            let mut located = [None; AHEAD];
+            for (slot, key) in located.iter_mut().zip(first_keys()) {
+                *slot = bands.locate_ahead(b, key);
+            }
+            let mut ahead = first_keys().skip(AHEAD);
+            for (j, run) in keys.chunk_by(|x, y| x.0 == y.0).enumerate() {
                 let Some(&(key, _)) = run.first() else { continue };
+                let slot = located.get_mut(j % AHEAD);
+                let here = slot.as_ref().and_then(|s| **s);
+                if let Some(slot) = slot {
+                    *slot = ahead.next().and_then(|next| bands.locate_ahead(b, next));
+                }
                 ordinals.clear();
-                bands.lookup(b, key, &mut ordinals)?;
+                bands.lookup_located(b, key, here, &mut ordinals)?;
                 for &(_, item) in run {
                     out.extend(ordinals.iter().map(|&o| (o, item)));
                 }
@@ -117,7 +125,7 @@ fn segment_batch(segment: &Segment, bands: &BandFile, items: &[(u64, &[u8])], ju
         let mut entries = Vec::with_capacity(kept.len());
         for (j, &(item, ordinal, similarity)) in kept.iter().enumerate() {
             if let Some(&(_, ahead, _)) = kept.get(j + AHEAD) {
-                segment.prefetch_entry(ahead);
+                segment.prefetch_id(ahead);
             }
             entries.push((item, (ordinal, similarity, Some((segment.fingerprint_at(ordinal)?, segment.doc_id(ordinal)?)))));
         }

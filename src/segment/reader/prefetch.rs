@@ -105,23 +105,14 @@ impl Segment {
         }
     }
 
-    /// Asks the CPU for what reading the document id and the fingerprint of `ordinal`
-    /// reads (the id's cache line, table 0's block that holds it), without waiting for
-    /// them: a batch reads its candidates' entries in ordinal order a few ahead.
-    pub(crate) fn prefetch_entry(&self, ordinal: u64) {
-        if ordinal >= self.entries {
-            return;
-        }
-        if let Some(column) = self.ids.as_ref() {
+    /// Asks the CPU for the cache line of the document id of `ordinal`, without waiting
+    /// for it: a batch reads its candidates' ids in ordinal order a few ahead.
+    pub(crate) fn prefetch_id(&self, ordinal: u64) {
+        if let Some(column) = self.ids.as_ref().filter(|_| ordinal < self.entries) {
             let page = ordinal / column.per_page.max(1);
             let at = column.page_span(page, self.entries).0 + ordinal % column.per_page.max(1) * column.value_bytes;
             if let Some(byte) = usize::try_from(at).ok().and_then(|at| self.bytes.get(at)) {
                 super::prefetch_line(byte);
-            }
-        }
-        if let Some(table) = self.tables.first() {
-            if let Ok(Some((b, _))) = table.index.block_of_ordinal(ordinal) {
-                super::cache_hints::prefetch_block(self.bytes.get(table.block_offset(b) as usize..).unwrap_or_default());
             }
         }
     }
