@@ -210,11 +210,9 @@ impl BandFile {
         let (start, end) = self.bucket(b, k).ok()?;
         let from = g.block_bit(k, start);
         let last = (g.block_bit(k, end) + (g.block_buckets(k) << g.high_bits)).max(from + 1) - 1;
-        // a line's worth of bits at a time, and the block's last bit
-        for bit in (from..=last).step_by(512).chain([last]) {
-            if bit / PAYLOAD_BITS >= g.entry_pages {
-                break;
-            }
+        // the lines of the block's first and last bits (a block is a few lines: the ones
+        // between are the neighbours the CPU fetches with them, or soon after)
+        for bit in [from, last] {
             let at = g.entry_page(b, bit / PAYLOAD_BITS) + bit % PAYLOAD_BITS / 8;
             if let Some(byte) = usize::try_from(at).ok().and_then(|at| self.bytes.get(at)) {
                 prefetch_line(byte);

@@ -109,7 +109,7 @@ fn segment_batch(segment: &Segment, bands: &BandFile, items: &[(u64, &[u8])], ju
         let mut kept = Vec::new();
         for (j, &(ordinal, item)) in part.iter().enumerate() {
             if let Some(&(ahead, _)) = part.get(j + AHEAD) {
-                segment.prefetch_sketches(&[ahead]);
+                segment.prefetch_sketch(u64::from(ahead));
             }
             let Some(&(_, sketch)) = items.get(item as usize) else { continue };
             let stored = segment.sketch(u64::from(ordinal))?;
