@@ -194,6 +194,33 @@ impl BandFile {
         });
     }
 
+    /// Where the block a lookup of `key` in band `b` reads lies (version 3 and on: its
+    /// directory entry, read now), its cache lines asked of the CPU without waiting for
+    /// them: a batch's walk through a band's keys locates a few keys ahead and hands each
+    /// its location back ([`Self::lookup_located`]), so that its reads overlap (against a
+    /// large file each key's block is a new one, not cached) and the directory is read once
+    /// a key. `None` (the lookup reads the directory itself): an older version, or a
+    /// directory page that fails its check (the lookup reports it).
+    pub(crate) fn locate_ahead(&self, b: u32, key: u32) -> Option<(u64, u64)> {
+        let g = &self.geometry;
+        if g.version < 3 || b >= self.head.design.bands {
+            return None;
+        }
+        let k = u64::from(self.head.design.bucket(key)) / BLOCK_BUCKETS;
+        let (start, end) = self.bucket(b, k).ok()?;
+        let from = g.block_bit(k, start);
+        let last = (g.block_bit(k, end) + (g.block_buckets(k) << g.high_bits)).max(from + 1) - 1;
+        // the lines of the block's first and last bits (a block is a few lines: the ones
+        // between are the neighbours the CPU fetches with them, or soon after)
+        for bit in [from, last] {
+            let at = g.entry_page(b, bit / PAYLOAD_BITS) + bit % PAYLOAD_BITS / 8;
+            if let Some(byte) = usize::try_from(at).ok().and_then(|at| self.bytes.get(at)) {
+                prefetch_line(byte);
+            }
+        }
+        Some((start, end))
+    }
+
     /// The directory page at `offset` when it is kept in memory.
     fn resident(&self, offset: u64) -> Option<&[u8]> {
         let (dirs, g) = (self.dirs.as_deref()?, &self.geometry);
@@ -271,13 +298,19 @@ impl BandFile {
     /// Appends to `out` the ordinals of the entries whose band `b` equals `key` (and some
     /// whose band shares its bucket and tag only: the caller compares the sketches).
     pub(crate) fn lookup(&self, b: u32, key: u32, out: &mut Vec<u32>) -> Result<()> {
+        self.lookup_located(b, key, None, out)
+    }
+
+    /// [`Self::lookup`], with the directory entry of `key`'s block already read
+    /// (`located`: what [`Self::locate_ahead`] returned for this band and key).
+    pub(crate) fn lookup_located(&self, b: u32, key: u32, located: Option<(u64, u64)>, out: &mut Vec<u32>) -> Result<()> {
         if b >= self.head.design.bands {
             return Ok(());
         }
         let g = &self.geometry;
         let want = tag(key, g.tag_bits);
         if g.version >= 3 {
-            return self.block_lookup(b, u64::from(self.head.design.bucket(key)), want, out);
+            return self.block_lookup(b, u64::from(self.head.design.bucket(key)), want, located, out);
         }
         let (mut at, end) = self.bucket(b, u64::from(self.head.design.bucket(key)))?;
         let (per_page, bits) = (g.per_page(), g.entry_bits());
@@ -298,10 +331,13 @@ impl BandFile {
 
     /// Version 3's lookup of bucket `i` of band `b`: its block's entries (the directory),
     /// then the bucket's in the block's unary high bits, their low entries after them.
-    fn block_lookup(&self, b: u32, i: u64, want: u32, out: &mut Vec<u32>) -> Result<()> {
+    fn block_lookup(&self, b: u32, i: u64, want: u32, located: Option<(u64, u64)>, out: &mut Vec<u32>) -> Result<()> {
         let g = &self.geometry;
         let k = i / BLOCK_BUCKETS;
-        let (start, end) = self.bucket(b, k)?;
+        let (start, end) = match located {
+            Some(found) => found,
+            None => self.bucket(b, k)?,
+        };
         let from = g.block_bit(k, start);
         let page = |p: u64| {
             if p >= g.entry_pages {

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::band_batch::Candidate;
 use super::band_slot::BandSlot;
 use super::compaction::checkpoint::MergeFiles;
 use super::files::{bands_name, segment_name};
@@ -242,9 +243,9 @@ pub(super) struct BandQuery<'a> {
     /// here within `k`.
     pub alone: &'a [bool],
     /// By segment position: this query's band lookups and sketch tests already done by a
-    /// batch (`band_batch`), the kept `(ordinal, resemblance)` in ordinal order (empty, or
-    /// `None` at a position: looked up here).
-    pub batched: &'a [Option<&'a [(u64, f64)]>],
+    /// batch (`band_batch`), the kept candidates in ordinal order, with their fingerprints
+    /// and ids (empty, or `None` at a position: looked up here).
+    pub batched: &'a [Option<&'a [Candidate]>],
 }
 
 impl BandQuery<'_> {
@@ -300,13 +301,19 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
             let scratch = Scratch { all_bands, ordinals: &mut ordinals, kept: &mut kept };
             faults += look_up(version, views, (i, s), q, asked.get(i).copied().unwrap_or(false), scratch, out)?;
         }
-        for &(ordinal, similarity) in &kept {
-            let fp = s.segment.fingerprint_at(ordinal)?;
+        for &(ordinal, similarity, entry) in &kept {
+            let fp = match entry {
+                Some((fp, _)) => fp,
+                None => s.segment.fingerprint_at(ordinal)?,
+            };
             let distance = (fp ^ q.fingerprint).count_ones();
             if !q.passes(distance, similarity) {
                 continue;
             }
-            let id = s.segment.doc_id(ordinal)?;
+            let id = match entry {
+                Some((_, id)) => id,
+                None => s.segment.doc_id(ordinal)?,
+            };
             if version.hidden(views, fp, id, s.meta.max_seq) {
                 continue;
             }
@@ -343,7 +350,7 @@ pub(super) fn band_matches(version: &Version, views: &MemViews<'_>, q: &BandQuer
 struct Scratch<'a> {
     all_bands: u32,
     ordinals: &'a mut Vec<u32>,
-    kept: &'a mut Vec<(u64, f64)>,
+    kept: &'a mut Vec<Candidate>,
 }
 
 /// Segment `i`'s (`s`'s) candidates for `q`, looked up in its band file (`asked`: its
@@ -395,11 +402,11 @@ fn look_up(version: &Version, views: &MemViews<'_>, (i, s): (usize, &LiveSegment
             continue;
         }
         if let Some(similarity) = q.accepts(stored) {
-            kept.push((ordinal, similarity));
+            kept.push((ordinal, similarity, None));
         }
     }
     if cold {
-        s.segment.will_need_entries(kept.iter().map(|&(ordinal, _)| ordinal));
+        s.segment.will_need_entries(kept.iter().map(|&(ordinal, _, _)| ordinal));
     }
     Ok(faults)
 }

@@ -16,7 +16,7 @@
 //! (the index's `k` and sketch column, which the arguments are checked against); the
 //! [`super::Index`] calls that use them are `index`'s.
 
-use super::band_batch::{BandBatch, Judge};
+use super::band_batch::{BandBatch, Candidate, Judge};
 use super::banded::{band_matches, BandQuery};
 use super::state::Engine;
 use super::version::Version;
@@ -80,7 +80,7 @@ pub(super) fn confirmed(engine: &Engine, version: &Version, fingerprint: u64, sk
 
 /// [`confirmed`], with the band lookups and sketch tests of the segments `batched` holds
 /// (by segment position; [`BandBatch::item`]) already done for this document.
-fn confirmed_with(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions, batched: &[Option<&[(u64, f64)]>]) -> Result<Vec<Match>> {
+fn confirmed_with(engine: &Engine, version: &Version, fingerprint: u64, sketch: &[u8], options: &ConfirmOptions, batched: &[Option<&[Candidate]>]) -> Result<Vec<Match>> {
     let (hashes, bits) = estimator(engine)?;
     if sketch.len() != engine.sketch_width() {
         return Err(Error::InvalidArgument(format!("a {}-byte query sketch: the index's sketches are {} bytes", sketch.len(), engine.sketch_width())));

@@ -105,6 +105,30 @@ impl Segment {
         }
     }
 
+    /// Asks the CPU for the cache line of the document id of `ordinal`, without waiting
+    /// for it: a batch reads its candidates' ids in ordinal order a few ahead.
+    pub(crate) fn prefetch_id(&self, ordinal: u64) {
+        self.prefetch_value(self.ids.as_ref(), ordinal);
+    }
+
+    /// Asks the CPU for the cache line of the sketch of `ordinal` (not its page's checksum:
+    /// a batch tests its candidates' sketches in ordinal order a few ahead, on pages mostly
+    /// checked already).
+    pub(crate) fn prefetch_sketch(&self, ordinal: u64) {
+        self.prefetch_value(self.sketches.as_ref(), ordinal);
+    }
+
+    /// The cache line of value `ordinal` of `column`, asked of the CPU.
+    fn prefetch_value(&self, column: Option<&super::ColumnAt>, ordinal: u64) {
+        if let Some(column) = column.filter(|_| ordinal < self.entries) {
+            let page = ordinal / column.per_page.max(1);
+            let at = column.page_span(page, self.entries).0 + ordinal % column.per_page.max(1) * column.value_bytes;
+            if let Some(byte) = usize::try_from(at).ok().and_then(|at| self.bytes.get(at)) {
+                super::prefetch_line(byte);
+            }
+        }
+    }
+
     /// Asks the kernel now for what reading the document ids and the fingerprints of
     /// `ordinals` reads: their id pages and table 0's block index chunks at once, then
     /// (once the chunks are in: this waits for them) the table 0 blocks that hold them.
