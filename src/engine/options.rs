@@ -101,9 +101,8 @@ pub struct IndexOptions {
     /// 1` memtables' entries (it flushes only between merges), none wait: the writer
     /// flushes what is frozen at each freeze, so a long merge runs beside one frozen
     /// memtable, not `max_frozen + 1`. `None` (the default): 2, or 1 in an index with
-    /// sketches, whose memtables weigh about four times as much (about 208 bytes an insert
-    /// with 64-byte sketches against 48), so that the writer's memory stays under 1 GiB at
-    /// the default `memtable_ops` (measured at 2^28 sketched inserts: `benches/RESULTS.md`).
+    /// sketches, whose memtables weigh about four times as much (about 224 bytes an insert
+    /// with 64-byte sketches against 48), so that at most three of them exist at once.
     pub max_frozen: Option<usize>,
     /// Compaction policy and memory.
     pub compaction: CompactionOptions,
