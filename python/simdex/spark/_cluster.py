@@ -10,7 +10,11 @@ The steps, and what crosses Spark's shuffle (one shuffle in all):
 2. **read and scatter** (map tasks): text files (``FINGERPRINT_HEX[<TAB>ID]`` a line) are cut
    into byte ranges that the executors parse in Rust (``read_fingerprints``: a line belongs
    to the range holding its first byte; a bad line is counted and named with its file and
-   line number), or Spark reads Parquet's 64-bit ``fp`` column. The library scatters a task's
+   line number); binary files (``simdex insert --binary [--with-ids]``'s records: a
+   little-endian u64 fingerprint, then a u64 id with ``--with-ids``) are cut into ranges of
+   whole records whose bytes are the fingerprints as they are (with ids, every other word:
+   no parsing; a file that ends inside a record is refused before Spark starts, named with
+   its byte offset); or Spark reads Parquet's 64-bit ``fp`` column. The library scatters a task's
    fingerprints (``BlockJoin.scatter``): each distinct one to its partition in every group
    (a hash of the group's block), packed 8 bytes a fingerprint into one binary row per
    partition, so the shuffle moves ``k + 1`` copies of each fingerprint as bare 8-byte
@@ -25,12 +29,11 @@ The steps, and what crosses Spark's shuffle (one shuffle in all):
    ``_components`` runs large-star/small-star (locally checkpointed each round).
 5. **members** (``--clusters``): every entry of a cluster (a component, or a fingerprint
    stored more than once) is written with its cluster, the smallest fingerprint of the
-   component. The input is not read again: with text input, each read task of step 2 also
-   writes its entries (``fp`` and ``id``, binary) as an Arrow file to the run's work folder
-   (``CLUSTERS.work``, beside ``--clusters``: a folder every executor and the driver reach, as
-   ``dedup``'s), and this step reads those; by the driver itself, with no Spark job, when the
-   clusters were found there and fit ``driver_pairs``. Parquet's columns are read again
-   (binary already: no parsing).
+   component. The input is not read again: each read task of step 2 (text, binary or
+   Parquet) also writes its entries (``fp`` and ``id``, binary) as an Arrow file to the run's
+   work folder (``CLUSTERS.work``, beside ``--clusters``: a folder every executor and the
+   driver reach, as ``dedup``'s), and this step reads those; by the driver itself, with no
+   Spark job, when the clusters were found there and fit ``driver_pairs``.
 
 With ``--against DIR`` (``index_rows``) the batch is also checked against an index through
 the library's batch mode, all of a task's fingerprints in one call (one task per 2^24): a
@@ -57,7 +60,10 @@ ROWS_PER_JOIN = 1 << 24  # fingerprint-tables a join task expects (its values ti
 DRIVER_PAIRS = 1 << 26  # pairs collected to the driver at most (1 GiB of pairs)
 INDEX_TASK_FPS = 1 << 24  # fingerprints an ``--against`` task checks in one call at most (128 MiB)
 JOIN_CANDIDATES_LOG2 = 2.0  # the planner's bound on a prefix group, for joins in memory
-FORMATS = ("fingerprints", "parquet")
+FORMATS = ("fingerprints", "binary", "binary-ids", "parquet")
+# bytes of a binary input's record (``binary-ids``: a u64 fingerprint and a u64 id, as
+# ``simdex insert --binary --with-ids`` reads them)
+RECORD_BYTES = {"binary": 8, "binary-ids": 16}
 BAD_SHOWN = 20
 # the shuffle's rows: a partition's packed fingerprints (``fps``), or a map task's count of
 # entries (``count``, ``bad`` null) or of bad lines (``bad`` the first's message) for partition 0
@@ -110,6 +116,8 @@ def estimate_count(spark, files: Sequence[str], format: str) -> int:
     if format == "parquet":
         return spark.read.parquet(*files).count()
     total = sum(os.path.getsize(p) for p in files)
+    if format in RECORD_BYTES:
+        return max(1, total // RECORD_BYTES[format])
     for path in files:
         with open(path, "rb") as f:
             head = f.read(1 << 16)
@@ -190,12 +198,15 @@ def _kept(keep: str, i: int) -> str:
 
 def _keep_entries(keep: str, i: int, fps: bytes, ids) -> None:
     """Writes read task ``i``'s entries (``fp, id``) to ``keep`` as an Arrow file, under a
-    temporary name then renamed: a task run again writes the same bytes."""
+    temporary name then renamed: a task run again writes the same bytes. ``ids``: an Arrow
+    string column, an Arrow string column's ``(data, offsets)``, or None (no ids)."""
     import pyarrow as pa
 
-    data, offsets = ids
     n = len(fps) // 8
-    table = pa.table({"fp": _int64(fps), "id": pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])})
+    if isinstance(ids, tuple):
+        data, offsets = ids
+        ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    table = pa.table({"fp": _int64(fps), "id": pa.nulls(n, pa.string()) if ids is None else ids})
     tmp = f"{_kept(keep, i)}.{os.getpid()}.tmp"
     with pa.OSFile(tmp, "wb") as f, pa.ipc.new_file(f, table.schema) as w:
         w.write_table(table)
@@ -206,19 +217,59 @@ def _kept_batches(file: str):
     """The record batches of a read task's kept entries (memory-mapped)."""
     import pyarrow as pa
 
+    if not os.path.exists(file):  # (a Parquet partition without rows may run no task)
+        return []
     r = pa.ipc.open_file(pa.memory_map(file))
     return [r.get_batch(j) for j in range(r.num_record_batches)]
 
 
-def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list, keep: Optional[str] = None):
-    """Map tasks over byte ranges of text: one scatter per range; with ``keep`` (a folder),
-    the range's entries are kept there too (``_keep_entries``), for the members."""
+def read_binary(path: str, start: int, end: int, record: int, ids: bool):
+    """The records of a binary file in ``[start, end)`` (whole records): ``(fps, ids)``, the
+    fingerprints as little-endian u64s (the bytes as they are; with ids, every other word) and,
+    with ``ids`` and records that carry them, the ids as an Arrow string column (decimal, as
+    text input's); nothing is parsed."""
+    import pyarrow as pa
+
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    if len(data) != end - start:
+        raise OSError(f"{path}: {end - start} bytes expected at byte offset {start}, {len(data)} read (the file changed?)")
+    if record == 8:
+        return data, None
+    words = memoryview(data).cast("B").cast("Q")
+    fps = words[0::2].tobytes()
+    if not ids:
+        return fps, None
+    return fps, pa.Array.from_buffers(pa.uint64(), len(fps) // 8, [None, pa.py_buffer(words[1::2].tobytes())]).cast(pa.string())
+
+
+def check_binary(files: Sequence[str], format: str) -> None:
+    """Refuses (``InputError``) a binary file that ends inside a record, naming the file and
+    the byte offset where its last whole record ends (``simdex insert --binary``'s message)."""
+    record = RECORD_BYTES[format]
+    what = "u64 fingerprint and u64 id per record" if record == 16 else "u64 per fingerprint"
+    for path in files:
+        size = os.path.getsize(path)
+        if size % record:
+            raise InputError(f"{path}: {size} bytes is not a multiple of {record} ({what}): the input is truncated at byte offset {size - size % record}")
+
+
+def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list, keep: Optional[str] = None, format: str = "fingerprints"):
+    """Map tasks over byte ranges of text (or of binary records, ``format``): one scatter per
+    range; with ``keep`` (a folder), the range's entries are kept there too
+    (``_keep_entries``), for the members."""
+    record = RECORD_BYTES.get(format)
 
     def run(batches):
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 path, name, start, end = ranges[i]
-                fps, ids, bad, shown = read_fingerprints(path, start, end, keep is not None)
+                if record:
+                    fps, ids = read_binary(path, start, end, record, keep is not None)
+                    bad, shown = 0, []
+                else:
+                    fps, ids, bad, shown = read_fingerprints(path, start, end, keep is not None)
                 if keep is not None:
                     _keep_entries(keep, i, fps, ids)
                 bad_rows = [(f"{name}:{line}: {reason}", bad if j == 0 else 0) for j, (line, reason) in enumerate(shown)]
@@ -227,19 +278,32 @@ def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: l
     return run
 
 
-def _scatter_arrow(split: BlockJoin, parts: List[int], pids: List[int]):
-    """Map tasks over Arrow batches of a nullable ``fp`` column (Parquet): one scatter per
-    task; rows without ``fp`` are counted."""
+def _scatter_arrow(split: BlockJoin, parts: List[int], pids: List[int], keep: Optional[str] = None):
+    """Map tasks over Arrow batches of a nullable ``fp`` column (Parquet), and ``id`` (text)
+    with ``keep``: one scatter per task; rows without ``fp`` are counted. With ``keep`` (a
+    folder), the task's entries are kept there too (``_keep_entries``, named by the task's
+    partition), for the members."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     def run(batches):
-        chunks, missing = [], 0
+        chunks, ids, missing = [], [], 0
         for batch in batches:
             col = batch.column(0)
             missing += col.null_count
-            chunks.append(_u64_bytes(pc.drop_null(col) if col.null_count else col))
+            if col.null_count:
+                batch = batch.filter(pc.is_valid(col))
+                col = batch.column(0)
+            chunks.append(_u64_bytes(col))
+            if keep is not None:
+                ids.append(batch.column(1))
+        fps = b"".join(chunks)
+        if keep is not None:
+            from pyspark import TaskContext
+
+            _keep_entries(keep, TaskContext.get().partitionId(), fps, pa.concat_arrays(ids) if ids else pa.nulls(0, pa.string()))
         bad_rows = [(f"{missing} rows without fp", missing)] if missing else []
-        yield _scattered_batches(split, parts, pids, b"".join(chunks), bad_rows)
+        yield _scattered_batches(split, parts, pids, fps, bad_rows)
 
     return run
 
@@ -299,6 +363,13 @@ def _split_bytes(spark, files, most: int) -> int:
     return min(most, max(1 << 20, -(-total // (2 * spark.sparkContext.defaultParallelism))))
 
 
+def _range_bytes(spark, files, most: int, format: str) -> int:
+    """``_split_bytes``, in whole records for binary input."""
+    step = _split_bytes(spark, files, most)
+    record = RECORD_BYTES.get(format)
+    return max(record, step - step % record) if record else step
+
+
 def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int, copies_after: Sequence[int] = ()):
     """The split for ``n`` fingerprints, the partitions of each group, a ``pid`` per
     partition (``_reducers``) and the group of each ``pid``. ``copies_after``: groups after the
@@ -331,22 +402,26 @@ def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: in
     within ``k`` once (``a < b`` unsigned), every fingerprint stored more than once as
     ``(fp, fp)``, and with ``a`` null each map task's count of entries (``bad`` null) and its
     bad lines (``bad`` the message, ``count`` the task's count on the first). Returns them
-    with the ``BlockJoin``, the partitions per group and, with ``keep`` (a folder) and text
-    input, the Arrow files where the read tasks keep their entries (``_keep_entries``)."""
+    with the ``BlockJoin``, the partitions per group and, with ``keep`` (a folder), the Arrow
+    files where the read tasks keep their entries (``_keep_entries``)."""
     from pyspark.sql import functions as F
 
     files = expand(inputs)
     if not files:
         raise InputError(f"no input files in {', '.join(inputs)}")
+    if format in RECORD_BYTES:
+        check_binary(files, format)
     split, parts, pids, group_of = _plan(spark, estimate_count(spark, files, format), k, candidates_log2, rows_per_join)
     kept: List[str] = []
     if format == "parquet":
-        fps = _parquet_fps(spark, files)
-        scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
+        fps = _parquet_fps(spark, files, with_ids=keep is not None)
+        if keep:
+            kept = [_kept(keep, i) for i in range(fps.rdd.getNumPartitions())]
+        scattered = fps.mapInArrow(_scatter_arrow(split, parts, pids, keep), SCATTERED)
     else:
-        ranges = splits(files, _split_bytes(spark, files, split_bytes))
+        ranges = splits(files, _range_bytes(spark, files, split_bytes, format))
         kept = [_kept(keep, i) for i in range(len(ranges))] if keep else []
-        scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges, keep), SCATTERED)
+        scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges, keep, format), SCATTERED)
     rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
     return rows, split, parts, kept
 
@@ -401,15 +476,16 @@ def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, sp
             yield from rows(b"".join(fps))
 
         return _parquet_fps(spark, files).select("fp").coalesce(_index_tasks(n, task_fps)).mapInArrow(run, JOINED)
-    ranges = splits(files, _split_bytes(spark, files, split_bytes))
+    ranges = splits(files, _range_bytes(spark, files, split_bytes, format))
     tasks = _index_tasks(estimate_count(spark, files, format), task_fps)
+    record = RECORD_BYTES.get(format)
     # consecutive ranges per task
     per = -(-len(ranges) // tasks)
     groups = [ranges[i : i + per] for i in range(0, len(ranges), per)]
 
     def run(batches):
         for group in _ranges_of(batches, groups):
-            yield from rows(b"".join(read_fingerprints(path, start, end, False)[0] for path, _, start, end in group))
+            yield from rows(b"".join((read_binary(path, start, end, record, False) if record else read_fingerprints(path, start, end, False))[0] for path, _, start, end in group))
 
     return _ranges(spark, groups).mapInArrow(run, JOINED)
 
@@ -469,7 +545,7 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
     has_ids = bool(clusters_path) and _has_ids(inputs, format, spark)
     # the read tasks keep the text's entries here for the members (removed at the end)
-    keep = os.path.abspath(str(clusters_path)) + ".work" if clusters_path and format != "parquet" else None
+    keep = os.path.abspath(str(clusters_path)) + ".work" if clusters_path else None
     if keep:
         shutil.rmtree(keep, ignore_errors=True)
         os.makedirs(keep)
@@ -546,8 +622,10 @@ def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, 
 
 
 def _has_ids(inputs, format, spark) -> bool:
-    """Whether the entries carry document ids: a Parquet ``id`` column, or a tab on the
-    first line of the first text file."""
+    """Whether the entries carry document ids: a Parquet ``id`` column, binary records with
+    ids (``binary-ids``), or a tab on the first line of the first text file."""
+    if format in RECORD_BYTES:
+        return format == "binary-ids"
     files = expand(inputs)
     if format == "parquet":
         return "id" in spark.read.parquet(*files).columns
@@ -574,8 +652,8 @@ def _write_members(spark, inputs, format, members_map, path: str, driver_rows: i
     """Every entry of a cluster: ``fp<TAB>id<TAB>cluster`` (``fp<TAB>cluster`` when the input
     has no ids), sorted by cluster, fingerprint and id (unsigned); by the driver when the
     clusters were found there and hold at most ``driver_rows`` fingerprints, else by Spark.
-    The entries of text input are those the read tasks kept (``kept``: their Arrow files, in
-    order), not the input read again."""
+    The entries are those the read tasks kept (``kept``: their Arrow files, in order), not the
+    input read again."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark import StorageLevel
@@ -586,7 +664,7 @@ def _write_members(spark, inputs, format, members_map, path: str, driver_rows: i
     schema = "fp long, id string, cluster long"
     found = None  # the members' batches when the driver found them itself
     on_driver = isinstance(members_map, tuple) and len(members_map[0]) // 8 <= driver_rows
-    if isinstance(members_map, tuple) and format != "parquet" and on_driver:
+    if isinstance(members_map, tuple) and on_driver:
         # the driver looks the kept entries up in its map (the library's calls on every core): no Spark job
         from concurrent.futures import ThreadPoolExecutor
 
@@ -603,21 +681,13 @@ def _write_members(spark, inputs, format, members_map, path: str, driver_rows: i
         def run(batches):
             vertices, clusters = bc.value
             for batch in batches:
-                if format != "parquet":
-                    # the kept files of this task's read ranges
-                    out = [_member_batch(vertices, clusters, b.column(0), b.column(1)) for i in batch.column(0).to_pylist() for b in _kept_batches(kept[i])]
-                else:
-                    batch = batch.filter(pc.is_valid(batch.column(0)))
-                    out = [_member_batch(vertices, clusters, batch.column(0), batch.column(1))]
+                # the kept files of this task's read tasks
+                out = [_member_batch(vertices, clusters, b.column(0), b.column(1)) for i in batch.column(0).to_pylist() for b in _kept_batches(kept[i])]
                 yield from (m for m in out if m is not None)
 
-        source = _parquet_fps(spark, expand(inputs), with_ids=True) if format == "parquet" else _ranges(spark, kept)
-        members = source.mapInArrow(run, schema)
+        members = _ranges(spark, kept).mapInArrow(run, schema)
     else:
-        if format == "parquet":
-            entries = _parquet_fps(spark, expand(inputs), with_ids=True).where("fp is not null")
-        else:
-            entries = _kept_entries(spark, kept)
+        entries = _kept_entries(spark, kept)
         members = entries.join(F.broadcast(members_map).withColumnRenamed("vertex", "fp"), "fp").withColumnRenamed("component", "cluster")
     if on_driver:
         # as few as the map: sorted and written by the driver (no Spark sort)
