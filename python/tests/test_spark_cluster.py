@@ -143,6 +143,90 @@ def test_cluster_members_come_from_the_read_pass_not_a_second_read(spark, oracle
         assert not pathlib.Path(f"{c}.work").exists()
 
 
+def test_the_driver_merges_the_joins_sorted_runs_and_collects_no_pairs(spark, oracle, tmp_path, monkeypatch):
+    """The driver's part streamed: no pair reaches the driver through Spark (its Arrow collect
+    refused here); each join task wrote its pairs as a sorted run, and the driver's merge of
+    the runs gives ``simdex cluster``'s pairs and members."""
+    import struct
+
+    from simdex.spark import _cluster
+
+    inputs, cli, _ = oracle
+    DataFrame = type(spark.range(1))  # (pyspark 4: the classic DataFrame, not the base)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("pairs collected to the driver")
+
+    for name in ("_collect_as_arrow", "toLocalIterator", "toPandas", "toArrow"):
+        if hasattr(DataFrame, name):
+            monkeypatch.setattr(DataFrame, name, refused)
+    merge, seen = _cluster.merge_pair_runs, {}
+
+    def recorded(runs, pairs_path=None):
+        for run in runs:
+            data = pathlib.Path(run).read_bytes()
+            records = [struct.unpack_from("<QQ", data, at) for at in range(0, len(data), 16)]
+            assert records == sorted(set(records)), run
+            seen[run] = records
+        return merge(runs, pairs_path)
+
+    monkeypatch.setattr(_cluster, "merge_pair_runs", recorded)
+    assert run(spark, "cluster", inputs, "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv") == 0
+    assert lines(tmp_path / "p.tsv") == cli[3][0]
+    assert sorted(lines(tmp_path / "c.tsv")) == cli[3][1]
+    pairs = [r for records in seen.values() for r in records if r[0] != r[1]]
+    assert len(seen) > 1 and len(pairs) == len(cli[3][0])  # each pair in one run only
+    assert not pathlib.Path(f"{tmp_path / 'c.tsv'}.work").exists()
+
+
+def test_the_merge_of_pair_runs_equals_brute_force(tmp_path):
+    """``merge_pair_runs`` against a Python oracle: runs that share pairs (as a batch's join
+    and its index runs do) and repeated fingerprints; the pairs once, sorted, as lines, and
+    the components by a plain union-find."""
+    from simdex._simdex import merge_pair_runs, write_pair_run
+
+    rng = random.Random(12)
+    base = [rng.getrandbits(64) for _ in range(300)]
+    fps = base + [f ^ (1 << rng.randrange(64)) for f in base[:200]] + [f ^ (3 << rng.randrange(63)) for f in base[100:250]]
+    distinct = sorted(set(fps))
+    near = [(a, b) for i, a in enumerate(distinct) for b in distinct[i + 1 :] if bin(a ^ b).count("1") <= 3]
+    repeated = rng.sample(distinct, 20)
+    runs = []
+    for r in range(5):
+        part = [p for p in near if rng.random() < 0.4]
+        pack = lambda xs: b"".join(x.to_bytes(8, "little") for x in xs)  # noqa: E731
+        reps = repeated[r::5]
+        runs.append(str(tmp_path / f"run-{r}.bin"))
+        assert write_pair_run(runs[-1], pack(a for a, _ in part), pack(b for _, b in part), pack(reps)) == len(set(part)) + len(set(reps))
+    used = set()
+    for r in range(5):
+        data = pathlib.Path(runs[r]).read_bytes()
+        used |= {(int.from_bytes(data[at : at + 8], "little"), int.from_bytes(data[at + 8 : at + 16], "little")) for at in range(0, len(data), 16)}
+    want_pairs = sorted(p for p in used if p[0] != p[1])
+    vertices, clusters, n = merge_pair_runs(runs, str(tmp_path / "p.tsv"))
+    assert n == len(want_pairs) and len(want_pairs) > 50
+    assert lines(tmp_path / "p.tsv") == [f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for a, b in want_pairs]
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b in used:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    # the root is the smallest of each component (roots linked smaller-wins)
+    want = sorted((v, find(v)) for v in parent)
+    got = list(zip(*(struct_u64s(x) for x in (vertices, clusters))))
+    assert got == want
+
+
+def struct_u64s(data):
+    return [int.from_bytes(data[at : at + 8], "little") for at in range(0, len(data), 8)]
+
+
 def test_cluster_reads_parquet_and_tasks_that_fail_once_give_the_same_answers(spark, oracle, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq

@@ -55,7 +55,7 @@ def parse_args(argv):
     c.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
     c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
     c.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any line or record is bad (by default they are counted, named and skipped)")
-    c.add_argument("--driver-pairs", type=int, default=None, help="pairs the driver takes for its union-find at most (default 2^26, 1 GiB); past it, Spark sorts them and finds the components itself")
+    c.add_argument("--driver-pairs", type=int, default=None, help="pairs the driver merges from the join's sorted runs into its union-find at most (default 2^26); past it, Spark sorts them and finds the components itself")
     c.add_argument("--against", metavar="DIR", help="the input is a new batch: also its pairs with the fingerprints stored in this index (time grows with the batch); --clusters lists the batch's entries")
     c.add_argument("--split-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -23,10 +23,13 @@ The steps, and what crosses Spark's shuffle (one shuffle in all):
 3. **join** (reduce tasks, one per partition): the library joins the partition
    (``BlockJoin.join``): the group's tables built one at a time, each prefix group checked by
    popcount, every pair reported by its first shared table only (no distinct follows).
-4. **components**: pairs that fit ``driver_pairs`` go to the driver as Arrow batches; the
-   library sorts them, writes ``--pairs`` and runs its union-find (16 bytes a pair plus about
-   40 per clustered fingerprint); past it, Spark sorts and writes the pairs and
-   ``_components`` runs large-star/small-star (locally checkpointed each round).
+4. **components**: each join task also writes its pairs, sorted, as a run to the run's work
+   folder (``CLUSTERS.work`` or ``PAIRS.work``, a folder every executor and the driver reach;
+   a temporary one without either); when the pairs fit ``driver_pairs``, the driver merges
+   the runs (the library: a buffer per run), writing ``--pairs`` and feeding its union-find
+   one pair at a time, so it holds the components (about 40 bytes a clustered fingerprint),
+   never the pairs, and no Spark job collects them; past it, Spark sorts and writes the pairs
+   and ``_components`` runs large-star/small-star (locally checkpointed each round).
 5. **members** (``--clusters``): every entry of a cluster (a component, or a fingerprint
    stored more than once) is written with its cluster, the smallest fingerprint of the
    component. The input is not read again: each read task of step 2 (text, binary or
@@ -48,10 +51,11 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
-from .._simdex import BlockJoin, cluster_members, corpus_options, pairs_and_components, read_fingerprints, write_members
+from .._simdex import BlockJoin, cluster_members, corpus_options, merge_pair_runs, read_fingerprints, write_members, write_pair_run
 from . import _pipeline as P
 from ._read import InputError, _ranges, _ranges_of, expand, splits
 
@@ -320,17 +324,21 @@ def _blob_bytes(col) -> bytes:
     return col.buffers()[2].slice(start, end - start).to_pybytes()
 
 
-def _join(split: BlockJoin, group_of: dict):
+def _join(split: BlockJoin, group_of: dict, work: Optional[str] = None):
+    """The join's reduce tasks (``JOINED`` rows); with ``work`` (a folder), each also writes
+    its pairs and repeated fingerprints there as a sorted run (``pairs-PID.bin``,
+    ``write_pair_run``) for the driver's merge."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     def run(batches):
         P._fail_first_attempt("join")
-        fps, repeated, bad, counts, group = [], [], [], [], None
+        fps, repeated, bad, counts, group, pid = [], [], [], [], None, None
         for b in batches:
             if b.num_rows == 0:
                 continue
-            group = group_of[b.column(0)[0].as_py()]
+            pid = b.column(0)[0].as_py()
+            group = group_of[pid]
             counted = pc.is_valid(b.column(4))
             if pc.any(counted).as_py():
                 c = b.filter(counted)
@@ -343,6 +351,8 @@ def _join(split: BlockJoin, group_of: dict):
         if group is None:
             return
         a, b, rep = split.join(group, b"".join(fps), b"".join(repeated))
+        if work is not None:
+            write_pair_run(os.path.join(work, f"pairs-{pid:06d}.bin"), a, b, rep)
         nulls = pa.nulls(len(a) // 8, pa.string()), pa.nulls(len(a) // 8, pa.int64())
         out = pa.RecordBatch.from_arrays([_int64(a), _int64(b), *nulls], names=["a", "b", "bad", "count"])
         for at in range(0, out.num_rows, 1 << 20):
@@ -397,13 +407,14 @@ def _pids(parts: List[int], tasks: Optional[int] = None):
     return pids, group_of
 
 
-def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN, keep: Optional[str] = None):
+def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN, keep: Optional[str] = None, work: Optional[str] = None):
     """``(a, b, bad, count)`` (``JOINED``): every pair of distinct fingerprints of the input
     within ``k`` once (``a < b`` unsigned), every fingerprint stored more than once as
     ``(fp, fp)``, and with ``a`` null each map task's count of entries (``bad`` null) and its
     bad lines (``bad`` the message, ``count`` the task's count on the first). Returns them
     with the ``BlockJoin``, the partitions per group and, with ``keep`` (a folder), the Arrow
-    files where the read tasks keep their entries (``_keep_entries``)."""
+    files where the read tasks keep their entries (``_keep_entries``); with ``work`` (a
+    folder), the join tasks write their sorted pair runs there (``_join``)."""
     from pyspark.sql import functions as F
 
     files = expand(inputs)
@@ -422,7 +433,7 @@ def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: in
         ranges = splits(files, _range_bytes(spark, files, split_bytes, format))
         kept = [_kept(keep, i) for i in range(len(ranges))] if keep else []
         scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges, keep, format), SCATTERED)
-    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
+    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of, work), JOINED)
     return rows, split, parts, kept
 
 
@@ -438,7 +449,7 @@ def fingerprint_pairs(spark, fps, k: int, n: int, candidates_log2: float = JOIN_
     return rows.where("a is not null and a != b").select(F.col("a").alias("fa"), F.col("b").alias("fb"))
 
 
-def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, split_bytes: int = SPLIT_BYTES, task_fps: Optional[int] = None):
+def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, split_bytes: int = SPLIT_BYTES, task_fps: Optional[int] = None, work: Optional[str] = None):
     """``JOINED`` rows of the input's fingerprints against the index at ``index``: every pair
     of an input fingerprint and a live stored one within ``k`` (``(fp, fp)`` where they are
     equal: stored more than once). Each task hands all its fingerprints to the library in one
@@ -446,7 +457,8 @@ def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, sp
     reading only the blocks it lands in), and there are as few tasks as ``task_fps``
     fingerprints each allow (``INDEX_TASK_FPS``: one for a batch of up to 2^24): a table is
     read about once per task, so the work follows the batch and the blocks it touches, not
-    the input's splits."""
+    the input's splits. With ``work`` (a folder), each task also writes its pairs there as a
+    sorted run (``index-TASK.bin``, ``write_pair_run``) for the driver's merge."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -457,6 +469,10 @@ def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, sp
         n = len(queries) // 8
         q, f = (pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(b)]) for b in (queries, stored))
         a, b = pc.min_element_wise(q, f).view(pa.int64()), pc.max_element_wise(q, f).view(pa.int64())
+        if work is not None:
+            from pyspark import TaskContext
+
+            write_pair_run(os.path.join(work, f"index-{TaskContext.get().partitionId():06d}.bin"), _u64_bytes(a), _u64_bytes(b), b"")
         out = pa.RecordBatch.from_arrays([a, b, pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())], names=["a", "b", "bad", "count"])
         for at in range(0, n, 1 << 20):
             yield out.slice(at, 1 << 20)
@@ -544,19 +560,20 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
         raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
     has_ids = bool(clusters_path) and _has_ids(inputs, format, spark)
-    # the read tasks keep the text's entries here for the members (removed at the end)
-    keep = os.path.abspath(str(clusters_path)) + ".work" if clusters_path else None
-    if keep:
-        shutil.rmtree(keep, ignore_errors=True)
-        os.makedirs(keep)
+    # the run's work folder, removed at the end: the join tasks' sorted pair runs, and the read
+    # tasks' entries for the members. Beside --clusters (else --pairs), where every executor
+    # and the driver reach; without either, a temporary folder (local mode).
+    base = clusters_path or pairs_path
+    work = os.path.abspath(str(base)) + ".work" if base else tempfile.mkdtemp(prefix="simdex-spark-cluster-")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
     try:
-        return _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, keep)
+        return _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, work if clusters_path else None, work)
     finally:
-        if keep:
-            shutil.rmtree(keep, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
-def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, keep) -> Clustered:
+def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, keep, work) -> Clustered:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -565,9 +582,9 @@ def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, 
 
     sc = spark.sparkContext
     with P.step(sc, "read, scatter and join (block split)"):
-        rows, split, parts, kept = pair_rows(spark, inputs, format, k, split_bytes, keep=keep)
+        rows, split, parts, kept = pair_rows(spark, inputs, format, k, split_bytes, keep=keep, work=work)
         if against:
-            rows = rows.union(index_rows(spark, inputs, format, k, against, split_bytes))
+            rows = rows.union(index_rows(spark, inputs, format, k, against, split_bytes, work=work))
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
         c = rows.select(
             F.sum(F.when(F.col("a") != F.col("b"), 1).otherwise(0)).alias("pairs"),
@@ -579,25 +596,26 @@ def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, 
     good = rows.where("a is not null").select("a", "b")
     near = good.where("a != b")
     if against:
-        # (a pair of two fingerprints both in the batch and stored is found three times)
+        # (a pair of two fingerprints both in the batch and stored is found three times: the
+        # driver's merge keeps one, Spark's path takes them distinct)
         good, near = good.distinct(), near.distinct()
-        total = near.count()
     on_driver = total <= driver_pairs
     rounds = None
     if on_driver:
-        with P.step(sc, "pairs to the driver: sorted, written, union-find"):
-            import pyarrow as pa
+        with P.step(sc, "pairs merged on the driver from the join's sorted runs: written, union-find"):
             import pyarrow.compute as pc
 
-            table = pa.Table.from_batches(good._collect_as_arrow(), schema=pa.schema([("a", pa.int64()), ("b", pa.int64())]))
-            ca, cb = table.column("a").combine_chunks(), table.column("b").combine_chunks()
-            # repeated fingerprints came as (fp, fp): split them off (columnar, no rows)
-            same = pc.equal(ca, cb)
-            differ = pc.invert(same)
-            members_map = pairs_and_components(_u64_bytes(pc.filter(ca, differ)), _u64_bytes(pc.filter(cb, differ)), _u64_bytes(pc.filter(ca, same)), pairs_path)
-        clustered = len(members_map[0]) // 8
-        n_clusters = pc.count_distinct(_int64(members_map[1])).as_py() if clustered else 0
+            runs = sorted(f for f in os.listdir(work) if f.endswith(".bin") and f.startswith(("pairs-", "index-")))
+            vertices, clusters, merged = merge_pair_runs([os.path.join(work, f) for f in runs], pairs_path)
+        if not against and merged != total:
+            raise RuntimeError(f"the join's sorted runs in {work} hold {merged} pairs, but the join found {total}: is it a folder every executor and the driver share?")
+        total = merged
+        members_map = (vertices, clusters)
+        clustered = len(vertices) // 8
+        n_clusters = pc.count_distinct(_int64(clusters)).as_py() if clustered else 0
     else:
+        if against:
+            total = near.count()
         if pairs_path:
             with P.step(sc, "write pairs (sorted by Spark)"):
                 line = F.concat_ws("\t", _hex(F.col("a")), _hex(F.col("b")), F.bit_count(F.col("a").bitwiseXOR(F.col("b"))).cast("string"))
