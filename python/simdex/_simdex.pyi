@@ -335,8 +335,11 @@ class BlockJoin:
     def join(self, group: int, fps: bytes, repeated: bytes) -> Tuple[bytes, bytes, bytes]:
         """One partition's pairs (a, b) and (group 0) the fingerprints stored more than once."""
 
-def pairs_and_components(a: bytes, b: bytes, repeated: bytes, pairs_path: Optional[str] = None) -> Tuple[bytes, bytes]:
-    """The pairs sorted and written to ``pairs_path``; (vertices, clusters) of their components."""
+def write_pair_run(path: str, a: bytes, b: bytes, repeated: bytes) -> int:
+    """A join task's pairs and repeated fingerprints as a sorted run at ``path``; the records written."""
+
+def merge_pair_runs(runs: List[str], pairs_path: Optional[str] = None) -> Tuple[bytes, bytes, int]:
+    """The runs merged: pairs written to ``pairs_path``; (vertices, clusters) of their components and the distinct pairs."""
 
 def cluster_members(vertices: bytes, clusters: bytes, fps: bytes) -> Tuple[bytes, bytes]:
     """(positions, clusters) of the members among ``fps``."""

@@ -2,11 +2,13 @@
 //! column buffers (little-endian u64s: the int64 buffers of Arrow batches, which the Python
 //! side hands over and wraps back without touching a row): a byte range of a fingerprint text
 //! file parsed ([`read_fingerprints`]), one partition of the block-split self-join
-//! ([`BlockJoin`]), and the driver's connected components and pairs file. Nothing here
-//! knows Spark.
+//! ([`BlockJoin`]) with its sorted pair runs, and the driver's merge of them into the pairs
+//! file and the connected components. Nothing here knows Spark.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -286,41 +288,125 @@ impl BlockJoin {
     }
 }
 
-/// The driver's end of the pair step: the pairs `(a[i], b[i])` (little-endian u64s, `a < b`)
-/// sorted and written to `pairs_path` (when given) as `simdex cluster --pairs` writes them,
-/// and the components of the pairs together with `repeated` (fingerprints stored more than
-/// once, each a cluster even without a pair): `(vertices, clusters)`, every clustered
-/// fingerprint, sorted, and the smallest fingerprint of its cluster.
+/// Bytes of a pair run's record: two little-endian u64s.
+const RUN_RECORD: usize = 16;
+
+/// A join task's end of the pair step: its pairs `(a[i], b[i])` (little-endian u64s,
+/// `a <= b`) and its fingerprints stored more than once (each as `(f, f)`), sorted (unsigned)
+/// without repeats and written to `path` as a run for [`merge_pair_runs`] (16-byte records),
+/// under a temporary name then renamed: a task run again writes the same bytes. Returns the
+/// records written.
 #[pyfunction]
-#[pyo3(signature = (a, b, repeated, pairs_path=None))]
-fn pairs_and_components<'py>(py: Python<'py>, a: &[u8], b: &[u8], repeated: &[u8], pairs_path: Option<&str>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+fn write_pair_run(py: Python<'_>, path: &str, a: &[u8], b: &[u8], repeated: &[u8]) -> PyResult<u64> {
     let (a, b, repeated) = (u64s(a, "a")?, u64s(b, "b")?, u64s(repeated, "repeated")?);
     if a.len() != b.len() {
         return Err(PyValueError::new_err(format!("{} first fingerprints but {} second ones", a.len(), b.len())));
     }
-    let (vertices, clusters) = py.allow_threads(|| -> PyResult<(Vec<u8>, Vec<u8>)> {
-        let mut pairs: Vec<(u64, u64)> = a.into_iter().zip(b).collect();
-        pairs.sort_unstable();
-        // (one source of pairs reports each once; a run against an index has two)
-        pairs.dedup();
-        if let Some(path) = pairs_path {
-            let failed = |e: std::io::Error| PyOSError::new_err(format!("cannot write {path}: {e}"));
-            let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(failed)?);
-            for &(x, y) in &pairs {
-                simdex_fingerprint::write_pair_line(&mut out, x, y).map_err(failed)?;
-            }
-            out.flush().map_err(failed)?;
+    py.allow_threads(|| -> PyResult<u64> {
+        let mut run: Vec<(u64, u64)> = a.into_iter().zip(b).chain(repeated.into_iter().map(|f| (f, f))).collect();
+        run.sort_unstable();
+        run.dedup();
+        let tmp = format!("{path}.{}.tmp", std::process::id());
+        let failed = |e: std::io::Error| PyOSError::new_err(format!("cannot write {path}: {e}"));
+        let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(failed)?);
+        for &(x, y) in &run {
+            out.write_all(&x.to_le_bytes()).and_then(|_| out.write_all(&y.to_le_bytes())).map_err(failed)?;
         }
-        let mut components = simdex::pair_components(pairs.iter().copied().chain(repeated.iter().map(|&f| (f, f))));
+        out.flush().map_err(failed)?;
+        drop(out);
+        std::fs::rename(&tmp, path).map_err(failed)?;
+        Ok(run.len() as u64)
+    })
+}
+
+/// The next record of a pair run, None at its end.
+fn next_record(run: &mut BufReader<File>, path: &str) -> PyResult<Option<(u64, u64)>> {
+    let mut record = [0u8; RUN_RECORD];
+    match run.read_exact(&mut record) {
+        Ok(()) => {
+            let (x, y) = record.split_at(8);
+            let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
+            Ok(Some((word(x), word(y))))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(os_error(path, e)),
+    }
+}
+
+/// The driver's end of the pair step, streamed: the join tasks' sorted runs (`write_pair_run`)
+/// merged, each pair once, the pairs (`a != b`) written to `pairs_path` (when given) as
+/// `simdex cluster --pairs` writes them and fed, with the fingerprints stored more than once
+/// (`(f, f)`: each a cluster even without a pair), to the union-find one at a time: the
+/// driver holds a buffer per run and the components, never the pairs. Returns
+/// `(vertices, clusters, pairs)`: every clustered fingerprint, sorted, the smallest
+/// fingerprint of its cluster, and the distinct pairs written.
+#[pyfunction]
+#[pyo3(signature = (runs, pairs_path=None))]
+fn merge_pair_runs<'py>(py: Python<'py>, runs: Vec<String>, pairs_path: Option<&str>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64)> {
+    let (vertices, clusters, pairs) = py.allow_threads(|| -> PyResult<(Vec<u8>, Vec<u8>, u64)> {
+        let mut readers = Vec::with_capacity(runs.len());
+        for path in &runs {
+            let f = File::open(path).map_err(|e| os_error(path, e))?;
+            let len = f.metadata().map_err(|e| os_error(path, e))?.len();
+            if len % RUN_RECORD as u64 != 0 {
+                return Err(PyValueError::new_err(format!("{path}: {len} bytes is not a multiple of {RUN_RECORD} (a pair run cut short)")));
+            }
+            readers.push(BufReader::with_capacity(1 << 16, f));
+        }
+        let mut heap = BinaryHeap::with_capacity(runs.len());
+        for (i, (run, path)) in readers.iter_mut().zip(&runs).enumerate() {
+            if let Some(p) = next_record(run, path)? {
+                heap.push(Reverse((p, i)));
+            }
+        }
+        let write_failed = |path: &str, e: std::io::Error| PyOSError::new_err(format!("cannot write {path}: {e}"));
+        let mut out = match pairs_path {
+            Some(path) => Some((path, BufWriter::with_capacity(1 << 20, File::create(path).map_err(|e| write_failed(path, e))?))),
+            None => None,
+        };
+        let (mut error, mut last, mut pairs) = (None, None, 0u64);
+        let merged = std::iter::from_fn(|| loop {
+            let Reverse((p, i)) = heap.pop()?;
+            match readers.get_mut(i).map(|run| next_record(run, &runs[i])) {
+                Some(Ok(Some(next))) => heap.push(Reverse((next, i))),
+                Some(Err(e)) => {
+                    error = Some(e);
+                    return None;
+                }
+                _ => {}
+            }
+            // (a pair in two runs: a run against an index has two sources)
+            if last == Some(p) {
+                continue;
+            }
+            last = Some(p);
+            if p.0 != p.1 {
+                pairs += 1;
+                if let Some((path, w)) = out.as_mut() {
+                    if let Err(e) = simdex_fingerprint::write_pair_line(w, p.0, p.1) {
+                        error = Some(write_failed(path, e));
+                        return None;
+                    }
+                }
+            }
+            return Some(p);
+        });
+        let mut components = simdex::pair_components(merged);
+        if let Some(e) = error {
+            return Err(e);
+        }
+        if let Some((path, mut w)) = out {
+            w.flush().map_err(|e| write_failed(path, e))?;
+        }
         components.sort_unstable();
         let n = components.len();
-        Ok((le_bytes(components.iter().map(|c| c.0), n), le_bytes(components.iter().map(|c| c.1), n)))
+        Ok((le_bytes(components.iter().map(|c| c.0), n), le_bytes(components.iter().map(|c| c.1), n), pairs))
     })?;
-    Ok((PyBytes::new(py, &vertices), PyBytes::new(py, &clusters)))
+    Ok((PyBytes::new(py, &vertices), PyBytes::new(py, &clusters), pairs))
 }
 
 /// The cluster of each of `fps` (little-endian u64s) by the sorted map `vertices` ->
-/// `clusters` (from `pairs_and_components`): `(positions, clusters)`, the positions in `fps`
+/// `clusters` (from `merge_pair_runs`): `(positions, clusters)`, the positions in `fps`
 /// of the members (u64s, ascending) and each one's cluster.
 #[pyfunction]
 fn cluster_members<'py>(py: Python<'py>, vertices: &[u8], clusters: &[u8], fps: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
@@ -372,7 +458,8 @@ fn write_members(py: Python<'_>, path: &str, fps: &[u8], clusters: &[u8], id_dat
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BlockJoin>()?;
     m.add_function(wrap_pyfunction!(read_fingerprints, m)?)?;
-    m.add_function(wrap_pyfunction!(pairs_and_components, m)?)?;
+    m.add_function(wrap_pyfunction!(write_pair_run, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_pair_runs, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_members, m)?)?;
     m.add_function(wrap_pyfunction!(read_members, m)?)?;
     m.add_function(wrap_pyfunction!(write_members, m)?)?;

@@ -143,6 +143,90 @@ def test_cluster_members_come_from_the_read_pass_not_a_second_read(spark, oracle
         assert not pathlib.Path(f"{c}.work").exists()
 
 
+def test_the_driver_merges_the_joins_sorted_runs_and_collects_no_pairs(spark, oracle, tmp_path, monkeypatch):
+    """The driver's part streamed: no pair reaches the driver through Spark (its Arrow collect
+    refused here); each join task wrote its pairs as a sorted run, and the driver's merge of
+    the runs gives ``simdex cluster``'s pairs and members."""
+    import struct
+
+    from simdex.spark import _cluster
+
+    inputs, cli, _ = oracle
+    DataFrame = type(spark.range(1))  # (pyspark 4: the classic DataFrame, not the base)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("pairs collected to the driver")
+
+    for name in ("_collect_as_arrow", "toLocalIterator", "toPandas", "toArrow"):
+        if hasattr(DataFrame, name):
+            monkeypatch.setattr(DataFrame, name, refused)
+    merge, seen = _cluster.merge_pair_runs, {}
+
+    def recorded(runs, pairs_path=None):
+        for run in runs:
+            data = pathlib.Path(run).read_bytes()
+            records = [struct.unpack_from("<QQ", data, at) for at in range(0, len(data), 16)]
+            assert records == sorted(set(records)), run
+            seen[run] = records
+        return merge(runs, pairs_path)
+
+    monkeypatch.setattr(_cluster, "merge_pair_runs", recorded)
+    assert run(spark, "cluster", inputs, "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv") == 0
+    assert lines(tmp_path / "p.tsv") == cli[3][0]
+    assert sorted(lines(tmp_path / "c.tsv")) == cli[3][1]
+    pairs = [r for records in seen.values() for r in records if r[0] != r[1]]
+    assert len(seen) > 1 and len(pairs) == len(cli[3][0])  # each pair in one run only
+    assert not pathlib.Path(f"{tmp_path / 'c.tsv'}.work").exists()
+
+
+def test_the_merge_of_pair_runs_equals_brute_force(tmp_path):
+    """``merge_pair_runs`` against a Python oracle: runs that share pairs (as a batch's join
+    and its index runs do) and repeated fingerprints; the pairs once, sorted, as lines, and
+    the components by a plain union-find."""
+    from simdex._simdex import merge_pair_runs, write_pair_run
+
+    rng = random.Random(12)
+    base = [rng.getrandbits(64) for _ in range(300)]
+    fps = base + [f ^ (1 << rng.randrange(64)) for f in base[:200]] + [f ^ (3 << rng.randrange(63)) for f in base[100:250]]
+    distinct = sorted(set(fps))
+    near = [(a, b) for i, a in enumerate(distinct) for b in distinct[i + 1 :] if bin(a ^ b).count("1") <= 3]
+    repeated = rng.sample(distinct, 20)
+    runs = []
+    for r in range(5):
+        part = [p for p in near if rng.random() < 0.4]
+        pack = lambda xs: b"".join(x.to_bytes(8, "little") for x in xs)  # noqa: E731
+        reps = repeated[r::5]
+        runs.append(str(tmp_path / f"run-{r}.bin"))
+        assert write_pair_run(runs[-1], pack(a for a, _ in part), pack(b for _, b in part), pack(reps)) == len(set(part)) + len(set(reps))
+    used = set()
+    for r in range(5):
+        data = pathlib.Path(runs[r]).read_bytes()
+        used |= {(int.from_bytes(data[at : at + 8], "little"), int.from_bytes(data[at + 8 : at + 16], "little")) for at in range(0, len(data), 16)}
+    want_pairs = sorted(p for p in used if p[0] != p[1])
+    vertices, clusters, n = merge_pair_runs(runs, str(tmp_path / "p.tsv"))
+    assert n == len(want_pairs) and len(want_pairs) > 50
+    assert lines(tmp_path / "p.tsv") == [f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for a, b in want_pairs]
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b in used:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    # the root is the smallest of each component (roots linked smaller-wins)
+    want = sorted((v, find(v)) for v in parent)
+    got = list(zip(*(struct_u64s(x) for x in (vertices, clusters))))
+    assert got == want
+
+
+def struct_u64s(data):
+    return [int.from_bytes(data[at : at + 8], "little") for at in range(0, len(data), 8)]
+
+
 def test_cluster_reads_parquet_and_tasks_that_fail_once_give_the_same_answers(spark, oracle, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
@@ -176,6 +260,93 @@ def test_cluster_reads_parquet_and_tasks_that_fail_once_give_the_same_answers(sp
     assert run(spark, "cluster", tmp_path / "s", "--format", "parquet", "--pairs", tmp_path / "s.tsv") == 0
     want = sorted(f"{a:016x}\t{b:016x}\t{bin(a ^ b).count('1')}" for i, a in enumerate(sample) for b in sample[i + 1 :] if bin(a ^ b).count("1") <= 3)
     assert lines(tmp_path / "s.tsv") == want
+
+
+def entries(inputs):
+    """``(fp, id)`` of every good line of the planted text files, in order."""
+    out = []
+    for path in sorted(inputs.iterdir()):
+        for line in lines(path):
+            parts = line.split("\t")
+            if len(parts) == 2 and len(parts[0]) == 16 and parts[1].isdigit():
+                out.append((int(parts[0], 16), int(parts[1])))
+    return out
+
+
+def test_cluster_reads_binary_records_and_keeps_members_from_the_read_pass(spark, cli, oracle, tmp_path, monkeypatch):
+    """``--format binary`` (``simdex insert --binary [--with-ids]``'s records: little-endian
+    u64 fingerprint, then u64 id): the pairs and members are those of ``simdex build --binary
+    --with-ids`` then ``simdex cluster`` on the same bytes, in byte ranges of whole records
+    (the range asked for is not a multiple of 16), on the driver and past its bound; the
+    input (binary, and Parquet) is moved away before the members' step, so they come from
+    the read pass. Without ids, the members are the same without the id column."""
+    import struct
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from simdex.spark import _cluster
+
+    inputs, _, _ = oracle
+    pairs_of = entries(inputs)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "fps").mkdir()
+    half = len(pairs_of) // 2
+    for name, chunk in (("a.bin", pairs_of[:half]), ("b.bin", pairs_of[half:])):
+        (tmp_path / "bin" / name).write_bytes(b"".join(struct.pack("<QQ", f, i) for f, i in chunk))
+        (tmp_path / "fps" / name).write_bytes(b"".join(struct.pack("<Q", f) for f, _ in chunk))
+    (tmp_path / "all.bin").write_bytes((tmp_path / "bin" / "a.bin").read_bytes() + (tmp_path / "bin" / "b.bin").read_bytes())
+    cli("build", "--binary", "--with-ids", "--out", tmp_path / "seg.sdx", tmp_path / "all.bin")
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.table({"fp": pa.array([f for f, _ in pairs_of], pa.uint64()), "id": pa.array([i for _, i in pairs_of], pa.int64())}), tmp_path / "pq" / "part.parquet", row_group_size=4096)
+    want = {}
+    for k in (3, 4):
+        cli("cluster", tmp_path / "seg.sdx", "-k", k, "--pairs", tmp_path / f"cli-{k}.tsv", "-o", tmp_path / f"cli-{k}.jsonl")
+        want[k] = (lines(tmp_path / f"cli-{k}.tsv"), cli_members(tmp_path / f"cli-{k}.jsonl"))
+        assert want[k] == oracle[1][k]  # (the text input's answers too)
+    write = _cluster._write_members
+    for source, format in ((tmp_path / "bin", ["--format", "binary", "--with-ids"]), (tmp_path / "pq", ["--format", "parquet"])):
+        for k, more in ((3, []), (4, ["--driver-pairs", 1000])):
+            copy = tmp_path / f"in-{source.name}-{k}"
+            shutil.copytree(source, copy)
+
+            def moved_first(*args, copy=copy, gone=tmp_path / f"gone-{source.name}-{k}", **kwargs):
+                copy.rename(gone)
+                return write(*args, **kwargs)
+
+            monkeypatch.setattr(_cluster, "_write_members", moved_first)
+            c = tmp_path / f"c-{source.name}-{k}.tsv"
+            assert run(spark, "cluster", copy, *format, "-k", k, "--pairs", tmp_path / "p.tsv", "--clusters", c, "--split-bytes", 65544, *more) == 0
+            assert not copy.exists(), (source, k)
+            assert lines(tmp_path / "p.tsv") == want[k][0], (source, k)
+            assert sorted(lines(c)) == want[k][1], (source, k)
+            assert not pathlib.Path(f"{c}.work").exists()
+    monkeypatch.setattr(_cluster, "_write_members", write)
+    assert run(spark, "cluster", tmp_path / "fps", "--format", "binary", "--pairs", tmp_path / "p.tsv", "--clusters", tmp_path / "c.tsv", "--split-bytes", 65540) == 0
+    assert lines(tmp_path / "p.tsv") == want[3][0]
+    assert sorted(lines(tmp_path / "c.tsv")) == sorted(f"{m.split(chr(9))[0]}\t{m.split(chr(9))[2]}" for m in want[3][1])
+
+
+def test_cluster_refuses_a_binary_file_that_ends_inside_a_record(spark, tmp_path):
+    """A binary file whose length is not a multiple of the record is refused before Spark
+    starts, named with its byte offset (as ``simdex insert --binary`` names it)."""
+    from simdex.spark import _cluster
+    from simdex.spark._read import InputError
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.bin").write_bytes(bytes(16 * 3))
+    (tmp_path / "in" / "b.bin").write_bytes(bytes(16 * 5 + 8))
+    message = f"{tmp_path / 'in' / 'b.bin'}: 88 bytes is not a multiple of 16 (u64 fingerprint and u64 id per record): the input is truncated at byte offset 80"
+    p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", tmp_path / "in", "--format", "binary", "--with-ids"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+    with pytest.raises(InputError, match="b.bin: 88 bytes .* truncated at byte offset 80"):
+        _cluster.cluster(spark, [str(tmp_path / "in")], "binary-ids")
+    # as 8-byte records both files are whole: 17 fingerprints, all zero (one stored 17 times)
+    found = _cluster.cluster(spark, [str(tmp_path / "in")], "binary", 3, None, str(tmp_path / "c.tsv"))
+    assert found.fingerprints == 17 and found.pairs == 0 and found.members == 17
+    assert lines(tmp_path / "c.tsv") == [f"{0:016x}\t{0:016x}"] * 17
+    p = subprocess.run([sys.executable, "-m", "simdex.spark", "cluster", tmp_path / "in", "--with-ids"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--with-ids needs --format binary" in p.stderr, p.stderr
 
 
 def test_cluster_refuses_bad_arguments_before_spark_starts(tmp_path):

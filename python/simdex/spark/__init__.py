@@ -8,7 +8,9 @@ this package's ``__main__``), documents or bare fingerprints::
     python -m simdex.spark cluster fingerprints.txt --pairs pairs.tsv --clusters clusters.tsv
 
 ``cluster`` (``_cluster``) answers as ``simdex cluster`` does: the pairs within ``k`` of
-fingerprints (``FINGERPRINT_HEX[<TAB>ID]`` lines, or Parquet with a 64-bit ``fp`` column) and
+fingerprints (``FINGERPRINT_HEX[<TAB>ID]`` lines, ``simdex insert --binary [--with-ids]``'s
+little-endian u64 records with ``--format binary [--with-ids]``, or Parquet with a 64-bit
+``fp`` column) and
 their clusters, by the library's block-split join (see ``_cluster`` for its steps).
 
 From Python::

@@ -47,14 +47,15 @@ def parse_args(argv):
     d.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any record is bad or any document gets no fingerprint")
     c = sub.add_parser("cluster", help="near-duplicate pairs and clusters of fingerprints (simdex cluster's answers)")
     c.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (walked recursively, in name order)")
-    c.add_argument("--format", default="fingerprints", choices=["fingerprints", "parquet"], help="fingerprints: FINGERPRINT_HEX[<TAB>ID] a line (simdex bench generate --with-ids); parquet: a 64-bit fp column and an optional id")
+    c.add_argument("--format", default="fingerprints", choices=["fingerprints", "binary", "parquet"], help="fingerprints: FINGERPRINT_HEX[<TAB>ID] a line (simdex bench generate --with-ids); binary: little-endian u64 fingerprints, as simdex insert --binary; parquet: a 64-bit fp column and an optional id")
+    c.add_argument("--with-ids", action="store_true", help="with --format binary: each fingerprint is followed by a u64 document id (simdex insert --binary --with-ids)")
     c.add_argument("-k", type=int, help=f"near-duplicates differ in at most K bits (default {DEFAULT_UNCONFIRMED_K}, as simdex cluster)")
     c.add_argument("--pairs", metavar="FILE", help="every pair, as simdex cluster --pairs: fp_a<TAB>fp_b<TAB>distance, sorted")
     c.add_argument("--clusters", metavar="FILE", help="every entry in a cluster: fp<TAB>id<TAB>cluster (the cluster's smallest fingerprint; no id column without ids)")
     c.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. spark-submit's)")
     c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (e.g. spark.driver.memory=4g), as spark-submit --conf")
     c.add_argument("--fail-on-bad", action="store_true", help="fail (exit 1) when any line or record is bad (by default they are counted, named and skipped)")
-    c.add_argument("--driver-pairs", type=int, default=None, help="pairs the driver takes for its union-find at most (default 2^26, 1 GiB); past it, Spark sorts them and finds the components itself")
+    c.add_argument("--driver-pairs", type=int, default=None, help="pairs the driver merges from the join's sorted runs into its union-find at most (default 2^26); past it, Spark sorts them and finds the components itself")
     c.add_argument("--against", metavar="DIR", help="the input is a new batch: also its pairs with the fingerprints stored in this index (time grows with the batch); --clusters lists the batch's entries")
     c.add_argument("--split-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -73,6 +74,17 @@ def parse_args(argv):
             p.error(f"-k {args.k}: {e}")
         if args.against and not os.path.isdir(args.against):
             p.error(f"--against {args.against}: no such index folder")
+        if args.with_ids and args.format != "binary":
+            p.error("--with-ids needs --format binary (text and Parquet input say whether they carry ids)")
+        if args.format == "binary":
+            from simdex.spark._cluster import check_binary
+            from simdex.spark._read import InputError, expand
+
+            args.format = "binary-ids" if args.with_ids else "binary"
+            try:  # before Spark starts: a truncated file is a quick error
+                check_binary(expand(args.inputs), args.format)
+            except InputError as e:
+                p.error(str(e))
         check_outputs(p, args, ("pairs", "clusters"))
         return args
     try:  # the library's rule and message, as simdex dedup's

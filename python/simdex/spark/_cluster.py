@@ -10,7 +10,11 @@ The steps, and what crosses Spark's shuffle (one shuffle in all):
 2. **read and scatter** (map tasks): text files (``FINGERPRINT_HEX[<TAB>ID]`` a line) are cut
    into byte ranges that the executors parse in Rust (``read_fingerprints``: a line belongs
    to the range holding its first byte; a bad line is counted and named with its file and
-   line number), or Spark reads Parquet's 64-bit ``fp`` column. The library scatters a task's
+   line number); binary files (``simdex insert --binary [--with-ids]``'s records: a
+   little-endian u64 fingerprint, then a u64 id with ``--with-ids``) are cut into ranges of
+   whole records whose bytes are the fingerprints as they are (with ids, every other word:
+   no parsing; a file that ends inside a record is refused before Spark starts, named with
+   its byte offset); or Spark reads Parquet's 64-bit ``fp`` column. The library scatters a task's
    fingerprints (``BlockJoin.scatter``): each distinct one to its partition in every group
    (a hash of the group's block), packed 8 bytes a fingerprint into one binary row per
    partition, so the shuffle moves ``k + 1`` copies of each fingerprint as bare 8-byte
@@ -19,18 +23,20 @@ The steps, and what crosses Spark's shuffle (one shuffle in all):
 3. **join** (reduce tasks, one per partition): the library joins the partition
    (``BlockJoin.join``): the group's tables built one at a time, each prefix group checked by
    popcount, every pair reported by its first shared table only (no distinct follows).
-4. **components**: pairs that fit ``driver_pairs`` go to the driver as Arrow batches; the
-   library sorts them, writes ``--pairs`` and runs its union-find (16 bytes a pair plus about
-   40 per clustered fingerprint); past it, Spark sorts and writes the pairs and
-   ``_components`` runs large-star/small-star (locally checkpointed each round).
+4. **components**: each join task also writes its pairs, sorted, as a run to the run's work
+   folder (``CLUSTERS.work`` or ``PAIRS.work``, a folder every executor and the driver reach;
+   a temporary one without either); when the pairs fit ``driver_pairs``, the driver merges
+   the runs (the library: a buffer per run), writing ``--pairs`` and feeding its union-find
+   one pair at a time, so it holds the components (about 40 bytes a clustered fingerprint),
+   never the pairs, and no Spark job collects them; past it, Spark sorts and writes the pairs
+   and ``_components`` runs large-star/small-star (locally checkpointed each round).
 5. **members** (``--clusters``): every entry of a cluster (a component, or a fingerprint
    stored more than once) is written with its cluster, the smallest fingerprint of the
-   component. The input is not read again: with text input, each read task of step 2 also
-   writes its entries (``fp`` and ``id``, binary) as an Arrow file to the run's work folder
-   (``CLUSTERS.work``, beside ``--clusters``: a folder every executor and the driver reach, as
-   ``dedup``'s), and this step reads those; by the driver itself, with no Spark job, when the
-   clusters were found there and fit ``driver_pairs``. Parquet's columns are read again
-   (binary already: no parsing).
+   component. The input is not read again: each read task of step 2 (text, binary or
+   Parquet) also writes its entries (``fp`` and ``id``, binary) as an Arrow file to the run's
+   work folder (``CLUSTERS.work``, beside ``--clusters``: a folder every executor and the
+   driver reach, as ``dedup``'s), and this step reads those; by the driver itself, with no
+   Spark job, when the clusters were found there and fit ``driver_pairs``.
 
 With ``--against DIR`` (``index_rows``) the batch is also checked against an index through
 the library's batch mode, all of a task's fingerprints in one call (one task per 2^24): a
@@ -45,10 +51,11 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
-from .._simdex import BlockJoin, cluster_members, corpus_options, pairs_and_components, read_fingerprints, write_members
+from .._simdex import BlockJoin, cluster_members, corpus_options, merge_pair_runs, read_fingerprints, write_members, write_pair_run
 from . import _pipeline as P
 from ._read import InputError, _ranges, _ranges_of, expand, splits
 
@@ -57,7 +64,10 @@ ROWS_PER_JOIN = 1 << 24  # fingerprint-tables a join task expects (its values ti
 DRIVER_PAIRS = 1 << 26  # pairs collected to the driver at most (1 GiB of pairs)
 INDEX_TASK_FPS = 1 << 24  # fingerprints an ``--against`` task checks in one call at most (128 MiB)
 JOIN_CANDIDATES_LOG2 = 2.0  # the planner's bound on a prefix group, for joins in memory
-FORMATS = ("fingerprints", "parquet")
+FORMATS = ("fingerprints", "binary", "binary-ids", "parquet")
+# bytes of a binary input's record (``binary-ids``: a u64 fingerprint and a u64 id, as
+# ``simdex insert --binary --with-ids`` reads them)
+RECORD_BYTES = {"binary": 8, "binary-ids": 16}
 BAD_SHOWN = 20
 # the shuffle's rows: a partition's packed fingerprints (``fps``), or a map task's count of
 # entries (``count``, ``bad`` null) or of bad lines (``bad`` the first's message) for partition 0
@@ -110,6 +120,8 @@ def estimate_count(spark, files: Sequence[str], format: str) -> int:
     if format == "parquet":
         return spark.read.parquet(*files).count()
     total = sum(os.path.getsize(p) for p in files)
+    if format in RECORD_BYTES:
+        return max(1, total // RECORD_BYTES[format])
     for path in files:
         with open(path, "rb") as f:
             head = f.read(1 << 16)
@@ -190,12 +202,15 @@ def _kept(keep: str, i: int) -> str:
 
 def _keep_entries(keep: str, i: int, fps: bytes, ids) -> None:
     """Writes read task ``i``'s entries (``fp, id``) to ``keep`` as an Arrow file, under a
-    temporary name then renamed: a task run again writes the same bytes."""
+    temporary name then renamed: a task run again writes the same bytes. ``ids``: an Arrow
+    string column, an Arrow string column's ``(data, offsets)``, or None (no ids)."""
     import pyarrow as pa
 
-    data, offsets = ids
     n = len(fps) // 8
-    table = pa.table({"fp": _int64(fps), "id": pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])})
+    if isinstance(ids, tuple):
+        data, offsets = ids
+        ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    table = pa.table({"fp": _int64(fps), "id": pa.nulls(n, pa.string()) if ids is None else ids})
     tmp = f"{_kept(keep, i)}.{os.getpid()}.tmp"
     with pa.OSFile(tmp, "wb") as f, pa.ipc.new_file(f, table.schema) as w:
         w.write_table(table)
@@ -206,19 +221,59 @@ def _kept_batches(file: str):
     """The record batches of a read task's kept entries (memory-mapped)."""
     import pyarrow as pa
 
+    if not os.path.exists(file):  # (a Parquet partition without rows may run no task)
+        return []
     r = pa.ipc.open_file(pa.memory_map(file))
     return [r.get_batch(j) for j in range(r.num_record_batches)]
 
 
-def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list, keep: Optional[str] = None):
-    """Map tasks over byte ranges of text: one scatter per range; with ``keep`` (a folder),
-    the range's entries are kept there too (``_keep_entries``), for the members."""
+def read_binary(path: str, start: int, end: int, record: int, ids: bool):
+    """The records of a binary file in ``[start, end)`` (whole records): ``(fps, ids)``, the
+    fingerprints as little-endian u64s (the bytes as they are; with ids, every other word) and,
+    with ``ids`` and records that carry them, the ids as an Arrow string column (decimal, as
+    text input's); nothing is parsed."""
+    import pyarrow as pa
+
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    if len(data) != end - start:
+        raise OSError(f"{path}: {end - start} bytes expected at byte offset {start}, {len(data)} read (the file changed?)")
+    if record == 8:
+        return data, None
+    words = memoryview(data).cast("B").cast("Q")
+    fps = words[0::2].tobytes()
+    if not ids:
+        return fps, None
+    return fps, pa.Array.from_buffers(pa.uint64(), len(fps) // 8, [None, pa.py_buffer(words[1::2].tobytes())]).cast(pa.string())
+
+
+def check_binary(files: Sequence[str], format: str) -> None:
+    """Refuses (``InputError``) a binary file that ends inside a record, naming the file and
+    the byte offset where its last whole record ends (``simdex insert --binary``'s message)."""
+    record = RECORD_BYTES[format]
+    what = "u64 fingerprint and u64 id per record" if record == 16 else "u64 per fingerprint"
+    for path in files:
+        size = os.path.getsize(path)
+        if size % record:
+            raise InputError(f"{path}: {size} bytes is not a multiple of {record} ({what}): the input is truncated at byte offset {size - size % record}")
+
+
+def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: list, keep: Optional[str] = None, format: str = "fingerprints"):
+    """Map tasks over byte ranges of text (or of binary records, ``format``): one scatter per
+    range; with ``keep`` (a folder), the range's entries are kept there too
+    (``_keep_entries``), for the members."""
+    record = RECORD_BYTES.get(format)
 
     def run(batches):
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 path, name, start, end = ranges[i]
-                fps, ids, bad, shown = read_fingerprints(path, start, end, keep is not None)
+                if record:
+                    fps, ids = read_binary(path, start, end, record, keep is not None)
+                    bad, shown = 0, []
+                else:
+                    fps, ids, bad, shown = read_fingerprints(path, start, end, keep is not None)
                 if keep is not None:
                     _keep_entries(keep, i, fps, ids)
                 bad_rows = [(f"{name}:{line}: {reason}", bad if j == 0 else 0) for j, (line, reason) in enumerate(shown)]
@@ -227,19 +282,32 @@ def _scatter_text(split: BlockJoin, parts: List[int], pids: List[int], ranges: l
     return run
 
 
-def _scatter_arrow(split: BlockJoin, parts: List[int], pids: List[int]):
-    """Map tasks over Arrow batches of a nullable ``fp`` column (Parquet): one scatter per
-    task; rows without ``fp`` are counted."""
+def _scatter_arrow(split: BlockJoin, parts: List[int], pids: List[int], keep: Optional[str] = None):
+    """Map tasks over Arrow batches of a nullable ``fp`` column (Parquet), and ``id`` (text)
+    with ``keep``: one scatter per task; rows without ``fp`` are counted. With ``keep`` (a
+    folder), the task's entries are kept there too (``_keep_entries``, named by the task's
+    partition), for the members."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     def run(batches):
-        chunks, missing = [], 0
+        chunks, ids, missing = [], [], 0
         for batch in batches:
             col = batch.column(0)
             missing += col.null_count
-            chunks.append(_u64_bytes(pc.drop_null(col) if col.null_count else col))
+            if col.null_count:
+                batch = batch.filter(pc.is_valid(col))
+                col = batch.column(0)
+            chunks.append(_u64_bytes(col))
+            if keep is not None:
+                ids.append(batch.column(1))
+        fps = b"".join(chunks)
+        if keep is not None:
+            from pyspark import TaskContext
+
+            _keep_entries(keep, TaskContext.get().partitionId(), fps, pa.concat_arrays(ids) if ids else pa.nulls(0, pa.string()))
         bad_rows = [(f"{missing} rows without fp", missing)] if missing else []
-        yield _scattered_batches(split, parts, pids, b"".join(chunks), bad_rows)
+        yield _scattered_batches(split, parts, pids, fps, bad_rows)
 
     return run
 
@@ -256,17 +324,21 @@ def _blob_bytes(col) -> bytes:
     return col.buffers()[2].slice(start, end - start).to_pybytes()
 
 
-def _join(split: BlockJoin, group_of: dict):
+def _join(split: BlockJoin, group_of: dict, work: Optional[str] = None):
+    """The join's reduce tasks (``JOINED`` rows); with ``work`` (a folder), each also writes
+    its pairs and repeated fingerprints there as a sorted run (``pairs-PID.bin``,
+    ``write_pair_run``) for the driver's merge."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     def run(batches):
         P._fail_first_attempt("join")
-        fps, repeated, bad, counts, group = [], [], [], [], None
+        fps, repeated, bad, counts, group, pid = [], [], [], [], None, None
         for b in batches:
             if b.num_rows == 0:
                 continue
-            group = group_of[b.column(0)[0].as_py()]
+            pid = b.column(0)[0].as_py()
+            group = group_of[pid]
             counted = pc.is_valid(b.column(4))
             if pc.any(counted).as_py():
                 c = b.filter(counted)
@@ -279,6 +351,8 @@ def _join(split: BlockJoin, group_of: dict):
         if group is None:
             return
         a, b, rep = split.join(group, b"".join(fps), b"".join(repeated))
+        if work is not None:
+            write_pair_run(os.path.join(work, f"pairs-{pid:06d}.bin"), a, b, rep)
         nulls = pa.nulls(len(a) // 8, pa.string()), pa.nulls(len(a) // 8, pa.int64())
         out = pa.RecordBatch.from_arrays([_int64(a), _int64(b), *nulls], names=["a", "b", "bad", "count"])
         for at in range(0, out.num_rows, 1 << 20):
@@ -297,6 +371,13 @@ def _split_bytes(spark, files, most: int) -> int:
     """Byte ranges of at most ``most``: two per core when that keeps them over 1 MiB."""
     total = sum(os.path.getsize(p) for p in files)
     return min(most, max(1 << 20, -(-total // (2 * spark.sparkContext.defaultParallelism))))
+
+
+def _range_bytes(spark, files, most: int, format: str) -> int:
+    """``_split_bytes``, in whole records for binary input."""
+    step = _split_bytes(spark, files, most)
+    record = RECORD_BYTES.get(format)
+    return max(record, step - step % record) if record else step
 
 
 def _plan(spark, n: int, k: int, candidates_log2: float, rows_per_join: int, copies_after: Sequence[int] = ()):
@@ -326,28 +407,33 @@ def _pids(parts: List[int], tasks: Optional[int] = None):
     return pids, group_of
 
 
-def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN, keep: Optional[str] = None):
+def pair_rows(spark, inputs: Sequence[str], format: str, k: int, split_bytes: int = SPLIT_BYTES, candidates_log2: float = JOIN_CANDIDATES_LOG2, rows_per_join: int = ROWS_PER_JOIN, keep: Optional[str] = None, work: Optional[str] = None):
     """``(a, b, bad, count)`` (``JOINED``): every pair of distinct fingerprints of the input
     within ``k`` once (``a < b`` unsigned), every fingerprint stored more than once as
     ``(fp, fp)``, and with ``a`` null each map task's count of entries (``bad`` null) and its
     bad lines (``bad`` the message, ``count`` the task's count on the first). Returns them
-    with the ``BlockJoin``, the partitions per group and, with ``keep`` (a folder) and text
-    input, the Arrow files where the read tasks keep their entries (``_keep_entries``)."""
+    with the ``BlockJoin``, the partitions per group and, with ``keep`` (a folder), the Arrow
+    files where the read tasks keep their entries (``_keep_entries``); with ``work`` (a
+    folder), the join tasks write their sorted pair runs there (``_join``)."""
     from pyspark.sql import functions as F
 
     files = expand(inputs)
     if not files:
         raise InputError(f"no input files in {', '.join(inputs)}")
+    if format in RECORD_BYTES:
+        check_binary(files, format)
     split, parts, pids, group_of = _plan(spark, estimate_count(spark, files, format), k, candidates_log2, rows_per_join)
     kept: List[str] = []
     if format == "parquet":
-        fps = _parquet_fps(spark, files)
-        scattered = fps.select("fp").mapInArrow(_scatter_arrow(split, parts, pids), SCATTERED)
+        fps = _parquet_fps(spark, files, with_ids=keep is not None)
+        if keep:
+            kept = [_kept(keep, i) for i in range(fps.rdd.getNumPartitions())]
+        scattered = fps.mapInArrow(_scatter_arrow(split, parts, pids, keep), SCATTERED)
     else:
-        ranges = splits(files, _split_bytes(spark, files, split_bytes))
+        ranges = splits(files, _range_bytes(spark, files, split_bytes, format))
         kept = [_kept(keep, i) for i in range(len(ranges))] if keep else []
-        scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges, keep), SCATTERED)
-    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of), JOINED)
+        scattered = _ranges(spark, ranges).mapInArrow(_scatter_text(split, parts, pids, ranges, keep, format), SCATTERED)
+    rows = scattered.repartition(sum(parts), F.col("pid")).mapInArrow(_join(split, group_of, work), JOINED)
     return rows, split, parts, kept
 
 
@@ -363,7 +449,7 @@ def fingerprint_pairs(spark, fps, k: int, n: int, candidates_log2: float = JOIN_
     return rows.where("a is not null and a != b").select(F.col("a").alias("fa"), F.col("b").alias("fb"))
 
 
-def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, split_bytes: int = SPLIT_BYTES, task_fps: Optional[int] = None):
+def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, split_bytes: int = SPLIT_BYTES, task_fps: Optional[int] = None, work: Optional[str] = None):
     """``JOINED`` rows of the input's fingerprints against the index at ``index``: every pair
     of an input fingerprint and a live stored one within ``k`` (``(fp, fp)`` where they are
     equal: stored more than once). Each task hands all its fingerprints to the library in one
@@ -371,7 +457,8 @@ def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, sp
     reading only the blocks it lands in), and there are as few tasks as ``task_fps``
     fingerprints each allow (``INDEX_TASK_FPS``: one for a batch of up to 2^24): a table is
     read about once per task, so the work follows the batch and the blocks it touches, not
-    the input's splits."""
+    the input's splits. With ``work`` (a folder), each task also writes its pairs there as a
+    sorted run (``index-TASK.bin``, ``write_pair_run``) for the driver's merge."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -382,6 +469,10 @@ def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, sp
         n = len(queries) // 8
         q, f = (pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(b)]) for b in (queries, stored))
         a, b = pc.min_element_wise(q, f).view(pa.int64()), pc.max_element_wise(q, f).view(pa.int64())
+        if work is not None:
+            from pyspark import TaskContext
+
+            write_pair_run(os.path.join(work, f"index-{TaskContext.get().partitionId():06d}.bin"), _u64_bytes(a), _u64_bytes(b), b"")
         out = pa.RecordBatch.from_arrays([a, b, pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())], names=["a", "b", "bad", "count"])
         for at in range(0, n, 1 << 20):
             yield out.slice(at, 1 << 20)
@@ -401,15 +492,16 @@ def index_rows(spark, inputs: Sequence[str], format: str, k: int, index: str, sp
             yield from rows(b"".join(fps))
 
         return _parquet_fps(spark, files).select("fp").coalesce(_index_tasks(n, task_fps)).mapInArrow(run, JOINED)
-    ranges = splits(files, _split_bytes(spark, files, split_bytes))
+    ranges = splits(files, _range_bytes(spark, files, split_bytes, format))
     tasks = _index_tasks(estimate_count(spark, files, format), task_fps)
+    record = RECORD_BYTES.get(format)
     # consecutive ranges per task
     per = -(-len(ranges) // tasks)
     groups = [ranges[i : i + per] for i in range(0, len(ranges), per)]
 
     def run(batches):
         for group in _ranges_of(batches, groups):
-            yield from rows(b"".join(read_fingerprints(path, start, end, False)[0] for path, _, start, end in group))
+            yield from rows(b"".join((read_binary(path, start, end, record, False) if record else read_fingerprints(path, start, end, False))[0] for path, _, start, end in group))
 
     return _ranges(spark, groups).mapInArrow(run, JOINED)
 
@@ -468,19 +560,20 @@ def cluster(spark, inputs: Sequence[str], format: str = "fingerprints", k: Optio
         raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
     has_ids = bool(clusters_path) and _has_ids(inputs, format, spark)
-    # the read tasks keep the text's entries here for the members (removed at the end)
-    keep = os.path.abspath(str(clusters_path)) + ".work" if clusters_path and format != "parquet" else None
-    if keep:
-        shutil.rmtree(keep, ignore_errors=True)
-        os.makedirs(keep)
+    # the run's work folder, removed at the end: the join tasks' sorted pair runs, and the read
+    # tasks' entries for the members. Beside --clusters (else --pairs), where every executor
+    # and the driver reach; without either, a temporary folder (local mode).
+    base = clusters_path or pairs_path
+    work = os.path.abspath(str(base)) + ".work" if base else tempfile.mkdtemp(prefix="simdex-spark-cluster-")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
     try:
-        return _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, keep)
+        return _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, work if clusters_path else None, work)
     finally:
-        if keep:
-            shutil.rmtree(keep, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
-def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, keep) -> Clustered:
+def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, split_bytes, against, has_ids, keep, work) -> Clustered:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -489,9 +582,9 @@ def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, 
 
     sc = spark.sparkContext
     with P.step(sc, "read, scatter and join (block split)"):
-        rows, split, parts, kept = pair_rows(spark, inputs, format, k, split_bytes, keep=keep)
+        rows, split, parts, kept = pair_rows(spark, inputs, format, k, split_bytes, keep=keep, work=work)
         if against:
-            rows = rows.union(index_rows(spark, inputs, format, k, against, split_bytes))
+            rows = rows.union(index_rows(spark, inputs, format, k, against, split_bytes, work=work))
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
         c = rows.select(
             F.sum(F.when(F.col("a") != F.col("b"), 1).otherwise(0)).alias("pairs"),
@@ -503,25 +596,26 @@ def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, 
     good = rows.where("a is not null").select("a", "b")
     near = good.where("a != b")
     if against:
-        # (a pair of two fingerprints both in the batch and stored is found three times)
+        # (a pair of two fingerprints both in the batch and stored is found three times: the
+        # driver's merge keeps one, Spark's path takes them distinct)
         good, near = good.distinct(), near.distinct()
-        total = near.count()
     on_driver = total <= driver_pairs
     rounds = None
     if on_driver:
-        with P.step(sc, "pairs to the driver: sorted, written, union-find"):
-            import pyarrow as pa
+        with P.step(sc, "pairs merged on the driver from the join's sorted runs: written, union-find"):
             import pyarrow.compute as pc
 
-            table = pa.Table.from_batches(good._collect_as_arrow(), schema=pa.schema([("a", pa.int64()), ("b", pa.int64())]))
-            ca, cb = table.column("a").combine_chunks(), table.column("b").combine_chunks()
-            # repeated fingerprints came as (fp, fp): split them off (columnar, no rows)
-            same = pc.equal(ca, cb)
-            differ = pc.invert(same)
-            members_map = pairs_and_components(_u64_bytes(pc.filter(ca, differ)), _u64_bytes(pc.filter(cb, differ)), _u64_bytes(pc.filter(ca, same)), pairs_path)
-        clustered = len(members_map[0]) // 8
-        n_clusters = pc.count_distinct(_int64(members_map[1])).as_py() if clustered else 0
+            runs = sorted(f for f in os.listdir(work) if f.endswith(".bin") and f.startswith(("pairs-", "index-")))
+            vertices, clusters, merged = merge_pair_runs([os.path.join(work, f) for f in runs], pairs_path)
+        if not against and merged != total:
+            raise RuntimeError(f"the join's sorted runs in {work} hold {merged} pairs, but the join found {total}: is it a folder every executor and the driver share?")
+        total = merged
+        members_map = (vertices, clusters)
+        clustered = len(vertices) // 8
+        n_clusters = pc.count_distinct(_int64(clusters)).as_py() if clustered else 0
     else:
+        if against:
+            total = near.count()
         if pairs_path:
             with P.step(sc, "write pairs (sorted by Spark)"):
                 line = F.concat_ws("\t", _hex(F.col("a")), _hex(F.col("b")), F.bit_count(F.col("a").bitwiseXOR(F.col("b"))).cast("string"))
@@ -546,8 +640,10 @@ def _cluster(spark, inputs, format, k, pairs_path, clusters_path, driver_pairs, 
 
 
 def _has_ids(inputs, format, spark) -> bool:
-    """Whether the entries carry document ids: a Parquet ``id`` column, or a tab on the
-    first line of the first text file."""
+    """Whether the entries carry document ids: a Parquet ``id`` column, binary records with
+    ids (``binary-ids``), or a tab on the first line of the first text file."""
+    if format in RECORD_BYTES:
+        return format == "binary-ids"
     files = expand(inputs)
     if format == "parquet":
         return "id" in spark.read.parquet(*files).columns
@@ -574,8 +670,8 @@ def _write_members(spark, inputs, format, members_map, path: str, driver_rows: i
     """Every entry of a cluster: ``fp<TAB>id<TAB>cluster`` (``fp<TAB>cluster`` when the input
     has no ids), sorted by cluster, fingerprint and id (unsigned); by the driver when the
     clusters were found there and hold at most ``driver_rows`` fingerprints, else by Spark.
-    The entries of text input are those the read tasks kept (``kept``: their Arrow files, in
-    order), not the input read again."""
+    The entries are those the read tasks kept (``kept``: their Arrow files, in order), not the
+    input read again."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark import StorageLevel
@@ -586,7 +682,7 @@ def _write_members(spark, inputs, format, members_map, path: str, driver_rows: i
     schema = "fp long, id string, cluster long"
     found = None  # the members' batches when the driver found them itself
     on_driver = isinstance(members_map, tuple) and len(members_map[0]) // 8 <= driver_rows
-    if isinstance(members_map, tuple) and format != "parquet" and on_driver:
+    if isinstance(members_map, tuple) and on_driver:
         # the driver looks the kept entries up in its map (the library's calls on every core): no Spark job
         from concurrent.futures import ThreadPoolExecutor
 
@@ -603,21 +699,13 @@ def _write_members(spark, inputs, format, members_map, path: str, driver_rows: i
         def run(batches):
             vertices, clusters = bc.value
             for batch in batches:
-                if format != "parquet":
-                    # the kept files of this task's read ranges
-                    out = [_member_batch(vertices, clusters, b.column(0), b.column(1)) for i in batch.column(0).to_pylist() for b in _kept_batches(kept[i])]
-                else:
-                    batch = batch.filter(pc.is_valid(batch.column(0)))
-                    out = [_member_batch(vertices, clusters, batch.column(0), batch.column(1))]
+                # the kept files of this task's read tasks
+                out = [_member_batch(vertices, clusters, b.column(0), b.column(1)) for i in batch.column(0).to_pylist() for b in _kept_batches(kept[i])]
                 yield from (m for m in out if m is not None)
 
-        source = _parquet_fps(spark, expand(inputs), with_ids=True) if format == "parquet" else _ranges(spark, kept)
-        members = source.mapInArrow(run, schema)
+        members = _ranges(spark, kept).mapInArrow(run, schema)
     else:
-        if format == "parquet":
-            entries = _parquet_fps(spark, expand(inputs), with_ids=True).where("fp is not null")
-        else:
-            entries = _kept_entries(spark, kept)
+        entries = _kept_entries(spark, kept)
         members = entries.join(F.broadcast(members_map).withColumnRenamed("vertex", "fp"), "fp").withColumnRenamed("component", "cluster")
     if on_driver:
         # as few as the map: sorted and written by the driver (no Spark sort)
