@@ -18,6 +18,7 @@
 #![allow(clippy::indexing_slicing)]
 
 use crate::bands::{band_key, is_empty_sketch};
+use crate::segment::prefetch_line;
 
 /// Heads a band starts with (log2).
 const FIRST_BITS: u32 = 12;
@@ -28,6 +29,9 @@ const MAX_EXPECTED: usize = 1 << 20;
 
 /// The multiplier that spreads a band's value over the heads (its top bits are taken).
 const HASH: u32 = 0x9e37_79b1;
+
+/// How many offsets ahead [`MemBands::index_to_end`] asks the CPU for a head's cache line.
+const AHEAD: usize = 16;
 
 /// The band index of a memtable's sketch arena.
 #[derive(Default)]
@@ -100,18 +104,29 @@ impl MemBands {
             return;
         }
         let (start, bits) = (self.end, self.bits);
-        let sketches = || (start..end).map(|off| (off, &arena[off * width..(off + 1) * width])).filter(|(_, s)| !is_empty_sketch(s));
+        // the offsets with a sketch, found once (not once a band)
+        let offsets: Vec<u32> = (start..end).filter(|&off| !is_empty_sketch(&arena[off * width..(off + 1) * width])).map(|off| off as u32).collect();
+        let mut slots: Vec<(u32, u32)> = Vec::with_capacity(offsets.len());
         for (b, links) in (0u32..).zip(&mut self.links) {
             links.resize(end, 0);
             let heads = &mut self.heads[(b as usize) << bits..(b as usize + 1) << bits];
-            for (off, sketch) in sketches() {
-                let Some(key) = band_key(sketch, b) else { continue };
-                let slot = (key.wrapping_mul(HASH) >> (32 - bits)) as usize;
-                links[off] = heads[slot];
-                heads[slot] = off as u32 + 1;
+            // each offset's head slot first, so that a slot's head (a random line of the
+            // band's heads, rarely in cache) is asked of the CPU AHEAD offsets before it is
+            // read: the loads overlap instead of waiting one after another
+            slots.clear();
+            slots.extend(offsets.iter().filter_map(|&off| {
+                let at = off as usize * width;
+                band_key(&arena[at..at + width], b).map(|key| (off, key.wrapping_mul(HASH) >> (32 - bits)))
+            }));
+            for (i, &(off, slot)) in slots.iter().enumerate() {
+                if let Some(&(_, ahead)) = slots.get(i + AHEAD) {
+                    prefetch_line(&heads[ahead as usize]);
+                }
+                links[off as usize] = heads[slot as usize];
+                heads[slot as usize] = off + 1;
             }
         }
-        self.count += sketches().count();
+        self.count += offsets.len();
         self.end = end;
     }
 

@@ -281,6 +281,11 @@ impl Memtable {
             if let Some(sketches) = sketches.filter(|_| self.sketch_width > 0) {
                 if d.sketch_base.is_none() {
                     d.bands = MemBands::expecting(crate::bands::BandDesign::for_segment(1, self.sketch_width).map_or(0, |b| b.bands), self.expected_ops as usize);
+                    // the arena and its pairs sized for the freeze threshold once (at most
+                    // 2^20 inserts; resident only as they fill), not copied as they double
+                    let expected = (self.expected_ops as usize).min(1 << 20);
+                    d.sketches.reserve(expected.saturating_mul(self.sketch_width));
+                    d.pairs.reserve(expected);
                 }
                 let base = *d.sketch_base.get_or_insert(seq);
                 let at = (seq.saturating_sub(base) as usize).saturating_mul(self.sketch_width);
