@@ -51,7 +51,7 @@ impl Engine {
         drop(w);
         if self.options.background {
             self.wake_background();
-            if self.current().frozen.len() <= self.options.max_frozen && !self.long_merge_running() {
+            if self.current().frozen.len() <= self.max_frozen() && !self.long_merge_running() {
                 return;
             }
         }
@@ -68,9 +68,15 @@ impl Engine {
     /// same thread, holding one frozen memtable's memory at a time rather than `max_frozen
     /// + 1` (each about 224 MiB with 64-byte sketches at the default size).
     fn long_merge_running(&self) -> bool {
-        let memtables = (self.options.max_frozen as u64).saturating_add(1);
+        let memtables = (self.max_frozen() as u64).saturating_add(1);
         let entries = self.merging_entries.load(Ordering::Relaxed);
         entries > 0 && entries >= memtables.saturating_mul(self.options.memtable_ops)
+    }
+
+    /// [`IndexOptions::max_frozen`](super::IndexOptions::max_frozen), resolved: 2 by
+    /// default, 1 in an index with sketches.
+    pub(super) fn max_frozen(&self) -> usize {
+        self.options.max_frozen.unwrap_or(if self.sketch_width() > 0 { 1 } else { 2 })
     }
 
     pub(super) fn wake_background(&self) {

@@ -100,8 +100,10 @@ pub struct IndexOptions {
     /// flushes itself. While the maintenance thread runs a merge of at least `max_frozen +
     /// 1` memtables' entries (it flushes only between merges), none wait: the writer
     /// flushes what is frozen at each freeze, so a long merge runs beside one frozen
-    /// memtable, not `max_frozen + 1`. Default 2.
-    pub max_frozen: usize,
+    /// memtable, not `max_frozen + 1`. `None` (the default): 2, or 1 in an index with
+    /// sketches, whose memtables weigh about four times as much (about 224 bytes an insert
+    /// with 64-byte sketches against 48), so that at most three of them exist at once.
+    pub max_frozen: Option<usize>,
     /// Compaction policy and memory.
     pub compaction: CompactionOptions,
     /// Flush the memtables into segments on [`Index::close`](super::Index::close) when they
@@ -133,7 +135,7 @@ pub struct IndexOptions {
     pub create_in_nonempty: bool,
 }
 
-__with_fields!(IndexOptions { create: bool => with_create, k: u32 => with_k, codec: Codec => with_codec, sketches: Option<SketchColumn> => with_sketches, durability: Durability => with_durability, memtable_ops: u64 => with_memtable_ops, max_frozen: usize => with_max_frozen, compaction: CompactionOptions => with_compaction, flush_on_close: bool => with_flush_on_close, background: bool => with_background, log_recovery: LogRecovery => with_log_recovery, storage: Arc<dyn Storage> => with_storage, expiry: Option<Expiry> => with_expiry, clock: Arc<dyn Clock> => with_clock, create_in_nonempty: bool => with_create_in_nonempty });
+__with_fields!(IndexOptions { create: bool => with_create, k: u32 => with_k, codec: Codec => with_codec, sketches: Option<SketchColumn> => with_sketches, durability: Durability => with_durability, memtable_ops: u64 => with_memtable_ops, max_frozen: Option<usize> => with_max_frozen, compaction: CompactionOptions => with_compaction, flush_on_close: bool => with_flush_on_close, background: bool => with_background, log_recovery: LogRecovery => with_log_recovery, storage: Arc<dyn Storage> => with_storage, expiry: Option<Expiry> => with_expiry, clock: Arc<dyn Clock> => with_clock, create_in_nonempty: bool => with_create_in_nonempty });
 
 impl Default for IndexOptions {
     fn default() -> Self {
@@ -144,7 +146,7 @@ impl Default for IndexOptions {
             sketches: None,
             durability: Durability::default(),
             memtable_ops: 1 << 20,
-            max_frozen: 2,
+            max_frozen: None,
             compaction: CompactionOptions::default(),
             flush_on_close: true,
             background: true,

@@ -335,12 +335,12 @@ fn the_check_equals_brute_force_on_segments_and_the_memtable() {
 /// band files alone, equals brute force.
 #[test]
 fn the_check_equals_brute_force_after_writes_flushed_beside_background_merges() {
-    for max_frozen in [0usize, 2] {
+    for max_frozen in [Some(0usize), None, Some(2)] {
         let storage = MemStorage::default();
         let mut options = options(&storage, 200).with_background(true).with_max_frozen(max_frozen).with_durability(simdex::Durability::NoSync);
         options.compaction.fanout = 2;
         let index = Index::open("g", options).unwrap();
-        let mut rng = Rng(11 + max_frozen as u64);
+        let mut rng = Rng(11 + max_frozen.map_or(1, |m| m as u64));
         let centers: Vec<(u64, Sketch)> = (0..40).map(|_| (rng.next(), random_sketch(&mut rng))).collect();
         let mut model = Model::new();
         for batch in 0..60u64 {

@@ -160,7 +160,7 @@ fn burst_options(storage: Arc<dyn Storage>, background: bool) -> IndexOptions {
         .with_storage(storage)
         .with_background(background)
         .with_memtable_ops(1_000)
-        .with_max_frozen(10)
+        .with_max_frozen(Some(10))
         .with_durability(Durability::NoSync)
         .with_compaction(CompactionOptions::default().with_automatic(false))
 }
