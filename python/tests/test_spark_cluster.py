@@ -117,6 +117,22 @@ def test_cluster_past_the_driver_bound_at_another_k(spark, oracle, tmp_path):
     assert sorted(lines(tmp_path / "c.tsv")) == members
 
 
+def moved_before_members(monkeypatch, write, source, copy, gone):
+    """A copy of ``source`` at ``copy`` that is moved to ``gone`` just before the members'
+    step (``_cluster._write_members``, patched to call ``write`` after the move): a run that
+    read its input again for the members would fail."""
+    from simdex.spark import _cluster
+
+    shutil.copytree(source, copy)
+
+    def moved_first(*args, **kwargs):
+        copy.rename(gone)
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(_cluster, "_write_members", moved_first)
+    return copy
+
+
 def test_cluster_members_come_from_the_read_pass_not_a_second_read(spark, oracle, tmp_path, monkeypatch):
     """The members are the entries the read tasks kept (binary, in ``--clusters``'s work
     folder), not the input read again: the input is moved away before the members' step, and
@@ -127,14 +143,7 @@ def test_cluster_members_come_from_the_read_pass_not_a_second_read(spark, oracle
     inputs, cli, _ = oracle
     write = _cluster._write_members
     for k, more in ((3, []), (4, ["--driver-pairs", 1000])):
-        copy = tmp_path / f"in-{k}"
-        shutil.copytree(inputs, copy)
-
-        def moved_first(*args, copy=copy, gone=tmp_path / f"gone-{k}", **kwargs):
-            copy.rename(gone)
-            return write(*args, **kwargs)
-
-        monkeypatch.setattr(_cluster, "_write_members", moved_first)
+        copy = moved_before_members(monkeypatch, write, inputs, tmp_path / f"in-{k}", tmp_path / f"gone-{k}")
         c = tmp_path / f"c-{k}.tsv"
         assert run(spark, "cluster", copy, "-k", k, "--pairs", tmp_path / f"p-{k}.tsv", "--clusters", c, "--split-bytes", 65536, *more) == 0
         assert not copy.exists() and (tmp_path / f"gone-{k}").exists()
@@ -307,14 +316,7 @@ def test_cluster_reads_binary_records_and_keeps_members_from_the_read_pass(spark
     write = _cluster._write_members
     for source, format in ((tmp_path / "bin", ["--format", "binary", "--with-ids"]), (tmp_path / "pq", ["--format", "parquet"])):
         for k, more in ((3, []), (4, ["--driver-pairs", 1000])):
-            copy = tmp_path / f"in-{source.name}-{k}"
-            shutil.copytree(source, copy)
-
-            def moved_first(*args, copy=copy, gone=tmp_path / f"gone-{source.name}-{k}", **kwargs):
-                copy.rename(gone)
-                return write(*args, **kwargs)
-
-            monkeypatch.setattr(_cluster, "_write_members", moved_first)
+            copy = moved_before_members(monkeypatch, write, source, tmp_path / f"in-{source.name}-{k}", tmp_path / f"gone-{source.name}-{k}")
             c = tmp_path / f"c-{source.name}-{k}.tsv"
             assert run(spark, "cluster", copy, *format, "-k", k, "--pairs", tmp_path / "p.tsv", "--clusters", c, "--split-bytes", 65544, *more) == 0
             assert not copy.exists(), (source, k)
