@@ -25,7 +25,7 @@ const FIRST_BITS: u32 = 12;
 
 /// Most offsets an index is made ready for at once ([`MemBands::expecting`]: 32 MiB of
 /// heads at 16 bands).
-const MAX_EXPECTED: usize = 1 << 20;
+pub(super) const MAX_EXPECTED: usize = 1 << 20;
 
 /// The multiplier that spreads a band's value over the heads (its top bits are taken).
 const HASH: u32 = 0x9e37_79b1;

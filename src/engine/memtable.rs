@@ -282,8 +282,8 @@ impl Memtable {
                 if d.sketch_base.is_none() {
                     d.bands = MemBands::expecting(crate::bands::BandDesign::for_segment(1, self.sketch_width).map_or(0, |b| b.bands), self.expected_ops as usize);
                     // the arena and its pairs sized for the freeze threshold once (at most
-                    // 2^20 inserts; resident only as they fill), not copied as they double
-                    let expected = (self.expected_ops as usize).min(1 << 20);
+                    // the band index's cap; resident only as they fill), not copied as they double
+                    let expected = (self.expected_ops as usize).min(super::mem_bands::MAX_EXPECTED);
                     d.sketches.reserve(expected.saturating_mul(self.sketch_width));
                     d.pairs.reserve(expected);
                 }
