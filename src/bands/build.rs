@@ -21,10 +21,10 @@ use crate::error::{Error, Result};
 use crate::segment::Segment;
 use crate::storage::{write_atomically_with, FillError, Storage};
 
-/// How much memory the build of a segment's band file or id table may hold: gathered
-/// entries (8 bytes each; a band file's held once, in bins of buckets: `bins.rs`; the id
-/// table's with as much again for the sort's scratch), besides a directory (4 bytes a
-/// bucket: one band's, or the id table's).
+/// How much memory the build of a segment's band file or id table may hold: `entries`
+/// gathered entries of a band file (6 bytes each, held once, in bins of buckets: `bins.rs`)
+/// or as many bytes of an id table's (8 bytes each: three quarters as many), besides a
+/// directory (a band's 4 bytes a block of 8 buckets; the id table's 4 bytes a bucket).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuildBudget {
     pub entries: u64,
@@ -32,15 +32,15 @@ pub struct BuildBudget {
 
 impl BuildBudget {
     /// A flush's band file (a segment of one memtable, written beside a merge's build while
-    /// the maintenance thread merges): 2^22 entries (32 MiB), a 2^20-entry segment's 16
+    /// the maintenance thread merges): 2^22 entries (24 MiB), a 2^20-entry segment's 16
     /// bands in 4 passes over its sketch column (64 MiB, just written) instead of 1 holding
-    /// 128 MiB. The bytes are the same at any budget.
+    /// 96 MiB. The bytes are the same at any budget.
     pub(crate) const FLUSH: BuildBudget = BuildBudget { entries: 1 << 22 };
 }
 
 impl Default for BuildBudget {
-    /// 2^24 entries (128 MiB): a 2^22-entry segment's 16 bands in 4 passes over its
-    /// sketches (a 2^26-entry one's in 64), its id table in one pass over its ids (in 4).
+    /// 2^24 entries (96 MiB): a 2^22-entry segment's 16 bands in 4 passes over its
+    /// sketches (a 2^26-entry one's in 64), its id table in one pass over its ids (in 6).
     fn default() -> Self {
         Self { entries: 1 << 24 }
     }
@@ -129,7 +129,9 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
         let group = b..(b + per_pass).min(design.bands);
         let mut pages: Vec<EntryPages> = group.clone().map(|_| EntryPages::new(geometry)).collect();
         let mut filled = Vec::new();
-        let mut ends: Vec<Vec<u32>> = group.clone().map(|_| vec![0u32; design.buckets() as usize]).collect();
+        // each bucket's entries, or (version 3 on) each block's: what the directory counts
+        let per_end = if head.version >= 3 { BLOCK_BUCKETS } else { 1 };
+        let mut ends: Vec<Vec<u32>> = group.clone().map(|_| vec![0u32; design.buckets().div_ceil(per_end) as usize]).collect();
         for slice in 0..slices {
             let lo = (design.buckets() * slice / slices) as u32;
             let hi = (design.buckets() * (slice + 1) / slices) as u32;
@@ -138,7 +140,7 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
             // directory, then the next band (several bands a pass only with one slice).
             for ((bins, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
                 bins.drain_sorted(|v| {
-                    if let Some(end) = ends.get_mut((v >> 40) as usize) {
+                    if let Some(end) = ends.get_mut(((v >> 40) / per_end) as usize) {
                         *end += 1;
                     }
                     pages.push(v, &mut filled);
@@ -151,12 +153,6 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
                     }
                     if head.version == 1 {
                         for page in directory_pages(ends) {
-                            put(out, &page)?;
-                        }
-                    } else if head.version >= 3 {
-                        // the directory counts blocks of 8 buckets
-                        let blocks: Vec<u32> = ends.chunks(BLOCK_BUCKETS as usize).map(|c| c.iter().sum()).collect();
-                        for page in group_pages(&blocks, head.dir_bits, geometry.groups_per_page()) {
                             put(out, &page)?;
                         }
                     } else {
@@ -176,7 +172,7 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
 /// The packed entries of bands `bands` whose bucket is in `buckets`, binned ([`Bins`]) a band.
 fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Bins>> {
     let design = head.design;
-    let mut out: Vec<Bins> = bands.clone().map(|_| Bins::new(&buckets, design.bucket_bits, head.banded)).collect();
+    let mut out: Vec<Bins> = bands.clone().map(|_| Bins::new(&buckets, design.bucket_bits, head.tag_bits, head.banded)).collect();
     let width = segment.sketch_layout().map_or(1, |(w, _)| w.max(1));
     let mut ordinal = 0u64;
     // a page at a time (its sketches in a tight loop), the stop looked at between pages
