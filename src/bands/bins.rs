@@ -19,9 +19,6 @@ pub(super) const BIN_BITS: u32 = 9;
 /// The bit of a packed entry where its bucket starts.
 const BUCKET_SHIFT: u32 = 40;
 
-/// Bytes a gathered entry holds in its bin's region.
-pub(super) const ENTRY_BYTES: u64 = 6;
-
 /// Entries of the buckets `first_bin << low_bits ..` in bins (see the module docs).
 pub(super) struct Bins {
     buckets: std::ops::Range<u32>,
