@@ -395,7 +395,7 @@ pub fn text_and_content_hash(doc: Document<Content>, utf8: InvalidUtf8, version:
     match doc.content {
         Content::Text(t) if doc.kind == DocumentKind::Text && t.position() == 0 => {
             let t = t.into_inner();
-            let content = ContentHash::new(t.as_bytes()).finish()?;
+            let content = ContentHash::of_bytes(t.as_bytes());
             let mut read = Document { id: String::new(), kind: DocumentKind::Text, content: t.as_bytes(), replaced_utf8: 0 };
             let text = match read.text_in_memory(utf8, version) {
                 Ok(std::borrow::Cow::Borrowed(_)) => Ok(None),

@@ -1,6 +1,6 @@
 //! Whole-corpus dedup, decided once for every front (`simdex dedup`, `python -m simdex.spark
 //! dedup`): the options (k's default and its one limit, with one message), the content hash
-//! that groups exact copies, the exact groups, the near links among one representative per
+//! that groups exact copies (made by `content_hash`), the exact groups, the near links among one representative per
 //! content (candidates within k, or sharing a sketch band; confirmed by sketch, and, where
 //! the estimate is within the sketch's noise of the threshold, by the exact Jaccard of the
 //! shingle sets when the caller can give it: [`CorpusDedup::settle`]), the clusters, and the
@@ -12,12 +12,12 @@
 // Indexing: documents by the u32 numbers given to them here (their places in `docs`).
 #![allow(clippy::indexing_slicing)]
 use std::collections::HashMap;
-use std::hash::Hasher;
-use std::io::{Read, Write};
+use std::io::Write;
 
 use simdex::SortedTables;
 use simdex::{clusters_from_pairs, near_pairs, ClusterOptions};
 
+pub use crate::content_hash::ContentHash;
 use crate::sketch::Sketch;
 use crate::{DocumentQuery, Error, DEFAULT_MIN_SIMILARITY};
 
@@ -125,51 +125,6 @@ pub fn noise_window(threshold: f64, options: crate::sketch::SketchOptions) -> (f
     let p = threshold + (1.0 - threshold) * c;
     let sd = (p * (1.0 - p) / f64::from(options.hashes.max(1))).sqrt() / (1.0 - c);
     (threshold - 3.0 * sd, threshold + 3.0 * sd)
-}
-
-/// A reader that hashes what passes through: the content hash exact copies are grouped by,
-/// 128 bits from two SipHash-1-3 states with different keys, as 32 hex digits. Not
-/// persisted (it may change with the Rust release), so both sides of a comparison must
-/// come from one build.
-pub struct ContentHash<R> {
-    inner: R,
-    a: std::hash::DefaultHasher,
-    b: std::hash::DefaultHasher,
-}
-
-impl<R: Read> ContentHash<R> {
-    /// Hashes what is read from `inner`.
-    pub fn new(inner: R) -> Self {
-        let a = std::hash::DefaultHasher::new();
-        let mut b = std::hash::DefaultHasher::new();
-        b.write_u64(0x5157_4c44_4f43_5321);
-        ContentHash { inner, a, b }
-    }
-
-    /// The content hash of everything read so far.
-    pub fn hex(&self) -> String {
-        // (made in place: `format!` grows its string by reallocation, once a document)
-        let mut out = String::with_capacity(32);
-        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{:016x}{:016x}", self.a.finish(), self.b.finish()));
-        out
-    }
-
-    /// Reads the rest of the input (what a fingerprint that stopped early left), so that the
-    /// hash covers the whole content.
-    pub fn finish(&mut self) -> std::io::Result<String> {
-        std::io::copy(self, &mut std::io::sink())?;
-        Ok(self.hex())
-    }
-}
-
-impl<R: Read> Read for ContentHash<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let read = buf.get(..n).unwrap_or_default();
-        self.a.write(read);
-        self.b.write(read);
-        Ok(n)
-    }
 }
 
 /// One document of a corpus as dedup sees it.
@@ -587,17 +542,5 @@ mod tests {
         assert_eq!(e, DocumentQuery::within(9).check().unwrap_err().to_string());
         assert!(e.contains("k = 9") && e.contains("at most k = 8"), "{e}");
         assert!(CorpusOptions::new(Some(3), true, Some(1.5)).is_err());
-    }
-
-    #[test]
-    fn the_content_hash_covers_every_byte_read() {
-        let mut a = ContentHash::new(&b"hello world"[..]);
-        let mut first = [0u8; 5];
-        a.read_exact(&mut first).unwrap();
-        let whole = a.finish().unwrap();
-        let mut b = ContentHash::new(&b"hello world"[..]);
-        assert_eq!(b.finish().unwrap(), whole);
-        assert_ne!(ContentHash::new(&b"hello worle"[..]).finish().unwrap(), whole);
-        assert_eq!(whole.len(), 32);
     }
 }

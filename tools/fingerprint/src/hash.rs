@@ -25,7 +25,7 @@ pub fn fmix64(mut x: u64) -> u64 {
 }
 
 #[inline]
-fn step(h: u64, block: u64) -> u64 {
+pub(crate) fn step(h: u64, block: u64) -> u64 {
     (h ^ block.wrapping_mul(K2).rotate_left(31)).rotate_left(27).wrapping_mul(K1)
 }
 

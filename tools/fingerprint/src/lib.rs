@@ -27,6 +27,7 @@
 
 mod by_id;
 mod chunks;
+mod content_hash;
 pub mod corpus;
 pub mod document;
 mod documents;
