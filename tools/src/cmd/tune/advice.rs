@@ -88,16 +88,35 @@ pub struct Front {
 /// The index directory the Python and Scrapy lines name.
 const INDEX: &str = "crawl.simdex";
 
+/// `simdex dedup`'s own figure at a setting's k: the threshold its rule keeps pairs at (the
+/// ground truth's, in hundredths) and the F1 its rule measured there (`Tally::dedup_score`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DedupFigure {
+    pub threshold: u32,
+    pub f1: f64,
+}
+
 /// How to ask for `s` in each front: `dedup` is the start of the CLI command (`simdex dedup`,
 /// the inputs and the reading and recipe flags tune was given). `fronts_f1` is the F1
 /// measured at the fronts' threshold and `s.k`, quoted when `s` needs another.
-pub fn fronts(s: Setting, dedup: &str, fronts_f1: f64) -> Vec<Front> {
+///
+/// A setting confirmed by sketch is the index's check (what Python and Scrapy run); `simdex
+/// dedup` confirms by its own rule (band candidates, a second look by exact Jaccard near the
+/// threshold), so its line asks for the same k at the rule's threshold and quotes the F1 the
+/// rule measured there (`dedup_at_k`), not the check's.
+pub fn fronts(s: Setting, dedup: &str, fronts_f1: f64, dedup_at_k: DedupFigure) -> Vec<Front> {
     let k = s.k;
+    let fronts = fronts_threshold();
     let cli = match s.threshold() {
         None => format!("{dedup} -k {k} --no-confirm"),
-        Some(t) => format!("{dedup} -k {k} --confirm-threshold {t:.2}"),
+        Some(_) => {
+            let threshold = if dedup_at_k.threshold == fronts { String::new() } else { format!(" --confirm-threshold {:.2}", f64::from(dedup_at_k.threshold) / 100.0) };
+            format!(
+                "{dedup} -k {k}{threshold}   (dedup's own rule: candidates within k or sharing a sketch band, a second look by exact Jaccard near the threshold: F1 {:.3}; the F1 above is the index's check, as Python and Scrapy run it)",
+                dedup_at_k.f1
+            )
+        }
     };
-    let fronts = fronts_threshold();
     let at = format!("{:.2}", f64::from(fronts) / 100.0);
     let (python, scrapy) = match s.confirm {
         // The document calls let fingerprints alone decide within at most
@@ -170,21 +189,25 @@ mod tests {
     #[test]
     fn each_front_gets_its_own_words_for_the_setting() {
         let dedup = "simdex dedup pages";
-        let f = fronts(Setting { k: 3, confirm: None }, dedup, 0.0);
+        let rule = DedupFigure { threshold: 90, f1: 0.9975 };
+        let f = fronts(Setting { k: 3, confirm: None }, dedup, 0.0, rule);
         let lines: Vec<(&str, &str)> = f.iter().map(|f| (f.name, f.setting.as_str())).collect();
         assert_eq!(lines[0], ("CLI", "simdex dedup pages -k 3 --no-confirm"));
         assert_eq!(lines[1], ("Python", "simdex.Index(\"crawl.simdex\", k=3, sketches=False)"));
         assert!(lines[2].1.starts_with("SIMDEX_INDEX = \"crawl.simdex\"; SIMDEX_K = 3 ") && lines[2].1.contains("sketches=False"), "{lines:?}");
         // beyond 3, fingerprints alone decide only when the document call asks (confirm=False)
-        let f = fronts(Setting { k: 4, confirm: None }, dedup, 0.0);
+        let f = fronts(Setting { k: 4, confirm: None }, dedup, 0.0, rule);
         assert_eq!(f[0].setting, "simdex dedup pages -k 4 --no-confirm");
         assert!(f[1].setting.starts_with("simdex.Index(\"crawl.simdex\", k=4, sketches=False); idx.find_or_insert_document(page, doc_id, k=4, confirm=False)"), "{}", f[1].setting);
         assert!(f[2].setting.starts_with("SIMDEX_INDEX = \"crawl.simdex\"; SIMDEX_K = 4; SIMDEX_CONFIRM = False "), "{}", f[2].setting);
-        let f = fronts(Setting { k: 6, confirm: Some(90) }, dedup, 0.0);
-        assert_eq!(f[0].setting, "simdex dedup pages -k 6 --confirm-threshold 0.90");
+        // confirmed: dedup's line is its own rule at that k (the truth's threshold), with its F1
+        let f = fronts(Setting { k: 6, confirm: Some(90) }, dedup, 0.0, rule);
+        assert!(f[0].setting.starts_with("simdex dedup pages -k 6   (dedup's own rule") && f[0].setting.contains("F1 0.998;"), "{}", f[0].setting);
         assert!(f[1].setting.starts_with("simdex.Index(\"crawl.simdex\", k=6)") && f[2].setting.contains("SIMDEX_K = 6"));
-        let f = fronts(Setting { k: 6, confirm: Some(95) }, dedup, 0.8766);
-        assert_eq!(f[0].setting, "simdex dedup pages -k 6 --confirm-threshold 0.95");
+        let f = fronts(Setting { k: 6, confirm: Some(95) }, dedup, 0.8766, rule);
+        assert!(f[0].setting.starts_with("simdex dedup pages -k 6   ("), "the check's threshold is not dedup's: {}", f[0].setting);
+        let f = fronts(Setting { k: 6, confirm: Some(95) }, dedup, 0.8766, DedupFigure { threshold: 85, f1: 0.95 });
+        assert!(f[0].setting.starts_with("simdex dedup pages -k 6 --confirm-threshold 0.85   (") && f[0].setting.contains("F1 0.950;"), "{}", f[0].setting);
         assert!(f[1].setting.contains("confirms at 0.90 only; the nearest setting measured F1 0.877"), "{}", f[1].setting);
     }
 

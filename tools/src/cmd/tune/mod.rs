@@ -187,6 +187,11 @@ fn dedup_command(args: &Args) -> String {
     words.iter().map(|w| advice::shell_word(w)).collect::<Vec<_>>().join(" ")
 }
 
+/// `simdex dedup`'s own figure at `k` (its rule keeps pairs at the ground truth's threshold).
+fn dedup_at(args: &Args, r: &Report, k: u32) -> advice::DedupFigure {
+    advice::DedupFigure { threshold: (args.threshold * 100.0).round() as u32, f1: r.tally.dedup_score(k).f1 }
+}
+
 /// Why the figures may not carry over to every front.
 fn caveats(args: &Args, report: &Report, s: Setting) -> Vec<String> {
     let mut notes = Vec::new();
@@ -276,7 +281,7 @@ fn print_text(args: &Args, r: &Report) -> anyhow::Result<()> {
         args.seed
     );
     let fronts_f1 = r.tally.score(Setting { k: rec.k, confirm: Some(advice::fronts_threshold()) }).f1;
-    for front in advice::fronts(rec, &dedup_command(args), fronts_f1) {
+    for front in advice::fronts(rec, &dedup_command(args), fronts_f1, dedup_at(args, r, rec.k)) {
         out!("  {:<8}{}", format!("{}:", front.name), front.setting);
     }
     for note in caveats(args, r, rec) {
@@ -367,7 +372,8 @@ fn to_json(args: &Args, r: &Report) -> serde_json::Value {
         (Some(a), Some((ri, bi))) => {
             let rec = a.recommended.0;
             let fronts_f1 = r.tally.score(Setting { k: rec.k, confirm: Some(advice::fronts_threshold()) }).f1;
-            let fronts: serde_json::Map<_, _> = advice::fronts(rec, &dedup_command(args), fronts_f1).into_iter().map(|f| (f.name.to_lowercase(), json!(f.setting))).collect();
+            let fronts: serde_json::Map<_, _> =
+                advice::fronts(rec, &dedup_command(args), fronts_f1, dedup_at(args, r, rec.k)).into_iter().map(|f| (f.name.to_lowercase(), json!(f.setting))).collect();
             let mut recommended = score(rec);
             recommended["interval"] = intervals(&ri);
             recommended["fronts"] = json!(fronts);
