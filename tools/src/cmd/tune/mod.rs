@@ -36,8 +36,10 @@ use std::sync::Arc;
 /// It recommends the cheapest setting whose F1 is within --margin of the best. Cheapest:
 /// fingerprints only within the index's design k (3) first; then a smaller k first; at one
 /// k, fingerprints only, then confirmed at 0.90 (the threshold Python and Scrapy use), then
-/// confirmed at the best t (the CLI only). The recommendation
-/// is printed as the CLI's flags, `simdex.Index(...)` arguments and Scrapy settings.
+/// confirmed at the best t. The recommendation is printed as `simdex.Index(...)` arguments
+/// and Scrapy settings, and as the CLI's flags: for a setting confirmed by sketch, `simdex
+/// dedup` at the same k by its own rule (band candidates and a second look by exact Jaccard
+/// near the threshold), with the F1 that rule measured (its table by k is printed too).
 ///
 /// Uncertainty: 95% intervals from a bootstrap over the sampled pairs that count (those
 /// that are true near-duplicates or within 8 bits): 1000 resamples drawn with replacement,
