@@ -1,10 +1,10 @@
 //! Whole-corpus dedup, decided once for every front (`simdex dedup`, `python -m simdex.spark
 //! dedup`): the options (k's default and its one limit, with one message), the content hash
-//! that groups exact copies (made by `content_hash`), the exact groups, the near links among one representative per
-//! content (candidates within k, or sharing a sketch band; confirmed by sketch, and, where
-//! the estimate is within the sketch's noise of the threshold, by the exact Jaccard of the
-//! shingle sets when the caller can give it: [`CorpusDedup::settle`]), the clusters, and the
-//! pairs and report files.
+//! that groups exact copies (made by `content_hash`), the exact groups, the near links among
+//! one representative per content (candidates within k, or sharing a sketch band; confirmed
+//! by sketch, and, where the estimate is within the sketch's noise of the threshold, by the
+//! exact Jaccard of the shingle sets when the caller can give it: [`CorpusDedup::settle`]),
+//! the clusters, and the pairs and report files.
 //!
 //! Reading the inputs, the index and the printed summary are the fronts'; this module takes
 //! documents already read ([`CorpusDoc`]: id, content hash, fingerprint, sketch).

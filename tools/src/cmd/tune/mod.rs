@@ -189,9 +189,13 @@ fn dedup_command(args: &Args) -> String {
     words.iter().map(|w| advice::shell_word(w)).collect::<Vec<_>>().join(" ")
 }
 
-/// `simdex dedup`'s own figure at `k` (its rule keeps pairs at the ground truth's threshold).
-fn dedup_at(args: &Args, r: &Report, k: u32) -> advice::DedupFigure {
-    advice::DedupFigure { threshold: (args.threshold * 100.0).round() as u32, f1: r.tally.dedup_score(k).f1 }
+/// How each front asks for setting `s` (`advice::fronts`), with the figures its lines quote:
+/// the F1 at the fronts' threshold and `s.k`, and `simdex dedup`'s own at `s.k` (its rule
+/// keeps pairs at the ground truth's threshold).
+fn fronts_of(args: &Args, r: &Report, s: Setting) -> Vec<advice::Front> {
+    let fronts_f1 = r.tally.score(Setting { k: s.k, confirm: Some(advice::fronts_threshold()) }).f1;
+    let dedup = advice::DedupFigure { threshold: (args.threshold * 100.0).round() as u32, f1: r.tally.dedup_score(s.k).f1 };
+    advice::fronts(s, &dedup_command(args), fronts_f1, dedup)
 }
 
 /// Why the figures may not carry over to every front.
@@ -282,8 +286,7 @@ fn print_text(args: &Args, r: &Report) -> anyhow::Result<()> {
         r.counted_pairs,
         args.seed
     );
-    let fronts_f1 = r.tally.score(Setting { k: rec.k, confirm: Some(advice::fronts_threshold()) }).f1;
-    for front in advice::fronts(rec, &dedup_command(args), fronts_f1, dedup_at(args, r, rec.k)) {
+    for front in fronts_of(args, r, rec) {
         out!("  {:<8}{}", format!("{}:", front.name), front.setting);
     }
     for note in caveats(args, r, rec) {
@@ -373,9 +376,7 @@ fn to_json(args: &Args, r: &Report) -> serde_json::Value {
     let (recommended, best) = match (r.advice, r.intervals) {
         (Some(a), Some((ri, bi))) => {
             let rec = a.recommended.0;
-            let fronts_f1 = r.tally.score(Setting { k: rec.k, confirm: Some(advice::fronts_threshold()) }).f1;
-            let fronts: serde_json::Map<_, _> =
-                advice::fronts(rec, &dedup_command(args), fronts_f1, dedup_at(args, r, rec.k)).into_iter().map(|f| (f.name.to_lowercase(), json!(f.setting))).collect();
+            let fronts: serde_json::Map<_, _> = fronts_of(args, r, rec).into_iter().map(|f| (f.name.to_lowercase(), json!(f.setting))).collect();
             let mut recommended = score(rec);
             recommended["interval"] = intervals(&ri);
             recommended["fronts"] = json!(fronts);
