@@ -4,12 +4,11 @@
 //! arrays, so no document is a Python object on these paths: the IDF pass's feature counts,
 //! the fingerprints and sketches, and the sketch confirmation of candidate pairs.
 
-use std::collections::HashMap;
-
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use simdex_fingerprint::document::Format;
+use simdex_fingerprint::IdfPartCounts;
 
 use crate::batch::u64s;
 use crate::spark::CorpusRecipe;
@@ -51,18 +50,14 @@ fn bytes_of(values: impl Iterator<Item = u64>) -> Vec<u8> {
     values.flat_map(u64::to_le_bytes).collect()
 }
 
-/// `(features, counts)` of a map of counts, as two u64 columns' bytes.
+/// `(features, counts)` of a part's counts, as two u64 columns' bytes.
 type Counted<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>);
-
-fn counted<'py>(py: Python<'py>, counts: &HashMap<u64, u64>) -> Counted<'py> {
-    (PyBytes::new(py, &bytes_of(counts.keys().copied())), PyBytes::new(py, &bytes_of(counts.values().copied())))
-}
 
 /// The IDF pass of one batch: every distinct feature of `texts` (an Arrow string column's
 /// buffers) counted once per document, each document weighing `sizes[i]` (little-endian
-/// u64s: its copies), summed over the batch: `(features, counts)`, two u64 columns, one pair
-/// per part of the IDF table (`buckets` of them: the library's ranges of feature hashes), for
-/// Spark to sum part by part ([`FeatureSum`]).
+/// u64s: its copies), summed over the batch: `(features, counts)`, two u64 columns
+/// (features ascending), one pair per part of the IDF table (`buckets` of them: the
+/// library's ranges of feature hashes), for Spark to sum part by part ([`FeatureSum`]).
 #[pyfunction]
 #[pyo3(signature = (recipe, data, offsets, sizes, buckets=1))]
 fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offsets: &[u8], sizes: &[u8], buckets: usize) -> PyResult<Vec<Counted<'py>>> {
@@ -71,20 +66,15 @@ fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offs
     if sizes.len() != texts.len() {
         return Err(PyValueError::new_err(format!("{} texts but {} sizes", texts.len(), sizes.len())));
     }
-    let buckets = buckets.max(1);
-    let counts = py.allow_threads(|| {
+    let parts = py.allow_threads(|| {
         let mut fp = recipe.fp();
-        let mut counts: Vec<HashMap<u64, u64>> = vec![HashMap::new(); buckets];
+        let mut counts = IdfPartCounts::default();
         for (i, &size) in sizes.iter().enumerate() {
-            for f in fp.distinct_features(texts.text(i)) {
-                if let Some(b) = counts.get_mut(simdex_fingerprint::idf_part_of(f, buckets)) {
-                    *b.entry(f).or_default() += size;
-                }
-            }
+            counts.add_document(&fp.distinct_features(texts.text(i)), size);
         }
-        counts
+        counts.into_parts(buckets)
     });
-    Ok(counts.iter().map(|c| counted(py, c)).collect())
+    Ok(parts.iter().map(|p| (PyBytes::new(py, &bytes_of(p.iter().map(|e| e.0))), PyBytes::new(py, &bytes_of(p.iter().map(|e| e.1))))).collect())
 }
 
 /// One part of the IDF table being summed in a reduce task: `feature_counts`' answers for
@@ -92,14 +82,14 @@ fn feature_counts<'py>(py: Python<'py>, recipe: &CorpusRecipe, data: &[u8], offs
 /// part file written with the library's weights ([`simdex_fingerprint::write_idf_part`]).
 #[pyclass(module = "simdex._simdex")]
 pub(crate) struct FeatureSum {
-    sum: HashMap<u64, u64>,
+    sum: IdfPartCounts,
 }
 
 #[pymethods]
 impl FeatureSum {
     #[new]
     fn new() -> Self {
-        FeatureSum { sum: HashMap::new() }
+        FeatureSum { sum: IdfPartCounts::of_one_part() }
     }
 
     /// Adds one answer's columns (u64 features and their counts).
@@ -109,15 +99,17 @@ impl FeatureSum {
             return Err(PyValueError::new_err(format!("{} features but {} counts", f.len(), c.len())));
         }
         let sum = &mut self.sum;
-        py.allow_threads(|| f.into_iter().zip(c).for_each(|(f, c)| *sum.entry(f).or_default() += c));
+        py.allow_threads(|| sum.add_counts(&f, &c));
         Ok(())
     }
 
     /// Writes the sum as part `part` of `parts` of the table of `documents` documents to
     /// `path` (emptying it): `(entries, crc)`, the part's summary.
     fn write(&mut self, py: Python<'_>, path: std::path::PathBuf, part: usize, parts: usize, documents: u64) -> PyResult<(u64, u32)> {
-        let counts: Vec<(u64, u64)> = std::mem::take(&mut self.sum).into_iter().collect();
-        let s = py.allow_threads(|| simdex_fingerprint::write_idf_part(&path, part, parts, documents, counts)).map_err(crate::errors::fp_error)?;
+        let sum = std::mem::replace(&mut self.sum, IdfPartCounts::of_one_part());
+        let s = py
+            .allow_threads(|| simdex_fingerprint::write_idf_part(&path, part, parts, documents, sum.into_parts(1).into_iter().flatten().collect()))
+            .map_err(crate::errors::fp_error)?;
         Ok((s.entries, s.crc))
     }
 }

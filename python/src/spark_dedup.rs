@@ -191,21 +191,28 @@ fn scatter_documents<'py>(
             }
             let text = std::str::from_utf8(texts.bytes(i)).unwrap_or_default();
             let first = first_of.insert(content, ()).is_none();
-            match fp.fingerprint(text) {
+            // the sketch only where it is used, made in the fingerprint's scan of the text
+            let (f, mut s) = if sketch && (first || keep) {
+                let (f, s) = fp.fingerprint_and_sketch(text, &mut sketcher);
+                (f, Some(s))
+            } else {
+                (fp.fingerprint(text), None)
+            };
+            match f {
                 Ok(f) => {
                     status.push(0);
                     reasons.push(b"")?;
                     if keep {
                         kept_fps.extend_from_slice(&f.value.to_le_bytes());
-                        if sketch {
-                            kept_sketches.extend_from_slice(sketcher.sketch(text).as_bytes());
+                        if let Some(s) = &s {
+                            kept_sketches.extend_from_slice(s.as_bytes());
                         }
                     }
                     if !first {
                         record(&mut buckets[split.partition(0, f.value, parts[0])], (HAS_FP, 0), f.value, ord, content, &[], id);
                         continue;
                     }
-                    let s = if sketch { Some(sketcher.sketch(text)) } else { None };
+                    let s = s.take();
                     let bytes = s.as_ref().map_or(&[][..], |s| s.as_bytes());
                     let flags = HAS_FP | if s.is_some() { HAS_SKETCH } else { 0 };
                     let mut at = 0;

@@ -123,6 +123,17 @@ impl FeatureMap {
         }
     }
 
+    /// Adds `by[i]` to the value of each of `keys[i]` (a missing key counts from 0), as
+    /// `add_many`.
+    pub(crate) fn add_each(&mut self, keys: &[u64], by: &[u64]) {
+        self.reserve(self.len + keys.len());
+        self.prefetch(&keys[..keys.len().min(AHEAD)]);
+        for (i, (&h, &by)) in keys.iter().zip(by).enumerate() {
+            self.prefetch(keys.get(i + AHEAD..=i + AHEAD).unwrap_or_default());
+            self.add_reserved(h, by);
+        }
+    }
+
     /// Counts each of the distinct `keys` once in the low 32 bits of its value, numbering
     /// the keys it meets for the first time in the high 32 bits (`vocabulary.len()` then,
     /// the key pushed onto `vocabulary`), and appends each key's number to `numbers`. The

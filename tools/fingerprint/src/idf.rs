@@ -257,7 +257,7 @@ impl IdfTable {
     pub fn weights_of(&self, hashes: &[u64], mut f: impl FnMut(usize, u32)) {
         match &self.weights {
             Weights::Map(m) => m.get_many(hashes, |i, w| f(i, w.map_or(self.default_weight, |w| w as u32))),
-            Weights::Parts(p) => hashes.iter().enumerate().for_each(|(i, &h)| f(i, p.get(h).unwrap_or(self.default_weight))),
+            Weights::Parts(p) => p.get_many(hashes, |i, w| f(i, w.unwrap_or(self.default_weight))),
         }
     }
 

@@ -76,7 +76,7 @@ pub use html::{extract_text, extract_text_as, fingerprint_html_reader, visible_t
 pub use idf::fuzz_decode as fuzz_idf_decode;
 pub use idf::write_part as write_idf_part;
 pub use idf::{IdfBuilder, IdfTable};
-pub use idf_parts::{part_of as idf_part_of, PartSummary as IdfPartSummary};
+pub use idf_parts::{part_of as idf_part_of, PartCounts as IdfPartCounts, PartSummary as IdfPartSummary};
 pub use input::{decode_utf8, fingerprint_text_reader, InvalidUtf8, Outcome};
 #[cfg(feature = "jsonl")]
 pub use input::{Body, JsonDoc};

@@ -2,7 +2,7 @@
 //! `write_idf_part`, mapped by `IdfTable::from_parts`) against the oracle: the table
 //! `IdfBuilder` learns in one process from the same documents.
 
-use simdex_fingerprint::{idf_part_of, write_idf_part, IdfBuilder, IdfPartSummary, IdfTable};
+use simdex_fingerprint::{idf_part_of, write_idf_part, IdfBuilder, IdfPartCounts, IdfPartSummary, IdfTable};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -16,7 +16,10 @@ fn documents() -> Vec<Vec<u64>> {
         x ^= x << 17;
         x
     };
-    let pool: Vec<u64> = (0..3000).map(|_| next()).chain([0, 1, u64::MAX, u64::MAX - 1]).collect();
+    // (and runs of neighbouring hashes, where a lookup's first guess of an entry misses most)
+    let runs = [0x4000_0000_0000_0000u64, 0x7fff_ffff_ffff_ff00, 0xc000_0000_0000_1234];
+    let clustered = runs.into_iter().flat_map(|r| (0..300).map(move |i| r + 3 * i));
+    let pool: Vec<u64> = (0..3000).map(|_| next()).chain(clustered).chain([0, 1, u64::MAX, u64::MAX - 1]).collect();
     (0..400)
         .map(|_| {
             let mut d: Vec<u64> = (0..40).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
@@ -60,9 +63,13 @@ fn a_table_in_parts_is_the_table_learned_in_one_process() {
         for h in docs.iter().flatten().copied().chain([2, 12345, u64::MAX - 2]) {
             assert_eq!(t.weight(h), whole.weight(h), "{h:#x} in {parts} parts");
         }
+        // a batch (each lookup's reads asked for ahead of it): every feature, and hashes
+        // beside them and between the parts that are not stored
+        let asked: Vec<u64> = docs.iter().flatten().flat_map(|&h| [h, h.wrapping_add(1), h.wrapping_sub(1)]).chain([2, u64::MAX / 2, u64::MAX]).collect();
         let mut got = Vec::new();
-        t.weights_of(&[1, 2, u64::MAX], |i, w| got.push((i, w)));
-        assert_eq!(got, vec![(0, whole.weight(1)), (1, whole.weight(2)), (2, whole.weight(u64::MAX))]);
+        t.weights_of(&asked, |i, w| got.push((i, w)));
+        let expected: Vec<(usize, u32)> = asked.iter().enumerate().map(|(i, &h)| (i, whole.weight(h))).collect();
+        assert_eq!(got, expected, "{parts} parts");
         let path = dir.path().join("t.idf");
         t.save(&path).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), whole.encode());
@@ -97,4 +104,76 @@ fn a_damaged_short_or_foreign_part_is_refused_naming_its_file() {
     assert!(e.to_string().contains("more documents"), "{e}");
     let e = write_idf_part(&dir.path().join("x"), 0, 1, 9, vec![(5, 2), (5, 3)]).unwrap_err();
     assert!(e.to_string().contains("twice"), "{e}");
+}
+
+#[test]
+fn one_part_of_a_few_entries_spans_every_hash() {
+    // (its directory's slots cover 2^63 hashes each: a shift by 64 would be no shift)
+    let docs = vec![vec![0, 5, u64::MAX], vec![5, 1 << 63]];
+    let mut b = IdfBuilder::new("w3");
+    docs.iter().for_each(|d| b.add_document(d));
+    let whole = b.build(1);
+    let dir = tempfile::tempdir().unwrap();
+    let (paths, summaries) = write_parts(dir.path(), &docs, 1);
+    let t = IdfTable::from_parts("w3", 2, &paths, &summaries).unwrap();
+    let asked = [0, 1, 5, 6, 1 << 63, (1 << 63) + 1, u64::MAX - 1, u64::MAX];
+    let mut got = Vec::new();
+    t.weights_of(&asked, |i, w| got.push((i, w)));
+    assert_eq!(got, asked.iter().enumerate().map(|(i, &h)| (i, whole.weight(h))).collect::<Vec<_>>());
+    assert_ne!(t.weight(5), t.weight(6));
+}
+
+/// The oracle's counts: `(feature, documents it is in, times copies)` split by part, ascending.
+fn counted(docs: &[Vec<u64>], copies: impl Fn(usize) -> u64, parts: usize) -> Vec<Vec<(u64, u64)>> {
+    let mut all = std::collections::BTreeMap::<u64, u64>::new();
+    for (i, d) in docs.iter().enumerate() {
+        for &h in d {
+            *all.entry(h).or_default() += copies(i);
+        }
+    }
+    let mut out = vec![Vec::new(); parts];
+    all.into_iter().for_each(|(h, c)| out[idf_part_of(h, parts)].push((h, c)));
+    out
+}
+
+#[test]
+fn part_counts_are_the_documents_frequencies_by_part() {
+    let docs = documents();
+    let copies = |i: usize| 1 + (i % 3) as u64;
+    for parts in [1, 2, 7, 64] {
+        let mut c = IdfPartCounts::default();
+        docs.iter().enumerate().for_each(|(i, d)| c.add_document(d, copies(i)));
+        let expected = counted(&docs, copies, parts);
+        assert_eq!(c.len(), expected.iter().map(Vec::len).sum::<usize>());
+        assert_eq!(c.into_parts(parts), expected, "{parts} parts");
+    }
+}
+
+#[test]
+fn one_parts_counts_summed_from_batches_are_the_whole_corpus_counts() {
+    // each batch of documents counted apart (a map task), then each part's answers summed
+    // (a reduce task), as documents and as counts
+    let docs = documents();
+    let parts = 7;
+    let batches: Vec<Vec<Vec<(u64, u64)>>> = docs
+        .chunks(37)
+        .map(|b| {
+            let mut c = IdfPartCounts::default();
+            b.iter().for_each(|d| c.add_document(d, 1));
+            c.into_parts(parts)
+        })
+        .collect();
+    let expected = counted(&docs, |_| 1, parts);
+    for p in 0..parts {
+        let mut sum = IdfPartCounts::of_one_part();
+        for b in &batches {
+            let (f, n): (Vec<u64>, Vec<u64>) = b[p].iter().copied().unzip();
+            sum.add_counts(&f, &n);
+        }
+        assert_eq!(sum.into_parts(1).concat(), expected[p], "part {p}");
+    }
+    let mut one = IdfPartCounts::of_one_part();
+    docs.iter().for_each(|d| one.add_document(d, 2));
+    assert_eq!(one.into_parts(parts), counted(&docs, |_| 2, parts));
+    assert!(IdfPartCounts::of_one_part().is_empty());
 }
