@@ -115,22 +115,22 @@ impl FeatureMap {
     /// Adds `by` to the value of each of `keys` (a missing key counts from 0), the keys'
     /// slots fetched a batch at a time.
     pub(crate) fn add_many(&mut self, keys: &[u64], by: u64) {
-        self.reserve(self.len + keys.len());
-        self.prefetch(&keys[..keys.len().min(AHEAD)]);
-        for (i, &h) in keys.iter().enumerate() {
-            self.prefetch(keys.get(i + AHEAD..=i + AHEAD).unwrap_or_default());
-            self.add_reserved(h, by);
-        }
+        self.add_by(keys, |_| by);
     }
 
     /// Adds `by[i]` to the value of each of `keys[i]` (a missing key counts from 0), as
     /// `add_many`.
     pub(crate) fn add_each(&mut self, keys: &[u64], by: &[u64]) {
+        self.add_by(&keys[..keys.len().min(by.len())], |i| by[i]);
+    }
+
+    /// Adds `by(i)` to the value of each of `keys[i]`, the slots prefetched `AHEAD` keys ahead.
+    fn add_by(&mut self, keys: &[u64], by: impl Fn(usize) -> u64) {
         self.reserve(self.len + keys.len());
         self.prefetch(&keys[..keys.len().min(AHEAD)]);
-        for (i, (&h, &by)) in keys.iter().zip(by).enumerate() {
+        for (i, &h) in keys.iter().enumerate() {
             self.prefetch(keys.get(i + AHEAD..=i + AHEAD).unwrap_or_default());
-            self.add_reserved(h, by);
+            self.add_reserved(h, by(i));
         }
     }
 

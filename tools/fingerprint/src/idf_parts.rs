@@ -92,22 +92,22 @@ impl PartCounts {
     /// Counts one document's distinct features (each once: `distinct` must not repeat a
     /// hash), `copies` times.
     pub fn add_document(&mut self, distinct: &[u64], copies: u64) {
-        if self.rotate == 0 {
-            self.counts.add_many(distinct, copies);
-        } else {
-            let keys: Vec<u64> = distinct.iter().map(|h| h.rotate_left(self.rotate)).collect();
-            self.counts.add_many(&keys, copies);
-        }
+        let keys = self.keys(distinct);
+        self.counts.add_many(&keys, copies);
     }
 
     /// Adds counts summed elsewhere: `features[i]` counted `counts[i]` more times (the two
     /// of the same length).
     pub fn add_counts(&mut self, features: &[u64], counts: &[u64]) {
-        if self.rotate == 0 {
-            self.counts.add_each(features, counts);
-        } else {
-            let keys: Vec<u64> = features.iter().map(|h| h.rotate_left(self.rotate)).collect();
-            self.counts.add_each(&keys, counts);
+        let keys = self.keys(features);
+        self.counts.add_each(&keys, counts);
+    }
+
+    /// The map's keys of `features` (see `rotate`).
+    fn keys<'a>(&self, features: &'a [u64]) -> std::borrow::Cow<'a, [u64]> {
+        match self.rotate {
+            0 => features.into(),
+            r => features.iter().map(|h| h.rotate_left(r)).collect::<Vec<_>>().into(),
         }
     }
 
