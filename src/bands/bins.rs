@@ -40,23 +40,28 @@ impl Bins {
     /// Empty bins for the buckets in `buckets` of a design of `bucket_bits` bits and
     /// `tag_bits`-bit tags (at most 8), about `entries` entries in all of the design's buckets.
     pub(super) fn new(buckets: &std::ops::Range<u32>, bucket_bits: u32, tag_bits: u32, entries: u64) -> Bins {
+        Bins::in_buffers(buckets, bucket_bits, tag_bits, entries, Vec::new(), Vec::new())
+    }
+
+    /// [`Bins::new`] in the memory of `spent` (bins drained by [`Bins::drain_sorted`]): a
+    /// build's next pass fills pages this process already holds instead of fresh ones (each
+    /// a page fault and a zeroing; in a virtual machine that hands freed memory back to its
+    /// host, a fault in the host too).
+    pub(super) fn reuse(spent: Bins, buckets: &std::ops::Range<u32>, bucket_bits: u32, tag_bits: u32, entries: u64) -> Bins {
+        Bins::in_buffers(buckets, bucket_bits, tag_bits, entries, spent.ordinals, spent.lows)
+    }
+
+    fn in_buffers(buckets: &std::ops::Range<u32>, bucket_bits: u32, tag_bits: u32, entries: u64, mut ordinals: Vec<u32>, mut lows: Vec<u16>) -> Bins {
         let low_bits = BIN_BITS.min(bucket_bits).min(16 - tag_bits.min(8));
         let first_bin = buckets.start >> low_bits;
         let bins = if buckets.is_empty() { 0 } else { ((buckets.end - 1) >> low_bits) - first_bin + 1 } as usize;
         // the share of the entries a bin holds (uniform band values), and a margin
         let expected = entries.saturating_mul(1 << low_bits) >> bucket_bits;
         let capacity = (expected + 4 * expected.isqrt() + 16).min(entries.max(1)) as usize;
-        Bins {
-            buckets: buckets.clone(),
-            first_bin,
-            low_bits,
-            tag_bits: tag_bits.min(8),
-            capacity,
-            lens: vec![0; bins],
-            ordinals: vec![0; bins * capacity],
-            lows: vec![0; bins * capacity],
-            overflow: Vec::new(),
-        }
+        // a region is read only as far as it was filled: what a spent one held is never seen
+        ordinals.resize(bins * capacity, 0);
+        lows.resize(bins * capacity, 0);
+        Bins { buckets: buckets.clone(), first_bin, low_bits, tag_bits: tag_bits.min(8), capacity, lens: vec![0; bins], ordinals, lows, overflow: Vec::new() }
     }
 
     /// Adds entry `v` (`bucket << 40 | ordinal << 8 | tag`, the tag below `1 << tag_bits`)
@@ -81,8 +86,8 @@ impl Bins {
     }
 
     /// Calls `f` with each entry (packed as it was added), in bucket order and, within a
-    /// bucket, in the order added.
-    pub(super) fn drain_sorted<E>(mut self, mut f: impl FnMut(u64) -> Result<(), E>) -> Result<(), E> {
+    /// bucket, in the order added; the bins are then spent (for [`Bins::reuse`]).
+    pub(super) fn drain_sorted<E>(&mut self, mut f: impl FnMut(u64) -> Result<(), E>) -> Result<(), E> {
         let (low_bits, tag_bits) = (self.low_bits, self.tag_bits);
         // the overflow by bin, stable: each bin's part stays in the order added
         self.overflow.sort_by_key(|&v| v >> (BUCKET_SHIFT + low_bits));
@@ -152,11 +157,17 @@ mod tests {
 
     #[test]
     fn bins_give_the_entries_of_their_buckets_as_a_stable_sort_by_bucket_does() {
+        // each case twice: in fresh bins, then in the spent ones of the case before (larger
+        // or smaller, holding that case's entries)
+        let mut spent: Option<Bins> = None;
         let cases = [(0u64, 4u32, 0..16u32), (1000, 4, 0..16), (50_000, 13, 0..8192), (50_000, 13, 2730..5461), (20_000, 20, 1000..900_000), (70_000, 12, 100..4000)];
         // 5-bit tags (version 4), 6 (versions 2 and 3) and 8 (version 1: bins of 256 buckets)
-        for ((n, bits, range), tag_bits) in cases.into_iter().flat_map(|c| [5u32, 6, 8].map(|t| (c.clone(), t))) {
+        for (((n, bits, range), tag_bits), reused) in cases.into_iter().flat_map(|c| [5u32, 6, 8].map(|t| (c.clone(), t))).flat_map(|c| [(c.clone(), false), (c, true)]) {
             let all = entries(n, bits, tag_bits, n + u64::from(bits));
-            let mut bins = Bins::new(&range, bits, tag_bits, n);
+            let mut bins = match if reused { spent.take() } else { None } {
+                Some(s) => Bins::reuse(s, &range, bits, tag_bits, n),
+                None => Bins::new(&range, bits, tag_bits, n),
+            };
             let kept = all.iter().filter(|&&v| bins.push(v)).count();
             let mut got = Vec::new();
             bins.drain_sorted(|v| {
@@ -167,7 +178,10 @@ mod tests {
             let mut want: Vec<u64> = all.into_iter().filter(|v| range.contains(&((v >> BUCKET_SHIFT) as u32))).collect();
             want.sort_by_key(|v| v >> BUCKET_SHIFT);
             assert_eq!(kept, want.len());
-            assert!(got == want, "n {n} bits {bits} tags {tag_bits} range {range:?}: {} against {}", got.len(), want.len());
+            assert!(got == want, "n {n} bits {bits} tags {tag_bits} range {range:?} reused {reused}: {} against {}", got.len(), want.len());
+            if reused {
+                spent = Some(bins);
+            }
         }
     }
 }

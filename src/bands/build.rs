@@ -124,6 +124,8 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
     // Bands a pass, and passes a band (each over an equal range of its buckets).
     let per_pass = (budget / head.banded.max(1)).clamp(1, u64::from(design.bands)) as u32;
     let slices = if per_pass == 1 { head.banded.div_ceil(budget).clamp(1, design.buckets()) } else { 1 };
+    // the bins of a pass, drained, hold the next pass's entries
+    let mut spent: Vec<Bins> = Vec::new();
     let mut b = 0u32;
     while b < design.bands {
         let group = b..(b + per_pass).min(design.bands);
@@ -135,10 +137,10 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
         for slice in 0..slices {
             let lo = (design.buckets() * slice / slices) as u32;
             let hi = (design.buckets() * (slice + 1) / slices) as u32;
-            let gathered = gather(segment, head, group.clone(), lo..hi, stop)?;
+            let gathered = gather(segment, head, group.clone(), lo..hi, stop, &mut spent)?;
             // Band by band: a band's entries, after its last slice its last page and its
             // directory, then the next band (several bands a pass only with one slice).
-            for ((bins, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
+            for ((mut bins, pages), ends) in gathered.into_iter().zip(&mut pages).zip(&mut ends) {
                 bins.drain_sorted(|v| {
                     if let Some(end) = ends.get_mut(((v >> 40) / per_end) as usize) {
                         *end += 1;
@@ -146,6 +148,7 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
                     pages.push(v, &mut filled);
                     filled.drain(..).try_for_each(|page| put(out, &page))
                 })?;
+                spent.push(bins);
                 if slice + 1 == slices {
                     pages.finish(&mut filled);
                     for page in filled.drain(..) {
@@ -169,10 +172,15 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
     Ok(written)
 }
 
-/// The packed entries of bands `bands` whose bucket is in `buckets`, binned ([`Bins`]) a band.
-fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>) -> Result<Vec<Bins>> {
+/// The packed entries of bands `bands` whose bucket is in `buckets`, binned ([`Bins`]) a
+/// band, in the memory of `spent` bins while there are some.
+fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>, spent: &mut Vec<Bins>) -> Result<Vec<Bins>> {
     let design = head.design;
-    let mut out: Vec<Bins> = bands.clone().map(|_| Bins::new(&buckets, design.bucket_bits, head.tag_bits, head.banded)).collect();
+    let bins = |spent: Option<Bins>| match spent {
+        Some(s) => Bins::reuse(s, &buckets, design.bucket_bits, head.tag_bits, head.banded),
+        None => Bins::new(&buckets, design.bucket_bits, head.tag_bits, head.banded),
+    };
+    let mut out: Vec<Bins> = bands.clone().map(|_| bins(spent.pop())).collect();
     let width = segment.sketch_layout().map_or(1, |(w, _)| w.max(1));
     let mut ordinal = 0u64;
     // a page at a time (its sketches in a tight loop), the stop looked at between pages
