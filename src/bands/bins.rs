@@ -38,20 +38,13 @@ pub(super) struct Bins {
 
 impl Bins {
     /// Empty bins for the buckets in `buckets` of a design of `bucket_bits` bits and
-    /// `tag_bits`-bit tags (at most 8), about `entries` entries in all of the design's buckets.
-    pub(super) fn new(buckets: &std::ops::Range<u32>, bucket_bits: u32, tag_bits: u32, entries: u64) -> Bins {
-        Bins::in_buffers(buckets, bucket_bits, tag_bits, entries, Vec::new(), Vec::new())
-    }
-
-    /// [`Bins::new`] in the memory of `spent` (bins drained by [`Bins::drain_sorted`]): a
-    /// build's next pass fills pages this process already holds instead of fresh ones (each
-    /// a page fault and a zeroing; in a virtual machine that hands freed memory back to its
+    /// `tag_bits`-bit tags (at most 8), about `entries` entries in all of the design's buckets;
+    /// in the memory of `spent` bins (drained by [`Bins::drain_sorted`]) when given, so that a
+    /// build's next pass fills pages this process already holds instead of fresh ones (each a
+    /// page fault and a zeroing; in a virtual machine that hands freed memory back to its
     /// host, a fault in the host too).
-    pub(super) fn reuse(spent: Bins, buckets: &std::ops::Range<u32>, bucket_bits: u32, tag_bits: u32, entries: u64) -> Bins {
-        Bins::in_buffers(buckets, bucket_bits, tag_bits, entries, spent.ordinals, spent.lows)
-    }
-
-    fn in_buffers(buckets: &std::ops::Range<u32>, bucket_bits: u32, tag_bits: u32, entries: u64, mut ordinals: Vec<u32>, mut lows: Vec<u16>) -> Bins {
+    pub(super) fn new(buckets: &std::ops::Range<u32>, bucket_bits: u32, tag_bits: u32, entries: u64, spent: Option<Bins>) -> Bins {
+        let (mut ordinals, mut lows) = spent.map_or_else(Default::default, |s| (s.ordinals, s.lows));
         let low_bits = BIN_BITS.min(bucket_bits).min(16 - tag_bits.min(8));
         let first_bin = buckets.start >> low_bits;
         let bins = if buckets.is_empty() { 0 } else { ((buckets.end - 1) >> low_bits) - first_bin + 1 } as usize;
@@ -86,7 +79,7 @@ impl Bins {
     }
 
     /// Calls `f` with each entry (packed as it was added), in bucket order and, within a
-    /// bucket, in the order added; the bins are then spent (for [`Bins::reuse`]).
+    /// bucket, in the order added; the bins are then spent (for [`Bins::new`] to fill again).
     pub(super) fn drain_sorted<E>(&mut self, mut f: impl FnMut(u64) -> Result<(), E>) -> Result<(), E> {
         let (low_bits, tag_bits) = (self.low_bits, self.tag_bits);
         // the overflow by bin, stable: each bin's part stays in the order added
@@ -164,10 +157,7 @@ mod tests {
         // 5-bit tags (version 4), 6 (versions 2 and 3) and 8 (version 1: bins of 256 buckets)
         for (((n, bits, range), tag_bits), reused) in cases.into_iter().flat_map(|c| [5u32, 6, 8].map(|t| (c.clone(), t))).flat_map(|c| [(c.clone(), false), (c, true)]) {
             let all = entries(n, bits, tag_bits, n + u64::from(bits));
-            let mut bins = match if reused { spent.take() } else { None } {
-                Some(s) => Bins::reuse(s, &range, bits, tag_bits, n),
-                None => Bins::new(&range, bits, tag_bits, n),
-            };
+            let mut bins = Bins::new(&range, bits, tag_bits, n, if reused { spent.take() } else { None });
             let kept = all.iter().filter(|&&v| bins.push(v)).count();
             let mut got = Vec::new();
             bins.drain_sorted(|v| {

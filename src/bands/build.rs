@@ -176,11 +176,7 @@ pub(crate) fn emit(segment: &Segment, head: &BandHead, budget: BuildBudget, stop
 /// band, in the memory of `spent` bins while there are some.
 fn gather(segment: &Segment, head: &BandHead, bands: std::ops::Range<u32>, buckets: std::ops::Range<u32>, stop: Option<&AtomicBool>, spent: &mut Vec<Bins>) -> Result<Vec<Bins>> {
     let design = head.design;
-    let bins = |spent: Option<Bins>| match spent {
-        Some(s) => Bins::reuse(s, &buckets, design.bucket_bits, head.tag_bits, head.banded),
-        None => Bins::new(&buckets, design.bucket_bits, head.tag_bits, head.banded),
-    };
-    let mut out: Vec<Bins> = bands.clone().map(|_| bins(spent.pop())).collect();
+    let mut out: Vec<Bins> = bands.clone().map(|_| Bins::new(&buckets, design.bucket_bits, head.tag_bits, head.banded, spent.pop())).collect();
     let width = segment.sketch_layout().map_or(1, |(w, _)| w.max(1));
     let mut ordinal = 0u64;
     // a page at a time (its sketches in a tight loop), the stop looked at between pages
